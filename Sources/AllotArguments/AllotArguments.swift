@@ -1,0 +1,1 @@
+// AllotArguments — see README.md, "Architecture".

@@ -1,0 +1,1 @@
+// AllotCore — see README.md, "Architecture".

@@ -1,0 +1,1 @@
+// AllotCrypto — see README.md, "Architecture".

@@ -1,0 +1,1 @@
+// AllotEnforcement — see README.md, "Architecture".

@@ -1,0 +1,1 @@
+// AllotHTTP — see README.md, "Architecture".

@@ -1,0 +1,1 @@
+// AllotJSON — see README.md, "Architecture".

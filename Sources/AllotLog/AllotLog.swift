@@ -1,0 +1,1 @@
+// AllotLog — see README.md, "Architecture".

@@ -1,0 +1,1 @@
+// AllotLoop — see README.md, "Architecture".

@@ -1,0 +1,1 @@
+// AllotMetrics — see README.md, "Architecture".

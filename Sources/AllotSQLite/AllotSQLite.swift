@@ -1,0 +1,1 @@
+// AllotSQLite — see README.md, "Architecture".

@@ -1,0 +1,1 @@
+// AllotServer — see README.md, "Architecture".

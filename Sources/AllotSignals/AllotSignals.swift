@@ -1,0 +1,1 @@
+// AllotSignals — see README.md, "Architecture".

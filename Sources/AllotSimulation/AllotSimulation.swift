@@ -1,0 +1,1 @@
+// AllotSimulation — see README.md, "Architecture".

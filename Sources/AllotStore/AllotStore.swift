@@ -1,0 +1,1 @@
+// AllotStore — see README.md, "Architecture".

@@ -1,0 +1,1 @@
+// AllotTime — see README.md, "Architecture".
