@@ -28,7 +28,7 @@ let package = Package(
         // MARK: Small self-written utilities (each tested hard, each in its own module)
         .target(name: "AllotJSON"),
         .target(name: "AllotTime"),
-        .target(name: "AllotLog", dependencies: ["AllotTime"]),
+        .target(name: "AllotLog", dependencies: ["AllotTime", "AllotJSON"]),
         .target(name: "AllotArguments"),
         .target(name: "AllotCrypto"),
         .target(name: "AllotMetrics"),
@@ -48,7 +48,7 @@ let package = Package(
 
         // MARK: Domain
         /// Provider rate-limit headers and error classification; shared by server and gateways.
-        .target(name: "AllotSignals", dependencies: ["AllotTime"]),
+        .target(name: "AllotSignals", dependencies: ["AllotTime", "AllotJSON"]),
         /// Pure allocation maths and the policy model. No I/O, no clock.
         .target(name: "AllotCore", dependencies: ["AllotJSON"]),
         .target(
