@@ -252,6 +252,7 @@ private struct DecodingState {
         }
         var fields = EventFields()
         var seen: UInt32 = 0
+        var members = 0
         var unknownName: String?
         let reportMore = batch.ignoredFields.count < validation.maxReportedIgnoredFields
         try scanner.beginObject()
@@ -260,6 +261,13 @@ private struct DecodingState {
             if field == nil && reportMore { unknownName = String(decoding: name, as: UTF8.self) }
             return field
         }) {
+            members += 1
+            guard members <= validation.maxMembers else {
+                throw TelemetryRejection(
+                    code: "invalid_event",
+                    message: "event \(index): has more than \(validation.maxMembers) members",
+                    field: "[\(index)]", eventIndex: index)
+            }
             guard let field = match else {
                 batch.ignoredFieldCount += 1
                 if let name = unknownName, !batch.ignoredFields.contains(name),
@@ -276,7 +284,10 @@ private struct DecodingState {
             seen |= bit
             try read(field, into: &fields, from: &scanner, index: index)
         }
-        batch.events.append(try finishEvent(fields, index: index))
+        let event = try finishEvent(fields, index: index)
+        batch.unparseableHeaders += event.unparseableHeaders
+        if event.outcomeWasClassified { batch.classifiedOutcomes += 1 }
+        batch.events.append(event)
     }
 
     private func read(

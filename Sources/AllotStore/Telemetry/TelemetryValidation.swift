@@ -18,6 +18,9 @@ public struct TelemetryValidation: Sendable, Equatable {
     public var maxDurationMs: Double
     /// Bound for `retry`.
     public var maxRetry: Int
+    /// Most members in one event object, known or not: unknown members are ignored, but a
+    /// hostile event with thousands of them must still cost bounded work.
+    public var maxMembers: Int
     /// Most entries in one event's `headers` object.
     public var maxHeaders: Int
     /// Longest header name, in bytes.
@@ -42,6 +45,7 @@ public struct TelemetryValidation: Sendable, Equatable {
     ///   - maxTokens: Token count bound. Default 1,000,000,000.
     ///   - maxDurationMs: Latency/queue bound. Default 86,400,000 (one day).
     ///   - maxRetry: Attempt number bound. Default 1,000.
+    ///   - maxMembers: Members per event object. Default 64.
     ///   - maxHeaders: Headers per event. Default 64.
     ///   - maxHeaderNameBytes: Default 256.
     ///   - maxHeaderValueBytes: Default 1,024.
@@ -57,6 +61,7 @@ public struct TelemetryValidation: Sendable, Equatable {
         maxTokens: Int64 = 1_000_000_000,
         maxDurationMs: Double = 86_400_000,
         maxRetry: Int = 1_000,
+        maxMembers: Int = 64,
         maxHeaders: Int = 64,
         maxHeaderNameBytes: Int = 256,
         maxHeaderValueBytes: Int = 1_024,
@@ -72,6 +77,7 @@ public struct TelemetryValidation: Sendable, Equatable {
         self.maxTokens = maxTokens
         self.maxDurationMs = maxDurationMs
         self.maxRetry = maxRetry
+        self.maxMembers = maxMembers
         self.maxHeaders = maxHeaders
         self.maxHeaderNameBytes = maxHeaderNameBytes
         self.maxHeaderValueBytes = maxHeaderValueBytes
