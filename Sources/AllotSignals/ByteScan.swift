@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Allocation-free scanning of header values over UTF-8 bytes: the ingest path parses headers for up to
 /// 100,000 events per second (SPEC §13), so no regex, no `Scanner`, no intermediate strings.
 enum ByteScan {
@@ -106,6 +112,22 @@ enum ByteScan {
         guard b.count == literal.count else { return false }
         for i in 0..<b.count where lower(b[i]) != literal[i] { return false }
         return true
+    }
+
+    /// ``equalsLowercase(_:_:)`` comparing from the end, for literals that share long prefixes.
+    @inline(__always)
+    static func equalsLowercaseBackwards(_ b: UnsafeBufferPointer<UInt8>, _ literal: [UInt8]) -> Bool {
+        guard b.count == literal.count else { return false }
+        return literal.withUnsafeBufferPointer { l in
+            // Fast path: HTTP/2 and most clients send lower-case names already.
+            if memcmp(b.baseAddress!, l.baseAddress!, l.count) == 0 { return true }
+            var i = l.count
+            while i > 0 {
+                i -= 1
+                if lower(b[i]) != l[i] { return false }
+            }
+            return true
+        }
     }
 
     /// Case-insensitive (ASCII) substring search for an already lower-case needle.

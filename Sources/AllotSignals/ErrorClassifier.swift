@@ -46,20 +46,19 @@ public enum ErrorClassifier {
     ///   - errorType: the provider's error code or type, verbatim (telemetry's `error_type`).
     ///   - body: the error body, when available.
     public static func classify(status: Int?, errorType: String? = nil, body: ProviderErrorBody? = nil) -> Outcome {
-        var types: [String] = []
-        if let errorType { types.append(errorType) }
-        if let body { types.append(contentsOf: body.errorCodes) }
-
-        if !types.isEmpty {
-            if matches(types, spendCapTypes) { return .spendCap }
-            if matches(types, overloadTypes) { return .overloaded }
-            if matches(types, timeoutTypes) { return .timeout }
-            if matches(types, quotaTypes) { return .quotaExhausted }
+        // The body's codes are only extracted when there is a body: the telemetry path has just `error_type`.
+        let bodyCodes = body?.errorCodes ?? []
+        if errorType != nil || !bodyCodes.isEmpty {
+            let types = TypeNames(errorType: errorType, bodyCodes: bodyCodes)
+            if types.match(spendCapTypes) { return .spendCap }
+            if types.match(overloadTypes) { return .overloaded }
+            if types.match(timeoutTypes) { return .timeout }
+            if types.match(quotaTypes) { return .quotaExhausted }
         }
         guard let status else { return .serverError }
         switch status {
         case 200...299:
-            return matches(types, serverErrorTypes) ? .serverError : .ok
+            return TypeNames(errorType: errorType, bodyCodes: bodyCodes).match(serverErrorTypes) ? .serverError : .ok
         case 429:
             return .quotaExhausted
         case 503, 529:
@@ -102,15 +101,22 @@ public enum ErrorClassifier {
         "credit balance", "spend limit", "spending limit", "usage limit", "billing",
     ])
 
-    private static func matches(_ types: [String], _ names: [[UInt8]]) -> Bool {
-        for type in types {
-            let found = ByteScan.withBytes(type) { bytes in
+    /// The error type given plus the body's codes, matched without building an array of them.
+    private struct TypeNames {
+        var errorType: String?
+        var bodyCodes: [String]
+
+        func match(_ names: [[UInt8]]) -> Bool {
+            if let errorType, Self.matches(errorType, names) { return true }
+            return bodyCodes.contains { Self.matches($0, names) }
+        }
+
+        private static func matches(_ type: String, _ names: [[UInt8]]) -> Bool {
+            ByteScan.withBytes(type) { bytes in
                 let trimmed = ByteScan.trimmed(bytes)
                 return names.contains { ByteScan.equalsLowercase(trimmed, $0) }
             }
-            if found { return true }
         }
-        return false
     }
 
     private static func mentionsBilling(_ message: String) -> Bool {

@@ -27,7 +27,7 @@ extension ProviderSignals {
     /// header name is added to ``unparseableHeaders``. Unknown headers are ignored and not counted.
     ///
     /// The family is the most specific convention seen: Anthropic headers → `anthropic`; Azure's utilisation
-    /// header or a `-1` sentinel → `azure`; other `x-ratelimit-*` → `openai`; a Google-shaped body → `google`;
+    /// header, a `-1` sentinel or an Azure-only header (`apim-request-id`, `x-ms-region`) → `azure`; other `x-ratelimit-*` → `openai`; a Google-shaped body → `google`;
     /// otherwise `generic`.
     ///
     /// - Parameters:
@@ -75,9 +75,14 @@ enum HeaderField {
     case utilization
     case retryAfterMilliseconds
     case retryAfter
+    /// A header only Azure OpenAI sends (`apim-request-id`, `x-ms-region`, `azureml-model-session`): it names
+    /// the family when a gateway forwards all headers; its value is not read.
+    case azureMarker
 
-    /// Lower-case names with their meaning. Matching compares lengths first, so this stays cheap.
-    static let table: [([UInt8], HeaderField)] = {
+    /// Lower-case names with their meaning, bucketed by length: a name is compared only with the two or three
+    /// known names of its length, from the last byte backwards (the shared `x-ratelimit-` or
+    /// `anthropic-ratelimit-` prefixes would make a forward comparison slow to fail).
+    static let byLength: [[([UInt8], HeaderField)]] = {
         var entries: [(String, HeaderField)] = [
             ("x-ratelimit-limit-requests", .openAI(.limit, .requests)),
             ("x-ratelimit-limit-tokens", .openAI(.limit, .tokens)),
@@ -88,6 +93,9 @@ enum HeaderField {
             ("azure-openai-deployment-utilization", .utilization),
             ("retry-after-ms", .retryAfterMilliseconds),
             ("retry-after", .retryAfter),
+            ("apim-request-id", .azureMarker),
+            ("x-ms-region", .azureMarker),
+            ("azureml-model-session", .azureMarker),
         ]
         let dimensions: [(String, Dimension)] = [
             ("requests", .requests), ("tokens", .tokens), ("input-tokens", .inputTokens),
@@ -98,16 +106,28 @@ enum HeaderField {
                 entries.append(("anthropic-ratelimit-\(dimensionName)-\(kindName)", .anthropic(kind, dimension)))
             }
         }
-        return entries.map { (Array($0.0.utf8), $0.1) }
+        var buckets: [[([UInt8], HeaderField)]] = Array(repeating: [], count: maxLength + 1)
+        for (name, field) in entries {
+            precondition(name.utf8.count <= maxLength)
+            buckets[name.utf8.count].append((Array(name.utf8), field))
+        }
+        return buckets
     }()
+
+    /// Length of the longest recognised name.
+    static let maxLength = 43
 
     /// The field a header name denotes, case-insensitively; nil for every other header.
     @inline(__always)
     static func match(_ name: String) -> HeaderField? {
-        ByteScan.withBytes(name) { bytes in
-            let first = ByteScan.lower(bytes.first ?? 0)
-            guard first == 0x78 || first == 0x61 || first == 0x72 else { return nil }  // x, a, r
-            for (literal, field) in table where ByteScan.equalsLowercase(bytes, literal) { return field }
+        let length = name.utf8.count
+        guard length <= maxLength else { return nil }
+        let candidates = byLength[length]
+        guard !candidates.isEmpty else { return nil }
+        return ByteScan.withBytes(name) { bytes in
+            for (literal, field) in candidates where ByteScan.equalsLowercaseBackwards(bytes, literal) {
+                return field
+            }
             return nil
         }
     }
@@ -136,7 +156,11 @@ struct SignalParser {
 
     /// Records a recognised header whose value is not text at all.
     mutating func unreadable(_ name: String) {
-        if HeaderField.match(name) != nil { signals.unparseableHeaders.append(name) }
+        switch HeaderField.match(name) {
+        case nil: break
+        case .azureMarker?: sawAzure = true
+        case _?: signals.unparseableHeaders.append(name)
+        }
     }
 
     /// Applies a value to its field; false when the value is unparseable.
@@ -177,6 +201,8 @@ struct SignalParser {
         case .retryAfterMilliseconds:
             guard let milliseconds = ByteScan.wholeDecimal(value) else { return false }
             retryAfterMilliseconds = milliseconds / 1_000
+        case .azureMarker:
+            sawAzure = true
         case .retryAfter:
             if let seconds = ByteScan.wholeDecimal(value) {
                 retryAfterSeconds = seconds
@@ -241,6 +267,8 @@ struct SignalParser {
             }
         }
         signals.retryAfter = retryAfterMilliseconds ?? retryAfterSeconds
+        // Dictionary order is random per process; sorted names make results comparable and logs stable.
+        if signals.unparseableHeaders.count > 1 { signals.unparseableHeaders.sort() }
         if sawAnthropic {
             signals.family = .anthropic
         } else if sawAzure {

@@ -90,7 +90,7 @@ public struct ProviderSignals: Sendable, Hashable {
     public var retryAfter: Double?
     /// Google's violated quotas, in body order.
     public var quotaViolations: [QuotaViolation]
-    /// Names (as received) of the recognised headers and body fields whose values could not be read.
+    /// Names (as received, sorted) of the recognised headers and body fields whose values could not be read.
     public var unparseableHeaders: [String]
 
     public init(
