@@ -27,8 +27,8 @@ extension ProviderSignals {
     /// header name is added to ``unparseableHeaders``. Unknown headers are ignored and not counted.
     ///
     /// The family is the most specific convention seen: Anthropic headers → `anthropic`; Azure's utilisation
-    /// header, a `-1` sentinel or an Azure-only header (`apim-request-id`, `x-ms-region`) → `azure`; other `x-ratelimit-*` → `openai`; a Google-shaped body → `google`;
-    /// otherwise `generic`.
+    /// header, a `-1` sentinel or an Azure-only header (`apim-request-id`, `x-ms-region`) → `azure`; other
+    /// `x-ratelimit-*` → `openai`; a Google-shaped body → `google`; otherwise `generic`.
     ///
     /// - Parameters:
     ///   - headers: response header fields (name → value), verbatim.
