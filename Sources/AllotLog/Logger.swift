@@ -6,7 +6,7 @@ import AllotTime
 ///     {"ts":"2026-11-22T03:00:00.123Z","level":"info","msg":"snapshot published","logger":"loop","version":42}
 ///
 /// — `ts` (RFC 3339, UTC, milliseconds), `level`, `msg`, `logger` (the label, omitted when empty), then the
-/// logger's metadata and the call's fields in order. A value type: ``with(_:)-(KeyValuePairs<String,LogValue>)``
+/// logger's metadata and the call's fields in order. A value type: `with(_:)`
 /// returns a child with more metadata, so components pass loggers down without shared mutable state.
 ///
 /// Filtering is cheap: the message and fields are autoclosures, evaluated only when the level is enabled.
@@ -52,7 +52,7 @@ public struct Logger: Sendable {
         with(fields.map { ($0.key, $0.value) })
     }
 
-    /// ``with(_:)-(KeyValuePairs<String,LogValue>)`` for fields built at run time.
+    /// `with(_:)` for fields built at run time.
     public func with(_ fields: [(String, LogValue)]) -> Logger {
         var child = self
         for (key, value) in fields {

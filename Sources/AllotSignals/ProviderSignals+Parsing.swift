@@ -40,7 +40,7 @@ extension ProviderSignals {
         self = parser.finish(body: body)
     }
 
-    /// ``init(headers:body:now:)-(Dictionary<String,String>,_,_)`` for header fields as ordered pairs (a
+    /// `init(headers:body:now:)` for header fields as ordered pairs (a
     /// gateway's HTTP client; repeated names: the last readable value wins).
     public init(headerFields: some Sequence<(String, String)>, body: ProviderErrorBody? = nil, now: Double) {
         var parser = SignalParser(now: now)
@@ -48,7 +48,7 @@ extension ProviderSignals {
         self = parser.finish(body: body)
     }
 
-    /// ``init(headers:body:now:)-(Dictionary<String,String>,_,_)`` for the telemetry event's `headers` object
+    /// `init(headers:body:now:)` for the telemetry event's `headers` object
     /// (SPEC §3) without copying it into a dictionary. A JSON number is read as its decimal text; any other
     /// non-string value of a recognised header is unparseable.
     public init(headers: JSONObject, body: ProviderErrorBody? = nil, now: Double) {

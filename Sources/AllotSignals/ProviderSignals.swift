@@ -68,7 +68,7 @@ public enum QuotaDimension: String, Sendable, Hashable, CaseIterable, Codable {
 }
 
 /// Everything one upstream response said about rate limits, parsed from its headers and (for Google) its
-/// error body. See ``init(headers:body:now:)-(Dictionary<String,String>,_,_)`` for the rules per provider.
+/// error body. See `init(headers:body:now:)` for the rules per provider.
 ///
 /// This one type is shared by the server (telemetry carries the upstream's headers verbatim, SPEC §3) and the
 /// gateway-side enforcement library, so it is a plain value, cheap to build, and never fails: values it cannot
