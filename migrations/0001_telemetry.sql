@@ -148,6 +148,18 @@ CREATE TABLE rollups_minute (
 -- Showback across all tenants for [from, to) and retention of rollups by age both scan by time.
 CREATE INDEX rollups_minute_by_time ON rollups_minute (minute_ms);
 
+-- How far rollups_minute has counted the events: every event with id <= last_event_id is in the
+-- rollups, none above. TelemetryStore sums new events into rollup rows in memory and writes them
+-- about once a second (and before every rollup read), moving this mark in the same transaction;
+-- upserting the rollup rows with every batch would cost more than storing the events, because a
+-- batch from many tenants touches almost one rollup row per event. After a crash the store counts
+-- the events above the mark in SQL before anything else, so the rollups lose nothing.
+CREATE TABLE rollup_progress (
+    singleton     INTEGER PRIMARY KEY CHECK (singleton = 1),
+    last_event_id INTEGER NOT NULL
+) STRICT;
+INSERT INTO rollup_progress (singleton, last_event_id) VALUES (1, 0);
+
 -- For people reading the database with the sqlite3 shell: events with names instead of refs.
 CREATE VIEW events_readable AS
 SELECT

@@ -33,11 +33,29 @@ public struct MinuteCounters: Sendable, Hashable {
     public var queueSumMs: Double = 0
     public var queueMaxMs: Double = 0
     /// Latency histogram: counts per bucket with the inclusive upper bounds of
-    /// ``latencyBucketBoundsMs``, then one bucket for everything above the last bound.
-    public var latencyBuckets: [Int64] = Array(repeating: 0, count: MinuteCounters.latencyBucketBoundsMs.count + 1)
+    /// ``latencyBucketBoundsMs``, then one bucket for everything above the last bound (eight in all).
+    public var latencyBuckets: [Int64] {
+        get { [bucket0, bucket1, bucket2, bucket3, bucket4, bucket5, bucket6, bucket7] }
+        set {
+            precondition(newValue.count == 8, "eight latency buckets")
+            (bucket0, bucket1, bucket2, bucket3) = (newValue[0], newValue[1], newValue[2], newValue[3])
+            (bucket4, bucket5, bucket6, bucket7) = (newValue[4], newValue[5], newValue[6], newValue[7])
+        }
+    }
+    // Stored as fields, not an array: counters are built per rollup key per batch on the hot path,
+    // and a fixed-size value needs no allocation.
+    private var bucket0: Int64 = 0
+    private var bucket1: Int64 = 0
+    private var bucket2: Int64 = 0
+    private var bucket3: Int64 = 0
+    private var bucket4: Int64 = 0
+    private var bucket5: Int64 = 0
+    private var bucket6: Int64 = 0
+    private var bucket7: Int64 = 0
 
     /// Upper bounds (inclusive, ms) of the histogram buckets: LLM calls take from a few hundred
     /// milliseconds to tens of seconds, so the buckets are coarse and spread over that range.
+    /// (The same bounds are written out in ``add(_:)`` and in the rollup recovery SQL.)
     public static let latencyBucketBoundsMs: [Double] = [250, 500, 1_000, 2_500, 5_000, 10_000, 30_000]
 
     public init() {}
@@ -63,7 +81,16 @@ public struct MinuteCounters: Sendable, Hashable {
             latencyCount += 1
             latencySumMs += latency
             latencyMaxMs = max(latencyMaxMs, latency)
-            latencyBuckets[Self.bucket(latency)] += 1
+            switch latency {
+            case ...250: bucket0 += 1
+            case ...500: bucket1 += 1
+            case ...1_000: bucket2 += 1
+            case ...2_500: bucket3 += 1
+            case ...5_000: bucket4 += 1
+            case ...10_000: bucket5 += 1
+            case ...30_000: bucket6 += 1
+            default: bucket7 += 1
+            }
         }
         if let queue = event.queueMs {
             queueCount += 1
@@ -93,7 +120,14 @@ public struct MinuteCounters: Sendable, Hashable {
         queueCount += other.queueCount
         queueSumMs += other.queueSumMs
         queueMaxMs = max(queueMaxMs, other.queueMaxMs)
-        for index in latencyBuckets.indices { latencyBuckets[index] += other.latencyBuckets[index] }
+        bucket0 += other.bucket0
+        bucket1 += other.bucket1
+        bucket2 += other.bucket2
+        bucket3 += other.bucket3
+        bucket4 += other.bucket4
+        bucket5 += other.bucket5
+        bucket6 += other.bucket6
+        bucket7 += other.bucket7
     }
 
     /// The count for `outcome`.
@@ -110,17 +144,13 @@ public struct MinuteCounters: Sendable, Hashable {
         }
     }
 
-    static func bucket(_ latencyMs: Double) -> Int {
-        for (index, bound) in latencyBucketBoundsMs.enumerated() where latencyMs <= bound { return index }
-        return latencyBucketBoundsMs.count
-    }
 }
 
-/// The key of a `rollups_minute` row, by names (before interning).
-struct RollupKey: Hashable, Sendable {
-    var tenant: String
-    var upstream: String
-    var taskClass: TaskClass
+/// The key of a `rollups_minute` row, by interned refs.
+struct RollupRowKey: Hashable, Sendable {
+    var tenant: Int64
+    var upstream: Int64
+    var taskClass: Int32
     var minuteMs: Int64
 }
 

@@ -1,12 +1,13 @@
-/// A validated batch with everything the write transaction needs computed in advance: the rollup
-/// rows and the distinct names with their time ranges.
+/// A validated batch with everything the write transaction needs computed in advance: the
+/// batch's distinct names, each event's index into them, and the batch's rollup rows.
 ///
 /// Built by ``TelemetryStore/ingest(_:defaultTier:now:)`` on the caller's task, before the batch
-/// joins the write queue, so that this per-event work runs in parallel across requests and the
-/// single writer thread only binds and steps statements.
+/// joins the write queue, so that the per-event hashing runs in parallel across requests and the
+/// single writer thread only binds and steps statements (it looks names up once per distinct
+/// name, never per event).
 struct PreparedBatch: Sendable {
-    /// When (in ms) an interned name was first and last seen in this batch.
-    struct SeenRange: Sendable {
+    /// When (in ms) a name was first and last seen in this batch.
+    struct SeenRange: Sendable, Equatable {
         var first: Int64
         var last: Int64
 
@@ -16,13 +17,28 @@ struct PreparedBatch: Sendable {
         }
     }
 
+    /// A rollup row's key by the batch's local name indices.
+    struct LocalRollupKey: Hashable, Sendable {
+        var tenant: Int32
+        var upstream: Int32
+        var taskClass: Int32
+        var minuteMs: Int64
+    }
+
     var events: [TelemetryEvent]
-    /// Rollup rows keyed by names; summed per key over the batch.
-    var rollups: [(key: RollupKey, counters: MinuteCounters)]
-    var tenants: [String: SeenRange]
-    var upstreams: [String: SeenRange]
-    var gateways: [String]
-    var models: [String: Int64]
+    /// Distinct names in order of first appearance, with the time range they were seen in.
+    var tenants: [(name: String, seen: SeenRange)] = []
+    var upstreams: [(name: String, seen: SeenRange)] = []
+    var gateways: [String] = []
+    var models: [(name: String, firstSeen: Int64)] = []
+    /// Per event, the index of its tenant, upstream, gateway and model version (-1: none) in the
+    /// arrays above.
+    var eventTenant: [Int32] = []
+    var eventUpstream: [Int32] = []
+    var eventGateway: [Int32] = []
+    var eventModel: [Int32] = []
+    /// The batch's rollup rows (sums per key).
+    var rollups: [LocalRollupKey: MinuteCounters] = [:]
     /// The tier new tenants are registered with (the policy's default tier).
     var defaultTier: String
     /// The server's clock at ingest, for gateways' last contact.
@@ -32,34 +48,61 @@ struct PreparedBatch: Sendable {
         self.events = events
         self.defaultTier = defaultTier
         self.receivedMs = receivedMs
-        var rollupIndex: [RollupKey: Int] = [:]
-        var rollups: [(key: RollupKey, counters: MinuteCounters)] = []
-        var tenants: [String: SeenRange] = [:]
-        var upstreams: [String: SeenRange] = [:]
-        var gateways: Set<String> = []
-        var models: [String: Int64] = [:]
+        var tenantIndex: [String: Int32] = [:]
+        var upstreamIndex: [String: Int32] = [:]
+        var gatewayIndex: [String: Int32] = [:]
+        var modelIndex: [String: Int32] = [:]
+        eventTenant.reserveCapacity(events.count)
+        eventUpstream.reserveCapacity(events.count)
+        eventGateway.reserveCapacity(events.count)
+        eventModel.reserveCapacity(events.count)
         for event in events {
-            let key = RollupKey(
-                tenant: event.tenant, upstream: event.upstream, taskClass: event.taskClass,
-                minuteMs: minuteStart(event.timestampMs))
-            if let index = rollupIndex[key] {
-                rollups[index].counters.add(event)
-            } else {
-                var counters = MinuteCounters()
-                counters.add(event)
-                rollupIndex[key] = rollups.count
-                rollups.append((key, counters))
-            }
             let ts = event.timestampMs
-            tenants[event.tenant, default: SeenRange(first: ts, last: ts)].include(ts)
-            upstreams[event.upstream, default: SeenRange(first: ts, last: ts)].include(ts)
-            gateways.insert(event.gateway)
-            if let model = event.modelVersion { models[model] = min(models[model] ?? ts, ts) }
+            let tenant: Int32
+            if let index = tenantIndex[event.tenant] {
+                tenant = index
+                tenants[Int(index)].seen.include(ts)
+            } else {
+                tenant = Int32(tenants.count)
+                tenantIndex[event.tenant] = tenant
+                tenants.append((event.tenant, SeenRange(first: ts, last: ts)))
+            }
+            let upstream: Int32
+            if let index = upstreamIndex[event.upstream] {
+                upstream = index
+                upstreams[Int(index)].seen.include(ts)
+            } else {
+                upstream = Int32(upstreams.count)
+                upstreamIndex[event.upstream] = upstream
+                upstreams.append((event.upstream, SeenRange(first: ts, last: ts)))
+            }
+            let gateway: Int32
+            if let index = gatewayIndex[event.gateway] {
+                gateway = index
+            } else {
+                gateway = Int32(gateways.count)
+                gatewayIndex[event.gateway] = gateway
+                gateways.append(event.gateway)
+            }
+            var model: Int32 = -1
+            if let name = event.modelVersion {
+                if let index = modelIndex[name] {
+                    model = index
+                    models[Int(index)].firstSeen = min(models[Int(index)].firstSeen, ts)
+                } else {
+                    model = Int32(models.count)
+                    modelIndex[name] = model
+                    models.append((name, ts))
+                }
+            }
+            eventTenant.append(tenant)
+            eventUpstream.append(upstream)
+            eventGateway.append(gateway)
+            eventModel.append(model)
+            let key = LocalRollupKey(
+                tenant: tenant, upstream: upstream, taskClass: Int32(event.taskClass.storageCode),
+                minuteMs: minuteStart(ts))
+            rollups[key, default: MinuteCounters()].add(event)
         }
-        self.rollups = rollups
-        self.tenants = tenants
-        self.upstreams = upstreams
-        self.gateways = gateways.sorted()
-        self.models = models
     }
 }

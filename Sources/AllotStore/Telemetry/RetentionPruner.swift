@@ -41,7 +41,9 @@ public struct PruneReport: Sendable, Equatable {
 /// Raw events go by `ts_ms` (through the `events_by_time` index), oldest first, but the event with
 /// the largest id is always kept, even when it is old: SQLite gives a new row `max(id) + 1`, so
 /// deleting the last row would let the next event reuse an id that the loop has already read past
-/// (see `migrations/0001_telemetry.sql`). Rollups go by `minute_ms`.
+/// (see `migrations/0001_telemetry.sql`). Nor does it delete events the rollups have not counted
+/// yet (above the `rollup_progress` mark), which a restart would need to rebuild them. Rollups go
+/// by `minute_ms`.
 ///
 /// Time comes from the `now` passed in (or the clock given to ``run(clock:every:onError:)``),
 /// never from the wall clock, so tests drive it on a virtual clock.
@@ -110,7 +112,8 @@ public struct RetentionPruner: Sendable {
     /// One chunk of old events, oldest first, never the newest row.
     static let deleteEventsSQL = """
         DELETE FROM events WHERE id IN
-        (SELECT id FROM events WHERE ts_ms < ?1 AND id < (SELECT max(id) FROM events) ORDER BY ts_ms LIMIT ?2)
+        (SELECT id FROM events WHERE ts_ms < ?1 AND id < (SELECT max(id) FROM events)
+         AND id <= (SELECT last_event_id FROM rollup_progress) ORDER BY ts_ms LIMIT ?2)
         """
 
     /// One chunk of old rollup rows, oldest first.

@@ -56,7 +56,8 @@ extension TelemetryStore {
     ///
     /// - Parameter tenant: Only this tenant; nil for all.
     public nonisolated func usage(fromMs: Int64, toMs: Int64, tenant: String? = nil) async throws -> [UsageTotal] {
-        try await pool.read { connection in
+        try? await flushRollups()  // exact when the database can be written; a second stale at worst
+        return try await pool.read { connection in
             let sql = tenant == nil ? Self.usageSQL : Self.usageForTenantSQL
             var bindings: [(any SQLiteBindable)?] = [fromMs, toMs]
             if let tenant { bindings.append(tenant) }
@@ -79,7 +80,8 @@ extension TelemetryStore {
     public nonisolated func rollups(fromMs: Int64, toMs: Int64, tenant: String? = nil) async throws
         -> [MinuteRollup]
     {
-        try await pool.read { connection in
+        try? await flushRollups()  // exact when the database can be written; a second stale at worst
+        return try await pool.read { connection in
             let sql = tenant == nil ? Self.rollupsSQL : Self.rollupsForTenantSQL
             var bindings: [(any SQLiteBindable)?] = [fromMs, toMs]
             if let tenant { bindings.append(tenant) }
@@ -183,6 +185,6 @@ extension MinuteCounters {
         queueCount = next()
         queueSumMs = nextDouble()
         queueMaxMs = nextDouble()
-        for bucket in latencyBuckets.indices { latencyBuckets[bucket] = next() }
+        latencyBuckets = (0..<8).map { _ in next() }
     }
 }

@@ -5,25 +5,32 @@ import AllotTime
 /// (SPEC sections 2 and 3).
 ///
 /// **Writing.** ``ingest(_:defaultTier:now:)`` stores one batch all-or-nothing: it registers unknown
-/// tenants (with the tier given, the policy's default), upstreams, gateways and model versions,
-/// inserts the events and adds them to the per-minute rollups, in one transaction, and returns
-/// only after COMMIT, so with `synchronous=FULL` (the default of ``AllotSQLite/SQLiteConfiguration``)
-/// an acknowledged batch survives a crash or power loss.
+/// tenants (with the tier given, the policy's default), upstreams, gateways and model versions and
+/// inserts the events in one transaction, and returns only after COMMIT, so with
+/// `synchronous=FULL` (the default of ``AllotSQLite/SQLiteConfiguration``) an acknowledged batch
+/// survives a crash or power loss.
 ///
 /// **Group commit.** Batches that arrive while a transaction is committing wait in a queue and
 /// are written together in the next transaction (up to ``Configuration/maxBatchesPerTransaction``
-/// batches and ``Configuration/maxEventsPerTransaction`` events), each reported separately. This
-/// keeps every batch all-or-nothing (each was fully validated before it queued, and a group that
-/// fails for a reason other than the database itself is retried batch by batch) while paying one
-/// BEGIN/COMMIT and one fsync for several batches under load. Measured in
-/// `IngestBenchmark`; see the README.
+/// batches and ``Configuration/maxEventsPerTransaction`` events), each reported separately. Every
+/// batch stays all-or-nothing: each was fully validated before it queued, and a group that fails
+/// for a reason other than the database itself is retried batch by batch.
+///
+/// **Rollups.** The per-minute rollups are summed in memory as batches commit and written in the
+/// write transaction that follows ``Configuration/rollupFlushInterval`` later (or at once when
+/// ``Configuration/maxPendingRollupRows`` is reached, when the queue goes idle for that long, and
+/// before every rollup read), together with the `rollup_progress` mark saying which events they
+/// include. Upserting them with every batch halves ingest throughput: a batch from 1,000 tenants
+/// touches almost one rollup row per event, while a second of traffic touches each row once.
+/// Nothing is lost on a crash: on its first write a store counts the events above the mark into
+/// the rollups in SQL (the raw events are kept 24 hours).
 ///
 /// **Reading** (`TelemetryStore+Reading.swift`) runs on the pool's reader connection, in WAL
 /// mode, and never waits for ingest.
 ///
-/// An actor because it owns long-lived state: the queue of waiting batches and the cache of
-/// interned names (which is only extended after a commit, so it never holds a ref the database
-/// does not have). The per-event work (rollup aggregation) happens before a batch enters the
+/// An actor because it owns long-lived state: the queue of waiting batches, the rollup rows not
+/// yet written, and the cache of interned names (which is only extended after a commit, so it never
+/// holds a ref the database does not have). The per-event work happens before a batch enters the
 /// actor, on the caller's task.
 public actor TelemetryStore {
     /// Tuning of the write path.
@@ -33,37 +40,62 @@ public actor TelemetryStore {
         /// Most events written in one transaction (a group stops growing past this; a single
         /// batch larger than this is still written whole).
         public var maxEventsPerTransaction: Int
+        /// Seconds rollup rows are summed in memory before they are written.
+        public var rollupFlushInterval: Double
+        /// Rollup rows held in memory before they are written regardless of the interval.
+        public var maxPendingRollupRows: Int
 
         /// - Parameters:
         ///   - maxBatchesPerTransaction: Default 16.
         ///   - maxEventsPerTransaction: Default 20,000 (a few tens of milliseconds of writing, so
         ///     a batch never waits long behind a group).
-        public init(maxBatchesPerTransaction: Int = 16, maxEventsPerTransaction: Int = 20_000) {
+        ///   - rollupFlushInterval: Default 1 s.
+        ///   - maxPendingRollupRows: Default 50,000.
+        public init(
+            maxBatchesPerTransaction: Int = 16, maxEventsPerTransaction: Int = 20_000, rollupFlushInterval: Double = 1,
+            maxPendingRollupRows: Int = 50_000
+        ) {
             self.maxBatchesPerTransaction = max(1, maxBatchesPerTransaction)
             self.maxEventsPerTransaction = max(1, maxEventsPerTransaction)
+            self.rollupFlushInterval = max(0, rollupFlushInterval)
+            self.maxPendingRollupRows = max(1, maxPendingRollupRows)
         }
     }
 
     /// The database: ingest writes on its writer, reads use its reader.
     public nonisolated let pool: DatabasePool
     public nonisolated let configuration: Configuration
+    /// Times the rollup flush interval (the system clock in service, a manual one in tests).
+    public nonisolated let clock: any AllotClock
 
     private var names = NameCache()
-    private var pending: [PendingBatch] = []
+    private var queue: [QueuedBatch] = []
+    private var flushWaiters: [CheckedContinuation<Void, any Error>] = []
     private var isDraining = false
     private var statistics = TelemetryCounters()
+    /// Rollup rows of committed events with ids in (mark, `committedThrough`], not yet written.
+    private var pendingRollups: [RollupRowKey: MinuteCounters] = [:]
+    /// When `pendingRollups` became non-empty (``clock`` seconds).
+    private var pendingSince: Double?
+    /// The largest committed event id this store knows of (valid once `hasRecovered`).
+    private var committedThrough: Int64 = 0
+    /// False until the first transaction has counted events left above the mark by a previous run.
+    private var hasRecovered = false
+    private var flushTimer: Task<Void, Never>?
 
-    private struct PendingBatch {
+    private struct QueuedBatch {
         var batch: PreparedBatch
         var continuation: CheckedContinuation<StoredRows, any Error>
     }
 
     /// - Parameters:
-    ///   - pool: An open, migrated database (``StoreDatabase/open(path:configuration:now:)``).
+    ///   - pool: An open, migrated database (``StoreDatabase/open(path:configuration:)``).
     ///   - configuration: Write-path tuning.
-    public init(pool: DatabasePool, configuration: Configuration = Configuration()) {
+    ///   - clock: Times the rollup flush interval. Default ``AllotTime/SystemClock``.
+    public init(pool: DatabasePool, configuration: Configuration = Configuration(), clock: any AllotClock = SystemClock()) {
         self.pool = pool
         self.configuration = configuration
+        self.clock = clock
     }
 
     // MARK: Writing
@@ -124,6 +156,29 @@ public actor TelemetryStore {
         }
     }
 
+    /// Writes the rollup rows summed in memory (and, on a store's first write, the rollups of
+    /// events a previous run left uncounted). Rollup reads call it first, so they are exact.
+    ///
+    /// - Throws: ``TelemetryStoreError`` when the database fails (the rows stay in memory).
+    public func flushRollups() async throws(TelemetryStoreError) {
+        do {
+            try await withCheckedThrowingContinuation { continuation in
+                flushWaiters.append(continuation)
+                startDraining()
+            }
+        } catch {
+            throw TelemetryStoreError(error)
+        }
+    }
+
+    /// Writes what is pending and stops the flush timer; call before closing the pool on shutdown
+    /// (if it is not called, the next start recovers the rollups from the events instead).
+    public func close() async throws(TelemetryStoreError) {
+        flushTimer?.cancel()
+        flushTimer = nil
+        if !pendingRollups.isEmpty || !hasRecovered { try await flushRollups() }
+    }
+
     /// Counts a batch refused before storage (by ``TelemetryDecoder`` or the HTTP edge), for the
     /// `rejected batches by code` metric.
     public func countRejected(code: String) {
@@ -135,52 +190,105 @@ public actor TelemetryStore {
 
     private func submit(_ batch: PreparedBatch) async throws -> StoredRows {
         try await withCheckedThrowingContinuation { continuation in
-            pending.append(PendingBatch(batch: batch, continuation: continuation))
-            if !isDraining {
-                isDraining = true
-                Task { await self.drain() }
-            }
+            queue.append(QueuedBatch(batch: batch, continuation: continuation))
+            startDraining()
         }
     }
 
+    private func startDraining() {
+        guard !isDraining else { return }
+        isDraining = true
+        Task { await self.drain() }
+    }
+
     /// Writes queued batches, group by group, until the queue is empty. Runs on the actor, so while
-    /// a group's transaction is in flight (awaiting the writer queue) new batches can join `pending`.
+    /// a group's transaction is in flight (awaiting the writer queue) new batches can join `queue`.
     private func drain() async {
-        while !pending.isEmpty {
-            var group: [PendingBatch] = []
+        while !queue.isEmpty || !flushWaiters.isEmpty {
+            var group: [QueuedBatch] = []
             var events = 0
-            while let next = pending.first, group.count < configuration.maxBatchesPerTransaction,
+            while let next = queue.first, group.count < configuration.maxBatchesPerTransaction,
                 group.isEmpty || events + next.batch.events.count <= configuration.maxEventsPerTransaction
             {
                 group.append(next)
                 events += next.batch.events.count
-                pending.removeFirst()
+                queue.removeFirst()
             }
-            await write(group)
+            let waiters = flushWaiters
+            flushWaiters = []
+            await write(group, flushWaiters: waiters)
         }
         isDraining = false
+        scheduleFlushTimer()
     }
 
-    private func write(_ group: [PendingBatch]) async {
-        let batches = group.map(\.batch)
+    private var flushIsDue: Bool {
+        guard let pendingSince, !pendingRollups.isEmpty else { return false }
+        return pendingRollups.count >= configuration.maxPendingRollupRows
+            || clock.now - pendingSince >= configuration.rollupFlushInterval
+    }
+
+    private func write(_ group: [QueuedBatch], flushWaiters waiters: [CheckedContinuation<Void, any Error>]) async {
+        let flush = !waiters.isEmpty || flushIsDue
+        let work = TelemetryWriter.GroupWork(
+            batches: group.map(\.batch), recover: !hasRecovered, flush: flush ? pendingRollups : nil,
+            flushThrough: committedThrough)
         let cache = names
         do {
             let result = try await pool.write { connection in
-                try TelemetryWriter.write(batches, cache: cache, connection: connection)
+                try TelemetryWriter.write(work, cache: cache, connection: connection)
             }
             names.merge(result.learned)
             statistics.transactions += 1
+            hasRecovered = true
+            if flush {
+                pendingRollups = [:]
+                pendingSince = nil
+            }
+            for (item, rows) in zip(group, result.batches) { addPendingRollups(item.batch, rows) }
+            committedThrough = result.lastEventID
             for (item, rows) in zip(group, result.batches) { item.continuation.resume(returning: rows) }
+            for waiter in waiters { waiter.resume() }
         } catch {
             // A failure of the database itself (busy, full, read-only, I/O, closed) fails every
             // batch alike; anything else might belong to one batch, so the others are retried
             // alone rather than refused for a neighbour's fault.
             if group.count > 1 && !Self.isDatabaseWide(error) {
-                for item in group { await write([item]) }
+                for (index, item) in group.enumerated() { await write([item], flushWaiters: index == 0 ? waiters : []) }
             } else {
                 for item in group { item.continuation.resume(throwing: error) }
+                for waiter in waiters { waiter.resume(throwing: error) }
             }
         }
+    }
+
+    /// Adds a committed batch's rollup rows (keyed by its local names) to the pending rows.
+    private func addPendingRollups(_ batch: PreparedBatch, _ rows: StoredRows) {
+        if pendingSince == nil && !batch.rollups.isEmpty { pendingSince = clock.now }
+        for (local, counters) in batch.rollups {
+            let key = RollupRowKey(
+                tenant: rows.tenantRefs[Int(local.tenant)], upstream: rows.upstreamRefs[Int(local.upstream)],
+                taskClass: local.taskClass, minuteMs: local.minuteMs)
+            pendingRollups[key, default: MinuteCounters()].merge(counters)
+        }
+    }
+
+    /// When the queue has gone idle with rollup rows pending, writes them after the flush interval
+    /// (so that they are on disk within about a second even when no further batch arrives).
+    private func scheduleFlushTimer() {
+        guard flushTimer == nil, !pendingRollups.isEmpty else { return }
+        let clock = self.clock
+        let interval = configuration.rollupFlushInterval
+        flushTimer = Task {
+            try? await clock.sleep(for: interval)
+            await self.flushTimerFired()
+        }
+    }
+
+    private func flushTimerFired() async {
+        flushTimer = nil
+        guard !Task.isCancelled, !pendingRollups.isEmpty else { return }
+        if flushIsDue || !isDraining { try? await flushRollups() }
     }
 
     private static func isDatabaseWide(_ error: any Error) -> Bool {
