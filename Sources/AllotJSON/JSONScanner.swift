@@ -148,6 +148,7 @@ public struct JSONScanner {
     public mutating func readValue() throws(JSONParseError) -> JSON {
         parser.skipWhitespace()
         atContainerStart = false
+        if parser.index < parser.end, let number = parser.fastNumber() { return number }
         return try Self.located(parser.buffer, record) { () throws(JSONFailure) in try parser.parseValue() }
     }
 
@@ -250,22 +251,45 @@ public struct JSONScanner {
 extension JSONByteParser {
     /// Parses a string starting at its opening quote and hands the decoded UTF-8 bytes to `body`:
     /// a slice of the input when the string has no escapes, the scratch buffer otherwise.
+    ///
+    /// The common case (no escapes, ASCII) is scanned eight bytes at a time: a word is skipped when
+    /// none of its bytes is a quote, a backslash or a control character (the "has zero byte" bit
+    /// trick, which never misses one), and UTF-8 validation is skipped when no byte had its high
+    /// bit set. Strings are most of a telemetry body's bytes.
     mutating func withStringBytes<T>(_ body: (UnsafeBufferPointer<UInt8>) -> T) throws(JSONFailure) -> T {
         let open = index
         index += 1
         let start = index
+        var highBits: UInt64 = 0
+        if let base = buffer.baseAddress {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highs: UInt64 = 0x8080_8080_8080_8080
+            while index &+ 8 <= end {
+                let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+                let quote = word ^ (ones &* 0x22)
+                let backslash = word ^ (ones &* 0x5C)
+                let special =
+                    ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
+                if special & highs != 0 { break }
+                highBits |= word
+                index &+= 8
+            }
+        }
         while index < end {
             let byte = buffer[index]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: buffer[start..<index])
-                guard UTF8Validation.isValid(slice) else {
-                    throw JSONFailure(offset: start, message: "invalid UTF-8 in string")
+                if highBits & 0x8080_8080_8080_8080 != 0 {
+                    guard UTF8Validation.isValid(slice) else {
+                        throw JSONFailure(offset: start, message: "invalid UTF-8 in string")
+                    }
                 }
                 index += 1
                 return body(slice)
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw JSONFailure(offset: index, message: "unescaped control character in string") }
+            highBits |= UInt64(byte)
             index += 1
         }
         guard index < end else { throw JSONFailure(offset: open, message: "unterminated string") }
@@ -273,5 +297,52 @@ extension JSONByteParser {
         index = open
         _ = try parseString()
         return scratch.withUnsafeBufferPointer { body($0) }
+    }
+}
+
+extension JSONByteParser {
+    /// Powers of ten that are exact doubles (10^0 … 10^22).
+    private static let exactPowersOfTen: [Double] = (0...22).map { exponent in
+        var value = 1.0
+        for _ in 0..<exponent { value *= 10 }
+        return value
+    }
+
+    /// A number at `index` in its common short form (`-?digits(.digits)?` with at most 15
+    /// significant digits in all, no exponent), decoded without building a string: an integer, or a
+    /// decimal whose digits form an exact integer `m < 2^53` divided by an exact power of ten, which
+    /// one IEEE division rounds correctly (Clinger's fast path), so the result equals
+    /// ``parseNumber()``'s. Anything else (exponents, long mantissas, malformed input) returns nil
+    /// without consuming anything, and the general parser takes over.
+    mutating func fastNumber() -> JSON? {
+        var position = index
+        let negative = buffer[position] == UInt8(ascii: "-")
+        if negative { position += 1 }
+        let digitsStart = position
+        var mantissa: Int64 = 0
+        var digits = 0
+        while position < end, isDigit(buffer[position]) {
+            mantissa = mantissa &* 10 &+ Int64(buffer[position] &- UInt8(ascii: "0"))
+            digits += 1
+            position += 1
+        }
+        guard digits > 0, digits <= 15, !(digits > 1 && buffer[digitsStart] == UInt8(ascii: "0")) else { return nil }
+        var fractionDigits = 0
+        if position < end, buffer[position] == UInt8(ascii: ".") {
+            position += 1
+            while position < end, isDigit(buffer[position]) {
+                mantissa = mantissa &* 10 &+ Int64(buffer[position] &- UInt8(ascii: "0"))
+                fractionDigits += 1
+                position += 1
+            }
+            guard fractionDigits > 0, digits + fractionDigits <= 15 else { return nil }
+        }
+        if position < end, buffer[position] == UInt8(ascii: "e") || buffer[position] == UInt8(ascii: "E") {
+            return nil
+        }
+        index = position
+        if fractionDigits == 0 { return .int(negative ? -mantissa : mantissa) }
+        let magnitude = Double(mantissa) / Self.exactPowersOfTen[fractionDigits]
+        return .double(negative ? -magnitude : magnitude)
     }
 }

@@ -120,6 +120,30 @@ import Testing
         #expect(throws: Never.self) { try Self.scanDocument(fine) }
     }
 
+    /// Short decimals take a fast path that must round exactly like the general parser.
+    @Test func shortNumbersDecodeExactlyLikeTheParser() throws {
+        var rng = SeededGenerator(seed: 0xD0D0)
+        var texts = ["0", "-0", "-0.0", "0.1", "0.3", "2.675", "812.5", "1e3", "123456789012345", "1234567890123456",
+            "999999999999999.9", "0.000000000000001", "9007199254740993", "-12.25", "1.", "01", "-", "1.5E-3"]
+        for _ in 0..<20_000 {
+            let integer = String(Int64.random(in: 0..<1_000_000_000, using: &rng))
+            let fraction = String(Int64.random(in: 0..<1_000_000, using: &rng))
+            let sign = Bool.random(using: &rng) ? "-" : ""
+            texts.append(Bool.random(using: &rng) ? "\(sign)\(integer).\(fraction)" : "\(sign)\(integer)")
+        }
+        for text in texts {
+            let parsed = Result { () throws(JSONParseError) in try JSON.parse(text) }
+            let scanned = Result { () throws(JSONParseError) in try Self.scanDocument(Array(text.utf8)) }
+            switch (parsed, scanned) {
+            case (.success(let a), .success(let b)):
+                #expect(a == b, "\(text)")
+                if case .double(let x) = a, case .double(let y) = b { #expect(x.bitPattern == y.bitPattern, "\(text)") }
+            case (.failure, .failure): break
+            default: Issue.record("parser and scanner disagree on \(text)")
+            }
+        }
+    }
+
     @Test func agreesWithTheParserOnRandomAndMutatedDocuments() throws {
         var rng = SeededGenerator(seed: 0x5CA7)
         let alphabet = Array("{}[]\",:.-+eE0123456789tfnul \\/\n".utf8) + [0x00, 0xFF, 0xC3, 0xED]

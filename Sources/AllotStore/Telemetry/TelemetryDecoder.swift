@@ -116,24 +116,93 @@ enum TelemetryField: Int, CaseIterable {
         }
     }
 
-    /// Names as bytes, grouped by length so that matching compares at most a few candidates.
-    private static let byLength: [[([UInt8], TelemetryField)]] = {
-        var table = [[([UInt8], TelemetryField)]](repeating: [], count: 32)
-        for field in allCases {
-            let bytes = Array(field.name.utf8)
-            table[bytes.count].append((bytes, field))
-        }
-        return table
-    }()
-
     /// The field a member name denotes (exact, case-sensitive match), or nil.
     @inline(__always)
     static func match(_ name: UnsafeBufferPointer<UInt8>) -> TelemetryField? {
-        guard name.count < byLength.count else { return nil }
-        for (bytes, field) in byLength[name.count] where bytes.withUnsafeBufferPointer({ $0.elementsEqual(name) }) {
-            return field
+        guard let candidate = ByteNameTable.fields.candidate(name, caseInsensitive: false) else { return nil }
+        return TelemetryField(rawValue: candidate)
+    }
+}
+
+/// A small open-addressed table from names to indices for matching raw bytes without building a
+/// `String` or hashing with `Hasher`: the first slot is chosen from the length and the first and
+/// last bytes, collisions probe the following slots, and a full comparison confirms a match.
+struct ByteNameTable: Sendable {
+    private let names: [[UInt8]]
+    private var slots: [Int16]
+    private static let mask = 1_023
+
+    init(_ names: [String]) {
+        self.names = names.map { Array($0.lowercased().utf8) }
+        slots = Array(repeating: -1, count: Self.mask + 1)
+        for (index, name) in self.names.enumerated() {
+            var slot = Self.slot(count: name.count, first: name[0], last: name[name.count - 1])
+            while slots[slot] != -1 { slot = (slot + 1) & Self.mask }
+            slots[slot] = Int16(index)
         }
-        return nil
+    }
+
+    @inline(__always)
+    private static func slot(count: Int, first: UInt8, last: UInt8) -> Int {
+        (count &* 67 &+ Int(first) &* 5 &+ Int(last) &* 11) & mask
+    }
+
+    /// The index of the name equal to `bytes` (in any letter case when `caseInsensitive`; the names
+    /// were given in lower case), or nil.
+    @inline(__always)
+    func candidate(_ bytes: UnsafeBufferPointer<UInt8>, caseInsensitive: Bool) -> Int? {
+        guard let first = bytes.first, let last = bytes.last else { return nil }
+        let fold: (UInt8) -> UInt8 = { caseInsensitive && $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
+        var slot = Self.slot(count: bytes.count, first: fold(first), last: fold(last))
+        while true {
+            let index = slots[slot]
+            if index < 0 { return nil }
+            let name = names[Int(index)]
+            if name.count == bytes.count {
+                var equal = true
+                for position in 0..<bytes.count where fold(bytes[position]) != name[position] {
+                    equal = false
+                    break
+                }
+                if equal { return Int(index) }
+            }
+            slot = (slot + 1) & Self.mask
+        }
+    }
+
+    /// Member names of an event object.
+    static let fields = ByteNameTable(TelemetryField.allCases.map(\.name))
+    /// Outcome wire names, in `Outcome.allCases` order.
+    static let outcomes = ByteNameTable(Outcome.allCases.map(\.rawValue))
+    /// Task class wire names, in `TaskClass.allCases` order.
+    static let taskClasses = ByteNameTable(TaskClass.allCases.map(\.rawValue))
+    /// Rate-limit header names (``RateLimitHeaderName``).
+    static let headers = ByteNameTable(RateLimitHeaderName.names)
+}
+
+/// The rate-limit header names of SPEC section 4, so that a header name in a batch becomes one of
+/// these shared strings instead of a new allocation per event (the names are longer than Swift's
+/// inline small strings). Matching is case-insensitive; the canonical lower-case name is returned,
+/// which ``AllotSignals/ProviderSignals`` reads the same way. Names not listed here are still passed
+/// on as sent: this table only saves allocations, it decides nothing.
+enum RateLimitHeaderName {
+    static let names: [String] = {
+        var names = [
+            "retry-after", "retry-after-ms", "azure-openai-deployment-utilization",
+        ]
+        for kind in ["limit", "remaining", "reset"] {
+            for dimension in ["requests", "tokens"] { names.append("x-ratelimit-\(kind)-\(dimension)") }
+        }
+        for dimension in ["requests", "tokens", "input-tokens", "output-tokens"] {
+            for kind in ["limit", "remaining", "reset"] { names.append("anthropic-ratelimit-\(dimension)-\(kind)") }
+        }
+        return names
+    }()
+
+    /// The shared string for `bytes` when it is a known name in any letter case.
+    @inline(__always)
+    static func match(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        ByteNameTable.headers.candidate(bytes, caseInsensitive: true).map { names[$0] }
     }
 }
 
@@ -314,7 +383,9 @@ private struct DecodingState {
                 description: IdentifierCharset.upstreamDescription)
         case .outcome:
             try expectString(&scanner, index: index, field: field)
-            let outcome = try scanner.readString { Outcome(rawValue: String(decoding: $0, as: UTF8.self)) }
+            let outcome = try scanner.readString { bytes in
+                ByteNameTable.outcomes.candidate(bytes, caseInsensitive: false).map { Outcome.allCases[$0] }
+            }
             guard let outcome else {
                 let names = Outcome.allCases.map(\.rawValue).joined(separator: ", ")
                 throw TelemetryRejection.invalidField(index, field.name, "must be one of \(names)")
@@ -340,7 +411,9 @@ private struct DecodingState {
                 try readInteger(&scanner, index: index, field: field, range: 0...Int64(validation.maxRetry)))
         case .taskClass:
             try expectString(&scanner, index: index, field: field)
-            let taskClass = try scanner.readString { TaskClass(rawValue: String(decoding: $0, as: UTF8.self)) }
+            let taskClass = try scanner.readString { bytes in
+                ByteNameTable.taskClasses.candidate(bytes, caseInsensitive: false).map { TaskClass.allCases[$0] }
+            }
             guard let taskClass else {
                 throw TelemetryRejection.invalidField(
                     index, field.name, "must be one of realtime, interactive, batch, background")
@@ -480,27 +553,27 @@ private struct DecodingState {
     private func readInteger(
         _ scanner: inout JSONScanner, index: Int, field: TelemetryField, range: ClosedRange<Int64>
     ) throws -> Int64 {
-        let reason = "must be an integer from \(range.lowerBound) to \(range.upperBound)"
+        func reason() -> String { "must be an integer from \(range.lowerBound) to \(range.upperBound)" }
         guard let kind = scanner.peekKind() else { _ = try scanner.readValue(); return 0 }
         guard kind == .number else {
-            throw TelemetryRejection.invalidField(index, field.name, "\(reason), found \(Self.name(kind))")
+            throw TelemetryRejection.invalidField(index, field.name, "\(reason()), found \(Self.name(kind))")
         }
         guard let value = try scanner.readValue().int64Value, range.contains(value) else {
-            throw TelemetryRejection.invalidField(index, field.name, reason)
+            throw TelemetryRejection.invalidField(index, field.name, reason())
         }
         return value
     }
 
     private func readDuration(_ scanner: inout JSONScanner, index: Int, field: TelemetryField) throws -> Double {
-        let reason = "must be a number of milliseconds from 0 to \(Self.number(validation.maxDurationMs))"
+        let maxDurationMs = validation.maxDurationMs
+        func reason() -> String { "must be a number of milliseconds from 0 to \(Self.number(maxDurationMs))" }
         guard let kind = scanner.peekKind() else { _ = try scanner.readValue(); return 0 }
         guard kind == .number else {
-            throw TelemetryRejection.invalidField(index, field.name, "\(reason), found \(Self.name(kind))")
+            throw TelemetryRejection.invalidField(index, field.name, "\(reason()), found \(Self.name(kind))")
         }
-        guard let value = try scanner.readValue().doubleValue, value.isFinite, value >= 0,
-            value <= validation.maxDurationMs
+        guard let value = try scanner.readValue().doubleValue, value.isFinite, value >= 0, value <= maxDurationMs
         else {
-            throw TelemetryRejection.invalidField(index, field.name, reason)
+            throw TelemetryRejection.invalidField(index, field.name, reason())
         }
         return value
     }
@@ -516,7 +589,8 @@ private struct DecodingState {
         let maxName = validation.maxHeaderNameBytes
         try scanner.beginObject()
         while let name = try scanner.nextKey({ bytes -> String? in
-            bytes.isEmpty || bytes.count > maxName ? nil : String(decoding: bytes, as: UTF8.self)
+            if bytes.isEmpty || bytes.count > maxName { return nil }
+            return RateLimitHeaderName.match(bytes) ?? String(decoding: bytes, as: UTF8.self)
         }) {
             guard let name else {
                 throw TelemetryRejection.invalidField(index, "headers", "header names must be 1-\(maxName) bytes")
@@ -524,7 +598,7 @@ private struct DecodingState {
             guard headers.count < validation.maxHeaders else {
                 throw TelemetryRejection.invalidField(index, "headers", "must have at most \(validation.maxHeaders) entries")
             }
-            let field = "headers.\(name)"
+            var field: String { "headers.\(name)" }
             switch scanner.peekKind() {
             case .string:
                 let maxValue = validation.maxHeaderValueBytes

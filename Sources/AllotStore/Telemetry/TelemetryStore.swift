@@ -239,7 +239,8 @@ public actor TelemetryStore {
                 try TelemetryWriter.write(work, cache: cache, connection: connection)
             }
             names.merge(result.learned)
-            statistics.transactions += 1
+            if !group.isEmpty { statistics.transactions += 1 }
+            if flush { statistics.rollupFlushes += 1 }
             hasRecovered = true
             if flush {
                 pendingRollups = [:]
@@ -316,8 +317,10 @@ public struct TelemetryCounters: Sendable, Equatable {
     /// Batches and events committed.
     public var batchesStored = 0
     public var eventsStored = 0
-    /// Write transactions committed (fewer than batches when group commit combined some).
+    /// Write transactions that stored batches (fewer than batches when group commit combined some).
     public var transactions = 0
+    /// Transactions that wrote the rollup rows summed in memory (most also stored batches).
+    public var rollupFlushes = 0
     /// Batches refused, by error code (`invalid_json`, `invalid_event`, `empty_batch`,
     /// `too_many_events`, `body_too_large`, `unsupported_media_type`, `database_unavailable`).
     public var batchesRejected: [String: Int] = [:]
