@@ -114,10 +114,9 @@ public struct Migrator: Sendable {
     /// no such table yet).
     public func appliedMigrations(_ connection: SQLiteConnection) throws(MigrationError) -> [AppliedMigration] {
         do {
-            let exists = try connection.queryOne(
-                "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", Self.tableName
-            ) { _ in true } ?? false
-            guard exists else { return [] }
+            let exists = try connection.queryValue(
+                "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", Self.tableName)
+            guard exists != nil else { return [] }
             return try connection.queryAll(
                 "SELECT version, name, checksum, applied_at FROM schema_migrations ORDER BY version"
             ) { row in
@@ -126,11 +125,12 @@ public struct Migrator: Sendable {
                     appliedAt: row.int64(3))
             }
         } catch {
+            let sqliteError = error as? SQLiteError
             throw MigrationError(
                 kind: .database,
                 file: nil,
-                message: "cannot read the applied migrations from \(Self.tableName): \(error.message)",
-                underlying: error
+                message: "cannot read the applied migrations from \(Self.tableName): \(sqliteError?.message ?? "\(error)")",
+                underlying: sqliteError
             )
         }
     }
@@ -181,10 +181,9 @@ public struct Migrator: Sendable {
     ) throws(MigrationError) -> Bool {
         do {
             return try connection.transaction(.immediate) { connection in
-                let recorded = try connection.queryOne(
-                    "SELECT 1 FROM schema_migrations WHERE version = ?", migration.version
-                ) { _ in true }
-                if recorded == true { return false }
+                let recorded = try connection.queryValue(
+                    "SELECT 1 FROM schema_migrations WHERE version = ?", migration.version)
+                if recorded != nil { return false }
                 try connection.execute(migration.sql)
                 try connection.run(
                     "INSERT INTO schema_migrations(version, name, checksum, applied_at) VALUES (?, ?, ?, ?)",

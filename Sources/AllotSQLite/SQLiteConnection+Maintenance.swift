@@ -62,7 +62,7 @@ extension SQLiteConnection {
     /// SQLite documentation: <https://www.sqlite.org/pragma.html#pragma_quick_check>
     public func integrityProblems(quick: Bool = true, maximum: Int = 100) throws(SQLiteError) -> [String] {
         let pragma = quick ? "quick_check" : "integrity_check"
-        let lines = try queryAll("PRAGMA \(pragma)(\(max(1, maximum)))") { $0.string(0) ?? "" }
+        let lines = try queryValues("PRAGMA \(pragma)(\(max(1, maximum)))").map { $0.string ?? "" }
         return lines == ["ok"] ? [] : lines
     }
 
@@ -98,8 +98,8 @@ extension SQLiteConnection {
 
     /// The size of the database's content (`page_count × page_size`), independent of the WAL.
     public func contentSize() throws(SQLiteError) -> Int64 {
-        let pages = try queryOne("PRAGMA page_count") { $0.int64(0) } ?? 0
-        let pageSize = try queryOne("PRAGMA page_size") { $0.int64(0) } ?? 0
+        let pages = try queryValue("PRAGMA page_count")?.int64 ?? 0
+        let pageSize = try queryValue("PRAGMA page_size")?.int64 ?? 0
         return pages * pageSize
     }
 
@@ -116,7 +116,7 @@ extension SQLiteConnection {
     /// write's error.
     public func probe(write: Bool = false, lockTimeoutMilliseconds: Int32 = 100) throws(SQLiteError) {
         let db = try liveDB()
-        _ = try queryOne("SELECT count(*) FROM sqlite_schema") { $0.int64(0) }
+        _ = try queryValue("SELECT count(*) FROM sqlite_schema")
         var moved: Int32 = 0
         if sqlite3_file_control(db, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK, moved != 0 {
             throw SQLiteError(

@@ -99,7 +99,7 @@ public final class SQLiteConnection {
         let timeout = sqlite3_busy_timeout(db, max(0, configuration.busyTimeoutMilliseconds))
         if timeout != SQLITE_OK { throw SQLiteError.from(timeout, db: db, sql: nil) }
         if !configuration.readOnly && !isInMemory {
-            let mode = try queryOne("PRAGMA journal_mode = WAL") { $0.string(0) } ?? nil
+            let mode = try queryValue("PRAGMA journal_mode = WAL")?.string
             guard mode?.lowercased() == "wal" else {
                 throw SQLiteError(
                     code: SQLITE_ERROR,
@@ -248,14 +248,14 @@ public final class SQLiteConnection {
                 let result = sqlite3_prepare_v2(db, current, Int32(clamping: end - current + 1), &statement, &tail)
                 if result != SQLITE_OK {
                     sqlite3_finalize(statement)
-                    return SQLiteError.from(result, db: db, sql: String(cString: current))
+                    return SQLiteError.from(result, db: db, sql: Self.trimmed(String(cString: current)))
                 }
                 guard let statement else { break }  // only whitespace or comments remained
                 defer { sqlite3_finalize(statement) }
                 var step = sqlite3_step(statement)
                 while step == SQLITE_ROW { step = sqlite3_step(statement) }
                 if step != SQLITE_DONE {
-                    let text = sqlite3_sql(statement).map { String(cString: $0) }
+                    let text = sqlite3_sql(statement).map { Self.trimmed(String(cString: $0)) }
                     return SQLiteError.from(step, db: db, sql: text)
                 }
                 guard let tail, tail > current else { break }
@@ -264,6 +264,13 @@ public final class SQLiteConnection {
             return nil
         }
         if let failure { throw failure }
+    }
+
+    /// `text` without leading and trailing whitespace: the statement as a reader would quote it.
+    private static func trimmed(_ text: String) -> String {
+        let start = text.firstIndex { !$0.isWhitespace } ?? text.endIndex
+        let end = text.lastIndex { !$0.isWhitespace }.map { text.index(after: $0) } ?? start
+        return start < end ? String(text[start..<end]) : ""
     }
 
     /// Runs one statement with positional parameters (`?`), ignoring any rows. Uses the cache.
@@ -327,12 +334,16 @@ public final class SQLiteConnection {
     }
 
     /// Runs a query and maps its first row with `map`, or returns nil when there is no row.
-    /// Typed: `map` may only throw SQLite errors (reading columns by name).
+    /// Throws what `map` throws, or a ``SQLiteError``.
+    ///
+    /// ```swift
+    /// let count = try connection.queryOne("SELECT count(*) FROM tenant") { $0.int64(0) } ?? 0
+    /// ```
     public func queryOne<T>(
         _ sql: String,
         _ bindings: (any SQLiteBindable)?...,
-        map: (SQLiteRow) throws(SQLiteError) -> T
-    ) throws(SQLiteError) -> T? {
+        map: (SQLiteRow) throws -> T
+    ) throws -> T? {
         try queryOne(sql, bindings: bindings, map: map)
     }
 
@@ -340,8 +351,8 @@ public final class SQLiteConnection {
     public func queryOne<T>(
         _ sql: String,
         bindings: [(any SQLiteBindable)?],
-        map: (SQLiteRow) throws(SQLiteError) -> T
-    ) throws(SQLiteError) -> T? {
+        map: (SQLiteRow) throws -> T
+    ) throws -> T? {
         let statement = try checkOut(sql)
         defer { checkIn(statement) }
         try statement.bind(bindings)
@@ -352,13 +363,40 @@ public final class SQLiteConnection {
     public func queryAll<T>(
         _ sql: String,
         _ bindings: (any SQLiteBindable)?...,
-        map: (SQLiteRow) throws(SQLiteError) -> T
-    ) throws(SQLiteError) -> [T] {
+        map: (SQLiteRow) throws -> T
+    ) throws -> [T] {
         let statement = try checkOut(sql)
         defer { checkIn(statement) }
         try statement.bind(bindings)
         var values: [T] = []
         while try statement.step() { values.append(try map(statement.row)) }
+        return values
+    }
+
+    /// The first column of the first row, or nil when there is no row. Typed: only SQLite errors.
+    ///
+    /// ```swift
+    /// let newest = try connection.queryValue("SELECT max(id) FROM event")?.int64
+    /// ```
+    public func queryValue(_ sql: String, _ bindings: (any SQLiteBindable)?...) throws(SQLiteError) -> SQLiteValue? {
+        try queryValues(sql, bindings: bindings, limit: 1).first
+    }
+
+    /// The first column of every row (at most `limit` rows). Typed: only SQLite errors.
+    public func queryValues(
+        _ sql: String,
+        bindings: [(any SQLiteBindable)?] = [],
+        limit: Int = Int.max
+    ) throws(SQLiteError) -> [SQLiteValue] {
+        let statement = try checkOut(sql)
+        defer { checkIn(statement) }
+        try statement.bind(bindings)
+        guard statement.columnCount > 0 else {
+            while try statement.step() {}
+            return []
+        }
+        var values: [SQLiteValue] = []
+        while values.count < limit, try statement.step() { values.append(statement.row.value(0)) }
         return values
     }
 

@@ -11,6 +11,36 @@ public enum SQLiteValue: Sendable, Hashable {
     case real(Double)
     case text(String)
     case blob([UInt8])
+
+    /// The integer, or nil for any other storage class.
+    public var int64: Int64? {
+        if case .integer(let value) = self { return value }
+        return nil
+    }
+
+    /// The number (integer or real) as a double, or nil for any other storage class.
+    public var double: Double? {
+        switch self {
+        case .integer(let value): return Double(value)
+        case .real(let value): return value
+        default: return nil
+        }
+    }
+
+    /// The text, or nil for any other storage class.
+    public var string: String? {
+        if case .text(let value) = self { return value }
+        return nil
+    }
+
+    /// The bytes, or nil for any other storage class.
+    public var blob: [UInt8]? {
+        if case .blob(let value) = self { return value }
+        return nil
+    }
+
+    /// True for SQL NULL.
+    public var isNull: Bool { self == .null }
 }
 
 /// A Swift value that can be bound to a statement parameter.
