@@ -84,6 +84,10 @@ public actor DatabaseQueue {
         connection.close()
     }
 
+    /// True when called from this queue's dispatch queue, i.e. from inside one of its accesses.
+    /// Lets tests (and assertions) check that database work runs there, off the cooperative pool.
+    public nonisolated var isCurrent: Bool { executor.isCurrent }
+
     /// False once closed.
     public var isOpen: Bool { connection.isOpen }
 }

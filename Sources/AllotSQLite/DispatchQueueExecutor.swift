@@ -9,11 +9,17 @@ import Dispatch
 /// blocking onto threads Dispatch manages outside that pool.
 final class DispatchQueueExecutor: SerialExecutor {
     let queue: DispatchQueue
+    /// Marks `queue`, so that code can ask whether it is running on it (``isCurrent``).
+    private let key = DispatchSpecificKey<Bool>()
 
     /// - Parameter queue: must be serial (the actor's isolation depends on it).
     init(queue: DispatchQueue) {
         self.queue = queue
+        queue.setSpecific(key: key, value: true)
     }
+
+    /// True when the caller is running on this executor's queue.
+    var isCurrent: Bool { DispatchQueue.getSpecific(key: key) == true }
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)

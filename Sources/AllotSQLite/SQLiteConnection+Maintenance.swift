@@ -117,18 +117,30 @@ extension SQLiteConnection {
     public func probe(write: Bool = false, lockTimeoutMilliseconds: Int32 = 100) throws(SQLiteError) {
         let db = try liveDB()
         _ = try queryValue("SELECT count(*) FROM sqlite_schema")
-        var moved: Int32 = 0
-        if sqlite3_file_control(db, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK, moved != 0 {
-            throw SQLiteError(
-                code: SQLiteError.readOnlyDatabaseMoved,
-                message: "the database file \(filePath ?? path) was deleted, moved or replaced while open"
-            )
-        }
+        if databaseFileHasMoved() { throw movedError(detail: nil) }
         guard write, !configuration.readOnly, !isInTransaction else { return }
         sqlite3_busy_timeout(db, max(0, lockTimeoutMilliseconds))
         defer { sqlite3_busy_timeout(db, max(0, configuration.busyTimeoutMilliseconds)) }
         try run("BEGIN IMMEDIATE")
         try run("ROLLBACK")
+    }
+
+    /// True when the file this connection has open is no longer the one at its path: it was
+    /// deleted, renamed or replaced (`SQLITE_FCNTL_HAS_MOVED`: one `stat` of the path).
+    ///
+    /// SQLite itself only notices this when writing in rollback-journal mode. In WAL mode
+    /// writes to an unlinked database keep "succeeding" into files no one will ever open again,
+    /// so ``transaction(_:_:)`` checks this before every COMMIT.
+    func databaseFileHasMoved() -> Bool {
+        guard let db = handle.db, !isInMemory else { return false }
+        var moved: Int32 = 0
+        return sqlite3_file_control(db, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK && moved != 0
+    }
+
+    func movedError(detail: String?) -> SQLiteError {
+        var message = "the database file \(filePath ?? path) was deleted, moved or replaced while open"
+        if let detail { message += "; " + detail }
+        return SQLiteError(code: SQLiteError.readOnlyDatabaseMoved, message: message)
     }
 
     static func fileSize(at path: String) -> Int64 {

@@ -28,6 +28,10 @@ extension SQLiteConnection {
     ///   nothing is committed and a ``SQLiteError`` with `SQLITE_ABORT` is thrown, rather than
     ///   pretending the work was saved.
     /// - If COMMIT fails, the transaction is rolled back and COMMIT's error thrown.
+    /// - Before COMMIT, a writable connection checks that its file is still the one at its path
+    ///   (one `stat`): in WAL mode SQLite would otherwise "commit" into a deleted file, and a
+    ///   commit that is acknowledged must be durable (SPEC section 13). Such a transaction is rolled
+    ///   back with `SQLITE_READONLY_DBMOVED`.
     /// - If a ROLLBACK itself fails (the disk went away), the body's error is still the one thrown;
     ///   the connection remembers the open transaction and rolls it back before the next
     ///   transaction begins, throwing then if it still cannot.
@@ -67,6 +71,10 @@ extension SQLiteConnection {
                 code: SQLITE_ABORT,
                 message: "a nested transaction could not be rolled back, so the whole transaction was rolled back"
             )
+        }
+        if !configuration.readOnly && databaseFileHasMoved() {
+            rollbackAfterFailure()
+            throw movedError(detail: "the transaction was rolled back")
         }
         guard isInTransaction else {
             throw SQLiteError(
