@@ -11,7 +11,9 @@ let SQLITE_TRANSIENT = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_
 /// ``SQLiteConnection/close()`` sees `db == nil` and throws instead of touching a closed handle,
 /// and so that statements in the connection's cache do not form a reference cycle with it.
 final class ConnectionHandle {
-    var db: OpaquePointer?
+    /// Unchecked exclusivity: read on every bind and step (the bulk-insert hot path), and never
+    /// accessed concurrently because connections and statements are not `Sendable`.
+    @exclusivity(unchecked) var db: OpaquePointer?
 
     init(db: OpaquePointer) {
         self.db = db
@@ -48,7 +50,8 @@ public final class SQLiteStatement {
     public let parameterCount: Int
 
     let handle: ConnectionHandle
-    private(set) var pointer: OpaquePointer?
+    /// Unchecked exclusivity for the same reason as ``ConnectionHandle/db``: hot, single-threaded.
+    @exclusivity(unchecked) private(set) var pointer: OpaquePointer?
     private var columnIndexes: [String: Int]?
     /// Set while the connection runs this statement on the caller's behalf (``SQLiteConnection/query``),
     /// so that a nested use of the same SQL prepares a second statement instead of resetting this one.
