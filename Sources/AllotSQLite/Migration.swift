@@ -70,7 +70,8 @@ public struct Migration: Sendable, Equatable {
                 message: "bad migration file name \"\(fileName)\": \(reason)"
             )
         }
-        let expected = "expected NNNN_name.sql (at least four digits, an underscore, "
+        let expected =
+            "expected NNNN_name.sql (at least four digits, an underscore, "
             + "then lower-case letters, digits or underscores)"
         guard fileName.hasSuffix(".sql") else { throw bad(expected) }
         let stem = fileName.utf8.dropLast(4)

@@ -129,7 +129,8 @@ public struct Migrator: Sendable {
             throw MigrationError(
                 kind: .database,
                 file: nil,
-                message: "cannot read the applied migrations from \(Self.tableName): \(sqliteError?.message ?? "\(error)")",
+                message:
+                    "cannot read the applied migrations from \(Self.tableName): \(sqliteError?.message ?? "\(error)")",
                 underlying: sqliteError
             )
         }

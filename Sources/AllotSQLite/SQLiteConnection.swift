@@ -76,7 +76,8 @@ public final class SQLiteConnection {
             try configure()
         } catch {
             close()
-            throw SQLiteError(code: error.extendedCode, message: "cannot open \(path): \(error.message)", sql: error.sql)
+            throw SQLiteError(
+                code: error.extendedCode, message: "cannot open \(path): \(error.message)", sql: error.sql)
         }
     }
 

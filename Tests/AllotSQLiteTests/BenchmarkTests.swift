@@ -58,7 +58,8 @@ struct BenchmarkTests {
                     try statement.step()
                 } else {
                     try statement.run(
-                        1_700_000_000_000 + index, "gw-1", tenant, "openai/gpt-4o", outcome, outcome == "ok" ? 200 : 429,
+                        1_700_000_000_000 + index, "gw-1", tenant, "openai/gpt-4o", outcome,
+                        outcome == "ok" ? 200 : 429,
                         Double(index % 900) + 0.5, Double(index % 10), index % 4000, index % 800, index % 5000,
                         "interactive", index % 3, errorType)
                 }
@@ -73,17 +74,20 @@ struct BenchmarkTests {
     private func report(_ name: String, _ figures: [Double]) {
         let sorted = figures.sorted()
         let median = sorted[sorted.count / 2]
-        let line = "BENCH \(name): median \(Int(median)) rows/s (runs: \(sorted.map { String(Int($0)) }.joined(separator: ", ")))\n"
+        let line =
+            "BENCH \(name): median \(Int(median)) rows/s (runs: \(sorted.map { String(Int($0)) }.joined(separator: ", ")))\n"
         FileHandle.standardError.write(Data(line.utf8))
     }
 
     @Test func bulkInsertTypedBindsFullSync() throws {
-        report("bulk insert, 14 bound + rowid = 15 columns, typed binds, synchronous=FULL",
-               try (0..<Self.runs).map { _ in try measure(typedBinds: true, synchronous: .full) })
+        report(
+            "bulk insert, 14 bound + rowid = 15 columns, typed binds, synchronous=FULL",
+            try (0..<Self.runs).map { _ in try measure(typedBinds: true, synchronous: .full) })
     }
 
     @Test func bulkInsertVariadicRunFullSync() throws {
-        report("bulk insert, 15 columns, statement.run(variadic), synchronous=FULL",
-               try (0..<Self.runs).map { _ in try measure(typedBinds: false, synchronous: .full) })
+        report(
+            "bulk insert, 15 columns, statement.run(variadic), synchronous=FULL",
+            try (0..<Self.runs).map { _ in try measure(typedBinds: false, synchronous: .full) })
     }
 }

@@ -53,7 +53,10 @@ import Testing
         #expect(try roundTrip(Double.nan) == .null)
     }
 
-    @Test(arguments: ["", "a", "tenant-acme:eu.1", "naïve café", "日本語のテキスト", "emoji 🧑‍🚀 and flags 🇫🇷", "tab\tnew\nline", "quote ' and \""])
+    @Test(arguments: [
+        "", "a", "tenant-acme:eu.1", "naïve café", "日本語のテキスト", "emoji 🧑‍🚀 and flags 🇫🇷", "tab\tnew\nline",
+        "quote ' and \"",
+    ])
     func stringRoundTrips(_ value: String) throws {
         #expect(try roundTrip(value) == .text(value))
         let connection = try makeTable()
@@ -127,7 +130,9 @@ import Testing
         try connection.execute("CREATE TABLE n(a, b, c)")
         try connection.run("INSERT INTO n VALUES (:a, @b, $c)", named: [":a": 1, "b": "two", "c": nil])
         try connection.run("INSERT INTO n VALUES (:a, :a, :b)", named: ["a": 5, "b": 2.5])
-        let rows = try connection.queryAll("SELECT a, b, c FROM n ORDER BY rowid") { [$0.value(0), $0.value(1), $0.value(2)] }
+        let rows = try connection.queryAll("SELECT a, b, c FROM n ORDER BY rowid") {
+            [$0.value(0), $0.value(1), $0.value(2)]
+        }
         #expect(rows == [[.integer(1), .text("two"), .null], [.integer(5), .integer(5), .real(2.5)]])
 
         var names: [String] = []
@@ -181,7 +186,8 @@ import Testing
     @Test func columnsByNameAndUnknownNames() throws {
         let connection = try makeTable()
         try connection.run("INSERT INTO t(id, v) VALUES (?, ?)", 3, "three")
-        try connection.query("SELECT id AS Ident, v, NULL AS absent, 1.5 AS ratio, x'00ff' AS bytes FROM t") { row throws in
+        try connection.query("SELECT id AS Ident, v, NULL AS absent, 1.5 AS ratio, x'00ff' AS bytes FROM t") {
+            row throws in
             #expect(row.count == 5)
             #expect(try row.int("Ident") == 3)
             #expect(try row.int64("ident") == 3)  // identifiers are case-insensitive

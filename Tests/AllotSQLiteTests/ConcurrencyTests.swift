@@ -1,5 +1,6 @@
 import AllotSQLite
 import Dispatch
+import Foundation
 import Testing
 
 @Suite struct ConcurrencyTests {
@@ -28,7 +29,9 @@ import Testing
     @Test func manyTasksHammeringOneQueueAreSerialised() async throws {
         let directory = try TemporaryDirectory.make()
         let queue = try DatabaseQueue(path: directory.file(), configuration: SQLiteConfiguration(synchronous: .off))
-        try await queue.write { try $0.execute("CREATE TABLE counter(n INTEGER NOT NULL); INSERT INTO counter VALUES (0);") }
+        try await queue.write {
+            try $0.execute("CREATE TABLE counter(n INTEGER NOT NULL); INSERT INTO counter VALUES (0);")
+        }
         let tasks = 48
         let incrementsPerTask = 25
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -52,7 +55,9 @@ import Testing
             }
             try await group.waitForAll()
         }
-        #expect(try await queue.read { try $0.queryValue("SELECT n FROM counter")?.int64 } == Int64(tasks * incrementsPerTask))
+        #expect(
+            try await queue.read { try $0.queryValue("SELECT n FROM counter")?.int64 }
+                == Int64(tasks * incrementsPerTask))
         await queue.close()
         #expect(await !queue.isOpen)
         let closed = await #expect(throws: SQLiteError.self) { try await queue.read { try $0.count("counter") } }
@@ -81,9 +86,11 @@ import Testing
                     try Task.checkCancellation()
                     let (total, incompleteBatches) = try await pool.read { connection in
                         let total = try connection.queryValue("SELECT count(*) FROM item")?.int64 ?? -1
-                        let incomplete = try connection.queryValue(
-                            "SELECT count(*) FROM (SELECT batch FROM item GROUP BY batch HAVING count(*) != ?)", batchSize
-                        )?.int64 ?? -1
+                        let incomplete =
+                            try connection.queryValue(
+                                "SELECT count(*) FROM (SELECT batch FROM item GROUP BY batch HAVING count(*) != ?)",
+                                batchSize
+                            )?.int64 ?? -1
                         return (total, incomplete)
                     }
                     #expect(total % Int64(batchSize) == 0)
@@ -141,8 +148,6 @@ import Testing
         #expect(error?.isMisuse == true)
     }
 }
-
-import Foundation
 
 enum FileManagerProbe {
     static func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }

@@ -141,15 +141,19 @@ import Testing
             try SQLiteConnection(path: directory.path + "/no/such/dir/db.sqlite")
         }
         #expect(missingDirectory?.isCannotOpen == true)
-        #expect(missingDirectory?.message == "cannot open \(directory.path)/no/such/dir/db.sqlite: unable to open database file")
+        #expect(
+            missingDirectory?.message
+                == "cannot open \(directory.path)/no/such/dir/db.sqlite: unable to open database file")
         let isDirectory = #expect(throws: SQLiteError.self) { try SQLiteConnection(path: directory.path) }
         #expect(isDirectory?.isCannotOpen == true)
         let readOnlyMissing = #expect(throws: SQLiteError.self) {
-            try SQLiteConnection(path: directory.file("absent.sqlite"), configuration: SQLiteConfiguration(readOnly: true))
+            try SQLiteConnection(
+                path: directory.file("absent.sqlite"), configuration: SQLiteConfiguration(readOnly: true))
         }
         #expect(readOnlyMissing?.isCannotOpen == true)
         let noCreate = #expect(throws: SQLiteError.self) {
-            try SQLiteConnection(path: directory.file("absent.sqlite"), configuration: SQLiteConfiguration(create: false))
+            try SQLiteConnection(
+                path: directory.file("absent.sqlite"), configuration: SQLiteConfiguration(create: false))
         }
         #expect(noCreate?.isCannotOpen == true)
         #expect(!FileManager.default.fileExists(atPath: directory.file("absent.sqlite")))

@@ -60,12 +60,16 @@ import Testing
     }
 
     @Test func errorDescriptionNamesCodeMessageAndSQL() {
-        let error = SQLiteError(code: 2067, message: "UNIQUE constraint failed: t.x", sql: "INSERT INTO t\n    VALUES (1)")
+        let error = SQLiteError(
+            code: 2067, message: "UNIQUE constraint failed: t.x", sql: "INSERT INTO t\n    VALUES (1)")
         #expect(error.code == 19)
         #expect(error.codeName == "SQLITE_CONSTRAINT")
         #expect(error.isConstraint)
         #expect(!error.isDatabaseUnavailable)
-        #expect(error.description == "SQLite error 19/2067 SQLITE_CONSTRAINT: UNIQUE constraint failed: t.x (in: INSERT INTO t VALUES (1))")
+        #expect(
+            error.description
+                == "SQLite error 19/2067 SQLITE_CONSTRAINT: UNIQUE constraint failed: t.x (in: INSERT INTO t VALUES (1))"
+        )
         #expect(SQLiteError(code: 5).message == "database is locked")
         let long = SQLiteError(code: 1, message: "m", sql: String(repeating: "x", count: 500))
         #expect(long.description.count < 260)

@@ -3,24 +3,26 @@ import AllotSQLite
 import Testing
 
 @Suite struct MigratorTests {
-    static let one = (name: "0001_create_tenant.sql", sql: "CREATE TABLE tenant(id TEXT PRIMARY KEY, tier TEXT NOT NULL);")
+    static let one = (
+        name: "0001_create_tenant.sql", sql: "CREATE TABLE tenant(id TEXT PRIMARY KEY, tier TEXT NOT NULL);"
+    )
     static let two = (
         name: "0002_create_override.sql",
         sql: """
-            CREATE TABLE override(tenant TEXT NOT NULL REFERENCES tenant(id), weight REAL);
-            CREATE INDEX override_tenant ON override(tenant);
-            INSERT INTO tenant(id, tier) VALUES ('seed', 'standard');
-            """
+        CREATE TABLE override(tenant TEXT NOT NULL REFERENCES tenant(id), weight REAL);
+        CREATE INDEX override_tenant ON override(tenant);
+        INSERT INTO tenant(id, tier) VALUES ('seed', 'standard');
+        """
     )
     static let three = (name: "0003_create_snapshot.sql", sql: "CREATE TABLE snapshot(version INTEGER PRIMARY KEY);")
     /// The second migration with a mistake after statements that succeed.
     static let brokenTwo = (
         name: "0002_create_override.sql",
         sql: """
-            CREATE TABLE override(tenant TEXT NOT NULL REFERENCES tenant(id), weight REAL);
-            INSERT INTO tenant(id, tier) VALUES ('seed', 'standard');
-            CREATE INDXE override_tenant ON override(tenant);
-            """
+        CREATE TABLE override(tenant TEXT NOT NULL REFERENCES tenant(id), weight REAL);
+        INSERT INTO tenant(id, tier) VALUES ('seed', 'standard');
+        CREATE INDXE override_tenant ON override(tenant);
+        """
     )
 
     private func makeMigrator(_ files: [(name: String, sql: String)]) throws -> Migrator {
@@ -95,11 +97,16 @@ import Testing
 
     @Test func aMigrationThatViolatesAConstraintIsRolledBack() throws {
         let connection = try SQLiteConnection.inMemory()
-        let bad = (name: "0002_bad_reference.sql", sql: "CREATE TABLE x(a); INSERT INTO tenant(id, tier) VALUES ('a', NULL);")
+        let bad = (
+            name: "0002_bad_reference.sql", sql: "CREATE TABLE x(a); INSERT INTO tenant(id, tier) VALUES ('a', NULL);"
+        )
         let error = #expect(throws: MigrationError.self) { try makeMigrator([Self.one, bad]).migrate(connection) }
         #expect(error?.file == "0002_bad_reference.sql")
         #expect(error?.underlying?.isConstraint == true)
-        #expect(error?.message.hasPrefix("migration 0002_bad_reference.sql failed and was rolled back: NOT NULL constraint failed: tenant.tier") == true)
+        #expect(
+            error?.message.hasPrefix(
+                "migration 0002_bad_reference.sql failed and was rolled back: NOT NULL constraint failed: tenant.tier")
+                == true)
         #expect(try !connection.tableExists("x"))
     }
 
@@ -126,7 +133,9 @@ import Testing
     @Test func anUnknownOlderMigrationIsRefused() throws {
         let connection = try SQLiteConnection.inMemory()
         try makeMigrator([Self.one, Self.two, Self.three]).migrate(connection)
-        let error = #expect(throws: MigrationError.self) { try makeMigrator([Self.one, Self.three]).migrate(connection) }
+        let error = #expect(throws: MigrationError.self) {
+            try makeMigrator([Self.one, Self.three]).migrate(connection)
+        }
         #expect(error?.kind == .unknownMigration)
         #expect(
             error?.message
@@ -140,7 +149,9 @@ import Testing
         let connection = try SQLiteConnection.make(in: directory)
         try makeMigrator([Self.one, Self.two]).migrate(connection)
         let edited = (name: Self.one.name, sql: Self.one.sql + "\n-- a harmless-looking edit\n")
-        let error = #expect(throws: MigrationError.self) { try makeMigrator([edited, Self.two, Self.three]).migrate(connection) }
+        let error = #expect(throws: MigrationError.self) {
+            try makeMigrator([edited, Self.two, Self.three]).migrate(connection)
+        }
         #expect(error?.kind == .modifiedMigration)
         #expect(error?.file == "0001_create_tenant.sql")
         let recorded = Migration.checksum(of: Self.one.sql)
@@ -172,7 +183,9 @@ import Testing
         "0001_a b.sql", "0001_naïve.sql", "", ".sql", "0001x.sql", "_0001_x.sql", "0001_x-y.sql",
     ])
     func badFileNamesAreRefused(_ name: String) throws {
-        let error = #expect(throws: MigrationError.self) { try Migrator(files: [Self.one, (name: name, sql: "SELECT 1")]) }
+        let error = #expect(throws: MigrationError.self) {
+            try Migrator(files: [Self.one, (name: name, sql: "SELECT 1")])
+        }
         #expect(error?.kind == .badFileName)
         #expect(error?.file == name)
         #expect(

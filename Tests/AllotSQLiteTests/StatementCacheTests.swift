@@ -88,7 +88,10 @@ import Testing
             }
         }
         #expect(try connection.count("t") == 1000)
-        #expect(try connection.queryOne("SELECT a, b, c, d FROM t WHERE a = 999") { [$0.value(0), $0.value(1), $0.value(2), $0.value(3)] }
-            == [.integer(999), .text("row 999"), .real(499.5), .blob([231])])
+        #expect(
+            try connection.queryOne("SELECT a, b, c, d FROM t WHERE a = 999") {
+                [$0.value(0), $0.value(1), $0.value(2), $0.value(3)]
+            }
+                == [.integer(999), .text("row 999"), .real(499.5), .blob([231])])
     }
 }

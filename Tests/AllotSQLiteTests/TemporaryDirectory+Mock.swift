@@ -11,7 +11,8 @@ final class TemporaryDirectory: Sendable {
     }
 
     static func make() throws -> TemporaryDirectory {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("allot-sqlite-tests-\(UUID().uuidString)")
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "allot-sqlite-tests-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return TemporaryDirectory(path: url.path)
     }

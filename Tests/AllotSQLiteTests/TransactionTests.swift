@@ -104,7 +104,8 @@ import Testing
             }
         }
         #expect(error?.isAbort == true)
-        #expect(error?.message == "the transaction was rolled back by SQLite after an earlier error; nothing was committed")
+        #expect(
+            error?.message == "the transaction was rolled back by SQLite after an earlier error; nothing was committed")
         #expect(try connection.queryAll("SELECT x FROM t") { $0.int(0) } == [2])
         try connection.transaction { try $0.run("INSERT INTO t VALUES (3)") }
         #expect(try connection.count("t") == 2)
@@ -133,5 +134,34 @@ import Testing
         } catch {
             #expect(error is Boom)
         }
+    }
+}
+
+extension TransactionTests {
+    @Test func aNestedTransactionThatCannotBeUndoneStopsTheOuterCommit() throws {
+        let directory = try TemporaryDirectory.make()
+        let connection = try makeConnection(directory)
+        // Releasing the savepoint behind the nested transaction's back makes its ROLLBACK TO
+        // fail ("no such savepoint"), so its work cannot be undone alone: the outer transaction
+        // must not commit it. (Relies on the savepoint naming of SQLiteConnection+Transaction.)
+        let error = #expect(throws: SQLiteError.self) {
+            try connection.transaction { connection in
+                try connection.run("INSERT INTO t VALUES (1)")
+                #expect(throws: Boom()) {
+                    try connection.transaction { connection in
+                        try connection.run("INSERT INTO t VALUES (2)")
+                        try connection.execute("RELEASE allot_savepoint_1")
+                        throw Boom()
+                    }
+                }
+            }
+        }
+        #expect(error?.isAbort == true)
+        #expect(
+            error?.message == "a nested transaction could not be rolled back, so the whole transaction was rolled back")
+        #expect(try connection.count("t") == 0)
+        #expect(!connection.isInTransaction)
+        try connection.transaction { try $0.run("INSERT INTO t VALUES (3)") }
+        #expect(try connection.count("t") == 1)
     }
 }
