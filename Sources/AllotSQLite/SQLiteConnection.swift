@@ -301,7 +301,7 @@ public final class SQLiteConnection {
     public func run(_ sql: String, bindings: [(any SQLiteBindable)?]) throws(SQLiteError) {
         let statement = try checkOut(sql)
         defer { checkIn(statement) }
-        try statement.run(bindings)
+        try statement.run(bindings: bindings)
     }
 
     /// Runs one statement with named parameters (`:name`; keys with or without the prefix).

@@ -124,11 +124,11 @@ public final class SQLiteStatement {
     /// Resets the statement, binds `bindings` to parameters 1…n and runs it to completion,
     /// ignoring any rows. For INSERT, UPDATE, DELETE and DDL.
     public func run(_ bindings: (any SQLiteBindable)?...) throws(SQLiteError) {
-        try run(bindings)
+        try run(bindings: bindings)
     }
 
     /// Resets the statement, binds `bindings` to parameters 1…n and runs it to completion.
-    public func run(_ bindings: [(any SQLiteBindable)?]) throws(SQLiteError) {
+    public func run(bindings: [(any SQLiteBindable)?]) throws(SQLiteError) {
         reset()
         try bind(bindings)
         while try step() {}
