@@ -25,7 +25,8 @@ public final class DatabasePool: Sendable {
     /// For a ``temporary(configuration:)`` pool: the directory removed with the pool.
     private let temporaryDirectory: String?
 
-    /// Opens the writer (creating and configuring the file, WAL on) and then the reader.
+    /// Opens the writer (creating and configuring the file, WAL on) and then the reader, on the
+    /// calling thread. From async code prefer ``open(path:configuration:)``.
     ///
     /// - Parameters:
     ///   - path: The database file (not `:memory:`, which cannot be shared between connections).
@@ -36,21 +37,62 @@ public final class DatabasePool: Sendable {
         try self.init(path: path, configuration: configuration, temporaryDirectory: nil)
     }
 
-    private init(path: String, configuration: SQLiteConfiguration, temporaryDirectory: String?) throws(SQLiteError) {
+    private convenience init(
+        path: String,
+        configuration: SQLiteConfiguration,
+        temporaryDirectory: String?
+    ) throws(SQLiteError) {
+        try Self.checkShareable(path)
+        let (writerConfiguration, readerConfiguration) = Self.split(configuration)
+        self.init(
+            writer: try DatabaseQueue(path: path, configuration: writerConfiguration, label: Self.writerLabel),
+            reader: try DatabaseQueue(path: path, configuration: readerConfiguration, label: Self.readerLabel),
+            path: path,
+            temporaryDirectory: temporaryDirectory
+        )
+    }
+
+    private init(writer: DatabaseQueue, reader: DatabaseQueue, path: String, temporaryDirectory: String?) {
+        self.writer = writer
+        self.reader = reader
+        self.path = path
+        self.temporaryDirectory = temporaryDirectory
+    }
+
+    /// Opens the writer and then the reader, each on its own queue's thread (see
+    /// ``DatabaseQueue/open(path:configuration:label:)``). How `allot serve` opens its database.
+    public static func open(
+        path: String,
+        configuration: SQLiteConfiguration = SQLiteConfiguration()
+    ) async throws(SQLiteError) -> DatabasePool {
+        try checkShareable(path)
+        let (writerConfiguration, readerConfiguration) = split(configuration)
+        let writer = try await DatabaseQueue.open(path: path, configuration: writerConfiguration, label: writerLabel)
+        let reader = try await DatabaseQueue.open(path: path, configuration: readerConfiguration, label: readerLabel)
+        return DatabasePool(writer: writer, reader: reader, path: path, temporaryDirectory: nil)
+    }
+
+    private static let writerLabel = "allot.sqlite.writer"
+    private static let readerLabel = "allot.sqlite.reader"
+
+    private static func checkShareable(_ path: String) throws(SQLiteError) {
         guard path != SQLiteConnection.memoryPath, !path.isEmpty else {
             throw SQLiteError(
                 code: SQLITE_MISUSE,
                 message: "a pool needs a database file; use DatabasePool.temporary() for a throwaway one"
             )
         }
-        var writerConfiguration = configuration
-        writerConfiguration.readOnly = false
-        var readerConfiguration = configuration
-        readerConfiguration.readOnly = true
-        self.path = path
-        self.temporaryDirectory = temporaryDirectory
-        self.writer = try DatabaseQueue(path: path, configuration: writerConfiguration, label: "allot.sqlite.writer")
-        self.reader = try DatabaseQueue(path: path, configuration: readerConfiguration, label: "allot.sqlite.reader")
+    }
+
+    /// The writer's configuration (never read-only) and the reader's (always read-only).
+    private static func split(
+        _ configuration: SQLiteConfiguration
+    ) -> (writer: SQLiteConfiguration, reader: SQLiteConfiguration) {
+        var writer = configuration
+        writer.readOnly = false
+        var reader = configuration
+        reader.readOnly = true
+        return (writer, reader)
     }
 
     /// A pool over a new database in a fresh temporary directory, removed when the pool is

@@ -33,7 +33,8 @@ public actor DatabaseQueue {
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     /// Opens the database at `path` (see ``SQLiteConnection/init(path:configuration:)`` for what
-    /// opening configures). Opening runs on the calling thread: it is start-up work.
+    /// opening configures), on the calling thread. For start-up code and tools; from async code
+    /// prefer ``open(path:configuration:label:)``, which opens on the queue's own thread.
     ///
     /// - Parameters:
     ///   - path: The database file, or `:memory:`.
@@ -44,10 +45,40 @@ public actor DatabaseQueue {
         configuration: SQLiteConfiguration = SQLiteConfiguration(),
         label: String = "allot.sqlite"
     ) throws(SQLiteError) {
+        try self.init(path: path, configuration: configuration, queue: DispatchQueue(label: label, qos: .userInitiated))
+    }
+
+    private init(path: String, configuration: SQLiteConfiguration, queue: DispatchQueue) throws(SQLiteError) {
         self.path = path
         self.configuration = configuration
-        self.executor = DispatchQueueExecutor(queue: DispatchQueue(label: label, qos: .userInitiated))
+        self.executor = DispatchQueueExecutor(queue: queue)
         self.connection = try SQLiteConnection(path: path, configuration: configuration)
+    }
+
+    /// Opens the database at `path` on the new queue's own thread, so that opening (which may
+    /// wait up to `busy_timeout` for another process's lock, or recover a WAL after a crash)
+    /// never blocks a thread of Swift's cooperative pool.
+    ///
+    /// - Parameters:
+    ///   - path: The database file, or `:memory:`.
+    ///   - configuration: How to open and configure the connection.
+    ///   - label: The dispatch queue's label, shown in debuggers and crash reports.
+    public static func open(
+        path: String,
+        configuration: SQLiteConfiguration = SQLiteConfiguration(),
+        label: String = "allot.sqlite"
+    ) async throws(SQLiteError) -> DatabaseQueue {
+        let queue = DispatchQueue(label: label, qos: .userInitiated)
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<DatabaseQueue, SQLiteError>, Never>) in
+            queue.async {
+                continuation.resume(
+                    returning: Result { () throws(SQLiteError) in
+                        try DatabaseQueue(path: path, configuration: configuration, queue: queue)
+                    })
+            }
+        }
+        return try result.get()
     }
 
     /// A queue over a private in-memory database: one connection, no WAL, gone when closed.

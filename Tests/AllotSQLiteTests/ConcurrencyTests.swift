@@ -14,6 +14,25 @@ import Testing
         #expect(try await pool.read { _ in pool.reader.isCurrent && !pool.writer.isCurrent })
     }
 
+    @Test func openingFromAsyncCodeWorksAndReportsFailures() async throws {
+        let directory = try TemporaryDirectory.make()
+        let pool = try await DatabasePool.open(path: directory.file())
+        try await pool.write { try $0.execute("CREATE TABLE t(x); INSERT INTO t VALUES (1);") }
+        #expect(try await pool.read { try $0.count("t") } == 1)
+        #expect(try await pool.reader.access { $0.configuration.readOnly })
+        #expect(try await pool.writer.access { try $0.queryValue("PRAGMA journal_mode")?.string } == "wal")
+
+        let queue = try await DatabaseQueue.open(path: directory.file(), label: "allot.sqlite.test")
+        #expect(try await queue.read { try $0.count("t") } == 1)
+        do {
+            _ = try await DatabaseQueue.open(path: directory.path + "/missing/db.sqlite")
+            Issue.record("expected SQLITE_CANTOPEN")
+        } catch {
+            #expect(error.isCannotOpen)  // typed: `error` is a SQLiteError
+        }
+        await #expect(throws: SQLiteError.self) { try await DatabasePool.open(path: ":memory:") }
+    }
+
     @Test func accessRethrowsTheBodysTypedError() async throws {
         let queue = try DatabaseQueue.inMemory()
         do {
