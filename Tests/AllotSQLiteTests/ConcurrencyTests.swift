@@ -19,7 +19,7 @@ import Testing
         let pool = try await DatabasePool.open(path: directory.file())
         try await pool.write { try $0.execute("CREATE TABLE t(x); INSERT INTO t VALUES (1);") }
         #expect(try await pool.read { try $0.count("t") } == 1)
-        #expect(try await pool.reader.access { $0.configuration.readOnly })
+        #expect(await pool.reader.access { $0.configuration.readOnly })
         #expect(try await pool.writer.access { try $0.queryValue("PRAGMA journal_mode")?.string } == "wal")
 
         let queue = try await DatabaseQueue.open(path: directory.file(), label: "allot.sqlite.test")
