@@ -230,7 +230,8 @@ public final class SQLiteConnection {
         if let cached = cache.statement(for: sql), cached.pointer != nil {
             statement = cached.isInUse ? try makeStatement(sql) : cached
         } else {
-            statement = try cachedStatement(sql)
+            statement = try prepare(sql, persistent: true)
+            cache.insert(statement)
         }
         statement.reset()
         statement.isInUse = true

@@ -207,11 +207,10 @@ public final class SQLiteStatement {
                 sql: sql
             )
         }
-        for (offset, value) in values.enumerated() {
-            if let value {
-                try value.bind(to: self, at: offset + 1)
-            } else {
-                try bindNull(at: offset + 1)
+        for index in values.indices {
+            // Optional chaining binds the existential in place instead of copying it out.
+            if try values[index]?.bind(to: self, at: index + 1) == nil {
+                try bindNull(at: index + 1)
             }
         }
     }

@@ -22,10 +22,11 @@ struct StatementCache {
 
     /// The cached statement for `sql`, marked as just used, or nil.
     mutating func statement(for sql: String) -> SQLiteStatement? {
-        guard entries[sql] != nil else { return nil }
+        // One hash of the SQL text per lookup: `connection.run(sql, …)` in a loop does this per row.
+        guard let index = entries.index(forKey: sql) else { return nil }
         clock &+= 1
-        entries[sql]?.lastUse = clock
-        return entries[sql]?.statement
+        entries.values[index].lastUse = clock
+        return entries.values[index].statement
     }
 
     /// Keeps `statement`, evicting the least recently used one when full. An evicted statement

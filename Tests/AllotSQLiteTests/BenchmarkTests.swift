@@ -26,8 +26,17 @@ struct BenchmarkTests {
     static let tenants = (0..<1000).map { "tenant-\($0)" }
     static let outcomes = ["ok", "ok", "ok", "quota_exhausted", "overloaded"]
 
+    enum Mode {
+        /// One cached statement, `reset` + typed `bind(_:at:)` + `step` per row: the fast path.
+        case typedBinds
+        /// One cached statement, `statement.run(values...)` per row (existential bindings).
+        case statementRun
+        /// `connection.run(sql, values...)` per row (cache lookup by SQL text each time).
+        case connectionRun
+    }
+
     /// One transaction of `rows` inserts; returns rows per second.
-    private func measure(typedBinds: Bool, synchronous: SQLiteConfiguration.Synchronous) throws -> Double {
+    private func measure(_ mode: Mode, synchronous: SQLiteConfiguration.Synchronous) throws -> Double {
         let directory = try TemporaryDirectory.make()
         let connection = try SQLiteConnection(
             path: directory.file(), configuration: SQLiteConfiguration(synchronous: synchronous))
@@ -39,7 +48,8 @@ struct BenchmarkTests {
                 let tenant = Self.tenants[index % Self.tenants.count]
                 let outcome = Self.outcomes[index % Self.outcomes.count]
                 let errorType: String? = outcome == "ok" ? nil : "rate_limit_exceeded"
-                if typedBinds {
+                switch mode {
+                case .typedBinds:
                     statement.reset()
                     try statement.bind(Int64(1_700_000_000_000 + index), at: 1)
                     try statement.bind("gw-1", at: 2)
@@ -56,8 +66,15 @@ struct BenchmarkTests {
                     try statement.bind(Int64(index % 3), at: 13)
                     try statement.bind(errorType, at: 14)
                     try statement.step()
-                } else {
+                case .statementRun:
                     try statement.run(
+                        1_700_000_000_000 + index, "gw-1", tenant, "openai/gpt-4o", outcome,
+                        outcome == "ok" ? 200 : 429,
+                        Double(index % 900) + 0.5, Double(index % 10), index % 4000, index % 800, index % 5000,
+                        "interactive", index % 3, errorType)
+                case .connectionRun:
+                    try connection.run(
+                        Self.insert,
                         1_700_000_000_000 + index, "gw-1", tenant, "openai/gpt-4o", outcome,
                         outcome == "ok" ? 200 : 429,
                         Double(index % 900) + 0.5, Double(index % 10), index % 4000, index % 800, index % 5000,
@@ -82,12 +99,18 @@ struct BenchmarkTests {
     @Test func bulkInsertTypedBindsFullSync() throws {
         report(
             "bulk insert, 14 bound + rowid = 15 columns, typed binds, synchronous=FULL",
-            try (0..<Self.runs).map { _ in try measure(typedBinds: true, synchronous: .full) })
+            try (0..<Self.runs).map { _ in try measure(.typedBinds, synchronous: .full) })
     }
 
     @Test func bulkInsertVariadicRunFullSync() throws {
         report(
             "bulk insert, 15 columns, statement.run(variadic), synchronous=FULL",
-            try (0..<Self.runs).map { _ in try measure(typedBinds: false, synchronous: .full) })
+            try (0..<Self.runs).map { _ in try measure(.statementRun, synchronous: .full) })
+    }
+
+    @Test func bulkInsertConnectionRunFullSync() throws {
+        report(
+            "bulk insert, 15 columns, connection.run(sql, variadic), synchronous=FULL",
+            try (0..<Self.runs).map { _ in try measure(.connectionRun, synchronous: .full) })
     }
 }
