@@ -36,7 +36,8 @@ public final class SQLiteConnection {
     /// Opens (and by default creates) the database at `path` and configures it.
     ///
     /// Configuration, in order:
-    /// - extended result codes on, so errors say `SQLITE_BUSY_TIMEOUT` rather than `SQLITE_BUSY`;
+    /// - extended result codes on, so errors carry the precise reason (`SQLITE_CONSTRAINT_FOREIGNKEY`,
+    ///   `SQLITE_READONLY_DBMOVED`, `SQLITE_IOERR_FSYNC`, …) rather than only the primary code;
     /// - `busy_timeout`, so a locked database fails after a bounded wait instead of at once or never;
     /// - `journal_mode=WAL` (writer connections on files): readers do not block the writer and the
     ///   writer does not block readers, so the loop can read while ingest writes. Fails if the
@@ -47,7 +48,7 @@ public final class SQLiteConnection {
     /// - `temp_store=MEMORY`: sorts and temporary indexes never touch the disk.
     ///
     /// The work happens on the calling thread: open connections at start-up, or on the
-    /// owner's queue (``DatabaseQueue/init(path:configuration:)``).
+    /// owner's queue (``DatabaseQueue/open(path:configuration:label:)``).
     ///
     /// SQLite documentation: <https://www.sqlite.org/c3ref/open.html>, <https://www.sqlite.org/wal.html>
     public init(path: String, configuration: SQLiteConfiguration = SQLiteConfiguration()) throws(SQLiteError) {
@@ -264,7 +265,7 @@ public final class SQLiteConnection {
                 let result = sqlite3_prepare_v2(db, current, Int32(clamping: end - current + 1), &statement, &tail)
                 if result != SQLITE_OK {
                     sqlite3_finalize(statement)
-                    return SQLiteError.from(result, db: db, sql: Self.trimmed(String(cString: current)))
+                    return SQLiteError.from(result, db: db, sql: Self.firstStatement(of: String(cString: current)))
                 }
                 guard let statement else { break }  // only whitespace or comments remained
                 defer { sqlite3_finalize(statement) }
@@ -280,6 +281,14 @@ public final class SQLiteConnection {
             return nil
         }
         if let failure { throw failure }
+    }
+
+    /// The start of a script up to its first `;`, for naming a statement that failed to parse
+    /// (SQLite does not say where it would have ended; a `;` inside a string or a trigger body
+    /// only shortens the quote).
+    private static func firstStatement(of script: String) -> String {
+        guard let semicolon = script.firstIndex(of: ";") else { return trimmed(script) }
+        return trimmed(String(script[...semicolon]))
     }
 
     /// `text` without leading and trailing whitespace: the statement as a reader would quote it.

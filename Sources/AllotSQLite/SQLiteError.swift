@@ -14,7 +14,7 @@ import CSQLite
 ///
 /// SQLite documentation: <https://www.sqlite.org/rescode.html>
 public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The extended result code, e.g. `SQLITE_BUSY_TIMEOUT` (517) or `SQLITE_CONSTRAINT_UNIQUE` (2067).
+    /// The extended result code, e.g. `SQLITE_CONSTRAINT_UNIQUE` (2067) or `SQLITE_IOERR_FSYNC` (1034).
     ///
     /// Connections are opened with extended result codes enabled, so this is as precise as
     /// SQLite can be. Its low 8 bits are the primary code (``code``).
@@ -87,8 +87,6 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// `SQLITE_READONLY_DBMOVED` (`SQLITE_READONLY | 4 << 8`); Swift does not import the C macro.
     public static let readOnlyDatabaseMoved: Int32 = SQLITE_READONLY | (4 << 8)
-    /// `SQLITE_BUSY_TIMEOUT` (`SQLITE_BUSY | 3 << 8`), returned when `busy_timeout` expired.
-    public static let busyTimeout: Int32 = SQLITE_BUSY | (3 << 8)
 
     // MARK: Construction from a connection
 

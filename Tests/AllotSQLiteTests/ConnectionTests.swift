@@ -119,11 +119,16 @@ import Testing
         #expect(stepError?.sql == "INSERT INTO t VALUES (NULL);")
         #expect(try connection.count("t") == 3)  // the first ran, the last did not
 
-        let parseError = #expect(throws: SQLiteError.self) { try connection.execute("SELECT 1; SELEKT 2") }
+        let parseError = #expect(throws: SQLiteError.self) {
+            try connection.execute("SELECT 1; SELEKT 2; SELECT 3;")
+        }
         #expect(parseError?.code == SQLITE_ERROR)
         #expect(parseError?.message == "near \"SELEKT\": syntax error")
-        #expect(parseError?.sql == "SELEKT 2")
-        #expect(parseError?.description == "SQLite error 1 SQLITE_ERROR: near \"SELEKT\": syntax error (in: SELEKT 2)")
+        #expect(parseError?.sql == "SELEKT 2;")
+        #expect(
+            parseError?.description == "SQLite error 1 SQLITE_ERROR: near \"SELEKT\": syntax error (in: SELEKT 2;)")
+        let last = #expect(throws: SQLiteError.self) { try connection.execute("SELECT 1;\n  SELEKT 2  ") }
+        #expect(last?.sql == "SELEKT 2")
     }
 
     @Test func singleStatementAPIsRefuseScriptsAndEmptySQL() throws {
