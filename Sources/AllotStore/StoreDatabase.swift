@@ -1,22 +1,21 @@
-import AllotAssets
 import AllotSQLite
 
-/// Opens Allot's database with its schema up to date.
-///
-/// The schema's only source is `migrations/*.sql` (SPEC section 2), embedded in the binary by
-/// `AllotAssets`; ``migrate(_:)`` applies the pending ones with ``AllotSQLite/Migrator``.
+/// Opens a database file (or a throwaway one) with its schema up to date, for the places that have
+/// no data directory: tests, simulations and benchmarks. `allot serve` uses
+/// ``DataDirectory/openDatabase(configuration:)``; both apply the same embedded migrations
+/// (``DataDirectory/migrator()``, `migrations/*.sql`, the schema's only source: SPEC section 2).
 public enum StoreDatabase {
     /// Opens (creating if needed) the database at `path` as a writer + reader pool and migrates it.
     ///
     /// - Parameters:
-    ///   - path: The database file, e.g. `allot-data/allot.sqlite`.
+    ///   - path: The database file.
     ///   - configuration: Connection settings; `synchronous=FULL` by default, which is what makes
     ///     an acknowledged telemetry batch durable (SPEC section 3).
-    /// - Throws: ``AllotSQLite/SQLiteError`` (cannot open) or ``AllotSQLite/MigrationError``.
+    /// - Throws: ``AllotSQLite/SQLiteError`` (cannot open) or ``StoreSetupError`` (migrations).
     public static func open(path: String, configuration: SQLiteConfiguration = SQLiteConfiguration()) async throws
         -> DatabasePool
     {
-        let pool = try DatabasePool(path: path, configuration: configuration)
+        let pool = try await DatabasePool.open(path: path, configuration: configuration)
         do {
             try await migrate(pool)
         } catch {
@@ -27,8 +26,7 @@ public enum StoreDatabase {
     }
 
     /// A migrated database in a fresh temporary directory, removed when the pool is released
-    /// (`synchronous=OFF` unless `configuration` says otherwise). For tests, simulations and
-    /// benchmarks.
+    /// (`synchronous=OFF` unless `configuration` says otherwise).
     public static func temporary(configuration: SQLiteConfiguration = SQLiteConfiguration(synchronous: .off))
         async throws -> DatabasePool
     {
@@ -40,7 +38,7 @@ public enum StoreDatabase {
     /// Applies the pending embedded migrations on the pool's writer; returns the versions applied.
     @discardableResult
     public static func migrate(_ pool: DatabasePool) async throws -> [Int] {
-        let migrator = try Migrator(files: AllotAssets.migrations.map { ($0.name, $0.text) })
+        let migrator = try DataDirectory.migrator()
         return try await pool.writer.access { connection in
             try migrator.migrate(connection).map(\.version)
         }
