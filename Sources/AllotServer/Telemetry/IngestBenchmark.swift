@@ -41,6 +41,8 @@ public enum IngestBenchmark {
         public var maxBatchesPerTransaction: Int
         /// Where the temporary databases go (default: the system's temporary directory).
         public var directory: String?
+        /// Also measure the layers below HTTP (store, decoding, bulk insert) after each run.
+        public var measureLayers: Bool
 
         /// - Parameters:
         ///   - clients: Default 4.
@@ -52,10 +54,11 @@ public enum IngestBenchmark {
         ///   - synchronous: Default `FULL`.
         ///   - maxBatchesPerTransaction: Default 16 (``AllotStore/TelemetryStore/Configuration``).
         ///   - directory: Default nil (the system's temporary directory).
+        ///   - measureLayers: Default true.
         public init(
             clients: Int = 4, batchSize: Int = 1_000, duration: Double = 5, runs: Int = 3, tenants: Int = 1_000,
             distinctBatches: Int = 32, synchronous: SQLiteConfiguration.Synchronous = .full,
-            maxBatchesPerTransaction: Int = 16, directory: String? = nil
+            maxBatchesPerTransaction: Int = 16, directory: String? = nil, measureLayers: Bool = true
         ) {
             self.clients = max(1, clients)
             self.batchSize = max(1, batchSize)
@@ -66,6 +69,7 @@ public enum IngestBenchmark {
             self.synchronous = synchronous
             self.maxBatchesPerTransaction = max(1, maxBatchesPerTransaction)
             self.directory = directory
+            self.measureLayers = measureLayers
         }
     }
 
@@ -171,6 +175,7 @@ public enum IngestBenchmark {
             progress(
                 "run \(index + 1)/\(configuration.runs): \(Report.rate(run.eventsPerSecond)) events/s through HTTP"
                     + (run.verified ? "" : " (VERIFICATION FAILED)"))
+            guard configuration.measureLayers else { continue }
             decodeRates.append(try decodeRate(bodies, decoder: decoder, now: now, seconds: min(1, configuration.duration)))
             let batches = try bodies.map { try decoder.decode($0, format: .jsonArray, now: now) }
             storeRates.append(try await storeRate(configuration, batches: batches))

@@ -67,6 +67,8 @@ public struct TelemetryDecoder: Sendable {
     {
         let result = body.withUnsafeBufferPointer { buffer -> Result<TelemetryBatch, TelemetryRejection> in
             var state = DecodingState(validation: validation, now: now)
+            // Events are a few hundred bytes each; reserving avoids copying the array as it grows.
+            state.batch.events.reserveCapacity(min(validation.maxEvents, body.count / 200 + 1))
             do {
                 switch format {
                 case .jsonArray: try state.decodeArray(buffer)

@@ -28,7 +28,8 @@ import Testing
             duration: Double(environment["ALLOT_BENCH_SECONDS"] ?? "") ?? 5,
             runs: Int(environment["ALLOT_BENCH_RUNS"] ?? "") ?? 3,
             synchronous: environment["ALLOT_BENCH_SYNC"] == "normal" ? .normal : .full,
-            maxBatchesPerTransaction: Int(environment["ALLOT_BENCH_GROUP"] ?? "") ?? 16)
+            maxBatchesPerTransaction: Int(environment["ALLOT_BENCH_GROUP"] ?? "") ?? 16,
+            measureLayers: environment["ALLOT_BENCH_LAYERS"] != "0")
         let report = try await IngestBenchmark.run(configuration) { print($0) }
         print(report.text)
         #expect(report.verified)
