@@ -102,7 +102,9 @@ public struct JSONScanner {
     /// only during the call. Returns nil when the object ends.
     public mutating func nextKey<T>(_ match: (UnsafeBufferPointer<UInt8>) -> T) throws(JSONParseError) -> T? {
         guard try advanceToMember() else { return nil }
-        let result = try Self.located(parser.buffer, record) { () throws(JSONFailure) in try parser.withStringBytes(match) }
+        let result = try Self.located(parser.buffer, record) { () throws(JSONFailure) in
+            try parser.withStringBytes(match)
+        }
         try expectColon()
         return result
     }
@@ -161,7 +163,8 @@ public struct JSONScanner {
     public mutating func finish() throws(JSONParseError) {
         parser.skipWhitespace()
         guard parser.index == parser.end else {
-            throw failure(at: parser.index, "unexpected \(parser.describe(parser.buffer[parser.index])) after the JSON value")
+            throw failure(
+                at: parser.index, "unexpected \(parser.describe(parser.buffer[parser.index])) after the JSON value")
         }
     }
 
@@ -179,7 +182,8 @@ public struct JSONScanner {
             throw failure(at: parser.index, "expected \(what), found end of input")
         }
         guard parser.buffer[parser.index] == opening else {
-            throw failure(at: parser.index, "unexpected \(parser.describe(parser.buffer[parser.index])), expected \(what)")
+            throw failure(
+                at: parser.index, "unexpected \(parser.describe(parser.buffer[parser.index])), expected \(what)")
         }
         try Self.located(parser.buffer, record) { () throws(JSONFailure) in try parser.enter() }
         parser.index += 1
@@ -227,7 +231,9 @@ public struct JSONScanner {
     private mutating func expectKind(_ kind: Kind) throws(JSONParseError) {
         atContainerStart = false
         guard peekKind() == kind else {
-            guard parser.index < parser.end else { throw failure(at: parser.index, "expected a JSON value, found end of input") }
+            guard parser.index < parser.end else {
+                throw failure(at: parser.index, "expected a JSON value, found end of input")
+            }
             throw failure(at: parser.index, "expected a \(kind) value")
         }
     }

@@ -123,8 +123,10 @@ import Testing
     /// Short decimals take a fast path that must round exactly like the general parser.
     @Test func shortNumbersDecodeExactlyLikeTheParser() throws {
         var rng = SeededGenerator(seed: 0xD0D0)
-        var texts = ["0", "-0", "-0.0", "0.1", "0.3", "2.675", "812.5", "1e3", "123456789012345", "1234567890123456",
-            "999999999999999.9", "0.000000000000001", "9007199254740993", "-12.25", "1.", "01", "-", "1.5E-3"]
+        var texts = [
+            "0", "-0", "-0.0", "0.1", "0.3", "2.675", "812.5", "1e3", "123456789012345", "1234567890123456",
+            "999999999999999.9", "0.000000000000001", "9007199254740993", "-12.25", "1.", "01", "-", "1.5E-3",
+        ]
         for _ in 0..<20_000 {
             let integer = String(Int64.random(in: 0..<1_000_000_000, using: &rng))
             let fraction = String(Int64.random(in: 0..<1_000_000, using: &rng))

@@ -72,7 +72,8 @@ import Testing
         try await Self.ingest(store, count: 3, at: F.now - 2 * Self.hour)
         try await Self.ingest(store, count: 1, at: F.now)
         try await store.flushRollups()
-        let pruner = RetentionPruner(pool: store.pool, policy: RetentionPolicy(rawEvents: Self.hour, rollups: Self.hour))
+        let pruner = RetentionPruner(
+            pool: store.pool, policy: RetentionPolicy(rawEvents: Self.hour, rollups: Self.hour))
         let report = try await pruner.prune(now: F.now)
         #expect(report.eventsDeleted == 3)
         #expect(report.rollupsDeleted == 1)

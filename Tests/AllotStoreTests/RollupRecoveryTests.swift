@@ -12,26 +12,29 @@ import Testing
 
     static func randomBatches(seed: UInt64, batches: Int, size: Int) -> [[UInt8]] {
         var rng = SeededGenerator(seed: seed)
-        let outcomes: [JSON] = ["ok", "quota_exhausted", "spend_cap", "overloaded", "server_error", "timeout",
-            "denied_local", "queued"]
+        let outcomes: [JSON] = [
+            "ok", "quota_exhausted", "spend_cap", "overloaded", "server_error", "timeout",
+            "denied_local", "queued",
+        ]
         let classes: [JSON] = ["realtime", "interactive", "batch", "background"]
         return (0..<batches).map { _ in
-            F.array((0..<size).map { _ in
-                let maybe = { (value: JSON) -> JSON? in Bool.random(using: &rng) ? value : nil }
-                return F.event(
-                    [
-                        "tenant": .string("t\(Int.random(in: 0..<5, using: &rng))"),
-                        "upstream": .string("u\(Int.random(in: 0..<3, using: &rng))"),
-                        "outcome": outcomes.randomElement(using: &rng)!,
-                        "task_class": classes.randomElement(using: &rng)!,
-                        "latency_ms": maybe(.double(Double(Int.random(in: 0..<160_000, using: &rng)) / 4)),
-                        "queue_ms": maybe(.double(Double(Int.random(in: 0..<400, using: &rng)) / 4)),
-                        "prompt_tokens": maybe(.int(Int64.random(in: 0..<10_000, using: &rng))),
-                        "completion_tokens": maybe(.int(Int64.random(in: 0..<10_000, using: &rng))),
-                        "estimated_tokens": maybe(.int(Int64.random(in: 0..<10_000, using: &rng))),
-                        "retry": .int(Int64.random(in: 0..<3, using: &rng)),
-                    ], tsMs: F.nowMs - Int64.random(in: 0..<(5 * 60_000), using: &rng))
-            })
+            F.array(
+                (0..<size).map { _ in
+                    let maybe = { (value: JSON) -> JSON? in Bool.random(using: &rng) ? value : nil }
+                    return F.event(
+                        [
+                            "tenant": .string("t\(Int.random(in: 0..<5, using: &rng))"),
+                            "upstream": .string("u\(Int.random(in: 0..<3, using: &rng))"),
+                            "outcome": outcomes.randomElement(using: &rng)!,
+                            "task_class": classes.randomElement(using: &rng)!,
+                            "latency_ms": maybe(.double(Double(Int.random(in: 0..<160_000, using: &rng)) / 4)),
+                            "queue_ms": maybe(.double(Double(Int.random(in: 0..<400, using: &rng)) / 4)),
+                            "prompt_tokens": maybe(.int(Int64.random(in: 0..<10_000, using: &rng))),
+                            "completion_tokens": maybe(.int(Int64.random(in: 0..<10_000, using: &rng))),
+                            "estimated_tokens": maybe(.int(Int64.random(in: 0..<10_000, using: &rng))),
+                            "retry": .int(Int64.random(in: 0..<3, using: &rng)),
+                        ], tsMs: F.nowMs - Int64.random(in: 0..<(5 * 60_000), using: &rng))
+                })
         }
     }
 
@@ -40,8 +43,11 @@ import Testing
         var rows: [String: MinuteCounters] = [:]
         for body in bodies {
             for event in try TelemetryDecoder().decode(body, format: .jsonArray, now: F.now).events {
-                rows["\(event.tenant) \(event.upstream) \(event.taskClass) \(minuteStart(event.timestampMs))", default: .init()]
-                    .add(event)
+                rows[
+                    "\(event.tenant) \(event.upstream) \(event.taskClass) \(minuteStart(event.timestampMs))",
+                    default: .init()
+                ]
+                .add(event)
             }
         }
         return rows

@@ -67,58 +67,72 @@ import Testing
         let offset = try #require(try decode(F.array([F.event(["ts": "2026-11-22T04:59:59+02:00"])])).events.first)
         #expect(offset.timestampMs == 1_795_316_399_000)
         // Integral numbers are accepted for integer fields.
-        let integral = try #require(try decode(F.array([F.event(["prompt_tokens": 1.2e3, "ts": 1.7953164e12])])).events.first)
+        let integral = try #require(
+            try decode(F.array([F.event(["prompt_tokens": 1.2e3, "ts": 1.7953164e12])])).events.first)
         #expect(integral.promptTokens == 1_200)
         #expect(integral.timestampMs == 1_795_316_400_000)
     }
 
     /// Every field × a bad value: the rejection names the event's index, the field and the reason.
-    @Test(arguments: [
-        ("ts", "yesterday", "must be an RFC 3339 timestamp such as 2026-11-22T03:00:00.123Z"),
-        ("ts", 1_795_316_400, "is before 2000-01-01T00:00:00Z (seconds sent as milliseconds?)"),
-        ("ts", 1_795_316_701_000, "is more than 300 seconds in the future"),
-        ("ts", "2126-11-22T03:00:00Z", "is more than 300 seconds in the future"),
-        ("ts", 1_795_316_400_000.5, "must be integer epoch milliseconds"),
-        ("ts", true, "must be an RFC 3339 string or integer epoch milliseconds, found boolean"),
-        ("ts", .null, "is required"),
-        ("gateway", "", "must be 1-128 characters of [A-Za-z0-9._:/-]"),
-        ("gateway", 42, "must be a string, found number"),
-        ("tenant", "acme corp", "must be 1-128 characters of [A-Za-z0-9._:-]"),
-        ("tenant", "acme/corp", "must be 1-128 characters of [A-Za-z0-9._:-]"),
-        ("tenant", "ténant", "must be 1-128 characters of [A-Za-z0-9._:-]"),
-        ("tenant", .string(String(repeating: "a", count: 129)), "must be 1-128 characters of [A-Za-z0-9._:-]"),
-        ("tenant", ["acme"], "must be a string, found array"),
-        ("upstream", "", "must be 1-128 characters of [A-Za-z0-9._:/@+-]"),
-        ("upstream", "openai gpt", "must be 1-128 characters of [A-Za-z0-9._:/@+-]"),
-        ("outcome", "fine", "must be one of ok, quota_exhausted, spend_cap, overloaded, server_error, timeout, denied_local, queued"),
-        ("outcome", 1, "must be a string, found number"),
-        ("status", 99, "must be an integer from 100 to 599"),
-        ("status", 600, "must be an integer from 100 to 599"),
-        ("status", 200.5, "must be an integer from 100 to 599"),
-        ("status", "200", "must be an integer from 100 to 599, found string"),
-        ("latency_ms", -1, "must be a number of milliseconds from 0 to 86400000"),
-        ("latency_ms", 1e12, "must be a number of milliseconds from 0 to 86400000"),
-        ("latency_ms", "fast", "must be a number of milliseconds from 0 to 86400000, found string"),
-        ("queue_ms", -0.5, "must be a number of milliseconds from 0 to 86400000"),
-        ("prompt_tokens", -1, "must be an integer from 0 to 1000000000"),
-        ("prompt_tokens", 1.5, "must be an integer from 0 to 1000000000"),
-        ("prompt_tokens", 2e9, "must be an integer from 0 to 1000000000"),
-        ("prompt_tokens", "10", "must be an integer from 0 to 1000000000, found string"),
-        ("completion_tokens", -1, "must be an integer from 0 to 1000000000"),
-        ("estimated_tokens", ["n": 1], "must be an integer from 0 to 1000000000, found object"),
-        ("task_class", "urgent", "must be one of realtime, interactive, batch, background"),
-        ("task_id", "", "must be 1-256 bytes of text without control characters"),
-        ("task_id", .string(String(repeating: "x", count: 257)), "must be 1-256 bytes of text without control characters"),
-        ("task_id", "a\u{1}b", "must be 1-256 bytes of text without control characters"),
-        ("model_version", 5, "must be a string, found number"),
-        ("retry", -1, "must be an integer from 0 to 1000"),
-        ("retry", 1_001, "must be an integer from 0 to 1000"),
-        ("headers", "x-ratelimit-limit-requests: 5", "must be an object of header name to string value, found string"),
-        ("headers", [], "must be an object of header name to string value, found array"),
-        ("error_type", "", "must be 1-256 bytes of text without control characters"),
-        ("error_body", 5, "must be a JSON object or a string of at most 16384 bytes, found number"),
-        ("error_body", .string(String(repeating: "x", count: 16_385)), "must be a JSON object or a string of at most 16384 bytes"),
-    ] as [(String, JSON, String)])
+    @Test(
+        arguments: [
+            ("ts", "yesterday", "must be an RFC 3339 timestamp such as 2026-11-22T03:00:00.123Z"),
+            ("ts", 1_795_316_400, "is before 2000-01-01T00:00:00Z (seconds sent as milliseconds?)"),
+            ("ts", 1_795_316_701_000, "is more than 300 seconds in the future"),
+            ("ts", "2126-11-22T03:00:00Z", "is more than 300 seconds in the future"),
+            ("ts", 1_795_316_400_000.5, "must be integer epoch milliseconds"),
+            ("ts", true, "must be an RFC 3339 string or integer epoch milliseconds, found boolean"),
+            ("ts", .null, "is required"),
+            ("gateway", "", "must be 1-128 characters of [A-Za-z0-9._:/-]"),
+            ("gateway", 42, "must be a string, found number"),
+            ("tenant", "acme corp", "must be 1-128 characters of [A-Za-z0-9._:-]"),
+            ("tenant", "acme/corp", "must be 1-128 characters of [A-Za-z0-9._:-]"),
+            ("tenant", "ténant", "must be 1-128 characters of [A-Za-z0-9._:-]"),
+            ("tenant", .string(String(repeating: "a", count: 129)), "must be 1-128 characters of [A-Za-z0-9._:-]"),
+            ("tenant", ["acme"], "must be a string, found array"),
+            ("upstream", "", "must be 1-128 characters of [A-Za-z0-9._:/@+-]"),
+            ("upstream", "openai gpt", "must be 1-128 characters of [A-Za-z0-9._:/@+-]"),
+            (
+                "outcome", "fine",
+                "must be one of ok, quota_exhausted, spend_cap, overloaded, server_error, timeout, denied_local, queued"
+            ),
+            ("outcome", 1, "must be a string, found number"),
+            ("status", 99, "must be an integer from 100 to 599"),
+            ("status", 600, "must be an integer from 100 to 599"),
+            ("status", 200.5, "must be an integer from 100 to 599"),
+            ("status", "200", "must be an integer from 100 to 599, found string"),
+            ("latency_ms", -1, "must be a number of milliseconds from 0 to 86400000"),
+            ("latency_ms", 1e12, "must be a number of milliseconds from 0 to 86400000"),
+            ("latency_ms", "fast", "must be a number of milliseconds from 0 to 86400000, found string"),
+            ("queue_ms", -0.5, "must be a number of milliseconds from 0 to 86400000"),
+            ("prompt_tokens", -1, "must be an integer from 0 to 1000000000"),
+            ("prompt_tokens", 1.5, "must be an integer from 0 to 1000000000"),
+            ("prompt_tokens", 2e9, "must be an integer from 0 to 1000000000"),
+            ("prompt_tokens", "10", "must be an integer from 0 to 1000000000, found string"),
+            ("completion_tokens", -1, "must be an integer from 0 to 1000000000"),
+            ("estimated_tokens", ["n": 1], "must be an integer from 0 to 1000000000, found object"),
+            ("task_class", "urgent", "must be one of realtime, interactive, batch, background"),
+            ("task_id", "", "must be 1-256 bytes of text without control characters"),
+            (
+                "task_id", .string(String(repeating: "x", count: 257)),
+                "must be 1-256 bytes of text without control characters"
+            ),
+            ("task_id", "a\u{1}b", "must be 1-256 bytes of text without control characters"),
+            ("model_version", 5, "must be a string, found number"),
+            ("retry", -1, "must be an integer from 0 to 1000"),
+            ("retry", 1_001, "must be an integer from 0 to 1000"),
+            (
+                "headers", "x-ratelimit-limit-requests: 5",
+                "must be an object of header name to string value, found string"
+            ),
+            ("headers", [], "must be an object of header name to string value, found array"),
+            ("error_type", "", "must be 1-256 bytes of text without control characters"),
+            ("error_body", 5, "must be a JSON object or a string of at most 16384 bytes, found number"),
+            (
+                "error_body", .string(String(repeating: "x", count: 16_385)),
+                "must be a JSON object or a string of at most 16384 bytes"
+            ),
+        ] as [(String, JSON, String)])
     func rejectsAnInvalidField(field: String, value: JSON, reason: String) {
         let events = [F.event(), F.event(), F.event([field: value]), F.event()]
         for (body, format) in [(F.array(events), TelemetryFormat.jsonArray), (F.ndjson(events), .ndjson)] {
@@ -164,7 +178,8 @@ import Testing
     }
 
     @Test func duplicateMembersAreRejected() {
-        let body = Array(#"[{"ts": 1795316399000, "tenant": "a", "tenant": "b", "gateway": "g", "upstream": "u"}]"#.utf8)
+        let body = Array(
+            #"[{"ts": 1795316399000, "tenant": "a", "tenant": "b", "gateway": "g", "upstream": "u"}]"#.utf8)
         let error = rejection(body)
         #expect(error?.message == "event 0: field 'tenant': appears twice")
     }
@@ -181,16 +196,17 @@ import Testing
 
     // MARK: Outcome classification (SPEC section 4)
 
-    @Test(arguments: [
-        (429, "rate_limit_exceeded", Outcome.quotaExhausted),
-        (429, "insufficient_quota", .spendCap),
-        (529, nil, .overloaded),
-        (503, nil, .overloaded),
-        (500, nil, .serverError),
-        (504, nil, .timeout),
-        (200, nil, .ok),
-        (nil, "timeout", .timeout),
-    ] as [(Int?, String?, Outcome)])
+    @Test(
+        arguments: [
+            (429, "rate_limit_exceeded", Outcome.quotaExhausted),
+            (429, "insufficient_quota", .spendCap),
+            (529, nil, .overloaded),
+            (503, nil, .overloaded),
+            (500, nil, .serverError),
+            (504, nil, .timeout),
+            (200, nil, .ok),
+            (nil, "timeout", .timeout),
+        ] as [(Int?, String?, Outcome)])
     func outcomeIsClassifiedWhenAbsent(status: Int?, errorType: String?, expected: Outcome) throws {
         let event = F.event([
             "outcome": nil, "status": status.map { .int(Int64($0)) }, "error_type": errorType.map { .string($0) },
@@ -210,7 +226,9 @@ import Testing
 
     @Test func outcomeIsRequiredWhenNothingCanClassifyIt() {
         let error = rejection(F.array([F.event(["outcome": nil, "status": nil])]))
-        #expect(error?.message == "event 0: field 'outcome': is required when 'status', 'error_type' and 'error_body' are all absent")
+        #expect(
+            error?.message
+                == "event 0: field 'outcome': is required when 'status', 'error_type' and 'error_body' are all absent")
     }
 
     @Test func googleErrorBodyGivesRetryDelayQuotaAndClass() throws {
@@ -247,14 +265,16 @@ import Testing
     }
 
     @Test func anthropicResetsAreRelativeToTheEventTime() throws {
-        let event = F.event([
-            "upstream": "anthropic/claude-sonnet", "ts": "2026-11-22T03:00:00Z",
-            "headers": [
-                "anthropic-ratelimit-tokens-remaining": "0", "anthropic-ratelimit-tokens-reset": "2026-11-22T03:00:20Z",
-                "retry-after": "20",
-            ],
-            "outcome": nil, "status": 429,
-        ], tsMs: 0)
+        let event = F.event(
+            [
+                "upstream": "anthropic/claude-sonnet", "ts": "2026-11-22T03:00:00Z",
+                "headers": [
+                    "anthropic-ratelimit-tokens-remaining": "0",
+                    "anthropic-ratelimit-tokens-reset": "2026-11-22T03:00:20Z",
+                    "retry-after": "20",
+                ],
+                "outcome": nil, "status": 429,
+            ], tsMs: 0)
         let decoded = try decode(F.array([event])).events[0]
         #expect(decoded.signals.family == .anthropic)
         #expect(decoded.signals.remainingTokens == 0)
@@ -275,14 +295,20 @@ import Testing
 
     @Test func tooManyEventsIs413() {
         let small = TelemetryDecoder(validation: TelemetryValidation(maxEvents: 3))
-        for (body, format) in [(F.array(Array(repeating: F.event(), count: 4)), TelemetryFormat.jsonArray),
-            (F.ndjson(Array(repeating: F.event(), count: 4)), .ndjson)]
-        {
-            #expect(throws: TelemetryRejection(code: "too_many_events", message: "a batch holds at most 3 events", status: 413)) {
+        for (body, format) in [
+            (F.array(Array(repeating: F.event(), count: 4)), TelemetryFormat.jsonArray),
+            (F.ndjson(Array(repeating: F.event(), count: 4)), .ndjson),
+        ] {
+            #expect(
+                throws: TelemetryRejection(
+                    code: "too_many_events", message: "a batch holds at most 3 events", status: 413)
+            ) {
                 try small.decode(body, format: format, now: F.now)
             }
         }
-        #expect(throws: Never.self) { try small.decode(F.array(Array(repeating: F.event(), count: 3)), format: .jsonArray, now: F.now) }
+        #expect(throws: Never.self) {
+            try small.decode(F.array(Array(repeating: F.event(), count: 3)), format: .jsonArray, now: F.now)
+        }
     }
 
     @Test func syntaxErrorsNameTheEventAndPosition() {
@@ -295,7 +321,8 @@ import Testing
 
         let lines = rejection(Array("\(valid)\n\n\(valid)\n{\"ts\": \n".utf8), .ndjson)
         #expect(lines?.field == "[2]")
-        #expect(lines?.message == "event 2: invalid JSON at line 4, column 8: expected a JSON value, found end of input")
+        #expect(
+            lines?.message == "event 2: invalid JSON at line 4, column 8: expected a JSON value, found end of input")
 
         let trailing = rejection(Array("[\(valid)] x".utf8))
         #expect(trailing?.field == nil)
@@ -309,7 +336,8 @@ import Testing
         let object = rejection(F.event().serialized())
         #expect(
             object?.message
-                == "the body must be a JSON array of event objects; for one event per line, send Content-Type: application/x-ndjson")
+                == "the body must be a JSON array of event objects; for one event per line, send Content-Type: application/x-ndjson"
+        )
         let scalar = rejection(Array("[{}, 5]".utf8))
         #expect(scalar?.message == "event 0: field 'ts': is required")
         let second = rejection(Array("[\(F.event().serializedString()), 5]".utf8))
@@ -342,7 +370,9 @@ import Testing
         var object = JSONObject()
         for field in TelemetryField.allCases { object[field.name] = [[1]] }
         let error = rejection(F.array([.object(object)]))
-        #expect(error?.message == "event 0: field 'ts': must be an RFC 3339 string or integer epoch milliseconds, found array")
+        #expect(
+            error?.message
+                == "event 0: field 'ts': must be an RFC 3339 string or integer epoch milliseconds, found array")
     }
 
     @Test func tenThousandMembersAreRefused() {

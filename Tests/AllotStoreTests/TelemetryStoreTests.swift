@@ -21,9 +21,10 @@ import Testing
         #expect(result.lastID - result.firstID == 2)
         #expect(result.registeredTenants == ["acme", "beta"])
         try await store.flushRollups()
-        #expect(try await F.counts(store.pool) == [
-            "events": 3, "tenants": 2, "upstreams": 2, "gateways": 3, "model_versions": 1, "rollups_minute": 2,
-        ])
+        #expect(
+            try await F.counts(store.pool) == [
+                "events": 3, "tenants": 2, "upstreams": 2, "gateways": 3, "model_versions": 1, "rollups_minute": 2,
+            ])
 
         let names = try await store.names()
         #expect(Set(names.tenants.values.map(\.id)) == ["acme", "beta"])
@@ -86,12 +87,13 @@ import Testing
 
     /// Every field with a bad value, through the store: refused with index and field, and no table
     /// changed.
-    @Test(arguments: [
-        ("ts", "noon"), ("gateway", "gw 1"), ("tenant", ""), ("upstream", 7), ("outcome", "great"), ("status", 42),
-        ("latency_ms", -3), ("queue_ms", "x"), ("prompt_tokens", -1), ("completion_tokens", 0.5),
-        ("estimated_tokens", true), ("task_class", "now"), ("task_id", ""), ("model_version", []),
-        ("retry", -2), ("headers", 1), ("error_type", [:]), ("error_body", false),
-    ] as [(String, JSON)])
+    @Test(
+        arguments: [
+            ("ts", "noon"), ("gateway", "gw 1"), ("tenant", ""), ("upstream", 7), ("outcome", "great"), ("status", 42),
+            ("latency_ms", -3), ("queue_ms", "x"), ("prompt_tokens", -1), ("completion_tokens", 0.5),
+            ("estimated_tokens", true), ("task_class", "now"), ("task_id", ""), ("model_version", []),
+            ("retry", -2), ("headers", 1), ("error_type", [:]), ("error_body", false),
+        ] as [(String, JSON)])
     func aBatchWithOneInvalidEventStoresNothing(field: String, value: JSON) async throws {
         #expect(Set(TelemetryField.allCases.map(\.name)).contains(field))
         let store = try await F.makeStore()
@@ -166,15 +168,18 @@ import Testing
                 ["outcome": "quota_exhausted", "latency_ms": 3_000, "prompt_tokens": 20, "retry": 1],
                 tsMs: minute + 59_999),
             F.event(
-                ["outcome": "denied_local", "latency_ms": nil, "queue_ms": nil, "prompt_tokens": nil,
-                 "completion_tokens": nil, "estimated_tokens": 700],
+                [
+                    "outcome": "denied_local", "latency_ms": nil, "queue_ms": nil, "prompt_tokens": nil,
+                    "completion_tokens": nil, "estimated_tokens": 700,
+                ],
                 tsMs: minute + 30_000),
             F.event(["task_class": "batch", "latency_ms": 40_000], tsMs: minute + 10_000),
             F.event(["latency_ms": 700, "queue_ms": 9.5, "prompt_tokens": 5], tsMs: minute + 60_000),
         ]
         _ = try await store.ingest(F.array(events))
         let rows = try await store.rollups(fromMs: minute, toMs: minute + 120_000)
-        #expect(rows.map { "\($0.minuteMs - minute) \($0.taskClass)" } == ["0 interactive", "0 batch", "60000 interactive"])
+        #expect(
+            rows.map { "\($0.minuteMs - minute) \($0.taskClass)" } == ["0 interactive", "0 batch", "60000 interactive"])
         let first = try #require(rows.first { $0.minuteMs == minute && $0.taskClass == .interactive })
         #expect(first.tenant == "acme")
         #expect(first.upstream == "openai/gpt-4o")
@@ -213,9 +218,10 @@ import Testing
 
         // Usage over [from, to) sums minutes per tenant, upstream and class.
         let usage = try await store.usage(fromMs: minute, toMs: minute + 120_000)
-        #expect(usage.map { "\($0.tenant) \($0.upstream) \($0.taskClass)" } == [
-            "acme openai/gpt-4o interactive", "acme openai/gpt-4o batch",
-        ])
+        #expect(
+            usage.map { "\($0.tenant) \($0.upstream) \($0.taskClass)" } == [
+                "acme openai/gpt-4o interactive", "acme openai/gpt-4o batch",
+            ])
         let interactive = try #require(usage.first { $0.taskClass == .interactive })
         #expect(interactive.counters.requests == 5)
         #expect(interactive.counters.promptTokens == 36)

@@ -122,11 +122,13 @@ public enum IngestBenchmark {
                         + "\(run.batches) batches (\(run.transactions) transactions) in \(Self.fixed(run.seconds, 2)) s, "
                         + "p50 \(Self.fixed(run.p50Milliseconds, 1)) ms, p99 \(Self.fixed(run.p99Milliseconds, 1)) ms, "
                         + "\(Self.fixed(run.cpuMicrosecondsPerEvent, 1)) µs CPU/event, "
-                        + "failures \(run.failures), \(run.verified ? "all acknowledged events present" : "VERIFICATION FAILED")")
+                        + "failures \(run.failures), \(run.verified ? "all acknowledged events present" : "VERIFICATION FAILED")"
+                )
             }
             lines.append(
                 "  HTTP ingest (median):        \(Self.rate(eventsPerSecond)) events/s, p50 \(Self.fixed(p50Milliseconds, 1)) ms, "
-                    + "p99 \(Self.fixed(p99Milliseconds, 1)) ms per batch, \(Self.fixed(cpuMicrosecondsPerEvent, 1)) µs CPU per event")
+                    + "p99 \(Self.fixed(p99Milliseconds, 1)) ms per batch, \(Self.fixed(cpuMicrosecondsPerEvent, 1)) µs CPU per event"
+            )
             lines.append("  store without HTTP (median): \(Self.rate(storeEventsPerSecond)) events/s")
             lines.append("  decode + validate, 1 core:   \(Self.rate(decodeEventsPerSecond)) events/s")
             lines.append("  plain bulk insert (limit):   \(Self.rate(bulkInsertRowsPerSecond)) rows/s")
@@ -176,7 +178,8 @@ public enum IngestBenchmark {
                 "run \(index + 1)/\(configuration.runs): \(Report.rate(run.eventsPerSecond)) events/s through HTTP"
                     + (run.verified ? "" : " (VERIFICATION FAILED)"))
             guard configuration.measureLayers else { continue }
-            decodeRates.append(try decodeRate(bodies, decoder: decoder, now: now, seconds: min(1, configuration.duration)))
+            decodeRates.append(
+                try decodeRate(bodies, decoder: decoder, now: now, seconds: min(1, configuration.duration)))
             let batches = try bodies.map { try decoder.decode($0, format: .jsonArray, now: now) }
             storeRates.append(try await storeRate(configuration, batches: batches))
             bulkRates.append(try await bulkInsertRate(configuration, batches: batches))
@@ -299,8 +302,11 @@ public enum IngestBenchmark {
         try await pool.read { connection in
             for ack in acknowledgements {
                 let count = try connection.queryOne(
-                    "SELECT count(*) FROM events WHERE id BETWEEN ? AND ?", ack.firstID, ack.lastID) { $0.int64(0) }
-                guard count == Int64(ack.stored), ack.lastID - ack.firstID + 1 == Int64(ack.stored) else { return false }
+                    "SELECT count(*) FROM events WHERE id BETWEEN ? AND ?", ack.firstID, ack.lastID
+                ) { $0.int64(0) }
+                guard count == Int64(ack.stored), ack.lastID - ack.firstID + 1 == Int64(ack.stored) else {
+                    return false
+                }
             }
             let total = try connection.queryOne("SELECT count(*) FROM events") { $0.int64(0) } ?? -1
             return total == Int64(acknowledgements.map(\.stored).reduce(0, +))
@@ -376,7 +382,8 @@ public enum IngestBenchmark {
         let sqlite: SQLiteConfiguration
 
         init(_ configuration: Configuration) throws {
-            let base = configuration.directory.map { URL(fileURLWithPath: $0) } ?? FileManager.default.temporaryDirectory
+            let base =
+                configuration.directory.map { URL(fileURLWithPath: $0) } ?? FileManager.default.temporaryDirectory
             directory = base.appendingPathComponent("allot-bench-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             path = directory.appendingPathComponent("allot.sqlite").path

@@ -84,15 +84,18 @@ struct TelemetryLoadGenerator {
         switch upstream.family {
         case 0:
             text += #","headers":{"x-ratelimit-limit-requests":"10000","x-ratelimit-limit-tokens":"2000000","#
-            text += #""x-ratelimit-remaining-requests":"\#(remainingRequests)","x-ratelimit-remaining-tokens":"\#(below(2_000_000))","#
-            text += #""x-ratelimit-reset-requests":"\#(below(60))ms","x-ratelimit-reset-tokens":"\#(below(6))m\#(below(60)).\#(below(100))s""#
+            text +=
+                #""x-ratelimit-remaining-requests":"\#(remainingRequests)","x-ratelimit-remaining-tokens":"\#(below(2_000_000))","#
+            text +=
+                #""x-ratelimit-reset-requests":"\#(below(60))ms","x-ratelimit-reset-tokens":"\#(below(6))m\#(below(60)).\#(below(100))s""#
             if status == 429 { text += #","retry-after":"\#(1 + below(20))""# }
             text += "}}"
         case 1:
             text += #","headers":{"anthropic-ratelimit-requests-limit":"4000","#
             text += #""anthropic-ratelimit-requests-remaining":"\#(remainingRequests)","#
             text += #""anthropic-ratelimit-requests-reset":"2026-11-22T03:00:\#(10 + below(50))Z","#
-            text += #""anthropic-ratelimit-tokens-limit":"400000","anthropic-ratelimit-tokens-remaining":"\#(below(400_000))","#
+            text +=
+                #""anthropic-ratelimit-tokens-limit":"400000","anthropic-ratelimit-tokens-remaining":"\#(below(400_000))","#
             text += #""anthropic-ratelimit-tokens-reset":"2026-11-22T03:00:\#(10 + below(50))Z""#
             if status == 429 { text += #","retry-after":"\#(1 + below(20))""# }
             text += "}}"

@@ -64,7 +64,8 @@ public struct TelemetryRoute: Sendable {
             format = try TelemetryFormat(contentType: request.headers["Content-Type"])
         } catch {
             await store.countRejected(code: error.code)
-            return Self.errorResponse(status: error.status, code: error.code, message: error.message, field: error.field)
+            return Self.errorResponse(
+                status: error.status, code: error.code, message: error.message, field: error.field)
         }
         if let maxBodyBytes, request.body.count > maxBodyBytes {
             await store.countRejected(code: "body_too_large")

@@ -440,7 +440,9 @@ private struct DecodingState {
         guard let timestampMs = fields.timestampMs else {
             throw TelemetryRejection.invalidField(index, "ts", "is required")
         }
-        guard let gateway = fields.gateway else { throw TelemetryRejection.invalidField(index, "gateway", "is required") }
+        guard let gateway = fields.gateway else {
+            throw TelemetryRejection.invalidField(index, "gateway", "is required")
+        }
         guard let tenant = fields.tenant else { throw TelemetryRejection.invalidField(index, "tenant", "is required") }
         guard let upstream = fields.upstream else {
             throw TelemetryRejection.invalidField(index, "upstream", "is required")
@@ -455,7 +457,8 @@ private struct DecodingState {
                 throw TelemetryRejection.invalidField(
                     index, "outcome", "is required when 'status', 'error_type' and 'error_body' are all absent")
             }
-            outcome = ErrorClassifier.classify(status: fields.status, errorType: fields.errorType, body: fields.errorBody)
+            outcome = ErrorClassifier.classify(
+                status: fields.status, errorType: fields.errorType, body: fields.errorBody)
             classified = true
         }
         var signals = EventSignals()
@@ -598,7 +601,8 @@ private struct DecodingState {
                 throw TelemetryRejection.invalidField(index, "headers", "header names must be 1-\(maxName) bytes")
             }
             guard headers.count < validation.maxHeaders else {
-                throw TelemetryRejection.invalidField(index, "headers", "must have at most \(validation.maxHeaders) entries")
+                throw TelemetryRejection.invalidField(
+                    index, "headers", "must have at most \(validation.maxHeaders) entries")
             }
             var field: String { "headers.\(name)" }
             switch scanner.peekKind() {

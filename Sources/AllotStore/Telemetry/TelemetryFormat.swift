@@ -20,7 +20,8 @@ public enum TelemetryFormat: Sendable, Equatable {
             self = .jsonArray
             return
         }
-        let mediaType = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)
+        let mediaType =
+            contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)
             .first.map { $0.trimmingASCIISpaces().lowercased() } ?? ""
         switch mediaType {
         case "application/json":

@@ -92,7 +92,9 @@ public actor TelemetryStore {
     ///   - pool: An open, migrated database (``StoreDatabase/open(path:configuration:)``).
     ///   - configuration: Write-path tuning.
     ///   - clock: Times the rollup flush interval. Default ``AllotTime/SystemClock``.
-    public init(pool: DatabasePool, configuration: Configuration = Configuration(), clock: any AllotClock = SystemClock()) {
+    public init(
+        pool: DatabasePool, configuration: Configuration = Configuration(), clock: any AllotClock = SystemClock()
+    ) {
         self.pool = pool
         self.configuration = configuration
         self.clock = clock

@@ -23,7 +23,8 @@ public struct TelemetryStoreError: Error, Sendable, Equatable, CustomStringConve
         if let error = error as? TelemetryStoreError {
             self = error
         } else if let error = error as? SQLiteError {
-            self.init(message: "the telemetry database is unavailable: \(error.codeName): \(error.message)", sqlite: error)
+            self.init(
+                message: "the telemetry database is unavailable: \(error.codeName): \(error.message)", sqlite: error)
         } else {
             self.init(message: "the telemetry database is unavailable: \(error)")
         }

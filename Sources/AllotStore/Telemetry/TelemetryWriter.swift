@@ -365,7 +365,8 @@ private struct Interner {
 
     mutating func model(_ name: String, firstSeenMs: Int64) throws -> Int64 {
         if let ref = learned.models[name] ?? cache.models[name] { return ref }
-        if let ref = try connection.queryOne("SELECT ref FROM model_versions WHERE id = ?", name, map: { $0.int64(0) }) {
+        if let ref = try connection.queryOne("SELECT ref FROM model_versions WHERE id = ?", name, map: { $0.int64(0) })
+        {
             learned.models[name] = ref
             return ref
         }

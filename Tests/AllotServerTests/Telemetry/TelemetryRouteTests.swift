@@ -50,7 +50,8 @@ import Testing
         #expect(response.headers["Content-Type"] == "application/json")
         #expect(
             response.bodyText
-                == #"{"stored":2,"first_id":1,"last_id":2,"registered_tenants":["acme","beta"],"ignored_fields":["colour"]}"#)
+                == #"{"stored":2,"first_id":1,"last_id":2,"registered_tenants":["acme","beta"],"ignored_fields":["colour"]}"#
+        )
         #expect(try await fixture.count("events") == 2)
     }
 
@@ -104,7 +105,8 @@ import Testing
         let three = await fixture.post("[\(Self.event()),\(Self.event()),\(Self.event())]")
         #expect(three.status == .contentTooLarge)
         #expect(try three.json()["error"]?["code"] == "too_many_events")
-        let large = await fixture.post("[\(Self.event(extra: #","pad":""# + String(repeating: "x", count: 2_000) + "\""))]")
+        let large = await fixture.post(
+            "[\(Self.event(extra: #","pad":""# + String(repeating: "x", count: 2_000) + "\""))]")
         #expect(large.status == .contentTooLarge)
         #expect(try large.json()["error"]?["code"] == "body_too_large")
         #expect(try await fixture.count("events") == 0)
@@ -113,7 +115,8 @@ import Testing
     @Test func aDatabaseFailureIs503AndNothingIsStored() async throws {
         let fixture = try await Self.make()
         try await fixture.store.pool.writer.access { connection in
-            try connection.execute("CREATE TRIGGER refuse BEFORE INSERT ON events BEGIN SELECT RAISE(FAIL, 'disk gone'); END")
+            try connection.execute(
+                "CREATE TRIGGER refuse BEFORE INSERT ON events BEGIN SELECT RAISE(FAIL, 'disk gone'); END")
         }
         let response = await fixture.post("[\(Self.event())]")
         #expect(response.status == .serviceUnavailable)
