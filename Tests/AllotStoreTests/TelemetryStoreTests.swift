@@ -340,3 +340,26 @@ import Testing
         #expect(counters.batchesRejected == ["empty_batch": 1])
     }
 }
+
+extension TelemetryStoreTests {
+    /// What someone reading the database with the sqlite3 shell sees.
+    @Test func theReadableViewShowsNamesAndWords() async throws {
+        let store = try await F.makeStore()
+        _ = try await store.ingest(
+            F.array([F.event(["outcome": nil, "status": 529, "task_class": "batch", "ts": "2026-11-22T02:59:58.250Z"])])
+        )
+        let row = try await store.pool.read { connection in
+            try connection.queryOne(
+                "SELECT ts, gateway, tenant, upstream, outcome, task_class, model_version, header_family, "
+                    + "limit_requests, reset_tokens_ms FROM events_readable"
+            ) { row in
+                (0..<10).map { row.isNull($0) ? "NULL" : (row.string($0) ?? "") }
+            }
+        }
+        #expect(
+            row == [
+                "2026-11-22T02:59:58.250Z", "gw-eu-1", "acme", "openai/gpt-4o", "overloaded", "batch",
+                "gpt-4o-2024-08-06", "openai", "10000", "179560",
+            ])
+    }
+}
