@@ -1,1 +1,0 @@
-// AllotHTTP — see README.md, "Architecture".
