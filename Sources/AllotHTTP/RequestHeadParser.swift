@@ -93,6 +93,7 @@ struct RequestHeadParser {
             let lineEnd = lf - 1
             if requestLineEnd < 0 {
                 if lf + 1 > limits.maxRequestLineBytes { return .failure(Self.targetTooLong(limits)) }
+                if lineEnd == 0 { return .failure(.badRequest("malformed request line", code: "malformed_request")) }
                 requestLineEnd = lineEnd
             } else if lineEnd == lineStart {
                 scanned = lf + 1
@@ -184,8 +185,11 @@ struct RequestHeadParser {
         var lineStart = requestLineEnd + 2
         let end = headLength - 2
         while lineStart < end {
+            // Lines end at LF (the scanner checked each is preceded by CR); a bare CR inside a line
+            // stays in it and fails the character checks below.
             var lineEnd = lineStart
-            while bytes[lineEnd] != ASCII.cr { lineEnd += 1 }
+            while bytes[lineEnd] != ASCII.lf { lineEnd += 1 }
+            lineEnd -= 1
             let first = bytes[lineStart]
             if first == ASCII.space || first == ASCII.tab {
                 throw malformed("obsolete line folding in header")
