@@ -59,6 +59,9 @@ final class EventLoop: @unchecked Sendable {
     private var running = true
     private let threadID = Locked<pthread_t?>(nil)
     private var stopWaiters: [@Sendable () -> Void] = []
+    /// One-shot timers not tied to a descriptor (heap entries with `fd == -1`), by id.
+    private var timerJobs: [UInt32: () -> Void] = [:]
+    private var nextTimerID: UInt32 = 0
     private var spareJobs: [@Sendable () -> Void] = []
     private static let eventCapacity: Int32 = 512
 
@@ -216,6 +219,22 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
+    /// Runs `job` on the loop thread once the monotonic clock reaches `deadline`; returns an id for
+    /// `cancelTimer`.
+    @discardableResult
+    func scheduleTimer(at deadline: UInt64, _ job: @escaping () -> Void) -> UInt32 {
+        assertInLoop()
+        nextTimerID &+= 1
+        timerJobs[nextTimerID] = job
+        timers.push(DeadlineHeap.Entry(deadline: deadline, fd: -1, generation: 0, sequence: nextTimerID))
+        return nextTimerID
+    }
+
+    func cancelTimer(_ id: UInt32) {
+        assertInLoop()
+        timerJobs[id] = nil
+    }
+
     private func arm(_ index: Int, at deadline: UInt64) {
         registrations[index].armedSequence &+= 1
         registrations[index].armedDeadline = deadline
@@ -286,6 +305,10 @@ final class EventLoop: @unchecked Sendable {
     private func expireDeadlines() {
         while let top = timers.min, top.deadline <= now {
             timers.popMin()
+            if top.fd < 0 {
+                timerJobs.removeValue(forKey: top.sequence)?()
+                continue
+            }
             let index = Int(top.fd)
             guard index < registrations.count, registrations[index].generation == top.generation,
                 registrations[index].armedSequence == top.sequence, let handler = registrations[index].handler
