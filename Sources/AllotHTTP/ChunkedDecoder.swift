@@ -46,7 +46,9 @@ struct ChunkedDecoder {
 
     /// Decodes from `input`, appending chunk data to `body`. Returns how many input bytes were
     /// consumed (all of them unless the body ended or failed within `input`).
-    mutating func decode(_ input: UnsafeBufferPointer<UInt8>, into body: inout [UInt8]) -> (consumed: Int, outcome: Outcome) {
+    mutating func decode(_ input: UnsafeBufferPointer<UInt8>, into body: inout [UInt8]) -> (
+        consumed: Int, outcome: Outcome
+    ) {
         var index = 0
         let count = input.count
         while index < count {
@@ -58,8 +60,9 @@ struct ChunkedDecoder {
                     guard digits <= 15 else { return (index, .failure(.bodyTooLarge(limit: maxBodyBytes))) }
                     size = size << 4 | Int(value)
                     index += 1
-                } else if digits > 0 && (byte == ASCII.cr || byte == UInt8(ascii: ";") || byte == ASCII.space
-                    || byte == ASCII.tab)
+                } else if digits > 0
+                    && (byte == ASCII.cr || byte == UInt8(ascii: ";") || byte == ASCII.space
+                        || byte == ASCII.tab)
                 {
                     state = byte == ASCII.cr ? .sizeLF : .sizeExtension
                     index += 1

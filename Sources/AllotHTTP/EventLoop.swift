@@ -265,7 +265,8 @@ final class EventLoop: @unchecked Sendable {
                 preconditionFailure("\(SystemError.fromErrno("epoll_wait"))")
             }
             for i in 0..<max(0, Int(count)) {
-                dispatch(mask: allot_epoll_event_mask(events, Int32(i)), token: allot_epoll_event_data(events, Int32(i)))
+                dispatch(
+                    mask: allot_epoll_event_mask(events, Int32(i)), token: allot_epoll_event_data(events, Int32(i)))
             }
             runJobs()
             expireDeadlines()

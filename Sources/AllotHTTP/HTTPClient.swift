@@ -64,7 +64,8 @@ public final class HTTPClient: Sendable {
         let core = self.core
         let loop = self.loop
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTPClientResponse, HTTPClientError>, Never>) in
+            await withCheckedContinuation {
+                (continuation: CheckedContinuation<Result<HTTPClientResponse, HTTPClientError>, Never>) in
                 pending.completion = { continuation.resume(returning: $0) }
                 if !loop.execute({ core.start(pending) }) {
                     continuation.resume(returning: .failure(HTTPClientError(.shutDown, "the client was shut down")))
@@ -144,17 +145,20 @@ final class HostResolver: Sendable {
         let now = Posix.monotonicNanoseconds()
         if let entry = cache.withLock({ $0[key] }), entry.expires > now { return entry.addresses }
         if let numeric = try? SocketAddress.resolveNumeric(host: host, port: port) { return numeric }
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<[SocketAddress], HTTPClientError>, Never>) in
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<[SocketAddress], HTTPClientError>, Never>) in
             Self.queue.async {
                 do throws(AddressResolutionError) {
                     // IPv4 first: servers here usually listen on 127.0.0.1, and "localhost" lists ::1 first.
                     let addresses = try SocketAddress.resolve(host: host, port: port)
                         .sorted { $0.family == AF_INET && $1.family != AF_INET }
-                    continuation.resume(returning: addresses.isEmpty
-                        ? .failure(HTTPClientError(.unresolvableHost, "\(host) has no address"))
-                        : .success(addresses))
+                    continuation.resume(
+                        returning: addresses.isEmpty
+                            ? .failure(HTTPClientError(.unresolvableHost, "\(host) has no address"))
+                            : .success(addresses))
                 } catch {
-                    continuation.resume(returning: .failure(HTTPClientError(.unresolvableHost, "\(host): \(error.message)")))
+                    continuation.resume(
+                        returning: .failure(HTTPClientError(.unresolvableHost, "\(host): \(error.message)")))
                 }
             }
         }

@@ -199,7 +199,7 @@ final class HTTPClientConnection: EventLoopHandler {
 
     let fd: Int32
     let key: String
-    private unowned let core: HTTPClientCore
+    private let core: HTTPClientCore  // strong: the cycle ends when the connection closes
     private var loop: EventLoop { core.loop }
     private var state = State.connecting
     private(set) var request: PendingClientRequest?
@@ -384,7 +384,9 @@ final class HTTPClientConnection: EventLoopHandler {
             do {
                 result = try Posix.read(fd, into: loop.readBuffer)
             } catch {
-                fail(HTTPClientError(.connectionClosed, "receiving failed: \(error.message)"), retryable: inbound.isEmpty)
+                fail(
+                    HTTPClientError(.connectionClosed, "receiving failed: \(error.message)"), retryable: inbound.isEmpty
+                )
                 return
             }
             switch result {
@@ -422,7 +424,9 @@ final class HTTPClientConnection: EventLoopHandler {
                 head = parsed
                 bodyStart = length
                 if parsed.framing == .chunked {
-                    chunked = ChunkedDecoder(maxBodyBytes: core.configuration.maxResponseBytes, maxTrailerBytes: core.configuration.maxHeaderBytes)
+                    chunked = ChunkedDecoder(
+                        maxBodyBytes: core.configuration.maxResponseBytes,
+                        maxTrailerBytes: core.configuration.maxHeaderBytes)
                 }
             }
         }
@@ -433,7 +437,9 @@ final class HTTPClientConnection: EventLoopHandler {
             return false
         case .length(let length):
             guard length <= core.configuration.maxResponseBytes else {
-                fail(HTTPClientError(.responseTooLarge, "response body of \(length) bytes exceeds the limit"), retryable: false)
+                fail(
+                    HTTPClientError(.responseTooLarge, "response body of \(length) bytes exceeds the limit"),
+                    retryable: false)
                 return false
             }
             guard inbound.count - bodyStart >= length else { return true }
@@ -452,7 +458,8 @@ final class HTTPClientConnection: EventLoopHandler {
                 bodyStart = 0
                 return true
             case .failure(let error):
-                let kind: HTTPClientError.Kind = error.status == .contentTooLarge ? .responseTooLarge : .malformedResponse
+                let kind: HTTPClientError.Kind =
+                    error.status == .contentTooLarge ? .responseTooLarge : .malformedResponse
                 fail(HTTPClientError(kind, error.message), retryable: false)
                 return false
             case .done:
@@ -474,9 +481,13 @@ final class HTTPClientConnection: EventLoopHandler {
             return
         }
         if head == nil && inbound.isEmpty {
-            fail(HTTPClientError(.connectionClosed, "the server closed the connection before responding"), retryable: true)
+            fail(
+                HTTPClientError(.connectionClosed, "the server closed the connection before responding"),
+                retryable: true)
         } else {
-            fail(HTTPClientError(.connectionClosed, "the server closed the connection in the middle of the response"), retryable: false)
+            fail(
+                HTTPClientError(.connectionClosed, "the server closed the connection in the middle of the response"),
+                retryable: false)
         }
     }
 
@@ -484,7 +495,8 @@ final class HTTPClientConnection: EventLoopHandler {
         guard let request, let head else { return }
         self.request = nil
         served += 1
-        let keep = reusable && head.keepAlive && inbound.count == bodyStart + (head.framing == .chunked ? 0 : body.count)
+        let keep =
+            reusable && head.keepAlive && inbound.count == bodyStart + (head.framing == .chunked ? 0 : body.count)
         request.complete(.success(HTTPClientResponse(status: head.status, headers: head.headers, body: body)))
         if keep {
             core.release(self)

@@ -142,7 +142,9 @@ struct HTTPURL: Equatable {
             }
             hostPart = authority[authority.index(after: authority.startIndex)..<close]
             let after = authority[authority.index(after: close)...]
-            if after.first == ":" { portPart = after.dropFirst() } else if !after.isEmpty {
+            if after.first == ":" {
+                portPart = after.dropFirst()
+            } else if !after.isEmpty {
                 throw HTTPClientError(.invalidURL, "malformed authority in \(text)")
             }
         } else if let colon = authority.lastIndex(of: ":") {

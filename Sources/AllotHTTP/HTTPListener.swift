@@ -60,7 +60,9 @@ final class HTTPListener: EventLoopHandler, @unchecked Sendable {
                 }
             }
             guard case .done(let client) = result else { return }
-            accepted(client, address: SocketAddress(storage: address, length: socklen_t(MemoryLayout<sockaddr_storage>.size)))
+            accepted(
+                client, address: SocketAddress(storage: address, length: socklen_t(MemoryLayout<sockaddr_storage>.size))
+            )
         }
     }
 

@@ -31,8 +31,9 @@ public struct HTTPRequest: Sendable {
         body: [UInt8] = [], remoteAddress: String? = nil
     ) {
         let parsed = (try? RequestTarget(target, strict: false)) ?? RequestTarget(rawPath: target)
-        self.init(method: method, target: parsed, version: version, headers: headers, body: body,
-                  remoteAddress: remoteAddress)
+        self.init(
+            method: method, target: parsed, version: version, headers: headers, body: body,
+            remoteAddress: remoteAddress)
     }
 
     init(
@@ -114,7 +115,8 @@ struct RequestTarget {
             }
             segments = []
             if path != "/" {
-                for part in path.utf8.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false) {
+                for part in path.utf8.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+                {
                     guard let decoded = PercentDecoding.decode(part, plusIsSpace: false) else {
                         if strict {
                             throw HTTPError.badRequest("malformed percent-encoding in path", code: "invalid_target")
@@ -141,7 +143,8 @@ struct RequestTarget {
                             field: String(decoding: name, as: UTF8.self))
                     }
                     queryItems.append(
-                        HTTPQueryItem(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self)))
+                        HTTPQueryItem(
+                            name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self)))
                     continue
                 }
                 queryItems.append(HTTPQueryItem(name: decodedName, value: decodedValue))

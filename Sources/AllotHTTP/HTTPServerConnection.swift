@@ -36,7 +36,7 @@ final class HTTPServerConnection: EventLoopHandler, @unchecked Sendable {
     let remoteAddress: String
     private let loop: EventLoop
     private let context: ServerContext
-    private unowned let listener: HTTPListener
+    private let listener: HTTPListener  // strong: the cycle ends when the connection closes
     /// False for a connection only accepted to be told 503: it does not count as open.
     let countsAsOpen: Bool
 
@@ -63,8 +63,10 @@ final class HTTPServerConnection: EventLoopHandler, @unchecked Sendable {
     /// Input drained while lingering before giving up and closing anyway.
     private static let lingerDiscardLimit = 1 << 20
 
-    init(fd: Int32, remoteAddress: String, loop: EventLoop, context: ServerContext, listener: HTTPListener,
-         countsAsOpen: Bool) {
+    init(
+        fd: Int32, remoteAddress: String, loop: EventLoop, context: ServerContext, listener: HTTPListener,
+        countsAsOpen: Bool
+    ) {
         self.fd = fd
         self.remoteAddress = remoteAddress
         self.loop = loop
@@ -360,14 +362,16 @@ final class HTTPServerConnection: EventLoopHandler, @unchecked Sendable {
             do {
                 result = try outbound[0].withUnsafeBytes { first in
                     var vectors = (
-                        iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress! + outboundOffset),
-                              iov_len: first.count - outboundOffset),
+                        iovec(
+                            iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress! + outboundOffset),
+                            iov_len: first.count - outboundOffset),
                         iovec()
                     )
                     if outbound.count > 1 {
                         return try outbound[1].withUnsafeBytes { second throws(SystemError) in
-                            vectors.1 = iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress!),
-                                              iov_len: second.count)
+                            vectors.1 = iovec(
+                                iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress!),
+                                iov_len: second.count)
                             return try withUnsafeMutableBytes(of: &vectors) { raw throws(SystemError) in
                                 try Posix.send(fd, raw.bindMemory(to: iovec.self))
                             }
@@ -447,7 +451,8 @@ final class HTTPServerConnection: EventLoopHandler, @unchecked Sendable {
         if !peerClosed {
             switch state {
             case .responding, .writing:
-                wanted = inbound.count - inboundStart > pipelineCap ? ALLOT_EPOLLRDHUP : ALLOT_EPOLLIN | ALLOT_EPOLLRDHUP
+                wanted =
+                    inbound.count - inboundStart > pipelineCap ? ALLOT_EPOLLRDHUP : ALLOT_EPOLLIN | ALLOT_EPOLLRDHUP
             default:
                 wanted = ALLOT_EPOLLIN | ALLOT_EPOLLRDHUP
             }

@@ -172,7 +172,8 @@ struct RequestHeadParser {
         }
         let version = try parseVersion(UnsafeBufferPointer(rebasing: bytes[(secondSpace + 1)..<requestLineEnd]))
         let method = HTTPMethod.from(UnsafeBufferPointer(rebasing: bytes[0..<firstSpace]))
-        let targetText = String(decoding: UnsafeBufferPointer(rebasing: bytes[targetStart..<secondSpace]), as: UTF8.self)
+        let targetText = String(
+            decoding: UnsafeBufferPointer(rebasing: bytes[targetStart..<secondSpace]), as: UTF8.self)
         let target = try RequestTarget(targetText, strict: true)
 
         // Field lines.

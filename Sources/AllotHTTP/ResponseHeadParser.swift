@@ -73,7 +73,8 @@ struct ResponseHeadParser {
         if requestMethod == .head || status.forbidsBody {
             framing = .none
         } else if let coding = headers.values(for: "Transfer-Encoding").last {
-            framing = coding.split(separator: ",").last?.trimmingOWS().lowercased() == "chunked" ? .chunked : .untilClose
+            framing =
+                coding.split(separator: ",").last?.trimmingOWS().lowercased() == "chunked" ? .chunked : .untilClose
         } else if !lengths.isEmpty {
             guard Set(lengths).count == 1, let length = Int(lengths[0]), length >= 0,
                 lengths[0].utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
@@ -85,6 +86,7 @@ struct ResponseHeadParser {
             && (version == .http1_1
                 ? !headers.containsToken("close", in: "Connection")
                 : headers.containsToken("keep-alive", in: "Connection"))
-        return .head(ResponseHead(status: status, headers: headers, framing: framing, keepAlive: keepAlive), length: end)
+        return .head(
+            ResponseHead(status: status, headers: headers, framing: framing, keepAlive: keepAlive), length: end)
     }
 }

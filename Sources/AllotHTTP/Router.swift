@@ -112,7 +112,8 @@ public struct Router: HTTPResponder {
         case .found(let entry, let values):
             routePattern = entry.pattern
             request.routePattern = entry.pattern
-            request.pathParameters = Dictionary(zip(entry.parameterNames, values), uniquingKeysWith: { first, _ in first })
+            request.pathParameters = Dictionary(
+                zip(entry.parameterNames, values), uniquingKeysWith: { first, _ in first })
             do {
                 response = try await entry.handler(request)
             } catch let error as HTTPError {
@@ -125,11 +126,12 @@ public struct Router: HTTPResponder {
             }
         case .methodNotAllowed(let allowed):
             let allow = allowed.map(\.rawValue).joined(separator: ", ")
-            response = HTTPError(
-                .methodNotAllowed, code: "method_not_allowed",
-                message: "\(request.method) is not allowed on \(request.path); allowed: \(allow)",
-                headers: ["Allow": allow]
-            ).response
+            response =
+                HTTPError(
+                    .methodNotAllowed, code: "method_not_allowed",
+                    message: "\(request.method) is not allowed on \(request.path); allowed: \(allow)",
+                    headers: ["Allow": allow]
+                ).response
         case .notFound:
             response = HTTPError.notFound("no route for \(request.path)").response
         }
@@ -170,7 +172,8 @@ public struct Router: HTTPResponder {
 
     /// Depth-first, literals before parameters: every node with handlers that `segments` reaches.
     private func collect(
-        node: Int, segments: ArraySlice<String>, values: inout [String], into candidates: inout [(node: Int, values: [String])]
+        node: Int, segments: ArraySlice<String>, values: inout [String],
+        into candidates: inout [(node: Int, values: [String])]
     ) {
         guard let segment = segments.first else {
             if !nodes[node].handlers.isEmpty { candidates.append((node, values)) }

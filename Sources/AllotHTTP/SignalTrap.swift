@@ -40,7 +40,7 @@ public final class SignalTrap: Sendable {
         let state = self.state
         sources = signals.map { number in
             #if canImport(Darwin)
-            _ = signal(number, SIG_IGN)
+                _ = signal(number, SIG_IGN)
             #endif
             let source = DispatchSource.makeSignalSource(signal: number, queue: Self.queue)
             source.setEventHandler {

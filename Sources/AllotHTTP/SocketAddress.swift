@@ -53,7 +53,9 @@ struct SocketAddress: @unchecked Sendable, CustomStringConvertible {
     ///
     /// Name resolution may block; callers on the event loop only pass numeric hosts, which are
     /// resolved without any network traffic (`AI_NUMERICHOST` is tried first).
-    static func resolve(host: String, port: Int, passive: Bool = false) throws(AddressResolutionError) -> [SocketAddress] {
+    static func resolve(host: String, port: Int, passive: Bool = false) throws(AddressResolutionError)
+        -> [SocketAddress]
+    {
         if let numeric = try? lookup(host: host, port: port, flags: AI_NUMERICHOST | (passive ? AI_PASSIVE : 0)),
             !numeric.isEmpty
         {
@@ -62,7 +64,8 @@ struct SocketAddress: @unchecked Sendable, CustomStringConvertible {
         return try lookup(host: host, port: port, flags: passive ? AI_PASSIVE : 0)
     }
 
-    private static func lookup(host: String, port: Int, flags: Int32) throws(AddressResolutionError) -> [SocketAddress] {
+    private static func lookup(host: String, port: Int, flags: Int32) throws(AddressResolutionError) -> [SocketAddress]
+    {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         hints.ai_family = AF_UNSPEC

@@ -3,7 +3,9 @@ import Testing
 @testable import AllotHTTP
 
 @Suite struct ChunkedDecoderTests {
-    func decode(_ text: String, maxBody: Int = 1000, splitAt: [Int] = []) -> (body: [UInt8], outcome: ChunkedDecoder.Outcome, consumed: Int) {
+    func decode(_ text: String, maxBody: Int = 1000, splitAt: [Int] = []) -> (
+        body: [UInt8], outcome: ChunkedDecoder.Outcome, consumed: Int
+    ) {
         var decoder = ChunkedDecoder(maxBodyBytes: maxBody, maxTrailerBytes: 64)
         let bytes = Array(text.utf8)
         var body: [UInt8] = []
@@ -20,7 +22,8 @@ import Testing
     }
 
     @Test func decodesChunksExtensionsAndTrailers() {
-        let text = "4;name=value\r\nWiki\r\n5 ; x\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n0\r\nExpires: never\r\n\r\nNEXT"
+        let text =
+            "4;name=value\r\nWiki\r\n5 ; x\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n0\r\nExpires: never\r\n\r\nNEXT"
         let result = decode(text)
         #expect(result.outcome == .done)
         #expect(String(decoding: result.body, as: UTF8.self) == "Wikipedia in\r\n\r\nchunks.")
@@ -63,7 +66,9 @@ import Testing
         guard case .failure(let error) = result.outcome else { Issue.record("\(result.outcome)"); return }
         #expect(error.status == .contentTooLarge)
         #expect(result.body.isEmpty)
-        guard case .failure(let huge) = decode("fffffffffffffffffff\r\n").outcome else { Issue.record("no failure"); return }
+        guard case .failure(let huge) = decode("fffffffffffffffffff\r\n").outcome else {
+            Issue.record("no failure"); return
+        }
         #expect(huge.status == .contentTooLarge)
     }
 

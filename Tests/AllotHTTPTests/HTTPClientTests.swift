@@ -20,7 +20,8 @@ import Testing
         await client.shutdown()
     }
 
-    func expectError(_ kind: HTTPClientError.Kind, _ body: () async throws(HTTPClientError) -> HTTPClientResponse) async {
+    func expectError(_ kind: HTTPClientError.Kind, _ body: () async throws(HTTPClientError) -> HTTPClientResponse) async
+    {
         do {
             let response = try await body()
             Issue.record("expected \(kind), got \(response.status)")
@@ -48,7 +49,8 @@ import Testing
         try await withServer { port, _ in
             try await withClient { client in
                 let body = patternBytes(60_000)
-                let response = try await client.post("http://127.0.0.1:\(port)/echo", body: body, headers: ["X-Batch": "1"])
+                let response = try await client.post(
+                    "http://127.0.0.1:\(port)/echo", body: body, headers: ["X-Batch": "1"])
                 let same = response.body == body  // compared outside #expect: a failure must not print 60 KB
                 #expect(same)
                 let empty = try await client.post("http://127.0.0.1:\(port)/echo", body: [])
@@ -61,7 +63,8 @@ import Testing
     @Test func headAndErrorStatusesAreResponsesNotErrors() async throws {
         try await withServer { port, _ in
             try await withClient { client in
-                let head = try await client.execute(HTTPClientRequest(method: .head, url: "http://127.0.0.1:\(port)/big?bytes=500"))
+                let head = try await client.execute(
+                    HTTPClientRequest(method: .head, url: "http://127.0.0.1:\(port)/big?bytes=500"))
                 #expect(head.headers["Content-Length"] == "500")
                 #expect(head.body.isEmpty)
                 let missing = try await client.get("http://127.0.0.1:\(port)/nope")
@@ -75,10 +78,11 @@ import Testing
 
     @Test func readsChunkedResponses() async throws {
         let scripted = try ScriptedServer()
-        scripted.start(replies: [
-            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n7;x=y\r\n, world\r\n0\r\nT: 1\r\n\r\n",
-            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
-        ], closeAfter: false)
+        scripted.start(
+            replies: [
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n7;x=y\r\n, world\r\n0\r\nT: 1\r\n\r\n",
+                "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
+            ], closeAfter: false)
         try await withClient { client in
             let first = try await client.get("http://127.0.0.1:\(scripted.port)/")
             #expect(first.bodyText == "hello, world")
@@ -148,14 +152,18 @@ import Testing
 
     @Test func invalidURLs() async throws {
         try await withClient { client in
-            for url in ["https://example.com/", "ftp://x", "http://", "http://host:99999/", "http://[::1/", "http://h/a b"] {
+            for url in [
+                "https://example.com/", "ftp://x", "http://", "http://host:99999/", "http://[::1/", "http://h/a b",
+            ] {
                 await expectError(.invalidURL) { () async throws(HTTPClientError) in try await client.get(url) }
             }
         }
     }
 
     @Test func parsesURLs() throws {
-        #expect(try HTTPURL("http://127.0.0.1:8080/v1/snapshot?wait=60") == HTTPURL.make("127.0.0.1", 8080, "/v1/snapshot?wait=60"))
+        #expect(
+            try HTTPURL("http://127.0.0.1:8080/v1/snapshot?wait=60")
+                == HTTPURL.make("127.0.0.1", 8080, "/v1/snapshot?wait=60"))
         #expect(try HTTPURL("http://allot?x=1") == HTTPURL.make("allot", 80, "/?x=1"))
         #expect(try HTTPURL("http://[::1]:9/a#frag") == HTTPURL.make("::1", 9, "/a"))
         #expect(try HTTPURL("http://[::1]:9/a").authority == "[::1]:9")

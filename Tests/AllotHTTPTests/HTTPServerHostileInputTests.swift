@@ -10,16 +10,26 @@ import Testing
         ("NUL in a header value", "GET /hello HTTP/1.1\r\nHost: x\r\nX-Evil: a\0b\r\n\r\n", 400),
         ("NUL in the target", "GET /hel\0lo HTTP/1.1\r\nHost: x\r\n\r\n", 400),
         ("negative Content-Length", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n", 400),
-        ("duplicate Content-Length", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", 400),
+        (
+            "duplicate Content-Length",
+            "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", 400
+        ),
         ("garbage Content-Length", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: lots\r\n\r\n", 400),
         ("header without a colon", "GET /hello HTTP/1.1\r\nHost: x\r\nJustAName\r\n\r\n", 400),
         ("bare LF line endings", "GET /hello HTTP/1.1\nHost: x\n\n", 400),
-        ("Transfer-Encoding and Content-Length (smuggling)",
-         "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n", 400),
-        ("obfuscated Transfer-Encoding",
-         "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\nContent-Length: 4\r\n\r\nabcd", 400),
-        ("Transfer-Encoding with a space before the colon",
-         "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n", 400),
+        (
+            "Transfer-Encoding and Content-Length (smuggling)",
+            "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n",
+            400
+        ),
+        (
+            "obfuscated Transfer-Encoding",
+            "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\nContent-Length: 4\r\n\r\nabcd", 400
+        ),
+        (
+            "Transfer-Encoding with a space before the colon",
+            "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n", 400
+        ),
         ("unknown transfer coding", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501),
         ("missing Host", "GET /hello HTTP/1.1\r\n\r\n", 400),
         ("malformed chunk size", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400),
@@ -115,7 +125,9 @@ import Testing
                                     let position = Int(random.next() % UInt64(bytes.count))
                                     switch random.next() % 3 {
                                     case 0: bytes[position] = UInt8(truncatingIfNeeded: random.next())
-                                    case 1: bytes.insert(contentsOf: [13, 10, 0, 58, 32, 48].shuffled(using: &random), at: position)
+                                    case 1:
+                                        bytes.insert(
+                                            contentsOf: [13, 10, 0, 58, 32, 48].shuffled(using: &random), at: position)
                                     default: bytes.remove(at: position)
                                     }
                                 }
@@ -139,7 +151,9 @@ import Testing
         var rest = bytes[...]
         while !rest.isEmpty {
             guard let headEnd = rest.firstRange(of: [13, 10, 13, 10]) else {
-                throw RawSocket.Failure(description: "incomplete head in reply to \(String(decoding: sent, as: UTF8.self).debugDescription)")
+                throw RawSocket.Failure(
+                    description: "incomplete head in reply to \(String(decoding: sent, as: UTF8.self).debugDescription)"
+                )
             }
             let head = String(decoding: rest[rest.startIndex..<headEnd.lowerBound], as: UTF8.self)
             let lines = head.components(separatedBy: "\r\n")
@@ -160,7 +174,9 @@ import Testing
             let bodyLength = isHead || status < 200 || status == 204 || status == 304 ? 0 : length
             guard rest.count - (headEnd.upperBound - rest.startIndex) >= bodyLength, bodyLength >= 0 else {
                 throw RawSocket.Failure(
-                    description: "short body: wanted \(bodyLength) in reply to \(String(decoding: sent, as: UTF8.self).debugDescription), got \(String(decoding: bytes, as: UTF8.self).debugDescription)")
+                    description:
+                        "short body: wanted \(bodyLength) in reply to \(String(decoding: sent, as: UTF8.self).debugDescription), got \(String(decoding: bytes, as: UTF8.self).debugDescription)"
+                )
             }
             rest = rest[(headEnd.upperBound + bodyLength)...]
         }

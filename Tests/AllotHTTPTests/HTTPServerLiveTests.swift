@@ -30,7 +30,8 @@ import Testing
         try await withServer { port, _ in
             let bodies = try await onThread { () -> [String] in
                 let socket = try RawSocket(port: port)
-                let batch = (1...5).map { get("/tenants/t\($0)") }.joined()
+                let batch =
+                    (1...5).map { get("/tenants/t\($0)") }.joined()
                     + "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nping" + get("/hello")
                 try socket.send(batch)
                 var bodies: [String] = []
@@ -103,7 +104,8 @@ import Testing
     @Test func oversizedBodyIs413WithoutReadingIt() async throws {
         try await withServer(.test(maxBodyBytes: 1000)) { port, server in
             let response = try await exchange(
-                port, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n" + String(repeating: "z", count: 5000))
+                port,
+                "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n" + String(repeating: "z", count: 5000))
             #expect(response?.status == 413)
             #expect(
                 response?.text
@@ -118,7 +120,8 @@ import Testing
             let chunk = String(repeating: "y", count: 80)
             let response = try await exchange(
                 port,
-                "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n50\r\n\(chunk)\r\n50\r\n\(chunk)\r\n0\r\n\r\n")
+                "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n50\r\n\(chunk)\r\n50\r\n\(chunk)\r\n0\r\n\r\n"
+            )
             #expect(response?.status == 413)
         }
     }
@@ -127,7 +130,8 @@ import Testing
         try await withServer { port, _ in
             let response = try await exchange(
                 port,
-                "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nTrailer: x\r\n\r\n")
+                "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nTrailer: x\r\n\r\n"
+            )
             #expect(response?.status == 200)
             #expect(response?.text == "hello world")
         }
@@ -391,7 +395,9 @@ import Testing
                 let prefix = try socket.readExactly(1 << 20, chunk: 16 * 1024, pause: 0.0005)
                 let headEnd = prefix.firstRange(of: [13, 10, 13, 10])!.upperBound
                 let rest = try socket.readExactly(size - (prefix.count - headEnd))
-                return (RawResponse(status: 200, headers: [], body: Array(prefix[headEnd...]) + rest), Array(prefix[0..<16]))
+                return (
+                    RawResponse(status: 200, headers: [], body: Array(prefix[headEnd...]) + rest), Array(prefix[0..<16])
+                )
             }
             #expect(String(decoding: prefix, as: UTF8.self).hasPrefix("HTTP/1.1 200 OK"))
             let body = try #require(response?.body)

@@ -20,7 +20,8 @@ final class RawSocket: @unchecked Sendable {
     init(port: Int, receiveTimeout: Double = 5) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
-        var timeout = timeval(tv_sec: Int(receiveTimeout), tv_usec: Int((receiveTimeout - Double(Int(receiveTimeout))) * 1e6))
+        var timeout = timeval(
+            tv_sec: Int(receiveTimeout), tv_usec: Int((receiveTimeout - Double(Int(receiveTimeout))) * 1e6))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
@@ -91,8 +92,12 @@ final class RawSocket: @unchecked Sendable {
                 }
                 var headers: [(String, String)] = []
                 for line in lines {
-                    guard let colon = line.firstIndex(of: ":") else { throw Failure(description: "bad header: \(line)") }
-                    headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+                    guard let colon = line.firstIndex(of: ":") else {
+                        throw Failure(description: "bad header: \(line)")
+                    }
+                    headers.append(
+                        (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+                    )
                 }
                 let length = bodyless ? 0 : Int(headers.first { $0.0.lowercased() == "content-length" }?.1 ?? "0") ?? 0
                 while buffer.count < end + 4 + length {

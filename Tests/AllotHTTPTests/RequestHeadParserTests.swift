@@ -4,7 +4,8 @@ import Testing
 
 /// The request parser on its own, with well-formed and hostile heads.
 @Suite struct RequestHeadParserTests {
-    static let limits = RequestLimits(maxHeaderBytes: 1024, maxRequestLineBytes: 256, maxHeaderCount: 10, maxBodyBytes: 1000)
+    static let limits = RequestLimits(
+        maxHeaderBytes: 1024, maxRequestLineBytes: 256, maxHeaderCount: 10, maxBodyBytes: 1000)
 
     /// Feeds `text` in one piece.
     func parse(_ text: String, limits: RequestLimits = limits) -> RequestHeadParser.Outcome {
@@ -52,7 +53,10 @@ import Testing
         #expect(head.target.path == "/v1/snapshot")
         #expect(head.target.segments == ["v1", "snapshot"])
         #expect(head.target.query == "gateway=gw%201&wait=30")
-        #expect(head.target.queryItems == [HTTPQueryItem(name: "gateway", value: "gw 1"), HTTPQueryItem(name: "wait", value: "30")])
+        #expect(
+            head.target.queryItems == [
+                HTTPQueryItem(name: "gateway", value: "gw 1"), HTTPQueryItem(name: "wait", value: "30"),
+            ])
         #expect(head.version == .http1_1)
         #expect(head.headers["x-mixed-case"] == "Value")
         #expect(head.headers["HOST"] == "allot")
@@ -94,34 +98,54 @@ import Testing
     }
 
     @Test func expectations() throws {
-        #expect(try head(parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nExpect: 100-Continue\r\n\r\n")).expectsContinue)
+        #expect(
+            try head(parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nExpect: 100-Continue\r\n\r\n"))
+                .expectsContinue)
         #expect(error(parse("POST / HTTP/1.1\r\nHost: a\r\nExpect: teapot\r\n\r\n"))?.status == .expectationFailed)
     }
 
     @Test func chunkedFraming() throws {
         #expect(try head(parse("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: Chunked\r\n\r\n")).framing == .chunked)
-        #expect(error(parse("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"))?.status == .notImplemented)
-        #expect(error(parse("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n"))?.status == .badRequest)
-        #expect(error(parse("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n"))?.status == .badRequest)
+        #expect(
+            error(parse("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"))?.status
+                == .notImplemented)
+        #expect(
+            error(parse("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n"))?.status
+                == .badRequest)
+        #expect(
+            error(parse("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n"))?.status
+                == .badRequest)
         #expect(error(parse("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n"))?.status == .badRequest)
     }
 
     @Test(arguments: [
         // (request, status, message)
-        ("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
-         "both Transfer-Encoding and Content-Length"),
-        ("GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n", 400,
-         "both Transfer-Encoding and Content-Length"),
+        (
+            "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
+            "both Transfer-Encoding and Content-Length"
+        ),
+        (
+            "GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n", 400,
+            "both Transfer-Encoding and Content-Length"
+        ),
         ("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", 400, "invalid Content-Length"),
         ("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: +5\r\n\r\n", 400, "invalid Content-Length"),
         ("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 0x10\r\n\r\n", 400, "invalid Content-Length"),
         ("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1 2\r\n\r\n", 400, "invalid Content-Length"),
         ("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: \r\n\r\n", 400, "invalid Content-Length"),
         ("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5,5\r\n\r\n", 400, "invalid Content-Length"),
-        ("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", 400, "more than one Content-Length"),
-        ("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999999\r\n\r\n", 413,
-         "request body exceeds the limit of 1000 bytes"),
-        ("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1001\r\n\r\n", 413, "request body exceeds the limit of 1000 bytes"),
+        (
+            "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", 400,
+            "more than one Content-Length"
+        ),
+        (
+            "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999999\r\n\r\n", 413,
+            "request body exceeds the limit of 1000 bytes"
+        ),
+        (
+            "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1001\r\n\r\n", 413,
+            "request body exceeds the limit of 1000 bytes"
+        ),
         ("GET / HTTP/1.1\nHost: a\n\n", 400, "line ending without CR (bare LF)"),
         ("GET / HTTP/1.1\r\nHost: a\n\r\n", 400, "line ending without CR (bare LF)"),
         ("GET / HTTP/1.1\r\nHost: a\rX: b\r\n\r\n", 400, "invalid character in header value"),
@@ -167,7 +191,9 @@ import Testing
         #expect(error(parse("GET /" + String(repeating: "a", count: 300)))?.status == .uriTooLong)
         let bigHeader = "GET / HTTP/1.1\r\nHost: a\r\nX: " + String(repeating: "b", count: 1100) + "\r\n\r\n"
         #expect(error(parse(bigHeader))?.status == .requestHeaderFieldsTooLarge)
-        #expect(error(parse("GET / HTTP/1.1\r\nHost: a\r\nX: " + String(repeating: "b", count: 1100)))?.code == "headers_too_large")
+        #expect(
+            error(parse("GET / HTTP/1.1\r\nHost: a\r\nX: " + String(repeating: "b", count: 1100)))?.code
+                == "headers_too_large")
         let manyHeaders = "GET / HTTP/1.1\r\nHost: a\r\n" + (0..<11).map { "X\($0): y\r\n" }.joined() + "\r\n"
         #expect(error(parse(manyHeaders))?.code == "too_many_headers")
     }

@@ -43,7 +43,8 @@ import Testing
 
     @Test func fillsDecodedPathParametersAndThePattern() async throws {
         let router = Self.makeRouter()
-        let response = await router.respond(to: HTTPRequest(method: .put, target: "/v1/tenants/acme%2Fprod%20eu/override"))
+        let response = await router.respond(
+            to: HTTPRequest(method: .put, target: "/v1/tenants/acme%2Fprod%20eu/override"))
         #expect(try response.json() == ["id": "acme/prod eu", "pattern": "/v1/tenants/{id}/override"])
     }
 
@@ -54,11 +55,14 @@ import Testing
         #expect(response.bodyText == #"{"error":{"code":"not_found","message":"no route for /v2/nothing"}}"#)
         // A trailing slash is a different path, and an empty segment is no parameter value.
         #expect(await Self.makeRouter().respond(to: HTTPRequest(target: "/v1/tenants/")).status == .notFound)
-        #expect(await Self.makeRouter().respond(to: HTTPRequest(method: .put, target: "/v1/tenants//override")).status == .notFound)
+        #expect(
+            await Self.makeRouter().respond(to: HTTPRequest(method: .put, target: "/v1/tenants//override")).status
+                == .notFound)
     }
 
     @Test func wrongMethodIs405WithAllow() async {
-        let response = await Self.makeRouter().respond(to: HTTPRequest(method: .post, target: "/v1/tenants/acme/override"))
+        let response = await Self.makeRouter().respond(
+            to: HTTPRequest(method: .post, target: "/v1/tenants/acme/override"))
         #expect(response.status == .methodNotAllowed)
         #expect(response.headers["Allow"] == "DELETE, PUT")
         #expect(
@@ -76,7 +80,8 @@ import Testing
     }
 
     @Test func thrownHTTPErrorBecomesItsJSON() async {
-        let response = await Self.makeRouter().respond(to: HTTPRequest(method: .post, target: "/v1/proposals/7/approve"))
+        let response = await Self.makeRouter().respond(
+            to: HTTPRequest(method: .post, target: "/v1/proposals/7/approve"))
         #expect(response.status == .conflict)
         #expect(
             response.bodyText
@@ -143,7 +148,8 @@ import Testing
     }
 
     @Test func errorRendersTheOneShape() throws {
-        let withField = HTTPError(.badRequest, code: "invalid_field", message: "wait must be 0…60 \"seconds\"", field: "wait")
+        let withField = HTTPError(
+            .badRequest, code: "invalid_field", message: "wait must be 0…60 \"seconds\"", field: "wait")
         #expect(
             withField.response.bodyText
                 == #"{"error":{"code":"invalid_field","message":"wait must be 0…60 \"seconds\"","field":"wait"}}"#)

@@ -1,4 +1,5 @@
 import AllotJSON
+
 @testable import AllotHTTP
 
 /// What the `/hold` handler of the test router reports, so tests can follow a held request.
@@ -91,7 +92,10 @@ func exchange(_ port: Int, _ request: String) async throws -> RawResponse? {
 /// Parses a JSON error body into (code, message, field).
 func errorParts(_ response: RawResponse?) -> (code: String?, message: String?, field: String?) {
     guard let response, let json = try? JSON.parse(response.body) else { return (nil, nil, nil) }
-    return (json["error"]?["code"]?.stringValue, json["error"]?["message"]?.stringValue, json["error"]?["field"]?.stringValue)
+    return (
+        json["error"]?["code"]?.stringValue, json["error"]?["message"]?.stringValue,
+        json["error"]?["field"]?.stringValue
+    )
 }
 
 /// `count` bytes of a 251-byte repeating pattern (a prime period, so misplaced chunks show), built
