@@ -71,7 +71,7 @@ public actor HTTPServer {
 
     /// Binds, listens and starts serving. Returns the bound port (useful with port 0).
     public func start() async throws -> Int {
-        precondition(phase == .idle, "HTTPServer.start() called twice")
+        guard phase == .idle else { throw HTTPServerStateError(message: "the server was already started") }
         let addresses = try SocketAddress.resolve(host: configuration.host, port: configuration.port, passive: true)
         guard let address = addresses.first else {
             throw AddressResolutionError(host: configuration.host, message: "no address")
@@ -160,4 +160,9 @@ public actor HTTPServer {
         let available = Int(clamping: limit.rlim_cur) - 64
         return max(1, min(configured, available))
     }
+}
+
+/// `HTTPServer.start()` called on a server that was already started (or shut down).
+public struct HTTPServerStateError: Error, Sendable, Equatable {
+    public var message: String
 }

@@ -407,3 +407,54 @@ import Testing
         }
     }
 }
+
+@Suite struct HTTPServerLifecycleTests {
+    @Test func logHookReceivesServerEvents() async throws {
+        let events = Locked<[HTTPServerLogEvent]>([])
+        var configuration = HTTPServerConfiguration.test()
+        configuration.log = { event in events.withLock { $0.append(event) } }
+        let server = HTTPServer(configuration: configuration, responder: Router.makeTest())
+        let port = try await server.start()
+        _ = try await exchange(port, "BAD\r\n\r\n")
+        await server.shutdown(gracePeriod: .milliseconds(100))
+        let messages = events.withLock { $0 }.map(\.message)
+        #expect(messages.first == "listening")
+        #expect(messages.contains("malformed request"))
+        #expect(messages.last == "stopped")
+        let listening = events.withLock { $0 }.first
+        #expect(listening?.fields.first?.value == "127.0.0.1:\(port)")
+        #expect(listening?.level == .info)
+    }
+
+    @Test func startTwiceIsAnError() async throws {
+        let server = HTTPServer(configuration: .test(), responder: Router.makeTest())
+        _ = try await server.start()
+        await #expect(throws: HTTPServerStateError.self) { try await server.start() }
+        await server.shutdown(gracePeriod: .zero)
+        await server.shutdown(gracePeriod: .zero)  // idempotent
+        #expect(server.shutdownSignal.isTriggered)
+    }
+
+    @Test func bindingAPortInUseFails() async throws {
+        let first = HTTPServer(configuration: .test(), responder: Router.makeTest())
+        let port = try await first.start()
+        var configuration = HTTPServerConfiguration.test()
+        configuration.port = port
+        let second = HTTPServer(configuration: configuration, responder: Router.makeTest())
+        await #expect(throws: SystemError.self) { try await second.start() }
+        await first.shutdown(gracePeriod: .zero)
+    }
+
+    @Test func shutdownSignalWakesWaitersAndCallbacks() async throws {
+        let signal = ShutdownSignal()
+        let called = Locked(0)
+        signal.onShutdown { called.withLock { $0 += 1 } }
+        async let waited: Void = signal.wait()
+        signal.trigger()
+        signal.trigger()
+        await waited
+        signal.onShutdown { called.withLock { $0 += 1 } }  // already triggered: runs at once
+        #expect(called.withLock { $0 } == 2)
+        #expect(signal.isTriggered)
+    }
+}
