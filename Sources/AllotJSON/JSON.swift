@@ -55,10 +55,10 @@ extension JSON {
         case .int(let value):
             return value
         case .double(let value):
-            guard value.isFinite, value.rounded(.towardZero) == value,
-                value >= -9_223_372_036_854_775_808.0, value < 9_223_372_036_854_775_808.0
+            guard value.isFinite, value >= -9_223_372_036_854_775_808.0, value < 9_223_372_036_854_775_808.0
             else { return nil }
-            return Int64(value)
+            let integer = Int64(value)  // truncates; exact only when the value is integral
+            return Double(integer) == value ? integer : nil
         default:
             return nil
         }

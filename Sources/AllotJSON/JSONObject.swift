@@ -1,67 +1,113 @@
 /// A JSON object that keeps its members in document (insertion) order.
 ///
 /// Order matters for output people read (API responses, `allot plan`) and for deterministic
-/// bytes (snapshots, hashes); lookups stay O(1) through a dictionary beside the key list.
+/// bytes (snapshots, hashes). Members live in one array; small objects (the common case: a
+/// telemetry event has about fifteen members) are searched linearly, which is faster than
+/// hashing every key, and a key index is built only once an object grows past
+/// `indexThreshold` members, so large objects (a policy's tenant map) stay O(1) per lookup.
 public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
-    public private(set) var keys: [String]
-    private var values: [String: JSON]
+    private var members: [Member]
+    private var index: [String: Int]?
+
+    /// Objects with more members than this get a hash index.
+    static let indexThreshold = 16
+
+    struct Member: Sendable {
+        var key: String
+        var value: JSON
+    }
 
     public init() {
-        keys = []
-        values = [:]
+        members = []
     }
 
     /// Builds an object from pairs in order; a later duplicate key replaces the earlier value
     /// but keeps the earlier position.
     public init(_ pairs: [(String, JSON)]) {
-        keys = []
-        keys.reserveCapacity(pairs.count)
-        values = Dictionary(minimumCapacity: pairs.count)
+        members = []
+        members.reserveCapacity(pairs.count)
         for (key, value) in pairs { self[key] = value }
     }
 
     public init(dictionaryLiteral elements: (String, JSON)...) { self.init(elements) }
 
-    public var count: Int { keys.count }
-    public var isEmpty: Bool { keys.isEmpty }
+    /// Member names in order.
+    public var keys: [String] { members.map(\.key) }
+    public var count: Int { members.count }
+    public var isEmpty: Bool { members.isEmpty }
+
+    private func position(of key: String) -> Int? {
+        if let index { return index[key] }
+        for position in members.indices where members[position].key == key { return position }
+        return nil
+    }
 
     /// The value for `key`; assigning nil removes the member.
     public subscript(key: String) -> JSON? {
-        get { values[key] }
+        get { position(of: key).map { members[$0].value } }
         set {
             if let newValue {
-                if values.updateValue(newValue, forKey: key) == nil { keys.append(key) }
-            } else if values.removeValue(forKey: key) != nil {
-                keys.removeAll { $0 == key }
+                if let position = position(of: key) {
+                    members[position].value = newValue
+                } else {
+                    members.append(Member(key: key, value: newValue))
+                    if index != nil {
+                        index![key] = members.count - 1
+                    } else if members.count > Self.indexThreshold {
+                        rebuildIndex()
+                    }
+                }
+            } else if let position = position(of: key) {
+                members.remove(at: position)
+                if index != nil { rebuildIndex() }
             }
         }
     }
 
-    public func makeIterator() -> AnyIterator<(key: String, value: JSON)> {
-        var index = 0
-        let keys = self.keys
-        let values = self.values
-        return AnyIterator {
-            guard index < keys.count else { return nil }
-            defer { index += 1 }
-            let key = keys[index]
-            return (key, values[key] ?? .null)
+    /// Appends a member known not to be present yet. Used by the parser after it checked.
+    mutating func appendUnchecked(key: String, value: JSON) {
+        members.append(Member(key: key, value: value))
+        if index != nil {
+            index![key] = members.count - 1
+        } else if members.count > Self.indexThreshold {
+            rebuildIndex()
         }
     }
 
+    private mutating func rebuildIndex() {
+        var built = [String: Int](minimumCapacity: members.count * 2)
+        for (position, member) in members.enumerated() { built[member.key] = position }
+        index = built
+    }
+
+    public func makeIterator() -> IndexingIterator<[(key: String, value: JSON)]> {
+        members.map { (key: $0.key, value: $0.value) }.makeIterator()
+    }
+
+    /// Calls `body` for each member in order without building an intermediate array.
+    public func forEachMember(_ body: (String, JSON) throws -> Void) rethrows {
+        for member in members { try body(member.key, member.value) }
+    }
+
     /// Objects are equal when they have the same members, whatever their order (RFC 8259 semantics).
-    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool { lhs.values == rhs.values }
+    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+        guard lhs.members.count == rhs.members.count else { return false }
+        for member in lhs.members {
+            guard let other = rhs[member.key], other == member.value else { return false }
+        }
+        return true
+    }
 
     public func hash(into hasher: inout Hasher) {
         // Order-independent: combine per-member hashes commutatively.
         var combined = 0
-        for (key, value) in values {
-            var member = Hasher()
-            member.combine(key)
-            member.combine(value)
-            combined ^= member.finalize()
+        for member in members {
+            var memberHasher = Hasher()
+            memberHasher.combine(member.key)
+            memberHasher.combine(member.value)
+            combined ^= memberHasher.finalize()
         }
-        hasher.combine(values.count)
+        hasher.combine(members.count)
         hasher.combine(combined)
     }
 }

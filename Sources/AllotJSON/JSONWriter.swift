@@ -234,12 +234,14 @@ public struct JSONWriter: Sendable {
             bytes.append(UInt8(ascii: "]"))
         case .object(let object):
             bytes.append(UInt8(ascii: "{"))
-            let keys = sortedKeys ? object.keys.sorted() : object.keys
-            for (index, key) in keys.enumerated() {
-                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            var first = true
+            let members = sortedKeys ? object.sorted { $0.key < $1.key } : Array(object)
+            for (key, value) in members {
+                if !first { bytes.append(UInt8(ascii: ",")) }
+                first = false
                 appendString(key, to: &bytes)
                 bytes.append(UInt8(ascii: ":"))
-                append(object[key] ?? .null, to: &bytes, sortedKeys: sortedKeys)
+                append(value, to: &bytes, sortedKeys: sortedKeys)
             }
             bytes.append(UInt8(ascii: "}"))
         }
@@ -279,13 +281,13 @@ extension JSON {
             bytes.append(UInt8(ascii: "]"))
         case .object(let object) where !object.isEmpty:
             bytes.append(UInt8(ascii: "{"))
-            let keys = sortedKeys ? object.keys.sorted() : object.keys
-            for (index, key) in keys.enumerated() {
+            let members = sortedKeys ? object.sorted { $0.key < $1.key } : Array(object)
+            for (index, member) in members.enumerated() {
                 if index > 0 { bytes.append(UInt8(ascii: ",")) }
                 newline(indent + 1)
-                JSONWriter.appendString(key, to: &bytes)
+                JSONWriter.appendString(member.key, to: &bytes)
                 bytes.append(contentsOf: [UInt8(ascii: ":"), UInt8(ascii: " ")])
-                (object[key] ?? .null).appendPretty(to: &bytes, indent: indent + 1, sortedKeys: sortedKeys)
+                member.value.appendPretty(to: &bytes, indent: indent + 1, sortedKeys: sortedKeys)
             }
             newline(indent)
             bytes.append(UInt8(ascii: "}"))

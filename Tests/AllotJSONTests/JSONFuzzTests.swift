@@ -81,3 +81,20 @@ struct SeededGenerator: RandomNumberGenerator {
         #expect(accepted > 0)
     }
 }
+
+@Suite struct UTF8ValidationTests {
+    /// Our validator must agree with the standard library's on every input.
+    @Test func agreesWithStandardLibrary() {
+        var rng = SeededGenerator(seed: 7)
+        let interesting: [UInt8] = [0x00, 0x41, 0x7F, 0x80, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xA0, 0x9F, 0xED, 0xEF,
+                                    0xF0, 0x90, 0x8F, 0xF4, 0xF5, 0xFF]
+        for _ in 0..<50_000 {
+            let length = Int.random(in: 0..<6, using: &rng)
+            let bytes = (0..<length).map { _ in
+                Bool.random(using: &rng) ? interesting.randomElement(using: &rng)! : UInt8.random(in: 0...255, using: &rng)
+            }
+            let ours = bytes.withUnsafeBufferPointer { UTF8Validation.isValid($0) }
+            #expect(ours == (String(validating: bytes, as: UTF8.self) != nil), "bytes: \(bytes)")
+        }
+    }
+}
