@@ -1,3 +1,5 @@
+import AllotLog
+
 /// Everything an `HTTPServer` can be told, with defaults fit for Allot's control plane.
 ///
 /// Limits exist so that malformed, oversized, slow or hostile requests get a clear error or a
@@ -124,6 +126,23 @@ public struct HTTPServerLogEvent: Sendable, CustomStringConvertible {
 
     public var description: String {
         ([level.rawValue, message] + fields.map { "\($0.name)=\($0.value)" }).joined(separator: " ")
+    }
+}
+
+extension HTTPServerConfiguration {
+    /// A `log` hook that writes server events to `logger` (AllotLog's JSON lines), with the event's
+    /// fields as string fields.
+    public static func logging(to logger: Logger) -> @Sendable (HTTPServerLogEvent) -> Void {
+        { event in
+            let level: LogLevel =
+                switch event.level {
+                case .debug: .debug
+                case .info: .info
+                case .warning: .warning
+                case .error: .error
+                }
+            logger.log(level, event.message, fields: event.fields.map { ($0.name, LogValue($0.value)) })
+        }
     }
 }
 

@@ -1,3 +1,4 @@
+import AllotTime
 import Glibc
 
 /// Writes a response head (status line and fields) as bytes.
@@ -30,7 +31,7 @@ enum ResponseEncoder {
             bytes.append(contentsOf: "Connection: keep-alive\r\n".utf8)
         }
         bytes.append(contentsOf: "Date: ".utf8)
-        bytes.append(contentsOf: HTTPDate.current())
+        bytes.append(contentsOf: DateHeaderCache.current())
         bytes.append(contentsOf: "\r\n".utf8)
         for (name, value) in response.headers {
             switch name.utf8.count {
@@ -86,8 +87,9 @@ enum ResponseEncoder {
     }
 }
 
-/// The `Date` field value (IMF-fixdate, RFC 9110 §5.6.7), formatted at most once a second.
-enum HTTPDate {
+/// The `Date` field value (IMF-fixdate, RFC 9110 §5.6.7), formatted by AllotTime at most once a second
+/// and shared by every response of that second.
+enum DateHeaderCache {
     private struct Cache {
         var second: Int = -1
         var bytes: [UInt8] = []
@@ -100,21 +102,9 @@ enum HTTPDate {
         return cache.withLock { cache in
             if cache.second != now {
                 cache.second = now
-                cache.bytes = Array(format(epochSeconds: now).utf8)
+                cache.bytes = Array(HTTPDate.format(Double(now)).utf8)
             }
             return cache.bytes
         }
-    }
-
-    static func format(epochSeconds: Int) -> String {
-        var seconds = time_t(epochSeconds)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return
-            "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
-            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
     }
 }

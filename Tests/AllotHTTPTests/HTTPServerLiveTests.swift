@@ -1,4 +1,5 @@
 import AllotJSON
+import AllotLog
 import Foundation
 import Testing
 
@@ -424,6 +425,19 @@ import Testing
         let listening = events.withLock { $0 }.first
         #expect(listening?.fields.first?.value == "127.0.0.1:\(port)")
         #expect(listening?.level == .info)
+    }
+
+    @Test func loggingBridgeWritesJSONLines() async throws {
+        let sink = CapturingLogSink()
+        var configuration = HTTPServerConfiguration.test()
+        configuration.log = HTTPServerConfiguration.logging(to: Logger(label: "http", minimumLevel: .debug, sink: sink))
+        let server = HTTPServer(configuration: configuration, responder: Router.makeTest())
+        let port = try await server.start()
+        await server.shutdown(gracePeriod: .zero)
+        let first = try #require(sink.records.first ?? nil)
+        #expect(first["msg"]?.stringValue == "listening")
+        #expect(first["level"]?.stringValue == "info")
+        #expect(first["address"]?.stringValue == "127.0.0.1:\(port)")
     }
 
     @Test func startTwiceIsAnError() async throws {
