@@ -34,8 +34,6 @@ final class HTTPListener: EventLoopHandler, @unchecked Sendable {
         try loop.register(fd, interest: ALLOT_EPOLLIN, handler: self)
     }
 
-    var openConnections: Int { connections.count - refusing }
-
     // MARK: Accepting
 
     func handleEvents(_ events: UInt32) {
@@ -68,19 +66,18 @@ final class HTTPListener: EventLoopHandler, @unchecked Sendable {
 
     private func accepted(_ client: Int32, address: SocketAddress) {
         Posix.setNoDelay(client)
-        let atLimit = openConnections >= context.maxConnections
-        if atLimit && refusing >= Self.maxRefusing {
-            context.count { $0.rejectedConnections += 1 }
+        // Admission is decided under the shared statistics lock, so the limit holds across loops.
+        let admitted = context.admitConnection()
+        if !admitted && refusing >= Self.maxRefusing {
             Posix.close(client)
             return
         }
         let connection = HTTPServerConnection(
             fd: client, remoteAddress: address.description, loop: loop, context: context, listener: self,
-            countsAsOpen: !atLimit)
+            countsAsOpen: admitted)
         connections[client] = connection
-        if atLimit {
+        if !admitted {
             refusing += 1
-            context.count { $0.rejectedConnections += 1 }
             context.log(.warning, "connection refused at the limit", [("remote", connection.remoteAddress)])
             do {
                 try connection.startRefusing(with: Self.refusal)
@@ -93,12 +90,9 @@ final class HTTPListener: EventLoopHandler, @unchecked Sendable {
         }
         do {
             try connection.start()
-            context.count {
-                $0.acceptedConnections += 1
-                $0.openConnections += 1
-            }
         } catch {
             connections[client] = nil
+            context.count { $0.openConnections -= 1 }
             Posix.close(client)
             context.log(.error, "cannot register connection", [("error", error.description)])
         }

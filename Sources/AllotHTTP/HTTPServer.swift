@@ -35,8 +35,9 @@ public actor HTTPServer {
     public nonisolated let shutdownSignal: ShutdownSignal
     private nonisolated let context: ServerContext
     private var phase = Phase.idle
-    private var loop: EventLoop?
-    private var listener: HTTPListener?
+    /// One listener per event loop (index-aligned).
+    private var loops: [EventLoop] = []
+    private var listeners: [HTTPListener] = []
     private let stopped = OneShotEvent()
     /// The port the server listens on once started.
     public private(set) var port: Int?
@@ -58,7 +59,7 @@ public actor HTTPServer {
     }
 
     deinit {
-        if let loop, let listener {
+        for (loop, listener) in zip(loops, listeners) {
             loop.execute { listener.closeAll() }
             loop.stop(completion: {})
         }
@@ -76,36 +77,50 @@ public actor HTTPServer {
         guard let address = addresses.first else {
             throw AddressResolutionError(host: configuration.host, message: "no address")
         }
-        let fd = try SocketAddress.listen(on: address, backlog: Int32(clamping: configuration.backlog))
-        let loop: EventLoop
-        let bound: SocketAddress
+        let count = configuration.eventLoopCount
+        var started: [(EventLoop, HTTPListener)] = []
+        var bound: SocketAddress?
         do {
-            bound = try SocketAddress.local(of: fd)
-            loop = try EventLoop(name: "allot-http")
-            try loop.start()
-        } catch {
-            Posix.close(fd)
-            throw error
-        }
-        let listener = HTTPListener(fd: fd, loop: loop, context: context)
-        do {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                loop.execute {
-                    do {
-                        try listener.start()
-                        continuation.resume()
-                    } catch {
-                        Posix.close(fd)
-                        continuation.resume(throwing: error)
+            for index in 0..<count {
+                var target = address
+                if let bound {
+                    target = try SocketAddress.resolveNumeric(host: bound.host, port: bound.port)[0]
+                }
+                let fd = try SocketAddress.listen(
+                    on: target, backlog: Int32(clamping: configuration.backlog), reusePort: count > 1)
+                let loop: EventLoop
+                do {
+                    if bound == nil { bound = try SocketAddress.local(of: fd) }
+                    loop = try EventLoop(name: "allot-http-\(index)")
+                    try loop.start()
+                } catch {
+                    Posix.close(fd)
+                    throw error
+                }
+                let listener = HTTPListener(fd: fd, loop: loop, context: context)
+                started.append((loop, listener))
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    loop.execute {
+                        do {
+                            try listener.start()
+                            continuation.resume()
+                        } catch {
+                            Posix.close(fd)
+                            continuation.resume(throwing: error)
+                        }
                     }
                 }
             }
         } catch {
-            await loop.stop()
+            for (loop, listener) in started {
+                loop.execute { listener.closeAll() }
+                await loop.stop()
+            }
             throw error
         }
-        self.loop = loop
-        self.listener = listener
+        guard let bound else { throw AddressResolutionError(host: configuration.host, message: "no address") }
+        self.loops = started.map(\.0)
+        self.listeners = started.map(\.1)
         self.port = bound.port
         phase = .running
         context.log(.info, "listening", [("address", bound.description)])
@@ -127,11 +142,21 @@ public actor HTTPServer {
         case .running:
             phase = .stopping
         }
-        guard let loop, let listener else { return }
         context.beginDraining()
         shutdownSignal.trigger()
         let drained = OneShotEvent()
-        loop.execute { listener.beginDraining { drained.set() } }
+        let remaining = Locked(listeners.count)
+        for (loop, listener) in zip(loops, listeners) {
+            loop.execute {
+                listener.beginDraining {
+                    let last = remaining.withLock { count -> Bool in
+                        count -= 1
+                        return count == 0
+                    }
+                    if last { drained.set() }
+                }
+            }
+        }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await drained.wait() }
             group.addTask { try? await Task.sleep(for: gracePeriod) }
@@ -141,10 +166,12 @@ public actor HTTPServer {
         if !drained.isSet {
             context.log(.warning, "grace period over, closing remaining connections", [])
         }
-        loop.execute { listener.closeAll() }
-        await loop.stop()
-        self.loop = nil
-        self.listener = nil
+        for (loop, listener) in zip(loops, listeners) {
+            loop.execute { listener.closeAll() }
+            await loop.stop()
+        }
+        loops = []
+        listeners = []
         phase = .stopped
         context.log(.info, "stopped", [])
         stopped.set()

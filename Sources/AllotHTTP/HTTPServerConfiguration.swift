@@ -37,6 +37,10 @@ public struct HTTPServerConfiguration: Sendable {
     /// After a response that ends the connection, how long unread input is drained before the
     /// socket is closed, so the response is not destroyed by a reset (RFC 9112 §9.6). Default 2 s.
     public var lingerTimeout: Duration
+    /// Event-loop threads. Each has its own listening socket on the same port (`SO_REUSEPORT`, the
+    /// kernel spreads connections) and serves its connections' I/O; handlers run on the shared
+    /// cooperative pool either way. Default 1.
+    public var eventLoopCount: Int
     /// Receives the server's own events (listening, accept failures, protocol errors, timeouts);
     /// the application forwards them to its logger. Default: none.
     public var log: (@Sendable (HTTPServerLogEvent) -> Void)?
@@ -55,6 +59,7 @@ public struct HTTPServerConfiguration: Sendable {
     ///   - idleTimeout: keep-alive idle time before closing, default 30 s.
     ///   - writeTimeout: longest write stall before closing, default 30 s.
     ///   - lingerTimeout: draining unread input before a close, default 2 s.
+    ///   - eventLoopCount: event-loop threads, default 1.
     ///   - log: receiver of server events, default none.
     public init(
         host: String = "127.0.0.1",
@@ -70,6 +75,7 @@ public struct HTTPServerConfiguration: Sendable {
         idleTimeout: Duration = .seconds(30),
         writeTimeout: Duration = .seconds(30),
         lingerTimeout: Duration = .seconds(2),
+        eventLoopCount: Int = 1,
         log: (@Sendable (HTTPServerLogEvent) -> Void)? = nil
     ) {
         self.host = host
@@ -85,6 +91,7 @@ public struct HTTPServerConfiguration: Sendable {
         self.idleTimeout = idleTimeout
         self.writeTimeout = writeTimeout
         self.lingerTimeout = lingerTimeout
+        self.eventLoopCount = max(1, eventLoopCount)
         self.log = log
     }
 

@@ -35,6 +35,19 @@ final class ServerContext: Sendable {
         statistics.withLock { update(&$0) }
     }
 
+    /// Counts a new connection in, or (at `maxConnections`) counts it as rejected and returns false.
+    func admitConnection() -> Bool {
+        statistics.withLock { statistics in
+            guard statistics.openConnections < maxConnections else {
+                statistics.rejectedConnections += 1
+                return false
+            }
+            statistics.openConnections += 1
+            statistics.acceptedConnections += 1
+            return true
+        }
+    }
+
     func log(_ level: HTTPServerLogEvent.Level, _ message: String, _ fields: [(name: String, value: String)] = []) {
         configuration.log?(HTTPServerLogEvent(level: level, message: message, fields: fields))
     }

@@ -122,11 +122,15 @@ extension SocketAddress {
     /// Opens a non-blocking, close-on-exec listening TCP socket bound to `address`.
     ///
     /// `SO_REUSEADDR` lets a restarted server bind while old connections sit in `TIME_WAIT`.
-    static func listen(on address: SocketAddress, backlog: Int32) throws(SystemError) -> Int32 {
+    /// With `reusePort`, several sockets (one per event loop) may listen on the same port and the
+    /// kernel spreads new connections over them (`SO_REUSEPORT`).
+    static func listen(on address: SocketAddress, backlog: Int32, reusePort: Bool = false) throws(SystemError) -> Int32
+    {
         let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | ALLOT_SOCK_NONBLOCK | ALLOT_SOCK_CLOEXEC, 0)
         guard fd >= 0 else { throw SystemError.fromErrno("socket") }
         do throws(SystemError) {
             try Posix.setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
+            if reusePort { try Posix.setOption(fd, SOL_SOCKET, SO_REUSEPORT, 1) }
             let bound = address.withSockaddr { bind(fd, $0, $1) }
             guard bound == 0 else { throw SystemError.fromErrno("bind(\(address))") }
             guard Glibc.listen(fd, backlog) == 0 else { throw SystemError.fromErrno("listen") }

@@ -440,6 +440,29 @@ import Testing
         #expect(first["address"]?.stringValue == "127.0.0.1:\(port)")
     }
 
+    @Test func severalEventLoopsShareThePortAndTheConnectionLimit() async throws {
+        var configuration = HTTPServerConfiguration.test(maxConnections: 6)
+        configuration.eventLoopCount = 3
+        let probe = HoldProbe()
+        try await withServer(configuration, router: .makeTest(probe: probe)) { port, server in
+            let outcome = try await onThread { () -> ([RawSocket], [Int]) in
+                var open: [RawSocket] = []
+                var statuses: [Int] = []
+                for _ in 0..<8 {
+                    let socket = try RawSocket(port: port)
+                    try socket.send(get("/hello"))
+                    statuses.append(try socket.readResponse()?.status ?? 0)
+                    open.append(socket)
+                }
+                return (open, statuses)
+            }
+            #expect(outcome.1 == [200, 200, 200, 200, 200, 200, 503, 503])
+            #expect(server.statistics.openConnections == 6)
+            #expect(server.statistics.rejectedConnections == 2)
+            _ = outcome.0
+        }
+    }
+
     @Test func startTwiceIsAnError() async throws {
         let server = HTTPServer(configuration: .test(), responder: Router.makeTest())
         _ = try await server.start()
