@@ -77,8 +77,9 @@ final class HTTPClientCore: @unchecked Sendable {
             request.complete(.failure(HTTPClientError(.timedOut, "the request timed out")))
             return
         }
-        while var pooled = idle[request.key], let connection = pooled.popLast() {
-            idle[request.key] = pooled.isEmpty ? nil : pooled
+        // The pools are mutated in place (`idle[key]?.…`): copying an array out of the dictionary and
+        // back would copy it (and retain every connection in it) on each request.
+        while let connection = idle[request.key]?.popLast() {
             if connection.isUsable {
                 active[ObjectIdentifier(connection)] = connection
                 connection.begin(request)
@@ -113,11 +114,9 @@ final class HTTPClientCore: @unchecked Sendable {
     }
 
     private func removeWaiter(_ request: PendingClientRequest) -> Bool {
-        guard var queue = waiting[request.key], let index = queue.firstIndex(where: { $0 === request }) else {
-            return false
-        }
-        queue.remove(at: index)
-        waiting[request.key] = queue.isEmpty ? nil : queue
+        guard let index = waiting[request.key]?.firstIndex(where: { $0 === request }) else { return false }
+        waiting[request.key]?.remove(at: index)
+        if waiting[request.key]?.isEmpty == true { waiting[request.key] = nil }
         if let timer = request.queueTimer {
             loop.cancelTimer(timer)
             request.queueTimer = nil
@@ -148,13 +147,11 @@ final class HTTPClientCore: @unchecked Sendable {
             return
         }
         active[ObjectIdentifier(connection)] = nil
-        var pooled = idle[connection.key] ?? []
-        guard !isShutDown, pooled.count < configuration.maxIdleConnectionsPerHost else {
+        guard !isShutDown, idle[connection.key, default: []].count < configuration.maxIdleConnectionsPerHost else {
             connection.close()
             return
         }
-        pooled.append(connection)
-        idle[connection.key] = pooled
+        idle[connection.key, default: []].append(connection)
         connection.becomeIdle()
     }
 
@@ -165,9 +162,8 @@ final class HTTPClientCore: @unchecked Sendable {
         if !isShutDown, let next = nextWaiter(for: connection.key) {
             open(for: next)
         }
-        if var pooled = idle[connection.key], let index = pooled.firstIndex(where: { $0 === connection }) {
-            pooled.remove(at: index)
-            idle[connection.key] = pooled.isEmpty ? nil : pooled
+        if connection.isPooled, let index = idle[connection.key]?.lastIndex(where: { $0 === connection }) {
+            idle[connection.key]?.remove(at: index)
         }
     }
 
@@ -202,6 +198,8 @@ final class HTTPClientConnection: EventLoopHandler {
     private let core: HTTPClientCore  // strong: the cycle ends when the connection closes
     private var loop: EventLoop { core.loop }
     private var state = State.connecting
+    /// Whether the connection sits in the core's idle pool.
+    private(set) var isPooled = false
     private(set) var request: PendingClientRequest?
     private var served = 0
     private var outbound: [[UInt8]] = []
@@ -264,6 +262,7 @@ final class HTTPClientConnection: EventLoopHandler {
 
     func begin(_ request: PendingClientRequest) {
         self.request = request
+        isPooled = false
         outbound = [request.head]
         if !request.body.isEmpty { outbound.append(request.body) }
         outboundOffset = 0
@@ -281,6 +280,7 @@ final class HTTPClientConnection: EventLoopHandler {
 
     func becomeIdle() {
         state = .idle
+        isPooled = true
         request = nil
         outbound = []
         inbound = []
@@ -534,6 +534,7 @@ final class HTTPClientConnection: EventLoopHandler {
         loop.deregister(fd)
         Posix.close(fd)
         core.closed(self)
+        isPooled = false
         if let request {
             self.request = nil
             request.complete(.failure(HTTPClientError(.connectionClosed, "the connection was closed")))
