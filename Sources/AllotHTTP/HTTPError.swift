@@ -47,7 +47,7 @@ public struct HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
     public var response: HTTPResponse {
         var response = HTTPResponse.json(bytes: body, status: status)
         for (name, value) in headers {
-            response.headers.add(name: name, value: value)
+            response.headers[name] = value
         }
         return response
     }

@@ -42,7 +42,8 @@ public struct HTTPServerConfiguration: Sendable {
     /// cooperative pool either way. Default 1.
     public var eventLoopCount: Int
     /// Receives the server's own events (listening, accept failures, protocol errors, timeouts);
-    /// the application forwards them to its logger. Default: none.
+    /// the application forwards them to its logger (see `logging(to:)`). Default: none. Called on an
+    /// event-loop thread: it must be quick and must not block.
     public var log: (@Sendable (HTTPServerLogEvent) -> Void)?
 
     /// - Parameters:
