@@ -1,1 +1,0 @@
-// AllotCore — see README.md, "Architecture".
