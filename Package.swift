@@ -47,6 +47,8 @@ let package = Package(
         .target(name: "AllotHTTP", dependencies: ["CLinux", "AllotJSON", "AllotTime", "AllotLog"]),
 
         // MARK: Domain
+        /// The gateway protocol's wire types (snapshots), shared by the publisher and the gateways.
+        .target(name: "AllotProtocol", dependencies: ["AllotJSON", "AllotTime"]),
         /// Provider rate-limit headers and error classification; shared by server and gateways.
         .target(name: "AllotSignals", dependencies: ["AllotTime", "AllotJSON"]),
         /// Pure allocation maths and the policy model. No I/O, no clock.
@@ -59,23 +61,25 @@ let package = Package(
             name: "AllotLoop",
             dependencies: [
                 "AllotCore", "AllotStore", "AllotSignals", "AllotTime", "AllotJSON", "AllotLog", "AllotMetrics",
+                "AllotProtocol",
             ]
         ),
         .target(
             name: "AllotEnforcement",
-            dependencies: ["AllotSignals", "AllotHTTP", "AllotJSON", "AllotTime"]
+            dependencies: ["AllotSignals", "AllotHTTP", "AllotJSON", "AllotTime", "AllotProtocol"]
         ),
         .target(
             name: "AllotServer",
             dependencies: [
                 "AllotHTTP", "AllotLoop", "AllotStore", "AllotCore", "AllotCrypto", "AllotMetrics", "AllotLog",
-                "AllotJSON", "AllotAssets", "AllotTime", "AllotSignals",
+                "AllotJSON", "AllotAssets", "AllotTime", "AllotSignals", "AllotProtocol",
             ]
         ),
         .target(
             name: "AllotSimulation",
             dependencies: [
                 "AllotLoop", "AllotEnforcement", "AllotCore", "AllotStore", "AllotSignals", "AllotTime", "AllotJSON",
+                "AllotProtocol", "AllotHTTP",
             ]
         ),
         .target(
@@ -83,7 +87,7 @@ let package = Package(
             dependencies: [
                 "AllotServer", "AllotSimulation", "AllotArguments", "AllotStore", "AllotCore", "AllotLog",
                 "AllotCrypto", "AllotHTTP", "AllotJSON", "AllotTime", "AllotAssets", "AllotLoop", "AllotEnforcement",
-                "AllotSignals", "AllotSQLite",
+                "AllotSignals", "AllotSQLite", "AllotProtocol",
             ]
         ),
         .executableTarget(name: "allot", dependencies: ["AllotCommands"]),
@@ -97,6 +101,7 @@ let package = Package(
         .testTarget(name: "AllotMetricsTests", dependencies: ["AllotMetrics"]),
         .testTarget(name: "AllotSQLiteTests", dependencies: ["AllotSQLite", "AllotAssets"]),
         .testTarget(name: "AllotHTTPTests", dependencies: ["AllotHTTP", "AllotJSON"]),
+        .testTarget(name: "AllotProtocolTests", dependencies: ["AllotProtocol", "AllotJSON"]),
         .testTarget(name: "AllotSignalsTests", dependencies: ["AllotSignals", "AllotTime"], resources: [.copy("Fixtures")]),
         .testTarget(name: "AllotCoreTests", dependencies: ["AllotCore", "AllotJSON", "AllotAssets"]),
         .testTarget(name: "AllotStoreTests", dependencies: ["AllotStore", "AllotSQLite", "AllotCore", "AllotSignals"]),

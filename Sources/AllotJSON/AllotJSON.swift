@@ -1,1 +1,0 @@
-// AllotJSON — see README.md, "Architecture".

@@ -1,0 +1,172 @@
+import Testing
+
+@testable import AllotJSON
+
+@Suite struct JSONParserTests {
+    @Test func parsesScalars() throws {
+        #expect(try JSON.parse("null") == .null)
+        #expect(try JSON.parse("true") == .bool(true))
+        #expect(try JSON.parse(" false ") == .bool(false))
+        #expect(try JSON.parse("\"hi\"") == .string("hi"))
+        #expect(try JSON.parse("0") == .int(0))
+        #expect(try JSON.parse("-0") == .int(0))
+        #expect(try JSON.parse("42") == .int(42))
+        #expect(try JSON.parse("-17") == .int(-17))
+        #expect(try JSON.parse("1.5") == .double(1.5))
+        #expect(try JSON.parse("1e3") == .double(1000))
+        #expect(try JSON.parse("-2.5E-3") == .double(-0.0025))
+    }
+
+    @Test func integersKeepTheirCaseUntilInt64Overflows() throws {
+        guard case .int(let max) = try JSON.parse("9223372036854775807") else { Issue.record("not int"); return }
+        #expect(max == Int64.max)
+        guard case .int(let min) = try JSON.parse("-9223372036854775808") else { Issue.record("not int"); return }
+        #expect(min == Int64.min)
+        guard case .double(let big) = try JSON.parse("9223372036854775808") else { Issue.record("not double"); return }
+        #expect(big == 9_223_372_036_854_775_808.0)
+        guard case .double(let huge) = try JSON.parse("123456789012345678901234567890") else {
+            Issue.record("not double")
+            return
+        }
+        #expect(huge == 1.2345678901234568e29)
+    }
+
+    @Test func numbersCompareAcrossCases() {
+        #expect(JSON.int(5) == JSON.double(5.0))
+        #expect(JSON.int(5) != JSON.double(5.5))
+        #expect(JSON.double(5.0).int64Value == 5)
+        #expect(JSON.double(5.5).int64Value == nil)
+        #expect(JSON.double(1e300).int64Value == nil)
+        var set = Set<JSON>()
+        set.insert(.int(3))
+        #expect(set.contains(.double(3.0)))
+    }
+
+    @Test func parsesNestedStructuresInOrder() throws {
+        let value = try JSON.parse(#"{"b": [1, {"c": null}], "a": "x", "z": {}}"#)
+        #expect(value.objectValue?.keys == ["b", "a", "z"])
+        #expect(value["b"]?[1]?["c"] == .null)
+        #expect(value["a"]?.stringValue == "x")
+        #expect(value["z"]?.objectValue?.isEmpty == true)
+        #expect(value["missing"] == nil)
+        #expect(value["b"]?[5] == nil)
+    }
+
+    @Test func duplicateKeysKeepFirstPositionAndLastValue() throws {
+        let value = try JSON.parse(#"{"a": 1, "b": 2, "a": 3}"#)
+        #expect(value.objectValue?.keys == ["a", "b"])
+        #expect(value["a"] == .int(3))
+    }
+
+    @Test func decodesEscapes() throws {
+        #expect(try JSON.parse(#""a\"b\\c\/d\b\f\n\r\t""#) == .string("a\"b\\c/d\u{8}\u{c}\n\r\t"))
+        #expect(try JSON.parse(#""\u00e9\u4e2d""#) == .string("é中"))
+        #expect(try JSON.parse(#""\ud83d\ude00""#) == .string("😀"))
+        #expect(try JSON.parse(#""\u0000""#) == .string("\u{0}"))
+        #expect(try JSON.parse("\"naïve 😀\"") == .string("naïve 😀"))
+    }
+
+    @Test(arguments: [
+        ("", "expected a JSON value, found end of input", 1),
+        ("   ", "expected a JSON value, found end of input", 4),
+        ("nul", "invalid literal, expected 'null'", 1),
+        ("tru e", "invalid literal, expected 'true'", 1),
+        ("[1,]", "unexpected character ']', expected a JSON value", 4),
+        ("{\"a\":1,}", "unexpected character '}', expected a member name string", 8),
+        ("{\"a\" 1}", "expected ':' after member name", 6),
+        ("{a:1}", "unexpected character 'a', expected a member name string", 2),
+        ("[1 2]", "unexpected character '2', expected ',' or ']'", 4),
+        ("{\"a\":1 \"b\":2}", "unexpected character '\"', expected ',' or '}'", 8),
+        ("\"abc", "unterminated string", 1),
+        ("[1", "unterminated array", 3),
+        ("{\"a\":1", "unterminated object", 7),
+        ("01", "invalid number: leading zeros are not allowed", 1),
+        ("-", "invalid number: expected a digit", 1),
+        ("1.", "invalid number: expected a digit after '.'", 1),
+        ("1e", "invalid number: expected a digit in the exponent", 1),
+        ("+1", "unexpected character '+', expected a JSON value", 1),
+        (".5", "unexpected character '.', expected a JSON value", 1),
+        ("NaN", "unexpected character 'N', expected a JSON value", 1),
+        ("1e999", "number out of range", 1),
+        ("\"\\x\"", "invalid escape sequence '\\x'", 2),
+        ("\"\\u12zz\"", "invalid hex digit in \\u escape", 2),
+        ("\"\\u12\"", "truncated \\u escape", 2),
+        ("\"\\ud800\"", "lone high surrogate in \\u escape", 2),
+        ("\"\\udc00\"", "lone low surrogate in \\u escape", 2),
+        ("\"\\ud800\\u0041\"", "high surrogate not followed by a low surrogate", 2),
+        ("\"a\tb\"", "unescaped control character in string", 3),
+        ("1 2", "unexpected character '2' after the JSON value", 3),
+        ("{} x", "unexpected character 'x' after the JSON value", 4),
+        ("// c\n1", "unexpected character '/', expected a JSON value", 1),
+    ])
+    func rejectsMalformedInput(text: String, message: String, column: Int) {
+        #expect {
+            _ = try JSON.parse(text)
+        } throws: { error in
+            guard let error = error as? JSONParseError else { return false }
+            return error.message == message && error.column == column && error.line == 1
+        }
+    }
+
+    @Test func reportsLineAndColumnOnLaterLines() {
+        do {
+            _ = try JSON.parse("{\n  \"a\": 1,\n  \"b\": ?\n}")
+            Issue.record("expected failure")
+        } catch {
+            #expect(error.line == 3)
+            #expect(error.column == 8)
+            #expect(error.offset == 19)
+            #expect(error.description == "line 3, column 8: unexpected character '?', expected a JSON value")
+        }
+    }
+
+    @Test func rejectsInvalidUTF8() {
+        let bad: [[UInt8]] = [
+            [0x22, 0xFF, 0x22],  // invalid byte
+            [0x22, 0xC3, 0x22],  // truncated sequence
+            [0x22, 0xED, 0xA0, 0x80, 0x22],  // encoded surrogate
+            [0x22, 0xC0, 0xAF, 0x22],  // overlong
+            [0x22, 0x5C, 0x6E, 0xFF, 0x22],  // invalid after an escape (slow path)
+        ]
+        for bytes in bad {
+            #expect(throws: JSONParseError.self) { try JSON.parse(bytes) }
+        }
+    }
+
+    @Test func limitsNestingDepth() throws {
+        let deep = String(repeating: "[", count: 65) + String(repeating: "]", count: 65)
+        #expect {
+            try JSON.parse(deep)
+        } throws: { error in
+            (error as? JSONParseError)?.message == "nesting too deep (more than 64 levels)"
+        }
+        let fine = String(repeating: "[", count: 64) + String(repeating: "]", count: 64)
+        _ = try JSON.parse(fine)
+        // Hostile input far beyond the limit fails fast instead of exhausting the stack.
+        let hostile = String(repeating: "{\"a\":", count: 100_000)
+        #expect(throws: JSONParseError.self) { try JSON.parse(hostile) }
+    }
+
+    @Test func parsesNDJSONAndNamesTheFailingRecord() throws {
+        let text = "{\"a\":1}\n\n  \r\n{\"a\":2}\r\n[3]"
+        let values = try JSON.parseLines(Array(text.utf8))
+        #expect(values == [["a": 1], ["a": 2], [3]])
+        #expect(try JSON.parseLines(Array("".utf8)).isEmpty)
+        do {
+            _ = try JSON.parseLines(Array("{\"a\":1}\n\n{\"a\":}\n".utf8))
+            Issue.record("expected failure")
+        } catch {
+            #expect(error.record == 1)
+            #expect(error.line == 3)
+            #expect(error.column == 6)
+            #expect(error.description == "record 1 (line 3, column 6): unexpected character '}', expected a JSON value")
+        }
+    }
+
+    @Test func acceptsNonArrayCollections() throws {
+        let slice = Array("xx[1,2]yy".utf8)[2..<7]
+        #expect(try JSON.parse(slice) == [1, 2])
+        let lazy = "true".utf8.map { $0 }.lazy.map { $0 }
+        #expect(try JSON.parse(lazy) == true)
+    }
+}
