@@ -85,9 +85,11 @@ public struct AllocationClaim: Sendable, Hashable {
 /// 2. for active tenants `hi_i = max(lo_i, min(ce_i, D_i · (1 + demand_headroom)))`, with the
 ///    budget cap applied to `ce_i` and `lo_i`;
 /// 3. if `Σ lo_i > C` → degraded mode (below); otherwise water-filling (`WaterFilling`) without
-///    guardrails, then — if any tenant lands outside `[guard_min, guard_max]` — again with the
-///    guardrails as bounds (`guard_min` only when all of them fit), keeping the unclamped values as
-///    the evidence for proposals;
+///    guardrails, then — if any tenant lands outside `[min(guard_min, hi_i), guard_max]` — again
+///    with the guardrails as bounds (`guard_min` only when all of them fit: otherwise it is capacity,
+///    not choice), keeping the unclamped values as the evidence for proposals. `guard_min` is capped
+///    at `hi_i` because giving back capacity a tenant does not want is not a squeeze (SPEC 6.7 guards
+///    against the engine squeezing a tenant; redistributing unused quota is the safe, automatic case);
 /// 4. the surplus `C − Σ x_i` (unless `hold`), minus the burst reserve, by the same water-filling
 ///    with `lo = x_i` and `hi = min(ce_i, guard_max, budget cap)` (`hi = x_i` for tenants in debt).
 ///
@@ -205,17 +207,19 @@ public struct PoolAllocation: Sendable {
             result.level = free.level
             for (k, i) in active.enumerated() { result.unclamped[i] = values[k] }
 
+            // guard_min protects a tenant from being squeezed by contention; handing back capacity a
+            // tenant does not want is not a squeeze, so the effective guard is min(guard_min, hi_i).
             var crossesMin = false
             var crossesMax = false
             for (k, i) in active.enumerated() {
-                if values[k] < claims[i].guardMin { crossesMin = true }
+                if values[k] < min(claims[i].guardMin, upper[k]) { crossesMin = true }
                 if values[k] > claims[i].guardMax { crossesMax = true }
             }
             if crossesMin || crossesMax {
                 var guardedLower = lower
                 var guardedSum = 0.0
                 for (k, i) in active.enumerated() {
-                    guardedLower[k] = max(lower[k], min(claims[i].guardMin, ceilings[k]))
+                    guardedLower[k] = max(lower[k], min(claims[i].guardMin, upper[k]))
                     guardedSum += guardedLower[k]
                 }
                 // guard_min is honoured only when all of them fit: otherwise capacity, not choice.
@@ -229,7 +233,7 @@ public struct PoolAllocation: Sendable {
                     capacity: remaining, weights: weights, lower: guardedLower, upper: guardedUpper)
                 for (k, i) in active.enumerated() {
                     let raw = values[k]
-                    let clamped = raw > claims[i].guardMax || (minFits && raw < claims[i].guardMin)
+                    let clamped = raw > claims[i].guardMax || (minFits && raw < min(claims[i].guardMin, upper[k]))
                     result.guardClamped[i] = clamped
                 }
                 values = guarded.allocations

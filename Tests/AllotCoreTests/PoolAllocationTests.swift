@@ -145,13 +145,27 @@ struct PoolAllocationTests {
     }
 
     @Test func guardrailsClampAndKeepTheUnclampedValue() {
-        // Tenant 0 would get 50 but guard_max is 30; tenant 1 would get 10 (its demand) but guard_min is 20.
+        // Fair shares would be 100/3 each; tenant 0 may not exceed 30 and tenant 1 may not be squeezed below 40.
         let result = Self.compute(
-            100, [AllocationClaim(guardMax: 30), AllocationClaim(demand: 10, guardMin: 20), AllocationClaim(demand: 40)])
-        #expect(result.unclamped == [50, 10, 40])
-        #expect(result.allocations == [30, 20, 40])
+            100, [AllocationClaim(guardMax: 30), AllocationClaim(guardMin: 40), AllocationClaim()])
+        #expect(result.unclamped.map { ($0 * 3).rounded() } == [100, 100, 100])
+        #expect(result.allocations == [30, 40, 30])
         #expect(result.guardClamped == [true, true, false])
-        #expect(result.reasons == [.guardrailClamped, .guardrailClamped, .demand])
+        #expect(result.reasons == [.guardrailClamped, .guardrailClamped, .fairShare])
+    }
+
+    @Test func guardMinDoesNotHoldCapacityATenantDoesNotWant() {
+        let result = Self.compute(100, [AllocationClaim(demand: 10, guardMin: 20), AllocationClaim(demand: 40)])
+        #expect(result.allocations == [10, 40])
+        #expect(result.guardClamped == [false, false])
+        #expect(result.reasons == [.demand, .demand])
+    }
+
+    @Test func infeasibleGuardMinsYieldToCapacity() {
+        // Two tenants each guarded at 60 of 100: the guards cannot all hold, so neither is clamped.
+        let result = Self.compute(100, [AllocationClaim(guardMin: 60), AllocationClaim(guardMin: 60)])
+        #expect(result.allocations == [50, 50])
+        #expect(result.guardClamped == [false, false])
     }
 
     @Test func budgetCapBindsOverFloor() {
