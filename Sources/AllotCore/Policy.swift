@@ -148,7 +148,7 @@ public struct DampeningSettings: Sendable, Hashable {
     public var minStep: Quantity
 
     public init(
-        alpha: Double = 0.5, deadband: Double = 0.05, persistTicks: Int = 3, maxUp: Double = 0.25,
+        alpha: Double = 0.3, deadband: Double = 0.05, persistTicks: Int = 3, maxUp: Double = 0.25,
         maxDown: Double = 0.5, minStep: Quantity = .percent(1)
     ) {
         self.alpha = alpha
