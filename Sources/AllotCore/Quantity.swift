@@ -4,7 +4,7 @@
 /// In policy and plan JSON a quantity is written as a number (`250` — absolute, per minute), a
 /// string with a percent sign (`"5%"` — 5 % of `C`, between `0%` and `100%`), or, where a value may
 /// be unbounded (ceilings, `guard_max`), the string `"unbounded"`.
-public enum Quantity: Sendable, Hashable, Codable {
+public enum Quantity: Sendable, Hashable {
     /// An absolute rate per minute (requests or tokens). `.infinity` means unbounded.
     case absolute(Double)
     /// A percentage of the pool's capacity `C` (after the safety margin), as written: `5` for `"5%"`.
@@ -42,7 +42,7 @@ public enum Quantity: Sendable, Hashable, Codable {
     public static func parse(percentOrUnbounded text: String) -> Quantity? {
         if text == "unbounded" { return .unbounded }
         guard text.hasSuffix("%") else { return nil }
-        let number = text.dropLast().trimmingSpaces()
+        let number = text.dropLast().trimmingSpacesOnly()
         guard !number.isEmpty, number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "." || $0 == "-" || $0 == "+") }),
             let value = Double(number), value.isFinite
         else { return nil }
@@ -57,10 +57,35 @@ public enum Quantity: Sendable, Hashable, Codable {
 }
 
 extension Substring {
-    fileprivate func trimmingSpaces() -> Substring {
+    fileprivate func trimmingSpacesOnly() -> Substring {
         var text = self
         while text.last == " " { text = text.dropLast() }
         while text.first == " " { text = text.dropFirst() }
         return text
+    }
+}
+
+extension Quantity: Codable {
+    /// Encodes as in policy files: a number, `"N%"` or `"unbounded"` (never a non-finite number).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .absolute(let value) where value.isFinite: try container.encode(value)
+        default: try container.encode(jsonText)
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let value = try? container.decode(Double.self) {
+            self = .absolute(value)
+            return
+        }
+        let text = try container.decode(String.self)
+        guard let quantity = Quantity.parse(percentOrUnbounded: text) else {
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "expected a number, \"N%\" or \"unbounded\", got \"\(text)\"")
+        }
+        self = quantity
     }
 }
