@@ -7,7 +7,7 @@
 ///   the window exactly on `amount` (reason `budget`).
 /// - `hard`: the spend *so far* reaches it → the tenant is cut to its starvation guard (or zero,
 ///   per `hardAction`) in both dimensions, and gateways deny with `budget_exhausted`.
-public struct SpendBudget: Sendable, Hashable {
+public struct SpendBudget: Sendable, Hashable, Codable {
     /// The window the budget renews over.
     public var window: BudgetWindow
     /// The budget, in the policy currency.
