@@ -141,7 +141,7 @@ public struct BurstAccount: Sendable, Hashable, Codable {
     ) {
         let elapsed = max(0, minutes)
         if let credit {
-            for dimension in Dimension.allCases {
+            for dimension in RateDimension.allCases {
                 let over = max(0, served[dimension] - allocation[dimension])
                 debt[dimension] += min(over, credit.rate[dimension]) * elapsed
             }
@@ -152,7 +152,7 @@ public struct BurstAccount: Sendable, Hashable, Codable {
             return
         }
         guard inDebt else { return }
-        for dimension in Dimension.allCases {
+        for dimension in RateDimension.allCases {
             let unused = max(0, allocation[dimension] - served[dimension])
             debt[dimension] = max(0, debt[dimension] - unused * elapsed)
         }
@@ -192,7 +192,7 @@ public struct BurstAccount: Sendable, Hashable, Codable {
         let wanted = PerDimension(rpm: max(0, request.calls), tpm: max(0, request.tokens)).map { $0 / (ttl / 60) }
         var rate = PerDimension<Double>(0)
         var partial = ttl < request.ttlSeconds
-        for dimension in Dimension.allCases where wanted[dimension] > 0 {
+        for dimension in RateDimension.allCases where wanted[dimension] > 0 {
             let limit = min(max(0, available[dimension]),
                             policy.maxCredit[dimension].resolved(capacity: capacity[dimension]))
             rate[dimension] = min(wanted[dimension], limit)
@@ -200,7 +200,7 @@ public struct BurstAccount: Sendable, Hashable, Codable {
         }
         guard rate.rpm > 0 || rate.tpm > 0 else { return nil }
         // A credit for calls without the tokens they need (or the reverse) helps nobody.
-        for dimension in Dimension.allCases where wanted[dimension] > 0 && rate[dimension] <= 0 { return nil }
+        for dimension in RateDimension.allCases where wanted[dimension] > 0 && rate[dimension] <= 0 { return nil }
         let credit = BurstCredit(
             id: request.id, tenant: request.tenant, upstream: request.upstream, taskID: request.taskID, rate: rate,
             grantedAt: now, expiresAt: now + ttl)

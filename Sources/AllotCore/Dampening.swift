@@ -11,13 +11,22 @@ public struct DamperState: Sendable, Hashable, Codable {
     public var pendingDirection: Int8
     /// …and for how many consecutive ticks the target has stayed on that side.
     public var pendingTicks: Int
+    /// A move inside the deadband that keeps the same side (not noise): its direction…
+    public var driftDirection: Int8
+    /// …and for how many consecutive ticks it has persisted.
+    public var driftTicks: Int
 
-    public init(published: Double, smoothed: Double, direction: Int8 = 0, pendingDirection: Int8 = 0, pendingTicks: Int = 0) {
+    public init(
+        published: Double, smoothed: Double, direction: Int8 = 0, pendingDirection: Int8 = 0, pendingTicks: Int = 0,
+        driftDirection: Int8 = 0, driftTicks: Int = 0
+    ) {
         self.published = published
         self.smoothed = smoothed
         self.direction = direction
         self.pendingDirection = pendingDirection
         self.pendingTicks = pendingTicks
+        self.driftDirection = driftDirection
+        self.driftTicks = driftTicks
     }
 }
 
@@ -28,7 +37,9 @@ public struct DamperState: Sendable, Hashable, Codable {
 /// 1. A tenant without state, or returning from idle (`entering`), enters directly at its target:
 ///    no slow ramp from zero.
 /// 2. Otherwise the target is smoothed, `S ← S + alpha · (T − S)`.
-/// 3. Deadband: a move `|S − P|` of at most `deadband · P` is ignored (`P` the published value).
+/// 3. Deadband: a move `|S − P|` of at most `deadband · P` is ignored (`P` the published value) —
+///    unless it stays on the same side for `4 · persist_ticks` ticks: noise flips sides, a real
+///    small offset does not, and closing it keeps capacity from being stranded by the deadband.
 /// 4. Persistence: a move against the last move's direction applies only once the smoothed target
 ///    has stayed on the new side for `persist_ticks` consecutive ticks.
 /// 5. Step limit: at most `max(max_up · P, min_step)` up and `max(max_down · P, min_step)` down per
@@ -162,12 +173,31 @@ public enum Dampening {
         settings: DampeningSettings
     ) -> (Double, DampingAction) {
         let delta = smoothed - published
-        if abs(delta) <= settings.deadband * published || delta == 0 {
+        if delta == 0 {
             state.pendingDirection = 0
             state.pendingTicks = 0
+            state.driftDirection = 0
+            state.driftTicks = 0
             return (published, .heldDeadband)
         }
         let direction: Int8 = delta > 0 ? 1 : -1
+        if abs(delta) <= settings.deadband * published {
+            state.pendingDirection = 0
+            state.pendingTicks = 0
+            if state.driftDirection == direction {
+                state.driftTicks += 1
+            } else {
+                state.driftDirection = direction
+                state.driftTicks = 1
+            }
+            guard state.driftTicks >= 4 * settings.persistTicks else { return (published, .heldDeadband) }
+            state.direction = direction
+            state.driftDirection = 0
+            state.driftTicks = 0
+            return (smoothed, .followed)
+        }
+        state.driftDirection = 0
+        state.driftTicks = 0
         if state.direction != 0, direction != state.direction {
             if state.pendingDirection == direction {
                 state.pendingTicks += 1

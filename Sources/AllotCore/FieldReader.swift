@@ -178,9 +178,9 @@ struct FieldReader {
             return PerDimension(both)
         }
         guard let object = object(json, at: path) else { return nil }
-        checkFields(object, at: path, known: Dimension.allCases.map(\.rawValue))
+        checkFields(object, at: path, known: RateDimension.allCases.map(\.rawValue))
         var result = PerDimension<Quantity?>(nil)
-        for dimension in Dimension.allCases {
+        for dimension in RateDimension.allCases {
             if let value = object[dimension.rawValue] {
                 result[dimension] = quantity(value, at: path.key(dimension.rawValue), allowUnbounded: allowUnbounded)
             }

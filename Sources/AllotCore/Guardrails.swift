@@ -13,7 +13,7 @@ public enum Guardrails {
         public var kind: Kind
         /// The pool where it crosses.
         public var upstream: String
-        public var dimension: Dimension
+        public var dimension: RateDimension
         /// The override's resolved value (per minute).
         public var value: Double
         /// The guardrail it crosses (per minute).
@@ -39,7 +39,7 @@ public enum Guardrails {
         for upstream in pools.sorted() {
             let terms = policy.terms(ofTenant: override.tenant, upstream: upstream, overrides: [override],
                                      now: override.createdAt)
-            for dimension in Dimension.allCases {
+            for dimension in RateDimension.allCases {
                 let declared = policy.upstream(upstream)?.capacity[dimension]
                     .map { $0 * (1 - policy.allocation.safetyMargin) }
                 guard let capacity = capacities[upstream]?[dimension] ?? declared else { continue }

@@ -120,7 +120,7 @@ public struct Override: Sendable, Hashable, Codable {
             {
                 reader.report(root, .missingField, "an override sets at least one of tier, weight, floor or ceiling")
             }
-            for dimension in Dimension.allCases {
+            for dimension in RateDimension.allCases {
                 if let floor = result.floor[dimension], let ceiling = result.ceiling[dimension],
                     PolicyLoader.exceeds(floor, ceiling)
                 {

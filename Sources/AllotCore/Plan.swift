@@ -64,7 +64,7 @@ public enum Plan {
     /// Computes a parsed plan: `PoolAllocation` per requested dimension.
     public static func compute(_ request: PlanRequest) -> PlanResult {
         var result = PlanResult(tenantIDs: request.tenants.map(\.id), dimensions: [:])
-        for dimension in Dimension.allCases {
+        for dimension in RateDimension.allCases {
             guard let capacity = request.capacity[dimension] else { continue }
             let settings = request.settings
             let effective = max(0, capacity * (1 - settings.safetyMargin))
@@ -94,8 +94,8 @@ public enum Plan {
 
         let capacityPath = root.key("capacity")
         if let capacity = reader.object(object["capacity"], at: capacityPath) {
-            reader.checkFields(capacity, at: capacityPath, known: Dimension.allCases.map(\.rawValue))
-            for dimension in Dimension.allCases {
+            reader.checkFields(capacity, at: capacityPath, known: RateDimension.allCases.map(\.rawValue))
+            for dimension in RateDimension.allCases {
                 request.capacity[dimension] = reader.number(
                     capacity[dimension.rawValue], at: capacityPath.key(dimension.rawValue), .nonNegative)
             }
@@ -164,7 +164,7 @@ public enum Plan {
             }
             if let value = reader.bool(fields["idle"], at: path.key("idle")) { tenant.idle = value }
             if let demand = reader.dimensions(fields["demand"], at: path.key("demand"), allowUnbounded: true) {
-                for dimension in Dimension.allCases {
+                for dimension in RateDimension.allCases {
                     switch demand[dimension] {
                     case .percent?:
                         reader.report(path.key("demand").key(dimension.rawValue), .invalidValue,
@@ -177,7 +177,7 @@ public enum Plan {
                 }
             }
             // Floor above ceiling, once both are resolved against the capacity of each dimension.
-            for dimension in Dimension.allCases {
+            for dimension in RateDimension.allCases {
                 guard let capacity = request.capacity[dimension] else { continue }
                 let effective = max(0, capacity * (1 - request.settings.safetyMargin))
                 let floor = tenant.floor(dimension).resolved(capacity: effective)
@@ -222,17 +222,17 @@ public struct PlanTenant: Sendable, Hashable {
     }
 
     /// The effective floor: the tenant's, else its tier's, else 0.
-    public func floor(_ dimension: Dimension) -> Quantity {
+    public func floor(_ dimension: RateDimension) -> Quantity {
         floor[dimension] ?? tier?.floor[dimension] ?? .zero
     }
 
     /// The effective ceiling: the tenant's, else its tier's, else unbounded.
-    public func ceiling(_ dimension: Dimension) -> Quantity {
+    public func ceiling(_ dimension: RateDimension) -> Quantity {
         ceiling[dimension] ?? tier?.ceiling[dimension] ?? .unbounded
     }
 
     /// The allocator's input for one dimension of capacity `capacity` (after the safety margin).
-    func claim(_ dimension: Dimension, capacity: Double) -> AllocationClaim {
+    func claim(_ dimension: RateDimension, capacity: Double) -> AllocationClaim {
         AllocationClaim(
             weight: (tier?.weight ?? 1) * (weight ?? 1),
             floor: floor(dimension).resolved(capacity: capacity),
@@ -250,11 +250,11 @@ public struct PlanResult: Sendable {
     /// Tenant ids in input order.
     public var tenantIDs: [String]
     /// The allocation of each computed dimension.
-    public var dimensions: [Dimension: PoolAllocation]
+    public var dimensions: [RateDimension: PoolAllocation]
 
     /// The output document of SPEC 6: `allocations`, `unallocated`, `degraded`.
     public var json: JSON {
-        let computed = Dimension.allCases.filter { dimensions[$0] != nil }
+        let computed = RateDimension.allCases.filter { dimensions[$0] != nil }
         var allocations: [JSON] = []
         allocations.reserveCapacity(tenantIDs.count)
         for (index, id) in tenantIDs.enumerated() {

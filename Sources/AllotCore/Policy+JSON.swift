@@ -82,7 +82,7 @@ extension UpstreamPolicy {
     /// The pool in the policy file format.
     public var json: JSON {
         var capacityObject = JSONObject()
-        for dimension in Dimension.allCases {
+        for dimension in RateDimension.allCases {
             if let value = capacity[dimension] { capacityObject[dimension.rawValue] = .number(value) }
         }
         var object: JSONObject = [
@@ -145,7 +145,7 @@ extension PerDimension where Value == Quantity? {
     /// The dimensions that are set, or nil when none is.
     var partialJSON: JSON? {
         var object = JSONObject()
-        for dimension in Dimension.allCases {
+        for dimension in RateDimension.allCases {
             if let value = self[dimension] { object[dimension.rawValue] = value.json }
         }
         return object.isEmpty ? nil : .object(object)

@@ -427,10 +427,15 @@ struct PolicyLoader {
         if let value = reader.number(object["bucket_s"], at: path.key("bucket_s"), .positive) { tier.bucketSeconds = value }
         tier.budgets = readBudgets(object["budgets"], at: path.key("budgets"))
 
-        for dimension in Dimension.allCases {
+        for dimension in RateDimension.allCases {
             if Self.exceeds(tier.floor[dimension], tier.ceiling[dimension]) {
                 reader.report(path.key("floor").key(dimension.rawValue), .floorAboveCeiling,
                               "floor (\(tier.floor[dimension].jsonText)) is above ceiling (\(tier.ceiling[dimension].jsonText))")
+            }
+            if Self.exceeds(tier.floor[dimension], tier.guardMax[dimension]) {
+                reader.report(path.key("floor").key(dimension.rawValue), .invalidValue,
+                              "floor (\(tier.floor[dimension].jsonText)) is above guard_max "
+                                  + "(\(tier.guardMax[dimension].jsonText)): the engine could never honour it")
             }
             if Self.exceeds(tier.guardMin[dimension], tier.guardMax[dimension]) {
                 reader.report(path.key("guard_min").key(dimension.rawValue), .guardMinAboveGuardMax,
@@ -514,8 +519,8 @@ struct PolicyLoader {
         var upstream = UpstreamPolicy(id: id, capacity: PerDimension(nil))
         let capacityPath = path.key("capacity")
         if let capacity = reader.object(object["capacity"], at: capacityPath) {
-            reader.checkFields(capacity, at: capacityPath, known: Dimension.allCases.map(\.rawValue))
-            for dimension in Dimension.allCases {
+            reader.checkFields(capacity, at: capacityPath, known: RateDimension.allCases.map(\.rawValue))
+            for dimension in RateDimension.allCases {
                 upstream.capacity[dimension] = reader.number(
                     capacity[dimension.rawValue], at: capacityPath.key(dimension.rawValue), .nonNegative)
             }
@@ -571,7 +576,7 @@ struct PolicyLoader {
         tenant.budgets = readBudgets(object["budgets"], at: path.key("budgets"))
 
         if let tier = policy.tier(named: tenant.tier) {
-            for dimension in Dimension.allCases {
+            for dimension in RateDimension.allCases {
                 let floor = tenant.floor[dimension] ?? tier.floor[dimension]
                 let ceiling = tenant.ceiling[dimension] ?? tier.ceiling[dimension]
                 guard Self.exceeds(floor, ceiling) else { continue }
@@ -593,7 +598,7 @@ struct PolicyLoader {
         guard let values = reader.dimensions(object[key], at: path.key(key), allowUnbounded: allowUnbounded) else {
             return
         }
-        for dimension in Dimension.allCases {
+        for dimension in RateDimension.allCases {
             if let value = values[dimension] { target[dimension] = value }
         }
     }

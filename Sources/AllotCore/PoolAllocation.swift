@@ -225,6 +225,8 @@ public struct PoolAllocation: Sendable {
                 // guard_min is honoured only when all of them fit: otherwise capacity, not choice.
                 let minFits = guardedSum <= remaining
                 if !minFits { guardedLower = lower }
+                // guard_max bounds even a floor: an unapproved override cannot hold a tenant above it.
+                for (k, i) in active.enumerated() { guardedLower[k] = min(guardedLower[k], claims[i].guardMax) }
                 var guardedUpper = upper
                 for (k, i) in active.enumerated() {
                     guardedUpper[k] = max(guardedLower[k], min(upper[k], claims[i].guardMax))

@@ -29,7 +29,7 @@ public struct Proposal: Sendable, Hashable, Codable {
     public var tenant: String
     public var upstream: String
     /// The dimension (nil for override proposals, which may span several).
-    public var dimension: Dimension?
+    public var dimension: RateDimension?
     /// The value the engine would publish without the guardrail (per minute); refreshed every tick
     /// while the proposal is pending and the condition persists.
     public var value: Double?
@@ -51,7 +51,7 @@ public struct Proposal: Sendable, Hashable, Codable {
     public var decidedAt: Double?
 
     public init(
-        id: String, kind: Kind, tenant: String, upstream: String, dimension: Dimension?, value: Double?,
+        id: String, kind: Kind, tenant: String, upstream: String, dimension: RateDimension?, value: Double?,
         guardrail: Double?, reason: String, evidence: AllocationExplanation?, override: Override? = nil,
         crossings: [Guardrails.Crossing] = [], status: Status = .pending, filedAt: Double, updatedAt: Double,
         expiresAt: Double, decidedBy: String? = nil, decidedAt: Double? = nil
@@ -124,7 +124,7 @@ public struct ProposalBook: Sendable, Hashable, Codable {
     /// All records, by id.
     public var all: [Proposal] { records.values.sorted { $0.id < $1.id } }
 
-    static func key(_ tenant: String, _ upstream: String, _ dimension: Dimension, _ kind: Proposal.Kind) -> String {
+    static func key(_ tenant: String, _ upstream: String, _ dimension: RateDimension, _ kind: Proposal.Kind) -> String {
         "\(tenant)\u{1F}\(upstream)\u{1F}\(dimension.rawValue)\u{1F}\(kind.rawValue)"
     }
 
@@ -173,7 +173,7 @@ public struct ProposalBook: Sendable, Hashable, Codable {
     }
 
     /// Whether an approval currently suspends the guardrail of this kind.
-    public func isApproved(tenant: String, upstream: String, dimension: Dimension, kind: Proposal.Kind) -> Bool {
+    public func isApproved(tenant: String, upstream: String, dimension: RateDimension, kind: Proposal.Kind) -> Bool {
         records[Self.key(tenant, upstream, dimension, kind)]?.status == .approved
     }
 
@@ -181,7 +181,7 @@ public struct ProposalBook: Sendable, Hashable, Codable {
     /// rejection cools down. Returns the record as it now stands, or nil when suppressed.
     @discardableResult
     public mutating func file(
-        kind: Proposal.Kind, tenant: String, upstream: String, dimension: Dimension, value: Double,
+        kind: Proposal.Kind, tenant: String, upstream: String, dimension: RateDimension, value: Double,
         guardrail: Double, evidence: AllocationExplanation, now: Double, settings: ProposalSettings
     ) -> Proposal? {
         let key = Self.key(tenant, upstream, dimension, kind)

@@ -45,7 +45,7 @@ extension Policy {
             ?? Tier(name: defaultTier, priority: 0)
         var floor = tier.floor
         var ceiling = tier.ceiling
-        for dimension in Dimension.allCases {
+        for dimension in RateDimension.allCases {
             if let value = chosen?.floor[dimension] ?? entry?.floor[dimension] { floor[dimension] = value }
             if let value = chosen?.ceiling[dimension] ?? entry?.ceiling[dimension] { ceiling[dimension] = value }
         }

@@ -200,6 +200,14 @@ struct PolicyTests {
         #expect(tenant.message == #"floor (500) is above ceiling (100) (from tier "standard")"#)
     }
 
+    @Test func floorAboveGuardMaxIsRejected() throws {
+        let issue = try Self.only(PolicyFixtures.issues(
+            with: #"{"tiers": {"gold": {"priority": 0, "floor": {"tpm": "10%"}, "guard_max": "5%"}}}"#))
+        #expect(issue.path == "$.tiers.gold.floor.tpm")
+        #expect(issue.code == .invalidValue)
+        #expect(issue.message == "floor (10%) is above guard_max (5%): the engine could never honour it")
+    }
+
     @Test func guardMinAboveGuardMaxIsRejected() throws {
         let issue = try Self.only(PolicyFixtures.issues(
             with: #"{"tiers": {"gold": {"priority": 0, "guard_min": 50, "guard_max": {"rpm": 40}}}}"#))

@@ -2,13 +2,13 @@
 ///
 /// Every pool is allocated per dimension independently (SPEC 6): requests per minute and tokens per
 /// minute. All rates in Allot are per minute.
-public enum Dimension: String, CaseIterable, Sendable, Hashable, Codable, Comparable {
+public enum RateDimension: String, CaseIterable, Sendable, Hashable, Codable, Comparable {
     /// Requests per minute.
     case rpm
     /// Tokens per minute (prompt + completion).
     case tpm
 
-    public static func < (lhs: Dimension, rhs: Dimension) -> Bool {
+    public static func < (lhs: RateDimension, rhs: RateDimension) -> Bool {
         lhs.index < rhs.index
     }
 
@@ -41,13 +41,13 @@ public struct PerDimension<Value> {
     }
 
     /// Creates a value by computing each dimension's entry.
-    public init(_ make: (Dimension) throws -> Value) rethrows {
+    public init(_ make: (RateDimension) throws -> Value) rethrows {
         self.rpm = try make(.rpm)
         self.tpm = try make(.tpm)
     }
 
     /// The entry for `dimension`.
-    public subscript(dimension: Dimension) -> Value {
+    public subscript(dimension: RateDimension) -> Value {
         get {
             switch dimension {
             case .rpm: rpm
