@@ -30,16 +30,24 @@ public enum PolicyEngine {
         let expired = state.proposals.expire(now: now)
         let minutes = state.lastTick.map { min(max(0, now - $0), 4 * policy.loop.intervalSeconds) / 60 } ?? 0
 
-        // Index the inputs once.
-        var observationsByPool: [String: [TenantObservation]] = [:]
-        var seen = Set<TenantUpstream>()
-        for observation in input.tenants
-        where seen.insert(TenantUpstream(tenant: observation.tenant, upstream: observation.upstream)).inserted {
-            observationsByPool[observation.upstream, default: []].append(observation)
+        // Index the inputs once. Observations are referred to by position (they are large): per pool,
+        // sorted by tenant, the first of duplicates kept.
+        let observations = input.tenants
+        var unsorted: [String: [Int]] = [:]
+        for index in observations.indices { unsorted[observations[index].upstream, default: []].append(index) }
+        let membersByPool = unsorted.mapValues { members in
+            var previous: String?
+            return members.sorted { a, b in
+                let (x, y) = (observations[a].tenant, observations[b].tenant)
+                return x != y ? x < y : a < b
+            }.filter { index in
+                defer { previous = observations[index].tenant }
+                return observations[index].tenant != previous
+            }
         }
         var poolObservations: [String: PoolObservation] = [:]
         for pool in input.pools where poolObservations[pool.upstream] == nil { poolObservations[pool.upstream] = pool }
-        let poolIDs = Set(observationsByPool.keys).union(poolObservations.keys).sorted()
+        let poolIDs = Set(membersByPool.keys).union(poolObservations.keys).sorted()
         var overridesByTenant: [String: [Override]] = [:]
         for override in input.overrides where override.isActive(at: now) {
             overridesByTenant[override.tenant, default: []].append(override)
@@ -47,25 +55,24 @@ public enum PolicyEngine {
         var requestsByPool: [String: [BurstRequest]] = [:]
         for request in input.burstRequests { requestsByPool[request.upstream, default: []].append(request) }
         let ranks = policy.tierRanks
+        let approvals = state.proposals.approvals
 
         // 2. Budgets, per tenant across pools.
-        let budgets = evaluateBudgets(input: input, observationsByPool: observationsByPool,
+        let budgets = evaluateBudgets(input: input, membersByPool: membersByPool,
                                       overridesByTenant: overridesByTenant, alerts: &alerts)
 
         // 3. Pools.
         var allocations: [TenantAllocation] = []
-        allocations.reserveCapacity(seen.count)
+        allocations.reserveCapacity(membersByPool.values.reduce(0) { $0 + $1.count })
         var summaries: [PoolSummary] = []
         var burstDecisions: [BurstDecision] = []
         for upstream in poolIDs {
-            var observations = observationsByPool[upstream] ?? []
-            observations.sort { $0.tenant < $1.tenant }
             var pool = PoolTick(
-                upstream: upstream, observation: poolObservations[upstream], observations: observations, now: now,
+                upstream: upstream, observation: poolObservations[upstream], observations: observations,
+                members: membersByPool[upstream] ?? [], now: now,
                 minutes: minutes, policy: policy, ranks: ranks, overridesByTenant: overridesByTenant,
-                budgets: budgets)
-            pool.run(state: &state, requests: requestsByPool[upstream] ?? [])
-            allocations += pool.results
+                budgets: budgets, approvals: approvals)
+            pool.run(state: &state, requests: requestsByPool[upstream] ?? [], into: &allocations)
             summaries.append(pool.summary)
             burstDecisions += pool.burstDecisions
             alerts += pool.alerts
@@ -78,7 +85,9 @@ public enum PolicyEngine {
 
         // 4. Forget tenants not reported for a while.
         let horizon = now - policy.loop.forgetAfterSeconds
-        for key in state.tenants.keys where state.tenants[key]!.lastSeen < horizon { state.tenants[key] = nil }
+        if state.tenants.values.contains(where: { $0.lastSeen < horizon }) {
+            state.tenants = state.tenants.filter { $0.value.lastSeen >= horizon }
+        }
         state.lastTick = now
 
         return Decision(
@@ -101,14 +110,20 @@ public enum PolicyEngine {
     }
 
     private static func evaluateBudgets(
-        input: DecisionInput, observationsByPool: [String: [TenantObservation]],
-        overridesByTenant: [String: [Override]], alerts: inout [EngineAlert]
+        input: DecisionInput, membersByPool: [String: [Int]], overridesByTenant: [String: [Override]],
+        alerts: inout [EngineAlert]
     ) -> BudgetEffects {
         let policy = input.policy
         var effects = BudgetEffects()
+        let tiersWithBudgets = Set(policy.tiers.filter { !$0.budgets.isEmpty }.map(\.name))
+        let tenantsWithBudgets = Set(policy.tenants.filter { !$0.budgets.isEmpty }.map(\.id))
+        if tiersWithBudgets.isEmpty, tenantsWithBudgets.isEmpty { return effects }
         var observationsByTenant: [String: [TenantObservation]] = [:]
-        for observations in observationsByPool.values {
-            for observation in observations { observationsByTenant[observation.tenant, default: []].append(observation) }
+        for members in membersByPool.values {
+            for index in members {
+                let observation = input.tenants[index]
+                observationsByTenant[observation.tenant, default: []].append(observation)
+            }
         }
         var spendByTenant: [String: [TenantSpend]] = [:]
         for spend in input.spend { spendByTenant[spend.tenant, default: []].append(spend) }
@@ -116,8 +131,11 @@ public enum PolicyEngine {
         for tenant in observationsByTenant.keys.sorted() {
             // Budgets follow the tenant's tier; only overrides for every pool can change it here.
             let tenantWide = (overridesByTenant[tenant] ?? []).filter { $0.upstream == nil }
-            let tier = policy.terms(ofTenant: tenant, upstream: "", overrides: tenantWide, now: input.now).tier
-            let budgets = policy.budgets(ofTenant: tenant, tierName: tier.name)
+            let tierName = tenantWide.isEmpty
+                ? policy.tierName(ofTenant: tenant)
+                : policy.terms(ofTenant: tenant, upstream: "", overrides: tenantWide, now: input.now).tier.name
+            guard tiersWithBudgets.contains(tierName) || tenantsWithBudgets.contains(tenant) else { continue }
+            let budgets = policy.budgets(ofTenant: tenant, tierName: tierName)
             guard !budgets.isEmpty else { continue }
             let statuses = CostGovernance.evaluate(
                 tenant: tenant, budgets: budgets, spend: spendByTenant[tenant] ?? [], now: input.now)
@@ -168,43 +186,48 @@ public enum PolicyEngine {
 private struct PoolTick {
     let upstream: String
     let observation: PoolObservation?
+    /// The tick's observations (all pools) and the positions of this pool's tenants, by tenant id.
     let observations: [TenantObservation]
+    let members: [Int]
     let now: Double
     let minutes: Double
     let policy: Policy
     let ranks: [String: Int]
     let overridesByTenant: [String: [Override]]
     let budgets: PolicyEngine.BudgetEffects
+    let approvals: Set<ProposalBook.Approval>
 
-    var results: [TenantAllocation] = []
     var burstDecisions: [BurstDecision] = []
     var alerts: [EngineAlert] = []
     var summary: PoolSummary
 
     init(
-        upstream: String, observation: PoolObservation?, observations: [TenantObservation], now: Double,
-        minutes: Double, policy: Policy, ranks: [String: Int], overridesByTenant: [String: [Override]],
-        budgets: PolicyEngine.BudgetEffects
+        upstream: String, observation: PoolObservation?, observations: [TenantObservation], members: [Int],
+        now: Double, minutes: Double, policy: Policy, ranks: [String: Int], overridesByTenant: [String: [Override]],
+        budgets: PolicyEngine.BudgetEffects, approvals: Set<ProposalBook.Approval>
     ) {
         self.upstream = upstream
         self.observation = observation
         self.observations = observations
+        self.members = members
         self.now = now
         self.minutes = minutes
         self.policy = policy
         self.ranks = ranks
         self.overridesByTenant = overridesByTenant
         self.budgets = budgets
+        self.approvals = approvals
         summary = PoolSummary(
             upstream: upstream, state: observation?.state ?? .healthy, capacityEstimate: PerDimension(nil),
             capacity: PerDimension(nil), allocated: PerDimension(0), creditsLent: PerDimension(0),
             unallocated: PerDimension(0), burstReserve: PerDimension(0), degraded: PerDimension(false),
-            level: PerDimension(nil), defaultAllocation: PerDimension(0), tenantCount: observations.count,
+            level: PerDimension(nil), defaultAllocation: PerDimension(0), tenantCount: members.count,
             priced: policy.upstream(upstream)?.price != nil)
     }
 
-    mutating func run(state: inout EngineState, requests: [BurstRequest]) {
-        let count = observations.count
+    /// Runs the pool's steps, appending its allocations to `results`.
+    mutating func run(state: inout EngineState, requests: [BurstRequest], into results: inout [TenantAllocation]) {
+        let count = members.count
         let declared = policy.upstream(upstream)?.capacity
         let estimate = PerDimension<Double?> { dimension in
             guard let value = observation?.capacity[dimension] ?? declared?[dimension] ?? nil, value.isFinite else {
@@ -216,29 +239,38 @@ private struct PoolTick {
         summary.capacityEstimate = estimate
         summary.capacity = capacity
 
-        // Terms and burst accounting for each tenant.
-        var keys: [TenantUpstream] = []
-        var terms: [TenantTerms] = []
+        // Terms and burst accounting for each tenant. Terms are shared: most tenants have neither a
+        // policy entry nor an override and get the default tier's (index 0).
+        var distinctTerms = [policy.terms(ofTenant: "", upstream: upstream, overrides: [], now: now)]
+        var termsIndex: [Int] = []
         var records: [TenantRecord] = []
-        keys.reserveCapacity(count)
-        terms.reserveCapacity(count)
+        var stored: [Dictionary<TenantUpstream, TenantRecord>.Index?] = []
+        termsIndex.reserveCapacity(count)
         records.reserveCapacity(count)
-        for observation in observations {
-            let key = TenantUpstream(tenant: observation.tenant, upstream: upstream)
-            let tenantTerms = policy.terms(ofTenant: observation.tenant, upstream: upstream,
-                                           overrides: overridesByTenant[observation.tenant] ?? [], now: now)
-            var record = state.tenants[key] ?? TenantRecord(lastSeen: now)
+        stored.reserveCapacity(count)
+        for member in members {
+            let observation = observations[member]
+            let overrides = overridesByTenant[observation.tenant] ?? []
+            var slot = 0
+            if !overrides.isEmpty || policy.tenant(observation.tenant) != nil {
+                distinctTerms.append(policy.terms(ofTenant: observation.tenant, upstream: upstream,
+                                                  overrides: overrides, now: now))
+                slot = distinctTerms.count - 1
+            }
+            let tier = distinctTerms[slot].tier
+            let position = state.tenants.index(forKey: TenantUpstream(tenant: observation.tenant, upstream: upstream))
+            var record = position.map { state.tenants.values[$0] } ?? TenantRecord(lastSeen: now)
             let defaultsBefore = record.burst.defaulted
             record.burst.account(allocation: record.published, served: observation.served.map { $0.isFinite ? $0 : 0 },
-                                 minutes: minutes, now: now, policy: tenantTerms.tier.burst)
+                                 minutes: minutes, now: now, policy: tier.burst)
             if record.burst.defaulted > defaultsBefore {
                 alerts.append(EngineAlert(
                     kind: "burst_default", severity: .warning, upstream: upstream, tenant: observation.tenant,
                     message: "\(observation.tenant) did not repay its burst debt on \(upstream) in time"))
             }
-            keys.append(key)
-            terms.append(tenantTerms)
+            termsIndex.append(slot)
             records.append(record)
+            stored.append(position)
         }
 
         // Allocation per dimension.
@@ -255,7 +287,7 @@ private struct PoolTick {
                 continue
             }
             claims[dimension] = (0..<count).map { claim(index: $0, dimension: dimension, capacity: limit,
-                                                        terms: terms[$0], record: records[$0], state: state) }
+                                                        terms: distinctTerms[termsIndex[$0]], record: records[$0]) }
             let allocation = PoolAllocation.compute(
                 capacityEstimate: estimated, settings: policy.allocation, claims: claims[dimension])
             pools[dimension] = allocation
@@ -276,7 +308,7 @@ private struct PoolTick {
                 let raw = allocation.unclamped[index]
                 let raise = raw > allocation.allocations[index]
                 state.proposals.file(
-                    kind: raise ? .raiseAboveGuardMax : .lowerBelowGuardMin, tenant: keys[index].tenant,
+                    kind: raise ? .raiseAboveGuardMax : .lowerBelowGuardMin, tenant: observations[members[index]].tenant,
                     upstream: upstream, dimension: dimension, value: raw,
                     guardrail: raise ? claim.guardMax : claim.guardMin,
                     evidence: allocation.explanation(of: index, claim: claim), now: now, settings: policy.proposals)
@@ -297,7 +329,7 @@ private struct PoolTick {
                 let claim = claims[dimension][index]
                 let target = allocation.allocations[index]
                 let entering = records[index].dampers[dimension] == nil
-                    || (records[index].wasIdle && observations[index].tenantClass != .idle)
+                    || (records[index].wasIdle && observations[members[index]].tenantClass != .idle)
                 inputs.append(Dampening.Input(
                     target: target, hardCap: max(target, min(claim.ceiling, claim.budgetCap)), entering: entering))
             }
@@ -316,18 +348,19 @@ private struct PoolTick {
             if floors > limit { fallbackScale[dimension] = floors > 0 ? limit / floors : 0 }
         }
 
-        // Results.
-        results.reserveCapacity(count)
+        // Results, built in place (they are large).
         for index in 0..<count {
-            let observation = observations[index]
-            let tier = terms[index].tier
-            var result = TenantAllocation(
+            let observation = observations[members[index]]
+            let terms = distinctTerms[termsIndex[index]]
+            let tier = terms.tier
+            results.append(TenantAllocation(
                 tenant: observation.tenant, upstream: upstream, tier: tier.name, priority: tier.priority,
                 tenantClass: observation.tenantClass, rpm: nil, tpm: nil, burstCredit: records[index].burst.credit,
                 burstAccount: records[index].burst,
                 deny: budgets.hard[observation.tenant] != nil ? "budget_exhausted" : nil, mode: tier.mode,
                 maxConcurrency: tier.maxConcurrency, queueWeight: tier.effectiveQueueWeight,
-                fallback: PerDimension(0), override: terms[index].override)
+                fallback: PerDimension(0), override: terms.override))
+            let last = results.count - 1
             for dimension in RateDimension.allCases {
                 guard let allocation = pools[dimension], let published = records[index].dampers[dimension]?.published
                 else { continue }
@@ -338,18 +371,23 @@ private struct PoolTick {
                 explanation.previous = previous[dimension][index]
                 explanation.published = published
                 explanation.damping = actions[dimension][index]
-                explanation.reason = reason(base: allocation.reasons[index], credit: credit, terms: terms[index],
+                explanation.reason = reason(base: allocation.reasons[index], credit: credit, terms: terms,
                                             tenantClass: observation.tenantClass)
                 let bucket = max(published * tier.bucketSeconds / 60, dimension == .rpm ? 1 : 0)
-                result[dimensionAllocation: dimension] = DimensionAllocation(
+                results[last][dimensionAllocation: dimension] = DimensionAllocation(
                     rate: published, burst: bucket, reason: explanation.reason, explanation: explanation)
-                result.fallback[dimension] = claim.floor * fallbackScale[dimension]
+                results[last].fallback[dimension] = claim.floor * fallbackScale[dimension]
                 summary.allocated[dimension] += published
             }
-            results.append(result)
             records[index].wasIdle = observation.tenantClass == .idle
             records[index].lastSeen = now
-            state.tenants[keys[index]] = records[index]
+        }
+        // Write the records back: existing ones by position first (insertions would move them), then new ones.
+        for index in 0..<count {
+            if let position = stored[index] { state.tenants.values[position] = records[index] }
+        }
+        for index in 0..<count where stored[index] == nil {
+            state.tenants[TenantUpstream(tenant: observations[members[index]].tenant, upstream: upstream)] = records[index]
         }
         summary.creditsLent = credits
         for dimension in RateDimension.allCases {
@@ -365,34 +403,27 @@ private struct PoolTick {
 
     /// One tenant's allocator input for one dimension.
     private func claim(
-        index: Int, dimension: RateDimension, capacity: Double, terms: TenantTerms, record: TenantRecord,
-        state: EngineState
+        index: Int, dimension: RateDimension, capacity: Double, terms: TenantTerms, record: TenantRecord
     ) -> AllocationClaim {
-        let observation = observations[index]
+        let observation = observations[members[index]]
         let tier = terms.tier
         let guardValue = tier.starvationGuard[dimension].resolved(capacity: capacity)
         var budgetCap = Double.infinity
-        if let action = budgets.hard[observation.tenant] {
+        if !budgets.hard.isEmpty, let action = budgets.hard[observation.tenant] {
             budgetCap = action == .zero ? 0 : guardValue
-        } else if dimension == .tpm,
+        } else if dimension == .tpm, !budgets.tpmCaps.isEmpty,
             let cap = budgets.tpmCaps[TenantUpstream(tenant: observation.tenant, upstream: upstream)]
         {
             budgetCap = cap
         }
         var guardMin = tier.guardMin[dimension].resolved(capacity: capacity)
         var guardMax = tier.guardMax[dimension].resolved(capacity: capacity)
-        if terms.guardrailsSuspended
-            || state.proposals.isApproved(tenant: observation.tenant, upstream: upstream, dimension: dimension,
-                                          kind: .lowerBelowGuardMin)
-        {
-            guardMin = 0
+        func approved(_ kind: Proposal.Kind) -> Bool {
+            !approvals.isEmpty && approvals.contains(ProposalBook.Approval(
+                tenant: observation.tenant, upstream: upstream, dimension: dimension, kind: kind))
         }
-        if terms.guardrailsSuspended
-            || state.proposals.isApproved(tenant: observation.tenant, upstream: upstream, dimension: dimension,
-                                          kind: .raiseAboveGuardMax)
-        {
-            guardMax = .infinity
-        }
+        if terms.guardrailsSuspended || approved(.lowerBelowGuardMin) { guardMin = 0 }
+        if terms.guardrailsSuspended || approved(.raiseAboveGuardMax) { guardMax = .infinity }
         let demand = observation.demand[dimension]
         return AllocationClaim(
             weight: terms.weight, floor: terms.floor[dimension].resolved(capacity: capacity),
@@ -420,8 +451,9 @@ private struct PoolTick {
             used[dimension] = reserve[dimension]
         }
 
+        guard !requests.isEmpty else { return used }
         var index: [String: Int] = [:]
-        for (position, observation) in observations.enumerated() { index[observation.tenant] = position }
+        for (position, member) in members.enumerated() { index[observations[member].tenant] = position }
         let degraded = RateDimension.allCases.contains { pools[$0]?.degraded ?? false }
         let ordered = requests.sorted { ($0.requestedAt, $0.id) < ($1.requestedAt, $1.id) }
         for request in ordered {
@@ -436,7 +468,7 @@ private struct PoolTick {
                 decision.outcome = .invalid
                 continue
             }
-            let observation = observations[position]
+            let observation = observations[members[position]]
             let policy = policy.terms(ofTenant: request.tenant, upstream: upstream,
                                       overrides: overridesByTenant[request.tenant] ?? [], now: now).tier.burst
             if let refusal = records[position].burst.refusal(

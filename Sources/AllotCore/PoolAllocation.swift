@@ -139,160 +139,181 @@ public struct PoolAllocation: Sendable {
     ) -> PoolAllocation {
         let capacity = max(0, capacityEstimate * (1 - settings.safetyMargin))
         let count = claims.count
-        var result = PoolAllocation(
-            capacityEstimate: capacityEstimate, capacity: capacity, settings: settings,
-            allocations: [Double](repeating: 0, count: count),
-            reasons: [AllocationReason](repeating: .fairShare, count: count),
-            lowerBounds: [Double](repeating: 0, count: count),
-            upperBounds: [Double](repeating: 0, count: count),
-            unclamped: [Double](repeating: 0, count: count),
-            guardClamped: [Bool](repeating: false, count: count),
-            level: 0, surplusLevel: nil, degraded: false, burstReserve: 0, idleTotal: 0)
+        let headroom = 1 + settings.demandHeadroom
 
-        // 1. Idle tenants first.
-        var idleWanted = 0.0
-        for claim in claims where claim.isIdle {
-            idleWanted += min(claim.idleAllocation, claim.budgetCap)
-        }
-        let idleScale = idleWanted > capacity ? capacity / idleWanted : 1
+        // Gather the active tenants' bounds in one pass; idle tenants are settled once their total
+        // is known. Working on local arrays (not through `result`) keeps the hot loops tight.
         var active: [Int] = []
+        var weights: [Double] = []
+        var lower: [Double] = []
+        var upper: [Double] = []
+        var ceilings: [Double] = []
         active.reserveCapacity(count)
-        for i in 0..<count {
-            let claim = claims[i]
-            if claim.isIdle {
-                let value = min(claim.idleAllocation, claim.budgetCap) * idleScale
-                result.allocations[i] = value
-                result.lowerBounds[i] = value
-                result.upperBounds[i] = value
-                result.unclamped[i] = value
-                result.reasons[i] = .idle
-                result.idleTotal += value
-            } else {
+        weights.reserveCapacity(count)
+        lower.reserveCapacity(count)
+        upper.reserveCapacity(count)
+        ceilings.reserveCapacity(count)
+        var idleWanted = 0.0
+        var sumLower = 0.0
+        var guarded = false
+        claims.withUnsafeBufferPointer { claims in
+            for i in 0..<count {
+                let claim = claims[i]
+                if claim.isIdle {
+                    idleWanted += min(claim.idleAllocation, claim.budgetCap)
+                    continue
+                }
+                if claim.guardMin > 0 || claim.guardMax < .infinity { guarded = true }
+                let ceiling = min(claim.ceiling, claim.budgetCap)
+                let floor = min(claim.floor, claim.budgetCap)
+                let wanted = claim.demand * headroom
                 active.append(i)
+                weights.append(claim.weight)
+                lower.append(floor)
+                upper.append(max(floor, min(ceiling, wanted.isNaN ? .infinity : wanted)))
+                ceilings.append(max(floor, ceiling))
+                sumLower += floor
             }
         }
-        let remaining = max(0, capacity - result.idleTotal)
-
-        // 2. Bounds.
         let activeCount = active.count
-        var weights = [Double](repeating: 0, count: activeCount)
-        var lower = [Double](repeating: 0, count: activeCount)
-        var upper = [Double](repeating: 0, count: activeCount)
-        var ceilings = [Double](repeating: 0, count: activeCount)
-        var sumLower = 0.0
-        for (k, i) in active.enumerated() {
-            let claim = claims[i]
-            let ceiling = min(claim.ceiling, claim.budgetCap)
-            let floor = min(claim.floor, claim.budgetCap)
-            let wanted = claim.demand * (1 + settings.demandHeadroom)
-            weights[k] = claim.weight
-            lower[k] = floor
-            upper[k] = max(floor, min(ceiling, wanted.isNaN ? .infinity : wanted))
-            ceilings[k] = max(floor, ceiling)
-            sumLower += floor
-        }
 
-        // 3. Degraded mode, or water-filling with guardrails.
+        var allocations = [Double](repeating: 0, count: count)
+        var reasons = [AllocationReason](repeating: .fairShare, count: count)
+        var lowerBounds = [Double](repeating: 0, count: count)
+        var upperBounds = [Double](repeating: 0, count: count)
+        var unclamped = [Double](repeating: 0, count: count)
+        var guardClamped = [Bool](repeating: false, count: count)
+
+        // 1. Idle tenants take their idle allocation first (scaled down if even those exceed C).
+        var idleTotal = 0.0
+        if idleWanted > 0 {
+            let idleScale = idleWanted > capacity ? capacity / idleWanted : 1
+            for i in 0..<count where claims[i].isIdle {
+                let value = min(claims[i].idleAllocation, claims[i].budgetCap) * idleScale
+                allocations[i] = value
+                lowerBounds[i] = value
+                upperBounds[i] = value
+                unclamped[i] = value
+                reasons[i] = .idle
+                idleTotal += value
+            }
+        }
+        let remaining = max(0, capacity - idleTotal)
+
+        var level = 0.0
+        var surplusLevel: Double?
+        var burstReserve = 0.0
+        let degraded = sumLower > remaining
         var values: [Double]
-        if sumLower > remaining {
-            result.degraded = true
+        if degraded {
+            // 2'. Degraded mode (SPEC 6.4).
             values = degradedShares(claims: claims, active: active, lower: lower, capacity: remaining)
-            for (k, i) in active.enumerated() {
-                result.unclamped[i] = values[k]
-                result.reasons[i] = values[k] >= claims[i].budgetCap ? .budget : .degraded
+            for k in 0..<activeCount {
+                let i = active[k]
+                unclamped[i] = values[k]
+                reasons[i] = values[k] >= claims[i].budgetCap ? .budget : .degraded
             }
         } else {
+            // 2. Water-filling without guardrails.
             let free = WaterFilling.fill(capacity: remaining, weights: weights, lower: lower, upper: upper)
             values = free.allocations
-            result.level = free.level
-            for (k, i) in active.enumerated() { result.unclamped[i] = values[k] }
+            level = free.level
+            for k in 0..<activeCount { unclamped[active[k]] = values[k] }
 
-            // guard_min protects a tenant from being squeezed by contention; handing back capacity a
-            // tenant does not want is not a squeeze, so the effective guard is min(guard_min, hi_i).
-            var crossesMin = false
-            var crossesMax = false
-            for (k, i) in active.enumerated() {
-                if values[k] < min(claims[i].guardMin, upper[k]) { crossesMin = true }
-                if values[k] > claims[i].guardMax { crossesMax = true }
+            // 3. Guardrails. guard_min protects a tenant from being squeezed by contention; handing
+            // back capacity a tenant does not want is not a squeeze, so the effective guard is
+            // min(guard_min, hi_i).
+            var crosses = false
+            for k in 0..<activeCount where guarded {
+                let claim = claims[active[k]]
+                if values[k] < min(claim.guardMin, upper[k]) || values[k] > claim.guardMax {
+                    crosses = true
+                    break
+                }
             }
-            if crossesMin || crossesMax {
+            if crosses {
                 var guardedLower = lower
                 var guardedSum = 0.0
-                for (k, i) in active.enumerated() {
-                    guardedLower[k] = max(lower[k], min(claims[i].guardMin, upper[k]))
+                for k in 0..<activeCount {
+                    guardedLower[k] = max(lower[k], min(claims[active[k]].guardMin, upper[k]))
                     guardedSum += guardedLower[k]
                 }
                 // guard_min is honoured only when all of them fit: otherwise capacity, not choice.
                 let minFits = guardedSum <= remaining
                 if !minFits { guardedLower = lower }
-                // guard_max bounds even a floor: an unapproved override cannot hold a tenant above it.
-                for (k, i) in active.enumerated() { guardedLower[k] = min(guardedLower[k], claims[i].guardMax) }
                 var guardedUpper = upper
-                for (k, i) in active.enumerated() {
-                    guardedUpper[k] = max(guardedLower[k], min(upper[k], claims[i].guardMax))
+                for k in 0..<activeCount {
+                    let claim = claims[active[k]]
+                    // guard_max bounds even a floor: an unapproved override cannot hold a tenant above it.
+                    guardedLower[k] = min(guardedLower[k], claim.guardMax)
+                    guardedUpper[k] = max(guardedLower[k], min(upper[k], claim.guardMax))
+                    let raw = values[k]
+                    guardClamped[active[k]] = raw > claim.guardMax || (minFits && raw < min(claim.guardMin, upper[k]))
                 }
                 let guarded = WaterFilling.fill(
                     capacity: remaining, weights: weights, lower: guardedLower, upper: guardedUpper)
-                for (k, i) in active.enumerated() {
-                    let raw = values[k]
-                    let clamped = raw > claims[i].guardMax || (minFits && raw < min(claims[i].guardMin, upper[k]))
-                    result.guardClamped[i] = clamped
-                }
                 values = guarded.allocations
-                result.level = guarded.level
+                level = guarded.level
                 lower = guardedLower
                 upper = guardedUpper
             }
 
-            for (k, i) in active.enumerated() {
-                result.reasons[i] = baseReason(
-                    claim: claims[i], value: values[k], lower: lower[k], upper: upper[k],
-                    level: result.level, headroom: settings.demandHeadroom, clamped: result.guardClamped[i])
+            claims.withUnsafeBufferPointer { claims in
+                for k in 0..<activeCount {
+                    let i = active[k]
+                    reasons[i] = baseReason(
+                        claim: claims[i], value: values[k], lower: lower[k], upper: upper[k], headroom: headroom,
+                        clamped: guardClamped[i])
+                }
             }
 
-            // 4. Surplus.
+            // 4. Surplus: a burst reserve is kept back; the rest is handed out (unless `hold`).
             var used = 0.0
             for value in values { used += value }
             let surplus = max(0, remaining - used)
-            let reserve = surplus * min(max(settings.burstReserve, 0), 1)
-            result.burstReserve = reserve
+            burstReserve = surplus * min(max(settings.burstReserve, 0), 1)
             if settings.surplus == .distribute, surplus > 0, activeCount > 0 {
                 var surplusUpper = [Double](repeating: 0, count: activeCount)
-                for (k, i) in active.enumerated() {
-                    let claim = claims[i]
+                for k in 0..<activeCount {
+                    let claim = claims[active[k]]
                     surplusUpper[k] = claim.receivesSurplus ? max(values[k], min(ceilings[k], claim.guardMax)) : values[k]
                 }
                 let grown = WaterFilling.fill(
-                    capacity: used + surplus - reserve, weights: weights, lower: values, upper: surplusUpper)
-                result.surplusLevel = grown.level
-                for (k, i) in active.enumerated() where grown.allocations[k] > values[k] {
-                    if result.reasons[i] != .guardrailClamped { result.reasons[i] = .surplus }
+                    capacity: used + surplus - burstReserve, weights: weights, lower: values, upper: surplusUpper)
+                surplusLevel = grown.level
+                var grownUsed = 0.0
+                for k in 0..<activeCount {
+                    grownUsed += grown.allocations[k]
+                    let i = active[k]
+                    if grown.allocations[k] > values[k], reasons[i] != .guardrailClamped { reasons[i] = .surplus }
                 }
                 values = grown.allocations
-                var grownUsed = 0.0
-                for value in values { grownUsed += value }
-                result.burstReserve = max(0, min(reserve, remaining - grownUsed))
+                burstReserve = max(0, min(burstReserve, remaining - grownUsed))
             }
         }
 
-        for (k, i) in active.enumerated() {
-            result.allocations[i] = values[k]
-            result.lowerBounds[i] = lower[k]
-            result.upperBounds[i] = upper[k]
+        for k in 0..<activeCount {
+            let i = active[k]
+            allocations[i] = values[k]
+            lowerBounds[i] = lower[k]
+            upperBounds[i] = upper[k]
         }
-        WaterFilling.trim(&result.allocations, limit: capacity)
-        return result
+        WaterFilling.trim(&allocations, limit: capacity)
+        return PoolAllocation(
+            capacityEstimate: capacityEstimate, capacity: capacity, settings: settings, allocations: allocations,
+            reasons: reasons, lowerBounds: lowerBounds, upperBounds: upperBounds, unclamped: unclamped,
+            guardClamped: guardClamped, level: level, surplusLevel: surplusLevel, degraded: degraded,
+            burstReserve: burstReserve, idleTotal: idleTotal)
     }
 
     /// The reason for an active tenant outside degraded mode, from which bound (if any) binds.
     private static func baseReason(
-        claim: AllocationClaim, value: Double, lower: Double, upper: Double, level: Double, headroom: Double,
-        clamped: Bool
+        claim: AllocationClaim, value: Double, lower: Double, upper: Double, headroom: Double, clamped: Bool
     ) -> AllocationReason {
         if claim.budgetCap.isFinite, value >= claim.budgetCap { return .budget }
         if clamped { return .guardrailClamped }
         if value >= upper {
-            let wanted = claim.demand * (1 + headroom)
+            let wanted = claim.demand * headroom
             if upper <= lower, lower > 0, lower > min(claim.ceiling, wanted) { return .floor }
             return claim.ceiling <= wanted ? .ceiling : .demand
         }

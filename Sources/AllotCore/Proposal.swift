@@ -177,6 +177,21 @@ public struct ProposalBook: Sendable, Hashable, Codable {
         records[Self.key(tenant, upstream, dimension, kind)]?.status == .approved
     }
 
+    /// The approvals in force, for fast lookups during a decision (usually few or none).
+    var approvals: Set<Approval> {
+        Set(records.values.lazy.filter { $0.status == .approved }.compactMap { record in
+            record.dimension.map { Approval(tenant: record.tenant, upstream: record.upstream, dimension: $0, kind: record.kind) }
+        })
+    }
+
+    /// An approved guardrail crossing: tenant, pool, dimension and kind.
+    struct Approval: Hashable {
+        var tenant: String
+        var upstream: String
+        var dimension: RateDimension
+        var kind: Proposal.Kind
+    }
+
     /// Files a proposal for a guardrail clamp, or refreshes the pending one; suppressed while a
     /// rejection cools down. Returns the record as it now stands, or nil when suppressed.
     @discardableResult

@@ -57,7 +57,7 @@ public enum WaterFilling {
         // Everyone's upper bound fits: the smallest level that satisfies everyone.
         if sumUpper <= capacity {
             var level = 0.0
-            for i in 0..<count where upper[i] > lower[i] {
+            for i in 0..<count where upper[i] > lower[i] && weights[i] > 0 {
                 level = max(level, upper[i] / weights[i])
             }
             return Result(allocations: upper, level: level)
@@ -67,58 +67,84 @@ public enum WaterFilling {
             return Result(allocations: lower, level: 0)
         }
 
-        // Breakpoints of g(f). Only tenants with room contribute slope.
-        var events: [Breakpoint] = []
-        events.reserveCapacity(2 * count)
-        for i in 0..<count where upper[i] > lower[i] {
-            let weight = weights[i]
-            events.append(Breakpoint(position: lower[i] / weight, slopeChange: weight))
-            events.append(Breakpoint(position: upper[i] / weight, slopeChange: -weight))
-        }
-        events.sort { $0.position < $1.position }
-
-        // Scan for the segment [start, end] on which g crosses the target.
-        var value = sumLower  // g(start)
-        var slope = 0.0
-        var start = 0.0
-        var end = Double.infinity
-        var index = 0
-        while index < events.count {
-            let position = events[index].position
-            let valueAtPosition = slope > 0 ? value + slope * (position - start) : value
-            if valueAtPosition >= target {
-                end = position
-                break
-            }
-            value = valueAtPosition
-            start = position
-            while index < events.count, events[index].position == position {
-                slope += events[index].slopeChange
-                index += 1
-            }
-        }
-
-        // Solve exactly on the segment: every breakpoint lies at or below `start` or at or above
-        // `end`, so the tenants split into pinned-high, pinned-low and rising ones.
-        var pinned = 0.0
-        var risingWeight = 0.0
+        // Every clamp(f·w, lo, hi) is at most lo + f·w, so g(f) ≤ Σ lo + f·Σ w and the solution is at
+        // least (target − Σ lo) / Σ w: a free first cut that already settles tenants wanting little.
+        var totalWeight = 0.0
+        var pinnedLower = 0.0
         for i in 0..<count {
-            if upper[i] <= lower[i] {
-                pinned += lower[i]
-                continue
-            }
+            if upper[i] > lower[i], weights[i] > 0 { totalWeight += weights[i] } else { pinnedLower += lower[i] }
+        }
+        var low = totalWeight > 0 ? max(0, (target - sumLower) / totalWeight) : 0
+        if !low.isFinite { low = 0 }
+        var high = Double.infinity
+
+        // Bracket the solution between breakpoints. Invariant: g(low) <= target <= g(high), and every
+        // tenant still `open` has a breakpoint strictly inside (low, high); every other tenant is
+        // decided for the whole bracket: pinned at a bound (its value is in `pinned`) or rising
+        // with slope `w_i` (its weight is in `risingWeight`). Each round evaluates g at one open
+        // breakpoint, keeps the half that contains the solution and retires the tenants that are
+        // decided for the narrower bracket — like quickselect, O(n) expected and no sorting.
+        var open: [OpenTenant] = []
+        open.reserveCapacity(count)
+        var pinned = pinnedLower
+        for i in 0..<count {
             let weight = weights[i]
-            if upper[i] / weight <= start {
+            // A tenant without room, or without a positive weight (never passed by the engine),
+            // stays at its lower bound (already in `pinnedLower`).
+            guard upper[i] > lower[i], weight > 0 else { continue }
+            let end = upper[i] / weight
+            if end <= low {
                 pinned += upper[i]
-            } else if lower[i] / weight >= end {
-                pinned += lower[i]
             } else {
-                risingWeight += weight
+                open.append(OpenTenant(start: lower[i] / weight, end: end, weight: weight, lower: lower[i],
+                                       upper: upper[i]))
             }
         }
-        var level = risingWeight > 0 ? (target - pinned) / risingWeight : start
-        level = min(max(level, start), end)
-        if !level.isFinite { level = start }
+        var risingWeight = 0.0
+        open.withUnsafeMutableBufferPointer { open in
+            var remaining = open.count
+            while true {
+                // Retire the tenants decided for (low, high), compacting the rest to the front.
+                var kept = 0
+                for position in 0..<remaining {
+                    let tenant = open[position]
+                    if tenant.end <= low {
+                        pinned += tenant.upper
+                    } else if tenant.start >= high {
+                        pinned += tenant.lower
+                    } else if tenant.start <= low, tenant.end >= high {
+                        risingWeight += tenant.weight
+                    } else {
+                        open[kept] = tenant
+                        kept += 1
+                    }
+                }
+                remaining = kept
+                if remaining == 0 { break }
+
+                // Pivot on the median of a few breakpoints inside the bracket, taken at evenly spaced
+                // positions: deterministic, and close to halving the bracket's breakpoints each round.
+                var sample: [Double] = []
+                let step = max(1, remaining / 9)
+                for position in stride(from: step / 2, to: remaining, by: step) {
+                    let tenant = open[position]
+                    sample.append(tenant.start > low && tenant.start < high ? tenant.start : tenant.end)
+                }
+                sample.sort()
+                let pivot = sample[sample.count / 2]
+                var value = pinned + risingWeight * pivot
+                for position in 0..<remaining {
+                    let tenant = open[position]
+                    value += min(max(pivot * tenant.weight, tenant.lower), tenant.upper)
+                }
+                if value >= target { high = pivot } else { low = pivot }
+            }
+        }
+
+        // No breakpoint is left inside (low, high): g is linear there, so solve it exactly.
+        var level = risingWeight > 0 ? (target - pinned) / risingWeight : low
+        level = min(max(level, low), high)
+        if !level.isFinite { level = low }
 
         var allocations = [Double](repeating: 0, count: count)
         for i in 0..<count {
@@ -126,6 +152,16 @@ public enum WaterFilling {
         }
         trim(&allocations, lower: lower, limit: capacity)
         return Result(allocations: allocations, level: level)
+    }
+
+    /// A tenant whose position relative to the level is not decided yet: its breakpoints
+    /// `lo / w` and `hi / w`, computed once, next to what evaluating `g` needs.
+    private struct OpenTenant {
+        var start: Double
+        var end: Double
+        var weight: Double
+        var lower: Double
+        var upper: Double
     }
 
     /// Makes `Σ allocations <= limit` (summed in index order, as every consumer sums) by taking the
@@ -154,10 +190,5 @@ public enum WaterFilling {
             if let lower, allocations[best] < lower[best] { allocations[best] = lower[best] }
             if allocations[best] < 0 { allocations[best] = 0 }
         }
-    }
-
-    private struct Breakpoint {
-        var position: Double
-        var slopeChange: Double
     }
 }

@@ -125,6 +125,33 @@ struct WaterFillingTests {
         }
     }
 
+    @Test func largeInstancesSatisfyTheDefinition() {
+        // Many rounds of bracketing: x_i = clamp(f · w_i, lo_i, hi_i) with Σ x = min(C, Σ hi).
+        var random = SeededRandom(seed: 0xA110_7006)
+        for _ in 0..<60 {
+            let count = Int.random(in: 100...3000, using: &random)
+            var weights: [Double] = []
+            var lower: [Double] = []
+            var upper: [Double] = []
+            for _ in 0..<count {
+                weights.append(Double(Int.random(in: 1...8, using: &random)))
+                let lo = random.chance(0.7) ? 0 : random.uniform(0...5)
+                lower.append(lo)
+                upper.append(random.chance(0.1) ? .infinity : lo + random.logUniform(0.01, 500))
+            }
+            let capacity = lower.reduce(0, +) + random.uniform(0...Double(count) * 40)
+            let result = WaterFilling.fill(capacity: capacity, weights: weights, lower: lower, upper: upper)
+            let goal = min(capacity, upper.reduce(0, +))
+            let total = result.allocations.reduce(0, +)
+            #expect(total <= capacity)
+            #expect(abs(total - goal) <= 1e-9 * goal)
+            for i in 0..<count {
+                let expected = min(max(result.level * weights[i], lower[i]), upper[i])
+                #expect(abs(result.allocations[i] - expected) <= 1e-9 * max(1, expected))
+            }
+        }
+    }
+
     @Test func raisingCapacityNeverLowersAnyone() {
         var random = SeededRandom(seed: 0xA110_7002)
         for _ in 0..<3000 {
