@@ -47,16 +47,18 @@ public enum AllocationBenchmark {
                 Tier(name: "premium", priority: 1, weight: 4, floor: PerDimension(.absolute(1))),
                 Tier(name: "standard", priority: 2, weight: 2),
             ])
-            policy.setUpstream(UpstreamPolicy(
-                id: "bench/pool", capacity: PerDimension(rpm: workload.capacity.rpm, tpm: workload.capacity.tpm),
-                price: Price(inputPerMillionTokens: 1, outputPerMillionTokens: 4)))
+            policy.setUpstream(
+                UpstreamPolicy(
+                    id: "bench/pool", capacity: PerDimension(rpm: workload.capacity.rpm, tpm: workload.capacity.tpm),
+                    price: Price(inputPerMillionTokens: 1, outputPerMillionTokens: 4)))
             for index in stride(from: 0, to: count, by: 10) {
                 policy.setTenant(TenantPolicy(id: "tenant-\(index)", tier: "premium"))
             }
             let observations = (0..<count).map { index in
                 TenantObservation(
                     tenant: "tenant-\(index)", upstream: "bench/pool",
-                    demand: PerDimension(rpm: workload.claims.rpm[index].demand, tpm: workload.claims.tpm[index].demand))
+                    demand: PerDimension(rpm: workload.claims.rpm[index].demand, tpm: workload.claims.tpm[index].demand)
+                )
             }
             var state = EngineState()
             var now = 1_800_000_000.0
@@ -83,7 +85,8 @@ public enum AllocationBenchmark {
         }
         precondition(sink.isFinite, "benchmark result must be finite")
         let sorted = runs.sorted()
-        let median = sorted.count % 2 == 1
+        let median =
+            sorted.count % 2 == 1
             ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
         return Result(tenants: tenants, medianMilliseconds: median, runsMilliseconds: runs)
     }
@@ -91,7 +94,8 @@ public enum AllocationBenchmark {
     /// A deterministic pool of `tenants` claims per dimension.
     struct Workload {
         var capacity: PerDimension<Double>
-        var settings = AllocationSettings(safetyMargin: 0.05, demandHeadroom: 0.2, surplus: .distribute, burstReserve: 0.1)
+        var settings = AllocationSettings(
+            safetyMargin: 0.05, demandHeadroom: 0.2, surplus: .distribute, burstReserve: 0.1)
         var claims: PerDimension<[AllocationClaim]>
 
         init(tenants: Int) {
@@ -108,11 +112,13 @@ public enum AllocationBenchmark {
                 let tokensPerRequest = 200 + generator.unit() * 1800
                 let floor = generator.unit() < 0.33 ? 0.5 : 0
                 let ceiling = generator.unit() < 0.25 ? 100 + generator.unit() * 300 : .infinity
-                rpmClaims.append(AllocationClaim(
-                    weight: weight, floor: floor, ceiling: ceiling, demand: demand, starvationGuard: 0.1))
-                tpmClaims.append(AllocationClaim(
-                    weight: weight, floor: floor * tokensPerRequest, ceiling: ceiling * tokensPerRequest,
-                    demand: demand * tokensPerRequest, starvationGuard: 20))
+                rpmClaims.append(
+                    AllocationClaim(
+                        weight: weight, floor: floor, ceiling: ceiling, demand: demand, starvationGuard: 0.1))
+                tpmClaims.append(
+                    AllocationClaim(
+                        weight: weight, floor: floor * tokensPerRequest, ceiling: ceiling * tokensPerRequest,
+                        demand: demand * tokensPerRequest, starvationGuard: 20))
             }
             claims = PerDimension(rpm: rpmClaims, tpm: tpmClaims)
         }

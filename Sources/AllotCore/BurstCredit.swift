@@ -193,8 +193,9 @@ public struct BurstAccount: Sendable, Hashable, Codable {
         var rate = PerDimension<Double>(0)
         var partial = ttl < request.ttlSeconds
         for dimension in RateDimension.allCases where wanted[dimension] > 0 {
-            let limit = min(max(0, available[dimension]),
-                            policy.maxCredit[dimension].resolved(capacity: capacity[dimension]))
+            let limit = min(
+                max(0, available[dimension]),
+                policy.maxCredit[dimension].resolved(capacity: capacity[dimension]))
             rate[dimension] = min(wanted[dimension], limit)
             if rate[dimension] < wanted[dimension] { partial = true }
         }

@@ -69,8 +69,9 @@ public enum CostGovernance {
             } else if projected >= budget.softAmount {
                 level = .soft
             }
-            return BudgetStatus(tenant: tenant, budget: budget, spent: spent, projected: projected, windowEnd: end,
-                                level: level, allowedBurnRatePerSecond: allowed)
+            return BudgetStatus(
+                tenant: tenant, budget: budget, spent: spent, projected: projected, windowEnd: end,
+                level: level, allowedBurnRatePerSecond: allowed)
         }
     }
 

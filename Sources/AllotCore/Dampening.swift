@@ -97,8 +97,9 @@ public enum Dampening {
             previous[i] = state.published
             var updated = state
             updated.smoothed = state.smoothed + settings.alpha * (target - state.smoothed)
-            let (value, action) = step(from: state.published, toward: updated.smoothed, state: &updated,
-                                       minStep: minStep, settings: settings)
+            let (value, action) = step(
+                from: state.published, toward: updated.smoothed, state: &updated,
+                minStep: minStep, settings: settings)
             values[i] = value
             actions[i] = action
             if value > input.hardCap {

@@ -136,7 +136,8 @@ public struct EngineAlert: Sendable, Hashable, Codable, Comparable {
     public var message: String
 
     public init(
-        kind: String, severity: Severity, upstream: String? = nil, tenant: String? = nil, dimension: RateDimension? = nil,
+        kind: String, severity: Severity, upstream: String? = nil, tenant: String? = nil,
+        dimension: RateDimension? = nil,
         message: String
     ) {
         self.kind = kind

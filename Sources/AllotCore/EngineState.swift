@@ -80,8 +80,9 @@ public struct EngineState: Sendable, Hashable, Codable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         lastTick = try container.decodeIfPresent(Double.self, forKey: .lastTick)
         let entries = try container.decode([Entry].self, forKey: .tenants)
-        tenants = Dictionary(entries.map { (TenantUpstream(tenant: $0.tenant, upstream: $0.upstream), $0.record) },
-                             uniquingKeysWith: { _, last in last })
+        tenants = Dictionary(
+            entries.map { (TenantUpstream(tenant: $0.tenant, upstream: $0.upstream), $0.record) },
+            uniquingKeysWith: { _, last in last })
         proposals = try container.decode(ProposalBook.self, forKey: .proposals)
     }
 }

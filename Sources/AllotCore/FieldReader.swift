@@ -139,7 +139,9 @@ struct FieldReader {
             return number(json, at: path, .nonNegative).map { Quantity.absolute($0) }
         case .string(let text):
             guard let quantity = Quantity.parse(percentOrUnbounded: text) else {
-                let forms = allowUnbounded ? "a number, a percentage such as \"5%\" or \"unbounded\""
+                let forms =
+                    allowUnbounded
+                    ? "a number, a percentage such as \"5%\" or \"unbounded\""
                     : "a number or a percentage such as \"5%\""
                 report(path, .invalidValue, "expected \(forms), got \"\(text)\"")
                 return nil
@@ -156,8 +158,9 @@ struct FieldReader {
                     return nil
                 }
                 if percent > percentLimit {
-                    report(path, .outOfRange,
-                           "percentage out of range: \"\(text)\" (allowed 0% to \(Quantity.format(percentLimit))%)")
+                    report(
+                        path, .outOfRange,
+                        "percentage out of range: \"\(text)\" (allowed 0% to \(Quantity.format(percentLimit))%)")
                     return nil
                 }
             }

@@ -29,7 +29,8 @@ public enum Guardrails {
     public static func crossings(
         of override: Override, policy: Policy, capacities: [String: PerDimension<Double?>] = [:]
     ) -> [Crossing] {
-        let baseTier = policy.tier(named: policy.tierName(ofTenant: override.tenant))
+        let baseTier =
+            policy.tier(named: policy.tierName(ofTenant: override.tenant))
             ?? policy.tier(named: policy.defaultTier)
         guard let baseTier else { return [] }
         var pools = Set(capacities.keys)
@@ -37,8 +38,9 @@ public enum Guardrails {
         if let only = override.upstream { pools = pools.filter { $0 == only } }
         var crossings: [Crossing] = []
         for upstream in pools.sorted() {
-            let terms = policy.terms(ofTenant: override.tenant, upstream: upstream, overrides: [override],
-                                     now: override.createdAt)
+            let terms = policy.terms(
+                ofTenant: override.tenant, upstream: upstream, overrides: [override],
+                now: override.createdAt)
             for dimension in RateDimension.allCases {
                 let declared = policy.upstream(upstream)?.capacity[dimension]
                     .map { $0 * (1 - policy.allocation.safetyMargin) }
@@ -50,12 +52,16 @@ public enum Guardrails {
                 let setsFloor = override.floor[dimension] != nil || override.tier != nil
                 let setsCeiling = override.ceiling[dimension] != nil || override.tier != nil
                 if setsFloor, floor > guardMax {
-                    crossings.append(Crossing(kind: .floorAboveGuardMax, upstream: upstream, dimension: dimension,
-                                              value: floor, guardrail: guardMax))
+                    crossings.append(
+                        Crossing(
+                            kind: .floorAboveGuardMax, upstream: upstream, dimension: dimension,
+                            value: floor, guardrail: guardMax))
                 }
                 if setsCeiling, ceiling < guardMin {
-                    crossings.append(Crossing(kind: .ceilingBelowGuardMin, upstream: upstream, dimension: dimension,
-                                              value: ceiling, guardrail: guardMin))
+                    crossings.append(
+                        Crossing(
+                            kind: .ceilingBelowGuardMin, upstream: upstream, dimension: dimension,
+                            value: ceiling, guardrail: guardMin))
                 }
             }
         }

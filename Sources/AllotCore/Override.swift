@@ -92,14 +92,16 @@ public struct Override: Sendable, Hashable, Codable {
             result.upstream = reader.string(object["upstream"], at: root.key("upstream"))
             if let tier = reader.string(object["tier"], at: root.key("tier")) {
                 if policy.tier(named: tier) == nil {
-                    reader.report(root.key("tier"), .unknownTier,
-                                  NameSuggestion.unknownMessage("tier", tier, known: policy.tiers.map(\.name)))
+                    reader.report(
+                        root.key("tier"), .unknownTier,
+                        NameSuggestion.unknownMessage("tier", tier, known: policy.tiers.map(\.name)))
                 }
                 result.tier = tier
             }
             result.weight = reader.number(object["weight"], at: root.key("weight"), .positive)
             result.floor = reader.dimensions(object["floor"], at: root.key("floor")) ?? PerDimension(nil)
-            result.ceiling = reader.dimensions(object["ceiling"], at: root.key("ceiling"), allowUnbounded: true)
+            result.ceiling =
+                reader.dimensions(object["ceiling"], at: root.key("ceiling"), allowUnbounded: true)
                 ?? PerDimension(nil)
             if let reason = reader.string(object["reason"], at: root.key("reason")) {
                 if reason.trimmingSpaces().isEmpty {
@@ -113,9 +115,11 @@ public struct Override: Sendable, Hashable, Codable {
                 if expiry <= now { reader.report(root.key("expires_at"), .outOfRange, "must be in the future") }
                 result.expiresAt = expiry
             } else if object["ttl_s"] == nil, object["expires_at"] == nil {
-                reader.report(root.key("ttl_s"), .missingField, "give \"ttl_s\" or \"expires_at\": overrides always expire")
+                reader.report(
+                    root.key("ttl_s"), .missingField, "give \"ttl_s\" or \"expires_at\": overrides always expire")
             }
-            if result.tier == nil, result.weight == nil, result.floor == PerDimension(nil), result.ceiling == PerDimension(nil),
+            if result.tier == nil, result.weight == nil, result.floor == PerDimension(nil),
+                result.ceiling == PerDimension(nil),
                 object["tier"] == nil, object["weight"] == nil, object["floor"] == nil, object["ceiling"] == nil
             {
                 reader.report(root, .missingField, "an override sets at least one of tier, weight, floor or ceiling")
@@ -124,8 +128,9 @@ public struct Override: Sendable, Hashable, Codable {
                 if let floor = result.floor[dimension], let ceiling = result.ceiling[dimension],
                     PolicyLoader.exceeds(floor, ceiling)
                 {
-                    reader.report(root.key("floor").key(dimension.rawValue), .floorAboveCeiling,
-                                  "floor (\(floor.jsonText)) is above ceiling (\(ceiling.jsonText))")
+                    reader.report(
+                        root.key("floor").key(dimension.rawValue), .floorAboveCeiling,
+                        "floor (\(floor.jsonText)) is above ceiling (\(ceiling.jsonText))")
                 }
             }
         }

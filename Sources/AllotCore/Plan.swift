@@ -42,7 +42,8 @@ public enum Plan {
             input = try JSON.parse(bytes)
         } catch {
             throw PlanError(
-                code: "invalid_json", message: "not valid JSON: \(error.message) at line \(error.line), column \(error.column)",
+                code: "invalid_json",
+                message: "not valid JSON: \(error.message) at line \(error.line), column \(error.column)",
                 tenant: nil, field: nil)
         }
         return try run(input: input, policy: policy).serialized()
@@ -150,8 +151,9 @@ public enum Plan {
                     tenant.tier = tier
                     tenant.rank = ranks[name] ?? Int.max
                 } else {
-                    reader.report(path.key("tier"), .unknownTier,
-                                  NameSuggestion.unknownMessage("tier", name, known: policy.tiers.map(\.name)))
+                    reader.report(
+                        path.key("tier"), .unknownTier,
+                        NameSuggestion.unknownMessage("tier", name, known: policy.tiers.map(\.name)))
                 }
             }
             if let value = reader.number(fields["weight"], at: path.key("weight"), .positive) { tenant.weight = value }
@@ -167,8 +169,9 @@ public enum Plan {
                 for dimension in RateDimension.allCases {
                     switch demand[dimension] {
                     case .percent?:
-                        reader.report(path.key("demand").key(dimension.rawValue), .invalidValue,
-                                      "demand is a rate per minute, not a percentage")
+                        reader.report(
+                            path.key("demand").key(dimension.rawValue), .invalidValue,
+                            "demand is a rate per minute, not a percentage")
                     case .absolute(let value)?:
                         tenant.demand[dimension] = value
                     case nil:
@@ -184,8 +187,9 @@ public enum Plan {
                 let ceiling = tenant.ceiling(dimension).resolved(capacity: effective)
                 if floor > ceiling {
                     let field = tenant.floor[dimension] != nil || tenant.ceiling[dimension] == nil ? "floor" : "ceiling"
-                    reader.report(path.key(field).key(dimension.rawValue), .floorAboveCeiling,
-                                  "floor (\(Quantity.format(floor))) is above ceiling (\(Quantity.format(ceiling)))")
+                    reader.report(
+                        path.key(field).key(dimension.rawValue), .floorAboveCeiling,
+                        "floor (\(Quantity.format(floor))) is above ceiling (\(Quantity.format(ceiling)))")
                 }
             }
             request.tenants.append(tenant)

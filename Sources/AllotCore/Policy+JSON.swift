@@ -44,10 +44,17 @@ extension Policy {
         root["tiers"] = .object(JSONObject(tiers.map { ($0.name, $0.json) }))
         root["upstreams"] = .object(JSONObject(upstreams.map { ($0.id, $0.json) }))
         root["tenants"] = .object(JSONObject(tenants.map { ($0.id, $0.json) }))
-        root["task_budgets"] = .object(JSONObject(taskBudgets.sorted { $0.key < $1.key }.map { entry in
-            (entry.key.rawValue, ["max_calls": .int(Int64(entry.value.maxCalls)),
-                                  "max_tokens": .int(Int64(entry.value.maxTokens))] as JSON)
-        }))
+        root["task_budgets"] = .object(
+            JSONObject(
+                taskBudgets.sorted { $0.key < $1.key }.map { entry in
+                    (
+                        entry.key.rawValue,
+                        [
+                            "max_calls": .int(Int64(entry.value.maxCalls)),
+                            "max_tokens": .int(Int64(entry.value.maxTokens)),
+                        ] as JSON
+                    )
+                }))
         return .object(root)
     }
 
@@ -87,7 +94,9 @@ extension UpstreamPolicy {
         }
         var object: JSONObject = [
             "capacity": .object(capacityObject),
-            "header_window": ["requests": .string(headerWindow.rpm.rawValue), "tokens": .string(headerWindow.tpm.rawValue)],
+            "header_window": [
+                "requests": .string(headerWindow.rpm.rawValue), "tokens": .string(headerWindow.tpm.rawValue),
+            ],
         ]
         if let price { object["price"] = price.json }
         return .object(object)

@@ -112,24 +112,27 @@ struct PolicyLoader {
             do {
                 document = try JSON.parse(file.bytes)
             } catch {
-                mergeIssues.append(PolicyIssue(
-                    file: file.name, path: "$", code: .invalidJSON,
-                    message: "not valid JSON: \(error.message) at line \(error.line), column \(error.column)"))
+                mergeIssues.append(
+                    PolicyIssue(
+                        file: file.name, path: "$", code: .invalidJSON,
+                        message: "not valid JSON: \(error.message) at line \(error.line), column \(error.column)"))
                 continue
             }
             guard let root = document.objectValue else {
-                mergeIssues.append(PolicyIssue(
-                    file: file.name, path: "$", code: .wrongType,
-                    message: "a policy file must be a JSON object, got \(document.typeName)"))
+                mergeIssues.append(
+                    PolicyIssue(
+                        file: file.name, path: "$", code: .wrongType,
+                        message: "a policy file must be a JSON object, got \(document.typeName)"))
                 continue
             }
             for (key, value) in root {
                 let path = JSONPath.root.key(key)
                 if PolicyFields.sections.contains(key) || PolicyFields.maps.contains(key) {
                     guard let members = value.objectValue else {
-                        mergeIssues.append(PolicyIssue(
-                            file: file.name, path: path.description, code: .wrongType,
-                            message: "expected an object, got \(value.typeName)"))
+                        mergeIssues.append(
+                            PolicyIssue(
+                                file: file.name, path: path.description, code: .wrongType,
+                                message: "expected an object, got \(value.typeName)"))
                         continue
                     }
                     if origins[path] == nil { origins[path] = file.name }
@@ -137,11 +140,13 @@ struct PolicyLoader {
                     for (name, member) in members {
                         let memberPath = path.key(name)
                         if let first = origins[memberPath] {
-                            let what = PolicyFields.maps.contains(key)
+                            let what =
+                                PolicyFields.maps.contains(key)
                                 ? "\(PolicyFields.entryNoun(key)) \"\(name)\"" : "\"\(key).\(name)\""
-                            mergeIssues.append(PolicyIssue(
-                                file: file.name, path: memberPath.description, code: .duplicate,
-                                message: "\(what) is defined in both \(first) and \(file.name)"))
+                            mergeIssues.append(
+                                PolicyIssue(
+                                    file: file.name, path: memberPath.description, code: .duplicate,
+                                    message: "\(what) is defined in both \(first) and \(file.name)"))
                         } else {
                             origins[memberPath] = file.name
                             target[name] = member
@@ -150,23 +155,26 @@ struct PolicyLoader {
                     merged[key] = .object(target)
                 } else if key == "default_tier" {
                     if let first = origins[path] {
-                        mergeIssues.append(PolicyIssue(
-                            file: file.name, path: path.description, code: .duplicate,
-                            message: "\"default_tier\" is defined in both \(first) and \(file.name)"))
+                        mergeIssues.append(
+                            PolicyIssue(
+                                file: file.name, path: path.description, code: .duplicate,
+                                message: "\"default_tier\" is defined in both \(first) and \(file.name)"))
                     } else {
                         origins[path] = file.name
                         merged[key] = value
                     }
                 } else if key == "description" {
                     if value.stringValue == nil {
-                        mergeIssues.append(PolicyIssue(
-                            file: file.name, path: path.description, code: .wrongType,
-                            message: "expected a string, got \(value.typeName)"))
+                        mergeIssues.append(
+                            PolicyIssue(
+                                file: file.name, path: path.description, code: .wrongType,
+                                message: "expected a string, got \(value.typeName)"))
                     }
                 } else {
-                    mergeIssues.append(PolicyIssue(
-                        file: file.name, path: path.description, code: .unknownField,
-                        message: NameSuggestion.unknownMessage("field", key, known: PolicyFields.topLevel)))
+                    mergeIssues.append(
+                        PolicyIssue(
+                            file: file.name, path: path.description, code: .unknownField,
+                            message: NameSuggestion.unknownMessage("field", key, known: PolicyFields.topLevel)))
                 }
             }
         }
@@ -208,20 +216,23 @@ struct PolicyLoader {
         }
         let tierNames = policy.tiers.map(\.name)
         if tierNames.isEmpty, reader.problems.allSatisfy({ $0.path != tiersPath }) {
-            reader.report(tiersPath, .missingField,
-                          "no tiers are defined; define at least one (see the shipped policies/tiers.json)")
+            reader.report(
+                tiersPath, .missingField,
+                "no tiers are defined; define at least one (see the shipped policies/tiers.json)")
         }
 
         let defaultTierPath = root.key("default_tier")
         if let name = reader.string(merged["default_tier"], at: defaultTierPath) {
             policy.defaultTier = name
             if !tierNames.isEmpty, policy.tier(named: name) == nil {
-                reader.report(defaultTierPath, .unknownTier,
-                              NameSuggestion.unknownMessage("tier", name, known: tierNames))
+                reader.report(
+                    defaultTierPath, .unknownTier,
+                    NameSuggestion.unknownMessage("tier", name, known: tierNames))
             }
         } else if merged["default_tier"] == nil, !tierNames.isEmpty, policy.tier(named: policy.defaultTier) == nil {
-            reader.report(defaultTierPath, .missingField,
-                          "\"default_tier\" is not set and there is no tier named \"standard\" to default to")
+            reader.report(
+                defaultTierPath, .missingField,
+                "\"default_tier\" is not set and there is no tier named \"standard\" to default to")
         }
 
         let upstreamsPath = root.key("upstreams")
@@ -240,8 +251,10 @@ struct PolicyLoader {
         for (name, value) in merged["task_budgets"]?.objectValue ?? [:] {
             let path = taskPath.key(name)
             guard let taskClass = TaskClass(rawValue: name) else {
-                reader.report(path, .unknownField, NameSuggestion.unknownMessage(
-                    "task class", name, known: TaskClass.allCases.map(\.rawValue)))
+                reader.report(
+                    path, .unknownField,
+                    NameSuggestion.unknownMessage(
+                        "task class", name, known: TaskClass.allCases.map(\.rawValue)))
                 continue
             }
             guard let object = reader.object(value, at: path) else { continue }
@@ -261,14 +274,17 @@ struct PolicyLoader {
         if let value = reader.number(object["interval_s"], at: path.key("interval_s"), .positive) {
             loop.intervalSeconds = value
         }
-        if let value = reader.number(object["lease_s"], at: path.key("lease_s"), .positive) { loop.leaseSeconds = value }
+        if let value = reader.number(object["lease_s"], at: path.key("lease_s"), .positive) {
+            loop.leaseSeconds = value
+        }
         if let value = reader.number(object["forget_after_s"], at: path.key("forget_after_s"), .positive) {
             loop.forgetAfterSeconds = value
         }
         if loop.leaseSeconds < loop.intervalSeconds {
-            reader.report(path.key("lease_s"), .invalidValue,
-                          "the snapshot lease (\(Quantity.format(loop.leaseSeconds)) s) must be at least the loop "
-                              + "interval (\(Quantity.format(loop.intervalSeconds)) s), or gateways fall back between ticks")
+            reader.report(
+                path.key("lease_s"), .invalidValue,
+                "the snapshot lease (\(Quantity.format(loop.leaseSeconds)) s) must be at least the loop "
+                    + "interval (\(Quantity.format(loop.intervalSeconds)) s), or gateways fall back between ticks")
         }
         return loop
     }
@@ -294,7 +310,9 @@ struct PolicyLoader {
     private mutating func readDampening(_ object: JSONObject, at path: JSONPath) -> DampeningSettings {
         reader.checkFields(object, at: path, known: PolicyFields.dampening)
         var settings = DampeningSettings()
-        if let value = reader.number(object["alpha"], at: path.key("alpha"), .fractionAboveZero) { settings.alpha = value }
+        if let value = reader.number(object["alpha"], at: path.key("alpha"), .fractionAboveZero) {
+            settings.alpha = value
+        }
         if let value = reader.number(object["deadband"], at: path.key("deadband"), .fractionBelowOne) {
             settings.deadband = value
         }
@@ -321,8 +339,9 @@ struct PolicyLoader {
         }
         if let price = readPrice(object["default_price"], at: path.key("default_price")) {
             if price.inputPerMillionTokens == 0, price.outputPerMillionTokens == 0, price.perRequest == 0 {
-                reader.report(path.key("default_price"), .invalidValue,
-                              "the default price must not be zero: usage of an unpriced upstream is never free")
+                reader.report(
+                    path.key("default_price"), .invalidValue,
+                    "the default price must not be zero: usage of an unpriced upstream is never free")
             } else {
                 costs.defaultPrice = price
             }
@@ -339,7 +358,8 @@ struct PolicyLoader {
         if let value = reader.number(object["starvation_window_s"], at: path.key("starvation_window_s"), .positive) {
             alerts.starvationWindowSeconds = value
         }
-        if let value = reader.integer(object["gateway_lag_versions"], at: path.key("gateway_lag_versions"), minimum: 1) {
+        if let value = reader.integer(object["gateway_lag_versions"], at: path.key("gateway_lag_versions"), minimum: 1)
+        {
             alerts.gatewayLagVersions = value
         }
         if let value = reader.number(object["gateway_lag_s"], at: path.key("gateway_lag_s"), .positive) {
@@ -389,7 +409,8 @@ struct PolicyLoader {
             settings.sustainedOverSeconds = value
         }
         if settings.shortWindowSeconds > settings.longWindowSeconds {
-            reader.report(path.key("short_window_s"), .invalidValue, "the short window must not be longer than the long window")
+            reader.report(
+                path.key("short_window_s"), .invalidValue, "the short window must not be longer than the long window")
         }
         return settings
     }
@@ -402,7 +423,9 @@ struct PolicyLoader {
         reader.checkFields(object, at: path, known: PolicyFields.tier, required: ["priority"])
         _ = reader.string(object["description"], at: path.key("description"))
         var tier = Tier(name: name, priority: 0)
-        if let value = reader.integer(object["priority"], at: path.key("priority"), minimum: 0) { tier.priority = value }
+        if let value = reader.integer(object["priority"], at: path.key("priority"), minimum: 0) {
+            tier.priority = value
+        }
         if let value = reader.number(object["weight"], at: path.key("weight"), .positive) { tier.weight = value }
         readDimensions(object, "floor", at: path, into: &tier.floor)
         readDimensions(object, "ceiling", at: path, allowUnbounded: true, into: &tier.ceiling)
@@ -424,23 +447,28 @@ struct PolicyLoader {
         if let value = reader.integer(object["max_concurrency"], at: path.key("max_concurrency"), minimum: 1) {
             tier.maxConcurrency = value
         }
-        if let value = reader.number(object["bucket_s"], at: path.key("bucket_s"), .positive) { tier.bucketSeconds = value }
+        if let value = reader.number(object["bucket_s"], at: path.key("bucket_s"), .positive) {
+            tier.bucketSeconds = value
+        }
         tier.budgets = readBudgets(object["budgets"], at: path.key("budgets"))
 
         for dimension in RateDimension.allCases {
             if Self.exceeds(tier.floor[dimension], tier.ceiling[dimension]) {
-                reader.report(path.key("floor").key(dimension.rawValue), .floorAboveCeiling,
-                              "floor (\(tier.floor[dimension].jsonText)) is above ceiling (\(tier.ceiling[dimension].jsonText))")
+                reader.report(
+                    path.key("floor").key(dimension.rawValue), .floorAboveCeiling,
+                    "floor (\(tier.floor[dimension].jsonText)) is above ceiling (\(tier.ceiling[dimension].jsonText))")
             }
             if Self.exceeds(tier.floor[dimension], tier.guardMax[dimension]) {
-                reader.report(path.key("floor").key(dimension.rawValue), .invalidValue,
-                              "floor (\(tier.floor[dimension].jsonText)) is above guard_max "
-                                  + "(\(tier.guardMax[dimension].jsonText)): the engine could never honour it")
+                reader.report(
+                    path.key("floor").key(dimension.rawValue), .invalidValue,
+                    "floor (\(tier.floor[dimension].jsonText)) is above guard_max "
+                        + "(\(tier.guardMax[dimension].jsonText)): the engine could never honour it")
             }
             if Self.exceeds(tier.guardMin[dimension], tier.guardMax[dimension]) {
-                reader.report(path.key("guard_min").key(dimension.rawValue), .guardMinAboveGuardMax,
-                              "guard_min (\(tier.guardMin[dimension].jsonText)) is above guard_max "
-                                  + "(\(tier.guardMax[dimension].jsonText))")
+                reader.report(
+                    path.key("guard_min").key(dimension.rawValue), .guardMinAboveGuardMax,
+                    "guard_min (\(tier.guardMin[dimension].jsonText)) is above guard_max "
+                        + "(\(tier.guardMax[dimension].jsonText))")
             }
         }
         return tier
@@ -479,8 +507,9 @@ struct PolicyLoader {
             let amount = reader.number(object["amount"], at: entryPath.key("amount"), .nonNegative)
             guard let window, let amount else { continue }
             if let first = seen[window] {
-                reader.report(entryPath.key("window"), .duplicate,
-                              "a \(window.rawValue) budget is already defined at \(path.index(first))")
+                reader.report(
+                    entryPath.key("window"), .duplicate,
+                    "a \(window.rawValue) budget is already defined at \(path.index(first))")
                 continue
             }
             seen[window] = index
@@ -493,16 +522,19 @@ struct PolicyLoader {
                     budget[keyPath: keyPath] = value
                 }
             }
-            if let value = reader.choice(object["hard_action"], at: entryPath.key("hard_action"), HardBudgetAction.self) {
+            if let value = reader.choice(object["hard_action"], at: entryPath.key("hard_action"), HardBudgetAction.self)
+            {
                 budget.hardAction = value
             }
             if budget.softAmount > budget.throttleAmount {
-                reader.report(entryPath.key("soft"), .invalidValue,
-                              "soft (\(budget.soft.jsonText)) is above throttle (\(budget.throttle.jsonText))")
+                reader.report(
+                    entryPath.key("soft"), .invalidValue,
+                    "soft (\(budget.soft.jsonText)) is above throttle (\(budget.throttle.jsonText))")
             }
             if budget.throttleAmount > budget.hardAmount {
-                reader.report(entryPath.key("throttle"), .invalidValue,
-                              "throttle (\(budget.throttle.jsonText)) is above hard (\(budget.hard.jsonText))")
+                reader.report(
+                    entryPath.key("throttle"), .invalidValue,
+                    "throttle (\(budget.throttle.jsonText)) is above hard (\(budget.hard.jsonText))")
             }
             budgets.append(budget)
         }
@@ -544,7 +576,8 @@ struct PolicyLoader {
 
     private mutating func readPrice(_ json: JSON?, at path: JSONPath) -> Price? {
         guard let object = reader.object(json, at: path) else { return nil }
-        reader.checkFields(object, at: path, known: PolicyFields.price, required: ["input_per_mtok", "output_per_mtok"])
+        reader.checkFields(
+            object, at: path, known: PolicyFields.price, required: ["input_per_mtok", "output_per_mtok"])
         let input = reader.number(object["input_per_mtok"], at: path.key("input_per_mtok"), .nonNegative)
         let output = reader.number(object["output_per_mtok"], at: path.key("output_per_mtok"), .nonNegative)
         let perRequest = reader.number(object["per_request"], at: path.key("per_request"), .nonNegative)
@@ -564,8 +597,9 @@ struct PolicyLoader {
         if let name = reader.string(object["tier"], at: tierPath) {
             tenant.tier = name
             if policy.tier(named: name) == nil, !policy.tiers.isEmpty {
-                reader.report(tierPath, .unknownTier,
-                              NameSuggestion.unknownMessage("tier", name, known: policy.tiers.map(\.name)))
+                reader.report(
+                    tierPath, .unknownTier,
+                    NameSuggestion.unknownMessage("tier", name, known: policy.tiers.map(\.name)))
             }
         }
         if let value = reader.number(object["weight"], at: path.key("weight"), .positive) { tenant.weight = value }
@@ -583,8 +617,9 @@ struct PolicyLoader {
                 let own = tenant.floor[dimension] != nil ? "floor" : "ceiling"
                 let floorSource = tenant.floor[dimension] != nil ? "" : " (from tier \"\(tier.name)\")"
                 let ceilingSource = tenant.ceiling[dimension] != nil ? "" : " (from tier \"\(tier.name)\")"
-                reader.report(path.key(own).key(dimension.rawValue), .floorAboveCeiling,
-                              "floor (\(floor.jsonText))\(floorSource) is above ceiling (\(ceiling.jsonText))\(ceilingSource)")
+                reader.report(
+                    path.key(own).key(dimension.rawValue), .floorAboveCeiling,
+                    "floor (\(floor.jsonText))\(floorSource) is above ceiling (\(ceiling.jsonText))\(ceilingSource)")
             }
         }
         return tenant

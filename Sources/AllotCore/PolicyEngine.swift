@@ -58,8 +58,9 @@ public enum PolicyEngine {
         let approvals = state.proposals.approvals
 
         // 2. Budgets, per tenant across pools.
-        let budgets = evaluateBudgets(input: input, membersByPool: membersByPool,
-                                      overridesByTenant: overridesByTenant, alerts: &alerts)
+        let budgets = evaluateBudgets(
+            input: input, membersByPool: membersByPool,
+            overridesByTenant: overridesByTenant, alerts: &alerts)
 
         // 3. Pools.
         var allocations: [TenantAllocation] = []
@@ -131,7 +132,8 @@ public enum PolicyEngine {
         for tenant in observationsByTenant.keys.sorted() {
             // Budgets follow the tenant's tier; only overrides for every pool can change it here.
             let tenantWide = (overridesByTenant[tenant] ?? []).filter { $0.upstream == nil }
-            let tierName = tenantWide.isEmpty
+            let tierName =
+                tenantWide.isEmpty
                 ? policy.tierName(ofTenant: tenant)
                 : policy.terms(ofTenant: tenant, upstream: "", overrides: tenantWide, now: input.now).tier.name
             guard tiersWithBudgets.contains(tierName) || tenantsWithBudgets.contains(tenant) else { continue }
@@ -142,28 +144,34 @@ public enum PolicyEngine {
             effects.statuses += statuses
             var allowed: Double?
             for status in statuses {
-                let amount = "\(Quantity.format(status.spent)) of \(Quantity.format(status.budget.amount)) "
+                let amount =
+                    "\(Quantity.format(status.spent)) of \(Quantity.format(status.budget.amount)) "
                     + "\(policy.costs.currency) (\(status.budget.window.rawValue))"
                 switch status.level {
                 case .ok:
                     continue
                 case .soft:
-                    alerts.append(EngineAlert(
-                        kind: "budget_soft", severity: .warning, tenant: tenant,
-                        message: "\(tenant) is projected to spend \(Quantity.format(status.projected)); spent \(amount)"))
+                    alerts.append(
+                        EngineAlert(
+                            kind: "budget_soft", severity: .warning, tenant: tenant,
+                            message:
+                                "\(tenant) is projected to spend \(Quantity.format(status.projected)); spent \(amount)")
+                    )
                 case .throttle:
                     allowed = min(allowed ?? .infinity, status.allowedBurnRatePerSecond ?? 0)
-                    alerts.append(EngineAlert(
-                        kind: "budget_throttle", severity: .warning, tenant: tenant,
-                        message: "\(tenant) is throttled to land on its budget; spent \(amount), "
-                            + "projected \(Quantity.format(status.projected))"))
+                    alerts.append(
+                        EngineAlert(
+                            kind: "budget_throttle", severity: .warning, tenant: tenant,
+                            message: "\(tenant) is throttled to land on its budget; spent \(amount), "
+                                + "projected \(Quantity.format(status.projected))"))
                 case .hard:
                     let action = status.budget.hardAction
                     if effects.hard[tenant] != .zero { effects.hard[tenant] = action }
-                    alerts.append(EngineAlert(
-                        kind: "budget_hard", severity: .critical, tenant: tenant,
-                        message: "\(tenant) reached its hard budget limit; spent \(amount); "
-                            + "cut to \(action == .zero ? "zero" : "its starvation guard")"))
+                    alerts.append(
+                        EngineAlert(
+                            kind: "budget_hard", severity: .critical, tenant: tenant,
+                            message: "\(tenant) reached its hard budget limit; spent \(amount); "
+                                + "cut to \(action == .zero ? "zero" : "its starvation guard")"))
                 }
             }
             guard let allowed, effects.hard[tenant] == nil else { continue }
@@ -253,20 +261,24 @@ private struct PoolTick {
             let overrides = overridesByTenant[observation.tenant] ?? []
             var slot = 0
             if !overrides.isEmpty || policy.tenant(observation.tenant) != nil {
-                distinctTerms.append(policy.terms(ofTenant: observation.tenant, upstream: upstream,
-                                                  overrides: overrides, now: now))
+                distinctTerms.append(
+                    policy.terms(
+                        ofTenant: observation.tenant, upstream: upstream,
+                        overrides: overrides, now: now))
                 slot = distinctTerms.count - 1
             }
             let tier = distinctTerms[slot].tier
             let position = state.tenants.index(forKey: TenantUpstream(tenant: observation.tenant, upstream: upstream))
             var record = position.map { state.tenants.values[$0] } ?? TenantRecord(lastSeen: now)
             let defaultsBefore = record.burst.defaulted
-            record.burst.account(allocation: record.published, served: observation.served.map { $0.isFinite ? $0 : 0 },
-                                 minutes: minutes, now: now, policy: tier.burst)
+            record.burst.account(
+                allocation: record.published, served: observation.served.map { $0.isFinite ? $0 : 0 },
+                minutes: minutes, now: now, policy: tier.burst)
             if record.burst.defaulted > defaultsBefore {
-                alerts.append(EngineAlert(
-                    kind: "burst_default", severity: .warning, upstream: upstream, tenant: observation.tenant,
-                    message: "\(observation.tenant) did not repay its burst debt on \(upstream) in time"))
+                alerts.append(
+                    EngineAlert(
+                        kind: "burst_default", severity: .warning, upstream: upstream, tenant: observation.tenant,
+                        message: "\(observation.tenant) did not repay its burst debt on \(upstream) in time"))
             }
             termsIndex.append(slot)
             records.append(record)
@@ -279,28 +291,35 @@ private struct PoolTick {
         for dimension in RateDimension.allCases {
             guard let limit = capacity[dimension], let estimated = estimate[dimension] else {
                 if count > 0 {
-                    alerts.append(EngineAlert(
-                        kind: "no_capacity", severity: .warning, upstream: upstream, dimension: dimension,
-                        message: "\(upstream) has no capacity estimate or declared capacity for \(dimension.rawValue); "
-                            + "it is not allocated"))
+                    alerts.append(
+                        EngineAlert(
+                            kind: "no_capacity", severity: .warning, upstream: upstream, dimension: dimension,
+                            message:
+                                "\(upstream) has no capacity estimate or declared capacity for \(dimension.rawValue); "
+                                + "it is not allocated"))
                 }
                 continue
             }
-            claims[dimension] = (0..<count).map { claim(index: $0, dimension: dimension, capacity: limit,
-                                                        terms: distinctTerms[termsIndex[$0]], record: records[$0]) }
+            claims[dimension] = (0..<count).map {
+                claim(
+                    index: $0, dimension: dimension, capacity: limit,
+                    terms: distinctTerms[termsIndex[$0]], record: records[$0])
+            }
             let allocation = PoolAllocation.compute(
                 capacityEstimate: estimated, settings: policy.allocation, claims: claims[dimension])
             pools[dimension] = allocation
             summary.degraded[dimension] = allocation.degraded
             summary.level[dimension] = allocation.level
             summary.burstReserve[dimension] = allocation.burstReserve
-            summary.defaultAllocation[dimension] = (policy.tier(named: policy.defaultTier)?.starvationGuard[dimension]
+            summary.defaultAllocation[dimension] =
+                (policy.tier(named: policy.defaultTier)?.starvationGuard[dimension]
                 ?? .zero).resolved(capacity: limit)
             if allocation.degraded {
-                alerts.append(EngineAlert(
-                    kind: "degraded_mode", severity: .critical, upstream: upstream, dimension: dimension,
-                    message: "\(upstream) \(dimension.rawValue): floors exceed capacity "
-                        + "(\(Quantity.format(limit))); starvation guards and floors by tier priority"))
+                alerts.append(
+                    EngineAlert(
+                        kind: "degraded_mode", severity: .critical, upstream: upstream, dimension: dimension,
+                        message: "\(upstream) \(dimension.rawValue): floors exceed capacity "
+                            + "(\(Quantity.format(limit))); starvation guards and floors by tier priority"))
             }
             // Guardrail clamps become proposals.
             for index in 0..<count where allocation.guardClamped[index] {
@@ -308,7 +327,8 @@ private struct PoolTick {
                 let raw = allocation.unclamped[index]
                 let raise = raw > allocation.allocations[index]
                 state.proposals.file(
-                    kind: raise ? .raiseAboveGuardMax : .lowerBelowGuardMin, tenant: observations[members[index]].tenant,
+                    kind: raise ? .raiseAboveGuardMax : .lowerBelowGuardMin,
+                    tenant: observations[members[index]].tenant,
                     upstream: upstream, dimension: dimension, value: raw,
                     guardrail: raise ? claim.guardMax : claim.guardMin,
                     evidence: allocation.explanation(of: index, claim: claim), now: now, settings: policy.proposals)
@@ -328,10 +348,12 @@ private struct PoolTick {
             for index in 0..<count {
                 let claim = claims[dimension][index]
                 let target = allocation.allocations[index]
-                let entering = records[index].dampers[dimension] == nil
+                let entering =
+                    records[index].dampers[dimension] == nil
                     || (records[index].wasIdle && observations[members[index]].tenantClass != .idle)
-                inputs.append(Dampening.Input(
-                    target: target, hardCap: max(target, min(claim.ceiling, claim.budgetCap)), entering: entering))
+                inputs.append(
+                    Dampening.Input(
+                        target: target, hardCap: max(target, min(claim.ceiling, claim.budgetCap)), entering: entering))
             }
             var states = records.map { $0.dampers[dimension] }
             previous[dimension] = states.map { $0?.published }
@@ -353,13 +375,14 @@ private struct PoolTick {
             let observation = observations[members[index]]
             let terms = distinctTerms[termsIndex[index]]
             let tier = terms.tier
-            results.append(TenantAllocation(
-                tenant: observation.tenant, upstream: upstream, tier: tier.name, priority: tier.priority,
-                tenantClass: observation.tenantClass, rpm: nil, tpm: nil, burstCredit: records[index].burst.credit,
-                burstAccount: records[index].burst,
-                deny: budgets.hard[observation.tenant] != nil ? "budget_exhausted" : nil, mode: tier.mode,
-                maxConcurrency: tier.maxConcurrency, queueWeight: tier.effectiveQueueWeight,
-                fallback: PerDimension(0), override: terms.override))
+            results.append(
+                TenantAllocation(
+                    tenant: observation.tenant, upstream: upstream, tier: tier.name, priority: tier.priority,
+                    tenantClass: observation.tenantClass, rpm: nil, tpm: nil, burstCredit: records[index].burst.credit,
+                    burstAccount: records[index].burst,
+                    deny: budgets.hard[observation.tenant] != nil ? "budget_exhausted" : nil, mode: tier.mode,
+                    maxConcurrency: tier.maxConcurrency, queueWeight: tier.effectiveQueueWeight,
+                    fallback: PerDimension(0), override: terms.override))
             let last = results.count - 1
             for dimension in RateDimension.allCases {
                 guard let allocation = pools[dimension], let published = records[index].dampers[dimension]?.published
@@ -371,8 +394,9 @@ private struct PoolTick {
                 explanation.previous = previous[dimension][index]
                 explanation.published = published
                 explanation.damping = actions[dimension][index]
-                explanation.reason = reason(base: allocation.reasons[index], credit: credit, terms: terms,
-                                            tenantClass: observation.tenantClass)
+                explanation.reason = reason(
+                    base: allocation.reasons[index], credit: credit, terms: terms,
+                    tenantClass: observation.tenantClass)
                 let bucket = max(published * tier.bucketSeconds / 60, dimension == .rpm ? 1 : 0)
                 results[last][dimensionAllocation: dimension] = DimensionAllocation(
                     rate: published, burst: bucket, reason: explanation.reason, explanation: explanation)
@@ -387,7 +411,8 @@ private struct PoolTick {
             if let position = stored[index] { state.tenants.values[position] = records[index] }
         }
         for index in 0..<count where stored[index] == nil {
-            state.tenants[TenantUpstream(tenant: observations[members[index]].tenant, upstream: upstream)] = records[index]
+            state.tenants[TenantUpstream(tenant: observations[members[index]].tenant, upstream: upstream)] =
+                records[index]
         }
         summary.creditsLent = credits
         for dimension in RateDimension.allCases {
@@ -395,9 +420,10 @@ private struct PoolTick {
             summary.unallocated[dimension] = max(0, limit - summary.allocated[dimension] - credits[dimension])
         }
         if count > 0, !summary.priced {
-            alerts.append(EngineAlert(
-                kind: "unknown_price", severity: .warning, upstream: upstream,
-                message: "\(upstream) has no price in the policy; usage is charged at the default price"))
+            alerts.append(
+                EngineAlert(
+                    kind: "unknown_price", severity: .warning, upstream: upstream,
+                    message: "\(upstream) has no price in the policy; usage is charged at the default price"))
         }
     }
 
@@ -419,8 +445,10 @@ private struct PoolTick {
         var guardMin = tier.guardMin[dimension].resolved(capacity: capacity)
         var guardMax = tier.guardMax[dimension].resolved(capacity: capacity)
         func approved(_ kind: Proposal.Kind) -> Bool {
-            !approvals.isEmpty && approvals.contains(ProposalBook.Approval(
-                tenant: observation.tenant, upstream: upstream, dimension: dimension, kind: kind))
+            !approvals.isEmpty
+                && approvals.contains(
+                    ProposalBook.Approval(
+                        tenant: observation.tenant, upstream: upstream, dimension: dimension, kind: kind))
         }
         if terms.guardrailsSuspended || approved(.lowerBelowGuardMin) { guardMin = 0 }
         if terms.guardrailsSuspended || approved(.raiseAboveGuardMax) { guardMax = .infinity }
@@ -442,7 +470,9 @@ private struct PoolTick {
     ) -> PerDimension<Double> {
         let reserve = PerDimension<Double> { pools[$0]?.burstReserve ?? 0 }
         var used = PerDimension<Double>(0)
-        for record in records { if let credit = record.burst.credit { used.rpm += credit.rate.rpm; used.tpm += credit.rate.tpm } }
+        for record in records {
+            if let credit = record.burst.credit { used.rpm += credit.rate.rpm; used.tpm += credit.rate.tpm }
+        }
         for dimension in RateDimension.allCases where used[dimension] > reserve[dimension] {
             let scale = used[dimension] > 0 ? reserve[dimension] / used[dimension] : 0
             for index in records.indices where records[index].burst.credit != nil {
@@ -457,8 +487,9 @@ private struct PoolTick {
         let degraded = RateDimension.allCases.contains { pools[$0]?.degraded ?? false }
         let ordered = requests.sorted { ($0.requestedAt, $0.id) < ($1.requestedAt, $1.id) }
         for request in ordered {
-            var decision = BurstDecision(requestID: request.id, tenant: request.tenant, upstream: upstream,
-                                         outcome: .unknown, credit: nil)
+            var decision = BurstDecision(
+                requestID: request.id, tenant: request.tenant, upstream: upstream,
+                outcome: .unknown, credit: nil)
             defer { burstDecisions.append(decision) }
             guard let position = index[request.tenant] else { continue }
             var wanted = request
@@ -469,8 +500,10 @@ private struct PoolTick {
                 continue
             }
             let observation = observations[members[position]]
-            let policy = policy.terms(ofTenant: request.tenant, upstream: upstream,
-                                      overrides: overridesByTenant[request.tenant] ?? [], now: now).tier.burst
+            let policy = policy.terms(
+                ofTenant: request.tenant, upstream: upstream,
+                overrides: overridesByTenant[request.tenant] ?? [], now: now
+            ).tier.burst
             if let refusal = records[position].burst.refusal(
                 tenantClass: observation.tenantClass, suspect: observation.suspect, now: now, policy: policy)
             {

@@ -18,8 +18,10 @@ public struct AllocationSettings: Sendable, Hashable, Codable {
     /// What-if plans use 0: they have no live lending.
     public var burstReserve: Double
 
-    public init(safetyMargin: Double = 0.05, demandHeadroom: Double = 0.2, surplus: SurplusMode = .distribute,
-                burstReserve: Double = 0.1) {
+    public init(
+        safetyMargin: Double = 0.05, demandHeadroom: Double = 0.2, surplus: SurplusMode = .distribute,
+        burstReserve: Double = 0.1
+    ) {
         self.safetyMargin = safetyMargin
         self.demandHeadroom = demandHeadroom
         self.surplus = surplus
@@ -276,7 +278,8 @@ public struct PoolAllocation: Sendable {
                 var surplusUpper = [Double](repeating: 0, count: activeCount)
                 for k in 0..<activeCount {
                     let claim = claims[active[k]]
-                    surplusUpper[k] = claim.receivesSurplus ? max(values[k], min(ceilings[k], claim.guardMax)) : values[k]
+                    surplusUpper[k] =
+                        claim.receivesSurplus ? max(values[k], min(ceilings[k], claim.guardMax)) : values[k]
                 }
                 let grown = WaterFilling.fill(
                     capacity: used + surplus - burstReserve, weights: weights, lower: values, upper: surplusUpper)

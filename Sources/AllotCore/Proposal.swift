@@ -83,8 +83,9 @@ public struct Proposal: Sendable, Hashable, Codable {
         let what = crossings.map { "\($0.kind.rawValue) on \($0.upstream) \($0.dimension.rawValue)" }
             .joined(separator: ", ")
         return Proposal(
-            id: ProposalID.make(override.tenant, override.upstream ?? "*", "", Kind.override.rawValue,
-                                override.actor, override.createdAt),
+            id: ProposalID.make(
+                override.tenant, override.upstream ?? "*", "", Kind.override.rawValue,
+                override.actor, override.createdAt),
             kind: .override, tenant: override.tenant, upstream: override.upstream ?? "*", dimension: nil, value: nil,
             guardrail: nil, reason: "override by \(override.actor) (\(override.reason)) crosses guardrails: \(what)",
             evidence: nil, override: override, crossings: crossings, filedAt: override.createdAt,
@@ -179,9 +180,12 @@ public struct ProposalBook: Sendable, Hashable, Codable {
 
     /// The approvals in force, for fast lookups during a decision (usually few or none).
     var approvals: Set<Approval> {
-        Set(records.values.lazy.filter { $0.status == .approved }.compactMap { record in
-            record.dimension.map { Approval(tenant: record.tenant, upstream: record.upstream, dimension: $0, kind: record.kind) }
-        })
+        Set(
+            records.values.lazy.filter { $0.status == .approved }.compactMap { record in
+                record.dimension.map {
+                    Approval(tenant: record.tenant, upstream: record.upstream, dimension: $0, kind: record.kind)
+                }
+            })
     }
 
     /// An approved guardrail crossing: tenant, pool, dimension and kind.
@@ -202,7 +206,8 @@ public struct ProposalBook: Sendable, Hashable, Codable {
         let key = Self.key(tenant, upstream, dimension, kind)
         let verb = kind == .raiseAboveGuardMax ? "raise" : "lower"
         let side = kind == .raiseAboveGuardMax ? "above guard_max" : "below guard_min"
-        let reason = "\(verb) \(tenant) on \(upstream) to \(Quantity.format(value)) \(dimension.rawValue), "
+        let reason =
+            "\(verb) \(tenant) on \(upstream) to \(Quantity.format(value)) \(dimension.rawValue), "
             + "\(side) (\(Quantity.format(guardrail)))"
         if var record = records[key] {
             guard record.status == .pending else { return nil }

@@ -43,7 +43,8 @@ public enum Quantity: Sendable, Hashable {
         if text == "unbounded" { return .unbounded }
         guard text.hasSuffix("%") else { return nil }
         let number = text.dropLast().trimmingSpacesOnly()
-        guard !number.isEmpty, number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "." || $0 == "-" || $0 == "+") }),
+        guard !number.isEmpty,
+            number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "." || $0 == "-" || $0 == "+") }),
             let value = Double(number), value.isFinite
         else { return nil }
         return .percent(value)

@@ -81,7 +81,8 @@ public enum BudgetWindow: String, Sendable, Hashable, Codable, CaseIterable, Com
             let days = Int64((now / 86_400).rounded(.down))
             let (year, month, _) = BudgetWindow.civil(fromDays: days)
             let start = BudgetWindow.days(year: year, month: month, day: 1)
-            let end = month == 12
+            let end =
+                month == 12
                 ? BudgetWindow.days(year: year + 1, month: 1, day: 1)
                 : BudgetWindow.days(year: year, month: month + 1, day: 1)
             return (Double(start) * 86_400, Double(end) * 86_400)

@@ -26,7 +26,8 @@ extension Policy {
     /// has keeps the tenant's own tier.
     public func terms(ofTenant tenant: String, upstream: String, overrides: [Override], now: Double) -> TenantTerms {
         var chosen: Override?
-        for candidate in overrides where candidate.tenant == tenant && candidate.isActive(at: now)
+        for candidate in overrides
+        where candidate.tenant == tenant && candidate.isActive(at: now)
             && candidate.applies(to: upstream)
         {
             guard let current = chosen else {
@@ -41,7 +42,8 @@ extension Policy {
         }
         let entry = self.tenant(tenant)
         let tierName = chosen?.tier.flatMap { self.tier(named: $0) != nil ? $0 : nil } ?? entry?.tier ?? defaultTier
-        let tier = self.tier(named: tierName) ?? self.tier(named: defaultTier) ?? tiers.first
+        let tier =
+            self.tier(named: tierName) ?? self.tier(named: defaultTier) ?? tiers.first
             ?? Tier(name: defaultTier, priority: 0)
         var floor = tier.floor
         var ceiling = tier.ceiling

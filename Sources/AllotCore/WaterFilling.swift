@@ -96,8 +96,10 @@ public enum WaterFilling {
             if end <= low {
                 pinned += upper[i]
             } else {
-                open.append(OpenTenant(start: lower[i] / weight, end: end, weight: weight, lower: lower[i],
-                                       upper: upper[i]))
+                open.append(
+                    OpenTenant(
+                        start: lower[i] / weight, end: end, weight: weight, lower: lower[i],
+                        upper: upper[i]))
             }
         }
         var risingWeight = 0.0

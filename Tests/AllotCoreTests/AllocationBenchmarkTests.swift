@@ -31,11 +31,13 @@ struct SteppingClock: Clock {
 @Suite("Allocation benchmark")
 struct AllocationBenchmarkTests {
     @Test func reportsTheMedianOfItsRunsWithAnInjectedClock() {
-        let results = AllocationBenchmark.run(tenantCounts: [50, 200], repetitions: 3, clock: SteppingClock(step: .milliseconds(2)))
+        let results = AllocationBenchmark.run(
+            tenantCounts: [50, 200], repetitions: 3, clock: SteppingClock(step: .milliseconds(2)))
         #expect(results.map(\.tenants) == [50, 200])
         // Each run reads the clock twice, 2 ms apart.
         #expect(results.allSatisfy { $0.runsMilliseconds == [2, 2, 2] && $0.medianMilliseconds == 2 })
-        let decisions = AllocationBenchmark.runDecision(tenantCounts: [100], repetitions: 2, clock: SteppingClock(step: .milliseconds(1)))
+        let decisions = AllocationBenchmark.runDecision(
+            tenantCounts: [100], repetitions: 2, clock: SteppingClock(step: .milliseconds(1)))
         #expect(decisions.map(\.medianMilliseconds) == [1])
     }
 
@@ -45,7 +47,8 @@ struct AllocationBenchmarkTests {
         #expect(a.claims == b.claims)
         let demand = a.claims.rpm.reduce(0) { $0 + $1.demand }
         #expect(demand > 2 * a.capacity.rpm)
-        let allocation = PoolAllocation.compute(capacityEstimate: a.capacity.rpm, settings: a.settings, claims: a.claims.rpm)
+        let allocation = PoolAllocation.compute(
+            capacityEstimate: a.capacity.rpm, settings: a.settings, claims: a.claims.rpm)
         #expect(!allocation.degraded)
         #expect(abs(allocation.allocatedTotal - allocation.capacity) < 1e-6 * allocation.capacity)
     }

@@ -8,12 +8,16 @@ struct CostGovernanceTests {
 
     @Test func usageIsPricedAndUnknownUpstreamsAreNeverFree() {
         var policy = Policy()
-        policy.setUpstream(UpstreamPolicy(id: "p/m", capacity: PerDimension(nil),
-                                          price: Price(inputPerMillionTokens: 2.5, outputPerMillionTokens: 10, perRequest: 0.001)))
-        let priced = CostGovernance.cost(upstream: "p/m", inputTokens: 1_000_000, outputTokens: 200_000, requests: 100, policy: policy)
+        policy.setUpstream(
+            UpstreamPolicy(
+                id: "p/m", capacity: PerDimension(nil),
+                price: Price(inputPerMillionTokens: 2.5, outputPerMillionTokens: 10, perRequest: 0.001)))
+        let priced = CostGovernance.cost(
+            upstream: "p/m", inputTokens: 1_000_000, outputTokens: 200_000, requests: 100, policy: policy)
         #expect(priced.priced)
         #expect(abs(priced.amount - 4.6) < 1e-12)
-        let unknown = CostGovernance.cost(upstream: "new/model", inputTokens: 1_000_000, outputTokens: 0, requests: 1, policy: policy)
+        let unknown = CostGovernance.cost(
+            upstream: "new/model", inputTokens: 1_000_000, outputTokens: 0, requests: 1, policy: policy)
         #expect(!unknown.priced)
         #expect(unknown.amount == 10)  // the default price: 10 per million input tokens
     }
@@ -21,16 +25,17 @@ struct CostGovernanceTests {
     @Test func thresholdsUseProjectionAndSpendSoFar() {
         let budget = SpendBudget(window: .day, amount: 100)
         func level(spent: Double, burn: Double) -> BudgetStatus.Level {
-            CostGovernance.evaluate(tenant: "t", budgets: [budget],
-                                    spend: [TenantSpend(tenant: "t", window: .day, spent: spent, burnRatePerSecond: burn)],
-                                    now: Self.now)[0].level
+            CostGovernance.evaluate(
+                tenant: "t", budgets: [budget],
+                spend: [TenantSpend(tenant: "t", window: .day, spent: spent, burnRatePerSecond: burn)],
+                now: Self.now)[0].level
         }
         let left = 21.0 * 3600
         #expect(level(spent: 10, burn: 0) == .ok)
-        #expect(level(spent: 10, burn: 75 / left) == .soft)       // projected 85
-        #expect(level(spent: 10, burn: 85 / left) == .throttle)   // projected 95
+        #expect(level(spent: 10, burn: 75 / left) == .soft)  // projected 85
+        #expect(level(spent: 10, burn: 85 / left) == .throttle)  // projected 95
         #expect(level(spent: 100, burn: 0) == .hard)
-        #expect(level(spent: 99, burn: 1) == .throttle)           // hard looks at spend so far
+        #expect(level(spent: 99, burn: 1) == .throttle)  // hard looks at spend so far
         #expect(CostGovernance.evaluate(tenant: "t", budgets: [budget], spend: [], now: Self.now)[0].level == .ok)
     }
 
@@ -38,7 +43,8 @@ struct CostGovernanceTests {
         let budget = SpendBudget(window: .day, amount: 100)
         let left = 21.0 * 3600
         let status = CostGovernance.evaluate(
-            tenant: "t", budgets: [budget], spend: [TenantSpend(tenant: "t", window: .day, spent: 58, burnRatePerSecond: 4 / 3600)],
+            tenant: "t", budgets: [budget],
+            spend: [TenantSpend(tenant: "t", window: .day, spent: 58, burnRatePerSecond: 4 / 3600)],
             now: Self.now)[0]
         #expect(status.level == .throttle)  // projected 58 + 84 = 142
         let allowed = try #require(status.allowedBurnRatePerSecond)

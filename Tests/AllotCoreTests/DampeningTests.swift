@@ -28,7 +28,9 @@ struct DampeningTests {
     }
 
     @Test func risesAreLimitedToMaxUpOrMinStep() {
-        var states: [DamperState?] = [DamperState(published: 100, smoothed: 100), DamperState(published: 4, smoothed: 4)]
+        var states: [DamperState?] = [
+            DamperState(published: 100, smoothed: 100), DamperState(published: 4, smoothed: 4),
+        ]
         let (values, actions) = Self.tick(&states, [200, 50])
         // 25 % of 100 = 25; a tenant at 4 may still rise by min_step (10).
         #expect(values == [125, 14])
@@ -94,13 +96,17 @@ struct DampeningTests {
     }
 
     @Test func risesWaitForRoomWhileOthersComeDown() {
-        var states: [DamperState?] = [DamperState(published: 800, smoothed: 800), DamperState(published: 200, smoothed: 200)]
+        var states: [DamperState?] = [
+            DamperState(published: 800, smoothed: 800), DamperState(published: 200, smoothed: 200),
+        ]
         // Demand shifted: targets 400 / 600. Tenant 0 may fall 50 % (to 400), tenant 1 may rise 25 % (to 250).
         let first = Self.tick(&states, [400, 600])
         #expect(first.values == [400, 250])
         var settings = Self.settings
         settings.maxDown = 0.1
-        var slow: [DamperState?] = [DamperState(published: 800, smoothed: 800), DamperState(published: 200, smoothed: 200)]
+        var slow: [DamperState?] = [
+            DamperState(published: 800, smoothed: 800), DamperState(published: 200, smoothed: 200),
+        ]
         // Tenant 0 only frees 80 this tick: tenant 1's rise of 50 fits; a rise of 100 would not.
         #expect(Self.tick(&slow, [400, 600], settings: settings).values == [720, 250])
         settings.maxUp = 1
@@ -165,8 +171,9 @@ struct DampeningTests {
         for i in 0..<3 {
             #expect(moves[i] < 100, "tenant \(i) moved \(moves[i]) times")
             #expect(reversals[i] < 80, "tenant \(i) reversed \(reversals[i]) times")
-            #expect(publishedVariation[i] < 0.03 * targetVariation[i],
-                    "tenant \(i): total variation \(publishedVariation[i]) against \(targetVariation[i]) undamped")
+            #expect(
+                publishedVariation[i] < 0.03 * targetVariation[i],
+                "tenant \(i): total variation \(publishedVariation[i]) against \(targetVariation[i]) undamped")
         }
     }
 
@@ -181,7 +188,11 @@ struct DampeningTests {
             for _ in 0..<60 {
                 let before = states.map { $0?.published }
                 let dropped = random.chance(0.1)
-                if dropped { capacity *= random.uniform(0.3...0.9) } else if random.chance(0.2) { capacity *= random.uniform(1...1.5) }
+                if dropped {
+                    capacity *= random.uniform(0.3...0.9)
+                } else if random.chance(0.2) {
+                    capacity *= random.uniform(1...1.5)
+                }
                 // Targets: a random split of at most the capacity.
                 let shares = (0..<count).map { _ in random.uniform(0...1) }
                 let total = shares.reduce(0, +) + random.uniform(0...1)

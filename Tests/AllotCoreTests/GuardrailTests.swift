@@ -1,4 +1,5 @@
 import AllotJSON
+import Foundation
 import Testing
 
 @testable import AllotCore
@@ -14,8 +15,9 @@ struct GuardrailTests {
         reason: .guardrailClamped)
 
     static func fileRaise(_ book: inout ProposalBook, value: Double = 800, now: Double) -> Proposal? {
-        book.file(kind: .raiseAboveGuardMax, tenant: "acme", upstream: "p/m", dimension: .rpm, value: value,
-                  guardrail: 400, evidence: evidence, now: now, settings: settings)
+        book.file(
+            kind: .raiseAboveGuardMax, tenant: "acme", upstream: "p/m", dimension: .rpm, value: value,
+            guardrail: 400, evidence: evidence, now: now, settings: settings)
     }
 
     @Test func proposalsHaveDeterministicIdsAndRefreshWhilePending() throws {
@@ -49,8 +51,11 @@ struct GuardrailTests {
         // While approved, filing again does nothing.
         #expect(Self.fileRaise(&book, now: 1100) == nil)
         // A second decision on the same proposal is not applied.
-        #expect(book.resolve([ProposalResolution(proposalID: filed.id, verdict: .reject, actor: "b", at: 1200)],
-                             now: 1200, settings: Self.settings).map(\.applied) == [false])
+        #expect(
+            book.resolve(
+                [ProposalResolution(proposalID: filed.id, verdict: .reject, actor: "b", at: 1200)],
+                now: 1200, settings: Self.settings
+            ).map(\.applied) == [false])
         #expect(book.expire(now: 4611).isEmpty)
         #expect(book.isApproved(tenant: "acme", upstream: "p/m", dimension: .rpm, kind: .raiseAboveGuardMax))
         #expect(book.expire(now: 4612).isEmpty)  // the approval lapses silently
@@ -61,8 +66,9 @@ struct GuardrailTests {
     @Test func rejectionSuppressesTheSameProposalForTheCoolDown() throws {
         var book = ProposalBook()
         let filed = try #require(Self.fileRaise(&book, now: 1000))
-        _ = book.resolve([ProposalResolution(proposalID: filed.id, verdict: .reject, actor: "sre", at: 1001)],
-                         now: 1001, settings: Self.settings)
+        _ = book.resolve(
+            [ProposalResolution(proposalID: filed.id, verdict: .reject, actor: "sre", at: 1001)],
+            now: 1001, settings: Self.settings)
         #expect(Self.fileRaise(&book, now: 2000) == nil)
         #expect(book.all.first?.status == .rejected)
         _ = book.expire(now: 2801)
@@ -79,16 +85,20 @@ struct GuardrailTests {
         #expect(expired.map(\.id) == [filed.id])
         #expect(expired.first?.status == .expired)
         #expect(book.all.isEmpty)
-        #expect(book.resolve([ProposalResolution(proposalID: filed.id, verdict: .approve, actor: "late", at: 1700)],
-                             now: 1700, settings: Self.settings).map(\.applied) == [false])
+        #expect(
+            book.resolve(
+                [ProposalResolution(proposalID: filed.id, verdict: .approve, actor: "late", at: 1700)],
+                now: 1700, settings: Self.settings
+            ).map(\.applied) == [false])
     }
 
     // MARK: Overrides
 
     static let policy: Policy = {
         var policy = Policy(tiers: [
-            Tier(name: "premium", priority: 1, weight: 4, floor: PerDimension(.percent(1)),
-                 guardMin: PerDimension(.percent(2)), guardMax: PerDimension(.percent(40))),
+            Tier(
+                name: "premium", priority: 1, weight: 4, floor: PerDimension(.percent(1)),
+                guardMin: PerDimension(.percent(2)), guardMax: PerDimension(.percent(40))),
             Tier(name: "standard", priority: 2, weight: 2, guardMax: PerDimension(.percent(20))),
         ])
         policy.setTenant(TenantPolicy(id: "acme", tier: "standard", weight: 3))
@@ -118,8 +128,9 @@ struct GuardrailTests {
     @Test func theNewestActiveOverrideWinsWhateverTheInputOrder() {
         let older = Override(tenant: "acme", weight: 2, actor: "a", reason: "r", createdAt: 10, expiresAt: 1000)
         let newer = Override(tenant: "acme", weight: 5, actor: "b", reason: "r", createdAt: 20, expiresAt: 1000)
-        let elsewhere = Override(tenant: "acme", upstream: "other/pool", weight: 9, actor: "c", reason: "r",
-                                 createdAt: 30, expiresAt: 1000)
+        let elsewhere = Override(
+            tenant: "acme", upstream: "other/pool", weight: 9, actor: "c", reason: "r",
+            createdAt: 30, expiresAt: 1000)
         for overrides in [[older, newer, elsewhere], [elsewhere, newer, older]] {
             #expect(Self.policy.terms(ofTenant: "acme", upstream: "p/m", overrides: overrides, now: 50).weight == 10)
         }
@@ -127,23 +138,31 @@ struct GuardrailTests {
 
     @Test func crossingsCompareAgainstTheTenantsOwnTierGuardrails() {
         // standard's guard_max is 20 % of 1000 = 200 rpm.
-        let big = Override(tenant: "acme", floor: PerDimension(rpm: .absolute(300), tpm: nil), actor: "cs",
-                           reason: "r", createdAt: 0, expiresAt: 10)
-        #expect(Guardrails.crossings(of: big, policy: Self.policy) == [
-            Guardrails.Crossing(kind: .floorAboveGuardMax, upstream: "p/m", dimension: .rpm, value: 300, guardrail: 200)
-        ])
-        let small = Override(tenant: "acme", floor: PerDimension(rpm: .absolute(150), tpm: nil), actor: "cs",
-                             reason: "r", createdAt: 0, expiresAt: 10)
+        let big = Override(
+            tenant: "acme", floor: PerDimension(rpm: .absolute(300), tpm: nil), actor: "cs",
+            reason: "r", createdAt: 0, expiresAt: 10)
+        #expect(
+            Guardrails.crossings(of: big, policy: Self.policy) == [
+                Guardrails.Crossing(
+                    kind: .floorAboveGuardMax, upstream: "p/m", dimension: .rpm, value: 300, guardrail: 200)
+            ])
+        let small = Override(
+            tenant: "acme", floor: PerDimension(rpm: .absolute(150), tpm: nil), actor: "cs",
+            reason: "r", createdAt: 0, expiresAt: 10)
         #expect(Guardrails.crossings(of: small, policy: Self.policy).isEmpty)
         // A premium customer capped below premium's guard_min (2 %) needs approval; capacity from the estimate.
-        let capped = Override(tenant: "vip", tier: "premium", ceiling: PerDimension(rpm: nil, tpm: .absolute(1000)),
-                              actor: "cs", reason: "r", createdAt: 0, expiresAt: 10)
+        let capped = Override(
+            tenant: "vip", tier: "premium", ceiling: PerDimension(rpm: nil, tpm: .absolute(1000)),
+            actor: "cs", reason: "r", createdAt: 0, expiresAt: 10)
         var policy = Self.policy
         policy.setTenant(TenantPolicy(id: "vip", tier: "premium"))
-        let crossings = Guardrails.crossings(of: capped, policy: policy, capacities: ["p/m": PerDimension(rpm: 500, tpm: 80_000)])
-        #expect(crossings == [
-            Guardrails.Crossing(kind: .ceilingBelowGuardMin, upstream: "p/m", dimension: .tpm, value: 1000, guardrail: 1600)
-        ])
+        let crossings = Guardrails.crossings(
+            of: capped, policy: policy, capacities: ["p/m": PerDimension(rpm: 500, tpm: 80_000)])
+        #expect(
+            crossings == [
+                Guardrails.Crossing(
+                    kind: .ceilingBelowGuardMin, upstream: "p/m", dimension: .tpm, value: 1000, guardrail: 1600)
+            ])
         let proposal = Proposal.forOverride(capped, crossings: crossings, settings: Self.settings)
         #expect(proposal.kind == .override)
         #expect(proposal.status == .pending)
@@ -171,21 +190,30 @@ struct GuardrailTests {
                 return nil
             }
         }
-        #expect(error(#"{"weight": 2, "ttl_s": 60}"#) == InputError(code: "missing_field", message: #"reason: missing required field "reason""#, field: "reason"))
+        #expect(
+            error(#"{"weight": 2, "ttl_s": 60}"#)
+                == InputError(
+                    code: "missing_field", message: #"reason: missing required field "reason""#, field: "reason"))
         #expect(error(#"{"weight": 2, "reason": "r"}"#)?.field == "ttl_s")
-        #expect(error(#"{"reason": "r", "ttl_s": 60}"#)?.message == "an override sets at least one of tier, weight, floor or ceiling")
+        #expect(
+            error(#"{"reason": "r", "ttl_s": 60}"#)?.message
+                == "an override sets at least one of tier, weight, floor or ceiling")
         #expect(error(#"{"tier": "gold", "reason": "r", "ttl_s": 60}"#)?.code == "unknown_tier")
-        #expect(error(#"{"weight": 2, "reason": "r", "expires_at": 10}"#)?.message == "expires_at: must be in the future")
-        #expect(error(#"{"floor": {"rpm": 9}, "ceiling": {"rpm": 5}, "reason": "r", "ttl_s": 5}"#)?.code == "floor_above_ceiling")
-        #expect(error(#"{"wieght": 2, "reason": "r", "ttl_s": 5}"#)?.message == #"wieght: unknown field "wieght"; did you mean "weight"?"#)
+        #expect(
+            error(#"{"weight": 2, "reason": "r", "expires_at": 10}"#)?.message == "expires_at: must be in the future")
+        #expect(
+            error(#"{"floor": {"rpm": 9}, "ceiling": {"rpm": 5}, "reason": "r", "ttl_s": 5}"#)?.code
+                == "floor_above_ceiling")
+        #expect(
+            error(#"{"wieght": 2, "reason": "r", "ttl_s": 5}"#)?.message
+                == #"wieght: unknown field "wieght"; did you mean "weight"?"#)
     }
 
     @Test func overridesRoundTripThroughCodableWithUnboundedCeilings() throws {
-        let override = Override(tenant: "t", ceiling: PerDimension(rpm: .unbounded, tpm: .percent(5)), actor: "a",
-                                reason: "r", createdAt: 1, expiresAt: 2)
+        let override = Override(
+            tenant: "t", ceiling: PerDimension(rpm: .unbounded, tpm: .percent(5)), actor: "a",
+            reason: "r", createdAt: 1, expiresAt: 2)
         let data = try JSONEncoder().encode(override)
         #expect(try JSONDecoder().decode(Override.self, from: data) == override)
     }
 }
-
-import Foundation

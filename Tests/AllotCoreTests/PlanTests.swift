@@ -26,7 +26,8 @@ struct PlanTests {
     }
 
     @Test func specExampleIsReproducedExactly() throws {
-        let output = try Self.run("""
+        let output = try Self.run(
+            """
             {
               "capacity": {"rpm": 1000, "tpm": 200000},
               "settings": {"safety_margin": 0, "demand_headroom": 0, "surplus": "hold"},
@@ -36,26 +37,37 @@ struct PlanTests {
               ]
             }
             """)
-        #expect(output == #"{"allocations":[{"id":"a","rpm":300.0,"tpm":50000.0,"reason":{"rpm":"demand","tpm":"demand"}}],"unallocated":{"rpm":700.0,"tpm":150000.0},"degraded":{"rpm":false,"tpm":false}}"#)
+        #expect(
+            output
+                == #"{"allocations":[{"id":"a","rpm":300.0,"tpm":50000.0,"reason":{"rpm":"demand","tpm":"demand"}}],"unallocated":{"rpm":700.0,"tpm":150000.0},"degraded":{"rpm":false,"tpm":false}}"#
+        )
     }
 
     @Test func readmeWorkedExampleMatches() throws {
-        let output = try Self.run("""
+        let output = try Self.run(
+            """
             {"capacity": {"rpm": 2000},
              "tenants": [{"id": "acme", "tier": "premium", "demand": {"rpm": 5000}},
                          {"id": "globex", "tier": "standard", "demand": {"rpm": 100}},
                          {"id": "initech", "tier": "standard", "demand": {"rpm": 3000}},
                          {"id": "hooli", "tier": "standard", "demand": {"rpm": 3000}}]}
             """)
-        #expect(output == #"{"allocations":[{"id":"acme","rpm":890.0,"reason":{"rpm":"fair_share"}},{"id":"globex","rpm":120.0,"reason":{"rpm":"demand"}},{"id":"initech","rpm":445.0,"reason":{"rpm":"fair_share"}},{"id":"hooli","rpm":445.0,"reason":{"rpm":"fair_share"}}],"unallocated":{"rpm":0.0},"degraded":{"rpm":false}}"#)
-        let full = try Self.run("""
+        #expect(
+            output
+                == #"{"allocations":[{"id":"acme","rpm":890.0,"reason":{"rpm":"fair_share"}},{"id":"globex","rpm":120.0,"reason":{"rpm":"demand"}},{"id":"initech","rpm":445.0,"reason":{"rpm":"fair_share"}},{"id":"hooli","rpm":445.0,"reason":{"rpm":"fair_share"}}],"unallocated":{"rpm":0.0},"degraded":{"rpm":false}}"#
+        )
+        let full = try Self.run(
+            """
             {"capacity": {"rpm": 10000},
              "tenants": [{"id": "acme", "tier": "premium", "demand": {"rpm": 5000}},
                          {"id": "globex", "tier": "standard", "demand": {"rpm": 100}},
                          {"id": "initech", "tier": "standard", "demand": {"rpm": 3000}},
                          {"id": "hooli", "tier": "standard", "demand": {"rpm": 3000}}]}
             """)
-        #expect(full == #"{"allocations":[{"id":"acme","rpm":4690.0,"reason":{"rpm":"fair_share"}},{"id":"globex","rpm":120.0,"reason":{"rpm":"demand"}},{"id":"initech","rpm":2345.0,"reason":{"rpm":"fair_share"}},{"id":"hooli","rpm":2345.0,"reason":{"rpm":"fair_share"}}],"unallocated":{"rpm":0.0},"degraded":{"rpm":false}}"#)
+        #expect(
+            full
+                == #"{"allocations":[{"id":"acme","rpm":4690.0,"reason":{"rpm":"fair_share"}},{"id":"globex","rpm":120.0,"reason":{"rpm":"demand"}},{"id":"initech","rpm":2345.0,"reason":{"rpm":"fair_share"}},{"id":"hooli","rpm":2345.0,"reason":{"rpm":"fair_share"}}],"unallocated":{"rpm":0.0},"degraded":{"rpm":false}}"#
+        )
     }
 
     /// The README's guardrail variant: had premium a `guard_max` of 40 %, the engine would hold acme
@@ -78,15 +90,23 @@ struct PlanTests {
     }
 
     @Test func absentDimensionIsNotComputed() throws {
-        let output = try Self.run(#"{"capacity": {"tpm": 100}, "settings": {"safety_margin": 0}, "tenants": [{"id": "x", "demand": {"rpm": 5}}]}"#)
-        #expect(output == #"{"allocations":[{"id":"x","tpm":100.0,"reason":{"tpm":"fair_share"}}],"unallocated":{"tpm":0.0},"degraded":{"tpm":false}}"#)
+        let output = try Self.run(
+            #"{"capacity": {"tpm": 100}, "settings": {"safety_margin": 0}, "tenants": [{"id": "x", "demand": {"rpm": 5}}]}"#
+        )
+        #expect(
+            output
+                == #"{"allocations":[{"id":"x","tpm":100.0,"reason":{"tpm":"fair_share"}}],"unallocated":{"tpm":0.0},"degraded":{"tpm":false}}"#
+        )
     }
 
     @Test func tenantsWithoutTierUseOnlyTheirOwnFields() throws {
-        let result = Plan.compute(try Plan.parse(try JSON.parse("""
-            {"capacity": {"rpm": 100}, "settings": {"safety_margin": 0, "demand_headroom": 0, "surplus": "hold"},
-             "tenants": [{"id": "a", "weight": 3}, {"id": "b"}, {"id": "c", "floor": 30, "demand": {"rpm": 10}}]}
-            """), policy: Self.policy))
+        let result = Plan.compute(
+            try Plan.parse(
+                try JSON.parse(
+                    """
+                    {"capacity": {"rpm": 100}, "settings": {"safety_margin": 0, "demand_headroom": 0, "surplus": "hold"},
+                     "tenants": [{"id": "a", "weight": 3}, {"id": "b"}, {"id": "c", "floor": 30, "demand": {"rpm": 10}}]}
+                    """), policy: Self.policy))
         let rpm = try #require(result.dimensions[.rpm])
         #expect(rpm.allocations == [52.5, 17.5, 30])
         #expect(rpm.reasons == [.fairShare, .fairShare, .floor])
@@ -94,29 +114,42 @@ struct PlanTests {
 
     @Test func settingsDefaultToThePolicy() throws {
         // Shipped policy: safety margin 0.05, headroom 0.2, surplus distribute.
-        let output = try Self.run(#"{"capacity": {"rpm": 1000}, "tenants": [{"id": "a", "demand": {"rpm": 100}}, {"id": "b", "demand": {"rpm": 100}}]}"#)
+        let output = try Self.run(
+            #"{"capacity": {"rpm": 1000}, "tenants": [{"id": "a", "demand": {"rpm": 100}}, {"id": "b", "demand": {"rpm": 100}}]}"#
+        )
         // C = 950; both get 120, then the surplus 710 is distributed in full (no burst reserve in plans).
-        #expect(output == #"{"allocations":[{"id":"a","rpm":475.0,"reason":{"rpm":"surplus"}},{"id":"b","rpm":475.0,"reason":{"rpm":"surplus"}}],"unallocated":{"rpm":0.0},"degraded":{"rpm":false}}"#)
+        #expect(
+            output
+                == #"{"allocations":[{"id":"a","rpm":475.0,"reason":{"rpm":"surplus"}},{"id":"b","rpm":475.0,"reason":{"rpm":"surplus"}}],"unallocated":{"rpm":0.0},"degraded":{"rpm":false}}"#
+        )
     }
 
     @Test func percentagesResolveAgainstCapacityAfterTheMargin() throws {
-        let output = try Self.run(#"{"capacity": {"rpm": 1000}, "settings": {"safety_margin": 0.5, "surplus": "hold"}, "tenants": [{"id": "a", "ceiling": "10%"}]}"#)
+        let output = try Self.run(
+            #"{"capacity": {"rpm": 1000}, "settings": {"safety_margin": 0.5, "surplus": "hold"}, "tenants": [{"id": "a", "ceiling": "10%"}]}"#
+        )
         #expect(output.contains(#""rpm":50.0,"reason":{"rpm":"ceiling"}"#))
         #expect(output.contains(#""unallocated":{"rpm":450.0}"#))
     }
 
     @Test func degradedModeAndIdleExtension() throws {
-        let output = try Self.run("""
+        let output = try Self.run(
+            """
             {"capacity": {"rpm": 100}, "settings": {"safety_margin": 0},
              "tenants": [{"id": "c", "tier": "critical", "floor": 70}, {"id": "p", "tier": "premium", "floor": 40},
                          {"id": "i", "tier": "standard", "idle": true}]}
             """)
         // idle first (1), then guards 10 + 5, then critical's floor in full (60 more), premium gets the last 24.
-        #expect(output == #"{"allocations":[{"id":"c","rpm":70.0,"reason":{"rpm":"degraded"}},{"id":"p","rpm":29.0,"reason":{"rpm":"degraded"}},{"id":"i","rpm":1.0,"reason":{"rpm":"idle"}}],"unallocated":{"rpm":0.0},"degraded":{"rpm":true}}"#)
+        #expect(
+            output
+                == #"{"allocations":[{"id":"c","rpm":70.0,"reason":{"rpm":"degraded"}},{"id":"p","rpm":29.0,"reason":{"rpm":"degraded"}},{"id":"i","rpm":1.0,"reason":{"rpm":"idle"}}],"unallocated":{"rpm":0.0},"degraded":{"rpm":true}}"#
+        )
     }
 
     @Test func emptyTenantListGivesAnEmptyPlan() throws {
-        #expect(try Self.run(#"{"capacity": {"rpm": 10}, "tenants": []}"#) == #"{"allocations":[],"unallocated":{"rpm":9.5},"degraded":{"rpm":false}}"#)
+        #expect(
+            try Self.run(#"{"capacity": {"rpm": 10}, "tenants": []}"#)
+                == #"{"allocations":[],"unallocated":{"rpm":9.5},"degraded":{"rpm":false}}"#)
     }
 
     // MARK: Bad input
@@ -140,7 +173,8 @@ struct PlanTests {
     }
 
     @Test func negativeNumberNamesTenantAndField() throws {
-        let error = try #require(Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "ok"}, {"id": "acme", "floor": {"rpm": -5}}]}"#))
+        let error = try #require(
+            Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "ok"}, {"id": "acme", "floor": {"rpm": -5}}]}"#))
         #expect(error.tenant == "acme")
         #expect(error.field == "tenants[1].floor.rpm")
         #expect(error.code == "negative")
@@ -152,10 +186,14 @@ struct PlanTests {
     }
 
     @Test func nonNumericValueNamesTenantAndField() throws {
-        let error = try #require(Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "acme", "demand": {"rpm": "lots"}}]}"#))
+        let error = try #require(
+            Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "acme", "demand": {"rpm": "lots"}}]}"#))
         #expect(error.tenant == "acme")
         #expect(error.field == "tenants[0].demand.rpm")
-        #expect(error.message == #"tenant "acme" (tenants[0]): demand.rpm: expected a number, a percentage such as "5%" or "unbounded", got "lots""#)
+        #expect(
+            error.message
+                == #"tenant "acme" (tenants[0]): demand.rpm: expected a number, a percentage such as "5%" or "unbounded", got "lots""#
+        )
         let weight = try #require(Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "w", "weight": true}]}"#))
         #expect(weight.message == #"tenant "w" (tenants[0]): weight: expected a number, got boolean"#)
         let zero = try #require(Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "w", "weight": 0}]}"#))
@@ -164,29 +202,44 @@ struct PlanTests {
 
     @Test func nonFiniteNumbersAreRejected() throws {
         let input: JSON = ["capacity": ["rpm": .double(.infinity)], "tenants": []]
-        #expect(throws: PlanError(code: "out_of_range", message: "capacity.rpm: must be a finite number", tenant: nil, field: "capacity.rpm")) {
+        #expect(
+            throws: PlanError(
+                code: "out_of_range", message: "capacity.rpm: must be a finite number", tenant: nil,
+                field: "capacity.rpm")
+        ) {
             try Plan.run(input: input, policy: Self.policy)
         }
         let nan: JSON = ["capacity": ["rpm": 10], "tenants": [["id": "n", "demand": .double(.nan)]]]
-        #expect(throws: PlanError(code: "out_of_range", message: #"tenant "n" (tenants[0]): demand: must be a finite number"#, tenant: "n", field: "tenants[0].demand")) {
+        #expect(
+            throws: PlanError(
+                code: "out_of_range", message: #"tenant "n" (tenants[0]): demand: must be a finite number"#,
+                tenant: "n", field: "tenants[0].demand")
+        ) {
             try Plan.run(input: nan, policy: Self.policy)
         }
     }
 
     @Test func duplicateIds() throws {
-        let error = try #require(Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "a"}, {"id": "b"}, {"id": "a"}]}"#))
+        let error = try #require(
+            Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "a"}, {"id": "b"}, {"id": "a"}]}"#))
         #expect(error.tenant == "a")
         #expect(error.field == "tenants[2].id")
         #expect(error.message == #"tenant "a" (tenants[2]): id: duplicate id "a" (also tenants[0])"#)
     }
 
     @Test func floorAboveCeiling() throws {
-        let error = try #require(Self.error(#"{"capacity": {"rpm": 1000}, "tenants": [{"id": "a", "floor": {"rpm": 600}, "ceiling": {"rpm": 500}}]}"#))
+        let error = try #require(
+            Self.error(
+                #"{"capacity": {"rpm": 1000}, "tenants": [{"id": "a", "floor": {"rpm": 600}, "ceiling": {"rpm": 500}}]}"#
+            ))
         #expect(error.field == "tenants[0].floor.rpm")
         #expect(error.code == "floor_above_ceiling")
         #expect(error.message == #"tenant "a" (tenants[0]): floor.rpm: floor (600) is above ceiling (500)"#)
         // A tenant ceiling below its tier's floor names the ceiling.
-        let tier = try #require(Self.error(#"{"capacity": {"rpm": 1000}, "settings": {"safety_margin": 0}, "tenants": [{"id": "c", "tier": "critical", "ceiling": {"rpm": 5}}]}"#))
+        let tier = try #require(
+            Self.error(
+                #"{"capacity": {"rpm": 1000}, "settings": {"safety_margin": 0}, "tenants": [{"id": "c", "tier": "critical", "ceiling": {"rpm": 5}}]}"#
+            ))
         #expect(tier.field == "tenants[0].ceiling.rpm")
         #expect(tier.message == #"tenant "c" (tenants[0]): ceiling.rpm: floor (20) is above ceiling (5)"#)
     }
@@ -199,12 +252,14 @@ struct PlanTests {
     }
 
     @Test func unknownFieldsWithSuggestions() throws {
-        let tenant = try #require(Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "a", "demnd": {"rpm": 1}}]}"#))
+        let tenant = try #require(
+            Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "a", "demnd": {"rpm": 1}}]}"#))
         #expect(tenant.code == "unknown_field")
         #expect(tenant.message == #"tenant "a" (tenants[0]): demnd: unknown field "demnd"; did you mean "demand"?"#)
         let top = try #require(Self.error(#"{"capacity": {"rpm": 10}, "tenants": [], "setings": {}}"#))
         #expect(top.message == #"setings: unknown field "setings"; did you mean "settings"?"#)
-        let surplus = try #require(Self.error(#"{"capacity": {"rpm": 10}, "tenants": [], "settings": {"surplus": "keep"}}"#))
+        let surplus = try #require(
+            Self.error(#"{"capacity": {"rpm": 10}, "tenants": [], "settings": {"surplus": "keep"}}"#))
         #expect(surplus.field == "settings.surplus")
     }
 

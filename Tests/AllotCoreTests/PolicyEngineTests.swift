@@ -17,18 +17,24 @@ struct Timeline {
     static func makePolicy() -> Policy {
         var policy = Policy(
             allocation: AllocationSettings(safetyMargin: 0, demandHeadroom: 0, surplus: .hold, burstReserve: 0.1),
-            dampening: DampeningSettings(alpha: 1, deadband: 0.05, persistTicks: 2, maxUp: 0.25, maxDown: 0.5,
-                                         minStep: .absolute(10)),
+            dampening: DampeningSettings(
+                alpha: 1, deadband: 0.05, persistTicks: 2, maxUp: 0.25, maxDown: 0.5,
+                minStep: .absolute(10)),
             defaultTier: "standard",
             tiers: [
-                Tier(name: "premium", priority: 1, weight: 4,
-                     starvationGuard: PerDimension(rpm: .absolute(5), tpm: .absolute(500))),
-                Tier(name: "standard", priority: 2, weight: 2,
-                     idleAllocation: PerDimension(rpm: .absolute(2), tpm: .absolute(200))),
+                Tier(
+                    name: "premium", priority: 1, weight: 4,
+                    starvationGuard: PerDimension(rpm: .absolute(5), tpm: .absolute(500))),
+                Tier(
+                    name: "standard", priority: 2, weight: 2,
+                    idleAllocation: PerDimension(rpm: .absolute(2), tpm: .absolute(200))),
                 Tier(name: "free", priority: 3, weight: 1),
             ],
-            upstreams: [UpstreamPolicy(id: "p/m", capacity: PerDimension(rpm: 1000, tpm: 100_000),
-                                       price: Price(inputPerMillionTokens: 2, outputPerMillionTokens: 8))],
+            upstreams: [
+                UpstreamPolicy(
+                    id: "p/m", capacity: PerDimension(rpm: 1000, tpm: 100_000),
+                    price: Price(inputPerMillionTokens: 2, outputPerMillionTokens: 8))
+            ],
             tenants: [TenantPolicy(id: "a", tier: "premium"), TenantPolicy(id: "b", tier: "standard")])
         policy.proposals = ProposalSettings(ttlSeconds: 60, approvalTTLSeconds: 120, rejectCooldownSeconds: 60)
         policy.loop.forgetAfterSeconds = 60
@@ -43,8 +49,9 @@ struct Timeline {
         _ tenant: String, rpm: Double = 1000, tpm: Double = 100_000, served: PerDimension<Double>? = nil,
         class tenantClass: TenantClass = .steady, suspect: Bool = false, upstream: String = "p/m"
     ) -> TenantObservation {
-        TenantObservation(tenant: tenant, upstream: upstream, tenantClass: tenantClass, suspect: suspect,
-                          demand: PerDimension(rpm: rpm, tpm: tpm), served: served ?? PerDimension(rpm: rpm, tpm: tpm))
+        TenantObservation(
+            tenant: tenant, upstream: upstream, tenantClass: tenantClass, suspect: suspect,
+            demand: PerDimension(rpm: rpm, tpm: tpm), served: served ?? PerDimension(rpm: rpm, tpm: tpm))
     }
 
     /// One tick at the current time, then the clock moves on by the loop interval.
@@ -121,8 +128,9 @@ struct PolicyEngineTests {
         for tick in 0..<40 {
             let demands = (0..<6).map { _ in random.uniform(50...600) }
             let observations = demands.enumerated().map { index, demand in
-                Timeline.observe("t\(index)", rpm: demand, tpm: demand * 100,
-                                 class: index == 5 && tick % 10 < 3 ? .idle : .steady)
+                Timeline.observe(
+                    "t\(index)", rpm: demand, tpm: demand * 100,
+                    class: index == 5 && tick % 10 < 3 ? .idle : .steady)
             }
             if tick == 20 { first.capacity.rpm = 600; second.capacity.rpm = 600; restarted.capacity.rpm = 600 }
             let one = first.tick(observations)
@@ -199,9 +207,12 @@ struct PolicyEngineTests {
         #expect(again.proposals.map(\.id) == [proposal.id])
         #expect(again.proposals[0].filedAt == Timeline.start)
 
-        let approved = timeline.tick(tenants, resolutions: [
-            ProposalResolution(proposalID: proposal.id, verdict: .approve, actor: "sre@example", at: timeline.now - 1)
-        ])
+        let approved = timeline.tick(
+            tenants,
+            resolutions: [
+                ProposalResolution(
+                    proposalID: proposal.id, verdict: .approve, actor: "sre@example", at: timeline.now - 1)
+            ])
         #expect(approved.resolutions.map(\.applied) == [true])
         #expect(approved.proposals.first?.status == .approved)
         #expect(close(approved.target("a"), 2000.0 / 3))
@@ -237,9 +248,11 @@ struct PolicyEngineTests {
         #expect(second.id != first.id)
 
         // Rejected: suppressed for the cool-down (60 s) while the clamp holds, then filed again.
-        decision = timeline.tick(tenants, resolutions: [
-            ProposalResolution(proposalID: second.id, verdict: .reject, actor: "sre", at: timeline.now)
-        ])
+        decision = timeline.tick(
+            tenants,
+            resolutions: [
+                ProposalResolution(proposalID: second.id, verdict: .reject, actor: "sre", at: timeline.now)
+            ])
         #expect(decision.proposals.map(\.status) == [.rejected])
         #expect(decision.rate("a") == 500)
         let rejectedAt = timeline.now - 5
@@ -255,8 +268,9 @@ struct PolicyEngineTests {
     @Test func overridesApplyUntilTheyExpire() throws {
         var timeline = Timeline()
         let tenants = [Timeline.observe("a"), Timeline.observe("b")]
-        let override = Override(tenant: "b", weight: 4, actor: "cs@example", reason: "launch", createdAt: Timeline.start,
-                                expiresAt: Timeline.start + 30)
+        let override = Override(
+            tenant: "b", weight: 4, actor: "cs@example", reason: "launch", createdAt: Timeline.start,
+            expiresAt: Timeline.start + 30)
         let during = timeline.tick(tenants, overrides: [override])
         // b's weight is 2 × 4 = 8 against a's 4.
         #expect(close(during.rate("b"), 2000.0 / 3))
@@ -280,8 +294,9 @@ struct PolicyEngineTests {
         var timeline = Timeline(policy: policy)
         let tenants = [Timeline.observe("a"), Timeline.observe("b")]
         let floor = PerDimension<Quantity?>(rpm: .absolute(400), tpm: nil)
-        let pending = Override(tenant: "b", floor: floor, actor: "cs", reason: "r", createdAt: Timeline.start,
-                               expiresAt: Timeline.start + 600)
+        let pending = Override(
+            tenant: "b", floor: floor, actor: "cs", reason: "r", createdAt: Timeline.start,
+            expiresAt: Timeline.start + 600)
         #expect(Guardrails.crossings(of: pending, policy: policy).map(\.kind) == [.floorAboveGuardMax])
         // Unapproved (the server would hold it as a proposal): the guardrail still clamps.
         #expect(timeline.tick(tenants, overrides: [pending]).target("b") == 200)
@@ -295,8 +310,9 @@ struct PolicyEngineTests {
         // a wants 200 RPM / 20,000 TPM of 1000 / 100,000: the surplus 800 / 80,000 is held and 10 % is reserve.
         let quiet = Timeline.observe("a", rpm: 200, tpm: 20_000)
         timeline.tick([quiet])
-        let request = BurstRequest(id: "burst-1", tenant: "a", upstream: "p/m", calls: 120, tokens: 12_000,
-                                   ttlSeconds: 120, taskID: "task-9", requestedAt: timeline.now)
+        let request = BurstRequest(
+            id: "burst-1", tenant: "a", upstream: "p/m", calls: 120, tokens: 12_000,
+            ttlSeconds: 120, taskID: "task-9", requestedAt: timeline.now)
         let lent = timeline.tick([quiet], bursts: [request])
         let outcome = try #require(lent.burstDecisions.first)
         #expect(outcome.outcome == .granted)
@@ -311,8 +327,9 @@ struct PolicyEngineTests {
         #expect(lent.pools[0].unallocated.rpm == 740)
 
         // A second request while the credit is active is refused.
-        let busy = BurstRequest(id: "burst-2", tenant: "a", upstream: "p/m", calls: 10, tokens: 100, ttlSeconds: 60,
-                                requestedAt: timeline.now)
+        let busy = BurstRequest(
+            id: "burst-2", tenant: "a", upstream: "p/m", calls: 10, tokens: 100, ttlSeconds: 60,
+            requestedAt: timeline.now)
         #expect(timeline.tick([quiet], bursts: [busy]).burstDecisions.first?.outcome == .creditActive)
 
         // Serving 260 RPM against 200 for the rest of the credit borrows 60 per minute.
@@ -325,8 +342,9 @@ struct PolicyEngineTests {
         #expect(account.inDebt)
         #expect(close(account.debt.rpm, 60 * 110.0 / 60))  // 22 ticks of 5 s at 60 over
         #expect(decision.allocation(tenant: "a", upstream: "p/m")?.burstCredit == nil)
-        let owing = BurstRequest(id: "burst-3", tenant: "a", upstream: "p/m", calls: 10, tokens: 100, ttlSeconds: 60,
-                                 requestedAt: timeline.now)
+        let owing = BurstRequest(
+            id: "burst-3", tenant: "a", upstream: "p/m", calls: 10, tokens: 100, ttlSeconds: 60,
+            requestedAt: timeline.now)
         #expect(timeline.tick([quiet], bursts: [owing]).burstDecisions.first?.outcome == .debtOutstanding)
 
         // Serving 140 of 200 repays 60 per minute: about two minutes to clear 110.
@@ -336,21 +354,29 @@ struct PolicyEngineTests {
             #expect(timeline.now < Timeline.start + 600)
         }
         #expect(decision.allocation(tenant: "a", upstream: "p/m")?.burstAccount.repaid == 1)
-        let again = BurstRequest(id: "burst-4", tenant: "a", upstream: "p/m", calls: 10, tokens: 100, ttlSeconds: 60,
-                                 requestedAt: timeline.now)
+        let again = BurstRequest(
+            id: "burst-4", tenant: "a", upstream: "p/m", calls: 10, tokens: 100, ttlSeconds: 60,
+            requestedAt: timeline.now)
         #expect(timeline.tick([quiet], bursts: [again]).burstDecisions.first?.outcome == .granted)
     }
 
     @Test func suspectAndSustainedOverTenantsGetNoCredit() {
         var timeline = Timeline()
-        let requests = ["s", "o"].map {
-            BurstRequest(id: "r-\($0)", tenant: $0, upstream: "p/m", calls: 10, tokens: 100, ttlSeconds: 60,
-                         requestedAt: timeline.now)
-        } + [BurstRequest(id: "r-x", tenant: "nobody", upstream: "p/m", calls: 1, tokens: 1, ttlSeconds: 60,
-                          requestedAt: timeline.now)]
+        let requests =
+            ["s", "o"].map {
+                BurstRequest(
+                    id: "r-\($0)", tenant: $0, upstream: "p/m", calls: 10, tokens: 100, ttlSeconds: 60,
+                    requestedAt: timeline.now)
+            } + [
+                BurstRequest(
+                    id: "r-x", tenant: "nobody", upstream: "p/m", calls: 1, tokens: 1, ttlSeconds: 60,
+                    requestedAt: timeline.now)
+            ]
         let decision = timeline.tick(
-            [Timeline.observe("s", rpm: 10, tpm: 100, suspect: true),
-             Timeline.observe("o", rpm: 10, tpm: 100, class: .sustainedOver)],
+            [
+                Timeline.observe("s", rpm: 10, tpm: 100, suspect: true),
+                Timeline.observe("o", rpm: 10, tpm: 100, class: .sustainedOver),
+            ],
             bursts: requests)
         #expect(decision.burstDecisions.map(\.outcome) == [.sustainedOver, .suspect, .unknown])
     }
@@ -378,13 +404,16 @@ struct PolicyEngineTests {
         premium.budgets = [SpendBudget(window: .day, amount: 100)]
         policy.setTier(premium)
         var timeline = Timeline(policy: policy)
-        let tenants = [Timeline.observe("a", rpm: 500, tpm: 50_000, served: PerDimension(rpm: 500, tpm: 30_000)),
-                       Timeline.observe("b", rpm: 500, tpm: 50_000)]
+        let tenants = [
+            Timeline.observe("a", rpm: 500, tpm: 50_000, served: PerDimension(rpm: 500, tpm: 30_000)),
+            Timeline.observe("b", rpm: 500, tpm: 50_000),
+        ]
         #expect(timeline.tick(tenants).rate("a", .tpm) == 50_000)
 
         // Spent 58 with 21 h left, burning 4 per hour: projected 142 crosses the throttle (90).
         let left = 21.0 * 3600 - 5
-        let throttle = timeline.tick(tenants, spend: [TenantSpend(tenant: "a", window: .day, spent: 58, burnRatePerSecond: 4.0 / 3600)])
+        let throttle = timeline.tick(
+            tenants, spend: [TenantSpend(tenant: "a", window: .day, spent: 58, burnRatePerSecond: 4.0 / 3600)])
         // The allowed rate 42 / left, at 5e-6 per token (half input at 2, half output at 8 per million).
         let cap = 42 / left * 60 / 5e-6
         #expect(close(throttle.target("a", .tpm), cap))
@@ -397,7 +426,8 @@ struct PolicyEngineTests {
         // b may use what a leaves.
         #expect(throttle.rate("b", .tpm) == 50_000)
 
-        let hard = timeline.tick(tenants, spend: [TenantSpend(tenant: "a", window: .day, spent: 100, burnRatePerSecond: 0)])
+        let hard = timeline.tick(
+            tenants, spend: [TenantSpend(tenant: "a", window: .day, spent: 100, burnRatePerSecond: 0)])
         #expect(hard.rate("a", .tpm) == 500)
         #expect(hard.rate("a", .rpm) == 5)
         #expect(hard.reason("a", .rpm) == .budget)
@@ -422,7 +452,9 @@ struct PolicyEngineTests {
         #expect(idle.reason("b") == .idle)
         #expect(close(idle.rate("b"), 1000.0 / 6))  // dampened down: max_down 50 %
         var decision = idle
-        for _ in 0..<12 { decision = timeline.tick([Timeline.observe("a"), Timeline.observe("b", rpm: 0, tpm: 0, class: .idle)]) }
+        for _ in 0..<12 {
+            decision = timeline.tick([Timeline.observe("a"), Timeline.observe("b", rpm: 0, tpm: 0, class: .idle)])
+        }
         #expect(decision.rate("b") == 2)
         #expect(decision.rate("a") == 998)
         // Back from idle: enters at its target at once, a is cut to make room.

@@ -74,10 +74,15 @@ struct PolicyTests {
         #expect(reloaded.canonicalBytes == policy.canonicalBytes)
 
         // The same content split differently and with keys in another order hashes the same.
-        let a = try PolicyFixtures.load([("a.json", PolicyFixtures.tiers), ("b.json", #"{"loop": {"lease_s": 60, "interval_s": 2}}"#)])
+        let a = try PolicyFixtures.load([
+            ("a.json", PolicyFixtures.tiers), ("b.json", #"{"loop": {"lease_s": 60, "interval_s": 2}}"#),
+        ])
         let b = try PolicyFixtures.load([
             ("x.json", #"{"loop": {"interval_s": 2}, "tiers": {"standard": {"priority": 2}}}"#),
-            ("y.json", #"{"loop": {"lease_s": 60}, "default_tier": "standard", "tiers": {"premium": {"weight": 4, "priority": 1, "floor": {"rpm": 10}}}}"#),
+            (
+                "y.json",
+                #"{"loop": {"lease_s": 60}, "default_tier": "standard", "tiers": {"premium": {"weight": 4, "priority": 1, "floor": {"rpm": 10}}}}"#
+            ),
         ])
         #expect(a.canonicalBytes == b.canonicalBytes)
     }
@@ -96,7 +101,10 @@ struct PolicyTests {
 
     @Test func quantitiesAcceptNumbersPercentagesAndUnbounded() throws {
         let policy = try PolicyFixtures.load([
-            ("tiers.json", #"{"tiers": {"standard": {"priority": 0, "floor": "2.5%", "ceiling": {"rpm": "unbounded", "tpm": 90000}}}}"#)
+            (
+                "tiers.json",
+                #"{"tiers": {"standard": {"priority": 0, "floor": "2.5%", "ceiling": {"rpm": "unbounded", "tpm": 90000}}}}"#
+            )
         ])
         let tier = try #require(policy.tier(named: "standard"))
         #expect(tier.floor == PerDimension(.percent(2.5)))
@@ -132,8 +140,9 @@ struct PolicyTests {
     }
 
     @Test func unknownFieldSuggestsTheNearestName() throws {
-        let issue = try Self.only(PolicyFixtures.issues(
-            with: #"{"tiers": {"gold": {"priority": 0, "flor": {"rpm": 5}}}}"#, name: "gold.json"))
+        let issue = try Self.only(
+            PolicyFixtures.issues(
+                with: #"{"tiers": {"gold": {"priority": 0, "flor": {"rpm": 5}}}}"#, name: "gold.json"))
         #expect(issue.file == "gold.json")
         #expect(issue.path == "$.tiers.gold.flor")
         #expect(issue.code == .unknownField)
@@ -143,8 +152,9 @@ struct PolicyTests {
         #expect(top.path == "$.upstream")
         #expect(top.message == #"unknown field "upstream"; did you mean "upstreams"?"#)
 
-        let dimension = try Self.only(PolicyFixtures.issues(
-            with: #"{"tenants": {"t1": {"tier": "standard", "ceiling": {"rpn": 5}}}}"#))
+        let dimension = try Self.only(
+            PolicyFixtures.issues(
+                with: #"{"tenants": {"t1": {"tier": "standard", "ceiling": {"rpn": 5}}}}"#))
         #expect(dimension.path == "$.tenants.t1.ceiling.rpn")
         #expect(dimension.message.contains(#"did you mean "rpm"?"#))
     }
@@ -162,8 +172,9 @@ struct PolicyTests {
     }
 
     @Test func negativeRateIsRejected() throws {
-        let issue = try Self.only(PolicyFixtures.issues(
-            with: #"{"tenants": {"acme": {"tier": "premium", "floor": {"tpm": -5}}}}"#, name: "tenants.json"))
+        let issue = try Self.only(
+            PolicyFixtures.issues(
+                with: #"{"tenants": {"acme": {"tier": "premium", "floor": {"tpm": -5}}}}"#, name: "tenants.json"))
         #expect(issue.file == "tenants.json")
         #expect(issue.path == "$.tenants.acme.floor.tpm")
         #expect(issue.code == .negative)
@@ -176,95 +187,108 @@ struct PolicyTests {
         #expect(margin.code == .outOfRange)
         #expect(margin.message == "must be at least 0 and below 1 (got 1.5)")
 
-        let percent = try Self.only(PolicyFixtures.issues(
-            with: #"{"tiers": {"gold": {"priority": 0, "ceiling": {"rpm": "150%"}}}}"#))
+        let percent = try Self.only(
+            PolicyFixtures.issues(
+                with: #"{"tiers": {"gold": {"priority": 0, "ceiling": {"rpm": "150%"}}}}"#))
         #expect(percent.path == "$.tiers.gold.ceiling.rpm")
         #expect(percent.code == .outOfRange)
         #expect(percent.message == #"percentage out of range: "150%" (allowed 0% to 100%)"#)
     }
 
     @Test func floorAboveCeilingIsRejectedForTiersAndTenants() throws {
-        let tier = try Self.only(PolicyFixtures.issues(
-            with: #"{"tiers": {"gold": {"priority": 0, "floor": {"rpm": "30%"}, "ceiling": {"rpm": "20%"}}}}"#))
+        let tier = try Self.only(
+            PolicyFixtures.issues(
+                with: #"{"tiers": {"gold": {"priority": 0, "floor": {"rpm": "30%"}, "ceiling": {"rpm": "20%"}}}}"#))
         #expect(tier.path == "$.tiers.gold.floor.rpm")
         #expect(tier.code == .floorAboveCeiling)
         #expect(tier.message == #"floor (30%) is above ceiling (20%)"#)
 
         // The tenant's own floor against the ceiling it inherits from its tier.
-        let tenant = try Self.only(PolicyFixtures.issues([
-            ("tiers.json", #"{"tiers": {"standard": {"priority": 2, "ceiling": {"rpm": 100}}}}"#),
-            ("tenants.json", #"{"tenants": {"acme": {"tier": "standard", "floor": {"rpm": 500}}}}"#),
-        ]))
+        let tenant = try Self.only(
+            PolicyFixtures.issues([
+                ("tiers.json", #"{"tiers": {"standard": {"priority": 2, "ceiling": {"rpm": 100}}}}"#),
+                ("tenants.json", #"{"tenants": {"acme": {"tier": "standard", "floor": {"rpm": 500}}}}"#),
+            ]))
         #expect(tenant.file == "tenants.json")
         #expect(tenant.path == "$.tenants.acme.floor.rpm")
         #expect(tenant.message == #"floor (500) is above ceiling (100) (from tier "standard")"#)
     }
 
     @Test func floorAboveGuardMaxIsRejected() throws {
-        let issue = try Self.only(PolicyFixtures.issues(
-            with: #"{"tiers": {"gold": {"priority": 0, "floor": {"tpm": "10%"}, "guard_max": "5%"}}}"#))
+        let issue = try Self.only(
+            PolicyFixtures.issues(
+                with: #"{"tiers": {"gold": {"priority": 0, "floor": {"tpm": "10%"}, "guard_max": "5%"}}}"#))
         #expect(issue.path == "$.tiers.gold.floor.tpm")
         #expect(issue.code == .invalidValue)
         #expect(issue.message == "floor (10%) is above guard_max (5%): the engine could never honour it")
     }
 
     @Test func guardMinAboveGuardMaxIsRejected() throws {
-        let issue = try Self.only(PolicyFixtures.issues(
-            with: #"{"tiers": {"gold": {"priority": 0, "guard_min": 50, "guard_max": {"rpm": 40}}}}"#))
+        let issue = try Self.only(
+            PolicyFixtures.issues(
+                with: #"{"tiers": {"gold": {"priority": 0, "guard_min": 50, "guard_max": {"rpm": 40}}}}"#))
         #expect(issue.path == "$.tiers.gold.guard_min.rpm")
         #expect(issue.code == .guardMinAboveGuardMax)
         #expect(issue.message == "guard_min (50) is above guard_max (40)")
     }
 
     @Test func unknownTierIsRejectedForTenantsAndDefaultTier() throws {
-        let tenant = try Self.only(PolicyFixtures.issues(
-            with: #"{"tenants": {"acme": {"tier": "premum"}}}"#, name: "tenants.json"))
+        let tenant = try Self.only(
+            PolicyFixtures.issues(
+                with: #"{"tenants": {"acme": {"tier": "premum"}}}"#, name: "tenants.json"))
         #expect(tenant.file == "tenants.json")
         #expect(tenant.path == "$.tenants.acme.tier")
         #expect(tenant.code == .unknownTier)
         #expect(tenant.message == #"unknown tier "premum"; did you mean "premium"?"#)
 
-        let fallback = try Self.only(PolicyFixtures.issues([
-            ("tiers.json", #"{"default_tier": "gold", "tiers": {"standard": {"priority": 2}}}"#)
-        ]))
+        let fallback = try Self.only(
+            PolicyFixtures.issues([
+                ("tiers.json", #"{"default_tier": "gold", "tiers": {"standard": {"priority": 2}}}"#)
+            ]))
         #expect(fallback.file == "tiers.json")
         #expect(fallback.path == "$.default_tier")
         #expect(fallback.code == .unknownTier)
     }
 
     @Test func duplicateDefinitionsNameBothFiles() throws {
-        let tier = try Self.only(PolicyFixtures.issues(
-            with: #"{"tiers": {"premium": {"priority": 5}}}"#, name: "more-tiers.json"))
+        let tier = try Self.only(
+            PolicyFixtures.issues(
+                with: #"{"tiers": {"premium": {"priority": 5}}}"#, name: "more-tiers.json"))
         #expect(tier.file == "more-tiers.json")
         #expect(tier.path == "$.tiers.premium")
         #expect(tier.code == .duplicate)
         #expect(tier.message == #"tier "premium" is defined in both 00-tiers.json and more-tiers.json"#)
 
-        let field = try Self.only(PolicyFixtures.issues([
-            ("00-tiers.json", PolicyFixtures.tiers), ("a.json", #"{"loop": {"interval_s": 5}}"#),
-            ("b.json", #"{"loop": {"interval_s": 10}}"#),
-        ]))
+        let field = try Self.only(
+            PolicyFixtures.issues([
+                ("00-tiers.json", PolicyFixtures.tiers), ("a.json", #"{"loop": {"interval_s": 5}}"#),
+                ("b.json", #"{"loop": {"interval_s": 10}}"#),
+            ]))
         #expect(field.file == "b.json")
         #expect(field.path == "$.loop.interval_s")
         #expect(field.message == #""loop.interval_s" is defined in both a.json and b.json"#)
 
-        let window = try Self.only(PolicyFixtures.issues(with: """
-            {"tenants": {"acme": {"tier": "standard", "budgets": [{"window": "day", "amount": 5}, {"window": "day", "amount": 9}]}}}
-            """))
+        let window = try Self.only(
+            PolicyFixtures.issues(
+                with: """
+                    {"tenants": {"acme": {"tier": "standard", "budgets": [{"window": "day", "amount": 5}, {"window": "day", "amount": 9}]}}}
+                    """))
         #expect(window.path == "$.tenants.acme.budgets[1].window")
         #expect(window.code == .duplicate)
     }
 
     @Test func missingRequiredFieldsAreNamed() throws {
-        let issues = PolicyFixtures.issues(with: """
-            {"tiers": {"gold": {"weight": 2}}, "tenants": {"acme": {"weight": 2}},
-             "upstreams": {"p/m": {"price": {"input_per_mtok": 1}}}}
-            """)
+        let issues = PolicyFixtures.issues(
+            with: """
+                {"tiers": {"gold": {"weight": 2}}, "tenants": {"acme": {"weight": 2}},
+                 "upstreams": {"p/m": {"price": {"input_per_mtok": 1}}}}
+                """)
         let missing = issues.filter { $0.code == .missingField }.map(\.path)
-        #expect(missing == [
-            "$.tiers.gold.priority", #"$.upstreams["p/m"].capacity"#, #"$.upstreams["p/m"].price.output_per_mtok"#,
-            "$.tenants.acme.tier",
-        ])
+        #expect(
+            missing == [
+                "$.tiers.gold.priority", #"$.upstreams["p/m"].capacity"#, #"$.upstreams["p/m"].price.output_per_mtok"#,
+                "$.tenants.acme.tier",
+            ])
         #expect(issues.count == 4)
     }
 
@@ -275,20 +299,28 @@ struct PolicyTests {
     }
 
     @Test func everyIssueIsReportedAtOnce() throws {
-        let issues = PolicyFixtures.issues(with: """
-            {"loop": {"interval_s": -1, "lease": 5},
-             "allocation": {"surplus": "share", "burst_reserve": 2},
-             "tiers": {"gold": {"priority": 0.5, "mode": "enforced", "budgets": {"window": "day"}}},
-             "task_budgets": {"realtme": {"max_calls": 1, "max_tokens": 1}}}
-            """)
+        let issues = PolicyFixtures.issues(
+            with: """
+                {"loop": {"interval_s": -1, "lease": 5},
+                 "allocation": {"surplus": "share", "burst_reserve": 2},
+                 "tiers": {"gold": {"priority": 0.5, "mode": "enforced", "budgets": {"window": "day"}}},
+                 "task_budgets": {"realtme": {"max_calls": 1, "max_tokens": 1}}}
+                """)
         let paths = issues.map(\.path)
-        #expect(paths == [
-            "$.loop.lease", "$.loop.interval_s", "$.allocation.surplus", "$.allocation.burst_reserve",
-            "$.tiers.gold.priority", "$.tiers.gold.mode", "$.tiers.gold.budgets", "$.task_budgets.realtme",
-        ])
-        #expect(issues.first { $0.path == "$.allocation.surplus" }?.message == #"unknown value "share"; expected one of "distribute", "hold""#)
-        #expect(issues.first { $0.path == "$.tiers.gold.mode" }?.message == #"unknown value "enforced"; did you mean "enforce"?"#)
-        #expect(issues.first { $0.path == "$.task_budgets.realtme" }?.message == #"unknown task class "realtme"; did you mean "realtime"?"#)
+        #expect(
+            paths == [
+                "$.loop.lease", "$.loop.interval_s", "$.allocation.surplus", "$.allocation.burst_reserve",
+                "$.tiers.gold.priority", "$.tiers.gold.mode", "$.tiers.gold.budgets", "$.task_budgets.realtme",
+            ])
+        #expect(
+            issues.first { $0.path == "$.allocation.surplus" }?.message
+                == #"unknown value "share"; expected one of "distribute", "hold""#)
+        #expect(
+            issues.first { $0.path == "$.tiers.gold.mode" }?.message
+                == #"unknown value "enforced"; did you mean "enforce"?"#)
+        #expect(
+            issues.first { $0.path == "$.task_budgets.realtme" }?.message
+                == #"unknown task class "realtme"; did you mean "realtime"?"#)
         #expect(issues.allSatisfy { $0.file == "extra.json" })
     }
 
@@ -297,7 +329,10 @@ struct PolicyTests {
             try PolicyFixtures.load([("a.json", #"{"tiers": {"x": {"priority": -1}}}"#)])
         }
         do {
-            _ = try Policy.load(files: PolicyFixtures.files([("a.json", "[]"), ("b.json", #"{"default_tier": "x", "tiers": {"x": {"priority": -1}}}"#)]))
+            _ = try Policy.load(
+                files: PolicyFixtures.files([
+                    ("a.json", "[]"), ("b.json", #"{"default_tier": "x", "tiers": {"x": {"priority": -1}}}"#),
+                ]))
             Issue.record("expected an error")
         } catch {
             #expect(error.issues.map(\.file) == ["a.json", "b.json"])
@@ -306,17 +341,25 @@ struct PolicyTests {
     }
 
     @Test func budgetThresholdsMustBeOrdered() throws {
-        let issue = try Self.only(PolicyFixtures.issues(with: """
-            {"tenants": {"acme": {"tier": "standard", "budgets": [{"window": "month", "amount": 100, "throttle": "120%", "hard": 110}]}}}
-            """))
+        let issue = try Self.only(
+            PolicyFixtures.issues(
+                with: """
+                    {"tenants": {"acme": {"tier": "standard", "budgets": [{"window": "month", "amount": 100, "throttle": "120%", "hard": 110}]}}}
+                    """))
         #expect(issue.path == "$.tenants.acme.budgets[0].throttle")
         #expect(issue.message == "throttle (120%) is above hard (110)")
     }
 
     @Test func budgetsCombineTenantAndTier() throws {
         let policy = try PolicyFixtures.load([
-            ("tiers.json", #"{"tiers": {"standard": {"priority": 2, "budgets": [{"window": "day", "amount": 10}, {"window": "month", "amount": 100}]}}}"#),
-            ("tenants.json", #"{"tenants": {"acme": {"tier": "standard", "budgets": [{"window": "day", "amount": 50}]}}}"#),
+            (
+                "tiers.json",
+                #"{"tiers": {"standard": {"priority": 2, "budgets": [{"window": "day", "amount": 10}, {"window": "month", "amount": 100}]}}}"#
+            ),
+            (
+                "tenants.json",
+                #"{"tenants": {"acme": {"tier": "standard", "budgets": [{"window": "day", "amount": 50}]}}}"#
+            ),
         ])
         let budgets = policy.budgets(ofTenant: "acme", tierName: "standard")
         #expect(budgets.map(\.window) == [.day, .month])

@@ -111,7 +111,11 @@ struct PoolAllocationTests {
 
     @Test func idleAllocationsAboveCapacityAreScaled() {
         let result = Self.compute(
-            6, [AllocationClaim(isIdle: true, idleAllocation: 4), AllocationClaim(isIdle: true, idleAllocation: 8), AllocationClaim()])
+            6,
+            [
+                AllocationClaim(isIdle: true, idleAllocation: 4), AllocationClaim(isIdle: true, idleAllocation: 8),
+                AllocationClaim(),
+            ])
         #expect(result.allocations == [2, 4, 0])
     }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// SplitMix64: a tiny deterministic generator so property tests replay exactly for a seed.
 struct SeededRandom: RandomNumberGenerator {
     private var state: UInt64
@@ -27,5 +29,3 @@ struct SeededRandom: RandomNumberGenerator {
         low * Foundation.pow(high / low, Double.random(in: 0...1, using: &self))
     }
 }
-
-import Foundation

@@ -5,7 +5,8 @@ import Testing
 @Suite("Water-filling (SPEC 6.2)")
 struct WaterFillingTests {
     @Test func equalWeightsShareEqually() {
-        let result = WaterFilling.fill(capacity: 90, weights: [1, 1, 1], lower: [0, 0, 0], upper: [.infinity, .infinity, .infinity])
+        let result = WaterFilling.fill(
+            capacity: 90, weights: [1, 1, 1], lower: [0, 0, 0], upper: [.infinity, .infinity, .infinity])
         #expect(result.allocations == [30, 30, 30])
         #expect(result.level == 30)
     }
@@ -17,13 +18,15 @@ struct WaterFillingTests {
     }
 
     @Test func bindingFloorRaisesOneAndTheOthersShareTheRest() {
-        let result = WaterFilling.fill(capacity: 100, weights: [1, 1, 1], lower: [50, 0, 0], upper: [.infinity, .infinity, .infinity])
+        let result = WaterFilling.fill(
+            capacity: 100, weights: [1, 1, 1], lower: [50, 0, 0], upper: [.infinity, .infinity, .infinity])
         #expect(result.allocations == [50, 25, 25])
         #expect(result.level == 25)
     }
 
     @Test func bindingCeilingHandsItsShareToTheOthers() {
-        let result = WaterFilling.fill(capacity: 100, weights: [1, 1, 1], lower: [0, 0, 0], upper: [10, .infinity, .infinity])
+        let result = WaterFilling.fill(
+            capacity: 100, weights: [1, 1, 1], lower: [0, 0, 0], upper: [10, .infinity, .infinity])
         #expect(result.allocations == [10, 45, 45])
         #expect(result.level == 45)
     }
