@@ -1,1 +1,0 @@
-// AllotLog — see README.md, "Architecture".

@@ -1,1 +1,0 @@
-// AllotSignals — see README.md, "Architecture".

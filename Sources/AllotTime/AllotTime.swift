@@ -1,1 +1,0 @@
-// AllotTime — see README.md, "Architecture".
