@@ -1,3 +1,5 @@
+import AllotJSON
+
 /// The answer to "why did I get this?" for one tenant, one upstream pool and one dimension
 /// (SPEC 6.9, served by `GET /v1/tenants/{id}`): every input of the allocation formula, the
 /// fair-share level, the value before and after dampening, and the reasons.
@@ -124,4 +126,21 @@ extension PoolAllocation {
 extension Double {
     /// `self`, or nil when infinite or NaN: how unbounded values travel in records and JSON.
     var finiteOrNil: Double? { isFinite ? self : nil }
+}
+
+extension AllocationExplanation {
+    /// The record as JSON with snake_case keys, for `GET /v1/tenants/{id}`; unbounded values are `null`.
+    public var json: JSON {
+        func number(_ value: Double?) -> JSON { value.map { JSON.double($0) } ?? .null }
+        return [
+            "capacity_estimate": number(capacityEstimate), "capacity": number(capacity), "weight": number(weight),
+            "floor": number(floor), "ceiling": number(ceiling), "demand": number(demand), "lower": number(lower),
+            "upper": number(upper), "level": number(level), "surplus_level": number(surplusLevel),
+            "unclamped": number(unclamped), "guard_min": number(guardMin), "guard_max": number(guardMax),
+            "budget_cap": number(budgetCap), "burst_credit": number(burstCredit), "target": number(target),
+            "previous": number(previous), "published": number(published), "step": number(step),
+            "damping": .string(damping.rawValue), "degraded": .bool(degraded),
+            "base_reason": .string(baseReason.rawValue), "reason": .string(reason.rawValue),
+        ]
+    }
 }

@@ -56,7 +56,9 @@ public struct TenantAllocation: Sendable, Hashable {
     public var burstCredit: BurstCredit?
     /// Burst debt and repayment record (SPEC 6.10: visible).
     public var burstAccount: BurstAccount
-    /// When set, gateways deny every request with this reason (`budget_exhausted`).
+    /// `budget_exhausted` while a `hard` budget threshold is reached: the reason gateways give when
+    /// they deny this tenant. The allocation is then its starvation guard (or zero with
+    /// `hard_action: zero`, when gateways deny everything).
     public var deny: String?
     /// From the tier: `enforce` or `shadow`, `max_concurrency`, queue weight.
     public var mode: GatewayMode
@@ -149,7 +151,7 @@ public struct EngineAlert: Sendable, Hashable, Codable, Comparable {
     }
 
     public static func < (lhs: EngineAlert, rhs: EngineAlert) -> Bool {
-        (lhs.kind, lhs.upstream ?? "", lhs.tenant ?? "", lhs.dimension?.rawValue ?? "")
-            < (rhs.kind, rhs.upstream ?? "", rhs.tenant ?? "", rhs.dimension?.rawValue ?? "")
+        (lhs.kind, lhs.upstream ?? "", lhs.tenant ?? "", lhs.dimension?.rawValue ?? "", lhs.message)
+            < (rhs.kind, rhs.upstream ?? "", rhs.tenant ?? "", rhs.dimension?.rawValue ?? "", rhs.message)
     }
 }

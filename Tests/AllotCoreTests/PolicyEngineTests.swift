@@ -1,3 +1,4 @@
+import AllotJSON
 import Foundation
 import Testing
 
@@ -111,6 +112,11 @@ struct PolicyEngineTests {
         #expect(explanation.previous == nil)
         #expect(explanation.damping == .entered)
         #expect(explanation.step == explanation.published)
+        let json = explanation.json
+        #expect(json["weight"] == 4)
+        #expect(json["ceiling"] == .null)
+        #expect(json["damping"] == "entered")
+        #expect(json["reason"] == "fair_share")
 
         let pool = try #require(decision.pool("p/m"))
         #expect(close(pool.allocated.rpm, 1000))
