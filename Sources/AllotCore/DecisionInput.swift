@@ -54,6 +54,8 @@ public struct PoolObservation: Sendable, Hashable {
     /// Effective capacity estimate `C_est` per dimension, per minute; nil → the policy's declared
     /// capacity; neither → the dimension is not allocated.
     public var capacity: PerDimension<Double?>
+    /// Passed through to the pool summary: the Observer's capacity estimate already reflects it
+    /// (a `degrading` upstream's safe capacity is lowered before any 429).
     public var state: UpstreamState
 
     public init(upstream: String, capacity: PerDimension<Double?>, state: UpstreamState = .healthy) {
