@@ -1,3 +1,4 @@
+
 /// A validated batch with everything the write transaction needs computed in advance: the
 /// batch's distinct names, each event's index into them, and the batch's rollup rows.
 ///

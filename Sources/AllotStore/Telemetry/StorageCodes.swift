@@ -1,3 +1,4 @@
+import AllotCore
 import AllotSignals
 
 // Small integers for the enumerations stored in every telemetry row. They keep `events` rows small

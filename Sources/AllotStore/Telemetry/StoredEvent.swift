@@ -1,3 +1,4 @@
+import AllotCore
 import AllotSignals
 
 /// One stored telemetry event as the loop reads it back: names as interned refs (resolve them with

@@ -1,3 +1,4 @@
+import AllotCore
 import AllotJSON
 import AllotSignals
 import AllotTime

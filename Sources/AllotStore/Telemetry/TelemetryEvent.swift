@@ -1,3 +1,4 @@
+import AllotCore
 import AllotSignals
 
 /// One validated telemetry event (SPEC section 3): one upstream attempt, or one request a gateway

@@ -1,3 +1,4 @@
+import AllotCore
 import AllotSQLite
 import AllotSignals
 
