@@ -46,6 +46,11 @@ public struct EnforcementStatus: Sendable, Equatable {
     public var queueLength: Int
     /// Admitted requests not yet completed or released.
     public var inFlight: Int
+    /// (tenant, upstream) pairs with bucket state in memory (idle, full ones are forgotten when a snapshot
+    /// arrives, since a new bucket starts full anyway).
+    public var trackedTenants: Int
+    /// `task_id`s tracked for task budgets.
+    public var trackedTasks: Int
 }
 
 /// One tenant's enforcement state on one upstream, for inspection (tests, simulators, a gateway's debug page).

@@ -129,3 +129,9 @@ final class DecisionLog: @unchecked Sendable {
         lock.withLock { entries.first { $0.0 == label }?.1 }
     }
 }
+
+/// Equal within `tolerance` (for values computed through divisions by rates).
+func approx(_ value: Double?, _ expected: Double, tolerance: Double = 1e-9) -> Bool {
+    guard let value else { return false }
+    return abs(value - expected) <= tolerance * max(1, abs(expected))
+}
