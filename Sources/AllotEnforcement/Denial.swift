@@ -32,6 +32,7 @@ public enum LimitKind: String, Sendable, Hashable, CaseIterable {
 public struct Denial: Sendable, Equatable, CustomStringConvertible {
     public var limit: LimitKind
     /// A stable code: `rate_limited` (rpm/tpm), `concurrency_limited`, `gateway_concurrency_limited`,
+    /// `gateway_stopping`,
     /// `max_wait_exceeded`, `queue_full`, `zero_allocation`, `circuit_open`, `task_budget_exceeded`,
     /// `no_snapshot`, `cancelled`, or for ``LimitKind/budget`` the snapshot's `deny` value verbatim
     /// (e.g. `budget_exhausted`).

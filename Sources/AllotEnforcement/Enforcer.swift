@@ -144,6 +144,12 @@ public final class Enforcer: @unchecked Sendable {
         mutate { state, effects in state.pump(now: now, effects: &effects) }
     }
 
+    /// Denies every waiting request with code `gateway_stopping` (reported as `denied_local`): called when the
+    /// gateway stops, since nothing would decide them any more.
+    public func denyAllWaiting(now: Double) {
+        mutate { state, effects in state.denyAllWaiting(now: now, effects: &effects) }
+    }
+
     /// The earliest instant ``pump(now:)`` has something to do (a refill, a deadline, the lease end); nil when
     /// nothing is pending. Reading it arms the wake handler for anything due earlier.
     public var nextWakeTime: Double? {

@@ -200,6 +200,18 @@ extension EnforcerState {
         return true
     }
 
+    /// Denies every waiting request (the gateway is stopping: nothing would wake them any more).
+    mutating func denyAllWaiting(now: Double, effects: inout Effects) {
+        let leaving = waiters
+        waiters = []
+        for waiter in leaving {
+            var failure = waiter.failure
+            failure.code = "gateway_stopping"
+            failure.message = "the gateway is stopping"
+            finish(waiter, failure: failure, now: now, effects: &effects)
+        }
+    }
+
     /// The earliest instant at which the queue or the lease needs attention: a waiter's refill time or
     /// deadline, or the lease end. nil when nothing is pending.
     func nextWakeTime() -> Double? {
