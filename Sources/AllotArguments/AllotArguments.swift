@@ -1,1 +1,0 @@
-// AllotArguments — see README.md, "Architecture".

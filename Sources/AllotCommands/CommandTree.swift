@@ -1,0 +1,190 @@
+import AllotArguments
+
+/// Every command and option of the `allot` executable, in one place, so `allot --help` and
+/// `allot COMMAND --help` are complete by construction (SPEC section 13).
+enum CommandTree {
+    static let dataOption = OptionSpec(
+        "data", value: "DIR", help: "Directory holding the SQLite database and the admin token file.",
+        default: "./allot-data", environment: "ALLOT_DATA")
+
+    static let logLevelOption = OptionSpec(
+        "log-level", value: "LEVEL", help: "Minimum level of the JSON-lines log written to stderr.",
+        default: "info", environment: "ALLOT_LOG_LEVEL",
+        choices: ["trace", "debug", "info", "notice", "warning", "error", "critical"])
+
+    static let urlOption = OptionSpec(
+        "url", value: "URL", help: "Base URL of a running `allot serve`.", default: "http://127.0.0.1:8080",
+        environment: "ALLOT_URL")
+
+    static let tokenOption = OptionSpec(
+        "token", value: "TOKEN", help: "Bearer token for the running server (role admin or sre as required).",
+        environment: "ALLOT_TOKEN")
+
+    static let serve = CommandSpec(
+        "serve", abstract: "Run the Allot service: ingest telemetry, run the loop, publish snapshots over HTTP",
+        discussion: """
+            Creates the data directory and its SQLite database on first start, applies the migrations, \
+            loads the policies, serves the last persisted snapshot at once, and runs the feedback loop \
+            every policy interval. On an empty database it creates an admin token, prints it once and \
+            writes it to DIR/admin-token (mode 0600).
+
+            SIGTERM or SIGINT shut down gracefully: stop accepting, answer held long-polls, finish \
+            in-flight requests, close the database.
+            """,
+        options: [
+            OptionSpec(
+                "listen", value: "HOST:PORT", help: "Address to listen on.", default: "127.0.0.1:8080",
+                environment: "ALLOT_LISTEN"),
+            dataOption,
+            OptionSpec(
+                "policies", value: "DIR",
+                help: "Directory of policy JSON files, re-read when they change. Default: ./policies when it "
+                    + "exists, else the policies built into the binary.",
+                environment: "ALLOT_POLICIES"),
+            logLevelOption,
+            OptionSpec(
+                "max-body-bytes", value: "BYTES", help: "Largest request body accepted (larger: 413).",
+                default: "16777216", environment: "ALLOT_MAX_BODY_BYTES"),
+            OptionSpec(
+                "max-connections", value: "N", help: "Open connections allowed (beyond: 503 and close).",
+                default: "10000", environment: "ALLOT_MAX_CONNECTIONS"),
+            OptionSpec(
+                "idle-timeout", value: "SECONDS", help: "Keep-alive connections idle this long are closed.",
+                default: "75", environment: "ALLOT_IDLE_TIMEOUT"),
+            OptionSpec(
+                "header-timeout", value: "SECONDS", help: "Time a client has to send a request's headers.",
+                default: "10", environment: "ALLOT_HEADER_TIMEOUT"),
+            OptionSpec(
+                "event-retention", value: "HOURS", help: "How long raw telemetry events are kept.",
+                default: "24", environment: "ALLOT_EVENT_RETENTION_HOURS"),
+            OptionSpec(
+                "rollup-retention", value: "DAYS", help: "How long per-minute rollups are kept.",
+                default: "30", environment: "ALLOT_ROLLUP_RETENTION_DAYS"),
+            OptionSpec(
+                "synchronous", value: "MODE",
+                help: "SQLite durability: full fsyncs every commit (no acknowledged write lost on power loss); "
+                    + "normal survives process crashes only.",
+                default: "full", environment: "ALLOT_SYNCHRONOUS", choices: ["full", "normal"]),
+        ],
+        flags: [
+            FlagSpec(
+                "dev", help: "Disable authentication (refused unless listening on a loopback address).",
+                environment: "ALLOT_DEV"),
+            FlagSpec(
+                "metrics-auth", help: "Require a token (any role) for GET /metrics.", environment: "ALLOT_METRICS_AUTH"),
+        ])
+
+    static let migrate = CommandSpec(
+        "migrate", abstract: "Apply pending database migrations and exit",
+        discussion: """
+            Applies the migrations built into this binary (from migrations/*.sql) that the database \
+            does not have yet, each in its own transaction, and prints what it applied. A database \
+            written by a newer Allot is refused. `allot serve` does the same at start.
+            """,
+        options: [dataOption],
+        flags: [FlagSpec("status", help: "Only list applied and pending migrations; change nothing.")])
+
+    static let plan = CommandSpec(
+        "plan", abstract: "Compute one what-if allocation from a JSON file and print it",
+        discussion: """
+            Reads a plan (capacity, settings, tenants; see README "What-if plans") from FILE or from \
+            standard input with `-`, computes one allocation without history or dampening, and prints \
+            the result as JSON. Bad input exits 1 with a message naming the tenant and field.
+            """,
+        options: [
+            OptionSpec(
+                "policy", value: "DIR",
+                help: "Policy directory whose tiers and settings fill what the plan leaves out. Default: ./policies "
+                    + "when it exists, else the policies built into the binary.",
+                environment: "ALLOT_POLICIES")
+        ],
+        flags: [FlagSpec("pretty", help: "Indent the JSON output.")],
+        positionals: [PositionalSpec("file", help: "Plan JSON file, or - for standard input.")])
+
+    static let simulate = CommandSpec(
+        "simulate", abstract: "Run a scenario on a virtual clock against the real loop and compare strategies",
+        discussion: """
+            Runs the real observer, classifier, engine and publisher (same SQLite schema and ingest \
+            path) on a virtual clock against a simulated upstream and simulated gateways, and prints a \
+            metrics table. With --out it also writes report.json, timeline.csv and timeline.svg. \
+            Deterministic for a seed.
+            """,
+        options: [
+            OptionSpec("scenario", value: "NAME|FILE", help: "Built-in scenario name (see --list) or a scenario JSON file."),
+            OptionSpec(
+                "strategy", value: "S", help: "Strategy to run.", default: "all",
+                choices: ["allot", "static", "fifo-backoff", "equal-split", "all"]),
+            OptionSpec("seed", value: "N", help: "Random seed.", default: "1"),
+            OptionSpec("out", value: "DIR", help: "Write report.json, timeline.csv and timeline.svg here."),
+        ],
+        flags: [FlagSpec("list", help: "Print the built-in scenario names, one per line, and exit.")])
+
+    static let tokens = CommandSpec(
+        "tokens", abstract: "Create, list and revoke API tokens (stored only as SHA-256 hashes)",
+        subcommands: [
+            CommandSpec(
+                "create", abstract: "Create a token and print it once",
+                options: [
+                    OptionSpec(
+                        "role", value: "ROLE", help: "What the token may do.",
+                        choices: ["gateway", "operator", "sre", "admin"], required: true),
+                    OptionSpec("name", value: "NAME", help: "Who or what the token is for.", required: true),
+                    dataOption,
+                ]),
+            CommandSpec("list", abstract: "List tokens (never the secrets)", options: [dataOption]),
+            CommandSpec(
+                "revoke", abstract: "Revoke a token by its id", options: [dataOption],
+                positionals: [PositionalSpec("id", help: "Token id as printed by `allot tokens list`.")]),
+        ])
+
+    static let drain = CommandSpec(
+        "drain", abstract: "Publish a snapshot whose lease has already expired (gateways move to fallback)",
+        discussion: "Asks a running server to drain before maintenance. Needs an admin token.",
+        options: [urlOption, tokenOption])
+
+    static let bench = CommandSpec(
+        "bench", abstract: "Run a benchmark and print its figures (use a release build)",
+        subcommands: [
+            CommandSpec(
+                "allocation", abstract: "Time one allocation for 1,000, 10,000 and 100,000 tenants",
+                options: [OptionSpec("runs", value: "N", help: "Repetitions per size (median reported).", default: "7")]),
+            CommandSpec(
+                "ingest", abstract: "Telemetry ingest through HTTP (events/s) against a plain bulk insert",
+                options: [
+                    OptionSpec("seconds", value: "S", help: "Duration of each run.", default: "5"),
+                    OptionSpec("clients", value: "N", help: "Concurrent HTTP clients.", default: "8"),
+                    OptionSpec("runs", value: "N", help: "Runs (median reported).", default: "3"),
+                ]),
+            CommandSpec(
+                "tick", abstract: "One loop tick over 10,000 tenants with 1,000,000 events in the window",
+                options: [
+                    OptionSpec("tenants", value: "N", help: "Active tenants.", default: "10000"),
+                    OptionSpec("events", value: "N", help: "Events in the window.", default: "1000000"),
+                    OptionSpec("runs", value: "N", help: "Ticks measured (median reported).", default: "5"),
+                ]),
+            CommandSpec(
+                "longpoll", abstract: "Wake N long-poll watchers with one publish; time until all are answered",
+                options: [
+                    OptionSpec("watchers", value: "N", help: "Concurrent long-poll connections.", default: "5000"),
+                    OptionSpec("runs", value: "N", help: "Publishes measured (median reported).", default: "5"),
+                ]),
+            CommandSpec(
+                "snapshot", abstract: "Conditional snapshot requests per second (If-None-Match → 304)",
+                options: [
+                    OptionSpec("seconds", value: "S", help: "Duration.", default: "5"),
+                    OptionSpec("connections", value: "N", help: "Keep-alive connections.", default: "64"),
+                ]),
+            CommandSpec(
+                "memory", abstract: "Resident memory of the loop and publisher at N tenants",
+                options: [OptionSpec("tenants", value: "N", help: "Tenants.", default: "10000")]),
+        ])
+
+    static let root = CommandSpec(
+        "allot", abstract: "Continuous per-tenant LLM quota renegotiation for multi-tenant agent platforms",
+        discussion: """
+            Allot reads gateway telemetry, estimates what each upstream really delivers and what each \
+            tenant really needs, applies the priority policy, and publishes versioned allocation \
+            snapshots that gateways hot-reload. See README.md.
+            """,
+        subcommands: [serve, migrate, plan, simulate, tokens, drain, bench])
+}

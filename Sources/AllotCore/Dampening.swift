@@ -1,0 +1,221 @@
+/// The damper's memory for one tenant, upstream pool and dimension (SPEC 6.6). Persisted in
+/// `EngineState` so a restart resumes smoothly.
+public struct DamperState: Sendable, Hashable, Codable {
+    /// The value published last tick.
+    public var published: Double
+    /// EWMA of the targets (what the published value follows).
+    public var smoothed: Double
+    /// Direction of the last move: +1 up, −1 down, 0 none yet.
+    public var direction: Int8
+    /// A reversal waiting to be confirmed: its direction…
+    public var pendingDirection: Int8
+    /// …and for how many consecutive ticks the target has stayed on that side.
+    public var pendingTicks: Int
+    /// A move inside the deadband that keeps the same side (not noise): its direction…
+    public var driftDirection: Int8
+    /// …and for how many consecutive ticks it has persisted.
+    public var driftTicks: Int
+
+    public init(
+        published: Double, smoothed: Double, direction: Int8 = 0, pendingDirection: Int8 = 0, pendingTicks: Int = 0,
+        driftDirection: Int8 = 0, driftTicks: Int = 0
+    ) {
+        self.published = published
+        self.smoothed = smoothed
+        self.direction = direction
+        self.pendingDirection = pendingDirection
+        self.pendingTicks = pendingTicks
+        self.driftDirection = driftDirection
+        self.driftTicks = driftTicks
+    }
+}
+
+/// Dampening of one pool and dimension (SPEC 6.6): moves each tenant's published value toward its
+/// target without oscillating, and never lets the published sum exceed capacity.
+///
+/// Per tenant:
+/// 1. A tenant without state, or returning from idle (`entering`), enters directly at its target:
+///    no slow ramp from zero.
+/// 2. Otherwise the target is smoothed, `S ← S + alpha · (T − S)`.
+/// 3. Deadband: a move `|S − P|` of at most `deadband · P` is ignored (`P` the published value) —
+///    unless it stays on the same side for `4 · persist_ticks` ticks: noise flips sides, a real
+///    small offset does not, and closing it keeps capacity from being stranded by the deadband.
+/// 4. Persistence: a move against the last move's direction applies only once the smoothed target
+///    has stayed on the new side for `persist_ticks` consecutive ticks.
+/// 5. Step limit: at most `max(max_up · P, min_step)` up and `max(max_down · P, min_step)` down per
+///    tick. The absolute `min_step` (default 1 % of `C`) is what lets a tenant near zero grow.
+/// 6. A hard cap (the ceiling, a budget cap) applies at once, past `max_down`.
+///
+/// Then across the pool:
+/// 7. Rises wait for room: falls and holds are applied first, entering tenants take their targets,
+///    and the rises share what capacity is left (scaled down proportionally when short).
+/// 8. Capacity override: if the published sum still exceeds `C` (capacity dropped, or entering
+///    tenants need room), the excess is cut at once from the tenants above their new target, in
+///    proportion to how far above it they are. Because the targets sum to at most `C`, that always
+///    suffices, and nobody is cut below their target.
+public enum Dampening {
+    /// One tenant's input.
+    public struct Input: Sendable, Hashable {
+        /// The target `T` for this tick (what the allocator computed, after guardrails and budgets).
+        public var target: Double
+        /// A cap applied at once: `min(ceiling, budget cap)`; `.infinity` when none.
+        public var hardCap: Double
+        /// Enter directly at the target (new tenant, or back from idle).
+        public var entering: Bool
+
+        public init(target: Double, hardCap: Double = .infinity, entering: Bool = false) {
+            self.target = target
+            self.hardCap = hardCap
+            self.entering = entering
+        }
+    }
+
+    /// Moves `states` (parallel to `inputs`; nil = no state yet) one tick toward the targets within
+    /// `capacity`, and returns what was done to each.
+    public static func apply(
+        _ inputs: [Input], states: inout [DamperState?], capacity: Double, settings: DampeningSettings
+    ) -> [DampingAction] {
+        precondition(inputs.count == states.count, "one state per input")
+        let count = inputs.count
+        let minStep = max(0, settings.minStep.resolved(capacity: capacity))
+        var actions = [DampingAction](repeating: .none, count: count)
+        var previous = [Double](repeating: 0, count: count)
+        var values = [Double](repeating: 0, count: count)
+        var next = [DamperState](repeating: DamperState(published: 0, smoothed: 0), count: count)
+
+        // Per tenant: smoothing, deadband, persistence, step limit, hard cap.
+        for i in 0..<count {
+            let input = inputs[i]
+            let target = max(0, input.target)
+            guard let state = states[i], !input.entering else {
+                let value = min(target, input.hardCap)
+                next[i] = DamperState(published: value, smoothed: target)
+                values[i] = value
+                actions[i] = .entered
+                continue
+            }
+            previous[i] = state.published
+            var updated = state
+            updated.smoothed = state.smoothed + settings.alpha * (target - state.smoothed)
+            let (value, action) = step(
+                from: state.published, toward: updated.smoothed, state: &updated,
+                minStep: minStep, settings: settings)
+            values[i] = value
+            actions[i] = action
+            if value > input.hardCap {
+                values[i] = max(0, input.hardCap)
+                actions[i] = .cut
+                updated.direction = -1
+                updated.smoothed = min(updated.smoothed, target)
+            }
+            next[i] = updated
+        }
+
+        // Rises wait for room.
+        var committed = 0.0
+        var rising = 0.0
+        for i in 0..<count {
+            if actions[i] == .entered || values[i] <= previous[i] {
+                committed += values[i]
+            } else {
+                committed += previous[i]
+                rising += values[i] - previous[i]
+            }
+        }
+        let room = max(0, capacity - committed)
+        if rising > room {
+            let share = rising > 0 ? room / rising : 0
+            for i in 0..<count where actions[i] != .entered && values[i] > previous[i] {
+                values[i] = previous[i] + (values[i] - previous[i]) * share
+                actions[i] = .waitedForRoom
+            }
+        }
+
+        // Capacity override: cut the excess at once from those above their target.
+        var total = 0.0
+        for value in values { total += value }
+        if total > capacity {
+            var above = 0.0
+            for i in 0..<count { above += max(0, values[i] - inputs[i].target) }
+            let excess = total - capacity
+            if above > 0 {
+                let share = min(1, excess / above)
+                for i in 0..<count where values[i] > inputs[i].target {
+                    values[i] -= (values[i] - max(0, inputs[i].target)) * share
+                    actions[i] = .cut
+                    next[i].direction = -1
+                    next[i].pendingDirection = 0
+                    next[i].pendingTicks = 0
+                    next[i].smoothed = min(next[i].smoothed, max(0, inputs[i].target))
+                }
+            }
+            var remaining = 0.0
+            for value in values { remaining += value }
+            if remaining > capacity, remaining > 0 {
+                // Only reachable when the targets themselves exceed capacity (a caller error, or
+                // rounding): scale everyone rather than break the invariant.
+                let scale = capacity / remaining
+                for i in 0..<count { values[i] *= scale }
+            }
+            WaterFilling.trim(&values, limit: capacity)
+        }
+
+        for i in 0..<count {
+            next[i].published = values[i]
+            states[i] = next[i]
+        }
+        return actions
+    }
+
+    /// Steps 3–5 for one tenant: the value to publish and what was done, updating the direction
+    /// and persistence memory in `state`.
+    static func step(
+        from published: Double, toward smoothed: Double, state: inout DamperState, minStep: Double,
+        settings: DampeningSettings
+    ) -> (Double, DampingAction) {
+        let delta = smoothed - published
+        if delta == 0 {
+            state.pendingDirection = 0
+            state.pendingTicks = 0
+            state.driftDirection = 0
+            state.driftTicks = 0
+            return (published, .heldDeadband)
+        }
+        let direction: Int8 = delta > 0 ? 1 : -1
+        if abs(delta) <= settings.deadband * published {
+            state.pendingDirection = 0
+            state.pendingTicks = 0
+            if state.driftDirection == direction {
+                state.driftTicks += 1
+            } else {
+                state.driftDirection = direction
+                state.driftTicks = 1
+            }
+            guard state.driftTicks >= 4 * settings.persistTicks else { return (published, .heldDeadband) }
+            state.direction = direction
+            state.driftDirection = 0
+            state.driftTicks = 0
+            return (smoothed, .followed)
+        }
+        state.driftDirection = 0
+        state.driftTicks = 0
+        if state.direction != 0, direction != state.direction {
+            if state.pendingDirection == direction {
+                state.pendingTicks += 1
+            } else {
+                state.pendingDirection = direction
+                state.pendingTicks = 1
+            }
+            if state.pendingTicks < settings.persistTicks {
+                return (published, .heldPersistence)
+            }
+        }
+        state.direction = direction
+        state.pendingDirection = 0
+        state.pendingTicks = 0
+        let fraction = direction > 0 ? settings.maxUp : settings.maxDown
+        let limit = max(fraction * published, minStep)
+        if abs(delta) <= limit { return (smoothed, .followed) }
+        return (published + Double(direction) * limit, .limited)
+    }
+}

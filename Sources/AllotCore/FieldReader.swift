@@ -1,0 +1,193 @@
+import AllotJSON
+
+/// Typed reading of JSON input that records every problem with its JSON path instead of stopping at
+/// the first: shared by the policy validator (which must report *all* errors, SPEC 10) and the plan
+/// reader (which names the tenant and field, SPEC 6 "What-if plans").
+struct FieldReader {
+    /// One problem: where, what kind, and a message.
+    struct Problem: Sendable, Hashable {
+        var path: JSONPath
+        var code: PolicyIssue.Code
+        var message: String
+    }
+
+    /// How a number must be bounded.
+    enum NumberRule {
+        /// `>= 0` (rates, amounts, durations that may be zero).
+        case nonNegative
+        /// `> 0` (weights, intervals).
+        case positive
+        /// `[0, 1]`.
+        case fraction
+        /// `[0, 1)` (a safety margin of 1 would leave nothing).
+        case fractionBelowOne
+        /// `(0, 1]` (an EWMA weight of 0 would never move).
+        case fractionAboveZero
+    }
+
+    private(set) var problems: [Problem] = []
+
+    mutating func report(_ path: JSONPath, _ code: PolicyIssue.Code, _ message: String) {
+        problems.append(Problem(path: path, code: code, message: message))
+    }
+
+    /// The value as an object, or a `wrong_type` problem.
+    mutating func object(_ json: JSON?, at path: JSONPath) -> JSONObject? {
+        guard let json else { return nil }
+        if let object = json.objectValue { return object }
+        report(path, .wrongType, "expected an object, got \(json.typeName)")
+        return nil
+    }
+
+    /// Reports fields of `object` that are not in `known` (suggesting the nearest known name) and
+    /// fields of `required` that are missing.
+    mutating func checkFields(_ object: JSONObject, at path: JSONPath, known: [String], required: [String] = []) {
+        for key in object.keys where !known.contains(key) {
+            report(path.key(key), .unknownField, NameSuggestion.unknownMessage("field", key, known: known))
+        }
+        for key in required where object[key] == nil {
+            report(path.key(key), .missingField, "missing required field \"\(key)\"")
+        }
+    }
+
+    // Every reader takes an optional value and returns nil for an absent one without a problem:
+    // optional fields read as `if let value = reader.number(object["key"], …) { … }`.
+
+    /// A number obeying `rule`, or nil after reporting why not.
+    mutating func number(_ json: JSON?, at path: JSONPath, _ rule: NumberRule) -> Double? {
+        guard let json else { return nil }
+        guard let value = json.doubleValue else {
+            report(path, .wrongType, "expected a number, got \(json.typeName)")
+            return nil
+        }
+        guard value.isFinite else {
+            report(path, .outOfRange, "must be a finite number")
+            return nil
+        }
+        switch rule {
+        case .nonNegative where value < 0:
+            report(path, .negative, "must not be negative (got \(Quantity.format(value)))")
+            return nil
+        case .positive where value <= 0:
+            report(path, value < 0 ? .negative : .outOfRange, "must be greater than 0 (got \(Quantity.format(value)))")
+            return nil
+        case .fraction where !(0...1).contains(value):
+            report(path, .outOfRange, "must be between 0 and 1 (got \(Quantity.format(value)))")
+            return nil
+        case .fractionBelowOne where !(value >= 0 && value < 1):
+            report(path, .outOfRange, "must be at least 0 and below 1 (got \(Quantity.format(value)))")
+            return nil
+        case .fractionAboveZero where !(value > 0 && value <= 1):
+            report(path, .outOfRange, "must be above 0 and at most 1 (got \(Quantity.format(value)))")
+            return nil
+        default:
+            return value
+        }
+    }
+
+    /// An integer `>= minimum`, or nil after reporting why not.
+    mutating func integer(_ json: JSON?, at path: JSONPath, minimum: Int) -> Int? {
+        guard let json else { return nil }
+        guard json.doubleValue != nil else {
+            report(path, .wrongType, "expected an integer, got \(json.typeName)")
+            return nil
+        }
+        guard let value = json.intValue else {
+            report(path, .wrongType, "expected an integer, got \(json.serializedString())")
+            return nil
+        }
+        guard value >= minimum else {
+            report(path, value < 0 ? .negative : .outOfRange, "must be at least \(minimum) (got \(value))")
+            return nil
+        }
+        return value
+    }
+
+    mutating func string(_ json: JSON?, at path: JSONPath) -> String? {
+        guard let json else { return nil }
+        if let value = json.stringValue { return value }
+        report(path, .wrongType, "expected a string, got \(json.typeName)")
+        return nil
+    }
+
+    mutating func bool(_ json: JSON?, at path: JSONPath) -> Bool? {
+        guard let json else { return nil }
+        if let value = json.boolValue { return value }
+        report(path, .wrongType, "expected true or false, got \(json.typeName)")
+        return nil
+    }
+
+    /// One of an enumeration's raw values.
+    mutating func choice<Choice: RawRepresentable & CaseIterable>(
+        _ json: JSON?, at path: JSONPath, _ type: Choice.Type
+    ) -> Choice? where Choice.RawValue == String {
+        guard let text = string(json, at: path) else { return nil }
+        if let value = Choice(rawValue: text) { return value }
+        let known = Choice.allCases.map(\.rawValue)
+        report(path, .invalidValue, NameSuggestion.unknownMessage("value", text, known: known))
+        return nil
+    }
+
+    /// A quantity: a number (absolute, `>= 0`), `"N%"` (0 to `percentLimit`) or, when allowed,
+    /// `"unbounded"`.
+    mutating func quantity(
+        _ json: JSON?, at path: JSONPath, allowUnbounded: Bool = false, percentLimit: Double = 100
+    ) -> Quantity? {
+        guard let json else { return nil }
+        switch json {
+        case .int, .double:
+            return number(json, at: path, .nonNegative).map { Quantity.absolute($0) }
+        case .string(let text):
+            guard let quantity = Quantity.parse(percentOrUnbounded: text) else {
+                let forms =
+                    allowUnbounded
+                    ? "a number, a percentage such as \"5%\" or \"unbounded\""
+                    : "a number or a percentage such as \"5%\""
+                report(path, .invalidValue, "expected \(forms), got \"\(text)\"")
+                return nil
+            }
+            switch quantity {
+            case .absolute:
+                guard allowUnbounded else {
+                    report(path, .invalidValue, "\"unbounded\" is not allowed here; use a number or a percentage")
+                    return nil
+                }
+            case .percent(let percent):
+                if percent < 0 {
+                    report(path, .negative, "must not be negative (got \"\(text)\")")
+                    return nil
+                }
+                if percent > percentLimit {
+                    report(
+                        path, .outOfRange,
+                        "percentage out of range: \"\(text)\" (allowed 0% to \(Quantity.format(percentLimit))%)")
+                    return nil
+                }
+            }
+            return quantity
+        default:
+            report(path, .wrongType, "expected a number or a percentage string, got \(json.typeName)")
+            return nil
+        }
+    }
+
+    /// A per-dimension value: `{"rpm": Q, "tpm": Q}` (either may be left out) or a single Q for both.
+    mutating func dimensions(
+        _ json: JSON?, at path: JSONPath, allowUnbounded: Bool = false
+    ) -> PerDimension<Quantity?>? {
+        guard let json else { return nil }
+        if json.objectValue == nil, json.doubleValue != nil || json.stringValue != nil {
+            guard let both = quantity(json, at: path, allowUnbounded: allowUnbounded) else { return nil }
+            return PerDimension(both)
+        }
+        guard let object = object(json, at: path) else { return nil }
+        checkFields(object, at: path, known: RateDimension.allCases.map(\.rawValue))
+        var result = PerDimension<Quantity?>(nil)
+        for dimension in RateDimension.allCases {
+            if let value = object[dimension.rawValue] {
+                result[dimension] = quantity(value, at: path.key(dimension.rawValue), allowUnbounded: allowUnbounded)
+            }
+        }
+        return result
+    }
+}

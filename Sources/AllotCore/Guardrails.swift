@@ -1,0 +1,70 @@
+/// Checks operator overrides against tier guardrails (SPEC 6.7, 6.8).
+public enum Guardrails {
+    /// One way an override would push a tenant across a guardrail.
+    public struct Crossing: Sendable, Hashable, Codable {
+        /// The kind of crossing.
+        public enum Kind: String, Sendable, Hashable, Codable {
+            /// The override's floor is above the tier's `guard_max`: the tenant would be held above it.
+            case floorAboveGuardMax = "floor_above_guard_max"
+            /// The override's ceiling is below the tier's `guard_min`: the tenant would be held below it.
+            case ceilingBelowGuardMin = "ceiling_below_guard_min"
+        }
+
+        public var kind: Kind
+        /// The pool where it crosses.
+        public var upstream: String
+        public var dimension: RateDimension
+        /// The override's resolved value (per minute).
+        public var value: Double
+        /// The guardrail it crosses (per minute).
+        public var guardrail: Double
+    }
+
+    /// Every guardrail the override would cross, per pool and dimension, against the guardrails of
+    /// the tier the tenant is in *without* the override (so a tier change cannot launder a floor
+    /// past a guardrail). Percentages are resolved against `capacities[upstream]` (the effective
+    /// capacity after the safety margin), falling back to the policy's declared capacity; pools
+    /// with neither are skipped. An empty result means the override can apply directly; otherwise
+    /// the server files it as a proposal for an SRE (`Proposal.forOverride`).
+    public static func crossings(
+        of override: Override, policy: Policy, capacities: [String: PerDimension<Double?>] = [:]
+    ) -> [Crossing] {
+        let baseTier =
+            policy.tier(named: policy.tierName(ofTenant: override.tenant))
+            ?? policy.tier(named: policy.defaultTier)
+        guard let baseTier else { return [] }
+        var pools = Set(capacities.keys)
+        for upstream in policy.upstreams { pools.insert(upstream.id) }
+        if let only = override.upstream { pools = pools.filter { $0 == only } }
+        var crossings: [Crossing] = []
+        for upstream in pools.sorted() {
+            let terms = policy.terms(
+                ofTenant: override.tenant, upstream: upstream, overrides: [override],
+                now: override.createdAt)
+            for dimension in RateDimension.allCases {
+                let declared = policy.upstream(upstream)?.capacity[dimension]
+                    .map { $0 * (1 - policy.allocation.safetyMargin) }
+                guard let capacity = capacities[upstream]?[dimension] ?? declared else { continue }
+                let floor = terms.floor[dimension].resolved(capacity: capacity)
+                let ceiling = terms.ceiling[dimension].resolved(capacity: capacity)
+                let guardMin = baseTier.guardMin[dimension].resolved(capacity: capacity)
+                let guardMax = baseTier.guardMax[dimension].resolved(capacity: capacity)
+                let setsFloor = override.floor[dimension] != nil || override.tier != nil
+                let setsCeiling = override.ceiling[dimension] != nil || override.tier != nil
+                if setsFloor, floor > guardMax {
+                    crossings.append(
+                        Crossing(
+                            kind: .floorAboveGuardMax, upstream: upstream, dimension: dimension,
+                            value: floor, guardrail: guardMax))
+                }
+                if setsCeiling, ceiling < guardMin {
+                    crossings.append(
+                        Crossing(
+                            kind: .ceilingBelowGuardMin, upstream: upstream, dimension: dimension,
+                            value: ceiling, guardrail: guardMin))
+                }
+            }
+        }
+        return crossings
+    }
+}

@@ -1,0 +1,560 @@
+/// The Priority/Policy Engine (SPEC 6): one pure function the loop calls every tick.
+///
+/// `decide` turns the tick's inputs and the engine's memory into a `Decision`, in this order:
+/// 1. proposals: apply SREs' approvals and rejections, expire what is due;
+/// 2. budgets: evaluate every tenant's spend budgets (soft alerts, throttle caps, hard cuts);
+/// 3. per pool (sorted by id), per tenant (sorted by id):
+///    - settle the burst ledger for the traffic served since the last tick;
+///    - resolve the tenant's terms (tier, weight, floor, ceiling, after overrides), guardrails
+///      (suspended by approved proposals and approved overrides) and budget caps, as absolute
+///      values against `C`;
+///    - allocate each dimension (`PoolAllocation`: idle, water-filling, guardrails, surplus,
+///      degraded mode) and file proposals for guardrail clamps;
+///    - fund active burst credits from the pool's burst reserve and lend new ones;
+///    - dampen toward the targets within `C` minus the credits (`Dampening`);
+///    - record reasons and explanations;
+/// 4. forget tenants not reported for `loop.forget_after_s`.
+///
+/// Nothing here reads a clock, does I/O or depends on dictionary order: equal inputs and state
+/// give equal decisions and states.
+public enum PolicyEngine {
+    /// Computes one tick's decision and advances `state`.
+    public static func decide(_ input: DecisionInput, state: inout EngineState) -> Decision {
+        let now = input.now
+        let policy = input.policy
+        var alerts: [EngineAlert] = []
+
+        // 1. Proposals.
+        let resolutions = state.proposals.resolve(input.resolutions, now: now, settings: policy.proposals)
+            .map { ResolutionOutcome(resolution: $0.resolution, applied: $0.applied) }
+        let expired = state.proposals.expire(now: now)
+        let minutes = state.lastTick.map { min(max(0, now - $0), 4 * policy.loop.intervalSeconds) / 60 } ?? 0
+
+        // Index the inputs once. Observations are referred to by position (they are large): per pool,
+        // sorted by tenant, the first of duplicates kept.
+        let observations = input.tenants
+        var unsorted: [String: [Int]] = [:]
+        for index in observations.indices { unsorted[observations[index].upstream, default: []].append(index) }
+        let membersByPool = unsorted.mapValues { members in
+            var previous: String?
+            return members.sorted { a, b in
+                let (x, y) = (observations[a].tenant, observations[b].tenant)
+                return x != y ? x < y : a < b
+            }.filter { index in
+                defer { previous = observations[index].tenant }
+                return observations[index].tenant != previous
+            }
+        }
+        var poolObservations: [String: PoolObservation] = [:]
+        for pool in input.pools where poolObservations[pool.upstream] == nil { poolObservations[pool.upstream] = pool }
+        let poolIDs = Set(membersByPool.keys).union(poolObservations.keys).sorted()
+        var overridesByTenant: [String: [Override]] = [:]
+        for override in input.overrides where override.isActive(at: now) {
+            overridesByTenant[override.tenant, default: []].append(override)
+        }
+        var requestsByPool: [String: [BurstRequest]] = [:]
+        for request in input.burstRequests { requestsByPool[request.upstream, default: []].append(request) }
+        let ranks = policy.tierRanks
+        let approvals = state.proposals.approvals
+
+        // 2. Budgets, per tenant across pools.
+        let budgets = evaluateBudgets(
+            input: input, membersByPool: membersByPool,
+            overridesByTenant: overridesByTenant, alerts: &alerts)
+
+        // 3. Pools.
+        var allocations: [TenantAllocation] = []
+        allocations.reserveCapacity(membersByPool.values.reduce(0) { $0 + $1.count })
+        var summaries: [PoolSummary] = []
+        var burstDecisions: [BurstDecision] = []
+        for upstream in poolIDs {
+            var pool = PoolTick(
+                upstream: upstream, observation: poolObservations[upstream], observations: observations,
+                members: membersByPool[upstream] ?? [], now: now,
+                minutes: minutes, policy: policy, ranks: ranks, overridesByTenant: overridesByTenant,
+                budgets: budgets, approvals: approvals)
+            pool.run(state: &state, requests: requestsByPool[upstream] ?? [], into: &allocations)
+            summaries.append(pool.summary)
+            burstDecisions += pool.burstDecisions
+            alerts += pool.alerts
+        }
+        for (upstream, requests) in requestsByPool where !poolIDs.contains(upstream) {
+            burstDecisions += requests.map {
+                BurstDecision(requestID: $0.id, tenant: $0.tenant, upstream: upstream, outcome: .unknown, credit: nil)
+            }
+        }
+
+        // 4. Forget tenants not reported for a while.
+        let horizon = now - policy.loop.forgetAfterSeconds
+        if state.tenants.values.contains(where: { $0.lastSeen < horizon }) {
+            state.tenants = state.tenants.filter { $0.value.lastSeen >= horizon }
+        }
+        state.lastTick = now
+
+        return Decision(
+            now: now, allocations: allocations, pools: summaries, proposals: state.proposals.all,
+            expiredProposals: expired, resolutions: resolutions,
+            burstDecisions: burstDecisions.sorted { ($0.upstream, $0.requestID) < ($1.upstream, $1.requestID) },
+            budgets: budgets.statuses, alerts: alerts.sorted())
+    }
+
+    // MARK: Budgets
+
+    /// What budgets do to tenants this tick.
+    struct BudgetEffects {
+        /// Every evaluated budget.
+        var statuses: [BudgetStatus] = []
+        /// Tenants at `hard`, and whether any of their hard budgets cuts to zero.
+        var hard: [String: HardBudgetAction] = [:]
+        /// Per tenant and pool, the TPM cap of a `throttle`.
+        var tpmCaps: [TenantUpstream: Double] = [:]
+    }
+
+    private static func evaluateBudgets(
+        input: DecisionInput, membersByPool: [String: [Int]], overridesByTenant: [String: [Override]],
+        alerts: inout [EngineAlert]
+    ) -> BudgetEffects {
+        let policy = input.policy
+        var effects = BudgetEffects()
+        let tiersWithBudgets = Set(policy.tiers.filter { !$0.budgets.isEmpty }.map(\.name))
+        let tenantsWithBudgets = Set(policy.tenants.filter { !$0.budgets.isEmpty }.map(\.id))
+        if tiersWithBudgets.isEmpty, tenantsWithBudgets.isEmpty { return effects }
+        var observationsByTenant: [String: [TenantObservation]] = [:]
+        for members in membersByPool.values {
+            for index in members {
+                let observation = input.tenants[index]
+                observationsByTenant[observation.tenant, default: []].append(observation)
+            }
+        }
+        var spendByTenant: [String: [TenantSpend]] = [:]
+        for spend in input.spend { spendByTenant[spend.tenant, default: []].append(spend) }
+
+        for tenant in observationsByTenant.keys.sorted() {
+            // Budgets follow the tenant's tier; only overrides for every pool can change it here.
+            let tenantWide = (overridesByTenant[tenant] ?? []).filter { $0.upstream == nil }
+            let tierName =
+                tenantWide.isEmpty
+                ? policy.tierName(ofTenant: tenant)
+                : policy.terms(ofTenant: tenant, upstream: "", overrides: tenantWide, now: input.now).tier.name
+            guard tiersWithBudgets.contains(tierName) || tenantsWithBudgets.contains(tenant) else { continue }
+            let budgets = policy.budgets(ofTenant: tenant, tierName: tierName)
+            guard !budgets.isEmpty else { continue }
+            let statuses = CostGovernance.evaluate(
+                tenant: tenant, budgets: budgets, spend: spendByTenant[tenant] ?? [], now: input.now)
+            effects.statuses += statuses
+            var allowed: Double?
+            for status in statuses {
+                let amount =
+                    "\(Quantity.format(status.spent)) of \(Quantity.format(status.budget.amount)) "
+                    + "\(policy.costs.currency) (\(status.budget.window.rawValue))"
+                switch status.level {
+                case .ok:
+                    continue
+                case .soft:
+                    alerts.append(
+                        EngineAlert(
+                            kind: "budget_soft", severity: .warning, tenant: tenant,
+                            message:
+                                "\(tenant) is projected to spend \(Quantity.format(status.projected)); spent \(amount)")
+                    )
+                case .throttle:
+                    allowed = min(allowed ?? .infinity, status.allowedBurnRatePerSecond ?? 0)
+                    alerts.append(
+                        EngineAlert(
+                            kind: "budget_throttle", severity: .warning, tenant: tenant,
+                            message: "\(tenant) is throttled to land on its budget; spent \(amount), "
+                                + "projected \(Quantity.format(status.projected))"))
+                case .hard:
+                    let action = status.budget.hardAction
+                    if effects.hard[tenant] != .zero { effects.hard[tenant] = action }
+                    alerts.append(
+                        EngineAlert(
+                            kind: "budget_hard", severity: .critical, tenant: tenant,
+                            message: "\(tenant) reached its hard budget limit; spent \(amount); "
+                                + "cut to \(action == .zero ? "zero" : "its starvation guard")"))
+                }
+            }
+            guard let allowed, effects.hard[tenant] == nil else { continue }
+            let usage = (observationsByTenant[tenant] ?? []).sorted { $0.upstream < $1.upstream }.map { observation in
+                CostGovernance.PoolUsage(
+                    upstream: observation.upstream,
+                    tokensPerMinute: observation.served.tpm > 0 ? observation.served.tpm : observation.demand.tpm,
+                    pricePerToken: policy.price(ofUpstream: observation.upstream).price
+                        .perToken(inputShare: observation.inputTokenShare))
+            }
+            for (upstream, cap) in CostGovernance.throttleCaps(allowedRate: allowed, usage: usage) {
+                effects.tpmCaps[TenantUpstream(tenant: tenant, upstream: upstream)] = cap
+            }
+        }
+        return effects
+    }
+}
+
+/// One pool's share of a tick: the per-pool steps of `PolicyEngine.decide`.
+private struct PoolTick {
+    let upstream: String
+    let observation: PoolObservation?
+    /// The tick's observations (all pools) and the positions of this pool's tenants, by tenant id.
+    let observations: [TenantObservation]
+    let members: [Int]
+    let now: Double
+    let minutes: Double
+    let policy: Policy
+    let ranks: [String: Int]
+    let overridesByTenant: [String: [Override]]
+    let budgets: PolicyEngine.BudgetEffects
+    let approvals: Set<ProposalBook.Approval>
+
+    var burstDecisions: [BurstDecision] = []
+    var alerts: [EngineAlert] = []
+    var summary: PoolSummary
+
+    init(
+        upstream: String, observation: PoolObservation?, observations: [TenantObservation], members: [Int],
+        now: Double, minutes: Double, policy: Policy, ranks: [String: Int], overridesByTenant: [String: [Override]],
+        budgets: PolicyEngine.BudgetEffects, approvals: Set<ProposalBook.Approval>
+    ) {
+        self.upstream = upstream
+        self.observation = observation
+        self.observations = observations
+        self.members = members
+        self.now = now
+        self.minutes = minutes
+        self.policy = policy
+        self.ranks = ranks
+        self.overridesByTenant = overridesByTenant
+        self.budgets = budgets
+        self.approvals = approvals
+        summary = PoolSummary(
+            upstream: upstream, state: observation?.state ?? .healthy, capacityEstimate: PerDimension(nil),
+            capacity: PerDimension(nil), allocated: PerDimension(0), creditsLent: PerDimension(0),
+            unallocated: PerDimension(0), burstReserve: PerDimension(0), degraded: PerDimension(false),
+            level: PerDimension(nil), defaultAllocation: PerDimension(0), tenantCount: members.count,
+            priced: policy.upstream(upstream)?.price != nil)
+    }
+
+    /// Runs the pool's steps, appending its allocations to `results`.
+    mutating func run(state: inout EngineState, requests: [BurstRequest], into results: inout [TenantAllocation]) {
+        let count = members.count
+        let declared = policy.upstream(upstream)?.capacity
+        let estimate = PerDimension<Double?> { dimension in
+            guard let value = observation?.capacity[dimension] ?? declared?[dimension] ?? nil, value.isFinite else {
+                return nil
+            }
+            return max(0, value)
+        }
+        let capacity = estimate.map { $0.map { max(0, $0 * (1 - policy.allocation.safetyMargin)) } }
+        summary.capacityEstimate = estimate
+        summary.capacity = capacity
+
+        // Terms and burst accounting for each tenant. Terms are shared: most tenants have neither a
+        // policy entry nor an override and get the default tier's (index 0).
+        var distinctTerms = [policy.terms(ofTenant: "", upstream: upstream, overrides: [], now: now)]
+        var termsIndex: [Int] = []
+        var records: [TenantRecord] = []
+        var stored: [Dictionary<TenantUpstream, TenantRecord>.Index?] = []
+        termsIndex.reserveCapacity(count)
+        records.reserveCapacity(count)
+        stored.reserveCapacity(count)
+        for member in members {
+            let observation = observations[member]
+            let overrides = overridesByTenant[observation.tenant] ?? []
+            var slot = 0
+            if !overrides.isEmpty || policy.tenant(observation.tenant) != nil {
+                distinctTerms.append(
+                    policy.terms(
+                        ofTenant: observation.tenant, upstream: upstream,
+                        overrides: overrides, now: now))
+                slot = distinctTerms.count - 1
+            }
+            let tier = distinctTerms[slot].tier
+            let position = state.tenants.index(forKey: TenantUpstream(tenant: observation.tenant, upstream: upstream))
+            var record = position.map { state.tenants.values[$0] } ?? TenantRecord(lastSeen: now)
+            let defaultsBefore = record.burst.defaulted
+            record.burst.account(
+                allocation: record.published, served: observation.served.map { $0.isFinite ? $0 : 0 },
+                minutes: minutes, now: now, policy: tier.burst)
+            if record.burst.defaulted > defaultsBefore {
+                alerts.append(
+                    EngineAlert(
+                        kind: "burst_default", severity: .warning, upstream: upstream, tenant: observation.tenant,
+                        message: "\(observation.tenant) did not repay its burst debt on \(upstream) in time"))
+            }
+            termsIndex.append(slot)
+            records.append(record)
+            stored.append(position)
+        }
+
+        // Allocation per dimension.
+        var claims = PerDimension<[AllocationClaim]>([])
+        var pools = PerDimension<PoolAllocation?>(nil)
+        for dimension in RateDimension.allCases {
+            guard let limit = capacity[dimension], let estimated = estimate[dimension] else {
+                if count > 0 {
+                    alerts.append(
+                        EngineAlert(
+                            kind: "no_capacity", severity: .warning, upstream: upstream, dimension: dimension,
+                            message:
+                                "\(upstream) has no capacity estimate or declared capacity for \(dimension.rawValue); "
+                                + "it is not allocated"))
+                }
+                continue
+            }
+            claims[dimension] = (0..<count).map {
+                claim(
+                    index: $0, dimension: dimension, capacity: limit,
+                    terms: distinctTerms[termsIndex[$0]], record: records[$0])
+            }
+            let allocation = PoolAllocation.compute(
+                capacityEstimate: estimated, settings: policy.allocation, claims: claims[dimension])
+            pools[dimension] = allocation
+            summary.degraded[dimension] = allocation.degraded
+            summary.level[dimension] = allocation.level
+            summary.burstReserve[dimension] = allocation.burstReserve
+            summary.defaultAllocation[dimension] =
+                (policy.tier(named: policy.defaultTier)?.starvationGuard[dimension]
+                ?? .zero).resolved(capacity: limit)
+            if allocation.degraded {
+                alerts.append(
+                    EngineAlert(
+                        kind: "degraded_mode", severity: .critical, upstream: upstream, dimension: dimension,
+                        message: "\(upstream) \(dimension.rawValue): floors exceed capacity "
+                            + "(\(Quantity.format(limit))); starvation guards and floors by tier priority"))
+            }
+            // Guardrail clamps become proposals.
+            for index in 0..<count where allocation.guardClamped[index] {
+                let claim = claims[dimension][index]
+                let raw = allocation.unclamped[index]
+                let raise = raw > allocation.allocations[index]
+                state.proposals.file(
+                    kind: raise ? .raiseAboveGuardMax : .lowerBelowGuardMin,
+                    tenant: observations[members[index]].tenant,
+                    upstream: upstream, dimension: dimension, value: raw,
+                    guardrail: raise ? claim.guardMax : claim.guardMin,
+                    evidence: allocation.explanation(of: index, claim: claim), now: now, settings: policy.proposals)
+            }
+        }
+
+        // Burst credits from the reserve.
+        let credits = lendCredits(requests: requests, pools: pools, capacity: capacity, records: &records)
+
+        // Dampening toward the targets, within C minus the credits.
+        var actions = PerDimension<[DampingAction]>([])
+        var previous = PerDimension<[Double?]>([])
+        for dimension in RateDimension.allCases {
+            guard let allocation = pools[dimension], let limit = capacity[dimension] else { continue }
+            var inputs: [Dampening.Input] = []
+            inputs.reserveCapacity(count)
+            for index in 0..<count {
+                let claim = claims[dimension][index]
+                let target = allocation.allocations[index]
+                let entering =
+                    records[index].dampers[dimension] == nil
+                    || (records[index].wasIdle && observations[members[index]].tenantClass != .idle)
+                inputs.append(
+                    Dampening.Input(
+                        target: target, hardCap: max(target, min(claim.ceiling, claim.budgetCap)), entering: entering))
+            }
+            var states = records.map { $0.dampers[dimension] }
+            previous[dimension] = states.map { $0?.published }
+            actions[dimension] = Dampening.apply(
+                inputs, states: &states, capacity: max(0, limit - credits[dimension]), settings: policy.dampening)
+            for index in 0..<count { records[index].dampers[dimension] = states[index] }
+        }
+
+        // Floors-only fallback, scaled to fit.
+        var fallbackScale = PerDimension<Double>(1)
+        for dimension in RateDimension.allCases {
+            guard let limit = capacity[dimension] else { continue }
+            let floors = claims[dimension].reduce(0) { $0 + $1.floor }
+            if floors > limit { fallbackScale[dimension] = floors > 0 ? limit / floors : 0 }
+        }
+
+        // Results, built in place (they are large).
+        for index in 0..<count {
+            let observation = observations[members[index]]
+            let terms = distinctTerms[termsIndex[index]]
+            let tier = terms.tier
+            results.append(
+                TenantAllocation(
+                    tenant: observation.tenant, upstream: upstream, tier: tier.name, priority: tier.priority,
+                    tenantClass: observation.tenantClass, rpm: nil, tpm: nil, burstCredit: records[index].burst.credit,
+                    burstAccount: records[index].burst,
+                    deny: budgets.hard[observation.tenant] != nil ? "budget_exhausted" : nil, mode: tier.mode,
+                    maxConcurrency: tier.maxConcurrency, queueWeight: tier.effectiveQueueWeight,
+                    fallback: PerDimension(0), override: terms.override))
+            let last = results.count - 1
+            for dimension in RateDimension.allCases {
+                guard let allocation = pools[dimension], let published = records[index].dampers[dimension]?.published
+                else { continue }
+                let claim = claims[dimension][index]
+                let credit = records[index].burst.credit?.rate[dimension] ?? 0
+                var explanation = allocation.explanation(of: index, claim: claim)
+                explanation.burstCredit = credit
+                explanation.previous = previous[dimension][index]
+                explanation.published = published
+                explanation.damping = actions[dimension][index]
+                explanation.reason = reason(
+                    base: allocation.reasons[index], credit: credit, terms: terms,
+                    tenantClass: observation.tenantClass)
+                let bucket = max(published * tier.bucketSeconds / 60, dimension == .rpm ? 1 : 0)
+                results[last][dimensionAllocation: dimension] = DimensionAllocation(
+                    rate: published, burst: bucket, reason: explanation.reason, explanation: explanation)
+                results[last].fallback[dimension] = claim.floor * fallbackScale[dimension]
+                summary.allocated[dimension] += published
+            }
+            records[index].wasIdle = observation.tenantClass == .idle
+            records[index].lastSeen = now
+        }
+        // Write the records back: existing ones by position first (insertions would move them), then new ones.
+        for index in 0..<count {
+            if let position = stored[index] { state.tenants.values[position] = records[index] }
+        }
+        for index in 0..<count where stored[index] == nil {
+            state.tenants[TenantUpstream(tenant: observations[members[index]].tenant, upstream: upstream)] =
+                records[index]
+        }
+        summary.creditsLent = credits
+        for dimension in RateDimension.allCases {
+            guard let limit = capacity[dimension] else { continue }
+            summary.unallocated[dimension] = max(0, limit - summary.allocated[dimension] - credits[dimension])
+        }
+        if count > 0, !summary.priced {
+            alerts.append(
+                EngineAlert(
+                    kind: "unknown_price", severity: .warning, upstream: upstream,
+                    message: "\(upstream) has no price in the policy; usage is charged at the default price"))
+        }
+    }
+
+    /// One tenant's allocator input for one dimension.
+    private func claim(
+        index: Int, dimension: RateDimension, capacity: Double, terms: TenantTerms, record: TenantRecord
+    ) -> AllocationClaim {
+        let observation = observations[members[index]]
+        let tier = terms.tier
+        let guardValue = tier.starvationGuard[dimension].resolved(capacity: capacity)
+        var budgetCap = Double.infinity
+        if !budgets.hard.isEmpty, let action = budgets.hard[observation.tenant] {
+            budgetCap = action == .zero ? 0 : guardValue
+        } else if dimension == .tpm, !budgets.tpmCaps.isEmpty,
+            let cap = budgets.tpmCaps[TenantUpstream(tenant: observation.tenant, upstream: upstream)]
+        {
+            budgetCap = cap
+        }
+        var guardMin = tier.guardMin[dimension].resolved(capacity: capacity)
+        var guardMax = tier.guardMax[dimension].resolved(capacity: capacity)
+        func approved(_ kind: Proposal.Kind) -> Bool {
+            !approvals.isEmpty
+                && approvals.contains(
+                    ProposalBook.Approval(
+                        tenant: observation.tenant, upstream: upstream, dimension: dimension, kind: kind))
+        }
+        if terms.guardrailsSuspended || approved(.lowerBelowGuardMin) { guardMin = 0 }
+        if terms.guardrailsSuspended || approved(.raiseAboveGuardMax) { guardMax = .infinity }
+        let demand = observation.demand[dimension]
+        return AllocationClaim(
+            weight: terms.weight, floor: terms.floor[dimension].resolved(capacity: capacity),
+            ceiling: terms.ceiling[dimension].resolved(capacity: capacity),
+            demand: demand.isNaN ? 0 : max(0, demand), starvationGuard: guardValue,
+            rank: ranks[tier.name] ?? Int.max, isIdle: observation.tenantClass == .idle,
+            idleAllocation: tier.idleAllocation[dimension].resolved(capacity: capacity), guardMin: guardMin,
+            guardMax: guardMax, budgetCap: budgetCap, receivesSurplus: !record.burst.inDebt)
+    }
+
+    /// Funds active credits from the burst reserve (scaling them down if the reserve shrank), then
+    /// lends new ones in request order. Returns the credit rates reserved per dimension.
+    private mutating func lendCredits(
+        requests: [BurstRequest], pools: PerDimension<PoolAllocation?>, capacity: PerDimension<Double?>,
+        records: inout [TenantRecord]
+    ) -> PerDimension<Double> {
+        let reserve = PerDimension<Double> { pools[$0]?.burstReserve ?? 0 }
+        var used = PerDimension<Double>(0)
+        for record in records {
+            if let credit = record.burst.credit { used.rpm += credit.rate.rpm; used.tpm += credit.rate.tpm }
+        }
+        for dimension in RateDimension.allCases where used[dimension] > reserve[dimension] {
+            let scale = used[dimension] > 0 ? reserve[dimension] / used[dimension] : 0
+            for index in records.indices where records[index].burst.credit != nil {
+                records[index].burst.credit!.rate[dimension] *= scale
+            }
+            used[dimension] = reserve[dimension]
+        }
+
+        guard !requests.isEmpty else { return used }
+        var index: [String: Int] = [:]
+        for (position, member) in members.enumerated() { index[observations[member].tenant] = position }
+        let degraded = RateDimension.allCases.contains { pools[$0]?.degraded ?? false }
+        let ordered = requests.sorted { ($0.requestedAt, $0.id) < ($1.requestedAt, $1.id) }
+        for request in ordered {
+            var decision = BurstDecision(
+                requestID: request.id, tenant: request.tenant, upstream: upstream,
+                outcome: .unknown, credit: nil)
+            defer { burstDecisions.append(decision) }
+            guard let position = index[request.tenant] else { continue }
+            var wanted = request
+            if capacity.rpm == nil { wanted.calls = 0 }
+            if capacity.tpm == nil { wanted.tokens = 0 }
+            guard wanted.ttlSeconds > 0, wanted.calls > 0 || wanted.tokens > 0 else {
+                decision.outcome = .invalid
+                continue
+            }
+            let observation = observations[members[position]]
+            let policy = policy.terms(
+                ofTenant: request.tenant, upstream: upstream,
+                overrides: overridesByTenant[request.tenant] ?? [], now: now
+            ).tier.burst
+            if let refusal = records[position].burst.refusal(
+                tenantClass: observation.tenantClass, suspect: observation.suspect, now: now, policy: policy)
+            {
+                decision.outcome = refusal
+                continue
+            }
+            let available = PerDimension<Double> { reserve[$0] - used[$0] }
+            guard !degraded,
+                let (credit, partial) = BurstAccount.lend(
+                    wanted, available: available, capacity: capacity.map { $0 ?? 0 }, now: now, policy: policy)
+            else {
+                decision.outcome = .noReserve
+                continue
+            }
+            records[position].burst.credit = credit
+            records[position].burst.lent += 1
+            used.rpm += credit.rate.rpm
+            used.tpm += credit.rate.tpm
+            decision.outcome = partial ? .partiallyGranted : .granted
+            decision.credit = credit
+        }
+        return used
+    }
+
+    /// The published reason: the allocator's when it explains a constraint (budget, degraded mode,
+    /// a guardrail, idle), else the most specific circumstance (a burst credit, a cold start, an
+    /// override), else the allocator's.
+    private func reason(
+        base: AllocationReason, credit: Double, terms: TenantTerms, tenantClass: TenantClass
+    ) -> AllocationReason {
+        switch base {
+        case .budget, .degraded, .guardrailClamped, .idle:
+            return base
+        default:
+            if credit > 0 { return .burstCredit }
+            if tenantClass == .coldStart { return .coldStart }
+            if terms.override != nil { return .override }
+            return base
+        }
+    }
+}
+
+extension TenantAllocation {
+    /// Sets the allocation of `dimension`.
+    fileprivate subscript(dimensionAllocation dimension: RateDimension) -> DimensionAllocation? {
+        get { self[dimension] }
+        set {
+            switch dimension {
+            case .rpm: rpm = newValue
+            case .tpm: tpm = newValue
+            }
+        }
+    }
+}

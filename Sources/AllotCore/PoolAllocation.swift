@@ -1,0 +1,372 @@
+/// What to do with capacity left over once every active tenant's demand is met (SPEC 6.3).
+public enum SurplusMode: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Hand the surplus out as growth headroom, by the same water-filling with `lo = x_i`, `hi = ce_i`.
+    case distribute
+    /// Keep it unallocated (what-if plans that show bare demand, cautious roll-outs).
+    case hold
+}
+
+/// Pool-wide settings for one allocation (SPEC 6.1–6.3); the policy's `allocation` section.
+public struct AllocationSettings: Sendable, Hashable, Codable {
+    /// Fraction of the capacity estimate kept back: `C = C_est · (1 − safety_margin)`. In `[0, 1)`.
+    public var safetyMargin: Double
+    /// Slack on top of demand: `hi_i = max(lo_i, min(ce_i, D_i · (1 + demand_headroom)))`. `>= 0`.
+    public var demandHeadroom: Double
+    /// Whether leftover capacity is distributed or held.
+    public var surplus: SurplusMode
+    /// Fraction of the surplus kept back to fund burst credits (SPEC 6.3, 6.5). In `[0, 1]`.
+    /// What-if plans use 0: they have no live lending.
+    public var burstReserve: Double
+
+    public init(
+        safetyMargin: Double = 0.05, demandHeadroom: Double = 0.2, surplus: SurplusMode = .distribute,
+        burstReserve: Double = 0.1
+    ) {
+        self.safetyMargin = safetyMargin
+        self.demandHeadroom = demandHeadroom
+        self.surplus = surplus
+        self.burstReserve = burstReserve
+    }
+}
+
+/// One tenant's resolved inputs for one pool and one dimension: absolute per-minute values, with
+/// percentages already resolved against `C` and tier, tenant and override values already combined.
+public struct AllocationClaim: Sendable, Hashable {
+    /// `w_i` = tier weight × tenant weight; `> 0`.
+    public var weight: Double
+    /// `lo_i`, the guaranteed floor.
+    public var floor: Double
+    /// `ce_i`, the ceiling; `.infinity` when unbounded.
+    public var ceiling: Double
+    /// `D_i`, the smoothed demand; `.infinity` when unbounded (what-if plans).
+    public var demand: Double
+    /// The minimum every active tenant keeps in degraded mode (SPEC 6.4).
+    public var starvationGuard: Double
+    /// Degraded-mode order: lower ranks have their floors honoured first (tier priority order).
+    public var rank: Int
+    /// Idle tenants receive only `idleAllocation`, taken from `C` first (SPEC 6.1).
+    public var isIdle: Bool
+    /// What an idle tenant holds.
+    public var idleAllocation: Double
+    /// The engine never allocates below this on its own, outside degraded mode (SPEC 6.7).
+    public var guardMin: Double
+    /// The engine never allocates above this on its own (SPEC 6.7).
+    public var guardMax: Double
+    /// A spend-budget cap (SPEC 6, cost governance); `.infinity` when none applies. Binds over the
+    /// floor, the guardrails and the starvation guard: a budget protects the bill.
+    public var budgetCap: Double
+    /// Whether the tenant may receive surplus growth headroom; false while it owes burst debt (SPEC 6.10).
+    public var receivesSurplus: Bool
+
+    public init(
+        weight: Double = 1, floor: Double = 0, ceiling: Double = .infinity, demand: Double = .infinity,
+        starvationGuard: Double = 0, rank: Int = 0, isIdle: Bool = false, idleAllocation: Double = 0,
+        guardMin: Double = 0, guardMax: Double = .infinity, budgetCap: Double = .infinity,
+        receivesSurplus: Bool = true
+    ) {
+        self.weight = weight
+        self.floor = floor
+        self.ceiling = ceiling
+        self.demand = demand
+        self.starvationGuard = starvationGuard
+        self.rank = rank
+        self.isIdle = isIdle
+        self.idleAllocation = idleAllocation
+        self.guardMin = guardMin
+        self.guardMax = guardMax
+        self.budgetCap = budgetCap
+        self.receivesSurplus = receivesSurplus
+    }
+}
+
+/// The allocation of one pool in one dimension (SPEC 6.1–6.4, 6.9), before dampening.
+///
+/// `compute` runs, in order:
+/// 1. `C = C_est · (1 − safety_margin)`; idle tenants take their `idle_allocation` from `C` first
+///    (scaled down proportionally if even those exceed `C`);
+/// 2. for active tenants `hi_i = max(lo_i, min(ce_i, D_i · (1 + demand_headroom)))`, with the
+///    budget cap applied to `ce_i` and `lo_i`;
+/// 3. if `Σ lo_i > C` → degraded mode (below); otherwise water-filling (`WaterFilling`) without
+///    guardrails, then — if any tenant lands outside `[min(guard_min, hi_i), guard_max]` — again
+///    with the guardrails as bounds (`guard_min` only when all of them fit: otherwise it is capacity,
+///    not choice), keeping the unclamped values as the evidence for proposals. `guard_min` is capped
+///    at `hi_i` because giving back capacity a tenant does not want is not a squeeze (SPEC 6.7 guards
+///    against the engine squeezing a tenant; redistributing unused quota is the safe, automatic case);
+/// 4. the surplus `C − Σ x_i` (unless `hold`), minus the burst reserve, by the same water-filling
+///    with `lo = x_i` and `hi = min(ce_i, guard_max, budget cap)` (`hi = x_i` for tenants in debt).
+///
+/// Degraded mode (SPEC 6.4): every active tenant first gets its starvation guard (scaled down
+/// proportionally if those exceed `C`); the rest honours floors rank by rank (tier priority order),
+/// and the rank where capacity runs out shares what is left in proportion to its floors above the
+/// guard. Nobody with a positive guard drops to zero and relative priority is kept.
+public struct PoolAllocation: Sendable {
+    /// `C_est`, the capacity estimate before the safety margin.
+    public var capacityEstimate: Double
+    /// `C = C_est · (1 − safety_margin)`.
+    public var capacity: Double
+    /// The settings used.
+    public var settings: AllocationSettings
+    /// `x_i` per claim, in input order. Never sums above `capacity`.
+    public var allocations: [Double]
+    /// Why each tenant got its value (the allocator's reasons: `idle`, `degraded`, `budget`,
+    /// `guardrail_clamped`, `surplus`, `ceiling`, `demand`, `floor`, `fair_share`).
+    public var reasons: [AllocationReason]
+    /// `lo_i` as used (budget-capped floor).
+    public var lowerBounds: [Double]
+    /// `hi_i` as used.
+    public var upperBounds: [Double]
+    /// The water-filling result without guardrails (the "unclamped value" of a proposal).
+    public var unclamped: [Double]
+    /// Tenants whose value a guardrail moved; each of these warrants a proposal.
+    public var guardClamped: [Bool]
+    /// The fair-share level `f` of the main fill (0 in degraded mode).
+    public var level: Double
+    /// The level of the surplus fill, if one ran.
+    public var surplusLevel: Double?
+    /// `Σ lo_i > C` for the active tenants.
+    public var degraded: Bool
+    /// Capacity held back to back burst credits: `burst_reserve × surplus`.
+    public var burstReserve: Double
+    /// Capacity taken by idle tenants.
+    public var idleTotal: Double
+
+    /// `Σ x_i`.
+    public var allocatedTotal: Double { allocations.reduce(0, +) }
+    /// `C − Σ x_i` (includes the burst reserve), never negative.
+    public var unallocated: Double { max(0, capacity - allocatedTotal) }
+
+    /// Computes the allocation of capacity estimate `capacityEstimate` among `claims`.
+    public static func compute(
+        capacityEstimate: Double, settings: AllocationSettings, claims: [AllocationClaim]
+    ) -> PoolAllocation {
+        let capacity = max(0, capacityEstimate * (1 - settings.safetyMargin))
+        let count = claims.count
+        let headroom = 1 + settings.demandHeadroom
+
+        // Gather the active tenants' bounds in one pass; idle tenants are settled once their total
+        // is known. Working on local arrays (not through `result`) keeps the hot loops tight.
+        var active: [Int] = []
+        var weights: [Double] = []
+        var lower: [Double] = []
+        var upper: [Double] = []
+        var ceilings: [Double] = []
+        active.reserveCapacity(count)
+        weights.reserveCapacity(count)
+        lower.reserveCapacity(count)
+        upper.reserveCapacity(count)
+        ceilings.reserveCapacity(count)
+        var idleWanted = 0.0
+        var sumLower = 0.0
+        var guarded = false
+        claims.withUnsafeBufferPointer { claims in
+            for i in 0..<count {
+                let claim = claims[i]
+                if claim.isIdle {
+                    idleWanted += min(claim.idleAllocation, claim.budgetCap)
+                    continue
+                }
+                if claim.guardMin > 0 || claim.guardMax < .infinity { guarded = true }
+                let ceiling = min(claim.ceiling, claim.budgetCap)
+                let floor = min(claim.floor, claim.budgetCap)
+                let wanted = claim.demand * headroom
+                active.append(i)
+                weights.append(claim.weight)
+                lower.append(floor)
+                upper.append(max(floor, min(ceiling, wanted.isNaN ? .infinity : wanted)))
+                ceilings.append(max(floor, ceiling))
+                sumLower += floor
+            }
+        }
+        let activeCount = active.count
+
+        var allocations = [Double](repeating: 0, count: count)
+        var reasons = [AllocationReason](repeating: .fairShare, count: count)
+        var lowerBounds = [Double](repeating: 0, count: count)
+        var upperBounds = [Double](repeating: 0, count: count)
+        var unclamped = [Double](repeating: 0, count: count)
+        var guardClamped = [Bool](repeating: false, count: count)
+
+        // 1. Idle tenants take their idle allocation first (scaled down if even those exceed C).
+        var idleTotal = 0.0
+        if idleWanted > 0 {
+            let idleScale = idleWanted > capacity ? capacity / idleWanted : 1
+            for i in 0..<count where claims[i].isIdle {
+                let value = min(claims[i].idleAllocation, claims[i].budgetCap) * idleScale
+                allocations[i] = value
+                lowerBounds[i] = value
+                upperBounds[i] = value
+                unclamped[i] = value
+                reasons[i] = .idle
+                idleTotal += value
+            }
+        }
+        let remaining = max(0, capacity - idleTotal)
+
+        var level = 0.0
+        var surplusLevel: Double?
+        var burstReserve = 0.0
+        let degraded = sumLower > remaining
+        var values: [Double]
+        if degraded {
+            // 2'. Degraded mode (SPEC 6.4).
+            values = degradedShares(claims: claims, active: active, lower: lower, capacity: remaining)
+            for k in 0..<activeCount {
+                let i = active[k]
+                unclamped[i] = values[k]
+                reasons[i] = values[k] >= claims[i].budgetCap ? .budget : .degraded
+            }
+        } else {
+            // 2. Water-filling without guardrails.
+            let free = WaterFilling.fill(capacity: remaining, weights: weights, lower: lower, upper: upper)
+            values = free.allocations
+            level = free.level
+            for k in 0..<activeCount { unclamped[active[k]] = values[k] }
+
+            // 3. Guardrails. guard_min protects a tenant from being squeezed by contention; handing
+            // back capacity a tenant does not want is not a squeeze, so the effective guard is
+            // min(guard_min, hi_i).
+            var crosses = false
+            for k in 0..<activeCount where guarded {
+                let claim = claims[active[k]]
+                if values[k] < min(claim.guardMin, upper[k]) || values[k] > claim.guardMax {
+                    crosses = true
+                    break
+                }
+            }
+            if crosses {
+                var guardedLower = lower
+                var guardedSum = 0.0
+                for k in 0..<activeCount {
+                    guardedLower[k] = max(lower[k], min(claims[active[k]].guardMin, upper[k]))
+                    guardedSum += guardedLower[k]
+                }
+                // guard_min is honoured only when all of them fit: otherwise capacity, not choice.
+                let minFits = guardedSum <= remaining
+                if !minFits { guardedLower = lower }
+                var guardedUpper = upper
+                for k in 0..<activeCount {
+                    let claim = claims[active[k]]
+                    // guard_max bounds even a floor: an unapproved override cannot hold a tenant above it.
+                    guardedLower[k] = min(guardedLower[k], claim.guardMax)
+                    guardedUpper[k] = max(guardedLower[k], min(upper[k], claim.guardMax))
+                    let raw = values[k]
+                    guardClamped[active[k]] = raw > claim.guardMax || (minFits && raw < min(claim.guardMin, upper[k]))
+                }
+                let guarded = WaterFilling.fill(
+                    capacity: remaining, weights: weights, lower: guardedLower, upper: guardedUpper)
+                values = guarded.allocations
+                level = guarded.level
+                lower = guardedLower
+                upper = guardedUpper
+            }
+
+            claims.withUnsafeBufferPointer { claims in
+                for k in 0..<activeCount {
+                    let i = active[k]
+                    reasons[i] = baseReason(
+                        claim: claims[i], value: values[k], lower: lower[k], upper: upper[k], headroom: headroom,
+                        clamped: guardClamped[i])
+                }
+            }
+
+            // 4. Surplus: a burst reserve is kept back; the rest is handed out (unless `hold`).
+            var used = 0.0
+            for value in values { used += value }
+            let surplus = max(0, remaining - used)
+            burstReserve = surplus * min(max(settings.burstReserve, 0), 1)
+            if settings.surplus == .distribute, surplus > 0, activeCount > 0 {
+                var surplusUpper = [Double](repeating: 0, count: activeCount)
+                for k in 0..<activeCount {
+                    let claim = claims[active[k]]
+                    surplusUpper[k] =
+                        claim.receivesSurplus ? max(values[k], min(ceilings[k], claim.guardMax)) : values[k]
+                }
+                let grown = WaterFilling.fill(
+                    capacity: used + surplus - burstReserve, weights: weights, lower: values, upper: surplusUpper)
+                surplusLevel = grown.level
+                var grownUsed = 0.0
+                for k in 0..<activeCount {
+                    grownUsed += grown.allocations[k]
+                    let i = active[k]
+                    if grown.allocations[k] > values[k], reasons[i] != .guardrailClamped { reasons[i] = .surplus }
+                }
+                values = grown.allocations
+                burstReserve = max(0, min(burstReserve, remaining - grownUsed))
+            }
+        }
+
+        for k in 0..<activeCount {
+            let i = active[k]
+            allocations[i] = values[k]
+            lowerBounds[i] = lower[k]
+            upperBounds[i] = upper[k]
+        }
+        WaterFilling.trim(&allocations, limit: capacity)
+        return PoolAllocation(
+            capacityEstimate: capacityEstimate, capacity: capacity, settings: settings, allocations: allocations,
+            reasons: reasons, lowerBounds: lowerBounds, upperBounds: upperBounds, unclamped: unclamped,
+            guardClamped: guardClamped, level: level, surplusLevel: surplusLevel, degraded: degraded,
+            burstReserve: burstReserve, idleTotal: idleTotal)
+    }
+
+    /// The reason for an active tenant outside degraded mode, from which bound (if any) binds.
+    private static func baseReason(
+        claim: AllocationClaim, value: Double, lower: Double, upper: Double, headroom: Double, clamped: Bool
+    ) -> AllocationReason {
+        if claim.budgetCap.isFinite, value >= claim.budgetCap { return .budget }
+        if clamped { return .guardrailClamped }
+        if value >= upper {
+            let wanted = claim.demand * headroom
+            if upper <= lower, lower > 0, lower > min(claim.ceiling, wanted) { return .floor }
+            return claim.ceiling <= wanted ? .ceiling : .demand
+        }
+        if value <= lower, lower > 0 { return .floor }
+        return .fairShare
+    }
+
+    /// Degraded mode (SPEC 6.4) for the active tenants `active` (indices into `claims`).
+    private static func degradedShares(
+        claims: [AllocationClaim], active: [Int], lower: [Double], capacity: Double
+    ) -> [Double] {
+        let count = active.count
+        var guards = [Double](repeating: 0, count: count)
+        var guardSum = 0.0
+        for (k, i) in active.enumerated() {
+            let claim = claims[i]
+            guards[k] = max(0, min(claim.starvationGuard, claim.ceiling, claim.budgetCap))
+            guardSum += guards[k]
+        }
+        if guardSum >= capacity {
+            let scale = guardSum > 0 ? capacity / guardSum : 0
+            return guards.map { $0 * scale }
+        }
+        var values = guards
+        var left = capacity - guardSum
+        // Ranks in priority order; within a rank, indices in input order.
+        let order = (0..<count).sorted { a, b in
+            let rankA = claims[active[a]].rank
+            let rankB = claims[active[b]].rank
+            return rankA != rankB ? rankA < rankB : a < b
+        }
+        var start = 0
+        while start < count {
+            var end = start
+            let rank = claims[active[order[start]]].rank
+            var need = 0.0
+            while end < count, claims[active[order[end]]].rank == rank {
+                need += max(0, lower[order[end]] - guards[order[end]])
+                end += 1
+            }
+            if need > 0 {
+                let share = need <= left ? 1 : left / need
+                for position in start..<end {
+                    let k = order[position]
+                    values[k] = guards[k] + max(0, lower[k] - guards[k]) * share
+                }
+                left = max(0, left - need * share)
+            }
+            start = end
+        }
+        return values
+    }
+}

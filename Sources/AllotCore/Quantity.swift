@@ -1,0 +1,92 @@
+/// A floor, ceiling, guard or allowance: either an absolute rate (per minute) or a percentage of the
+/// pool's capacity `C` for that dimension (SPEC 6.1: "absolute, or a fraction of C").
+///
+/// In policy and plan JSON a quantity is written as a number (`250` — absolute, per minute), a
+/// string with a percent sign (`"5%"` — 5 % of `C`, between `0%` and `100%`), or, where a value may
+/// be unbounded (ceilings, `guard_max`), the string `"unbounded"`.
+public enum Quantity: Sendable, Hashable {
+    /// An absolute rate per minute (requests or tokens). `.infinity` means unbounded.
+    case absolute(Double)
+    /// A percentage of the pool's capacity `C` (after the safety margin), as written: `5` for `"5%"`.
+    case percent(Double)
+
+    /// No limit: the default ceiling and `guard_max`.
+    public static let unbounded = Quantity.absolute(.infinity)
+    /// Nothing: the default floor and `guard_min`.
+    public static let zero = Quantity.absolute(0)
+
+    /// The absolute per-minute value against a pool whose capacity is `capacity`.
+    @inlinable
+    public func resolved(capacity: Double) -> Double {
+        switch self {
+        case .absolute(let value): value
+        case .percent(let percent): capacity * percent / 100
+        }
+    }
+
+    /// Whether this is the unbounded value.
+    public var isUnbounded: Bool { self == .unbounded }
+
+    /// The JSON text form: a number, `"N%"` or `"unbounded"`.
+    public var jsonText: String {
+        switch self {
+        case .absolute(let value) where value == .infinity: "unbounded"
+        case .absolute(let value): Quantity.format(value)
+        case .percent(let percent): Quantity.format(percent) + "%"
+        }
+    }
+
+    /// Parses the string forms (`"5%"`, `"12.5 %"`, `"unbounded"`); numbers are handled by the caller.
+    /// Returns nil for anything else. The range of a percentage is checked by the validator, which
+    /// can name the field.
+    public static func parse(percentOrUnbounded text: String) -> Quantity? {
+        if text == "unbounded" { return .unbounded }
+        guard text.hasSuffix("%") else { return nil }
+        let number = text.dropLast().trimmingSpacesOnly()
+        guard !number.isEmpty,
+            number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "." || $0 == "-" || $0 == "+") }),
+            let value = Double(number), value.isFinite
+        else { return nil }
+        return .percent(value)
+    }
+
+    /// Formats a number the way the canonical policy form writes it: integers without a fraction.
+    static func format(_ value: Double) -> String {
+        if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
+        return String(value)
+    }
+}
+
+extension Substring {
+    fileprivate func trimmingSpacesOnly() -> Substring {
+        var text = self
+        while text.last == " " { text = text.dropLast() }
+        while text.first == " " { text = text.dropFirst() }
+        return text
+    }
+}
+
+extension Quantity: Codable {
+    /// Encodes as in policy files: a number, `"N%"` or `"unbounded"` (never a non-finite number).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .absolute(let value) where value.isFinite: try container.encode(value)
+        default: try container.encode(jsonText)
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let value = try? container.decode(Double.self) {
+            self = .absolute(value)
+            return
+        }
+        let text = try container.decode(String.self)
+        guard let quantity = Quantity.parse(percentOrUnbounded: text) else {
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "expected a number, \"N%\" or \"unbounded\", got \"\(text)\"")
+        }
+        self = quantity
+    }
+}

@@ -1,0 +1,57 @@
+/// A tenant's effective terms on one upstream pool: its tier and the policy's tenant entry, with
+/// the active override (if any) applied on top. Values are still quantities; they are resolved
+/// against the pool's capacity per dimension.
+public struct TenantTerms: Sendable, Hashable {
+    /// The tier in force (the override's, else the policy assignment, else the default tier).
+    public var tier: Tier
+    /// `w` = tier weight × (override weight, else the tenant's weight, else 1).
+    public var weight: Double
+    /// Floor per dimension (override, else tenant, else tier).
+    public var floor: PerDimension<Quantity>
+    /// Ceiling per dimension (override, else tenant, else tier).
+    public var ceiling: PerDimension<Quantity>
+    /// The override applied, if any.
+    public var override: Override?
+
+    /// Whether an approved override suspends the tier's guardrails.
+    public var guardrailsSuspended: Bool { override?.approved ?? false }
+}
+
+extension Policy {
+    /// The terms of `tenant` on `upstream` at `now`, given the overrides in force.
+    ///
+    /// Only overrides active at `now` and applying to `upstream` count; when several do, the most
+    /// recently created wins (then the one for this specific upstream, then the later actor name),
+    /// so the result never depends on input order. An override naming a tier the policy no longer
+    /// has keeps the tenant's own tier.
+    public func terms(ofTenant tenant: String, upstream: String, overrides: [Override], now: Double) -> TenantTerms {
+        var chosen: Override?
+        for candidate in overrides
+        where candidate.tenant == tenant && candidate.isActive(at: now)
+            && candidate.applies(to: upstream)
+        {
+            guard let current = chosen else {
+                chosen = candidate
+                continue
+            }
+            if (candidate.createdAt, candidate.upstream != nil ? 1 : 0, candidate.actor)
+                > (current.createdAt, current.upstream != nil ? 1 : 0, current.actor)
+            {
+                chosen = candidate
+            }
+        }
+        let entry = self.tenant(tenant)
+        let tierName = chosen?.tier.flatMap { self.tier(named: $0) != nil ? $0 : nil } ?? entry?.tier ?? defaultTier
+        let tier =
+            self.tier(named: tierName) ?? self.tier(named: defaultTier) ?? tiers.first
+            ?? Tier(name: defaultTier, priority: 0)
+        var floor = tier.floor
+        var ceiling = tier.ceiling
+        for dimension in RateDimension.allCases {
+            if let value = chosen?.floor[dimension] ?? entry?.floor[dimension] { floor[dimension] = value }
+            if let value = chosen?.ceiling[dimension] ?? entry?.ceiling[dimension] { ceiling[dimension] = value }
+        }
+        let weight = tier.weight * (chosen?.weight ?? entry?.weight ?? 1)
+        return TenantTerms(tier: tier, weight: weight, floor: floor, ceiling: ceiling, override: chosen)
+    }
+}

@@ -1,1 +1,0 @@
-// AllotCrypto — see README.md, "Architecture".

@@ -1,1 +1,0 @@
-// AllotLoop — see README.md, "Architecture".

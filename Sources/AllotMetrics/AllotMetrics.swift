@@ -1,1 +1,0 @@
-// AllotMetrics — see README.md, "Architecture".

@@ -1,0 +1,120 @@
+import AllotHTTP
+import AllotJSON
+import AllotStore
+import AllotTime
+
+/// `POST /v1/telemetry` (SPEC sections 3 and 9): turns the request into a ``AllotStore/TelemetryStore``
+/// ingest and the outcome into the response.
+///
+/// | outcome | status | body |
+/// |---|---|---|
+/// | committed | 200 | `{"stored":N,"first_id":…,"last_id":…}`, plus `registered_tenants`, `ignored_fields`, `unparseable_headers` when non-empty |
+/// | content type other than JSON / NDJSON | 415 | `unsupported_media_type` |
+/// | body larger than ``maxBodyBytes`` (the server's own body limit applies first) | 413 | `body_too_large` |
+/// | more events than the decoder allows | 413 | `too_many_events` |
+/// | invalid JSON, invalid event, empty batch | 400 | `invalid_json` / `invalid_event` / `empty_batch`, with `field` such as `[3].tenant` |
+/// | the database failed (busy, full, gone) | 503 + `Retry-After: 1` | `database_unavailable` |
+///
+/// 200 rather than 202: 202 would say "accepted for later processing", while this response is only
+/// sent after the batch's transaction has committed (durably, with `synchronous=FULL`). A gateway
+/// may drop its copy of the batch on 200, must fix the batch on 4xx (resending it cannot help), and
+/// should retry the same batch on 503 (nothing of it was stored, so a retry cannot duplicate).
+///
+/// Authentication, metrics and the route's registration are the server's; this is the handler.
+public struct TelemetryRoute: Sendable {
+    public let store: TelemetryStore
+    public var decoder: TelemetryDecoder
+    /// The tier new tenants are registered with: the current policy's default tier, read per
+    /// request because policies hot-reload.
+    public var defaultTier: @Sendable () -> String
+    /// `now` for validation (future skew) and gateways' last contact.
+    public var clock: any AllotClock
+    /// A body limit of the route's own, below the server's (nil: the server's limit only).
+    public var maxBodyBytes: Int?
+
+    /// - Parameters:
+    ///   - store: Where batches are stored.
+    ///   - decoder: Validation bounds. Default ``AllotStore/TelemetryDecoder/init(validation:)``.
+    ///   - defaultTier: The policy's default tier, read per request.
+    ///   - clock: Default ``AllotTime/SystemClock``.
+    ///   - maxBodyBytes: Route-specific body limit. Default nil.
+    public init(
+        store: TelemetryStore, decoder: TelemetryDecoder = TelemetryDecoder(),
+        defaultTier: @escaping @Sendable () -> String, clock: any AllotClock = SystemClock(), maxBodyBytes: Int? = nil
+    ) {
+        self.store = store
+        self.decoder = decoder
+        self.defaultTier = defaultTier
+        self.clock = clock
+        self.maxBodyBytes = maxBodyBytes
+    }
+
+    /// The route's path.
+    public static let path = "/v1/telemetry"
+
+    /// Adds `POST /v1/telemetry` to `router`.
+    public func register(in router: inout Router) {
+        router.post(Self.path) { request in await respond(to: request) }
+    }
+
+    /// Handles one request; never throws (every failure is a JSON error response).
+    public func respond(to request: HTTPRequest) async -> HTTPResponse {
+        let format: TelemetryFormat
+        do {
+            format = try TelemetryFormat(contentType: request.headers["Content-Type"])
+        } catch {
+            await store.countRejected(code: error.code)
+            return Self.errorResponse(
+                status: error.status, code: error.code, message: error.message, field: error.field)
+        }
+        if let maxBodyBytes, request.body.count > maxBodyBytes {
+            await store.countRejected(code: "body_too_large")
+            return Self.errorResponse(
+                status: 413, code: "body_too_large",
+                message: "request body exceeds the limit of \(maxBodyBytes) bytes", field: "Content-Length")
+        }
+        do {
+            let result = try await store.ingest(
+                body: request.body, format: format, decoder: decoder, defaultTier: defaultTier(), now: clock.now)
+            return .json(bytes: Self.encode(result))
+        } catch {
+            var response = Self.errorResponse(
+                status: error.status, code: error.code, message: error.message, field: error.field)
+            if case .database = error { response.headers.replaceOrAdd(name: "Retry-After", value: "1") }
+            return response
+        }
+    }
+
+    static func errorResponse(status: Int, code: String, message: String, field: String?) -> HTTPResponse {
+        HTTPError(HTTPStatus(code: status), code: code, message: message, field: field).response
+    }
+
+    static func encode(_ result: IngestResult) -> [UInt8] {
+        var writer = JSONWriter(capacity: 128)
+        writer.beginObject()
+        writer.key("stored")
+        writer.value(result.stored)
+        writer.key("first_id")
+        writer.value(result.firstID)
+        writer.key("last_id")
+        writer.value(result.lastID)
+        if !result.registeredTenants.isEmpty {
+            writer.key("registered_tenants")
+            writer.beginArray()
+            for tenant in result.registeredTenants { writer.value(tenant) }
+            writer.endArray()
+        }
+        if !result.ignoredFields.isEmpty {
+            writer.key("ignored_fields")
+            writer.beginArray()
+            for field in result.ignoredFields { writer.value(field) }
+            writer.endArray()
+        }
+        if result.unparseableHeaders > 0 {
+            writer.key("unparseable_headers")
+            writer.value(result.unparseableHeaders)
+        }
+        writer.endObject()
+        return writer.bytes
+    }
+}

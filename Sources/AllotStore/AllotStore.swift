@@ -1,1 +1,0 @@
-// AllotStore — see README.md, "Architecture".

@@ -1,0 +1,80 @@
+import AllotAssets
+import AllotSQLite
+import Foundation
+
+/// The service's data directory (`--data`, default `./allot-data`): the SQLite database and the
+/// admin token file live here. Created with mode 0700 because both are secrets' neighbours.
+public struct DataDirectory: Sendable {
+    /// The directory, as given (relative paths resolve against the working directory).
+    public let path: String
+
+    /// `DIR/allot.sqlite`.
+    public var databasePath: String { path + "/allot.sqlite" }
+    /// `DIR/admin-token`, written once (mode 0600) when `allot serve` creates the first admin token.
+    public var adminTokenPath: String { path + "/admin-token" }
+
+    public init(path: String) {
+        self.path = path
+    }
+
+    /// Creates the directory (and parents) if it does not exist.
+    public func create() throws(StoreSetupError) {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else {
+                throw StoreSetupError(message: "data directory \(path) exists but is not a directory")
+            }
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(
+                atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw StoreSetupError(message: "cannot create data directory \(path): \(error.localizedDescription)")
+        }
+    }
+
+    /// The migrations built into this binary (`migrations/*.sql`, embedded at build time).
+    public static func migrator() throws(StoreSetupError) -> Migrator {
+        do {
+            return try Migrator(files: AllotAssets.migrations.map { (name: $0.name, sql: $0.text) })
+        } catch {
+            throw StoreSetupError(message: "the embedded migrations are invalid: \(error)")
+        }
+    }
+
+    /// Creates the directory if needed, opens the database (writer and reader on one WAL file)
+    /// and applies pending migrations. Returns the pool and the migrations applied now.
+    public func openDatabase(
+        configuration: SQLiteConfiguration = SQLiteConfiguration()
+    ) async throws(StoreSetupError) -> (pool: DatabasePool, applied: [Migration]) {
+        try create()
+        let migrator = try Self.migrator()
+        let pool: DatabasePool
+        do {
+            pool = try await DatabasePool.open(path: databasePath, configuration: configuration)
+        } catch {
+            throw StoreSetupError(message: "cannot open database \(databasePath): \(error)")
+        }
+        do {
+            let applied = try await pool.writer.access { (connection) throws(MigrationError) -> [Migration] in
+                try migrator.migrate(connection)
+            }
+            return (pool, applied)
+        } catch {
+            await pool.close()
+            throw StoreSetupError(message: "\(databasePath): \(error)")
+        }
+    }
+}
+
+/// The data directory or database could not be prepared; the message says what and where.
+public struct StoreSetupError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+
+    public init(message: String) {
+        self.message = message
+    }
+
+    public var description: String { message }
+}

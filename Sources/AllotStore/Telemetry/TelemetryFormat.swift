@@ -1,0 +1,51 @@
+/// How a `POST /v1/telemetry` body is framed (SPEC section 3).
+public enum TelemetryFormat: Sendable, Equatable {
+    /// One JSON array of event objects (`Content-Type: application/json`).
+    case jsonArray
+    /// One event object per line (`Content-Type: application/x-ndjson`); blank lines are skipped.
+    case ndjson
+
+    /// The format a `Content-Type` header value announces.
+    ///
+    /// The media type is compared case-insensitively and its parameters (`; charset=utf-8`) are
+    /// ignored; the body must be UTF-8 whatever they say, because JSON is (RFC 8259 section 8.1).
+    /// `application/json` and any `application/*+json` → ``jsonArray``; `application/x-ndjson`,
+    /// `application/ndjson` and `application/jsonl` → ``ndjson``. A missing header is read as JSON,
+    /// which is what the body almost always is (`curl --data` without `-H` is the exception: it
+    /// announces a form, and gets 415 like every other type).
+    ///
+    /// - Throws: ``TelemetryRejection`` with status 415, code `unsupported_media_type`.
+    public init(contentType: String?) throws(TelemetryRejection) {
+        guard let contentType else {
+            self = .jsonArray
+            return
+        }
+        let mediaType =
+            contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)
+            .first.map { $0.trimmingASCIISpaces().lowercased() } ?? ""
+        switch mediaType {
+        case "application/json":
+            self = .jsonArray
+        case "application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-jsonlines":
+            self = .ndjson
+        case let other where other.hasPrefix("application/") && other.hasSuffix("+json"):
+            self = .jsonArray
+        default:
+            throw TelemetryRejection(
+                code: "unsupported_media_type",
+                message:
+                    "Content-Type '\(contentType.prefix(100))' is not supported; send a JSON array as "
+                    + "application/json or one event per line as application/x-ndjson",
+                field: "Content-Type", status: 415)
+        }
+    }
+}
+
+extension Substring {
+    fileprivate func trimmingASCIISpaces() -> Substring {
+        var result = self
+        while let first = result.first, first == " " || first == "\t" { result.removeFirst() }
+        while let last = result.last, last == " " || last == "\t" { result.removeLast() }
+        return result
+    }
+}

@@ -1,0 +1,399 @@
+import AllotSQLite
+
+/// Interned names → refs, as far as the store has seen them committed, with the first/last-seen
+/// times last written for them.
+struct NameCache: Sendable {
+    struct Entry: Sendable, Equatable {
+        var ref: Int64
+        /// The `first_seen_ms` / `last_seen_ms` the row is known to hold (at least this recent).
+        var firstSeen: Int64
+        var lastSeen: Int64
+    }
+
+    var tenants: [String: Entry] = [:]
+    var upstreams: [String: Entry] = [:]
+    var gateways: [String: Entry] = [:]
+    var models: [String: Int64] = [:]
+
+    mutating func merge(_ other: NameCache) {
+        tenants.merge(other.tenants) { _, new in new }
+        upstreams.merge(other.upstreams) { _, new in new }
+        gateways.merge(other.gateways) { _, new in new }
+        models.merge(other.models) { _, new in new }
+    }
+}
+
+/// Row ids of one stored batch, and the refs of its local names (to key its rollup rows).
+struct StoredRows: Sendable {
+    var count: Int
+    var firstID: Int64
+    var lastID: Int64
+    var registeredTenants: [String]
+    /// The ref of each of the batch's tenants and upstreams, by local index.
+    var tenantRefs: [Int64]
+    var upstreamRefs: [Int64]
+}
+
+/// The SQL of the telemetry write path, run inside one transaction on the writer connection.
+///
+/// Everything is done with cached prepared statements bound per row: no SQL text is built per
+/// event, and the insert statement is the bulk-insert fast path SQLite documents.
+enum TelemetryWriter {
+    /// How stale `last_seen_ms` of a tenant, upstream or gateway may get, in ms. Updating every
+    /// name's row in every batch would cost about as much as inserting the events (a batch of 1,000
+    /// events from 1,000 tenants touches ~600 tenants), so a row is only rewritten when its time
+    /// moved by more than this, or when an earlier `first_seen` arrives.
+    static let lastSeenResolutionMs: Int64 = 1_000
+
+    /// What one group transaction is asked to do.
+    struct GroupWork: Sendable {
+        var batches: [PreparedBatch]
+        /// Rebuild the rollups of events above the progress mark first (after a restart).
+        var recover: Bool
+        /// Pending rollup rows to write, covering events up to ``flushThrough``; nil: no flush.
+        var flush: [RollupRowKey: MinuteCounters]?
+        var flushThrough: Int64
+    }
+
+    /// What a group transaction produced: one ``StoredRows`` per batch, in order, the names it
+    /// interned or touched (added to the cache only once the transaction has committed), and the
+    /// largest event id once it is done.
+    struct GroupResult: Sendable {
+        var batches: [StoredRows]
+        var learned: NameCache
+        var lastEventID: Int64
+    }
+
+    /// Does `work` on `connection`, which must be inside a write transaction.
+    static func write(_ work: GroupWork, cache: NameCache, connection: SQLiteConnection) throws -> GroupResult {
+        if work.recover {
+            // Before a store's first transaction nothing is pending: this counts what a previous
+            // run left uncounted and moves the mark to the last event.
+            try recoverRollups(connection)
+        } else if let flush = work.flush {
+            try writeRollups(flush, through: work.flushThrough, connection: connection)
+        }
+        var interner = Interner(cache: cache, connection: connection)
+        var results: [StoredRows] = []
+        results.reserveCapacity(work.batches.count)
+        for batch in work.batches {
+            results.append(try write(batch, interner: &interner, connection: connection))
+        }
+        let lastID: Int64
+        if let last = results.last {
+            lastID = last.lastID
+        } else {
+            lastID = try connection.queryOne("SELECT coalesce(max(id), 0) FROM events") { $0.int64(0) } ?? 0
+        }
+        return GroupResult(batches: results, learned: interner.learned, lastEventID: lastID)
+    }
+
+    private static func write(_ batch: PreparedBatch, interner: inout Interner, connection: SQLiteConnection) throws
+        -> StoredRows
+    {
+        var registered: [String] = []
+        var tenantRefs: [Int64] = []
+        tenantRefs.reserveCapacity(batch.tenants.count)
+        for (name, seen) in batch.tenants {
+            let (ref, isNew) = try interner.tenant(name, tier: batch.defaultTier, seen: seen)
+            tenantRefs.append(ref)
+            if isNew { registered.append(name) }
+        }
+        let upstreamRefs = try batch.upstreams.map { try interner.upstream($0.name, seen: $0.seen) }
+        let gatewayRefs = try batch.gateways.map { try interner.gateway($0, receivedMs: batch.receivedMs) }
+        let modelRefs = try batch.models.map { try interner.model($0.name, firstSeenMs: $0.firstSeen) }
+
+        let insert = try connection.cachedStatement(insertEventSQL)
+        var firstID: Int64 = 0
+        for position in batch.events.indices {
+            let model = batch.eventModel[position]
+            try bind(
+                batch.events[position], to: insert, tenant: tenantRefs[Int(batch.eventTenant[position])],
+                upstream: upstreamRefs[Int(batch.eventUpstream[position])],
+                gateway: gatewayRefs[Int(batch.eventGateway[position])], model: model < 0 ? nil : modelRefs[Int(model)])
+            try insert.step()
+            insert.reset()
+            if position == 0 { firstID = connection.lastInsertRowID }
+        }
+        return StoredRows(
+            count: batch.events.count, firstID: firstID, lastID: connection.lastInsertRowID,
+            registeredTenants: registered.sorted(), tenantRefs: tenantRefs, upstreamRefs: upstreamRefs)
+    }
+
+    // MARK: Events
+
+    static let eventColumns = [
+        "ts_ms", "tenant_ref", "upstream_ref", "gateway_ref", "outcome", "task_class", "status", "latency_ms",
+        "queue_ms", "prompt_tokens", "completion_tokens", "estimated_tokens", "retry", "task_id", "model_ref",
+        "error_type", "header_family", "limit_requests", "remaining_requests", "reset_requests_ms",
+        "window_requests_ms", "limit_tokens", "remaining_tokens", "reset_tokens_ms", "window_tokens_ms",
+        "limit_input_tokens", "remaining_input_tokens", "limit_output_tokens", "remaining_output_tokens",
+        "retry_after_ms", "utilization", "unparseable_headers",
+    ]
+
+    static let insertEventSQL =
+        "INSERT INTO events (\(eventColumns.joined(separator: ", "))) VALUES ("
+        + Array(repeating: "?", count: eventColumns.count).joined(separator: ", ") + ")"
+
+    @inline(__always)
+    static func bind(
+        _ event: TelemetryEvent, to statement: SQLiteStatement, tenant: Int64, upstream: Int64, gateway: Int64,
+        model: Int64?
+    ) throws(SQLiteError) {
+        let signals = event.signals
+        try statement.bind(event.timestampMs, at: 1)
+        try statement.bind(tenant, at: 2)
+        try statement.bind(upstream, at: 3)
+        try statement.bind(gateway, at: 4)
+        try statement.bind(Int64(event.outcome.storageCode), at: 5)
+        try statement.bind(Int64(event.taskClass.storageCode), at: 6)
+        try bindOptional(event.status.map(Int64.init), statement, 7)
+        try bindOptional(event.latencyMs, statement, 8)
+        try bindOptional(event.queueMs, statement, 9)
+        try bindOptional(event.promptTokens, statement, 10)
+        try bindOptional(event.completionTokens, statement, 11)
+        try bindOptional(event.estimatedTokens, statement, 12)
+        try bindOptional(event.retry.map(Int64.init), statement, 13)
+        try bindOptional(event.taskID, statement, 14)
+        try bindOptional(model, statement, 15)
+        try bindOptional(event.errorType, statement, 16)
+        try bindOptional(signals.family.map { Int64($0.storageCode) }, statement, 17)
+        try bindOptional(signals.limitRequests, statement, 18)
+        try bindOptional(signals.remainingRequests, statement, 19)
+        try bindOptional(signals.resetRequestsMs, statement, 20)
+        try bindOptional(signals.windowRequestsMs, statement, 21)
+        try bindOptional(signals.limitTokens, statement, 22)
+        try bindOptional(signals.remainingTokens, statement, 23)
+        try bindOptional(signals.resetTokensMs, statement, 24)
+        try bindOptional(signals.windowTokensMs, statement, 25)
+        try bindOptional(signals.limitInputTokens, statement, 26)
+        try bindOptional(signals.remainingInputTokens, statement, 27)
+        try bindOptional(signals.limitOutputTokens, statement, 28)
+        try bindOptional(signals.remainingOutputTokens, statement, 29)
+        try bindOptional(signals.retryAfterMs, statement, 30)
+        try bindOptional(signals.utilization, statement, 31)
+        try statement.bind(Int64(event.unparseableHeaders), at: 32)
+    }
+
+    @inline(__always)
+    static func bindOptional(_ value: Int64?, _ statement: SQLiteStatement, _ index: Int) throws(SQLiteError) {
+        if let value { try statement.bind(value, at: index) } else { try statement.bindNull(at: index) }
+    }
+
+    @inline(__always)
+    static func bindOptional(_ value: Double?, _ statement: SQLiteStatement, _ index: Int) throws(SQLiteError) {
+        if let value { try statement.bind(value, at: index) } else { try statement.bindNull(at: index) }
+    }
+
+    @inline(__always)
+    static func bindOptional(_ value: String?, _ statement: SQLiteStatement, _ index: Int) throws(SQLiteError) {
+        if let value { try statement.bind(value, at: index) } else { try statement.bindNull(at: index) }
+    }
+
+    // MARK: Rollups
+
+    static let rollupCounterColumns = [
+        "requests", "ok", "quota_exhausted", "spend_cap", "overloaded", "server_error", "timeout", "denied_local",
+        "queued", "retries", "prompt_tokens", "completion_tokens", "estimated_tokens", "latency_count",
+        "latency_sum_ms", "latency_max_ms", "queue_count", "queue_sum_ms", "queue_max_ms", "latency_le_250ms",
+        "latency_le_500ms", "latency_le_1s", "latency_le_2500ms", "latency_le_5s", "latency_le_10s",
+        "latency_le_30s", "latency_gt_30s",
+    ]
+
+    /// `SET` list of the rollup upserts: sums add, maxima take the larger.
+    static let upsertAssignments = rollupCounterColumns.map { column in
+        column.hasSuffix("_max_ms")
+            ? "\(column) = max(\(column), excluded.\(column))" : "\(column) = \(column) + excluded.\(column)"
+    }.joined(separator: ", ")
+
+    /// Inserts a minute's row or adds to it.
+    static let upsertRollupSQL: String = {
+        let keys = ["tenant_ref", "minute_ms", "upstream_ref", "task_class"]
+        let columns = keys + rollupCounterColumns
+        return "INSERT INTO rollups_minute (\(columns.joined(separator: ", "))) VALUES ("
+            + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ") "
+            + "ON CONFLICT (tenant_ref, minute_ms, upstream_ref, task_class) DO UPDATE SET " + upsertAssignments
+    }()
+
+    /// Writes pending rollup rows and moves the progress mark to `through`: every event with
+    /// `id <= through` is then counted in `rollups_minute`, none above it.
+    static func writeRollups(
+        _ rows: [RollupRowKey: MinuteCounters], through: Int64, connection: SQLiteConnection
+    ) throws {
+        let upsert = try connection.cachedStatement(upsertRollupSQL)
+        for (key, counters) in rows {
+            try bind(counters, to: upsert, key: key)
+            try upsert.step()
+            upsert.reset()
+        }
+        try connection.run("UPDATE rollup_progress SET last_event_id = ? WHERE singleton = 1", through)
+    }
+
+    /// Counts the events above the progress mark into the rollups, in SQL: what the store had
+    /// aggregated in memory but not yet written when the process stopped. Same rules as
+    /// ``MinuteCounters/add(_:)``.
+    static func recoverRollups(_ connection: SQLiteConnection) throws {
+        try connection.run(recoverRollupsSQL)
+        try connection.run(
+            "UPDATE rollup_progress SET last_event_id = (SELECT coalesce(max(id), 0) FROM events) WHERE singleton = 1")
+    }
+
+    static let recoverRollupsSQL: String = {
+        let keys = ["tenant_ref", "minute_ms", "upstream_ref", "task_class"]
+        let columns = keys + rollupCounterColumns
+        let counters = [
+            "count(*)", "count(CASE WHEN outcome = 0 THEN 1 END)", "count(CASE WHEN outcome = 1 THEN 1 END)",
+            "count(CASE WHEN outcome = 2 THEN 1 END)", "count(CASE WHEN outcome = 3 THEN 1 END)",
+            "count(CASE WHEN outcome = 4 THEN 1 END)", "count(CASE WHEN outcome = 5 THEN 1 END)",
+            "count(CASE WHEN outcome = 6 THEN 1 END)", "count(CASE WHEN outcome = 7 THEN 1 END)",
+            "count(CASE WHEN retry > 0 THEN 1 END)", "coalesce(sum(prompt_tokens), 0)",
+            "coalesce(sum(completion_tokens), 0)", "coalesce(sum(estimated_tokens), 0)", "count(latency_ms)",
+            "coalesce(sum(latency_ms), 0.0)", "coalesce(max(latency_ms), 0.0)", "count(queue_ms)",
+            "coalesce(sum(queue_ms), 0.0)", "coalesce(max(queue_ms), 0.0)",
+            "count(CASE WHEN latency_ms <= 250 THEN 1 END)",
+            "count(CASE WHEN latency_ms > 250 AND latency_ms <= 500 THEN 1 END)",
+            "count(CASE WHEN latency_ms > 500 AND latency_ms <= 1000 THEN 1 END)",
+            "count(CASE WHEN latency_ms > 1000 AND latency_ms <= 2500 THEN 1 END)",
+            "count(CASE WHEN latency_ms > 2500 AND latency_ms <= 5000 THEN 1 END)",
+            "count(CASE WHEN latency_ms > 5000 AND latency_ms <= 10000 THEN 1 END)",
+            "count(CASE WHEN latency_ms > 10000 AND latency_ms <= 30000 THEN 1 END)",
+            "count(CASE WHEN latency_ms > 30000 THEN 1 END)",
+        ]
+        precondition(counters.count == rollupCounterColumns.count)
+        return "INSERT INTO rollups_minute (\(columns.joined(separator: ", "))) "
+            + "SELECT tenant_ref, ts_ms - ts_ms % 60000, upstream_ref, task_class, "
+            + counters.joined(separator: ", ")
+            + " FROM events WHERE id > (SELECT last_event_id FROM rollup_progress WHERE singleton = 1) "
+            + "GROUP BY tenant_ref, ts_ms - ts_ms % 60000, upstream_ref, task_class "
+            + "ON CONFLICT (tenant_ref, minute_ms, upstream_ref, task_class) DO UPDATE SET "
+            + upsertAssignments
+    }()
+
+    private static func bind(_ counters: MinuteCounters, to statement: SQLiteStatement, key: RollupRowKey)
+        throws(SQLiteError)
+    {
+        try statement.bind(key.tenant, at: 1)
+        try statement.bind(key.minuteMs, at: 2)
+        try statement.bind(key.upstream, at: 3)
+        try statement.bind(Int64(key.taskClass), at: 4)
+        let integers: [Int64] = [
+            counters.requests, counters.ok, counters.quotaExhausted, counters.spendCap, counters.overloaded,
+            counters.serverError, counters.timeout, counters.deniedLocal, counters.queued, counters.retries,
+            counters.promptTokens, counters.completionTokens, counters.estimatedTokens, counters.latencyCount,
+        ]
+        var index = 5
+        for value in integers {
+            try statement.bind(value, at: index)
+            index += 1
+        }
+        try statement.bind(counters.latencySumMs, at: index)
+        try statement.bind(counters.latencyMaxMs, at: index + 1)
+        try statement.bind(counters.queueCount, at: index + 2)
+        try statement.bind(counters.queueSumMs, at: index + 3)
+        try statement.bind(counters.queueMaxMs, at: index + 4)
+        index += 5
+        for value in counters.latencyBuckets {
+            try statement.bind(value, at: index)
+            index += 1
+        }
+    }
+}
+
+/// Looks names up in the cache, then in the database, and registers the missing ones, remembering
+/// what it learnt so that the store can cache it after commit (never before: a rolled-back
+/// transaction must not leave refs in the cache that the database does not have).
+private struct Interner {
+    let cache: NameCache
+    let connection: SQLiteConnection
+    var learned = NameCache()
+
+    init(cache: NameCache, connection: SQLiteConnection) {
+        self.cache = cache
+        self.connection = connection
+    }
+
+    /// The tenant's ref and whether it was registered just now (with `tier`).
+    mutating func tenant(_ name: String, tier: String, seen: PreparedBatch.SeenRange) throws -> (Int64, Bool) {
+        if let entry = learned.tenants[name] ?? cache.tenants[name] {
+            learned.tenants[name] = try touch(entry, seen, table: "tenants")
+            return (entry.ref, false)
+        }
+        if let entry = try lookUp(name, table: "tenants") {
+            learned.tenants[name] = try touch(entry, seen, table: "tenants")
+            return (entry.ref, false)
+        }
+        try connection.run(
+            "INSERT INTO tenants (id, tier, first_seen_ms, last_seen_ms) VALUES (?, ?, ?, ?)", name, tier, seen.first,
+            seen.last)
+        let ref = connection.lastInsertRowID
+        learned.tenants[name] = NameCache.Entry(ref: ref, firstSeen: seen.first, lastSeen: seen.last)
+        return (ref, true)
+    }
+
+    mutating func upstream(_ name: String, seen: PreparedBatch.SeenRange) throws -> Int64 {
+        if let entry = learned.upstreams[name] ?? cache.upstreams[name] {
+            learned.upstreams[name] = try touch(entry, seen, table: "upstreams")
+            return entry.ref
+        }
+        if let entry = try lookUp(name, table: "upstreams") {
+            learned.upstreams[name] = try touch(entry, seen, table: "upstreams")
+            return entry.ref
+        }
+        try connection.run(
+            "INSERT INTO upstreams (id, first_seen_ms, last_seen_ms) VALUES (?, ?, ?)", name, seen.first, seen.last)
+        let ref = connection.lastInsertRowID
+        learned.upstreams[name] = NameCache.Entry(ref: ref, firstSeen: seen.first, lastSeen: seen.last)
+        return ref
+    }
+
+    mutating func gateway(_ name: String, receivedMs: Int64) throws -> Int64 {
+        let seen = PreparedBatch.SeenRange(first: receivedMs, last: receivedMs)
+        if let entry = learned.gateways[name] ?? cache.gateways[name] {
+            learned.gateways[name] = try touch(entry, seen, table: "gateways")
+            return entry.ref
+        }
+        if let entry = try lookUp(name, table: "gateways") {
+            learned.gateways[name] = try touch(entry, seen, table: "gateways")
+            return entry.ref
+        }
+        try connection.run(
+            "INSERT INTO gateways (id, first_seen_ms, last_seen_ms) VALUES (?, ?, ?)", name, receivedMs, receivedMs)
+        let ref = connection.lastInsertRowID
+        learned.gateways[name] = NameCache.Entry(ref: ref, firstSeen: receivedMs, lastSeen: receivedMs)
+        return ref
+    }
+
+    mutating func model(_ name: String, firstSeenMs: Int64) throws -> Int64 {
+        if let ref = learned.models[name] ?? cache.models[name] { return ref }
+        if let ref = try connection.queryOne("SELECT ref FROM model_versions WHERE id = ?", name, map: { $0.int64(0) })
+        {
+            learned.models[name] = ref
+            return ref
+        }
+        try connection.run("INSERT INTO model_versions (id, first_seen_ms) VALUES (?, ?)", name, firstSeenMs)
+        let ref = connection.lastInsertRowID
+        learned.models[name] = ref
+        return ref
+    }
+
+    private func lookUp(_ name: String, table: StaticString) throws -> NameCache.Entry? {
+        try connection.queryOne("SELECT ref, first_seen_ms, last_seen_ms FROM \(table) WHERE id = ?", name) { row in
+            NameCache.Entry(ref: row.int64(0), firstSeen: row.int64(1), lastSeen: row.int64(2))
+        }
+    }
+
+    /// Extends the row's seen range when `seen` falls outside what it holds (beyond the
+    /// resolution for `last_seen_ms`); returns what the row now holds at least.
+    private func touch(_ entry: NameCache.Entry, _ seen: PreparedBatch.SeenRange, table: StaticString) throws
+        -> NameCache.Entry
+    {
+        guard seen.first < entry.firstSeen || seen.last > entry.lastSeen + TelemetryWriter.lastSeenResolutionMs else {
+            return entry
+        }
+        try connection.run(
+            "UPDATE \(table) SET first_seen_ms = min(first_seen_ms, ?1), last_seen_ms = max(last_seen_ms, ?2) "
+                + "WHERE ref = ?3", seen.first, seen.last, entry.ref)
+        return NameCache.Entry(
+            ref: entry.ref, firstSeen: min(entry.firstSeen, seen.first), lastSeen: max(entry.lastSeen, seen.last))
+    }
+}

@@ -1,0 +1,217 @@
+import Testing
+
+@testable import AllotCore
+
+@Suite("Dampening (SPEC 6.6)")
+struct DampeningTests {
+    static let settings = DampeningSettings(
+        alpha: 1, deadband: 0.05, persistTicks: 3, maxUp: 0.25, maxDown: 0.5, minStep: .absolute(10))
+
+    /// Runs one tick for `targets` and returns the published values.
+    @discardableResult
+    static func tick(
+        _ states: inout [DamperState?], _ targets: [Double], capacity: Double = 1000,
+        settings: DampeningSettings = settings, entering: [Bool]? = nil
+    ) -> (values: [Double], actions: [DampingAction]) {
+        let inputs = targets.enumerated().map { index, target in
+            Dampening.Input(target: target, entering: entering?[index] ?? false)
+        }
+        let actions = Dampening.apply(inputs, states: &states, capacity: capacity, settings: settings)
+        return (states.map { $0!.published }, actions)
+    }
+
+    @Test func newTenantsEnterAtTheirTarget() {
+        var states: [DamperState?] = [nil, nil]
+        let (values, actions) = Self.tick(&states, [300, 40])
+        #expect(values == [300, 40])
+        #expect(actions == [.entered, .entered])
+    }
+
+    @Test func risesAreLimitedToMaxUpOrMinStep() {
+        var states: [DamperState?] = [
+            DamperState(published: 100, smoothed: 100), DamperState(published: 4, smoothed: 4),
+        ]
+        let (values, actions) = Self.tick(&states, [200, 50])
+        // 25 % of 100 = 25; a tenant at 4 may still rise by min_step (10).
+        #expect(values == [125, 14])
+        #expect(actions == [.limited, .limited])
+        #expect(Self.tick(&states, [200, 50]).values == [156.25, 24])
+    }
+
+    @Test func fallsAreLimitedToMaxDown() {
+        var states: [DamperState?] = [DamperState(published: 400, smoothed: 400)]
+        #expect(Self.tick(&states, [100]).values == [200])
+        #expect(Self.tick(&states, [100]).values == [100])
+        #expect(Self.tick(&states, [100]).actions == [.heldDeadband])
+    }
+
+    @Test func smallMovesInsideTheDeadbandAreIgnored() {
+        var states: [DamperState?] = [DamperState(published: 100, smoothed: 100)]
+        #expect(Self.tick(&states, [104]) == ([100], [.heldDeadband]))
+        #expect(Self.tick(&states, [96]) == ([100], [.heldDeadband]))
+        #expect(Self.tick(&states, [106]) == ([106], [.followed]))
+    }
+
+    @Test func aSmallOffsetThatPersistsIsClosed() {
+        // 4 % below target: inside the deadband, but it does not go away, so after 4 × persist_ticks it closes.
+        var states: [DamperState?] = [DamperState(published: 96, smoothed: 96)]
+        for _ in 0..<11 { #expect(Self.tick(&states, [100]).actions == [.heldDeadband]) }
+        #expect(Self.tick(&states, [100]) == ([100], [.followed]))
+    }
+
+    @Test func reversalsWaitForPersistTicks() {
+        var states: [DamperState?] = [DamperState(published: 100, smoothed: 100)]
+        Self.tick(&states, [120])  // up: direction +1
+        #expect(states[0]!.published == 120)
+        #expect(Self.tick(&states, [90]).actions == [.heldPersistence])
+        #expect(Self.tick(&states, [90]).actions == [.heldPersistence])
+        #expect(Self.tick(&states, [90]) == ([90], [.followed]))
+        // A blip back up is held again, and dropped when the target returns.
+        #expect(Self.tick(&states, [110]).actions == [.heldPersistence])
+        #expect(Self.tick(&states, [90]).actions == [.heldDeadband])
+        #expect(states[0]!.pendingTicks == 0)
+    }
+
+    @Test func smoothingFollowsTheEWMA() {
+        var settings = Self.settings
+        settings.alpha = 0.5
+        settings.maxUp = 10
+        var states: [DamperState?] = [DamperState(published: 100, smoothed: 100)]
+        #expect(Self.tick(&states, [200], settings: settings).values == [150])
+        #expect(Self.tick(&states, [200], settings: settings).values == [175])
+    }
+
+    @Test func aCapacityDropIsAppliedAtOnce() {
+        var states: [DamperState?] = [
+            DamperState(published: 500, smoothed: 500), DamperState(published: 300, smoothed: 300),
+            DamperState(published: 200, smoothed: 200),
+        ]
+        // Capacity falls from 1000 to 400; targets 200, 120, 80.
+        let (values, actions) = Self.tick(&states, [200, 120, 80], capacity: 400)
+        #expect(values.reduce(0, +) <= 400)
+        // max_down would allow 250/150/100 (= 500); the excess 100 comes from each in proportion to its
+        // distance above target (50, 30, 20).
+        #expect(values == [200, 120, 80])
+        #expect(actions == [.cut, .cut, .cut])
+    }
+
+    @Test func risesWaitForRoomWhileOthersComeDown() {
+        var states: [DamperState?] = [
+            DamperState(published: 800, smoothed: 800), DamperState(published: 200, smoothed: 200),
+        ]
+        // Demand shifted: targets 400 / 600. Tenant 0 may fall 50 % (to 400), tenant 1 may rise 25 % (to 250).
+        let first = Self.tick(&states, [400, 600])
+        #expect(first.values == [400, 250])
+        var settings = Self.settings
+        settings.maxDown = 0.1
+        var slow: [DamperState?] = [
+            DamperState(published: 800, smoothed: 800), DamperState(published: 200, smoothed: 200),
+        ]
+        // Tenant 0 only frees 80 this tick: tenant 1's rise of 50 fits; a rise of 100 would not.
+        #expect(Self.tick(&slow, [400, 600], settings: settings).values == [720, 250])
+        settings.maxUp = 1
+        slow = [DamperState(published: 800, smoothed: 800), DamperState(published: 200, smoothed: 200)]
+        let waited = Self.tick(&slow, [400, 600], settings: settings)
+        #expect(waited.values == [720, 280])
+        #expect(waited.actions == [.limited, .waitedForRoom])
+    }
+
+    @Test func enteringTenantsTakeRoomFromThoseAboveTarget() {
+        var settings = Self.settings
+        settings.maxDown = 0.1
+        var states: [DamperState?] = [DamperState(published: 1000, smoothed: 1000), nil]
+        // max_down alone would only bring tenant 0 to 900; the newcomer's 400 cuts it to its target.
+        let (values, actions) = Self.tick(&states, [600, 400], settings: settings)
+        #expect(values == [600, 400])
+        #expect(actions == [.cut, .entered])
+    }
+
+    @Test func hardCapsApplyAtOnce() {
+        var states: [DamperState?] = [DamperState(published: 500, smoothed: 500)]
+        let actions = Dampening.apply(
+            [Dampening.Input(target: 50, hardCap: 50)], states: &states, capacity: 1000, settings: Self.settings)
+        #expect(states[0]!.published == 50)
+        #expect(actions == [.cut])
+    }
+
+    // MARK: Properties
+
+    @Test func noOscillationOnANoisyConstantTarget() {
+        let settings = DampeningSettings()  // the policy defaults
+        var random = SeededRandom(seed: 0xDA4F)
+        let truth = [300.0, 200, 100]
+        var states: [DamperState?] = [nil, nil, nil]
+        var previous: [Double] = []
+        var previousTargets: [Double] = []
+        var moves = [0, 0, 0]
+        var reversals = [0, 0, 0]
+        var lastDirection = [0, 0, 0]
+        var publishedVariation = [0.0, 0.0, 0.0]
+        var targetVariation = [0.0, 0.0, 0.0]
+        for _ in 0..<2000 {
+            // Three tenants whose true targets are 300, 200 and 100 of 1000, observed with ±10 % noise.
+            let targets = truth.map { $0 * (1 + random.uniform(-0.1...0.1)) }
+            let (values, _) = Self.tick(&states, targets, settings: settings)
+            #expect(values.reduce(0, +) <= 1000)
+            for i in 0..<3 {
+                #expect(abs(values[i] / truth[i] - 1) < 0.12)
+                guard !previous.isEmpty else { continue }
+                targetVariation[i] += abs(targets[i] - previousTargets[i])
+                guard values[i] != previous[i] else { continue }
+                moves[i] += 1
+                publishedVariation[i] += abs(values[i] - previous[i])
+                let direction = values[i] > previous[i] ? 1 : -1
+                if lastDirection[i] != 0, direction != lastDirection[i] { reversals[i] += 1 }
+                lastDirection[i] = direction
+            }
+            previous = values
+            previousTargets = targets
+        }
+        // Undamped, the published values would move on all 2000 ticks and reverse on about 1000.
+        for i in 0..<3 {
+            #expect(moves[i] < 100, "tenant \(i) moved \(moves[i]) times")
+            #expect(reversals[i] < 80, "tenant \(i) reversed \(reversals[i]) times")
+            #expect(
+                publishedVariation[i] < 0.03 * targetVariation[i],
+                "tenant \(i): total variation \(publishedVariation[i]) against \(targetVariation[i]) undamped")
+        }
+    }
+
+    @Test func randomSequencesRespectStepLimitsAndCapacity() {
+        var random = SeededRandom(seed: 0xDA50)
+        let settings = DampeningSettings(
+            alpha: 0.6, deadband: 0.05, persistTicks: 2, maxUp: 0.25, maxDown: 0.5, minStep: .percent(1))
+        for _ in 0..<200 {
+            let count = Int.random(in: 1...8, using: &random)
+            var states = [DamperState?](repeating: nil, count: count)
+            var capacity = random.uniform(100...1000)
+            for _ in 0..<60 {
+                let before = states.map { $0?.published }
+                let dropped = random.chance(0.1)
+                if dropped {
+                    capacity *= random.uniform(0.3...0.9)
+                } else if random.chance(0.2) {
+                    capacity *= random.uniform(1...1.5)
+                }
+                // Targets: a random split of at most the capacity.
+                let shares = (0..<count).map { _ in random.uniform(0...1) }
+                let total = shares.reduce(0, +) + random.uniform(0...1)
+                let targets = shares.map { capacity * $0 / max(total, 1e-9) }
+                let (values, actions) = Self.tick(&states, targets, capacity: capacity, settings: settings)
+                #expect(values.reduce(0, +) <= capacity)
+                let minStep = capacity / 100
+                for i in 0..<count {
+                    guard let old = before[i] else { continue }
+                    if values[i] > old {
+                        #expect(values[i] - old <= max(0.25 * old, minStep) * (1 + 1e-9))
+                    } else if actions[i] != .cut {
+                        #expect(old - values[i] <= max(0.5 * old, minStep) * (1 + 1e-9))
+                    } else {
+                        // A cut never goes below the tenant's own target.
+                        #expect(values[i] >= min(old, targets[i]) * (1 - 1e-9))
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,280 @@
+import AllotJSON
+import Testing
+
+@testable import AllotCore
+
+@Suite("What-if plans (SPEC 6)")
+struct PlanTests {
+    static let policy: Policy = {
+        // The shipped policy, so that tier names and defaults are the real ones.
+        try! Policy.load(files: try! PolicyTests.shippedPolicyFiles())
+    }()
+
+    private static func run(_ text: String, policy: Policy = PlanTests.policy) throws -> String {
+        String(decoding: try Plan.run(bytes: Array(text.utf8), policy: policy), as: UTF8.self)
+    }
+
+    private static func error(_ text: String) -> PlanError? {
+        do {
+            _ = try run(text)
+            return nil
+        } catch let error as PlanError {
+            return error
+        } catch {
+            return nil
+        }
+    }
+
+    @Test func specExampleIsReproducedExactly() throws {
+        let output = try Self.run(
+            """
+            {
+              "capacity": {"rpm": 1000, "tpm": 200000},
+              "settings": {"safety_margin": 0, "demand_headroom": 0, "surplus": "hold"},
+              "tenants": [
+                {"id": "a", "tier": "premium", "weight": 2, "floor": {"rpm": 10}, "ceiling": {"rpm": 500},
+                 "demand": {"rpm": 300, "tpm": 50000}}
+              ]
+            }
+            """)
+        #expect(
+            output
+                == #"{"allocations":[{"id":"a","rpm":300.0,"tpm":50000.0,"reason":{"rpm":"demand","tpm":"demand"}}],"unallocated":{"rpm":700.0,"tpm":150000.0},"degraded":{"rpm":false,"tpm":false}}"#
+        )
+    }
+
+    @Test func readmeWorkedExampleMatches() throws {
+        let output = try Self.run(
+            """
+            {"capacity": {"rpm": 2000},
+             "tenants": [{"id": "acme", "tier": "premium", "demand": {"rpm": 5000}},
+                         {"id": "globex", "tier": "standard", "demand": {"rpm": 100}},
+                         {"id": "initech", "tier": "standard", "demand": {"rpm": 3000}},
+                         {"id": "hooli", "tier": "standard", "demand": {"rpm": 3000}}]}
+            """)
+        #expect(
+            output
+                == #"{"allocations":[{"id":"acme","rpm":890.0,"reason":{"rpm":"fair_share"}},{"id":"globex","rpm":120.0,"reason":{"rpm":"demand"}},{"id":"initech","rpm":445.0,"reason":{"rpm":"fair_share"}},{"id":"hooli","rpm":445.0,"reason":{"rpm":"fair_share"}}],"unallocated":{"rpm":0.0},"degraded":{"rpm":false}}"#
+        )
+        let full = try Self.run(
+            """
+            {"capacity": {"rpm": 10000},
+             "tenants": [{"id": "acme", "tier": "premium", "demand": {"rpm": 5000}},
+                         {"id": "globex", "tier": "standard", "demand": {"rpm": 100}},
+                         {"id": "initech", "tier": "standard", "demand": {"rpm": 3000}},
+                         {"id": "hooli", "tier": "standard", "demand": {"rpm": 3000}}]}
+            """)
+        #expect(
+            full
+                == #"{"allocations":[{"id":"acme","rpm":4690.0,"reason":{"rpm":"fair_share"}},{"id":"globex","rpm":120.0,"reason":{"rpm":"demand"}},{"id":"initech","rpm":2345.0,"reason":{"rpm":"fair_share"}},{"id":"hooli","rpm":2345.0,"reason":{"rpm":"fair_share"}}],"unallocated":{"rpm":0.0},"degraded":{"rpm":false}}"#
+        )
+    }
+
+    /// The README's guardrail variant: had premium a `guard_max` of 40 %, the engine would hold acme
+    /// there and share what it frees among the others.
+    @Test func readmeWorkedExampleWithGuardMax() throws {
+        let premium = try #require(Self.policy.tier(named: "premium"))
+        let standard = try #require(Self.policy.tier(named: "standard"))
+        let claims = [(premium, 5000.0), (standard, 100), (standard, 3000), (standard, 3000)].map { tier, demand in
+            AllocationClaim(
+                weight: tier.weight, floor: tier.floor.rpm.resolved(capacity: 1900), demand: demand,
+                guardMin: tier.guardMin.rpm.resolved(capacity: 1900),
+                guardMax: tier.name == "premium" ? 760 : .infinity)
+        }
+        let result = PoolAllocation.compute(capacityEstimate: 2000, settings: Self.policy.allocation, claims: claims)
+        #expect(result.unclamped == [890, 120, 445, 445])
+        #expect(result.guardClamped == [true, false, false, false])
+        #expect(result.allocations == [760, 120, 510, 510])
+        #expect(result.level == 255)
+        #expect(result.reasons == [.guardrailClamped, .demand, .fairShare, .fairShare])
+    }
+
+    @Test func absentDimensionIsNotComputed() throws {
+        let output = try Self.run(
+            #"{"capacity": {"tpm": 100}, "settings": {"safety_margin": 0}, "tenants": [{"id": "x", "demand": {"rpm": 5}}]}"#
+        )
+        #expect(
+            output
+                == #"{"allocations":[{"id":"x","tpm":100.0,"reason":{"tpm":"fair_share"}}],"unallocated":{"tpm":0.0},"degraded":{"tpm":false}}"#
+        )
+    }
+
+    @Test func tenantsWithoutTierUseOnlyTheirOwnFields() throws {
+        let result = Plan.compute(
+            try Plan.parse(
+                try JSON.parse(
+                    """
+                    {"capacity": {"rpm": 100}, "settings": {"safety_margin": 0, "demand_headroom": 0, "surplus": "hold"},
+                     "tenants": [{"id": "a", "weight": 3}, {"id": "b"}, {"id": "c", "floor": 30, "demand": {"rpm": 10}}]}
+                    """), policy: Self.policy))
+        let rpm = try #require(result.dimensions[.rpm])
+        #expect(rpm.allocations == [52.5, 17.5, 30])
+        #expect(rpm.reasons == [.fairShare, .fairShare, .floor])
+    }
+
+    @Test func settingsDefaultToThePolicy() throws {
+        // Shipped policy: safety margin 0.05, headroom 0.2, surplus distribute.
+        let output = try Self.run(
+            #"{"capacity": {"rpm": 1000}, "tenants": [{"id": "a", "demand": {"rpm": 100}}, {"id": "b", "demand": {"rpm": 100}}]}"#
+        )
+        // C = 950; both get 120, then the surplus 710 is distributed in full (no burst reserve in plans).
+        #expect(
+            output
+                == #"{"allocations":[{"id":"a","rpm":475.0,"reason":{"rpm":"surplus"}},{"id":"b","rpm":475.0,"reason":{"rpm":"surplus"}}],"unallocated":{"rpm":0.0},"degraded":{"rpm":false}}"#
+        )
+    }
+
+    @Test func percentagesResolveAgainstCapacityAfterTheMargin() throws {
+        let output = try Self.run(
+            #"{"capacity": {"rpm": 1000}, "settings": {"safety_margin": 0.5, "surplus": "hold"}, "tenants": [{"id": "a", "ceiling": "10%"}]}"#
+        )
+        #expect(output.contains(#""rpm":50.0,"reason":{"rpm":"ceiling"}"#))
+        #expect(output.contains(#""unallocated":{"rpm":450.0}"#))
+    }
+
+    @Test func degradedModeAndIdleExtension() throws {
+        let output = try Self.run(
+            """
+            {"capacity": {"rpm": 100}, "settings": {"safety_margin": 0},
+             "tenants": [{"id": "c", "tier": "critical", "floor": 70}, {"id": "p", "tier": "premium", "floor": 40},
+                         {"id": "i", "tier": "standard", "idle": true}]}
+            """)
+        // idle first (1), then guards 10 + 5, then critical's floor in full (60 more), premium gets the last 24.
+        #expect(
+            output
+                == #"{"allocations":[{"id":"c","rpm":70.0,"reason":{"rpm":"degraded"}},{"id":"p","rpm":29.0,"reason":{"rpm":"degraded"}},{"id":"i","rpm":1.0,"reason":{"rpm":"idle"}}],"unallocated":{"rpm":0.0},"degraded":{"rpm":true}}"#
+        )
+    }
+
+    @Test func emptyTenantListGivesAnEmptyPlan() throws {
+        #expect(
+            try Self.run(#"{"capacity": {"rpm": 10}, "tenants": []}"#)
+                == #"{"allocations":[],"unallocated":{"rpm":9.5},"degraded":{"rpm":false}}"#)
+    }
+
+    // MARK: Bad input
+
+    @Test func missingCapacity() throws {
+        let error = try #require(Self.error(#"{"tenants": []}"#))
+        #expect(error.field == "capacity")
+        #expect(error.tenant == nil)
+        #expect(error.code == "missing_field")
+        #expect(error.message == #"capacity: missing required field "capacity""#)
+        let empty = try #require(Self.error(#"{"capacity": {}, "tenants": []}"#))
+        #expect(empty.message == #"capacity: capacity must give "rpm", "tpm" or both"#)
+    }
+
+    @Test func nonObjectInputAndInvalidJSON() throws {
+        let array = try #require(Self.error("[1, 2]"))
+        #expect(array.field == nil)
+        #expect(array.message == "plan: expected an object, got array")
+        let broken = try #require(Self.error("{\"capacity\": "))
+        #expect(broken.code == "invalid_json")
+    }
+
+    @Test func negativeNumberNamesTenantAndField() throws {
+        let error = try #require(
+            Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "ok"}, {"id": "acme", "floor": {"rpm": -5}}]}"#))
+        #expect(error.tenant == "acme")
+        #expect(error.field == "tenants[1].floor.rpm")
+        #expect(error.code == "negative")
+        #expect(error.message == #"tenant "acme" (tenants[1]): floor.rpm: must not be negative (got -5)"#)
+
+        let capacity = try #require(Self.error(#"{"capacity": {"rpm": -1}, "tenants": []}"#))
+        #expect(capacity.field == "capacity.rpm")
+        #expect(capacity.message == "capacity.rpm: must not be negative (got -1)")
+    }
+
+    @Test func nonNumericValueNamesTenantAndField() throws {
+        let error = try #require(
+            Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "acme", "demand": {"rpm": "lots"}}]}"#))
+        #expect(error.tenant == "acme")
+        #expect(error.field == "tenants[0].demand.rpm")
+        #expect(
+            error.message
+                == #"tenant "acme" (tenants[0]): demand.rpm: expected a number, a percentage such as "5%" or "unbounded", got "lots""#
+        )
+        let weight = try #require(Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "w", "weight": true}]}"#))
+        #expect(weight.message == #"tenant "w" (tenants[0]): weight: expected a number, got boolean"#)
+        let zero = try #require(Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "w", "weight": 0}]}"#))
+        #expect(zero.message == #"tenant "w" (tenants[0]): weight: must be greater than 0 (got 0)"#)
+    }
+
+    @Test func nonFiniteNumbersAreRejected() throws {
+        let input: JSON = ["capacity": ["rpm": .double(.infinity)], "tenants": []]
+        #expect(
+            throws: PlanError(
+                code: "out_of_range", message: "capacity.rpm: must be a finite number", tenant: nil,
+                field: "capacity.rpm")
+        ) {
+            try Plan.run(input: input, policy: Self.policy)
+        }
+        let nan: JSON = ["capacity": ["rpm": 10], "tenants": [["id": "n", "demand": .double(.nan)]]]
+        #expect(
+            throws: PlanError(
+                code: "out_of_range", message: #"tenant "n" (tenants[0]): demand: must be a finite number"#,
+                tenant: "n", field: "tenants[0].demand")
+        ) {
+            try Plan.run(input: nan, policy: Self.policy)
+        }
+    }
+
+    @Test func duplicateIds() throws {
+        let error = try #require(
+            Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "a"}, {"id": "b"}, {"id": "a"}]}"#))
+        #expect(error.tenant == "a")
+        #expect(error.field == "tenants[2].id")
+        #expect(error.message == #"tenant "a" (tenants[2]): id: duplicate id "a" (also tenants[0])"#)
+    }
+
+    @Test func floorAboveCeiling() throws {
+        let error = try #require(
+            Self.error(
+                #"{"capacity": {"rpm": 1000}, "tenants": [{"id": "a", "floor": {"rpm": 600}, "ceiling": {"rpm": 500}}]}"#
+            ))
+        #expect(error.field == "tenants[0].floor.rpm")
+        #expect(error.code == "floor_above_ceiling")
+        #expect(error.message == #"tenant "a" (tenants[0]): floor.rpm: floor (600) is above ceiling (500)"#)
+        // A tenant ceiling below its tier's floor names the ceiling.
+        let tier = try #require(
+            Self.error(
+                #"{"capacity": {"rpm": 1000}, "settings": {"safety_margin": 0}, "tenants": [{"id": "c", "tier": "critical", "ceiling": {"rpm": 5}}]}"#
+            ))
+        #expect(tier.field == "tenants[0].ceiling.rpm")
+        #expect(tier.message == #"tenant "c" (tenants[0]): ceiling.rpm: floor (20) is above ceiling (5)"#)
+    }
+
+    @Test func unknownTier() throws {
+        let error = try #require(Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "a", "tier": "premum"}]}"#))
+        #expect(error.code == "unknown_tier")
+        #expect(error.field == "tenants[0].tier")
+        #expect(error.message == #"tenant "a" (tenants[0]): tier: unknown tier "premum"; did you mean "premium"?"#)
+    }
+
+    @Test func unknownFieldsWithSuggestions() throws {
+        let tenant = try #require(
+            Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "a", "demnd": {"rpm": 1}}]}"#))
+        #expect(tenant.code == "unknown_field")
+        #expect(tenant.message == #"tenant "a" (tenants[0]): demnd: unknown field "demnd"; did you mean "demand"?"#)
+        let top = try #require(Self.error(#"{"capacity": {"rpm": 10}, "tenants": [], "setings": {}}"#))
+        #expect(top.message == #"setings: unknown field "setings"; did you mean "settings"?"#)
+        let surplus = try #require(
+            Self.error(#"{"capacity": {"rpm": 10}, "tenants": [], "settings": {"surplus": "keep"}}"#))
+        #expect(surplus.field == "settings.surplus")
+    }
+
+    @Test func wrongTypesAndMissingIds() throws {
+        let tenants = try #require(Self.error(#"{"capacity": {"rpm": 10}, "tenants": {"a": {}}}"#))
+        #expect(tenants.field == "tenants")
+        #expect(tenants.message == "tenants: expected an array of tenants, got object")
+        let entry = try #require(Self.error(#"{"capacity": {"rpm": 10}, "tenants": ["a"]}"#))
+        #expect(entry.tenant == "tenants[0]")
+        #expect(entry.message == "tenants[0]: expected an object, got string")
+        let noID = try #require(Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"weight": 1}]}"#))
+        #expect(noID.tenant == "tenants[0]")
+        #expect(noID.field == "tenants[0].id")
+        #expect(noID.message == #"tenants[0]: id: missing required field "id""#)
+        let idle = try #require(Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "x", "idle": "yes"}]}"#))
+        #expect(idle.message == #"tenant "x" (tenants[0]): idle: expected true or false, got string"#)
+    }
+}

@@ -1,0 +1,512 @@
+import AllotJSON
+import Foundation
+import Testing
+
+@testable import AllotCore
+
+/// A virtual timeline: a policy, an engine state and a clock that only moves when told to.
+struct Timeline {
+    static let start = 1_795_316_400.0  // 2026-11-22T03:00:00Z
+    var policy: Policy
+    var state = EngineState()
+    var now = Timeline.start
+    var capacity = PerDimension<Double?>(rpm: 1000, tpm: 100_000)
+    var poolState = UpstreamState.healthy
+
+    /// Premium (w 4), standard (w 2) and free (w 1) on one pool `p/m` of 1000 RPM and 100,000 TPM, with
+    /// no safety margin or headroom, surplus held, and dampening that follows targets at once (alpha 1).
+    static func makePolicy() -> Policy {
+        var policy = Policy(
+            allocation: AllocationSettings(safetyMargin: 0, demandHeadroom: 0, surplus: .hold, burstReserve: 0.1),
+            dampening: DampeningSettings(
+                alpha: 1, deadband: 0.05, persistTicks: 2, maxUp: 0.25, maxDown: 0.5,
+                minStep: .absolute(10)),
+            defaultTier: "standard",
+            tiers: [
+                Tier(
+                    name: "premium", priority: 1, weight: 4,
+                    starvationGuard: PerDimension(rpm: .absolute(5), tpm: .absolute(500))),
+                Tier(
+                    name: "standard", priority: 2, weight: 2,
+                    idleAllocation: PerDimension(rpm: .absolute(2), tpm: .absolute(200))),
+                Tier(name: "free", priority: 3, weight: 1),
+            ],
+            upstreams: [
+                UpstreamPolicy(
+                    id: "p/m", capacity: PerDimension(rpm: 1000, tpm: 100_000),
+                    price: Price(inputPerMillionTokens: 2, outputPerMillionTokens: 8))
+            ],
+            tenants: [TenantPolicy(id: "a", tier: "premium"), TenantPolicy(id: "b", tier: "standard")])
+        policy.proposals = ProposalSettings(ttlSeconds: 60, approvalTTLSeconds: 120, rejectCooldownSeconds: 60)
+        policy.loop.forgetAfterSeconds = 60
+        return policy
+    }
+
+    init(policy: Policy = Timeline.makePolicy()) {
+        self.policy = policy
+    }
+
+    static func observe(
+        _ tenant: String, rpm: Double = 1000, tpm: Double = 100_000, served: PerDimension<Double>? = nil,
+        class tenantClass: TenantClass = .steady, suspect: Bool = false, upstream: String = "p/m"
+    ) -> TenantObservation {
+        TenantObservation(
+            tenant: tenant, upstream: upstream, tenantClass: tenantClass, suspect: suspect,
+            demand: PerDimension(rpm: rpm, tpm: tpm), served: served ?? PerDimension(rpm: rpm, tpm: tpm))
+    }
+
+    /// One tick at the current time, then the clock moves on by the loop interval.
+    @discardableResult
+    mutating func tick(
+        _ tenants: [TenantObservation], spend: [TenantSpend] = [], overrides: [Override] = [],
+        resolutions: [ProposalResolution] = [], bursts: [BurstRequest] = []
+    ) -> Decision {
+        let input = DecisionInput(
+            now: now, policy: policy, pools: [PoolObservation(upstream: "p/m", capacity: capacity, state: poolState)],
+            tenants: tenants, spend: spend, overrides: overrides, resolutions: resolutions, burstRequests: bursts)
+        let decision = PolicyEngine.decide(input, state: &state)
+        now += policy.loop.intervalSeconds
+        return decision
+    }
+}
+
+extension Decision {
+    func rate(_ tenant: String, _ dimension: RateDimension = .rpm) -> Double? {
+        allocation(tenant: tenant, upstream: "p/m")?[dimension]?.rate
+    }
+
+    func reason(_ tenant: String, _ dimension: RateDimension = .rpm) -> AllocationReason? {
+        allocation(tenant: tenant, upstream: "p/m")?[dimension]?.reason
+    }
+
+    func target(_ tenant: String, _ dimension: RateDimension = .rpm) -> Double? {
+        allocation(tenant: tenant, upstream: "p/m")?[dimension]?.explanation.target
+    }
+}
+
+func close(_ a: Double?, _ b: Double, _ tolerance: Double = 1e-9) -> Bool {
+    guard let a else { return false }
+    return abs(a - b) <= tolerance * max(1, abs(b))
+}
+
+@Suite("Policy engine decisions on a virtual timeline (SPEC 6)")
+struct PolicyEngineTests {
+    @Test func firstTickAllocatesFairSharesWithExplanations() throws {
+        var timeline = Timeline()
+        let decision = timeline.tick([Timeline.observe("b"), Timeline.observe("a")])
+        #expect(decision.allocations.map(\.tenant) == ["a", "b"])
+        #expect(close(decision.rate("a"), 2000.0 / 3))
+        #expect(close(decision.rate("b"), 1000.0 / 3))
+        #expect(close(decision.rate("a", .tpm), 200_000.0 / 3))
+        #expect(decision.reason("a") == .fairShare)
+        let a = try #require(decision.allocation(tenant: "a", upstream: "p/m"))
+        #expect(a.tier == "premium")
+        #expect(a.priority == 1)
+        #expect(close(a.rpm?.burst, 2000.0 / 3 * 10 / 60))
+        let explanation = try #require(a.rpm?.explanation)
+        #expect(explanation.capacityEstimate == 1000)
+        #expect(explanation.capacity == 1000)
+        #expect(explanation.weight == 4)
+        #expect(explanation.demand == 1000)
+        #expect(close(explanation.level, 1000.0 / 6))
+        #expect(explanation.previous == nil)
+        #expect(explanation.damping == .entered)
+        #expect(explanation.step == explanation.published)
+        let json = explanation.json
+        #expect(json["weight"] == 4)
+        #expect(json["ceiling"] == .null)
+        #expect(json["damping"] == "entered")
+        #expect(json["reason"] == "fair_share")
+
+        let pool = try #require(decision.pool("p/m"))
+        #expect(close(pool.allocated.rpm, 1000))
+        #expect(pool.unallocated.rpm <= 1e-9)
+        #expect(pool.degraded == PerDimension(false))
+        #expect(pool.priced)
+        #expect(decision.alerts.isEmpty)
+    }
+
+    @Test func decisionsAreDeterministicAndTheStateSurvivesARestart() throws {
+        var first = Timeline()
+        var second = Timeline()
+        var restarted = Timeline()
+        var random = SeededRandom(seed: 0xDEC1DE)
+        for tick in 0..<40 {
+            let demands = (0..<6).map { _ in random.uniform(50...600) }
+            let observations = demands.enumerated().map { index, demand in
+                Timeline.observe(
+                    "t\(index)", rpm: demand, tpm: demand * 100,
+                    class: index == 5 && tick % 10 < 3 ? .idle : .steady)
+            }
+            if tick == 20 { first.capacity.rpm = 600; second.capacity.rpm = 600; restarted.capacity.rpm = 600 }
+            let one = first.tick(observations)
+            let two = second.tick(observations.reversed())
+            #expect(one.allocations == two.allocations)
+            #expect(one.pools == two.pools)
+            #expect(one.pools[0].allocated.rpm <= one.pools[0].capacity.rpm! + 1e-9)
+            // Persist and reload the state every tick, as the loop does across restarts.
+            let data = try JSONEncoder().encode(restarted.state)
+            restarted.state = try JSONDecoder().decode(EngineState.self, from: data)
+            let three = restarted.tick(observations)
+            #expect(three.allocations == one.allocations)
+        }
+        #expect(first.state == second.state)
+        // Encoding is deterministic too.
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        #expect(try encoder.encode(first.state) == (try encoder.encode(second.state)))
+    }
+
+    @Test func aCapacityDropIsPublishedAtOnceAndTheRecoveryIsDampened() throws {
+        var timeline = Timeline()
+        let tenants = [Timeline.observe("a"), Timeline.observe("b")]
+        timeline.tick(tenants)
+        timeline.capacity.rpm = 300
+        let dropped = timeline.tick(tenants)
+        // 666.7 → 200 is more than max_down allows: the capacity override cuts at once.
+        #expect(close(dropped.rate("a"), 200))
+        #expect(close(dropped.rate("b"), 100))
+        #expect(dropped.allocation(tenant: "a", upstream: "p/m")?.rpm?.explanation.damping == .cut)
+        #expect(dropped.pools[0].allocated.rpm <= 300)
+
+        timeline.capacity.rpm = 1000
+        // The rise reverses the cut's direction: it waits for persist_ticks (2) first…
+        let held = timeline.tick(tenants)
+        #expect(close(held.target("a"), 2000.0 / 3))
+        #expect(close(held.rate("a"), 200))
+        #expect(held.allocation(tenant: "a", upstream: "p/m")?.rpm?.explanation.damping == .heldPersistence)
+        // …then rises at most 25 % per tick.
+        let rising = timeline.tick(tenants)
+        #expect(close(rising.rate("a"), 250))
+        #expect(close(rising.rate("b"), 125))
+        #expect(rising.allocation(tenant: "a", upstream: "p/m")?.rpm?.explanation.damping == .limited)
+        var last = rising
+        for _ in 0..<8 { last = timeline.tick(tenants) }
+        #expect(close(last.rate("a"), 2000.0 / 3))
+        #expect(close(last.rate("b"), 1000.0 / 3))
+    }
+
+    @Test func guardrailClampsFileProposalsThatApprovalsLift() throws {
+        var policy = Timeline.makePolicy()
+        var premium = try #require(policy.tier(named: "premium"))
+        premium.guardMax = PerDimension(rpm: .absolute(500), tpm: .unbounded)
+        policy.setTier(premium)
+        var timeline = Timeline(policy: policy)
+        let tenants = [Timeline.observe("a"), Timeline.observe("b")]
+
+        let clamped = timeline.tick(tenants)
+        #expect(clamped.rate("a") == 500)
+        #expect(clamped.rate("b") == 500)
+        #expect(clamped.reason("a") == .guardrailClamped)
+        let proposal = try #require(clamped.proposals.first)
+        #expect(clamped.proposals.count == 1)
+        #expect(proposal.kind == .raiseAboveGuardMax)
+        #expect(proposal.tenant == "a")
+        #expect(proposal.dimension == .rpm)
+        #expect(close(proposal.value, 2000.0 / 3))
+        #expect(proposal.guardrail == 500)
+        #expect(proposal.status == .pending)
+        #expect(proposal.evidence?.weight == 4)
+
+        // Still clamped next tick: the same proposal is refreshed, not duplicated.
+        let again = timeline.tick(tenants)
+        #expect(again.proposals.map(\.id) == [proposal.id])
+        #expect(again.proposals[0].filedAt == Timeline.start)
+
+        let approved = timeline.tick(
+            tenants,
+            resolutions: [
+                ProposalResolution(
+                    proposalID: proposal.id, verdict: .approve, actor: "sre@example", at: timeline.now - 1)
+            ])
+        #expect(approved.resolutions.map(\.applied) == [true])
+        #expect(approved.proposals.first?.status == .approved)
+        #expect(close(approved.target("a"), 2000.0 / 3))
+        #expect(approved.reason("a") != .guardrailClamped)
+        #expect(approved.rate("a") == 625)  // dampened: +25 %
+
+        // The approval lapses after its TTL (120 s): the guardrail clamps again and a new proposal is filed.
+        var decision = approved
+        while timeline.now < Timeline.start + 10 + 120 + 5 { decision = timeline.tick(tenants) }
+        #expect(decision.target("a") == 500)
+        #expect(decision.proposals.count == 1)
+        #expect(decision.proposals[0].status == .pending)
+        #expect(decision.proposals[0].id != proposal.id)
+    }
+
+    @Test func rejectedProposalsCoolDownAndUndecidedOnesExpire() throws {
+        var policy = Timeline.makePolicy()
+        var premium = try #require(policy.tier(named: "premium"))
+        premium.guardMax = PerDimension(rpm: .absolute(500), tpm: .unbounded)
+        policy.setTier(premium)
+        var timeline = Timeline(policy: policy)
+        let tenants = [Timeline.observe("a"), Timeline.observe("b")]
+        let first = try #require(timeline.tick(tenants).proposals.first)
+
+        // Undecided for the proposal TTL (60 s): it expires, is reported once and filed afresh.
+        var decision = timeline.tick(tenants)
+        while timeline.now < first.expiresAt { decision = timeline.tick(tenants) }
+        #expect(decision.expiredProposals.isEmpty)
+        decision = timeline.tick(tenants)
+        #expect(decision.expiredProposals.map(\.id) == [first.id])
+        #expect(decision.expiredProposals.first?.status == .expired)
+        let second = try #require(decision.proposals.first)
+        #expect(second.id != first.id)
+
+        // Rejected: suppressed for the cool-down (60 s) while the clamp holds, then filed again.
+        decision = timeline.tick(
+            tenants,
+            resolutions: [
+                ProposalResolution(proposalID: second.id, verdict: .reject, actor: "sre", at: timeline.now)
+            ])
+        #expect(decision.proposals.map(\.status) == [.rejected])
+        #expect(decision.rate("a") == 500)
+        let rejectedAt = timeline.now - 5
+        while timeline.now < rejectedAt + 60 {
+            decision = timeline.tick(tenants)
+            #expect(decision.proposals.map(\.status) == [.rejected])
+        }
+        decision = timeline.tick(tenants)
+        #expect(decision.proposals.map(\.status) == [.pending])
+        #expect(decision.proposals[0].id != second.id)
+    }
+
+    @Test func overridesApplyUntilTheyExpire() throws {
+        var timeline = Timeline()
+        let tenants = [Timeline.observe("a"), Timeline.observe("b")]
+        let override = Override(
+            tenant: "b", weight: 4, actor: "cs@example", reason: "launch", createdAt: Timeline.start,
+            expiresAt: Timeline.start + 30)
+        let during = timeline.tick(tenants, overrides: [override])
+        // b's weight is 2 × 4 = 8 against a's 4.
+        #expect(close(during.rate("b"), 2000.0 / 3))
+        #expect(during.reason("b") == .override)
+        #expect(during.reason("a") == .fairShare)
+        #expect(during.allocation(tenant: "b", upstream: "p/m")?.override == override)
+        var decision = during
+        while timeline.now < Timeline.start + 30 { decision = timeline.tick(tenants, overrides: [override]) }
+        #expect(decision.reason("b") == .override)
+        decision = timeline.tick(tenants, overrides: [override])
+        #expect(decision.allocation(tenant: "b", upstream: "p/m")?.override == nil)
+        #expect(decision.reason("b") == .fairShare)
+        #expect(close(decision.target("b"), 1000.0 / 3))
+    }
+
+    @Test func anApprovedOverrideSuspendsGuardrails() throws {
+        var policy = Timeline.makePolicy()
+        var standard = try #require(policy.tier(named: "standard"))
+        standard.guardMax = PerDimension(.absolute(200))
+        policy.setTier(standard)
+        var timeline = Timeline(policy: policy)
+        let tenants = [Timeline.observe("a"), Timeline.observe("b")]
+        let floor = PerDimension<Quantity?>(rpm: .absolute(400), tpm: nil)
+        let pending = Override(
+            tenant: "b", floor: floor, actor: "cs", reason: "r", createdAt: Timeline.start,
+            expiresAt: Timeline.start + 600)
+        #expect(Guardrails.crossings(of: pending, policy: policy).map(\.kind) == [.floorAboveGuardMax])
+        // Unapproved (the server would hold it as a proposal): the guardrail still clamps.
+        #expect(timeline.tick(tenants, overrides: [pending]).target("b") == 200)
+        var approved = pending
+        approved.approved = true
+        #expect(timeline.tick(tenants, overrides: [approved]).target("b") == 400)
+    }
+
+    @Test func burstCreditsAreLentFromTheReserveAndRepaid() throws {
+        var timeline = Timeline()
+        // a wants 200 RPM / 20,000 TPM of 1000 / 100,000: the surplus 800 / 80,000 is held and 10 % is reserve.
+        let quiet = Timeline.observe("a", rpm: 200, tpm: 20_000)
+        timeline.tick([quiet])
+        let request = BurstRequest(
+            id: "burst-1", tenant: "a", upstream: "p/m", calls: 120, tokens: 12_000,
+            ttlSeconds: 120, taskID: "task-9", requestedAt: timeline.now)
+        let lent = timeline.tick([quiet], bursts: [request])
+        let outcome = try #require(lent.burstDecisions.first)
+        #expect(outcome.outcome == .granted)
+        #expect(outcome.credit?.rate == PerDimension(rpm: 60, tpm: 6000))
+        let allocation = try #require(lent.allocation(tenant: "a", upstream: "p/m"))
+        #expect(allocation.burstCredit?.expiresAt == Timeline.start + 5 + 120)
+        #expect(allocation.rpm?.reason == .burstCredit)
+        #expect(allocation.rpm?.explanation.burstCredit == 60)
+        #expect(allocation.burstAccount.lent == 1)
+        #expect(lent.pools[0].creditsLent == PerDimension(rpm: 60, tpm: 6000))
+        #expect(lent.pools[0].burstReserve == PerDimension(rpm: 80, tpm: 8000))
+        #expect(lent.pools[0].unallocated.rpm == 740)
+
+        // A second request while the credit is active is refused.
+        let busy = BurstRequest(
+            id: "burst-2", tenant: "a", upstream: "p/m", calls: 10, tokens: 100, ttlSeconds: 60,
+            requestedAt: timeline.now)
+        #expect(timeline.tick([quiet], bursts: [busy]).burstDecisions.first?.outcome == .creditActive)
+
+        // Serving 260 RPM against 200 for the rest of the credit borrows 60 per minute.
+        let bursting = Timeline.observe("a", rpm: 200, tpm: 20_000, served: PerDimension(rpm: 260, tpm: 20_000))
+        var decision = lent
+        while timeline.now < Timeline.start + 5 + 120 { decision = timeline.tick([bursting]) }
+        decision = timeline.tick([quiet])  // the credit ends
+        let account = try #require(decision.allocation(tenant: "a", upstream: "p/m")?.burstAccount)
+        #expect(account.credit == nil)
+        #expect(account.inDebt)
+        #expect(close(account.debt.rpm, 60 * 110.0 / 60))  // 22 ticks of 5 s at 60 over
+        #expect(decision.allocation(tenant: "a", upstream: "p/m")?.burstCredit == nil)
+        let owing = BurstRequest(
+            id: "burst-3", tenant: "a", upstream: "p/m", calls: 10, tokens: 100, ttlSeconds: 60,
+            requestedAt: timeline.now)
+        #expect(timeline.tick([quiet], bursts: [owing]).burstDecisions.first?.outcome == .debtOutstanding)
+
+        // Serving 140 of 200 repays 60 per minute: about two minutes to clear 110.
+        let frugal = Timeline.observe("a", rpm: 200, tpm: 20_000, served: PerDimension(rpm: 140, tpm: 20_000))
+        while decision.allocation(tenant: "a", upstream: "p/m")?.burstAccount.inDebt ?? false {
+            decision = timeline.tick([frugal])
+            #expect(timeline.now < Timeline.start + 600)
+        }
+        #expect(decision.allocation(tenant: "a", upstream: "p/m")?.burstAccount.repaid == 1)
+        let again = BurstRequest(
+            id: "burst-4", tenant: "a", upstream: "p/m", calls: 10, tokens: 100, ttlSeconds: 60,
+            requestedAt: timeline.now)
+        #expect(timeline.tick([quiet], bursts: [again]).burstDecisions.first?.outcome == .granted)
+    }
+
+    @Test func suspectAndSustainedOverTenantsGetNoCredit() {
+        var timeline = Timeline()
+        let requests =
+            ["s", "o"].map {
+                BurstRequest(
+                    id: "r-\($0)", tenant: $0, upstream: "p/m", calls: 10, tokens: 100, ttlSeconds: 60,
+                    requestedAt: timeline.now)
+            } + [
+                BurstRequest(
+                    id: "r-x", tenant: "nobody", upstream: "p/m", calls: 1, tokens: 1, ttlSeconds: 60,
+                    requestedAt: timeline.now)
+            ]
+        let decision = timeline.tick(
+            [
+                Timeline.observe("s", rpm: 10, tpm: 100, suspect: true),
+                Timeline.observe("o", rpm: 10, tpm: 100, class: .sustainedOver),
+            ],
+            bursts: requests)
+        #expect(decision.burstDecisions.map(\.outcome) == [.sustainedOver, .suspect, .unknown])
+    }
+
+    @Test func tenantsInDebtReceiveNoSurplus() throws {
+        var policy = Timeline.makePolicy()
+        policy.allocation.surplus = .distribute
+        policy.allocation.burstReserve = 0
+        var timeline = Timeline(policy: policy)
+        let tenants = [Timeline.observe("a", rpm: 100, tpm: 1000), Timeline.observe("b", rpm: 100, tpm: 1000)]
+        timeline.tick(tenants)
+        timeline.state.tenants[TenantUpstream(tenant: "b", upstream: "p/m")]!.burst.debt = PerDimension(rpm: 50, tpm: 0)
+        timeline.state.tenants[TenantUpstream(tenant: "b", upstream: "p/m")]!.burst.repayBy = timeline.now + 600
+        let decision = timeline.tick(tenants)
+        // The surplus 800 all goes to a (up to its weight-level); b keeps its demand.
+        #expect(decision.target("b") == 100)
+        #expect(decision.reason("b") == .demand)
+        #expect(decision.target("a") == 900)
+        #expect(decision.reason("a") == .surplus)
+    }
+
+    @Test func budgetsThrottleThenCutAndLiftingIsDampened() throws {
+        var policy = Timeline.makePolicy()
+        var premium = try #require(policy.tier(named: "premium"))
+        premium.budgets = [SpendBudget(window: .day, amount: 100)]
+        policy.setTier(premium)
+        var timeline = Timeline(policy: policy)
+        let tenants = [
+            Timeline.observe("a", rpm: 500, tpm: 50_000, served: PerDimension(rpm: 500, tpm: 30_000)),
+            Timeline.observe("b", rpm: 500, tpm: 50_000),
+        ]
+        #expect(timeline.tick(tenants).rate("a", .tpm) == 50_000)
+
+        // Spent 58 with 21 h left, burning 4 per hour: projected 142 crosses the throttle (90).
+        let left = 21.0 * 3600 - 5
+        let throttle = timeline.tick(
+            tenants, spend: [TenantSpend(tenant: "a", window: .day, spent: 58, burnRatePerSecond: 4.0 / 3600)])
+        // The allowed rate 42 / left, at 5e-6 per token (half input at 2, half output at 8 per million).
+        let cap = 42 / left * 60 / 5e-6
+        #expect(close(throttle.target("a", .tpm), cap))
+        #expect(close(throttle.rate("a", .tpm), cap))  // applied at once, past max_down
+        #expect(throttle.reason("a", .tpm) == .budget)
+        #expect(throttle.reason("a", .rpm) == .demand)
+        #expect(throttle.allocation(tenant: "a", upstream: "p/m")?.deny == nil)
+        #expect(throttle.budgets.map(\.level) == [.throttle])
+        #expect(throttle.alerts.map(\.kind) == ["budget_throttle"])
+        // b may use what a leaves.
+        #expect(throttle.rate("b", .tpm) == 50_000)
+
+        let hard = timeline.tick(
+            tenants, spend: [TenantSpend(tenant: "a", window: .day, spent: 100, burnRatePerSecond: 0)])
+        #expect(hard.rate("a", .tpm) == 500)
+        #expect(hard.rate("a", .rpm) == 5)
+        #expect(hard.reason("a", .rpm) == .budget)
+        #expect(hard.allocation(tenant: "a", upstream: "p/m")?.deny == "budget_exhausted")
+        #expect(hard.alerts.first { $0.kind == "budget_hard" }?.severity == .critical)
+
+        // A new day: the budget is lifted, dampened like any rise after a cut (persistence, then 25 % per tick).
+        timeline.now = Timeline.start + 86_400
+        let fresh = [TenantSpend(tenant: "a", window: .day, spent: 0, burnRatePerSecond: 0)]
+        let lifted = timeline.tick(tenants, spend: fresh)
+        #expect(lifted.target("a", .tpm) == 50_000)
+        #expect(lifted.rate("a", .tpm) == 500)
+        #expect(lifted.allocation(tenant: "a", upstream: "p/m")?.deny == nil)
+        #expect(timeline.tick(tenants, spend: fresh).rate("a", .tpm) == 625)
+    }
+
+    @Test func idleTenantsHoldTheirIdleAllocationAndReEnterAtTarget() {
+        var timeline = Timeline()
+        timeline.tick([Timeline.observe("a"), Timeline.observe("b")])
+        let idle = timeline.tick([Timeline.observe("a"), Timeline.observe("b", rpm: 0, tpm: 0, class: .idle)])
+        #expect(idle.target("b") == 2)
+        #expect(idle.reason("b") == .idle)
+        #expect(close(idle.rate("b"), 1000.0 / 6))  // dampened down: max_down 50 %
+        var decision = idle
+        for _ in 0..<12 {
+            decision = timeline.tick([Timeline.observe("a"), Timeline.observe("b", rpm: 0, tpm: 0, class: .idle)])
+        }
+        #expect(decision.rate("b") == 2)
+        #expect(decision.rate("a") == 998)
+        // Back from idle: enters at its target at once, a is cut to make room.
+        let back = timeline.tick([Timeline.observe("a"), Timeline.observe("b")])
+        #expect(close(back.rate("b"), 1000.0 / 3))
+        #expect(close(back.rate("a"), 2000.0 / 3))
+        #expect(back.allocation(tenant: "b", upstream: "p/m")?.rpm?.explanation.damping == .entered)
+    }
+
+    @Test func coldStartTenantsEnterAtTargetWithTheirReason() {
+        var timeline = Timeline()
+        timeline.tick([Timeline.observe("a")])
+        let decision = timeline.tick([Timeline.observe("a"), Timeline.observe("new", class: .coldStart)])
+        #expect(decision.reason("new") == .coldStart)
+        #expect(close(decision.rate("new"), 1000.0 / 3))
+        #expect(decision.allocation(tenant: "new", upstream: "p/m")?.tier == "standard")
+    }
+
+    @Test func tenantsAbsentFromInputAgeOut() {
+        var timeline = Timeline()
+        timeline.tick([Timeline.observe("a"), Timeline.observe("b")])
+        for _ in 0..<12 { timeline.tick([Timeline.observe("a")]) }
+        #expect(timeline.state.tenants[TenantUpstream(tenant: "b", upstream: "p/m")] != nil)  // 60 s: not yet
+        timeline.tick([Timeline.observe("a")])
+        #expect(timeline.state.tenants[TenantUpstream(tenant: "b", upstream: "p/m")] == nil)
+        #expect(timeline.state.tenants.count == 1)
+    }
+
+    @Test func degradedModeUnknownPricesAndMissingCapacityRaiseAlerts() throws {
+        var policy = Timeline.makePolicy()
+        policy.setTenant(TenantPolicy(id: "a", tier: "premium", floor: PerDimension(rpm: .absolute(800), tpm: nil)))
+        policy.setTenant(TenantPolicy(id: "b", tier: "standard", floor: PerDimension(rpm: .absolute(400), tpm: nil)))
+        var timeline = Timeline(policy: policy)
+        let decision = timeline.tick([
+            Timeline.observe("a"), Timeline.observe("b"), Timeline.observe("c", upstream: "other/model"),
+        ])
+        #expect(decision.pools.map(\.upstream) == ["other/model", "p/m"])
+        #expect(decision.pool("p/m")?.degraded == PerDimension(rpm: true, tpm: false))
+        // Degraded: guards (5 and 1), then premium's floor in full, standard gets the rest.
+        #expect(decision.rate("a") == 800)
+        #expect(decision.rate("b") == 200)
+        #expect(decision.reason("b") == .degraded)
+        #expect(close(decision.allocation(tenant: "a", upstream: "p/m")?.fallback.rpm, 1000.0 * 800 / 1200))
+        #expect(decision.allocation(tenant: "c", upstream: "other/model")?.rpm == nil)
+        #expect(decision.alerts.map(\.kind) == ["degraded_mode", "no_capacity", "no_capacity", "unknown_price"])
+        #expect(decision.alerts[0].upstream == "p/m")
+        #expect(decision.alerts[0].dimension == .rpm)
+    }
+}

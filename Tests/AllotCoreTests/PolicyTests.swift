@@ -1,0 +1,382 @@
+import AllotAssets
+import AllotJSON
+import Foundation
+import Testing
+
+@testable import AllotCore
+
+/// Fixtures: policy files from literal JSON text.
+enum PolicyFixtures {
+    static let tiers = """
+        {"default_tier": "standard",
+         "tiers": {"premium": {"priority": 1, "weight": 4, "floor": {"rpm": 10}},
+                   "standard": {"priority": 2}}}
+        """
+
+    static func files(_ files: [(String, String)]) -> [PolicyFile] {
+        files.map { PolicyFile(name: $0.0, bytes: Array($0.1.utf8)) }
+    }
+
+    static func issues(_ files: [(String, String)]) -> [PolicyIssue] {
+        Policy.validate(files: Self.files(files))
+    }
+
+    /// The issues of one extra file loaded next to a valid tiers file.
+    static func issues(with text: String, name: String = "extra.json") -> [PolicyIssue] {
+        issues([("00-tiers.json", tiers), (name, text)])
+    }
+
+    static func load(_ files: [(String, String)]) throws -> Policy {
+        try Policy.load(files: Self.files(files))
+    }
+}
+
+@Suite("Policy loading and validation (SPEC 10)")
+struct PolicyTests {
+    // MARK: Shipped policies
+
+    /// The repository's `policies/` directory, read from disk relative to this file.
+    static func shippedPolicyFiles() throws -> [PolicyFile] {
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("policies")
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".json") }
+        return try names.sorted().map { name in
+            PolicyFile(name: name, bytes: Array(try Data(contentsOf: directory.appendingPathComponent(name))))
+        }
+    }
+
+    @Test func shippedPoliciesOnDiskValidate() throws {
+        let files = try Self.shippedPolicyFiles()
+        #expect(files.count >= 3)
+        let issues = Policy.validate(files: files)
+        #expect(issues.isEmpty, "\(issues)")
+        let policy = try Policy.load(files: files)
+        #expect(policy.tiers.map(\.name) == ["critical", "premium", "standard", "free"])
+        #expect(policy.defaultTier == "standard")
+        #expect(policy.upstream("openai/gpt-4o")?.capacity == PerDimension(rpm: 10000, tpm: 2_000_000))
+        #expect(policy.price(ofUpstream: "anthropic/claude-sonnet").known)
+        #expect(!policy.price(ofUpstream: "mystery/model").known)
+        #expect(policy.tier(named: "premium")?.floor.rpm == .percent(0.5))
+        #expect(policy.taskBudgets[.realtime] == TaskBudgetPolicy(maxCalls: 20, maxTokens: 200_000))
+    }
+
+    @Test func embeddedDefaultPoliciesMatchTheRepositoryAndValidate() throws {
+        let embedded = AllotAssets.defaultPolicies.map { PolicyFile(name: $0.name, bytes: $0.bytes) }
+        #expect(embedded == (try Self.shippedPolicyFiles()))
+        let policy = try Policy.load(files: AllotAssets.defaultPolicies.map { ($0.name, $0.bytes) })
+        #expect(policy.loop.intervalSeconds == 5)
+    }
+
+    @Test func canonicalFormRoundTripsAndIgnoresFileLayout() throws {
+        let policy = try Policy.load(files: try Self.shippedPolicyFiles())
+        let reloaded = try Policy.load(files: [PolicyFile(name: "canonical.json", bytes: policy.canonicalBytes)])
+        #expect(reloaded == policy)
+        #expect(reloaded.canonicalBytes == policy.canonicalBytes)
+
+        // The same content split differently and with keys in another order hashes the same.
+        let a = try PolicyFixtures.load([
+            ("a.json", PolicyFixtures.tiers), ("b.json", #"{"loop": {"lease_s": 60, "interval_s": 2}}"#),
+        ])
+        let b = try PolicyFixtures.load([
+            ("x.json", #"{"loop": {"interval_s": 2}, "tiers": {"standard": {"priority": 2}}}"#),
+            (
+                "y.json",
+                #"{"loop": {"lease_s": 60}, "default_tier": "standard", "tiers": {"premium": {"weight": 4, "priority": 1, "floor": {"rpm": 10}}}}"#
+            ),
+        ])
+        #expect(a.canonicalBytes == b.canonicalBytes)
+    }
+
+    @Test func defaultsApplyToOmittedFields() throws {
+        let policy = try PolicyFixtures.load([("tiers.json", PolicyFixtures.tiers)])
+        #expect(policy.loop == LoopSettings())
+        #expect(policy.allocation == AllocationSettings())
+        #expect(policy.dampening == DampeningSettings())
+        let standard = try #require(policy.tier(named: "standard"))
+        #expect(standard.weight == 1)
+        #expect(standard.ceiling == PerDimension(.unbounded))
+        #expect(standard.starvationGuard == Tier.defaultStarvationGuard)
+        #expect(policy.tierName(ofTenant: "unknown") == "standard")
+    }
+
+    @Test func quantitiesAcceptNumbersPercentagesAndUnbounded() throws {
+        let policy = try PolicyFixtures.load([
+            (
+                "tiers.json",
+                #"{"tiers": {"standard": {"priority": 0, "floor": "2.5%", "ceiling": {"rpm": "unbounded", "tpm": 90000}}}}"#
+            )
+        ])
+        let tier = try #require(policy.tier(named: "standard"))
+        #expect(tier.floor == PerDimension(.percent(2.5)))
+        #expect(tier.ceiling == PerDimension(rpm: .unbounded, tpm: .absolute(90000)))
+        #expect(Quantity.percent(2.5).resolved(capacity: 1000) == 25)
+    }
+
+    @Test func filesCombineByNameAcrossFiles() throws {
+        let policy = try PolicyFixtures.load([
+            ("tiers.json", PolicyFixtures.tiers),
+            ("tenants.json", #"{"tenants": {"acme": {"tier": "premium", "weight": 2, "ceiling": {"tpm": 5000}}}}"#),
+            ("upstreams.json", #"{"upstreams": {"p/m": {"capacity": {"rpm": 100}}}}"#),
+        ])
+        #expect(policy.tenant("acme")?.weight == 2)
+        #expect(policy.tenant("acme")?.ceiling == PerDimension(rpm: nil, tpm: .absolute(5000)))
+        #expect(policy.upstream("p/m")?.capacity == PerDimension(rpm: 100, tpm: nil))
+        #expect(policy.tierName(ofTenant: "acme") == "premium")
+    }
+
+    // MARK: One test per error kind
+
+    private static func only(_ issues: [PolicyIssue]) throws -> PolicyIssue {
+        #expect(issues.count == 1, "\(issues)")
+        return try #require(issues.first)
+    }
+
+    @Test func invalidJSONNamesFileAndPosition() throws {
+        let issue = try Self.only(PolicyFixtures.issues(with: "{\"loop\": {\"interval_s\": 5,}}", name: "broken.json"))
+        #expect(issue.file == "broken.json")
+        #expect(issue.path == "$")
+        #expect(issue.code == .invalidJSON)
+        #expect(issue.message.contains("line 1"))
+    }
+
+    @Test func unknownFieldSuggestsTheNearestName() throws {
+        let issue = try Self.only(
+            PolicyFixtures.issues(
+                with: #"{"tiers": {"gold": {"priority": 0, "flor": {"rpm": 5}}}}"#, name: "gold.json"))
+        #expect(issue.file == "gold.json")
+        #expect(issue.path == "$.tiers.gold.flor")
+        #expect(issue.code == .unknownField)
+        #expect(issue.message == #"unknown field "flor"; did you mean "floor"?"#)
+
+        let top = try Self.only(PolicyFixtures.issues(with: #"{"upstream": {}}"#))
+        #expect(top.path == "$.upstream")
+        #expect(top.message == #"unknown field "upstream"; did you mean "upstreams"?"#)
+
+        let dimension = try Self.only(
+            PolicyFixtures.issues(
+                with: #"{"tenants": {"t1": {"tier": "standard", "ceiling": {"rpn": 5}}}}"#))
+        #expect(dimension.path == "$.tenants.t1.ceiling.rpn")
+        #expect(dimension.message.contains(#"did you mean "rpm"?"#))
+    }
+
+    @Test func wrongTypeNamesExpectedAndActual() throws {
+        let issue = try Self.only(PolicyFixtures.issues(with: #"{"loop": {"interval_s": "5"}}"#))
+        #expect(issue.path == "$.loop.interval_s")
+        #expect(issue.code == .wrongType)
+        #expect(issue.message == "expected a number, got string")
+
+        let section = try Self.only(PolicyFixtures.issues(with: #"{"dampening": [1]}"#))
+        #expect(section.path == "$.dampening")
+        #expect(section.code == .wrongType)
+        #expect(section.message == "expected an object, got array")
+    }
+
+    @Test func negativeRateIsRejected() throws {
+        let issue = try Self.only(
+            PolicyFixtures.issues(
+                with: #"{"tenants": {"acme": {"tier": "premium", "floor": {"tpm": -5}}}}"#, name: "tenants.json"))
+        #expect(issue.file == "tenants.json")
+        #expect(issue.path == "$.tenants.acme.floor.tpm")
+        #expect(issue.code == .negative)
+        #expect(issue.message == "must not be negative (got -5)")
+    }
+
+    @Test func fractionsOutOfRangeAreRejected() throws {
+        let margin = try Self.only(PolicyFixtures.issues(with: #"{"allocation": {"safety_margin": 1.5}}"#))
+        #expect(margin.path == "$.allocation.safety_margin")
+        #expect(margin.code == .outOfRange)
+        #expect(margin.message == "must be at least 0 and below 1 (got 1.5)")
+
+        let percent = try Self.only(
+            PolicyFixtures.issues(
+                with: #"{"tiers": {"gold": {"priority": 0, "ceiling": {"rpm": "150%"}}}}"#))
+        #expect(percent.path == "$.tiers.gold.ceiling.rpm")
+        #expect(percent.code == .outOfRange)
+        #expect(percent.message == #"percentage out of range: "150%" (allowed 0% to 100%)"#)
+    }
+
+    @Test func floorAboveCeilingIsRejectedForTiersAndTenants() throws {
+        let tier = try Self.only(
+            PolicyFixtures.issues(
+                with: #"{"tiers": {"gold": {"priority": 0, "floor": {"rpm": "30%"}, "ceiling": {"rpm": "20%"}}}}"#))
+        #expect(tier.path == "$.tiers.gold.floor.rpm")
+        #expect(tier.code == .floorAboveCeiling)
+        #expect(tier.message == #"floor (30%) is above ceiling (20%)"#)
+
+        // The tenant's own floor against the ceiling it inherits from its tier.
+        let tenant = try Self.only(
+            PolicyFixtures.issues([
+                ("tiers.json", #"{"tiers": {"standard": {"priority": 2, "ceiling": {"rpm": 100}}}}"#),
+                ("tenants.json", #"{"tenants": {"acme": {"tier": "standard", "floor": {"rpm": 500}}}}"#),
+            ]))
+        #expect(tenant.file == "tenants.json")
+        #expect(tenant.path == "$.tenants.acme.floor.rpm")
+        #expect(tenant.message == #"floor (500) is above ceiling (100) (from tier "standard")"#)
+    }
+
+    @Test func floorAboveGuardMaxIsRejected() throws {
+        let issue = try Self.only(
+            PolicyFixtures.issues(
+                with: #"{"tiers": {"gold": {"priority": 0, "floor": {"tpm": "10%"}, "guard_max": "5%"}}}"#))
+        #expect(issue.path == "$.tiers.gold.floor.tpm")
+        #expect(issue.code == .invalidValue)
+        #expect(issue.message == "floor (10%) is above guard_max (5%): the engine could never honour it")
+    }
+
+    @Test func guardMinAboveGuardMaxIsRejected() throws {
+        let issue = try Self.only(
+            PolicyFixtures.issues(
+                with: #"{"tiers": {"gold": {"priority": 0, "guard_min": 50, "guard_max": {"rpm": 40}}}}"#))
+        #expect(issue.path == "$.tiers.gold.guard_min.rpm")
+        #expect(issue.code == .guardMinAboveGuardMax)
+        #expect(issue.message == "guard_min (50) is above guard_max (40)")
+    }
+
+    @Test func unknownTierIsRejectedForTenantsAndDefaultTier() throws {
+        let tenant = try Self.only(
+            PolicyFixtures.issues(
+                with: #"{"tenants": {"acme": {"tier": "premum"}}}"#, name: "tenants.json"))
+        #expect(tenant.file == "tenants.json")
+        #expect(tenant.path == "$.tenants.acme.tier")
+        #expect(tenant.code == .unknownTier)
+        #expect(tenant.message == #"unknown tier "premum"; did you mean "premium"?"#)
+
+        let fallback = try Self.only(
+            PolicyFixtures.issues([
+                ("tiers.json", #"{"default_tier": "gold", "tiers": {"standard": {"priority": 2}}}"#)
+            ]))
+        #expect(fallback.file == "tiers.json")
+        #expect(fallback.path == "$.default_tier")
+        #expect(fallback.code == .unknownTier)
+    }
+
+    @Test func duplicateDefinitionsNameBothFiles() throws {
+        let tier = try Self.only(
+            PolicyFixtures.issues(
+                with: #"{"tiers": {"premium": {"priority": 5}}}"#, name: "more-tiers.json"))
+        #expect(tier.file == "more-tiers.json")
+        #expect(tier.path == "$.tiers.premium")
+        #expect(tier.code == .duplicate)
+        #expect(tier.message == #"tier "premium" is defined in both 00-tiers.json and more-tiers.json"#)
+
+        let field = try Self.only(
+            PolicyFixtures.issues([
+                ("00-tiers.json", PolicyFixtures.tiers), ("a.json", #"{"loop": {"interval_s": 5}}"#),
+                ("b.json", #"{"loop": {"interval_s": 10}}"#),
+            ]))
+        #expect(field.file == "b.json")
+        #expect(field.path == "$.loop.interval_s")
+        #expect(field.message == #""loop.interval_s" is defined in both a.json and b.json"#)
+
+        let window = try Self.only(
+            PolicyFixtures.issues(
+                with: """
+                    {"tenants": {"acme": {"tier": "standard", "budgets": [{"window": "day", "amount": 5}, {"window": "day", "amount": 9}]}}}
+                    """))
+        #expect(window.path == "$.tenants.acme.budgets[1].window")
+        #expect(window.code == .duplicate)
+    }
+
+    @Test func missingRequiredFieldsAreNamed() throws {
+        let issues = PolicyFixtures.issues(
+            with: """
+                {"tiers": {"gold": {"weight": 2}}, "tenants": {"acme": {"weight": 2}},
+                 "upstreams": {"p/m": {"price": {"input_per_mtok": 1}}}}
+                """)
+        let missing = issues.filter { $0.code == .missingField }.map(\.path)
+        #expect(
+            missing == [
+                "$.tiers.gold.priority", #"$.upstreams["p/m"].capacity"#, #"$.upstreams["p/m"].price.output_per_mtok"#,
+                "$.tenants.acme.tier",
+            ])
+        #expect(issues.count == 4)
+    }
+
+    @Test func noTiersAtAllIsAnError() throws {
+        let issue = try Self.only(PolicyFixtures.issues([("engine.json", #"{"loop": {"interval_s": 5}}"#)]))
+        #expect(issue.path == "$.tiers")
+        #expect(issue.code == .missingField)
+    }
+
+    @Test func everyIssueIsReportedAtOnce() throws {
+        let issues = PolicyFixtures.issues(
+            with: """
+                {"loop": {"interval_s": -1, "lease": 5},
+                 "allocation": {"surplus": "share", "burst_reserve": 2},
+                 "tiers": {"gold": {"priority": 0.5, "mode": "enforced", "budgets": {"window": "day"}}},
+                 "task_budgets": {"realtme": {"max_calls": 1, "max_tokens": 1}}}
+                """)
+        let paths = issues.map(\.path)
+        #expect(
+            paths == [
+                "$.loop.lease", "$.loop.interval_s", "$.allocation.surplus", "$.allocation.burst_reserve",
+                "$.tiers.gold.priority", "$.tiers.gold.mode", "$.tiers.gold.budgets", "$.task_budgets.realtme",
+            ])
+        #expect(
+            issues.first { $0.path == "$.allocation.surplus" }?.message
+                == #"unknown value "share"; expected one of "distribute", "hold""#)
+        #expect(
+            issues.first { $0.path == "$.tiers.gold.mode" }?.message
+                == #"unknown value "enforced"; did you mean "enforce"?"#)
+        #expect(
+            issues.first { $0.path == "$.task_budgets.realtme" }?.message
+                == #"unknown task class "realtme"; did you mean "realtime"?"#)
+        #expect(issues.allSatisfy { $0.file == "extra.json" })
+    }
+
+    @Test func loadThrowsEveryIssue() {
+        #expect(throws: PolicyError.self) {
+            try PolicyFixtures.load([("a.json", #"{"tiers": {"x": {"priority": -1}}}"#)])
+        }
+        do {
+            _ = try Policy.load(
+                files: PolicyFixtures.files([
+                    ("a.json", "[]"), ("b.json", #"{"default_tier": "x", "tiers": {"x": {"priority": -1}}}"#),
+                ]))
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.issues.map(\.file) == ["a.json", "b.json"])
+            #expect(error.description.contains("b.json: $.tiers.x.priority: must be at least 0 (got -1)"))
+        }
+    }
+
+    @Test func budgetThresholdsMustBeOrdered() throws {
+        let issue = try Self.only(
+            PolicyFixtures.issues(
+                with: """
+                    {"tenants": {"acme": {"tier": "standard", "budgets": [{"window": "month", "amount": 100, "throttle": "120%", "hard": 110}]}}}
+                    """))
+        #expect(issue.path == "$.tenants.acme.budgets[0].throttle")
+        #expect(issue.message == "throttle (120%) is above hard (110)")
+    }
+
+    @Test func budgetsCombineTenantAndTier() throws {
+        let policy = try PolicyFixtures.load([
+            (
+                "tiers.json",
+                #"{"tiers": {"standard": {"priority": 2, "budgets": [{"window": "day", "amount": 10}, {"window": "month", "amount": 100}]}}}"#
+            ),
+            (
+                "tenants.json",
+                #"{"tenants": {"acme": {"tier": "standard", "budgets": [{"window": "day", "amount": 50}]}}}"#
+            ),
+        ])
+        let budgets = policy.budgets(ofTenant: "acme", tierName: "standard")
+        #expect(budgets.map(\.window) == [.day, .month])
+        #expect(budgets.map(\.amount) == [50, 100])
+        #expect(budgets[0].throttleAmount == 45)
+    }
+
+    // MARK: Budget windows
+
+    @Test func budgetWindowsAreUTCCalendarPeriods() {
+        let now = 1_795_316_400.0  // 2026-11-22T03:00:00Z
+        #expect(BudgetWindow.hour.interval(containing: now + 59) == (now, now + 3600))
+        #expect(BudgetWindow.day.interval(containing: now) == (1_795_305_600, 1_795_392_000))
+        #expect(BudgetWindow.month.interval(containing: now) == (1_793_491_200, 1_796_083_200))  // Nov 1 – Dec 1
+        let december = 1_796_083_200.0 + 86_400 * 10  // 2026-12-11
+        #expect(BudgetWindow.month.interval(containing: december) == (1_796_083_200, 1_798_761_600))  // – 2027-01-01
+        let leap = 1_709_164_800.0  // 2024-02-29T00:00:00Z
+        #expect(BudgetWindow.month.interval(containing: leap) == (1_706_745_600, 1_709_251_200))  // Feb 1 – Mar 1
+    }
+}

@@ -1,0 +1,272 @@
+import Testing
+
+@testable import AllotCore
+
+@Suite("Pool allocation: fair share, surplus, idle, degraded mode (SPEC 6.1–6.4)")
+struct PoolAllocationTests {
+    private static let bare = AllocationSettings(safetyMargin: 0, demandHeadroom: 0, surplus: .hold, burstReserve: 0)
+
+    private static func compute(
+        _ capacity: Double, _ claims: [AllocationClaim], settings: AllocationSettings = bare
+    ) -> PoolAllocation {
+        PoolAllocation.compute(capacityEstimate: capacity, settings: settings, claims: claims)
+    }
+
+    @Test func equalWeightsGetFairShares() {
+        let result = Self.compute(90, [AllocationClaim(), AllocationClaim(), AllocationClaim()])
+        #expect(result.allocations == [30, 30, 30])
+        #expect(result.reasons == [.fairShare, .fairShare, .fairShare])
+        #expect(result.level == 30)
+        #expect(result.unallocated == 0)
+        #expect(!result.degraded)
+    }
+
+    @Test func safetyMarginShrinksCapacity() {
+        var settings = Self.bare
+        settings.safetyMargin = 0.1
+        let result = Self.compute(100, [AllocationClaim(), AllocationClaim(weight: 2)], settings: settings)
+        #expect(result.capacity == 90)
+        #expect(result.allocations == [30, 60])
+    }
+
+    @Test func floorsAndCeilingsBind() {
+        let result = Self.compute(
+            100,
+            [AllocationClaim(floor: 50), AllocationClaim(ceiling: 10), AllocationClaim(), AllocationClaim()])
+        // Tenant 0 holds its floor 50; tenant 1 is capped at 10; the other two share 40.
+        #expect(result.allocations == [50, 10, 20, 20])
+        #expect(result.reasons == [.floor, .ceiling, .fairShare, .fairShare])
+        #expect(result.level == 20)
+    }
+
+    @Test func demandBelowFairShareIsMetAndTheRestShared() {
+        var settings = Self.bare
+        settings.demandHeadroom = 0.2
+        let result = Self.compute(
+            100, [AllocationClaim(demand: 10), AllocationClaim(demand: 500), AllocationClaim(demand: 500)],
+            settings: settings)
+        // hi_0 = 10 · 1.2 = 12; the others split 88.
+        #expect(result.allocations == [12, 44, 44])
+        #expect(result.reasons == [.demand, .fairShare, .fairShare])
+        #expect(result.upperBounds[0] == 12)
+    }
+
+    @Test func floorAboveDemandIsStillHeld() {
+        let result = Self.compute(100, [AllocationClaim(floor: 20, demand: 5), AllocationClaim(demand: 30)])
+        #expect(result.allocations == [20, 30])
+        #expect(result.reasons == [.floor, .demand])
+        #expect(result.unallocated == 50)
+    }
+
+    @Test func surplusHoldVersusDistribute() {
+        let claims = [AllocationClaim(demand: 10), AllocationClaim(weight: 2, demand: 20)]
+        let held = Self.compute(100, claims)
+        #expect(held.allocations == [10, 20])
+        #expect(held.reasons == [.demand, .demand])
+        #expect(held.level == 10)
+        #expect(held.unallocated == 70)
+        #expect(held.surplusLevel == nil)
+
+        var settings = Self.bare
+        settings.surplus = .distribute
+        let shared = Self.compute(100, claims, settings: settings)
+        // Surplus 70 by weight on top of the met demand: both end at level 100/3.
+        #expect(abs(shared.allocations[0] - 100.0 / 3) < 1e-12)
+        #expect(abs(shared.allocations[1] - 200.0 / 3) < 1e-12)
+        #expect(shared.reasons == [.surplus, .surplus])
+        #expect(shared.level == 10)
+        #expect(shared.allocatedTotal <= 100)
+
+        settings.burstReserve = 0.1
+        let reserved = Self.compute(100, claims, settings: settings)
+        // 10 % of the surplus (7) is held back for burst credits; 63 is distributed.
+        #expect(reserved.allocations == [31, 62])
+        #expect(reserved.burstReserve == 7)
+        #expect(reserved.unallocated == 7)
+    }
+
+    @Test func surplusRespectsCeilingsGuardMaxAndDebt() {
+        var settings = Self.bare
+        settings.surplus = .distribute
+        let result = Self.compute(
+            100,
+            [
+                AllocationClaim(ceiling: 15, demand: 10),
+                AllocationClaim(demand: 10, guardMax: 20),
+                AllocationClaim(demand: 10, receivesSurplus: false),
+                AllocationClaim(demand: 10),
+            ], settings: settings)
+        #expect(result.allocations == [15, 20, 10, 55])
+        #expect(result.reasons == [.surplus, .surplus, .demand, .surplus])
+        #expect(result.guardClamped == [false, false, false, false])
+    }
+
+    @Test func idleTenantsTakeTheirIdleAllocationFirst() {
+        let result = Self.compute(
+            100, [AllocationClaim(isIdle: true, idleAllocation: 4), AllocationClaim(), AllocationClaim(weight: 3)])
+        #expect(result.allocations == [4, 24, 72])
+        #expect(result.reasons == [.idle, .fairShare, .fairShare])
+        #expect(result.idleTotal == 4)
+    }
+
+    @Test func idleAllocationsAboveCapacityAreScaled() {
+        let result = Self.compute(
+            6,
+            [
+                AllocationClaim(isIdle: true, idleAllocation: 4), AllocationClaim(isIdle: true, idleAllocation: 8),
+                AllocationClaim(),
+            ])
+        #expect(result.allocations == [2, 4, 0])
+    }
+
+    @Test func degradedModeHonoursFloorsTierByTier() {
+        let claims = [
+            AllocationClaim(floor: 60, starvationGuard: 5, rank: 0),
+            AllocationClaim(floor: 40, starvationGuard: 5, rank: 0),
+            AllocationClaim(floor: 50, starvationGuard: 5, rank: 1),
+            AllocationClaim(floor: 30, starvationGuard: 5, rank: 2),
+        ]
+        // Σ lo = 180 > 150: guards 20, then rank 0 in full (90 more), rank 1 gets the last 40.
+        let result = Self.compute(150, claims)
+        #expect(result.degraded)
+        #expect(result.allocations == [60, 40, 45, 5])
+        #expect(result.reasons == [.degraded, .degraded, .degraded, .degraded])
+        #expect(result.level == 0)
+
+        // Capacity runs out inside rank 0: it shares the 80 left over in proportion to its floors above the guard.
+        let tight = Self.compute(100, claims)
+        #expect(abs(tight.allocations[0] - (5 + 55 * 80.0 / 90)) < 1e-12)
+        #expect(abs(tight.allocations[1] - (5 + 35 * 80.0 / 90)) < 1e-12)
+        #expect(Array(tight.allocations[2...]) == [5, 5])
+        #expect(tight.allocatedTotal <= 100)
+    }
+
+    @Test func degradedModeScalesGuardsThatExceedCapacity() {
+        let claims = (0..<4).map { _ in AllocationClaim(floor: 10, starvationGuard: 5) }
+        let result = Self.compute(10, claims)
+        #expect(result.degraded)
+        #expect(result.allocations == [2.5, 2.5, 2.5, 2.5])
+    }
+
+    @Test func guardrailsClampAndKeepTheUnclampedValue() {
+        // Fair shares would be 100/3 each; tenant 0 may not exceed 30 and tenant 1 may not be squeezed below 40.
+        let result = Self.compute(
+            100, [AllocationClaim(guardMax: 30), AllocationClaim(guardMin: 40), AllocationClaim()])
+        #expect(result.unclamped.map { ($0 * 3).rounded() } == [100, 100, 100])
+        #expect(result.allocations == [30, 40, 30])
+        #expect(result.guardClamped == [true, true, false])
+        #expect(result.reasons == [.guardrailClamped, .guardrailClamped, .fairShare])
+    }
+
+    @Test func guardMinDoesNotHoldCapacityATenantDoesNotWant() {
+        let result = Self.compute(100, [AllocationClaim(demand: 10, guardMin: 20), AllocationClaim(demand: 40)])
+        #expect(result.allocations == [10, 40])
+        #expect(result.guardClamped == [false, false])
+        #expect(result.reasons == [.demand, .demand])
+    }
+
+    @Test func infeasibleGuardMinsYieldToCapacity() {
+        // Two tenants each guarded at 60 of 100: the guards cannot all hold, so neither is clamped.
+        let result = Self.compute(100, [AllocationClaim(guardMin: 60), AllocationClaim(guardMin: 60)])
+        #expect(result.allocations == [50, 50])
+        #expect(result.guardClamped == [false, false])
+    }
+
+    @Test func budgetCapBindsOverFloor() {
+        let result = Self.compute(100, [AllocationClaim(floor: 40, budgetCap: 15), AllocationClaim()])
+        #expect(result.allocations == [15, 85])
+        #expect(result.reasons == [.budget, .fairShare])
+    }
+
+    @Test func zeroCapacity() {
+        let result = Self.compute(0, [AllocationClaim(), AllocationClaim(demand: 3)])
+        #expect(result.allocations == [0, 0])
+        #expect(!result.degraded)
+    }
+
+    // MARK: Properties
+
+    private static func randomClaims(_ random: inout SeededRandom, count: Int, ranks: Int) -> [AllocationClaim] {
+        (0..<count).map { _ in
+            let floor = random.chance(0.4) ? 0 : random.uniform(0...40)
+            return AllocationClaim(
+                weight: random.chance(0.3) ? 1 : random.logUniform(0.01, 100),
+                floor: floor,
+                ceiling: random.chance(0.5) ? .infinity : floor + random.uniform(0...150),
+                demand: random.chance(0.2) ? .infinity : random.uniform(0...200),
+                starvationGuard: random.uniform(0.1...3),
+                rank: Int.random(in: 0..<ranks, using: &random),
+                isIdle: random.chance(0.1),
+                idleAllocation: random.uniform(0...2))
+        }
+    }
+
+    @Test func randomPoolsNeverExceedCapacityAndRespectBounds() {
+        var random = SeededRandom(seed: 0xA110_7003)
+        for _ in 0..<3000 {
+            let claims = Self.randomClaims(&random, count: Int.random(in: 1...15, using: &random), ranks: 4)
+            var settings = AllocationSettings(
+                safetyMargin: random.uniform(0...0.3), demandHeadroom: random.uniform(0...0.5),
+                surplus: random.chance(0.5) ? .hold : .distribute, burstReserve: random.uniform(0...0.3))
+            if random.chance(0.2) { settings.burstReserve = 0 }
+            let capacity = random.uniform(0...800)
+            let result = PoolAllocation.compute(capacityEstimate: capacity, settings: settings, claims: claims)
+            #expect(result.allocatedTotal <= result.capacity)
+            #expect(result.allocations.allSatisfy { $0 >= 0 && $0.isFinite })
+            if !result.degraded {
+                for (i, claim) in claims.enumerated() where !claim.isIdle {
+                    #expect(result.allocations[i] >= min(claim.floor, claim.ceiling) * (1 - 1e-12) - 1e-12)
+                    #expect(result.allocations[i] <= max(claim.floor, claim.ceiling) * (1 + 1e-12) + 1e-12)
+                }
+            }
+        }
+    }
+
+    @Test func raisingCapacityNeverLowersAnyoneOutsideDegradedMode() {
+        var random = SeededRandom(seed: 0xA110_7004)
+        var compared = 0
+        for _ in 0..<3000 {
+            let claims = Self.randomClaims(&random, count: Int.random(in: 1...10, using: &random), ranks: 3)
+            let settings = AllocationSettings(
+                safetyMargin: 0, demandHeadroom: random.uniform(0...0.3),
+                surplus: random.chance(0.5) ? .hold : .distribute, burstReserve: 0)
+            let capacity = random.uniform(0...600)
+            let before = PoolAllocation.compute(capacityEstimate: capacity, settings: settings, claims: claims)
+            let after = PoolAllocation.compute(
+                capacityEstimate: capacity + random.uniform(0...200), settings: settings, claims: claims)
+            guard !before.degraded, !after.degraded else { continue }
+            compared += 1
+            for i in claims.indices {
+                #expect(after.allocations[i] >= before.allocations[i] * (1 - 1e-9) - 1e-9)
+            }
+        }
+        #expect(compared > 1000)
+    }
+
+    @Test func degradedModeKeepsTierOrderAndStarvesNobody() {
+        var random = SeededRandom(seed: 0xA110_7005)
+        var degradedCases = 0
+        for _ in 0..<3000 {
+            var claims = Self.randomClaims(&random, count: Int.random(in: 2...15, using: &random), ranks: 4)
+            for i in claims.indices {
+                claims[i].isIdle = false
+                claims[i].floor = random.uniform(1...60)
+                claims[i].ceiling = .infinity
+            }
+            let floors = claims.reduce(0) { $0 + $1.floor }
+            let capacity = random.uniform(0...floors)
+            let result = PoolAllocation.compute(capacityEstimate: capacity, settings: Self.bare, claims: claims)
+            guard result.degraded else { continue }
+            degradedCases += 1
+            #expect(result.allocatedTotal <= capacity)
+            #expect(result.allocations.allSatisfy { $0 > 0 })
+            // If any tenant of a rank got more than its guard, every tenant of a better rank holds its floor.
+            for (i, claim) in claims.enumerated() where result.allocations[i] > claim.starvationGuard * (1 + 1e-9) {
+                for (j, better) in claims.enumerated() where better.rank < claim.rank {
+                    #expect(result.allocations[j] >= better.floor * (1 - 1e-9))
+                }
+            }
+        }
+        #expect(degradedCases > 1000)
+    }
+}

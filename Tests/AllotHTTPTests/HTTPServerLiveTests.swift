@@ -1,0 +1,497 @@
+import AllotJSON
+import AllotLog
+import Foundation
+import Testing
+
+@testable import AllotHTTP
+
+/// The server over real sockets: keep-alive, pipelining, limits, timeouts, shutdown, long-polls.
+@Suite struct HTTPServerLiveTests {
+    @Test func keepAliveServesSeveralRequestsOnOneConnection() async throws {
+        try await withServer { port, server in
+            let bodies = try await onThread { () -> [String] in
+                let socket = try RawSocket(port: port)
+                var bodies: [String] = []
+                for id in ["a", "b", "c"] {
+                    try socket.send(get("/tenants/\(id)"))
+                    let response = try #require(try socket.readResponse())
+                    #expect(response.status == 200)
+                    #expect(response.header("Connection") == nil)
+                    bodies.append(response.text)
+                }
+                return bodies
+            }
+            #expect(bodies == [#"{"id":"a"}"#, #"{"id":"b"}"#, #"{"id":"c"}"#])
+            #expect(server.statistics.acceptedConnections == 1)
+            #expect(server.statistics.requests == 3)
+        }
+    }
+
+    @Test func pipelinedRequestsAreAnsweredInOrder() async throws {
+        try await withServer { port, _ in
+            let bodies = try await onThread { () -> [String] in
+                let socket = try RawSocket(port: port)
+                let batch =
+                    (1...5).map { get("/tenants/t\($0)") }.joined()
+                    + "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nping" + get("/hello")
+                try socket.send(batch)
+                var bodies: [String] = []
+                for _ in 0..<7 {
+                    bodies.append(try #require(try socket.readResponse()).text)
+                }
+                return bodies
+            }
+            #expect(bodies == (1...5).map { #"{"id":"t\#($0)"}"# } + ["ping", "hello"])
+        }
+    }
+
+    @Test func unknownRouteIs404JSON() async throws {
+        try await withServer { port, _ in
+            let response = try #require(try await exchange(port, get("/nowhere")))
+            #expect(response.status == 404)
+            #expect(response.header("Content-Type") == "application/json")
+            #expect(response.text == #"{"error":{"code":"not_found","message":"no route for /nowhere"}}"#)
+        }
+    }
+
+    @Test func wrongMethodIs405WithAllow() async throws {
+        try await withServer { port, _ in
+            let response = try #require(
+                try await exchange(port, "DELETE /hello HTTP/1.1\r\nHost: x\r\n\r\n"))
+            #expect(response.status == 405)
+            #expect(response.header("Allow") == "GET, HEAD")
+            #expect(errorParts(response).code == "method_not_allowed")
+        }
+    }
+
+    @Test func handlerErrorIs500JSONAndTheConnectionStaysUsable() async throws {
+        try await withServer { port, _ in
+            let (first, second) = try await onThread { () -> (RawResponse?, RawResponse?) in
+                let socket = try RawSocket(port: port)
+                try socket.send(get("/fail"))
+                let first = try socket.readResponse()
+                try socket.send(get("/hello"))
+                return (first, try socket.readResponse())
+            }
+            #expect(first?.status == 500)
+            #expect(first?.text == #"{"error":{"code":"internal_error","message":"internal server error"}}"#)
+            #expect(second?.text == "hello")
+        }
+    }
+
+    @Test func oversizedHeaderIs431ThenClose() async throws {
+        try await withServer(.test(maxHeaderBytes: 1024)) { port, _ in
+            let (response, closed) = try await onThread { () -> (RawResponse?, Bool) in
+                let socket = try RawSocket(port: port)
+                try socket.send(get("/hello", headers: "X-Big: \(String(repeating: "a", count: 2000))\r\n"))
+                return (try socket.readResponse(), try socket.isClosedByPeer())
+            }
+            #expect(response?.status == 431)
+            #expect(response?.header("Connection") == "close")
+            #expect(errorParts(response).code == "headers_too_large")
+            #expect(closed)
+        }
+    }
+
+    @Test func tooManyHeaderFieldsIs431() async throws {
+        try await withServer(.test(maxHeaderCount: 20)) { port, _ in
+            let fields = (0..<30).map { "X-F\($0): v\r\n" }.joined()
+            let response = try await exchange(port, get("/hello", headers: fields))
+            #expect(response?.status == 431)
+            #expect(errorParts(response).code == "too_many_headers")
+        }
+    }
+
+    @Test func oversizedBodyIs413WithoutReadingIt() async throws {
+        try await withServer(.test(maxBodyBytes: 1000)) { port, server in
+            let response = try await exchange(
+                port,
+                "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n" + String(repeating: "z", count: 5000))
+            #expect(response?.status == 413)
+            #expect(
+                response?.text
+                    == #"{"error":{"code":"body_too_large","message":"request body exceeds the limit of 1000 bytes","field":"Content-Length"}}"#
+            )
+            #expect(server.statistics.requests == 0)
+        }
+    }
+
+    @Test func oversizedChunkedBodyIs413() async throws {
+        try await withServer(.test(maxBodyBytes: 100)) { port, _ in
+            let chunk = String(repeating: "y", count: 80)
+            let response = try await exchange(
+                port,
+                "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n50\r\n\(chunk)\r\n50\r\n\(chunk)\r\n0\r\n\r\n"
+            )
+            #expect(response?.status == 413)
+        }
+    }
+
+    @Test func chunkedRequestBodyIsDecoded() async throws {
+        try await withServer { port, _ in
+            let response = try await exchange(
+                port,
+                "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nTrailer: x\r\n\r\n"
+            )
+            #expect(response?.status == 200)
+            #expect(response?.text == "hello world")
+        }
+    }
+
+    @Test func malformedRequestLineIs400ThenClose() async throws {
+        try await withServer { port, _ in
+            let (response, closed) = try await onThread { () -> (RawResponse?, Bool) in
+                let socket = try RawSocket(port: port)
+                try socket.send("GET /hello\r\nHost: x\r\n\r\n")
+                return (try socket.readResponse(), try socket.isClosedByPeer())
+            }
+            #expect(response?.status == 400)
+            #expect(errorParts(response).code == "malformed_request")
+            #expect(errorParts(response).message == "malformed request line")
+            #expect(closed)
+        }
+    }
+
+    @Test func unsupportedVersionIs505() async throws {
+        try await withServer { port, _ in
+            let response = try await exchange(port, "GET /hello HTTP/2.0\r\nHost: x\r\n\r\n")
+            #expect(response?.status == 505)
+            #expect(errorParts(response).code == "version_not_supported")
+        }
+    }
+
+    @Test func longTargetIs414() async throws {
+        try await withServer(.test(maxRequestLineBytes: 1000)) { port, _ in
+            let response = try await exchange(port, get("/" + String(repeating: "p", count: 1500)))
+            #expect(response?.status == 414)
+            #expect(errorParts(response).code == "uri_too_long")
+        }
+    }
+
+    @Test func http10ClosesAfterTheResponse() async throws {
+        try await withServer { port, _ in
+            let (response, closed) = try await onThread { () -> (RawResponse?, Bool) in
+                let socket = try RawSocket(port: port)
+                try socket.send("GET /hello HTTP/1.0\r\n\r\n")
+                return (try socket.readResponse(), try socket.isClosedByPeer())
+            }
+            #expect(response?.status == 200)
+            #expect(response?.header("Connection") == "close")
+            #expect(closed)
+        }
+    }
+
+    @Test func http10KeepAliveIsHonoured() async throws {
+        try await withServer { port, _ in
+            let responses = try await onThread { () -> [RawResponse?] in
+                let socket = try RawSocket(port: port)
+                try socket.send("GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+                let first = try socket.readResponse()
+                try socket.send("GET /hello HTTP/1.0\r\n\r\n")
+                return [first, try socket.readResponse()]
+            }
+            #expect(responses[0]?.header("Connection") == "keep-alive")
+            #expect(responses[1]?.header("Connection") == "close")
+        }
+    }
+
+    @Test func connectionCloseIsHonoured() async throws {
+        try await withServer { port, _ in
+            let (response, closed) = try await onThread { () -> (RawResponse?, Bool) in
+                let socket = try RawSocket(port: port)
+                try socket.send(get("/hello", headers: "Connection: close\r\n") + get("/hello"))
+                return (try socket.readResponse(), try socket.isClosedByPeer())
+            }
+            #expect(response?.text == "hello")
+            #expect(response?.header("Connection") == "close")
+            #expect(closed)
+        }
+    }
+
+    @Test func headSendsTheHeadOnly() async throws {
+        try await withServer { port, _ in
+            let (head, next) = try await onThread { () -> (RawResponse?, RawResponse?) in
+                let socket = try RawSocket(port: port)
+                try socket.send("HEAD /big?bytes=1000 HTTP/1.1\r\nHost: x\r\n\r\n" + get("/hello"))
+                return (try socket.readResponse(bodyless: true), try socket.readResponse())
+            }
+            #expect(head?.status == 200)
+            #expect(head?.header("Content-Length") == "1000")
+            #expect(next?.text == "hello")  // proves no body bytes were sent after the HEAD response
+        }
+    }
+
+    @Test func expectContinueGetsAnInterimResponseBeforeTheBody() async throws {
+        try await withServer { port, _ in
+            let (interim, final) = try await onThread { () -> (RawResponse?, RawResponse?) in
+                let socket = try RawSocket(port: port)
+                try socket.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n")
+                let interim = try socket.readResponse(bodyless: true)
+                try socket.send("abc")
+                return (interim, try socket.readResponse())
+            }
+            #expect(interim?.status == 100)
+            #expect(final?.status == 200)
+            #expect(final?.text == "abc")
+        }
+    }
+
+    @Test func expectContinueWithAnOversizedBodyIs413WithoutContinue() async throws {
+        try await withServer(.test(maxBodyBytes: 10)) { port, _ in
+            let response = try await exchange(
+                port, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\nExpect: 100-continue\r\n\r\n")
+            #expect(response?.status == 413)
+        }
+    }
+
+    @Test func slowClientIsTimedOutWhileAnotherIsServedPromptly() async throws {
+        try await withServer(.test(headerReadTimeout: .milliseconds(300))) { port, server in
+            let slow = try await onThread { () -> RawSocket in
+                let socket = try RawSocket(port: port)
+                try socket.send("GET /hello HTTP/1.1\r\nHo")
+                return socket
+            }
+            let clock = ContinuousClock()
+            let started = clock.now
+            let fast = try await exchange(port, get("/hello"))
+            let fastTook = clock.now - started
+            #expect(fast?.text == "hello")
+            #expect(fastTook < .milliseconds(250))
+            let (response, closed) = try await onThread { (try slow.readResponse(), try slow.isClosedByPeer()) }
+            #expect(response?.status == 408)
+            #expect(errorParts(response).code == "request_timeout")
+            #expect(closed)
+            #expect(server.statistics.timedOutConnections == 1)
+        }
+    }
+
+    @Test func idleConnectionIsClosedSilently() async throws {
+        try await withServer(.test(idleTimeout: .milliseconds(100))) { port, server in
+            let (first, closed) = try await onThread { () -> (RawResponse?, Bool) in
+                let socket = try RawSocket(port: port)
+                try socket.send(get("/hello"))
+                return (try socket.readResponse(), try socket.isClosedByPeer())
+            }
+            #expect(first?.text == "hello")
+            #expect(closed)
+            #expect(server.statistics.idleClosedConnections == 1)
+            #expect(server.statistics.timedOutConnections == 0)
+        }
+    }
+
+    @Test func connectionLimitAnswers503ThenCloses() async throws {
+        try await withServer(.test(maxConnections: 2)) { port, server in
+            let (held, refused, closed) = try await onThread { () -> ([RawSocket], RawResponse?, Bool) in
+                let held = try (0..<2).map { _ in try RawSocket(port: port) }
+                for socket in held {  // make sure both are accepted before the third connects
+                    try socket.send(get("/hello"))
+                    _ = try socket.readResponse()
+                }
+                let third = try RawSocket(port: port)
+                return (held, try third.readResponse(), try third.isClosedByPeer())
+            }
+            #expect(refused?.status == 503)
+            #expect(refused?.header("Retry-After") == "1")
+            #expect(errorParts(refused).code == "too_many_connections")
+            #expect(closed)
+            #expect(server.statistics.rejectedConnections == 1)
+            #expect(server.statistics.openConnections == 2)
+            // The held connections still work.
+            let again = try await onThread { () -> RawResponse? in
+                try held[0].send(get("/hello"))
+                return try held[0].readResponse()
+            }
+            #expect(again?.text == "hello")
+        }
+    }
+
+    @Test func heldLongPollDoesNotBlockOtherRequests() async throws {
+        let probe = HoldProbe()
+        try await withServer(router: .makeTest(probe: probe)) { port, _ in
+            let held = try await onThread { () -> RawSocket in
+                let socket = try RawSocket(port: port)
+                try socket.send(get("/hold"))
+                return socket
+            }
+            try await withDeadline(seconds: 5) { await probe.started.wait() }
+            for _ in 0..<3 {
+                #expect(try await exchange(port, get("/hello"))?.text == "hello")
+            }
+            probe.release.set()
+            let answer = try await onThread { try held.readResponse() }
+            #expect(answer?.text == "released")
+        }
+    }
+
+    @Test func clientDisconnectCancelsTheHeldHandler() async throws {
+        let probe = HoldProbe()
+        try await withServer(router: .makeTest(probe: probe)) { port, server in
+            let socket = try await onThread { () -> RawSocket in
+                let socket = try RawSocket(port: port)
+                try socket.send(get("/hold"))
+                return socket
+            }
+            try await withDeadline(seconds: 5) { await probe.started.wait() }
+            _ = socket  // keep it open until here
+            Glibc.shutdown(socket.fd, Int32(SHUT_RDWR))
+            try await withDeadline(seconds: 5) { await probe.cancelled.wait() }
+            #expect(probe.cancelled.isSet)
+            #expect(server.statistics.cancelledRequests == 1)
+        }
+    }
+
+    @Test func gracefulShutdownAnswersAHeldRequestAndClosesIdleOnes() async throws {
+        let probe = HoldProbe()
+        let server = HTTPServer(configuration: .test(), responder: Router.makeTest(probe: probe))
+        server.shutdownSignal.onShutdown { probe.release.set() }
+        let port = try await server.start()
+        let (held, idle) = try await onThread { () -> (RawSocket, RawSocket) in
+            let idle = try RawSocket(port: port)
+            try idle.send(get("/hello"))
+            _ = try idle.readResponse()
+            let held = try RawSocket(port: port)
+            try held.send(get("/hold"))
+            return (held, idle)
+        }
+        try await withDeadline(seconds: 5) { await probe.started.wait() }
+        let clock = ContinuousClock()
+        let started = clock.now
+        await server.shutdown(gracePeriod: .seconds(5))
+        #expect(clock.now - started < .seconds(2))
+        let (answer, heldClosed, idleClosed) = try await onThread {
+            (try held.readResponse(), try held.isClosedByPeer(), try idle.isClosedByPeer())
+        }
+        #expect(answer?.text == "released")
+        #expect(answer?.header("Connection") == "close")
+        #expect(heldClosed)
+        #expect(idleClosed)
+        #expect(!probe.cancelled.isSet)
+        #expect(server.statistics.openConnections == 0)
+        #expect(throws: RawSocket.Failure.self) { try RawSocket(port: port) }
+    }
+
+    @Test func shutdownAfterTheGracePeriodCancelsStragglers() async throws {
+        let probe = HoldProbe()
+        let server = HTTPServer(configuration: .test(), responder: Router.makeTest(probe: probe))
+        let port = try await server.start()
+        let held = try await onThread { () -> RawSocket in
+            let socket = try RawSocket(port: port)
+            try socket.send(get("/hold"))
+            return socket
+        }
+        try await withDeadline(seconds: 5) { await probe.started.wait() }
+        await server.shutdown(gracePeriod: .milliseconds(50))
+        try await withDeadline(seconds: 5) { await probe.cancelled.wait() }
+        #expect(try await onThread { try held.isClosedByPeer() })
+    }
+
+    @Test func largeResponseReachesASlowReaderThroughPartialWrites() async throws {
+        let size = 8 * 1024 * 1024
+        try await withServer { port, _ in
+            let (response, prefix) = try await onThread { () -> (RawResponse?, [UInt8]) in
+                let socket = try RawSocket(port: port)
+                socket.setReceiveBuffer(16 * 1024)
+                try socket.send(get("/big?bytes=\(size)"))
+                // Read the first megabyte slowly so the server's socket buffer fills and writes go partial.
+                let prefix = try socket.readExactly(1 << 20, chunk: 16 * 1024, pause: 0.0005)
+                let headEnd = prefix.firstRange(of: [13, 10, 13, 10])!.upperBound
+                let rest = try socket.readExactly(size - (prefix.count - headEnd))
+                return (
+                    RawResponse(status: 200, headers: [], body: Array(prefix[headEnd...]) + rest), Array(prefix[0..<16])
+                )
+            }
+            #expect(String(decoding: prefix, as: UTF8.self).hasPrefix("HTTP/1.1 200 OK"))
+            let body = try #require(response?.body)
+            #expect(body.count == size)
+            let intact = body == patternBytes(size)  // outside #expect: a failure must not print 8 MiB
+            #expect(intact)
+        }
+    }
+}
+
+@Suite struct HTTPServerLifecycleTests {
+    @Test func logHookReceivesServerEvents() async throws {
+        let events = Locked<[HTTPServerLogEvent]>([])
+        var configuration = HTTPServerConfiguration.test()
+        configuration.log = { event in events.withLock { $0.append(event) } }
+        let server = HTTPServer(configuration: configuration, responder: Router.makeTest())
+        let port = try await server.start()
+        _ = try await exchange(port, "BAD\r\n\r\n")
+        await server.shutdown(gracePeriod: .milliseconds(100))
+        let messages = events.withLock { $0 }.map(\.message)
+        #expect(messages.first == "listening")
+        #expect(messages.contains("malformed request"))
+        #expect(messages.last == "stopped")
+        let listening = events.withLock { $0 }.first
+        #expect(listening?.fields.first?.value == "127.0.0.1:\(port)")
+        #expect(listening?.level == .info)
+    }
+
+    @Test func loggingBridgeWritesJSONLines() async throws {
+        let sink = CapturingLogSink()
+        var configuration = HTTPServerConfiguration.test()
+        configuration.log = HTTPServerConfiguration.logging(to: Logger(label: "http", minimumLevel: .debug, sink: sink))
+        let server = HTTPServer(configuration: configuration, responder: Router.makeTest())
+        let port = try await server.start()
+        await server.shutdown(gracePeriod: .zero)
+        let first = try #require(sink.records.first ?? nil)
+        #expect(first["msg"]?.stringValue == "listening")
+        #expect(first["level"]?.stringValue == "info")
+        #expect(first["address"]?.stringValue == "127.0.0.1:\(port)")
+    }
+
+    @Test func severalEventLoopsShareThePortAndTheConnectionLimit() async throws {
+        var configuration = HTTPServerConfiguration.test(maxConnections: 6)
+        configuration.eventLoopCount = 3
+        let probe = HoldProbe()
+        try await withServer(configuration, router: .makeTest(probe: probe)) { port, server in
+            let outcome = try await onThread { () -> ([RawSocket], [Int]) in
+                var open: [RawSocket] = []
+                var statuses: [Int] = []
+                for _ in 0..<8 {
+                    let socket = try RawSocket(port: port)
+                    try socket.send(get("/hello"))
+                    statuses.append(try socket.readResponse()?.status ?? 0)
+                    open.append(socket)
+                }
+                return (open, statuses)
+            }
+            #expect(outcome.1 == [200, 200, 200, 200, 200, 200, 503, 503])
+            #expect(server.statistics.openConnections == 6)
+            #expect(server.statistics.rejectedConnections == 2)
+            _ = outcome.0
+        }
+    }
+
+    @Test func startTwiceIsAnError() async throws {
+        let server = HTTPServer(configuration: .test(), responder: Router.makeTest())
+        _ = try await server.start()
+        await #expect(throws: HTTPServerStateError.self) { try await server.start() }
+        await server.shutdown(gracePeriod: .zero)
+        await server.shutdown(gracePeriod: .zero)  // idempotent
+        #expect(server.shutdownSignal.isTriggered)
+    }
+
+    @Test func bindingAPortInUseFails() async throws {
+        let first = HTTPServer(configuration: .test(), responder: Router.makeTest())
+        let port = try await first.start()
+        var configuration = HTTPServerConfiguration.test()
+        configuration.port = port
+        let second = HTTPServer(configuration: configuration, responder: Router.makeTest())
+        await #expect(throws: SystemError.self) { try await second.start() }
+        await first.shutdown(gracePeriod: .zero)
+    }
+
+    @Test func shutdownSignalWakesWaitersAndCallbacks() async throws {
+        let signal = ShutdownSignal()
+        let called = Locked(0)
+        signal.onShutdown { called.withLock { $0 += 1 } }
+        async let waited: Void = signal.wait()
+        signal.trigger()
+        signal.trigger()
+        await waited
+        signal.onShutdown { called.withLock { $0 += 1 } }  // already triggered: runs at once
+        #expect(called.withLock { $0 } == 2)
+        #expect(signal.isTriggered)
+    }
+}

@@ -1,0 +1,195 @@
+import AllotSQLite
+import CSQLite
+import Foundation
+import Testing
+
+/// SPEC section 13: a database that is locked, full or gone yields errors, never a crash or a hang.
+@Suite struct DegradationTests {
+    @Test func aWriteLockHeldElsewhereGivesBusyAfterTheTimeout() throws {
+        let directory = try TemporaryDirectory.make()
+        let holder = try SQLiteConnection.make(in: directory)
+        try holder.execute("CREATE TABLE t(x)")
+        let waiter = try SQLiteConnection.make(
+            in: directory, configuration: SQLiteConfiguration(synchronous: .normal, busyTimeoutMilliseconds: 20))
+        try holder.execute("BEGIN IMMEDIATE; INSERT INTO t VALUES (1);")
+
+        let insert = #expect(throws: SQLiteError.self) { try waiter.run("INSERT INTO t VALUES (2)") }
+        #expect(insert?.isBusy == true)
+        #expect(insert?.isDatabaseUnavailable == true)
+        #expect(insert?.message == "database is locked")
+        let transaction = #expect(throws: SQLiteError.self) {
+            try waiter.transaction { try $0.run("INSERT INTO t VALUES (3)") }
+        }
+        #expect(transaction?.isBusy == true)
+        #expect(transaction?.sql == "BEGIN IMMEDIATE")
+        // WAL: reading is not blocked by the writer, and sees only committed data.
+        #expect(try waiter.count("t") == 0)
+        #expect(try waiter.probe(write: false) == ())
+        let probe = #expect(throws: SQLiteError.self) { try waiter.probe(write: true, lockTimeoutMilliseconds: 10) }
+        #expect(probe?.isBusy == true)
+
+        try holder.execute("COMMIT")
+        try waiter.run("INSERT INTO t VALUES (4)")
+        #expect(try waiter.queryAll("SELECT x FROM t ORDER BY x") { $0.int(0) } == [1, 4])
+        try waiter.probe(write: true)
+        #expect(try waiter.queryValue("PRAGMA busy_timeout")?.int64 == 20)  // restored after the probe
+    }
+
+    @Test func theActorReportsBusyToo() async throws {
+        let directory = try TemporaryDirectory.make()
+        let holder = try SQLiteConnection.make(in: directory)
+        try holder.execute("CREATE TABLE t(x)")
+        let queue = try DatabaseQueue(
+            path: directory.file(), configuration: SQLiteConfiguration(busyTimeoutMilliseconds: 10))
+        try holder.execute("BEGIN IMMEDIATE")
+        do {
+            try await queue.write { try $0.run("INSERT INTO t VALUES (1)") }
+            Issue.record("expected SQLITE_BUSY")
+        } catch let error as SQLiteError {
+            #expect(error.isBusy)
+        }
+        try holder.execute("ROLLBACK")
+        try await queue.write { try $0.run("INSERT INTO t VALUES (1)") }
+        #expect(try await queue.read { try $0.count("t") } == 1)
+    }
+
+    @Test func aFullDatabaseGivesFullAndTheConnectionStaysUsable() throws {
+        let directory = try TemporaryDirectory.make()
+        let connection = try SQLiteConnection.make(in: directory)
+        try connection.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, payload BLOB)")
+        try connection.run("INSERT INTO t(payload) VALUES (?)", [UInt8](repeating: 1, count: 100))
+        let pages = try #require(try connection.queryValue("PRAGMA page_count")?.int64)
+        try connection.execute("PRAGMA max_page_count = \(pages + 4)")
+
+        // One transaction of many rows: fails part-way with SQLITE_FULL and leaves nothing.
+        let error = #expect(throws: SQLiteError.self) {
+            try connection.transaction { connection in
+                for _ in 0..<100 {
+                    try connection.run("INSERT INTO t(payload) VALUES (?)", [UInt8](repeating: 2, count: 3000))
+                }
+            }
+        }
+        #expect(error?.isFull == true)
+        #expect(error?.isDatabaseUnavailable == true)
+        #expect(error?.message == "database or disk is full")
+        #expect(!connection.isInTransaction)
+        #expect(try connection.count("t") == 1)
+
+        // Still usable: reads work, small writes that fit work, and more room lets big ones through.
+        try connection.run("INSERT INTO t(payload) VALUES (?)", [UInt8](repeating: 3, count: 10))
+        #expect(try connection.count("t") == 2)
+        try connection.execute("PRAGMA max_page_count = 1000000")
+        try connection.transaction { connection in
+            for _ in 0..<100 {
+                try connection.run("INSERT INTO t(payload) VALUES (?)", [UInt8](repeating: 2, count: 3000))
+            }
+        }
+        #expect(try connection.count("t") == 102)
+        #expect(try connection.integrityProblems().isEmpty)
+    }
+
+    @Test func aDeletedDatabaseFileGivesErrorsNotCrashes() throws {
+        let directory = try TemporaryDirectory.make()
+        let connection = try SQLiteConnection.make(in: directory)
+        try connection.execute("CREATE TABLE t(x); INSERT INTO t VALUES (1);")
+        for suffix in ["", "-wal", "-shm"] {
+            try? FileManager.default.removeItem(atPath: directory.file() + suffix)
+        }
+        let probe = #expect(throws: SQLiteError.self) { try connection.probe() }
+        #expect(probe?.isDatabaseMoved == true)
+        #expect(probe?.isDatabaseUnavailable == true)
+        // In WAL mode SQLite would "commit" into the unlinked files; the transaction refuses.
+        let transaction = #expect(throws: SQLiteError.self) {
+            try connection.transaction { try $0.run("INSERT INTO t VALUES (3)") }
+        }
+        #expect(transaction?.isDatabaseMoved == true)
+        #expect(transaction?.isReadOnly == true)
+        #expect(transaction?.isDatabaseUnavailable == true)
+        #expect(
+            transaction?.message
+                == "the database file \(directory.file()) was deleted, moved or replaced while open; "
+                + "the transaction was rolled back"
+        )
+        #expect(!connection.isInTransaction)
+        #expect(try connection.count("t") == 1)
+        connection.close()
+    }
+
+    @Test func aReplacedDatabaseFileIsDetected() throws {
+        let directory = try TemporaryDirectory.make()
+        let connection = try SQLiteConnection.make(in: directory)
+        try connection.execute("CREATE TABLE t(x)")
+        try FileManager.default.moveItem(atPath: directory.file(), toPath: directory.file("moved.sqlite"))
+        _ = try SQLiteConnection.make(in: directory)  // a new, empty database where the old one was
+        let error = #expect(throws: SQLiteError.self) { try connection.probe() }
+        #expect(error?.isDatabaseMoved == true)
+    }
+
+    @Test func aFileThatIsNotADatabaseIsRefusedAtOpen() throws {
+        let directory = try TemporaryDirectory.make()
+        let garbage = Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
+        try garbage.write(to: URL(fileURLWithPath: directory.file()))
+        let error = #expect(throws: SQLiteError.self) { try SQLiteConnection(path: directory.file()) }
+        #expect(error?.code == SQLITE_NOTADB)
+        #expect(error?.isCorrupt == true)
+        #expect(error?.message == "cannot open \(directory.file()): file is not a database")
+    }
+
+    @Test func unopenablePathsAreRefused() throws {
+        let directory = try TemporaryDirectory.make()
+        let missingDirectory = #expect(throws: SQLiteError.self) {
+            try SQLiteConnection(path: directory.path + "/no/such/dir/db.sqlite")
+        }
+        #expect(missingDirectory?.isCannotOpen == true)
+        #expect(
+            missingDirectory?.message
+                == "cannot open \(directory.path)/no/such/dir/db.sqlite: unable to open database file")
+        let isDirectory = #expect(throws: SQLiteError.self) { try SQLiteConnection(path: directory.path) }
+        #expect(isDirectory?.isCannotOpen == true)
+        let readOnlyMissing = #expect(throws: SQLiteError.self) {
+            try SQLiteConnection(
+                path: directory.file("absent.sqlite"), configuration: SQLiteConfiguration(readOnly: true))
+        }
+        #expect(readOnlyMissing?.isCannotOpen == true)
+        let noCreate = #expect(throws: SQLiteError.self) {
+            try SQLiteConnection(
+                path: directory.file("absent.sqlite"), configuration: SQLiteConfiguration(create: false))
+        }
+        #expect(noCreate?.isCannotOpen == true)
+        #expect(!FileManager.default.fileExists(atPath: directory.file("absent.sqlite")))
+    }
+
+    @Test func aCorruptedDatabaseIsReported() throws {
+        let directory = try TemporaryDirectory.make()
+        do {
+            let connection = try SQLiteConnection.make(in: directory)
+            try connection.execute("CREATE TABLE t(x TEXT); CREATE INDEX t_x ON t(x);")
+            try connection.transaction { connection in
+                for index in 0..<2000 { try connection.run("INSERT INTO t VALUES (?)", "row \(index)") }
+            }
+            _ = try connection.checkpoint(.truncate)
+            connection.close()
+        }
+        // Overwrite everything after the first two pages (the header and the schema survive).
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: directory.file()))
+        try handle.seek(toOffset: 8192)
+        try handle.write(contentsOf: Data(repeating: 0x5A, count: 16384))
+        try handle.close()
+
+        let connection = try SQLiteConnection.make(in: directory)
+        var failures: [SQLiteError] = []
+        do {
+            let problems = try connection.integrityProblems()
+            #expect(!problems.isEmpty)
+        } catch {
+            failures.append(error)  // typed: integrityProblems throws only SQLiteError
+        }
+        do {
+            _ = try connection.queryAll("SELECT x FROM t") { $0.string(0) }
+        } catch let error as SQLiteError {
+            failures.append(error)
+        }
+        #expect(!failures.isEmpty)
+        #expect(failures.allSatisfy { $0.isCorrupt })
+    }
+}

@@ -1,2 +1,0 @@
--- placeholder, replaced by the store work
-CREATE TABLE IF NOT EXISTS allot_placeholder (id INTEGER PRIMARY KEY);
