@@ -40,7 +40,7 @@ public final class Enforcer: @unchecked Sendable {
         self.configuration = configuration
         self.telemetry = telemetry
         self.wakeHandler = wakeHandler
-        self.state = EnforcerState(configuration: configuration)
+        self.state = EnforcerState(configuration: configuration, reportsTelemetry: telemetry != nil)
     }
 
     private func mutate<Result>(_ body: (inout EnforcerState, inout Effects) -> Result) -> Result {

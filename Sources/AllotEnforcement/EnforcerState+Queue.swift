@@ -28,11 +28,14 @@ extension EnforcerState {
     ) -> Submission {
         checkLease(now: now, effects: &effects)
         let key = TenantKey(tenant: request.tenant, upstream: request.upstream)
-        let estimate = self.estimate(for: request, policy: table.policy(for: key))
+        let index = stateIndex(key, now: now)
+        let policy = index.map { states.values[$0].policy }
+        let estimate = self.estimate(for: request, policy: policy)
         var failure: Failure
-        switch evaluate(request, key: key, estimate: estimate, now: now, waiting: false) {
+        switch evaluate(request, key: key, at: index, estimate: estimate, now: now, waiting: false) {
         case .admit(let charge):
-            let ticket = admit(request, key: key, estimate: estimate, charge: charge, now: now, waited: 0)
+            let ticket = admit(
+                request, key: key, at: index!, estimate: estimate, charge: charge, now: now, waited: 0)
             return .decided(.admitted(ticket))
         case .deny(let denied):
             failure = denied
@@ -60,7 +63,7 @@ extension EnforcerState {
         let id = nextID
         nextID += 1
         let rank = request.taskClass.rank
-        let weight = table.policy(for: key).map { $0.queueWeight.isFinite ? max($0.queueWeight, 0.001) : 1 } ?? 1
+        let weight = policy.map { $0.queueWeight.isFinite ? max($0.queueWeight, 0.001) : 1 } ?? 1
         var account = queueAccounts[key] ?? QueueAccount()
         let tag = max(virtualTime(rank: rank), account.tag(rank: rank)) + 1 / weight
         account.setTag(tag, rank: rank)
@@ -124,12 +127,15 @@ extension EnforcerState {
                 }
                 continue
             }
-            switch evaluate(waiter.request, key: waiter.key, estimate: waiter.estimate, now: now, waiting: true) {
+            let index = stateIndex(waiter.key, now: now)
+            switch evaluate(
+                waiter.request, key: waiter.key, at: index, estimate: waiter.estimate, now: now, waiting: true)
+            {
             case .admit(let charge):
                 leaveQueue(waiter)
                 advanceVirtualTime(to: waiter.tag, rank: waiter.request.taskClass.rank)
                 let ticket = admit(
-                    waiter.request, key: waiter.key, estimate: waiter.estimate, charge: charge, now: now,
+                    waiter.request, key: waiter.key, at: index!, estimate: waiter.estimate, charge: charge, now: now,
                     waited: waited)
                 effects.decisions.append((waiter.onDecision, .admitted(ticket)))
             case .deny(let failure):
@@ -181,12 +187,14 @@ extension EnforcerState {
         leaveQueue(waiter)
         statistics.cancelledWhileQueued += 1
         let waited = now - waiter.enqueuedAt
-        effects.telemetry.append(
-            TelemetryEvent(
-                ts: now, gateway: configuration.gatewayID, tenant: waiter.request.tenant,
-                upstream: waiter.request.upstream, outcome: .queued, queueWait: waited,
-                estimatedTokens: waiter.estimate, taskClass: waiter.request.taskClass,
-                taskID: waiter.request.taskID, retry: waiter.request.retry))
+        if reportsTelemetry {
+            effects.telemetry.append(
+                TelemetryEvent(
+                    ts: now, gateway: configuration.gatewayID, tenant: waiter.request.tenant,
+                    upstream: waiter.request.upstream, outcome: .queued, queueWait: waited,
+                    estimatedTokens: waiter.estimate, taskClass: waiter.request.taskClass,
+                    taskID: waiter.request.taskID, retry: waiter.request.retry))
+        }
         var failure = waiter.failure
         failure.code = "cancelled"
         failure.message = "the caller stopped waiting"

@@ -45,8 +45,10 @@ struct ClassCounts: Sendable {
     var total: Int { counts.0 + counts.1 + counts.2 + counts.3 }
 }
 
-/// The buckets and counters of one (tenant, upstream).
+/// The buckets and counters of one (tenant, upstream), with the policy in force for it (kept here so that
+/// admission needs one dictionary lookup per request).
 struct TenantState: Sendable {
+    var policy: TenantPolicy
     var rpm: TokenBucket
     var tpm: TokenBucket
     /// Charged requests in flight: what `max_concurrency` bounds.
@@ -54,6 +56,7 @@ struct TenantState: Sendable {
     var credit: CreditState?
 
     init(policy: TenantPolicy, now: Double) {
+        self.policy = policy
         rpm = TokenBucket(parameters: policy.limits.rpm, now: now)
         tpm = TokenBucket(parameters: policy.limits.tpm, now: now)
         credit = policy.burstCredit.map { CreditState(grant: $0) }
@@ -65,9 +68,17 @@ struct TenantState: Sendable {
             && rpm.level(at: now) >= rpm.parameters.burst && tpm.level(at: now) >= tpm.parameters.burst
     }
 
+    /// Takes an admitted request's call and tokens from the buckets or the burst credit.
+    mutating func charge(_ charge: Charge, amount: Double, now: Double) {
+        inFlight += 1
+        if charge.rpmFromCredit { credit!.usedCalls += 1 } else { rpm.take(1, at: now) }
+        if charge.tpmFromCredit { credit!.usedTokens += amount } else { tpm.take(amount, at: now) }
+    }
+
     /// Applies a new policy's parameters at `instant` without refilling (``TokenBucket/retune(to:at:)``), and
     /// its burst credit: the same grant (same expiry) keeps what was used, a new grant starts unused.
     mutating func retune(to policy: TenantPolicy, at instant: Double) {
+        self.policy = policy
         rpm.retune(to: policy.limits.rpm, at: instant)
         tpm.retune(to: policy.limits.tpm, at: instant)
         if let grant = policy.burstCredit {
@@ -110,8 +121,25 @@ struct QueueAccount: Sendable {
 
 /// A `task_id`'s usage, for the runaway-task guard.
 struct TaskKey: Hashable, Sendable {
-    var tenant: String
-    var taskID: String
+    let tenant: String
+    let taskID: String
+    /// Hashed once: the key is looked up several times per request.
+    private let hash: Int
+
+    init(tenant: String, taskID: String) {
+        self.tenant = tenant
+        self.taskID = taskID
+        var hasher = Hasher()
+        hasher.combine(tenant)
+        hasher.combine(taskID)
+        hash = hasher.finalize()
+    }
+
+    static func == (lhs: TaskKey, rhs: TaskKey) -> Bool {
+        lhs.hash == rhs.hash && lhs.tenant == rhs.tenant && lhs.taskID == rhs.taskID
+    }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(hash) }
 }
 
 struct TaskUsage: Sendable {
@@ -200,6 +228,7 @@ struct Effects {
 struct EnforcerState {
     let configuration: GatewayConfiguration
     var table: LimitTable
+    typealias StateIndex = Dictionary<TenantKey, TenantState>.Index
     var states: [TenantKey: TenantState] = [:]
     /// Waiting counts and fair-queuing tags of the pairs that have waiters.
     var queueAccounts: [TenantKey: QueueAccount] = [:]
@@ -217,8 +246,12 @@ struct EnforcerState {
     var armedWake: Double? = nil
     var stateCollectionThreshold = 4_096
 
-    init(configuration: GatewayConfiguration) {
+    /// False when nobody receives telemetry: the events are then not even built.
+    let reportsTelemetry: Bool
+
+    init(configuration: GatewayConfiguration, reportsTelemetry: Bool = true) {
         self.configuration = configuration
+        self.reportsTelemetry = reportsTelemetry
         self.table = LimitTable.bootstrap(configuration)
     }
 
@@ -236,9 +269,9 @@ struct EnforcerState {
     /// Replaces the limits in force, retuning every known tenant's buckets at `instant` (no refill).
     mutating func install(_ newTable: LimitTable, at instant: Double) {
         table = newTable
-        for key in Array(states.keys) {
-            guard let policy = newTable.policy(for: key) else { continue }
-            states[key]!.retune(to: policy, at: instant)
+        for index in states.indices {
+            guard let policy = newTable.policy(for: states.keys[index]) else { continue }
+            states.values[index].retune(to: policy, at: instant)
         }
     }
 
@@ -276,10 +309,20 @@ struct EnforcerState {
     mutating func collectIdle(now: Double) {
         states = states.filter { queueAccounts[$0.key] != nil || !$0.value.isIdle(at: now) }
         stateCollectionThreshold = max(4_096, states.count * 2)
+        collectTasks(now: now)
+    }
+
+    /// Forgets tasks unseen for `taskIdleTimeout`, then the least recently seen beyond `maxTrackedTasks` (ties
+    /// broken by tenant and task id, so the result does not depend on dictionary order).
+    mutating func collectTasks(now: Double) {
         let horizon = now - configuration.taskIdleTimeout
         tasks = tasks.filter { $0.value.lastSeen >= horizon }
         if tasks.count > configuration.maxTrackedTasks {
-            let keep = tasks.sorted { $0.value.lastSeen > $1.value.lastSeen }.prefix(configuration.maxTrackedTasks)
+            let keep = tasks.sorted { lhs, rhs in
+                if lhs.value.lastSeen != rhs.value.lastSeen { return lhs.value.lastSeen > rhs.value.lastSeen }
+                return (lhs.key.tenant, lhs.key.taskID) < (rhs.key.tenant, rhs.key.taskID)
+            }
+            .prefix(configuration.maxTrackedTasks)
             tasks = Dictionary(uniqueKeysWithValues: keep.map { ($0.key, $0.value) })
         }
     }
@@ -300,11 +343,15 @@ struct EnforcerState {
         return max(0, request.promptTokens ?? 0) + Int(min(safeCompletion, 1e12))
     }
 
-    /// The tenant's state, created full on first sight (a new bucket starts at its burst).
-    mutating func ensureState(_ key: TenantKey, policy: TenantPolicy, now: Double) {
-        guard states[key] == nil else { return }
+    /// Where the tenant's state is, created full on first sight (a new bucket starts at its burst); nil when no
+    /// limits apply to it (no snapshot yet and no bootstrap limits). The index stays valid until `states` is
+    /// next inserted into or filtered.
+    mutating func stateIndex(_ key: TenantKey, now: Double) -> StateIndex? {
+        if let index = states.index(forKey: key) { return index }
+        guard let policy = table.policy(for: key) else { return nil }
         if states.count >= stateCollectionThreshold { collectIdle(now: now) }
         states[key] = TenantState(policy: policy, now: now)
+        return states.index(forKey: key)
     }
 
     /// Evaluates `request` against every limit, in the order: budget `deny`, circuit, task budget, queue order
@@ -316,18 +363,18 @@ struct EnforcerState {
     /// uncharged — exactly what enforcing would have denied, since a denied request would not have consumed
     /// anything either. Limits that are not the tenant's (an open circuit, the gateway's own cap) apply in
     /// every mode.
-    mutating func evaluate(
-        _ request: AdmissionRequest, key: TenantKey, estimate: Int, now: Double, waiting: Bool
+    func evaluate(
+        _ request: AdmissionRequest, key: TenantKey, at index: StateIndex?, estimate: Int, now: Double, waiting: Bool
     ) -> Verdict {
-        guard let policy = table.policy(for: key) else {
+        guard let index else {
             return .deny(
                 Failure(
                     limit: .noSnapshot, code: "no_snapshot",
                     message: "no allocation snapshot received yet", retryAfter: configuration.defaultRetryAfter,
                     fromRefill: false, shadowable: false))
         }
-        ensureState(key, policy: policy, now: now)
-        let tenantState = states[key]!
+        let tenantState = states.values[index]
+        let policy = tenantState.policy
         var shadowFailure: Failure?
 
         func check(_ failure: Failure) -> Verdict? {
@@ -345,7 +392,7 @@ struct EnforcerState {
                 retryAfter: table.refreshInterval, fromRefill: false, shadowable: true)
             if let verdict = check(failure) { return verdict }
         }
-        if let upstream = table.upstreams[key.upstream], upstream.circuitOpen,
+        if table.hasOpenCircuit, let upstream = table.upstreams[key.upstream], upstream.circuitOpen,
             upstream.shed.contains(request.taskClass.rawValue)
         {
             return .deny(
@@ -369,7 +416,9 @@ struct EnforcerState {
                 if let verdict = check(failure) { return verdict }
             }
         }
-        if !waiting, let account = queueAccounts[key], account.waiting.atOrAbove(request.taskClass.rank) > 0 {
+        if !waiting, !queueAccounts.isEmpty, let account = queueAccounts[key],
+            account.waiting.atOrAbove(request.taskClass.rank) > 0
+        {
             // Never overtake a waiting request of the same tenant and equal or higher priority: it would take the
             // tokens the waiter is accumulating for, and a large request could starve behind small ones.
             let ahead = waiters.first { $0.key == key && $0.request.taskClass.rank <= request.taskClass.rank }
@@ -461,7 +510,8 @@ struct EnforcerState {
 
     /// Charges an admitted request and records its ticket.
     mutating func admit(
-        _ request: AdmissionRequest, key: TenantKey, estimate: Int, charge: Charge, now: Double, waited: Double
+        _ request: AdmissionRequest, key: TenantKey, at index: StateIndex, estimate: Int, charge: Charge, now: Double,
+        waited: Double
     ) -> Ticket {
         let id = nextID
         nextID += 1
@@ -469,12 +519,10 @@ struct EnforcerState {
         var creditExpiry: Double?
         if charged {
             let amount = Double(estimate)
-            var state = states[key]!
-            state.inFlight += 1
-            if charge.rpmFromCredit { state.credit!.usedCalls += 1 } else { state.rpm.take(1, at: now) }
-            if charge.tpmFromCredit { state.credit!.usedTokens += amount } else { state.tpm.take(amount, at: now) }
-            if charge.rpmFromCredit || charge.tpmFromCredit { creditExpiry = state.credit?.grant.expiresAt }
-            states[key] = state
+            states.values[index].charge(charge, amount: amount, now: now)
+            if charge.rpmFromCredit || charge.tpmFromCredit {
+                creditExpiry = states.values[index].credit?.grant.expiresAt
+            }
             if let taskID = request.taskID {
                 let taskKey = TaskKey(tenant: key.tenant, taskID: taskID)
                 var usage = tasks[taskKey] ?? TaskUsage(lastSeen: now)
@@ -483,13 +531,13 @@ struct EnforcerState {
                 usage.lastSeen = max(usage.lastSeen, now)
                 tasks[taskKey] = usage
                 if tasks.count > configuration.maxTrackedTasks + configuration.maxTrackedTasks / 4 {
-                    collectIdle(now: now)
+                    collectTasks(now: now)
                 }
             }
         } else if let failure = charge.shadowFailure {
             statistics.shadowWouldDeny[failure.limit, default: 0] += 1
         }
-        upstreamInFlight[key.upstream, default: 0] += 1
+        if configuration.maxInFlightPerUpstream != nil { upstreamInFlight[key.upstream, default: 0] += 1 }
         statistics.admitted += 1
         if waited > 0 { statistics.admittedAfterWaiting += 1 }
         let ticket = Ticket(
@@ -507,7 +555,7 @@ struct EnforcerState {
         report: Bool, effects: inout Effects
     ) -> Denial {
         statistics.denied[failure.limit, default: 0] += 1
-        if report {
+        if report && reportsTelemetry {
             effects.telemetry.append(
                 TelemetryEvent(
                     ts: now, gateway: configuration.gatewayID, tenant: request.tenant, upstream: request.upstream,
@@ -527,7 +575,7 @@ struct EnforcerState {
     /// debt in the TPM bucket, under-spend is refunded up to the burst), and reports the attempt.
     mutating func complete(_ ticket: Ticket, _ result: AttemptResult, now: Double, effects: inout Effects) -> Bool {
         guard let record = tickets.removeValue(forKey: ticket.id) else { return false }
-        upstreamInFlight[record.key.upstream, default: 1] -= 1
+        if configuration.maxInFlightPerUpstream != nil { upstreamInFlight[record.key.upstream, default: 1] -= 1 }
         let outcome =
             result.outcome
             ?? ErrorClassifier.classify(status: result.status, errorType: result.errorType, body: result.errorBody)
@@ -538,7 +586,8 @@ struct EnforcerState {
             reconcile(record, actualTokens: actual, now: now)
         }
         statistics.completed += 1
-        effects.telemetry.append(
+        if reportsTelemetry {
+            effects.telemetry.append(
             TelemetryEvent(
                 ts: ticket.admittedAt, gateway: configuration.gatewayID, tenant: ticket.tenant,
                 upstream: ticket.upstream, outcome: outcome, status: result.status, latency: result.latency,
@@ -546,6 +595,7 @@ struct EnforcerState {
                 estimatedTokens: ticket.reservedTokens, taskClass: ticket.taskClass, taskID: ticket.taskID,
                 modelVersion: result.modelVersion, retry: ticket.retry,
                 headers: RateLimitHeaders.select(from: result.headers), errorType: result.errorType))
+        }
         pump(now: now, effects: &effects)
         return true
     }
@@ -553,16 +603,17 @@ struct EnforcerState {
     /// Hands back a ticket whose request was never sent: everything it reserved is returned.
     mutating func release(_ ticket: Ticket, now: Double, effects: inout Effects) -> Bool {
         guard let record = tickets.removeValue(forKey: ticket.id) else { return false }
-        upstreamInFlight[record.key.upstream, default: 1] -= 1
-        if record.charged, var state = states[record.key] {
-            state.inFlight -= 1
+        if configuration.maxInFlightPerUpstream != nil { upstreamInFlight[record.key.upstream, default: 1] -= 1 }
+        if record.charged, let index = states.index(forKey: record.key) {
+            states.values[index].inFlight -= 1
             if record.rpmFromCredit {
-                if state.credit?.grant.expiresAt == record.creditExpiry { state.credit!.usedCalls -= 1 }
+                if states.values[index].credit?.grant.expiresAt == record.creditExpiry {
+                    states.values[index].credit!.usedCalls -= 1
+                }
             } else {
-                state.rpm.refund(1, at: now)
+                states.values[index].rpm.refund(1, at: now)
             }
-            states[record.key] = state
-            refundTokens(record, record.estimate, now: now)
+            refundTokens(record, record.estimate, at: index, now: now)
             if let taskID = ticket.taskID {
                 let taskKey = TaskKey(tenant: record.key.tenant, taskID: taskID)
                 tasks[taskKey]?.calls -= 1
@@ -575,13 +626,14 @@ struct EnforcerState {
     }
 
     private mutating func reconcile(_ record: TicketRecord, actualTokens actual: Double, now: Double) {
-        states[record.key]?.inFlight -= 1
+        guard let index = states.index(forKey: record.key) else { return }
+        states.values[index].inFlight -= 1
         let delta = actual - record.estimate
         if delta > 0 {
-            states[record.key]?.tpm.take(delta, at: now)
+            states.values[index].tpm.take(delta, at: now)
             statistics.debtTokens += delta
         } else if delta < 0 {
-            refundTokens(record, -delta, now: now)
+            refundTokens(record, -delta, at: index, now: now)
         }
         if let taskID = record.ticket.taskID {
             let taskKey = TaskKey(tenant: record.key.tenant, taskID: taskID)
@@ -595,18 +647,17 @@ struct EnforcerState {
 
     /// Returns unused tokens to where they came from: the burst credit (if the same grant is still in force)
     /// or the TPM bucket, never above its burst.
-    private mutating func refundTokens(_ record: TicketRecord, _ amount: Double, now: Double) {
-        guard amount > 0, var state = states[record.key] else { return }
+    private mutating func refundTokens(_ record: TicketRecord, _ amount: Double, at index: StateIndex, now: Double) {
+        guard amount > 0 else { return }
         if record.tpmFromCredit {
-            if state.credit?.grant.expiresAt == record.creditExpiry {
-                state.credit!.usedTokens = max(0, state.credit!.usedTokens - amount)
+            if let credit = states.values[index].credit, credit.grant.expiresAt == record.creditExpiry {
+                states.values[index].credit!.usedTokens = max(0, credit.usedTokens - amount)
             }
         } else {
-            let before = state.tpm.level(at: now)
-            state.tpm.refund(amount, at: now)
-            statistics.refundedTokens += state.tpm.level - before
+            let before = states.values[index].tpm.level(at: now)
+            states.values[index].tpm.refund(amount, at: now)
+            statistics.refundedTokens += states.values[index].tpm.level - before
         }
-        states[record.key] = state
     }
 }
 

@@ -120,6 +120,17 @@ public final class Gateway: @unchecked Sendable {
         await onStop?()
     }
 
+    /// Waits until a first snapshot is enforced (for a readiness probe, or to hold traffic at start-up) or
+    /// `timeout` seconds have passed on the clock. True when a snapshot is enforced.
+    public func waitForSnapshot(timeout: Double) async -> Bool {
+        let deadline = clock.now + timeout
+        while enforcer.enforcedVersion == nil {
+            if clock.now >= deadline || Task.isCancelled { return false }
+            try? await clock.sleep(until: min(deadline, clock.now + 0.05))
+        }
+        return true
+    }
+
     // MARK: Admission
 
     /// Asks to dispatch a request: returns a ticket at once if the limits allow, else waits in the priority

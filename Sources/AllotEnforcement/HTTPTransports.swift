@@ -2,6 +2,7 @@ import AllotHTTP
 import AllotJSON
 import AllotProtocol
 import AllotTime
+import Foundation
 
 /// Fetches snapshots from `allot serve` (SPEC §7): `GET /v1/snapshot?gateway=ID&wait=S` with
 /// `If-None-Match: <version>` and `Authorization: Bearer <token>`; `200` carries a snapshot, `304` means the
@@ -38,11 +39,11 @@ public struct HTTPSnapshotTransport: SnapshotTransport {
         var headers: HTTPHeaders = ["Accept": "application/json"]
         if let knownVersion { headers.add(name: "If-None-Match", value: String(knownVersion)) }
         if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
-        let response: HTTPClientResponse
-        do {
-            response = try await client.get(url, headers: headers, timeout: .seconds(max(0, wait) + timeoutMargin))
-        } catch {
-            throw HTTPTransportSupport.transportError(error)
+        let client = self.client
+        let timeout = Duration.seconds(max(0, wait) + timeoutMargin)
+        let response = try await HTTPTransportSupport.abandonOnCancel {
+            [url, headers] () async throws(HTTPClientError) -> HTTPClientResponse in
+            try await client.get(url, headers: headers, timeout: timeout)
         }
         switch response.status.code {
         case 200:
@@ -81,13 +82,13 @@ public struct HTTPTelemetryTransport: TelemetryTransport {
     public func send(_ events: [TelemetryEvent]) async throws(TransportError) {
         var headers: HTTPHeaders = ["Content-Type": "application/json", "Accept": "application/json"]
         if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
-        let response: HTTPClientResponse
-        do {
-            response = try await client.post(
-                baseURL + "/v1/telemetry", body: TelemetryEvent.encodeBatch(events), headers: headers,
-                timeout: .seconds(timeout))
-        } catch {
-            throw HTTPTransportSupport.transportError(error)
+        let client = self.client
+        let url = baseURL + "/v1/telemetry"
+        let body = TelemetryEvent.encodeBatch(events)
+        let timeout = Duration.seconds(self.timeout)
+        let response = try await HTTPTransportSupport.abandonOnCancel {
+            [headers] () async throws(HTTPClientError) -> HTTPClientResponse in
+            try await client.post(url, body: body, headers: headers, timeout: timeout)
         }
         guard (200..<300).contains(response.status.code) else {
             throw HTTPTransportSupport.statusError(response)
@@ -97,6 +98,35 @@ public struct HTTPTelemetryTransport: TelemetryTransport {
 
 /// URL building and error mapping shared by the HTTP transports.
 enum HTTPTransportSupport {
+    /// Runs `request` in a task of its own that is never cancelled, and stops waiting for it (throwing
+    /// `cancelled`) when the calling task is cancelled; the abandoned request ends by its own timeout, or when
+    /// the HTTP client is shut down (``Gateway/stop()`` does that).
+    ///
+    /// Why not let cancellation reach `HTTPClient.execute`: as of this writing it can lose a request's answer
+    /// when the task is cancelled just as the request starts (the cancellation completes the request on the
+    /// event loop before the continuation's completion closure is installed), and the caller then waits
+    /// forever. Gateways cancel exactly then: `stop()` often lands as a new long-poll begins.
+    static func abandonOnCancel(
+        _ request: @escaping @Sendable () async throws(HTTPClientError) -> HTTPClientResponse
+    ) async throws(TransportError) -> HTTPClientResponse {
+        let answer = OneShotAnswer()
+        if Task.isCancelled { throw cancelled }
+        Task {
+            do throws(HTTPClientError) {
+                answer.deliver(.success(try await request()))
+            } catch {
+                answer.deliver(.failure(transportError(error)))
+            }
+        }
+        return try await withTaskCancellationHandler {
+            await answer.wait()
+        } onCancel: {
+            answer.deliver(.failure(cancelled))
+        }.get()
+    }
+
+    static let cancelled = TransportError(.unreachable, "cancelled")
+
     static func trimmed(_ baseURL: String) -> String {
         var url = baseURL
         while url.hasSuffix("/") { url.removeLast() }
@@ -201,5 +231,37 @@ extension Gateway {
             telemetryTransport: HTTPTelemetryTransport(baseURL: baseURL, token: token, client: client),
             clientConfiguration: clientConfiguration, reporterConfiguration: reporterConfiguration,
             onStop: { await client.shutdown() })
+    }
+}
+
+/// The first of several possible answers, delivered to one waiter whichever comes first (the answer or the
+/// waiter).
+///
+/// `@unchecked Sendable`: `result` and `waiter` are only touched while holding `lock`, and the continuation is
+/// resumed after it is released.
+private final class OneShotAnswer: @unchecked Sendable {
+    private let lock = NSLock()
+    private var result: Result<HTTPClientResponse, TransportError>?
+    private var waiter: CheckedContinuation<Result<HTTPClientResponse, TransportError>, Never>?
+
+    func deliver(_ answer: Result<HTTPClientResponse, TransportError>) {
+        let continuation: CheckedContinuation<Result<HTTPClientResponse, TransportError>, Never>? = lock.withLock {
+            guard result == nil else { return nil }
+            result = answer
+            defer { waiter = nil }
+            return waiter
+        }
+        continuation?.resume(returning: answer)
+    }
+
+    func wait() async -> Result<HTTPClientResponse, TransportError> {
+        await withCheckedContinuation { continuation in
+            let ready: Result<HTTPClientResponse, TransportError>? = lock.withLock {
+                if let result { return result }
+                waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
     }
 }

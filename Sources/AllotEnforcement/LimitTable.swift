@@ -2,8 +2,26 @@ import AllotProtocol
 
 /// A (tenant, upstream) pair: the unit Allot allocates and a gateway's buckets are kept for.
 struct TenantKey: Hashable, Sendable {
-    var tenant: String
-    var upstream: String
+    let tenant: String
+    let upstream: String
+    /// Hashed once: the key is looked up several times per request, and hashing two strings each time was
+    /// most of admission's cost.
+    private let hash: Int
+
+    init(tenant: String, upstream: String) {
+        self.tenant = tenant
+        self.upstream = upstream
+        var hasher = Hasher()
+        hasher.combine(tenant)
+        hasher.combine(upstream)
+        hash = hasher.finalize()
+    }
+
+    static func == (lhs: TenantKey, rhs: TenantKey) -> Bool {
+        lhs.hash == rhs.hash && lhs.tenant == rhs.tenant && lhs.upstream == rhs.upstream
+    }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(hash) }
 }
 
 /// What is in force for one (tenant, upstream): the snapshot's entry reduced to what admission reads.
@@ -32,6 +50,9 @@ struct LimitTable: Sendable {
     var taskBudgets: PerTaskClass<TaskBudget?>
     /// When only a new snapshot can change a denial (budget, circuit, zero allocation), retry after this.
     var refreshInterval: Double
+
+    /// Whether any upstream's circuit is open (admission skips the upstream lookup otherwise).
+    private(set) var hasOpenCircuit = false
 
     var version: Int64? { snapshot?.version }
 
@@ -72,7 +93,8 @@ struct LimitTable: Sendable {
             snapshot: snapshot, inFallback: false, tenants: tenants,
             defaultPolicy: defaultPolicy(snapshot.defaultLimits, configuration),
             upstreams: upstreams(snapshot), taskBudgets: taskBudgets(snapshot),
-            refreshInterval: refreshInterval(snapshot, configuration))
+            refreshInterval: refreshInterval(snapshot, configuration)
+        ).indexed()
     }
 
     /// The snapshot's `fallback` floors, for after its lease. Floors replace the rates; what is not a rate
@@ -101,13 +123,21 @@ struct LimitTable: Sendable {
             snapshot: snapshot, inFallback: true, tenants: tenants,
             defaultPolicy: defaultPolicy(snapshot.fallback.defaultLimits, configuration),
             upstreams: upstreams(snapshot), taskBudgets: taskBudgets(snapshot),
-            refreshInterval: refreshInterval(snapshot, configuration))
+            refreshInterval: refreshInterval(snapshot, configuration)
+        ).indexed()
     }
 
     private static func defaultPolicy(_ limits: RateLimits, _ configuration: GatewayConfiguration) -> TenantPolicy {
         TenantPolicy(
             limits: limits, queueWeight: 1, shadow: false, maxConcurrency: configuration.defaultMaxConcurrency,
             tokenEstimate: nil, deny: nil, burstCredit: nil)
+    }
+
+    /// The table with ``hasOpenCircuit`` filled in.
+    private func indexed() -> LimitTable {
+        var table = self
+        table.hasOpenCircuit = upstreams.values.contains { $0.circuitOpen }
+        return table
     }
 
     private static func upstreams(_ snapshot: Snapshot) -> [String: UpstreamEntry] {

@@ -39,7 +39,8 @@ import Testing
         server.stub.publish(Self.snapshot(version: 1, lease: 60))
         let gateway = try makeGateway(server, collector: EventCollector())
         gateway.start()
-        #expect(await eventually { gateway.enforcer.enforcedVersion == 1 })
+        #expect(await gateway.waitForSnapshot(timeout: 5))
+        #expect(gateway.enforcer.enforcedVersion == 1)
         // The next poll is held with If-None-Match: 1 until version 2 is published.
         #expect(await eventually { server.stub.snapshotRequests.contains { $0.ifNoneMatch == "1" && $0.status == 0 } })
         server.stub.publish(Self.snapshot(version: 2, lease: 60))
@@ -100,6 +101,7 @@ import Testing
         server.stub.publish(Self.snapshot(version: 1, lease: 60))
         let gateway = try makeGateway(server, token: "wrong", collector: EventCollector())
         gateway.start()
+        #expect(await !gateway.waitForSnapshot(timeout: 0.1))
         #expect(await eventually { await gateway.snapshotClient!.status.consecutiveFailures >= 2 })
         let status = await gateway.snapshotClient!.status
         #expect(status.lastError == "status: unauthorized: missing or invalid bearer token (HTTP 401)")
