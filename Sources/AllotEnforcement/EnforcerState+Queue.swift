@@ -29,8 +29,7 @@ extension EnforcerState {
         checkLease(now: now, effects: &effects)
         let key = TenantKey(tenant: request.tenant, upstream: request.upstream)
         let index = stateIndex(key, now: now)
-        let policy = index.map { states.values[$0].policy }
-        let estimate = self.estimate(for: request, policy: policy)
+        let estimate = self.estimate(for: request, learned: index.flatMap { states.values[$0].policy.tokenEstimate })
         var failure: Failure
         switch evaluate(request, key: key, at: index, estimate: estimate, now: now, waiting: false) {
         case .admit(let charge):
@@ -63,7 +62,7 @@ extension EnforcerState {
         let id = nextID
         nextID += 1
         let rank = request.taskClass.rank
-        let weight = policy.map { $0.queueWeight.isFinite ? max($0.queueWeight, 0.001) : 1 } ?? 1
+        let weight = index.map { states.values[$0].policy.queueWeight }.map { $0.isFinite ? max($0, 0.001) : 1 } ?? 1
         var account = queueAccounts[key] ?? QueueAccount()
         let tag = max(virtualTime(rank: rank), account.tag(rank: rank)) + 1 / weight
         account.setTag(tag, rank: rank)

@@ -306,9 +306,15 @@ struct EnforcerState {
 
     /// Forgets tenant states that are full and idle, and tasks unseen for `taskIdleTimeout` (then the least
     /// recently seen beyond `maxTrackedTasks`), so memory follows the active set, not every tenant ever seen.
+    ///
+    /// Idle states are removed in place, so the dictionary keeps its capacity and the active set does not pay
+    /// for re-growing it; the next collection on growth waits until twice the larger of the listed tenants
+    /// and what survived, so a gateway with many active tenants does not collect on every new one.
     mutating func collectIdle(now: Double) {
-        states = states.filter { queueAccounts[$0.key] != nil || !$0.value.isIdle(at: now) }
-        stateCollectionThreshold = max(4_096, states.count * 2)
+        var idle: [TenantKey] = []
+        for (key, state) in states where queueAccounts[key] == nil && state.isIdle(at: now) { idle.append(key) }
+        for key in idle { states.removeValue(forKey: key) }
+        stateCollectionThreshold = max(4_096, 2 * table.tenants.count, 2 * states.count)
         collectTasks(now: now)
     }
 
@@ -331,10 +337,10 @@ struct EnforcerState {
 
     /// Reservation for a request: the caller's estimate, else prompt + the snapshot's learned completion
     /// percentile, else prompt + the configured default.
-    func estimate(for request: AdmissionRequest, policy: TenantPolicy?) -> Int {
+    func estimate(for request: AdmissionRequest, learned: TokenEstimate?) -> Int {
         if let estimated = request.estimatedTokens { return max(0, estimated) }
         let completion: Double
-        if let learned = policy?.tokenEstimate {
+        if let learned {
             completion = configuration.estimatePercentile == .p50 ? learned.p50 : learned.p95
         } else {
             completion = Double(configuration.defaultCompletionEstimate)

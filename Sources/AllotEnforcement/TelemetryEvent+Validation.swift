@@ -23,9 +23,9 @@ extension TelemetryEvent {
     /// `[A-Za-z0-9._:/@+-]`, or a `ts` that is not finite).
     public func validated() -> TelemetryEvent? {
         guard ts.isFinite,
-            Self.isIdentifier(tenant, extra: "._:-"),
-            Self.isIdentifier(gateway, extra: "._:-/"),
-            Self.isIdentifier(upstream, extra: "._:-/@+")
+            Self.isIdentifier(tenant, Self.tenantBytes),
+            Self.isIdentifier(gateway, Self.gatewayBytes),
+            Self.isIdentifier(upstream, Self.upstreamBytes)
         else { return nil }
         var event = self
         if let value = status, !(100...599).contains(value) { event.status = nil }
@@ -35,34 +35,47 @@ extension TelemetryEvent {
         event.completionTokens = Self.tokens(completionTokens)
         event.estimatedTokens = Self.tokens(estimatedTokens)
         event.retry = min(max(retry, 0), Self.maxRetry)
-        event.taskID = Self.label(taskID)
-        event.modelVersion = Self.label(modelVersion)
-        event.errorType = Self.label(errorType)
-        if !headers.isEmpty {
-            event.headers = Array(
-                headers.lazy.filter { header in
-                    !header.name.isEmpty && header.name.utf8.count <= Self.maxHeaderNameBytes
-                        && header.value.utf8.count <= Self.maxHeaderValueBytes
-                        && header.name.utf8.allSatisfy(Self.isTokenByte)
-                        && !header.value.utf8.contains(where: Self.isControl)
-                }
-                .prefix(Self.maxHeaders))
+        if taskID != nil { event.taskID = Self.label(taskID) }
+        if modelVersion != nil { event.modelVersion = Self.label(modelVersion) }
+        if errorType != nil { event.errorType = Self.label(errorType) }
+        if !headers.isEmpty && (headers.count > Self.maxHeaders || !headers.allSatisfy(Self.isValidHeader)) {
+            event.headers = Array(headers.lazy.filter(Self.isValidHeader).prefix(Self.maxHeaders))
         }
         return event
     }
 
-    static func isIdentifier(_ text: String, extra: StaticString) -> Bool {
-        let bytes = text.utf8
-        guard !bytes.isEmpty, bytes.count <= maxIdentifierBytes else { return false }
-        return bytes.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"):
-                return true
-            default:
-                return extra.withUTF8Buffer { $0.contains(byte) }
-            }
+    /// Allowed bytes per identifier, one table lookup per byte: tenant `[A-Za-z0-9._:-]` (SPEC §3), gateway
+    /// also `/`, upstream also `/@+`.
+    static let tenantBytes = byteTable(extra: "._:-")
+    static let gatewayBytes = byteTable(extra: "._:-/")
+    static let upstreamBytes = byteTable(extra: "._:-/@+")
+    /// RFC 9110 token characters, the only ones a header name may contain.
+    static let tokenBytes = byteTable(extra: "!#$%&'*+-.^_`|~")
+
+    private static func byteTable(extra: String) -> [Bool] {
+        var allowed = [Bool](repeating: false, count: 256)
+        for byte in UInt8(ascii: "a")...UInt8(ascii: "z") { allowed[Int(byte)] = true }
+        for byte in UInt8(ascii: "A")...UInt8(ascii: "Z") { allowed[Int(byte)] = true }
+        for byte in UInt8(ascii: "0")...UInt8(ascii: "9") { allowed[Int(byte)] = true }
+        for byte in extra.utf8 { allowed[Int(byte)] = true }
+        return allowed
+    }
+
+    static func isIdentifier(_ text: String, _ allowed: [Bool]) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in
+            !bytes.isEmpty && bytes.count <= maxIdentifierBytes && bytes.allSatisfy { allowed[Int($0)] }
         }
+    }
+
+    private static func isValidHeader(_ header: ResponseHeader) -> Bool {
+        var name = header.name
+        var value = header.value
+        let nameOK = name.withUTF8 { bytes in
+            !bytes.isEmpty && bytes.count <= maxHeaderNameBytes && bytes.allSatisfy { tokenBytes[Int($0)] }
+        }
+        return nameOK
+            && value.withUTF8 { bytes in bytes.count <= maxHeaderValueBytes && !bytes.contains(where: isControl) }
     }
 
     private static func duration(_ seconds: Double?) -> Double? {
@@ -75,23 +88,14 @@ extension TelemetryEvent {
     }
 
     private static func label(_ text: String?) -> String? {
-        guard let text, !text.isEmpty, text.utf8.count <= maxLabelBytes, !text.utf8.contains(where: isControl)
-        else { return nil }
-        return text
+        guard var text else { return nil }
+        let valid = text.withUTF8 { bytes in
+            !bytes.isEmpty && bytes.count <= maxLabelBytes && !bytes.contains(where: isControl)
+        }
+        return valid ? text : nil
     }
 
     private static func isControl(_ byte: UInt8) -> Bool { byte < 0x20 || byte == 0x7F }
-
-    /// RFC 9110 token characters, the only ones a header name may contain.
-    private static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        default:
-            return "!#$%&'*+-.^_`|~".utf8.contains(byte)
-        }
-    }
 }
 
 /// Picks the rate-limit headers out of an upstream response, for telemetry's `headers` (SPEC §3: "the upstream's

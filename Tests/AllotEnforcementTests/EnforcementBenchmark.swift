@@ -30,14 +30,14 @@ struct EnforcementBenchmark {
             })
     }
 
-    @Test("tryAdmit + complete, 10,000 tenants")
-    func admitAndComplete() {
+    @Test("tryAdmit + complete", arguments: [50, 10_000])
+    func admitAndComplete(tenants: Int) {
         let enforcer = Enforcer(configuration: GatewayConfiguration(gatewayID: "gw-1"), telemetry: nil)
-        enforcer.apply(Self.snapshot(tenants: 10_000), now: 1_000)
-        let requests = (0..<10_000).map { AdmissionRequest.make("t\($0)", tokens: 500, taskID: "task-\($0 % 977)") }
+        enforcer.apply(Self.snapshot(tenants: tenants), now: 1_000)
+        let requests = (0..<tenants).map { AdmissionRequest.make("t\($0)", tokens: 500, taskID: "task-\($0 % 977)") }
         let result = AttemptResult(status: 200, promptTokens: 300, completionTokens: 150, latency: 0.4)
         var now = 1_000.0
-        measure("tryAdmit+complete", iterations: 100_000) {
+        measure("tryAdmit+complete, \(tenants) tenants", iterations: 100_000) {
             for index in 0..<100_000 {
                 now += 0.000_01
                 if let ticket = enforcer.tryAdmit(requests[index % requests.count], now: now).ticket {
