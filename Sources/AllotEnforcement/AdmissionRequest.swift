@@ -1,3 +1,4 @@
+import AllotCore
 import AllotSignals
 
 /// A request a gateway wants to dispatch to an upstream, as it asks for admission.

@@ -54,7 +54,7 @@ public struct EnforcementStatus: Sendable, Equatable {
 }
 
 /// One tenant's enforcement state on one upstream, for inspection (tests, simulators, a gateway's debug page).
-public struct TenantStatus: Sendable, Equatable {
+public struct TenantEnforcementStatus: Sendable, Equatable {
     /// The limits in force (the snapshot's entry, `default`, or `fallback`).
     public var limits: RateLimits
     /// Whether the snapshot lists the tenant (false: `default` applies).

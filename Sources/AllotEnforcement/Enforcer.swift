@@ -4,7 +4,7 @@ import Foundation
 /// Receives telemetry events as the enforcer produces them: ``TelemetryReporter`` (batched to Allot over a
 /// ``TelemetryTransport``), or a simulator's own collector. Called synchronously, outside the enforcer's lock.
 public protocol TelemetrySink: Sendable {
-    func record(_ event: TelemetryEvent)
+    func record(_ event: TelemetryRecord)
 }
 
 /// The gateway's enforcement core: the limits in force, each tenant's dual token buckets, the admission queue,
@@ -101,7 +101,8 @@ public final class Enforcer: @unchecked Sendable {
     ///   that retries the same request itself reports only its final denial.
     public func tryAdmit(_ request: AdmissionRequest, now: Double, reportDenial: Bool = true) -> Admission {
         mutate { state, effects in
-            switch state.submit(request, now: now, wait: false, report: reportDenial, onDecision: nil, effects: &effects)
+            switch state.submit(
+                request, now: now, wait: false, report: reportDenial, onDecision: nil, effects: &effects)
             {
             case .decided(let admission): admission
             case .queued: preconditionFailure("a request submitted without waiting was queued")
@@ -186,14 +187,14 @@ public final class Enforcer: @unchecked Sendable {
 
     /// The limits and buckets of `tenant` on `upstream` at `now`; nil when no limits apply yet (no snapshot).
     /// A tenant not seen yet shows full buckets.
-    public func tenantStatus(tenant: String, upstream: String, now: Double) -> TenantStatus? {
+    public func tenantStatus(tenant: String, upstream: String, now: Double) -> TenantEnforcementStatus? {
         lock.withLock {
             let key = TenantKey(tenant: tenant, upstream: upstream)
             guard let policy = state.table.policy(for: key) else { return nil }
             var tenantState = state.states[key] ?? TenantState(policy: policy, now: now)
             tenantState.rpm.advance(to: now)
             tenantState.tpm.advance(to: now)
-            return TenantStatus(
+            return TenantEnforcementStatus(
                 limits: policy.limits, listed: state.table.tenants[key] != nil, shadow: policy.shadow,
                 rpm: tenantState.rpm, tpm: tenantState.tpm, inFlight: tenantState.inFlight,
                 queued: state.queueAccounts[key]?.waiting.total ?? 0,

@@ -43,13 +43,15 @@ extension EnforcerState {
         var queueable = wait && onDecision != nil && failure.limit.isWaitable && maxWait > 0
         if queueable, failure.code == "zero_allocation" { queueable = false }
         if queueable, failure.fromRefill, let delay = failure.retryAfter, delay > maxWait {
-            failure.message += "; beyond the \(EnforcerState.format(maxWait)) s maximum wait of "
+            failure.message +=
+                "; beyond the \(EnforcerState.format(maxWait)) s maximum wait of "
                 + "\(request.taskClass.rawValue) requests"
             queueable = false
         }
         if queueable, waiters.count >= configuration.maxQueueLength {
             failure.code = "queue_full"
-            failure.message = "the admission queue is full (\(configuration.maxQueueLength) requests); "
+            failure.message =
+                "the admission queue is full (\(configuration.maxQueueLength) requests); "
                 + failure.message
             queueable = false
         }
@@ -157,7 +159,8 @@ extension EnforcerState {
         var failure = waiter.failure
         failure.code = "max_wait_exceeded"
         let maxWait = EnforcerState.format(configuration.maxWait[waiter.request.taskClass])
-        failure.message = "waited the \(maxWait) s maximum of \(waiter.request.taskClass.rawValue) requests; "
+        failure.message =
+            "waited the \(maxWait) s maximum of \(waiter.request.taskClass.rawValue) requests; "
             + failure.message
         return failure
     }
@@ -188,7 +191,7 @@ extension EnforcerState {
         let waited = now - waiter.enqueuedAt
         if reportsTelemetry {
             effects.telemetry.append(
-                TelemetryEvent(
+                TelemetryRecord(
                     ts: now, gateway: configuration.gatewayID, tenant: waiter.request.tenant,
                     upstream: waiter.request.upstream, outcome: .queued, queueWait: waited,
                     estimatedTokens: waiter.estimate, taskClass: waiter.request.taskClass,

@@ -217,7 +217,7 @@ struct Waiter: Sendable {
 /// What a state change asks the ``Enforcer`` to do once its lock is released.
 struct Effects {
     var decisions: [(@Sendable (Admission) -> Void, Admission)] = []
-    var telemetry: [TelemetryEvent] = []
+    var telemetry: [TelemetryRecord] = []
     var events: [GatewayEvent] = []
     /// The earliest instant the queue or the lease needs attention moved earlier than the waker's alarm.
     var wakeEarlier = false
@@ -433,7 +433,8 @@ struct EnforcerState {
                 ?? Failure(
                     limit: .rpm, code: "rate_limited", message: "", retryAfter: nil, fromRefill: false,
                     shadowable: false)
-            failure.message = "requests of tenant \(key.tenant) on \(key.upstream) are queued ahead (\(failure.limit.rawValue))"
+            failure.message =
+                "requests of tenant \(key.tenant) on \(key.upstream) are queued ahead (\(failure.limit.rawValue))"
             failure.fromRefill = false
             failure.shadowable = false
             return .deny(failure)
@@ -498,7 +499,8 @@ struct EnforcerState {
             let what = useTPM ? "\(Int(amount.rounded(.up))) tokens" : "a request"
             return Failure(
                 limit: limit, code: "rate_limited",
-                message: "tenant \(key.tenant) on \(key.upstream): \(limit.rawValue) limit \(Self.format(parameters.rate)) "
+                message:
+                    "tenant \(key.tenant) on \(key.upstream): \(limit.rawValue) limit \(Self.format(parameters.rate)) "
                     + "\(unit)/min (burst \(Self.format(parameters.burst))) has no room for \(what); retry in "
                     + "\(Self.format(delay)) s",
                 retryAfter: delay, fromRefill: true, shadowable: true)
@@ -563,7 +565,7 @@ struct EnforcerState {
         statistics.denied[failure.limit, default: 0] += 1
         if report && reportsTelemetry {
             effects.telemetry.append(
-                TelemetryEvent(
+                TelemetryRecord(
                     ts: now, gateway: configuration.gatewayID, tenant: request.tenant, upstream: request.upstream,
                     outcome: .deniedLocal, queueWait: waited, estimatedTokens: estimate,
                     taskClass: request.taskClass, taskID: request.taskID, retry: request.retry,
@@ -594,13 +596,14 @@ struct EnforcerState {
         statistics.completed += 1
         if reportsTelemetry {
             effects.telemetry.append(
-            TelemetryEvent(
-                ts: ticket.admittedAt, gateway: configuration.gatewayID, tenant: ticket.tenant,
-                upstream: ticket.upstream, outcome: outcome, status: result.status, latency: result.latency,
-                queueWait: ticket.waited, promptTokens: result.promptTokens, completionTokens: result.completionTokens,
-                estimatedTokens: ticket.reservedTokens, taskClass: ticket.taskClass, taskID: ticket.taskID,
-                modelVersion: result.modelVersion, retry: ticket.retry,
-                headers: RateLimitHeaders.select(from: result.headers), errorType: result.errorType))
+                TelemetryRecord(
+                    ts: ticket.admittedAt, gateway: configuration.gatewayID, tenant: ticket.tenant,
+                    upstream: ticket.upstream, outcome: outcome, status: result.status, latency: result.latency,
+                    queueWait: ticket.waited, promptTokens: result.promptTokens,
+                    completionTokens: result.completionTokens,
+                    estimatedTokens: ticket.reservedTokens, taskClass: ticket.taskClass, taskID: ticket.taskID,
+                    modelVersion: result.modelVersion, retry: ticket.retry,
+                    headers: RateLimitHeaders.select(from: result.headers), errorType: result.errorType))
         }
         pump(now: now, effects: &effects)
         return true

@@ -4,7 +4,7 @@
 /// the newest events are the ones that will still matter when it comes back; the oldest are the least useful
 /// (and may be outside every window by then). Drops are counted and reported, never silent.
 struct EventRing: Sendable {
-    private var slots: [TelemetryEvent?]
+    private var slots: [TelemetryRecord?]
     private var head = 0
     private(set) var count = 0
 
@@ -15,7 +15,7 @@ struct EventRing: Sendable {
     var capacity: Int { slots.count }
 
     /// Appends `event`; returns 1 if the oldest event was dropped to make room, else 0.
-    mutating func append(_ event: TelemetryEvent) -> Int {
+    mutating func append(_ event: TelemetryRecord) -> Int {
         var dropped = 0
         if count == capacity {
             slots[head] = nil
@@ -29,9 +29,9 @@ struct EventRing: Sendable {
     }
 
     /// Removes and returns up to `limit` events from the front (the oldest).
-    mutating func takeFront(_ limit: Int) -> [TelemetryEvent] {
+    mutating func takeFront(_ limit: Int) -> [TelemetryRecord] {
         let taken = min(limit, count)
-        var events: [TelemetryEvent] = []
+        var events: [TelemetryRecord] = []
         events.reserveCapacity(taken)
         for _ in 0..<taken {
             events.append(slots[head]!)
@@ -44,7 +44,7 @@ struct EventRing: Sendable {
 
     /// Puts events that could not be sent back at the front, in order. They are older than everything in the
     /// ring, so when there is not room for all of them, the oldest of them are dropped; returns how many.
-    mutating func putBackFront(_ events: [TelemetryEvent]) -> Int {
+    mutating func putBackFront(_ events: [TelemetryRecord]) -> Int {
         let room = capacity - count
         let kept = events.suffix(room)
         for event in kept.reversed() {

@@ -1,3 +1,4 @@
+import AllotCore
 import AllotProtocol
 import AllotTime
 import Foundation

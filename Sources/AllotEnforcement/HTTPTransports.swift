@@ -79,12 +79,12 @@ public struct HTTPTelemetryTransport: TelemetryTransport {
         self.timeout = timeout
     }
 
-    public func send(_ events: [TelemetryEvent]) async throws(TransportError) {
+    public func send(_ events: [TelemetryRecord]) async throws(TransportError) {
         var headers: HTTPHeaders = ["Content-Type": "application/json", "Accept": "application/json"]
         if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
         let client = self.client
         let url = baseURL + "/v1/telemetry"
-        let body = TelemetryEvent.encodeBatch(events)
+        let body = TelemetryRecord.encodeBatch(events)
         let timeout = Duration.seconds(self.timeout)
         let response = try await HTTPTransportSupport.abandonOnCancel {
             [headers] () async throws(HTTPClientError) -> HTTPClientResponse in

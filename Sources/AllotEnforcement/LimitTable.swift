@@ -86,7 +86,8 @@ struct LimitTable: Sendable {
         for entry in snapshot.tenants {
             tenants[TenantKey(tenant: entry.id, upstream: entry.upstream)] = TenantPolicy(
                 limits: RateLimits(rpm: entry.rpm, tpm: entry.tpm), queueWeight: entry.queueWeight,
-                shadow: entry.mode == "shadow", maxConcurrency: entry.maxConcurrency, tokenEstimate: entry.tokenEstimate,
+                shadow: entry.mode == "shadow", maxConcurrency: entry.maxConcurrency,
+                tokenEstimate: entry.tokenEstimate,
                 deny: entry.deny, burstCredit: entry.burstCredit)
         }
         return LimitTable(

@@ -125,7 +125,8 @@ public actor SnapshotClient {
         let known = enforcer.enforcedVersion
         let result: SnapshotFetch
         do {
-            result = try await transport.fetch(gateway: gatewayID, knownVersion: known, wait: configuration.longPollWait)
+            result = try await transport.fetch(
+                gateway: gatewayID, knownVersion: known, wait: configuration.longPollWait)
         } catch {
             if Task.isCancelled { return .cancelled }
             state.consecutiveFailures += 1

@@ -1,16 +1,18 @@
-/// How urgent a request is, as the gateway's caller classifies it (SPEC §3 `task_class`).
-///
-/// The admission queue serves waiting requests strictly in this order (``rank``), and each class has its own
-/// maximum wait (``GatewayConfiguration/maxWait``): a real-time request waits at most a moment, a background job
-/// may wait minutes. When an upstream's circuit is open the snapshot lists the classes to shed, lowest first.
-public enum TaskClass: String, Sendable, Hashable, CaseIterable, Comparable {
-    case realtime
-    case interactive
-    case batch
-    case background
+import AllotCore
 
+/// How urgent a request is, as the gateway's caller classifies it (SPEC §3 `task_class`): `realtime`,
+/// `interactive`, `batch`, `background`.
+///
+/// The same type as the policy engine's (`AllotCore.TaskClass`), so a simulator or server that imports both
+/// modules sees one task class. The admission queue serves waiting requests strictly in this order
+/// (``rank``), and each class has its own maximum wait (``GatewayConfiguration/maxWait``): a real-time request
+/// waits at most a moment, a background job may wait minutes. When an upstream's circuit is open the snapshot
+/// lists the classes to shed, lowest first.
+public typealias TaskClass = AllotCore.TaskClass
+
+extension TaskClass {
     /// 0 for `realtime` (served first) … 3 for `background`.
-    public var rank: Int {
+    var rank: Int {
         switch self {
         case .realtime: 0
         case .interactive: 1
@@ -18,9 +20,6 @@ public enum TaskClass: String, Sendable, Hashable, CaseIterable, Comparable {
         case .background: 3
         }
     }
-
-    /// `realtime < interactive < batch < background`: sorting ascending puts the most urgent first.
-    public static func < (lhs: TaskClass, rhs: TaskClass) -> Bool { lhs.rank < rhs.rank }
 }
 
 /// One value per task class, for settings such as the maximum queue wait.

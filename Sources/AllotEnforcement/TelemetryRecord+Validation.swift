@@ -4,7 +4,7 @@
 /// batch refused with a `400`. The reporter therefore checks each event when it is recorded, against the bounds
 /// the ingest endpoint enforces: an event whose identifiers are unusable is dropped and counted
 /// (``TelemetryStatistics/invalid``); optional fields that are out of bounds are left out or clamped instead.
-extension TelemetryEvent {
+extension TelemetryRecord {
     /// Longest identifier (`gateway`, `tenant`, `upstream`), in bytes.
     static let maxIdentifierBytes = 128
     /// Longest `task_id`, `model_version` or `error_type`, in bytes.
@@ -21,7 +21,7 @@ extension TelemetryEvent {
     /// The event as the ingest endpoint accepts it, or nil when an identifier is unusable (a `tenant` outside
     /// 1–128 characters of `[A-Za-z0-9._:-]`, a `gateway` outside `[A-Za-z0-9._:/-]`, an `upstream` outside
     /// `[A-Za-z0-9._:/@+-]`, or a `ts` that is not finite).
-    public func validated() -> TelemetryEvent? {
+    public func validated() -> TelemetryRecord? {
         guard ts.isFinite,
             Self.isIdentifier(tenant, Self.tenantBytes),
             Self.isIdentifier(gateway, Self.gatewayBytes),

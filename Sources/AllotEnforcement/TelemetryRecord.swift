@@ -1,3 +1,4 @@
+import AllotCore
 import AllotJSON
 import AllotSignals
 import AllotTime
@@ -10,7 +11,7 @@ import AllotTime
 /// (served + denied + queued) counts each request once: an attempt (`ok`, `quota_exhausted`, …) carries the
 /// time it waited in `queue_ms`; a denial (`denied_local`, possibly after waiting) carries it too; `queued` is
 /// reported only for a request whose caller gave up (was cancelled) while it waited.
-public struct TelemetryEvent: Sendable, Equatable {
+public struct TelemetryRecord: Sendable, Equatable {
     /// When the attempt was dispatched (or the request denied), seconds since the epoch; sent as integer
     /// epoch milliseconds.
     public var ts: Double
@@ -75,7 +76,7 @@ public struct ResponseHeader: Sendable, Hashable {
     }
 }
 
-extension TelemetryEvent {
+extension TelemetryRecord {
     /// Appends the event as a JSON object with the SPEC §3 field names; absent optionals are omitted.
     public func write(to writer: inout JSONWriter) {
         writer.beginObject()
@@ -110,7 +111,7 @@ extension TelemetryEvent {
     }
 
     /// A batch as the JSON array `POST /v1/telemetry` takes with `Content-Type: application/json`.
-    public static func encodeBatch(_ events: some Collection<TelemetryEvent>) -> [UInt8] {
+    public static func encodeBatch(_ events: some Collection<TelemetryRecord>) -> [UInt8] {
         var writer = JSONWriter(capacity: 64 + events.count * 320)
         writer.beginArray()
         for event in events { event.write(to: &writer) }

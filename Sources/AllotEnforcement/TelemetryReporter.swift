@@ -3,7 +3,7 @@ import Foundation
 
 /// Batches telemetry events in bounded memory and delivers them to Allot (SPEC §3), retrying with backoff.
 ///
-/// - **Recording is synchronous and cheap** (``record(_:)``): a bounds check (``TelemetryEvent/validated()``,
+/// - **Recording is synchronous and cheap** (``record(_:)``): a bounds check (``TelemetryRecord/validated()``,
 ///   so one bad event cannot get a whole batch refused) and an append under a lock; it never waits for the
 ///   network.
 /// - **Bounded memory**: at most ``Configuration/capacity`` events wait, plus the one batch being sent. When
@@ -74,7 +74,7 @@ public final class TelemetryReporter: TelemetrySink, @unchecked Sendable {
     }
 
     /// Buffers one event for delivery (dropping the oldest if the buffer is full).
-    public func record(_ event: TelemetryEvent) {
+    public func record(_ event: TelemetryRecord) {
         guard let event = event.validated() else {
             lock.withLock { counters.invalid += 1 }
             return
@@ -104,7 +104,7 @@ public final class TelemetryReporter: TelemetrySink, @unchecked Sendable {
     }
 
     /// Removes and returns up to `max` buffered events, oldest first, for in-process delivery.
-    public func drain(max: Int = .max) -> [TelemetryEvent] {
+    public func drain(max: Int = .max) -> [TelemetryRecord] {
         lock.withLock { ring.takeFront(max) }
     }
 
@@ -218,7 +218,7 @@ public struct TelemetryStatistics: Sendable, Equatable {
     public var dropped = 0
     /// Events refused by Allot as invalid (not retried).
     public var rejected = 0
-    /// Events that failed the local bounds check (``TelemetryEvent/validated()``) and were never buffered.
+    /// Events that failed the local bounds check (``TelemetryRecord/validated()``) and were never buffered.
     public var invalid = 0
     /// Posts that failed and were retried.
     public var failedPosts = 0

@@ -21,7 +21,7 @@ public enum SnapshotFetch: Sendable, Equatable {
 /// or in-process (a simulator).
 public protocol TelemetryTransport: Sendable {
     /// Delivers one batch; returning means Allot committed it (SPEC §3: a `2xx` means durably stored).
-    func send(_ events: [TelemetryEvent]) async throws(TransportError)
+    func send(_ events: [TelemetryRecord]) async throws(TransportError)
 }
 
 /// Why a transport call failed, and whether trying again can help.

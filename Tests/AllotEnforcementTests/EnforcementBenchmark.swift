@@ -19,7 +19,8 @@ struct EnforcementBenchmark {
             rounds.append(Double(MonotonicClock.now() - start) / Double(iterations))
         }
         rounds.sort()
-        print(String(format: "EnforcementBenchmark %@: median %.0f ns/op, best %.0f ns/op", label, rounds[3], rounds[0]))
+        print(
+            String(format: "EnforcementBenchmark %@: median %.0f ns/op, best %.0f ns/op", label, rounds[3], rounds[0]))
     }
 
     static func snapshot(tenants: Int) -> Snapshot {
@@ -64,7 +65,7 @@ struct EnforcementBenchmark {
     @Test("record telemetry")
     func record() {
         let reporter = TelemetryReporter(transport: nil, clock: ManualClock(), configuration: .init(capacity: 10_000))
-        let event = TelemetryEvent(
+        let event = TelemetryRecord(
             ts: 1_000, gateway: "gw-1", tenant: "acme", upstream: "openai/gpt-4o", outcome: .ok, status: 200,
             latency: 0.4, promptTokens: 300, completionTokens: 150, estimatedTokens: 500, taskID: "task-1",
             headers: [ResponseHeader(name: "x-ratelimit-remaining-requests", value: "99")])
@@ -72,7 +73,7 @@ struct EnforcementBenchmark {
             for _ in 0..<100_000 { reporter.record(event) }
         }
         measure("encode batch of 500", iterations: 500) {
-            _ = TelemetryEvent.encodeBatch(reporter.drain(max: 500))
+            _ = TelemetryRecord.encodeBatch(reporter.drain(max: 500))
             for _ in 0..<500 { reporter.record(event) }
         }
     }

@@ -57,7 +57,8 @@ import Testing
         #expect(denial.limit == .rpm)
         #expect(denial.retryAfter == 10)
         _ = try enforcer.mustAdmit(.make("other", tokens: 10), now: 1_000)
-        let status = try #require(enforcer.tenantStatus(tenant: "newco", upstream: Snapshot.defaultUpstream, now: 1_000))
+        let status = try #require(
+            enforcer.tenantStatus(tenant: "newco", upstream: Snapshot.defaultUpstream, now: 1_000))
         #expect(!status.listed)
         #expect(status.limits == .make(rpm: 6, rpmBurst: 2, tpm: 600, tpmBurst: 200))
         // A listed tenant on another upstream is unknown there.
@@ -70,7 +71,8 @@ import Testing
         _ = try enforcer.mustAdmit(.make(tokens: 100), now: 1_000)  // TPM 900, RPM 1
         let lowered = TenantEntry.make(rpm: Bucket(rate: 6, burst: 1), tpm: Bucket(rate: 600, burst: 300))
         #expect(enforcer.apply(.make(version: 2, tenants: [lowered]), now: 1_000.5) == .applied)
-        let status = try #require(enforcer.tenantStatus(tenant: "acme", upstream: Snapshot.defaultUpstream, now: 1_000.5))
+        let status = try #require(
+            enforcer.tenantStatus(tenant: "acme", upstream: Snapshot.defaultUpstream, now: 1_000.5))
         #expect(status.tpm.level == 300)  // clamped to the new burst
         #expect(status.rpm.level == 1)  // 1 + 0.5 at the old rate = 1.5, clamped to 1
         _ = try enforcer.mustAdmit(.make(tokens: 300), now: 1_000.5)
@@ -78,7 +80,8 @@ import Testing
         let denial = try enforcer.mustDeny(.make(tokens: 50), now: 1_001)
         #expect(denial.limit == .rpm)  // RPM needs 9.5 s, TPM 4.5 s
         #expect(approx(denial.retryAfter, 9.5))
-        let later = try #require(enforcer.tenantStatus(tenant: "acme", upstream: Snapshot.defaultUpstream, now: 1_010.5))
+        let later = try #require(
+            enforcer.tenantStatus(tenant: "acme", upstream: Snapshot.defaultUpstream, now: 1_010.5))
         #expect(later.tpm.level == 100)
         #expect(later.rpm.level == 1)
     }
@@ -106,8 +109,10 @@ import Testing
         let collector = EventCollector()
         let enforcer = Enforcer.make(.make(version: 5, tenants: [Self.acme]), collector: collector)
         let other = TenantEntry.make(rpm: Bucket(rate: 1, burst: 1))
-        #expect(enforcer.apply(.make(version: 4, tenants: [other]), now: 1_001) == .rejected(
-            reason: "version 4 is below the enforced version 5"))
+        #expect(
+            enforcer.apply(.make(version: 4, tenants: [other]), now: 1_001)
+                == .rejected(
+                    reason: "version 4 is below the enforced version 5"))
         #expect(enforcer.apply(.make(version: 5, tenants: [other]), now: 1_001) == .unchanged)
         #expect(enforcer.enforcedVersion == 5)
         let status = try #require(enforcer.tenantStatus(tenant: "acme", upstream: Snapshot.defaultUpstream, now: 1_001))
@@ -143,7 +148,8 @@ import Testing
         #expect(denial.limit == .rpm)
         #expect(denial.retryAfter == 10)
         // Unlisted tenants get fallback.default.
-        let unknown = try #require(enforcer.tenantStatus(tenant: "newco", upstream: Snapshot.defaultUpstream, now: 1_400))
+        let unknown = try #require(
+            enforcer.tenantStatus(tenant: "newco", upstream: Snapshot.defaultUpstream, now: 1_400))
         #expect(unknown.limits == .make(rpm: 3, rpmBurst: 1, tpm: 300, tpmBurst: 100))
         #expect(collector.events.last == .leaseExpired(version: 1, expiresAt: 1_300))
         #expect(enforcer.statistics.leaseExpiries == 1)
@@ -187,7 +193,7 @@ import Testing
         #expect(denial.retryAfter == 5)
         #expect(
             collector.telemetry == [
-                TelemetryEvent(
+                TelemetryRecord(
                     ts: 1_000, gateway: "gw-1", tenant: "acme", upstream: Snapshot.defaultUpstream,
                     outcome: .deniedLocal, queueWait: 0, estimatedTokens: 100, taskClass: .interactive,
                     taskID: "t-1", errorType: "budget_exhausted")
@@ -229,8 +235,9 @@ import Testing
         // Tokens: the reservation counts, reconciled to the actual usage on completion.
         let big = AdmissionRequest.make(taskClass: .batch, tokens: 900, taskID: "loop-3")
         let first = try enforcer.mustAdmit(big, now: 1_000)
-        #expect(try enforcer.mustDeny(.make(taskClass: .batch, tokens: 200, taskID: "loop-3"), now: 1_000).limit
-            == .taskBudget)
+        #expect(
+            try enforcer.mustDeny(.make(taskClass: .batch, tokens: 200, taskID: "loop-3"), now: 1_000).limit
+                == .taskBudget)
         enforcer.complete(first, AttemptResult(status: 200, promptTokens: 100, completionTokens: 300), now: 1_001)
         _ = try enforcer.mustAdmit(.make(taskClass: .batch, tokens: 200, taskID: "loop-3"), now: 1_001)
     }
@@ -243,7 +250,8 @@ import Testing
         #expect(denial.limit == .concurrency)
         #expect(denial.code == "concurrency_limited")
         #expect(denial.retryAfter == 1)
-        #expect(enforcer.complete(first, AttemptResult(status: 200, promptTokens: 50, completionTokens: 50), now: 1_000.1))
+        #expect(
+            enforcer.complete(first, AttemptResult(status: 200, promptTokens: 50, completionTokens: 50), now: 1_000.1))
         #expect(!enforcer.complete(first, AttemptResult(status: 200), now: 1_000.1))  // only once
         _ = try enforcer.mustAdmit(now: 1_000.1)
         #expect(try enforcer.mustDeny(now: 1_000.1).limit == .concurrency)
@@ -297,7 +305,8 @@ import Testing
             rpm: Bucket(rate: 6, burst: 1), tpm: Bucket(rate: 6_000, burst: 1_000),
             burstCredit: BurstCredit(calls: 5, tokens: 500, expiresAt: 1_101))
         #expect(enforcer.apply(.make(version: 4, tenants: [renewedAgain]), now: 1_000) == .applied)
-        let expired = try #require(enforcer.tenantStatus(tenant: "acme", upstream: Snapshot.defaultUpstream, now: 1_101))
+        let expired = try #require(
+            enforcer.tenantStatus(tenant: "acme", upstream: Snapshot.defaultUpstream, now: 1_101))
         #expect(expired.creditCalls == 0)
         #expect(expired.creditTokens == 0)
         _ = try enforcer.mustAdmit(now: 1_101)
@@ -397,7 +406,7 @@ import Testing
             now: 1_000.25)
         #expect(
             collector.telemetry == [
-                TelemetryEvent(
+                TelemetryRecord(
                     ts: 1_000, gateway: "gw-1", tenant: "acme", upstream: Snapshot.defaultUpstream,
                     outcome: .quotaExhausted, status: 429, latency: 0.25, queueWait: 0, estimatedTokens: 100,
                     taskClass: .batch, taskID: "t-9", modelVersion: "gpt-4o-2024-08-06", retry: 2,

@@ -97,7 +97,7 @@ import Testing
         #expect(denial.message.hasPrefix("waited the 5 s maximum of interactive requests"))
         #expect(
             collector.telemetry.last
-                == TelemetryEvent(
+                == TelemetryRecord(
                     ts: 1_005, gateway: "gw-1", tenant: "acme", upstream: Snapshot.defaultUpstream,
                     outcome: .deniedLocal, queueWait: 5, estimatedTokens: 100, taskClass: .interactive,
                     taskID: "t-1", errorType: "concurrency"))
@@ -134,8 +134,9 @@ import Testing
         let enforcer = Enforcer.make(.make(tenants: [Self.oneRPS]))  // realtime: 0.5 s
         let log = DecisionLog()
         _ = try enforcer.mustAdmit(now: 1_000)
-        guard case .decided(.denied(let denial)) = submit(
-            enforcer, .make(taskClass: .realtime), now: 1_000, log: log, label: "rt")
+        guard
+            case .decided(.denied(let denial)) = submit(
+                enforcer, .make(taskClass: .realtime), now: 1_000, log: log, label: "rt")
         else {
             Issue.record("expected a denial")
             return
@@ -156,8 +157,9 @@ import Testing
         let log = DecisionLog()
         _ = try enforcer.mustAdmit(now: 1_000)
         #expect(submit(enforcer, .make(), now: 1_000, log: log, label: "a") == .queued(2))
-        guard case .decided(.denied(let denial)) = submit(
-            enforcer, .make(taskClass: .realtime), now: 1_000, log: log, label: "b")
+        guard
+            case .decided(.denied(let denial)) = submit(
+                enforcer, .make(taskClass: .realtime), now: 1_000, log: log, label: "b")
         else {
             Issue.record("expected queue_full")
             return

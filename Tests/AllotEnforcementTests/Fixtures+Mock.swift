@@ -102,13 +102,13 @@ enum FixtureError: Error { case unexpected }
 final class EventCollector: TelemetrySink, @unchecked Sendable {
     // `@unchecked Sendable`: both arrays are only touched under `lock`.
     private let lock = NSLock()
-    private var recorded: [TelemetryEvent] = []
+    private var recorded: [TelemetryRecord] = []
     private var noted: [GatewayEvent] = []
 
-    func record(_ event: TelemetryEvent) { lock.withLock { recorded.append(event) } }
+    func record(_ event: TelemetryRecord) { lock.withLock { recorded.append(event) } }
     func note(_ event: GatewayEvent) { lock.withLock { noted.append(event) } }
 
-    var telemetry: [TelemetryEvent] { lock.withLock { recorded } }
+    var telemetry: [TelemetryRecord] { lock.withLock { recorded } }
     var events: [GatewayEvent] { lock.withLock { noted } }
 }
 

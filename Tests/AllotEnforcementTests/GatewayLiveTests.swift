@@ -30,7 +30,8 @@ import Testing
             to: server.baseURL + "/", token: token,
             configuration: GatewayConfiguration(gatewayID: "eu/gw-1", onEvent: { collector.note($0) }),
             clientConfiguration: Self.fast,
-            reporterConfiguration: .init(batchSize: 2, flushInterval: 0.05, backoff: Backoff(initial: 0.02, maximum: 0.1)))
+            reporterConfiguration: .init(
+                batchSize: 2, flushInterval: 0.05, backoff: Backoff(initial: 0.02, maximum: 0.1)))
     }
 
     @Test func longPollDeliversNewVersionsAnd304sWhenTheWaitEnds() async throws {
@@ -84,7 +85,8 @@ import Testing
         // (Events are delivered just after the switch, possibly on the queue timer's task.)
         let expiry = gateway.enforcer.snapshot!.expiresAt
         #expect(await eventually { collector.events.contains(.leaseExpired(version: 1, expiresAt: expiry)) })
-        let limits = gateway.enforcer.tenantStatus(tenant: "acme", upstream: Snapshot.defaultUpstream, now: SystemClock().now)
+        let limits = gateway.enforcer.tenantStatus(
+            tenant: "acme", upstream: Snapshot.defaultUpstream, now: SystemClock().now)
         #expect(limits?.limits.rpm == Bucket(rate: 6, burst: 1))
         // Allot comes back on the same port with a newer version: a lease again.
         server.stub.publish(Self.snapshot(version: 2, lease: 60))

@@ -31,7 +31,8 @@ import Testing
         #expect(await client.pollOnce() == .received(version: 7, .applied))
         #expect(await client.pollOnce() == .notModified)
         #expect(
-            await client.pollOnce() == .received(version: 6, .rejected(reason: "version 6 is below the enforced version 7")))
+            await client.pollOnce()
+                == .received(version: 6, .rejected(reason: "version 6 is below the enforced version 7")))
         #expect(await client.pollOnce() == .received(version: 7, .unchanged))
         #expect(await client.pollOnce() == .received(version: 8, .applied))
         #expect(transport.requests.map(\.knownVersion) == [nil, 7, 7, 7, 7])

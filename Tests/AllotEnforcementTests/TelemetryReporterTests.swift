@@ -8,16 +8,16 @@ import Testing
 
 @Suite struct TelemetryReporterTests {
     @Test func eventsAreEncodedWithTheSpecFieldNames() {
-        let event = TelemetryEvent(
+        let event = TelemetryRecord(
             ts: 1_764_000_000.123, gateway: "gw-1", tenant: "acme", upstream: "openai/gpt-4o",
             outcome: .quotaExhausted, status: 429, latency: 0.2505, queueWait: 0.01, promptTokens: 900,
             completionTokens: 0, estimatedTokens: 1_200, taskClass: .batch, taskID: "t-1",
             modelVersion: "gpt-4o-2024-08-06", retry: 1,
             headers: [ResponseHeader(name: "x-ratelimit-remaining-requests", value: "0")],
             errorType: "rate_limit_exceeded")
-        let minimal = TelemetryEvent(
+        let minimal = TelemetryRecord(
             ts: 1_764_000_000, gateway: "gw-1", tenant: "acme", upstream: "openai/gpt-4o", outcome: .deniedLocal)
-        let text = String(decoding: TelemetryEvent.encodeBatch([event, minimal]), as: UTF8.self)
+        let text = String(decoding: TelemetryRecord.encodeBatch([event, minimal]), as: UTF8.self)
         #expect(
             text
                 == #"[{"ts":1764000000123,"gateway":"gw-1","tenant":"acme","upstream":"openai/gpt-4o","#
@@ -31,10 +31,10 @@ import Testing
     }
 
     @Test func validationDropsUnusableEventsAndTrimsOptionalFields() {
-        #expect(TelemetryEvent.make(0, tenant: "bad tenant").validated() == nil)
-        #expect(TelemetryEvent.make(0, tenant: String(repeating: "a", count: 129)).validated() == nil)
-        #expect(TelemetryEvent.make(0, tenant: "a.b:c-d_e").validated() != nil)
-        var event = TelemetryEvent.make(0)
+        #expect(TelemetryRecord.make(0, tenant: "bad tenant").validated() == nil)
+        #expect(TelemetryRecord.make(0, tenant: String(repeating: "a", count: 129)).validated() == nil)
+        #expect(TelemetryRecord.make(0, tenant: "a.b:c-d_e").validated() != nil)
+        var event = TelemetryRecord.make(0)
         event.upstream = "bedrock/anthropic.claude-3@v2+x"
         event.status = 42
         event.latency = -.infinity
@@ -57,7 +57,7 @@ import Testing
         #expect(cleaned.taskID == nil)
         #expect(cleaned.modelVersion == nil)
         #expect(cleaned.headers == [ResponseHeader(name: "x-ratelimit-limit-requests", value: "100")])
-        var gateway = TelemetryEvent.make(0)
+        var gateway = TelemetryRecord.make(0)
         gateway.gateway = "eu-west/gw-3"
         #expect(gateway.validated() != nil)
         gateway.gateway = "gw@3"

@@ -48,16 +48,16 @@ final class ScriptedSnapshotTransport: SnapshotTransport, @unchecked Sendable {
 final class RecordingTelemetryTransport: TelemetryTransport, @unchecked Sendable {
     // `@unchecked Sendable`: all fields are only touched under `lock`.
     private let lock = NSLock()
-    private var delivered: [[TelemetryEvent]] = []
+    private var delivered: [[TelemetryRecord]] = []
     private var failures: [TransportError] = []
     private var attempts = 0
 
     func failNext(_ errors: TransportError...) { lock.withLock { failures.append(contentsOf: errors) } }
 
-    var batches: [[TelemetryEvent]] { lock.withLock { delivered } }
+    var batches: [[TelemetryRecord]] { lock.withLock { delivered } }
     var attemptCount: Int { lock.withLock { attempts } }
 
-    func send(_ events: [TelemetryEvent]) async throws(TransportError) {
+    func send(_ events: [TelemetryRecord]) async throws(TransportError) {
         let failure: TransportError? = lock.withLock {
             attempts += 1
             if !failures.isEmpty { return failures.removeFirst() }
@@ -78,9 +78,9 @@ func eventually(timeout: Double = 5, _ condition: @Sendable () async -> Bool) as
     return await condition()
 }
 
-extension TelemetryEvent {
-    static func make(_ index: Int, tenant: String = "acme") -> TelemetryEvent {
-        TelemetryEvent(
+extension TelemetryRecord {
+    static func make(_ index: Int, tenant: String = "acme") -> TelemetryRecord {
+        TelemetryRecord(
             ts: 1_000 + Double(index), gateway: "gw-1", tenant: tenant, upstream: "openai/gpt-4o", outcome: .ok,
             status: 200, promptTokens: index)
     }

@@ -68,9 +68,11 @@ struct MinimalGateway {
         case .denied(let denial):
             // Answer your caller: HTTP `suggestedStatus`, `Retry-After`, and Allot's JSON error body; or fall back
             // to a smaller model, or fail fast.
+            let retryAfter = denial.retryAfterHeader ?? "-"
+            let version = denial.snapshotVersion.map(String.init) ?? "-"
             print(
-                "\(tenant): \(denial.suggestedStatus) \(denial.limit.rawValue) retry-after=\(denial.retryAfterHeader ?? "-")",
-                "v\(denial.snapshotVersion.map(String.init) ?? "-"):", denial.message)
+                "\(tenant): \(denial.suggestedStatus) \(denial.limit.rawValue) retry-after=\(retryAfter) v\(version):",
+                denial.message)
         }
     }
 }
