@@ -66,7 +66,7 @@ let package = Package(
         ),
         .target(
             name: "AllotEnforcement",
-            dependencies: ["AllotSignals", "AllotHTTP", "AllotJSON", "AllotTime", "AllotProtocol"]
+            dependencies: ["AllotSignals", "AllotHTTP", "AllotJSON", "AllotTime", "AllotProtocol", "AllotCore"]
         ),
         .target(
             name: "AllotServer",

@@ -1,0 +1,117 @@
+import AllotCore
+import AllotSignals
+
+/// A request a gateway wants to dispatch to an upstream, as it asks for admission.
+public struct AdmissionRequest: Sendable, Equatable {
+    /// The tenant (SPEC §3: 1–128 characters of `[A-Za-z0-9._:-]`).
+    public var tenant: String
+    /// The upstream pool, e.g. `openai/gpt-4o`.
+    public var upstream: String
+    public var taskClass: TaskClass
+    /// The caller's estimate of the request's total tokens (prompt + completion), reserved from the TPM bucket
+    /// before dispatch. When nil: `promptTokens` plus the snapshot's completion `token_estimate`, else plus
+    /// ``GatewayConfiguration/defaultCompletionEstimate``.
+    public var estimatedTokens: Int?
+    /// The prompt's size when the caller knows it (used only when `estimatedTokens` is nil).
+    public var promptTokens: Int?
+    /// The agent task this call belongs to, for the runaway-task guard (`task_budget`) and telemetry.
+    public var taskID: String?
+    /// Attempt number (0 for the first), reported in telemetry.
+    public var retry: Int
+
+    public init(
+        tenant: String, upstream: String, taskClass: TaskClass = .interactive, estimatedTokens: Int? = nil,
+        promptTokens: Int? = nil, taskID: String? = nil, retry: Int = 0
+    ) {
+        self.tenant = tenant
+        self.upstream = upstream
+        self.taskClass = taskClass
+        self.estimatedTokens = estimatedTokens
+        self.promptTokens = promptTokens
+        self.taskID = taskID
+        self.retry = retry
+    }
+}
+
+/// Permission to dispatch one request. Hand it back exactly once: ``Enforcer/complete(_:_:now:)`` after the
+/// upstream answered (or failed), or ``Enforcer/release(_:now:)`` if the request was never sent. Until then it
+/// holds one of the tenant's `max_concurrency` permits and its token reservation.
+public struct Ticket: Sendable, Hashable {
+    /// Unique within the enforcer that issued it.
+    public let id: UInt64
+    public let tenant: String
+    public let upstream: String
+    public let taskClass: TaskClass
+    public let taskID: String?
+    /// Tokens reserved from the TPM bucket (the estimate used for admission).
+    public let reservedTokens: Int
+    /// When the request was admitted: the attempt's telemetry `ts`.
+    public let admittedAt: Double
+    /// Seconds spent in the admission queue.
+    public let waited: Double
+    public let snapshotVersion: Int64?
+    /// In `shadow` mode: the limit that would have denied this request (it was admitted anyway and not charged).
+    public let shadowDenial: LimitKind?
+    public let retry: Int
+
+    init(
+        id: UInt64, request: AdmissionRequest, reservedTokens: Int, admittedAt: Double, waited: Double,
+        snapshotVersion: Int64?, shadowDenial: LimitKind?
+    ) {
+        self.id = id
+        self.tenant = request.tenant
+        self.upstream = request.upstream
+        self.taskClass = request.taskClass
+        self.taskID = request.taskID
+        self.reservedTokens = reservedTokens
+        self.admittedAt = admittedAt
+        self.waited = waited
+        self.snapshotVersion = snapshotVersion
+        self.shadowDenial = shadowDenial
+        self.retry = request.retry
+    }
+}
+
+/// What happened to a dispatched request, as the gateway reports it on completion.
+public struct AttemptResult: Sendable {
+    /// The upstream's HTTP status; nil when no response arrived (connection failure, timeout).
+    public var status: Int?
+    /// Actual usage from the provider's response. When both are nil the reservation is kept as the usage,
+    /// except for attempts the upstream refused (429, overload, errors): those used no tokens.
+    public var promptTokens: Int?
+    public var completionTokens: Int?
+    /// Seconds from dispatch to the end of the response.
+    public var latency: Double?
+    /// The upstream's response header fields, all or some: the rate-limit ones are kept verbatim.
+    public var headers: [(String, String)]
+    /// The provider's error code or type (e.g. `rate_limit_exceeded`), verbatim.
+    public var errorType: String?
+    /// The provider's error body, when there was one: sharpens classification (Google reports quota
+    /// exhaustion only there). Not sent in telemetry.
+    public var errorBody: ProviderErrorBody?
+    /// Overrides classification; nil lets `ErrorClassifier` decide from status, error type and body.
+    public var outcome: Outcome?
+    public var modelVersion: String?
+
+    public init(
+        status: Int?, promptTokens: Int? = nil, completionTokens: Int? = nil, latency: Double? = nil,
+        headers: [(String, String)] = [], errorType: String? = nil, errorBody: ProviderErrorBody? = nil,
+        outcome: Outcome? = nil, modelVersion: String? = nil
+    ) {
+        self.status = status
+        self.promptTokens = promptTokens
+        self.completionTokens = completionTokens
+        self.latency = latency
+        self.headers = headers
+        self.errorType = errorType
+        self.errorBody = errorBody
+        self.outcome = outcome
+        self.modelVersion = modelVersion
+    }
+
+    /// Prompt plus completion tokens, when either is known.
+    public var actualTokens: Int? {
+        if promptTokens == nil && completionTokens == nil { return nil }
+        return (promptTokens ?? 0) + (completionTokens ?? 0)
+    }
+}

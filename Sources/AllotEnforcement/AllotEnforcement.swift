@@ -1,1 +1,0 @@
-// AllotEnforcement — see README.md, "Architecture".

@@ -1,0 +1,73 @@
+import AllotProtocol
+
+/// Counters of an ``Enforcer`` since it was created, for the gateway's metrics.
+public struct EnforcementStatistics: Sendable, Equatable {
+    /// Requests admitted (including shadow-mode would-be denials, which are admitted).
+    public var admitted = 0
+    /// Of those, admitted after waiting in the queue.
+    public var admittedAfterWaiting = 0
+    /// Requests denied, by the limit that denied them.
+    public var denied: [LimitKind: Int] = [:]
+    /// Shadow mode: requests that would have been denied, by limit (they were admitted).
+    public var shadowWouldDeny: [LimitKind: Int] = [:]
+    /// Waiting requests whose caller gave up.
+    public var cancelledWhileQueued = 0
+    /// Attempts completed with ``Enforcer/complete(_:_:now:)``.
+    public var completed = 0
+    /// Tickets handed back unused with ``Enforcer/release(_:now:)``.
+    public var released = 0
+    /// Tokens carried as debt after responses that used more than their reservation.
+    public var debtTokens = 0.0
+    /// Tokens refunded after responses that used less than their reservation.
+    public var refundedTokens = 0.0
+    public var snapshotsApplied = 0
+    /// Snapshots refused for a version below the enforced one.
+    public var snapshotsRejected = 0
+    /// Times a lease expired and the gateway switched to `fallback`.
+    public var leaseExpiries = 0
+
+    public init() {}
+
+    /// All denials.
+    public var deniedTotal: Int { denied.values.reduce(0, +) }
+}
+
+/// Which snapshot a gateway enforces, and how.
+public struct EnforcementStatus: Sendable, Equatable {
+    /// The enforced snapshot's version (what the snapshot client sends in `If-None-Match`); nil before the
+    /// first snapshot.
+    public var version: Int64?
+    /// True once the lease expired: the `fallback` floors are enforced.
+    public var inFallback: Bool
+    /// The lease end of the enforced snapshot.
+    public var expiresAt: Double?
+    public var policyVersion: String?
+    /// Requests waiting in the admission queue.
+    public var queueLength: Int
+    /// Admitted requests not yet completed or released.
+    public var inFlight: Int
+    /// (tenant, upstream) pairs with bucket state in memory (idle, full ones are forgotten when a snapshot
+    /// arrives, since a new bucket starts full anyway).
+    public var trackedTenants: Int
+    /// `task_id`s tracked for task budgets.
+    public var trackedTasks: Int
+}
+
+/// One tenant's enforcement state on one upstream, for inspection (tests, simulators, a gateway's debug page).
+public struct TenantEnforcementStatus: Sendable, Equatable {
+    /// The limits in force (the snapshot's entry, `default`, or `fallback`).
+    public var limits: RateLimits
+    /// Whether the snapshot lists the tenant (false: `default` applies).
+    public var listed: Bool
+    public var shadow: Bool
+    /// The buckets, brought forward to the `now` asked about.
+    public var rpm: TokenBucket
+    public var tpm: TokenBucket
+    /// Charged requests in flight (what `max_concurrency` counts).
+    public var inFlight: Int
+    /// Requests of this tenant waiting in the queue.
+    public var queued: Int
+    /// Burst credit left (calls, tokens), zero when none or expired.
+    public var creditCalls: Double
+    public var creditTokens: Double
+}

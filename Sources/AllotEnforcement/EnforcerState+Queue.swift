@@ -1,0 +1,235 @@
+/// The admission queue: requests that could not be admitted at once wait, in strict order of task class, then
+/// weighted fair queuing by `queue_weight` across tenants, then arrival, until they can be admitted or their
+/// class's maximum wait is over.
+///
+/// Rules, with their reasons:
+/// - Only waitable limits queue (rpm, tpm, concurrency, no snapshot yet). A request whose bucket cannot refill
+///   within its maximum wait, or whose allocation is zero, is denied at once: waiting could only end in the
+///   same denial later, and the caller can act now (a smaller model, failing fast).
+/// - Within one (tenant, upstream) nothing overtakes a waiting request of equal or higher priority: otherwise
+///   small requests could keep a large one's tokens from ever accumulating. Higher-priority arrivals go first.
+/// - Across tenants, waiters of one task class are ordered by a start-time-fair-queuing tag
+///   (`tag = max(virtual time, tenant's last tag) + 1 / queue_weight`), so where tenants compete for a shared
+///   resource (``GatewayConfiguration/maxInFlightPerUpstream``) a tenant with weight 4 is served four times as
+///   often as one with weight 1, and no tenant starves.
+/// - A snapshot, a completion or a release re-examines the queue at once; the passage of time (refill,
+///   deadlines) is handled by ``pump(now:effects:)`` at ``nextWakeTime()``.
+extension EnforcerState {
+    enum Submission {
+        case decided(Admission)
+        case queued(UInt64)
+    }
+
+    /// Admits now, denies now, or (when `wait`) queues `request`; queued requests are decided later through
+    /// `onDecision`.
+    mutating func submit(
+        _ request: AdmissionRequest, now: Double, wait: Bool, report: Bool,
+        onDecision: (@Sendable (Admission) -> Void)?, effects: inout Effects
+    ) -> Submission {
+        checkLease(now: now, effects: &effects)
+        let key = TenantKey(tenant: request.tenant, upstream: request.upstream)
+        let index = stateIndex(key, now: now)
+        let estimate = self.estimate(for: request, learned: index.flatMap { states.values[$0].policy.tokenEstimate })
+        var failure: Failure
+        switch evaluate(request, key: key, at: index, estimate: estimate, now: now, waiting: false) {
+        case .admit(let charge):
+            let ticket = admit(
+                request, key: key, at: index!, estimate: estimate, charge: charge, now: now, waited: 0)
+            return .decided(.admitted(ticket))
+        case .deny(let denied):
+            failure = denied
+        }
+        let maxWait = configuration.maxWait[request.taskClass]
+        var queueable = wait && onDecision != nil && failure.limit.isWaitable && maxWait > 0
+        if queueable, failure.code == "zero_allocation" { queueable = false }
+        if queueable, failure.fromRefill, let delay = failure.retryAfter, delay > maxWait {
+            failure.message +=
+                "; beyond the \(EnforcerState.format(maxWait)) s maximum wait of "
+                + "\(request.taskClass.rawValue) requests"
+            queueable = false
+        }
+        if queueable, waiters.count >= configuration.maxQueueLength {
+            failure.code = "queue_full"
+            failure.message =
+                "the admission queue is full (\(configuration.maxQueueLength) requests); "
+                + failure.message
+            queueable = false
+        }
+        guard queueable, let onDecision else {
+            let denial = deny(
+                request, estimate: estimate, failure: failure, now: now, waited: 0, report: report,
+                effects: &effects)
+            return .decided(.denied(denial))
+        }
+        let id = nextID
+        nextID += 1
+        let rank = request.taskClass.rank
+        let weight = index.map { states.values[$0].policy.queueWeight }.map { $0.isFinite ? max($0, 0.001) : 1 } ?? 1
+        var account = queueAccounts[key] ?? QueueAccount()
+        let tag = max(virtualTime(rank: rank), account.tag(rank: rank)) + 1 / weight
+        account.setTag(tag, rank: rank)
+        account.waiting[rank] += 1
+        queueAccounts[key] = account
+        let waiter = Waiter(
+            id: id, request: request, key: key, estimate: estimate, enqueuedAt: now, deadline: now + maxWait,
+            tag: tag, failure: failure, retryAt: failure.fromRefill ? failure.retryAfter.map { now + $0 } : nil,
+            onDecision: onDecision)
+        insert(waiter)
+        let due = min(waiter.deadline, waiter.retryAt ?? .infinity)
+        if armedWake.map({ due < $0 }) ?? true { effects.wakeEarlier = true }
+        return .queued(id)
+    }
+
+    private mutating func insert(_ waiter: Waiter) {
+        // Binary search for the first waiter that the new one precedes (arrivals are mostly at the end).
+        var low = 0
+        var high = waiters.count
+        while low < high {
+            let middle = (low + high) / 2
+            if waiters[middle].precedes(waiter) { low = middle + 1 } else { high = middle }
+        }
+        waiters.insert(waiter, at: low)
+    }
+
+    func virtualTime(rank: Int) -> Double {
+        switch rank {
+        case 0: virtualTime.0
+        case 1: virtualTime.1
+        case 2: virtualTime.2
+        default: virtualTime.3
+        }
+    }
+
+    mutating func advanceVirtualTime(to tag: Double, rank: Int) {
+        switch rank {
+        case 0: virtualTime.0 = max(virtualTime.0, tag)
+        case 1: virtualTime.1 = max(virtualTime.1, tag)
+        case 2: virtualTime.2 = max(virtualTime.2, tag)
+        default: virtualTime.3 = max(virtualTime.3, tag)
+        }
+    }
+
+    /// Re-examines every waiter in service order at `now`: admits those that fit, denies those whose maximum
+    /// wait is over (or that hit a limit waiting cannot clear, e.g. a new snapshot set `deny`), and keeps the
+    /// rest. Once a waiter of a (tenant, upstream) stays, the later waiters of that pair stay too.
+    mutating func pump(now: Double, effects: inout Effects) {
+        checkLease(now: now, effects: &effects)
+        guard !waiters.isEmpty else { return }
+        var kept: [Waiter] = []
+        kept.reserveCapacity(waiters.count)
+        var blocked = Set<TenantKey>()
+        for var waiter in waiters {
+            let waited = now - waiter.enqueuedAt
+            if blocked.contains(waiter.key) {
+                if now >= waiter.deadline {
+                    finish(waiter, failure: expired(waiter), now: now, effects: &effects)
+                } else {
+                    kept.append(waiter)
+                }
+                continue
+            }
+            let index = stateIndex(waiter.key, now: now)
+            switch evaluate(
+                waiter.request, key: waiter.key, at: index, estimate: waiter.estimate, now: now, waiting: true)
+            {
+            case .admit(let charge):
+                leaveQueue(waiter)
+                advanceVirtualTime(to: waiter.tag, rank: waiter.request.taskClass.rank)
+                let ticket = admit(
+                    waiter.request, key: waiter.key, at: index!, estimate: waiter.estimate, charge: charge, now: now,
+                    waited: waited)
+                effects.decisions.append((waiter.onDecision, .admitted(ticket)))
+            case .deny(let failure):
+                waiter.failure = failure
+                if !failure.limit.isWaitable || failure.code == "zero_allocation" {
+                    finish(waiter, failure: failure, now: now, effects: &effects)
+                } else if now >= waiter.deadline {
+                    finish(waiter, failure: expired(waiter), now: now, effects: &effects)
+                } else {
+                    waiter.retryAt = failure.fromRefill ? failure.retryAfter.map { now + $0 } : nil
+                    blocked.insert(waiter.key)
+                    kept.append(waiter)
+                }
+            }
+        }
+        waiters = kept
+    }
+
+    private func expired(_ waiter: Waiter) -> Failure {
+        var failure = waiter.failure
+        failure.code = "max_wait_exceeded"
+        let maxWait = EnforcerState.format(configuration.maxWait[waiter.request.taskClass])
+        failure.message =
+            "waited the \(maxWait) s maximum of \(waiter.request.taskClass.rawValue) requests; "
+            + failure.message
+        return failure
+    }
+
+    /// Denies a waiter that leaves the queue without a ticket.
+    private mutating func finish(_ waiter: Waiter, failure: Failure, now: Double, effects: inout Effects) {
+        leaveQueue(waiter)
+        let denial = deny(
+            waiter.request, estimate: waiter.estimate, failure: failure, now: now, waited: now - waiter.enqueuedAt,
+            report: true, effects: &effects)
+        effects.decisions.append((waiter.onDecision, .denied(denial)))
+    }
+
+    /// Updates the waiting counts of a waiter that left the queue (the caller removes it from `waiters`).
+    private mutating func leaveQueue(_ waiter: Waiter) {
+        guard var account = queueAccounts[waiter.key] else { return }
+        account.waiting[waiter.request.taskClass.rank] -= 1
+        queueAccounts[waiter.key] = account.waiting.total > 0 ? account : nil
+    }
+
+    /// Removes a waiter whose caller gave up; reports it as `queued` (demand that was neither served nor
+    /// denied). False when it already left the queue.
+    mutating func cancel(_ id: UInt64, now: Double, effects: inout Effects) -> Bool {
+        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return false }
+        let waiter = waiters.remove(at: index)
+        leaveQueue(waiter)
+        statistics.cancelledWhileQueued += 1
+        let waited = now - waiter.enqueuedAt
+        if reportsTelemetry {
+            effects.telemetry.append(
+                TelemetryRecord(
+                    ts: now, gateway: configuration.gatewayID, tenant: waiter.request.tenant,
+                    upstream: waiter.request.upstream, outcome: .queued, queueWait: waited,
+                    estimatedTokens: waiter.estimate, taskClass: waiter.request.taskClass,
+                    taskID: waiter.request.taskID, retry: waiter.request.retry))
+        }
+        var failure = waiter.failure
+        failure.code = "cancelled"
+        failure.message = "the caller stopped waiting"
+        let denial = Denial(
+            limit: failure.limit, code: failure.code, message: failure.message, retryAfter: nil,
+            snapshotVersion: table.version, fallback: table.inFallback, waited: waited, tenant: waiter.request.tenant,
+            upstream: waiter.request.upstream, taskClass: waiter.request.taskClass)
+        effects.decisions.append((waiter.onDecision, .denied(denial)))
+        // Its departure may unblock later waiters of the same tenant.
+        pump(now: now, effects: &effects)
+        return true
+    }
+
+    /// Denies every waiting request (the gateway is stopping: nothing would wake them any more).
+    mutating func denyAllWaiting(now: Double, effects: inout Effects) {
+        let leaving = waiters
+        waiters = []
+        for waiter in leaving {
+            var failure = waiter.failure
+            failure.code = "gateway_stopping"
+            failure.message = "the gateway is stopping"
+            finish(waiter, failure: failure, now: now, effects: &effects)
+        }
+    }
+
+    /// The earliest instant at which the queue or the lease needs attention: a waiter's refill time or
+    /// deadline, or the lease end. nil when nothing is pending.
+    func nextWakeTime() -> Double? {
+        var next = table.leaseEnd ?? .infinity
+        for waiter in waiters {
+            next = min(next, waiter.deadline)
+            if let retryAt = waiter.retryAt { next = min(next, retryAt) }
+        }
+        return next.isFinite ? next : nil
+    }
+}

@@ -1,0 +1,681 @@
+import AllotProtocol
+import AllotSignals
+
+/// A burst credit lent by the snapshot (SPEC §6.5) and how much of it this gateway has used.
+struct CreditState: Sendable {
+    var grant: BurstCredit
+    var usedCalls = 0.0
+    var usedTokens = 0.0
+
+    func calls(at now: Double) -> Double { now < grant.expiresAt ? max(0, grant.calls - usedCalls) : 0 }
+    func tokens(at now: Double) -> Double { now < grant.expiresAt ? max(0, grant.tokens - usedTokens) : 0 }
+    var isUsed: Bool { usedCalls > 0 || usedTokens > 0 }
+}
+
+/// Waiting requests of one tenant key, per task class.
+struct ClassCounts: Sendable {
+    var counts = (0, 0, 0, 0)
+
+    subscript(rank: Int) -> Int {
+        get {
+            switch rank {
+            case 0: counts.0
+            case 1: counts.1
+            case 2: counts.2
+            default: counts.3
+            }
+        }
+        set {
+            switch rank {
+            case 0: counts.0 = newValue
+            case 1: counts.1 = newValue
+            case 2: counts.2 = newValue
+            default: counts.3 = newValue
+            }
+        }
+    }
+
+    /// Waiting requests at `rank` or more urgent.
+    func atOrAbove(_ rank: Int) -> Int {
+        var total = 0
+        for index in 0...min(rank, 3) { total += self[index] }
+        return total
+    }
+
+    var total: Int { counts.0 + counts.1 + counts.2 + counts.3 }
+}
+
+/// The buckets and counters of one (tenant, upstream), with the policy in force for it (kept here so that
+/// admission needs one dictionary lookup per request).
+struct TenantState: Sendable {
+    var policy: TenantPolicy
+    var rpm: TokenBucket
+    var tpm: TokenBucket
+    /// Charged requests in flight: what `max_concurrency` bounds.
+    var inFlight = 0
+    var credit: CreditState?
+
+    init(policy: TenantPolicy, now: Double) {
+        self.policy = policy
+        rpm = TokenBucket(parameters: policy.limits.rpm, now: now)
+        tpm = TokenBucket(parameters: policy.limits.tpm, now: now)
+        credit = policy.burstCredit.map { CreditState(grant: $0) }
+    }
+
+    /// Full, idle and owing nothing: forgetting it changes nothing, because a new state starts full.
+    func isIdle(at now: Double) -> Bool {
+        inFlight == 0 && !(credit?.isUsed ?? false)
+            && rpm.level(at: now) >= rpm.parameters.burst && tpm.level(at: now) >= tpm.parameters.burst
+    }
+
+    /// Takes an admitted request's call and tokens from the buckets or the burst credit.
+    mutating func charge(_ charge: Charge, amount: Double, now: Double) {
+        inFlight += 1
+        if charge.rpmFromCredit { credit!.usedCalls += 1 } else { rpm.take(1, at: now) }
+        if charge.tpmFromCredit { credit!.usedTokens += amount } else { tpm.take(amount, at: now) }
+    }
+
+    /// Applies a new policy's parameters at `instant` without refilling (``TokenBucket/retune(to:at:)``), and
+    /// its burst credit: the same grant (same expiry) keeps what was used, a new grant starts unused.
+    mutating func retune(to policy: TenantPolicy, at instant: Double) {
+        self.policy = policy
+        rpm.retune(to: policy.limits.rpm, at: instant)
+        tpm.retune(to: policy.limits.tpm, at: instant)
+        if let grant = policy.burstCredit {
+            if var existing = credit, existing.grant.expiresAt == grant.expiresAt {
+                existing.grant = grant
+                credit = existing
+            } else {
+                credit = CreditState(grant: grant)
+            }
+        } else {
+            credit = nil
+        }
+    }
+}
+
+/// The queue's bookkeeping for one (tenant, upstream) while it has waiting requests.
+struct QueueAccount: Sendable {
+    var waiting = ClassCounts()
+    /// Weighted-fair-queuing tag of this tenant's last enqueued request, per task class rank.
+    var lastTag = (0.0, 0.0, 0.0, 0.0)
+
+    func tag(rank: Int) -> Double {
+        switch rank {
+        case 0: lastTag.0
+        case 1: lastTag.1
+        case 2: lastTag.2
+        default: lastTag.3
+        }
+    }
+
+    mutating func setTag(_ tag: Double, rank: Int) {
+        switch rank {
+        case 0: lastTag.0 = tag
+        case 1: lastTag.1 = tag
+        case 2: lastTag.2 = tag
+        default: lastTag.3 = tag
+        }
+    }
+}
+
+/// A `task_id`'s usage, for the runaway-task guard.
+struct TaskKey: Hashable, Sendable {
+    let tenant: String
+    let taskID: String
+    /// Hashed once: the key is looked up several times per request.
+    private let hash: Int
+
+    init(tenant: String, taskID: String) {
+        self.tenant = tenant
+        self.taskID = taskID
+        var hasher = Hasher()
+        hasher.combine(tenant)
+        hasher.combine(taskID)
+        hash = hasher.finalize()
+    }
+
+    static func == (lhs: TaskKey, rhs: TaskKey) -> Bool {
+        lhs.hash == rhs.hash && lhs.tenant == rhs.tenant && lhs.taskID == rhs.taskID
+    }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+}
+
+struct TaskUsage: Sendable {
+    var calls = 0
+    var tokens = 0.0
+    var lastSeen: Double
+}
+
+/// How an admitted request was charged, kept until it completes.
+struct TicketRecord: Sendable {
+    var ticket: Ticket
+    var key: TenantKey
+    var estimate: Double
+    /// False for a shadow-mode would-be denial: admitted without touching buckets, permits or task usage.
+    var charged: Bool
+    var rpmFromCredit: Bool
+    var tpmFromCredit: Bool
+    /// The credit grant drawn from (its expiry identifies it), so a refund goes back to the same grant.
+    var creditExpiry: Double?
+}
+
+/// Why a request cannot be admitted now.
+struct Failure: Sendable {
+    var limit: LimitKind
+    var code: String
+    var message: String
+    /// Advised retry, seconds.
+    var retryAfter: Double?
+    /// True when `retryAfter` is the bucket's exact refill time (a lower bound on the wait).
+    var fromRefill: Bool
+    /// False for failures that apply whatever the tenant's mode (circuit, the gateway's own cap, queue order).
+    var shadowable: Bool
+}
+
+/// The outcome of evaluating a request against the limits.
+enum Verdict: Sendable {
+    case admit(Charge)
+    case deny(Failure)
+}
+
+/// How to charge an admitted request.
+struct Charge: Sendable {
+    var rpmFromCredit = false
+    var tpmFromCredit = false
+    /// Shadow mode: the would-be denial; the request is admitted uncharged.
+    var shadowFailure: Failure?
+}
+
+/// A request waiting in the admission queue.
+struct Waiter: Sendable {
+    var id: UInt64
+    var request: AdmissionRequest
+    var key: TenantKey
+    var estimate: Int
+    var enqueuedAt: Double
+    var deadline: Double
+    /// Weighted-fair-queuing finish tag: orders waiters of one task class across tenants by `queue_weight`.
+    var tag: Double
+    /// What blocked it at its last evaluation.
+    var failure: Failure
+    /// When the refill alone would admit it (nil when unknown: concurrency, queue order, no snapshot).
+    var retryAt: Double?
+    var onDecision: @Sendable (Admission) -> Void
+
+    /// Strict service order: task class first, then the fair-queuing tag, then arrival.
+    func precedes(_ other: Waiter) -> Bool {
+        let rank = request.taskClass.rank
+        let otherRank = other.request.taskClass.rank
+        if rank != otherRank { return rank < otherRank }
+        if tag != other.tag { return tag < other.tag }
+        return id < other.id
+    }
+}
+
+/// What a state change asks the ``Enforcer`` to do once its lock is released.
+struct Effects {
+    var decisions: [(@Sendable (Admission) -> Void, Admission)] = []
+    var telemetry: [TelemetryRecord] = []
+    var events: [GatewayEvent] = []
+    /// The earliest instant the queue or the lease needs attention moved earlier than the waker's alarm.
+    var wakeEarlier = false
+}
+
+/// Everything an ``Enforcer`` knows, mutated only under its lock. Every method takes `now` (common rules: no
+/// clock reads inside the maths), so the same calls on the same inputs give the same answers.
+struct EnforcerState {
+    let configuration: GatewayConfiguration
+    var table: LimitTable
+    typealias StateIndex = Dictionary<TenantKey, TenantState>.Index
+    var states: [TenantKey: TenantState] = [:]
+    /// Waiting counts and fair-queuing tags of the pairs that have waiters.
+    var queueAccounts: [TenantKey: QueueAccount] = [:]
+    var tasks: [TaskKey: TaskUsage] = [:]
+    var tickets: [UInt64: TicketRecord] = [:]
+    /// Requests in flight per upstream (all of them, charged or not): the gateway's own cap counts these.
+    var upstreamInFlight: [String: Int] = [:]
+    /// Waiting requests in service order.
+    var waiters: [Waiter] = []
+    /// Per task class rank: the tag of the last waiter served (weighted fair queuing's virtual time).
+    var virtualTime = (0.0, 0.0, 0.0, 0.0)
+    var nextID: UInt64 = 1
+    var statistics = EnforcementStatistics()
+    /// The instant the waker sleeps until; enqueueing something due earlier rings it.
+    var armedWake: Double? = nil
+    var stateCollectionThreshold = 4_096
+
+    /// False when nobody receives telemetry: the events are then not even built.
+    let reportsTelemetry: Bool
+
+    init(configuration: GatewayConfiguration, reportsTelemetry: Bool = true) {
+        self.configuration = configuration
+        self.reportsTelemetry = reportsTelemetry
+        self.table = LimitTable.bootstrap(configuration)
+    }
+
+    // MARK: Limits
+
+    /// Switches to `fallback` if the lease has ended by `now`. The buckets are retuned at the expiry instant,
+    /// not at `now`, so the result does not depend on when the expiry is noticed.
+    mutating func checkLease(now: Double, effects: inout Effects) {
+        guard let end = table.leaseEnd, now >= end, let snapshot = table.snapshot else { return }
+        install(LimitTable.fallback(snapshot, configuration), at: end)
+        statistics.leaseExpiries += 1
+        effects.events.append(.leaseExpired(version: snapshot.version, expiresAt: end))
+    }
+
+    /// Replaces the limits in force, retuning every known tenant's buckets at `instant` (no refill).
+    mutating func install(_ newTable: LimitTable, at instant: Double) {
+        table = newTable
+        for index in states.indices {
+            guard let policy = newTable.policy(for: states.keys[index]) else { continue }
+            states.values[index].retune(to: policy, at: instant)
+        }
+    }
+
+    mutating func apply(_ snapshot: Snapshot, now: Double, effects: inout Effects) -> SnapshotApplyResult {
+        checkLease(now: now, effects: &effects)
+        let previous = table.version
+        if let previous {
+            if snapshot.version < previous {
+                statistics.snapshotsRejected += 1
+                let reason = "version \(snapshot.version) is below the enforced version \(previous)"
+                effects.events.append(
+                    .snapshotRejected(version: snapshot.version, enforced: previous, reason: reason))
+                return .rejected(reason: reason)
+            }
+            if snapshot.version == previous { return .unchanged }
+        }
+        let expired = now >= snapshot.expiresAt
+        install(
+            expired ? LimitTable.fallback(snapshot, configuration) : LimitTable.lease(snapshot, configuration),
+            at: now)
+        statistics.snapshotsApplied += 1
+        effects.events.append(.snapshotApplied(version: snapshot.version, previous: previous))
+        if expired {
+            statistics.leaseExpiries += 1
+            effects.events.append(.leaseExpired(version: snapshot.version, expiresAt: snapshot.expiresAt))
+        }
+        collectIdle(now: now)
+        pump(now: now, effects: &effects)
+        if let end = table.leaseEnd, armedWake.map({ end < $0 }) ?? true { effects.wakeEarlier = true }
+        return .applied
+    }
+
+    /// Forgets tenant states that are full and idle, and tasks unseen for `taskIdleTimeout` (then the least
+    /// recently seen beyond `maxTrackedTasks`), so memory follows the active set, not every tenant ever seen.
+    ///
+    /// Idle states are removed in place, so the dictionary keeps its capacity and the active set does not pay
+    /// for re-growing it; the next collection on growth waits until twice the larger of the listed tenants
+    /// and what survived, so a gateway with many active tenants does not collect on every new one.
+    mutating func collectIdle(now: Double) {
+        var idle: [TenantKey] = []
+        for (key, state) in states where queueAccounts[key] == nil && state.isIdle(at: now) { idle.append(key) }
+        for key in idle { states.removeValue(forKey: key) }
+        stateCollectionThreshold = max(4_096, 2 * table.tenants.count, 2 * states.count)
+        collectTasks(now: now)
+    }
+
+    /// Forgets tasks unseen for `taskIdleTimeout`, then the least recently seen beyond `maxTrackedTasks` (ties
+    /// broken by tenant and task id, so the result does not depend on dictionary order).
+    mutating func collectTasks(now: Double) {
+        let horizon = now - configuration.taskIdleTimeout
+        tasks = tasks.filter { $0.value.lastSeen >= horizon }
+        if tasks.count > configuration.maxTrackedTasks {
+            let keep = tasks.sorted { lhs, rhs in
+                if lhs.value.lastSeen != rhs.value.lastSeen { return lhs.value.lastSeen > rhs.value.lastSeen }
+                return (lhs.key.tenant, lhs.key.taskID) < (rhs.key.tenant, rhs.key.taskID)
+            }
+            .prefix(configuration.maxTrackedTasks)
+            tasks = Dictionary(uniqueKeysWithValues: keep.map { ($0.key, $0.value) })
+        }
+    }
+
+    // MARK: Evaluation
+
+    /// Reservation for a request: the caller's estimate, else prompt + the snapshot's learned completion
+    /// percentile, else prompt + the configured default.
+    func estimate(for request: AdmissionRequest, learned: TokenEstimate?) -> Int {
+        if let estimated = request.estimatedTokens { return max(0, estimated) }
+        let completion: Double
+        if let learned {
+            completion = configuration.estimatePercentile == .p50 ? learned.p50 : learned.p95
+        } else {
+            completion = Double(configuration.defaultCompletionEstimate)
+        }
+        let safeCompletion = completion.isFinite ? max(0, completion.rounded(.up)) : 0
+        return max(0, request.promptTokens ?? 0) + Int(min(safeCompletion, 1e12))
+    }
+
+    /// Where the tenant's state is, created full on first sight (a new bucket starts at its burst); nil when no
+    /// limits apply to it (no snapshot yet and no bootstrap limits). The index stays valid until `states` is
+    /// next inserted into or filtered.
+    mutating func stateIndex(_ key: TenantKey, now: Double) -> StateIndex? {
+        if let index = states.index(forKey: key) { return index }
+        guard let policy = table.policy(for: key) else { return nil }
+        if states.count >= stateCollectionThreshold { collectIdle(now: now) }
+        states[key] = TenantState(policy: policy, now: now)
+        return states.index(forKey: key)
+    }
+
+    /// Evaluates `request` against every limit, in the order: budget `deny`, circuit, task budget, queue order
+    /// (for new arrivals), tenant concurrency, the gateway's own cap, then the RPM and TPM buckets (with the
+    /// burst credit as a second source). The non-waitable limits come first so that a request that can never
+    /// pass is told so at once rather than queued.
+    ///
+    /// In `shadow` mode the first failure of the tenant's own limits is recorded and the request is admitted
+    /// uncharged — exactly what enforcing would have denied, since a denied request would not have consumed
+    /// anything either. Limits that are not the tenant's (an open circuit, the gateway's own cap) apply in
+    /// every mode.
+    func evaluate(
+        _ request: AdmissionRequest, key: TenantKey, at index: StateIndex?, estimate: Int, now: Double, waiting: Bool
+    ) -> Verdict {
+        guard let index else {
+            return .deny(
+                Failure(
+                    limit: .noSnapshot, code: "no_snapshot",
+                    message: "no allocation snapshot received yet", retryAfter: configuration.defaultRetryAfter,
+                    fromRefill: false, shadowable: false))
+        }
+        let tenantState = states.values[index]
+        let policy = tenantState.policy
+        var shadowFailure: Failure?
+
+        func check(_ failure: Failure) -> Verdict? {
+            if policy.shadow && failure.shadowable {
+                if shadowFailure == nil { shadowFailure = failure }
+                return nil
+            }
+            return .deny(failure)
+        }
+
+        if let deny = policy.deny {
+            let failure = Failure(
+                limit: .budget, code: deny,
+                message: "tenant \(key.tenant) is denied on \(key.upstream): \(deny)",
+                retryAfter: table.refreshInterval, fromRefill: false, shadowable: true)
+            if let verdict = check(failure) { return verdict }
+        }
+        if table.hasOpenCircuit, let upstream = table.upstreams[key.upstream], upstream.circuitOpen,
+            upstream.shed.contains(request.taskClass.rawValue)
+        {
+            return .deny(
+                Failure(
+                    limit: .circuit, code: "circuit_open",
+                    message: "the circuit of \(key.upstream) is open (\(upstream.state)); "
+                        + "\(request.taskClass.rawValue) requests are shed",
+                    retryAfter: table.refreshInterval, fromRefill: false, shadowable: false))
+        }
+        if let taskID = request.taskID, let budget = table.taskBudgets[request.taskClass] {
+            let usage = tasks[TaskKey(tenant: key.tenant, taskID: taskID)]
+            let calls = usage?.calls ?? 0
+            let tokens = usage?.tokens ?? 0
+            if calls + 1 > budget.maxCalls || tokens + Double(estimate) > Double(budget.maxTokens) {
+                let failure = Failure(
+                    limit: .taskBudget, code: "task_budget_exceeded",
+                    message: "task \(taskID) of tenant \(key.tenant) has used \(calls) calls and \(Int(tokens)) "
+                        + "tokens; the \(request.taskClass.rawValue) budget is \(budget.maxCalls) calls and "
+                        + "\(budget.maxTokens) tokens",
+                    retryAfter: nil, fromRefill: false, shadowable: true)
+                if let verdict = check(failure) { return verdict }
+            }
+        }
+        if !waiting, !queueAccounts.isEmpty, let account = queueAccounts[key],
+            account.waiting.atOrAbove(request.taskClass.rank) > 0
+        {
+            // Never overtake a waiting request of the same tenant and equal or higher priority: it would take the
+            // tokens the waiter is accumulating for, and a large request could starve behind small ones.
+            let ahead = waiters.first { $0.key == key && $0.request.taskClass.rank <= request.taskClass.rank }
+            var failure =
+                ahead?.failure
+                ?? Failure(
+                    limit: .rpm, code: "rate_limited", message: "", retryAfter: nil, fromRefill: false,
+                    shadowable: false)
+            failure.message =
+                "requests of tenant \(key.tenant) on \(key.upstream) are queued ahead (\(failure.limit.rawValue))"
+            failure.fromRefill = false
+            failure.shadowable = false
+            return .deny(failure)
+        }
+        let maxConcurrency = policy.maxConcurrency ?? configuration.defaultMaxConcurrency
+        if let maxConcurrency, tenantState.inFlight >= maxConcurrency {
+            let failure = Failure(
+                limit: .concurrency, code: "concurrency_limited",
+                message: "tenant \(key.tenant) has \(tenantState.inFlight) requests in flight on \(key.upstream) "
+                    + "(max_concurrency \(maxConcurrency))",
+                retryAfter: configuration.defaultRetryAfter, fromRefill: false, shadowable: true)
+            if let verdict = check(failure) { return verdict }
+        }
+        if let cap = configuration.maxInFlightPerUpstream, upstreamInFlight[key.upstream, default: 0] >= cap {
+            return .deny(
+                Failure(
+                    limit: .concurrency, code: "gateway_concurrency_limited",
+                    message: "this gateway has \(cap) requests in flight on \(key.upstream), its maximum",
+                    retryAfter: configuration.defaultRetryAfter, fromRefill: false, shadowable: false))
+        }
+        var charge = Charge()
+        if shadowFailure == nil {
+            let amount = Double(estimate)
+            let rpmFits = tenantState.rpm.admits(1, at: now)
+            let tpmFits = tenantState.tpm.admits(amount, at: now)
+            let credit = tenantState.credit
+            charge.rpmFromCredit = !rpmFits && (credit?.calls(at: now) ?? 0) >= 1
+            charge.tpmFromCredit = !tpmFits && (credit?.tokens(at: now) ?? 0) >= amount
+            let rpmOK = rpmFits || charge.rpmFromCredit
+            let tpmOK = tpmFits || charge.tpmFromCredit
+            if !rpmOK || !tpmOK {
+                let failure = bucketFailure(
+                    tenantState, key: key, amount: amount, rpmOK: rpmOK, tpmOK: tpmOK, now: now)
+                if let verdict = check(failure) { return verdict }
+                charge = Charge()
+            }
+        }
+        charge.shadowFailure = shadowFailure
+        return .admit(charge)
+    }
+
+    /// The RPM or TPM failure, whichever takes longer to clear; its retry-after is the refill time (the
+    /// snapshot's refresh interval when the refill never gets there: a zero allocation).
+    private func bucketFailure(
+        _ state: TenantState, key: TenantKey, amount: Double, rpmOK: Bool, tpmOK: Bool, now: Double
+    ) -> Failure {
+        let rpmDelay: Double?? = rpmOK ? .none : .some(state.rpm.delay(until: 1, at: now))
+        let tpmDelay: Double?? = tpmOK ? .none : .some(state.tpm.delay(until: amount, at: now))
+        // nil inside means "never by refill": it dominates any finite delay.
+        let useTPM: Bool
+        switch (rpmDelay, tpmDelay) {
+        case (.none, _): useTPM = true
+        case (_, .none): useTPM = false
+        case (.some(let rpm), .some(let tpm)): useTPM = tpm == nil || (rpm != nil && tpm! > rpm!)
+        }
+        let limit: LimitKind = useTPM ? .tpm : .rpm
+        let bucket = useTPM ? state.tpm : state.rpm
+        let delay = useTPM ? tpmDelay! : rpmDelay!
+        let unit = useTPM ? "tokens" : "requests"
+        let parameters = bucket.parameters
+        if let delay {
+            let what = useTPM ? "\(Int(amount.rounded(.up))) tokens" : "a request"
+            return Failure(
+                limit: limit, code: "rate_limited",
+                message:
+                    "tenant \(key.tenant) on \(key.upstream): \(limit.rawValue) limit \(Self.format(parameters.rate)) "
+                    + "\(unit)/min (burst \(Self.format(parameters.burst))) has no room for \(what); retry in "
+                    + "\(Self.format(delay)) s",
+                retryAfter: delay, fromRefill: true, shadowable: true)
+        }
+        return Failure(
+            limit: limit, code: "zero_allocation",
+            message: "tenant \(key.tenant) has no \(limit.rawValue) allocation on \(key.upstream)",
+            retryAfter: table.refreshInterval, fromRefill: false, shadowable: true)
+    }
+
+    static func format(_ value: Double) -> String {
+        if value == value.rounded() && abs(value) < 1e15 { return String(Int64(value)) }
+        return String((value * 1000).rounded() / 1000)
+    }
+
+    /// Charges an admitted request and records its ticket.
+    mutating func admit(
+        _ request: AdmissionRequest, key: TenantKey, at index: StateIndex, estimate: Int, charge: Charge, now: Double,
+        waited: Double
+    ) -> Ticket {
+        let id = nextID
+        nextID += 1
+        let charged = charge.shadowFailure == nil
+        var creditExpiry: Double?
+        if charged {
+            let amount = Double(estimate)
+            states.values[index].charge(charge, amount: amount, now: now)
+            if charge.rpmFromCredit || charge.tpmFromCredit {
+                creditExpiry = states.values[index].credit?.grant.expiresAt
+            }
+            if let taskID = request.taskID {
+                let taskKey = TaskKey(tenant: key.tenant, taskID: taskID)
+                var usage = tasks[taskKey] ?? TaskUsage(lastSeen: now)
+                usage.calls += 1
+                usage.tokens += amount
+                usage.lastSeen = max(usage.lastSeen, now)
+                tasks[taskKey] = usage
+                if tasks.count > configuration.maxTrackedTasks + configuration.maxTrackedTasks / 4 {
+                    collectTasks(now: now)
+                }
+            }
+        } else if let failure = charge.shadowFailure {
+            statistics.shadowWouldDeny[failure.limit, default: 0] += 1
+        }
+        if configuration.maxInFlightPerUpstream != nil { upstreamInFlight[key.upstream, default: 0] += 1 }
+        statistics.admitted += 1
+        if waited > 0 { statistics.admittedAfterWaiting += 1 }
+        let ticket = Ticket(
+            id: id, request: request, reservedTokens: estimate, admittedAt: now, waited: waited,
+            snapshotVersion: table.version, shadowDenial: charge.shadowFailure?.limit)
+        tickets[id] = TicketRecord(
+            ticket: ticket, key: key, estimate: Double(estimate), charged: charged,
+            rpmFromCredit: charge.rpmFromCredit, tpmFromCredit: charge.tpmFromCredit, creditExpiry: creditExpiry)
+        return ticket
+    }
+
+    /// Builds the denial (and its telemetry event) for `failure`.
+    mutating func deny(
+        _ request: AdmissionRequest, estimate: Int, failure: Failure, now: Double, waited: Double,
+        report: Bool, effects: inout Effects
+    ) -> Denial {
+        statistics.denied[failure.limit, default: 0] += 1
+        if report && reportsTelemetry {
+            effects.telemetry.append(
+                TelemetryRecord(
+                    ts: now, gateway: configuration.gatewayID, tenant: request.tenant, upstream: request.upstream,
+                    outcome: .deniedLocal, queueWait: waited, estimatedTokens: estimate,
+                    taskClass: request.taskClass, taskID: request.taskID, retry: request.retry,
+                    errorType: failure.limit == .budget ? failure.code : failure.limit.rawValue))
+        }
+        return Denial(
+            limit: failure.limit, code: failure.code, message: failure.message, retryAfter: failure.retryAfter,
+            snapshotVersion: table.version, fallback: table.inFallback, waited: waited, tenant: request.tenant,
+            upstream: request.upstream, taskClass: request.taskClass)
+    }
+
+    // MARK: Completion
+
+    /// Reconciles a finished attempt: frees its permit, turns the reservation into actual usage (over-spend is
+    /// debt in the TPM bucket, under-spend is refunded up to the burst), and reports the attempt.
+    mutating func complete(_ ticket: Ticket, _ result: AttemptResult, now: Double, effects: inout Effects) -> Bool {
+        guard let record = tickets.removeValue(forKey: ticket.id) else { return false }
+        if configuration.maxInFlightPerUpstream != nil { upstreamInFlight[record.key.upstream, default: 1] -= 1 }
+        let outcome =
+            result.outcome
+            ?? ErrorClassifier.classify(status: result.status, errorType: result.errorType, body: result.errorBody)
+        // Usage unknown: a served attempt keeps its reservation; a refused or failed one used nothing.
+        let served = outcome == .ok && (result.status.map { (200..<300).contains($0) } ?? false)
+        let actual = result.actualTokens.map { Double(max(0, $0)) } ?? (served ? record.estimate : 0)
+        if record.charged {
+            reconcile(record, actualTokens: actual, now: now)
+        }
+        statistics.completed += 1
+        if reportsTelemetry {
+            effects.telemetry.append(
+                TelemetryRecord(
+                    ts: ticket.admittedAt, gateway: configuration.gatewayID, tenant: ticket.tenant,
+                    upstream: ticket.upstream, outcome: outcome, status: result.status, latency: result.latency,
+                    queueWait: ticket.waited, promptTokens: result.promptTokens,
+                    completionTokens: result.completionTokens,
+                    estimatedTokens: ticket.reservedTokens, taskClass: ticket.taskClass, taskID: ticket.taskID,
+                    modelVersion: result.modelVersion, retry: ticket.retry,
+                    headers: RateLimitHeaders.select(from: result.headers), errorType: result.errorType))
+        }
+        pump(now: now, effects: &effects)
+        return true
+    }
+
+    /// Hands back a ticket whose request was never sent: everything it reserved is returned.
+    mutating func release(_ ticket: Ticket, now: Double, effects: inout Effects) -> Bool {
+        guard let record = tickets.removeValue(forKey: ticket.id) else { return false }
+        if configuration.maxInFlightPerUpstream != nil { upstreamInFlight[record.key.upstream, default: 1] -= 1 }
+        if record.charged, let index = states.index(forKey: record.key) {
+            states.values[index].inFlight -= 1
+            if record.rpmFromCredit {
+                if states.values[index].credit?.grant.expiresAt == record.creditExpiry {
+                    states.values[index].credit!.usedCalls -= 1
+                }
+            } else {
+                states.values[index].rpm.refund(1, at: now)
+            }
+            refundTokens(record, record.estimate, at: index, now: now)
+            if let taskID = ticket.taskID {
+                let taskKey = TaskKey(tenant: record.key.tenant, taskID: taskID)
+                tasks[taskKey]?.calls -= 1
+                tasks[taskKey]?.tokens -= record.estimate
+            }
+        }
+        statistics.released += 1
+        pump(now: now, effects: &effects)
+        return true
+    }
+
+    private mutating func reconcile(_ record: TicketRecord, actualTokens actual: Double, now: Double) {
+        guard let index = states.index(forKey: record.key) else { return }
+        states.values[index].inFlight -= 1
+        let delta = actual - record.estimate
+        if delta > 0 {
+            states.values[index].tpm.take(delta, at: now)
+            statistics.debtTokens += delta
+        } else if delta < 0 {
+            refundTokens(record, -delta, at: index, now: now)
+        }
+        if let taskID = record.ticket.taskID {
+            let taskKey = TaskKey(tenant: record.key.tenant, taskID: taskID)
+            if var usage = tasks[taskKey] {
+                usage.tokens += delta
+                usage.lastSeen = max(usage.lastSeen, now)
+                tasks[taskKey] = usage
+            }
+        }
+    }
+
+    /// Returns unused tokens to where they came from: the burst credit (if the same grant is still in force)
+    /// or the TPM bucket, never above its burst.
+    private mutating func refundTokens(_ record: TicketRecord, _ amount: Double, at index: StateIndex, now: Double) {
+        guard amount > 0 else { return }
+        if record.tpmFromCredit {
+            if let credit = states.values[index].credit, credit.grant.expiresAt == record.creditExpiry {
+                states.values[index].credit!.usedTokens = max(0, credit.usedTokens - amount)
+            }
+        } else {
+            let before = states.values[index].tpm.level(at: now)
+            states.values[index].tpm.refund(amount, at: now)
+            statistics.refundedTokens += states.values[index].tpm.level - before
+        }
+    }
+}
+
+/// What happened to a snapshot handed to the enforcer.
+public enum SnapshotApplyResult: Sendable, Equatable {
+    /// It is now enforced.
+    case applied
+    /// Its version is the one already enforced.
+    case unchanged
+    /// Its version is below the enforced one; the enforced snapshot stays.
+    case rejected(reason: String)
+}

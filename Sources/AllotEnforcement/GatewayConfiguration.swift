@@ -1,0 +1,95 @@
+import AllotProtocol
+
+/// Settings of the enforcement side of a gateway: identity, queueing and the defaults used where the snapshot
+/// is silent.
+public struct GatewayConfiguration: Sendable {
+    /// This gateway instance's id (`?gateway=` when polling, `gateway` in telemetry); `[A-Za-z0-9._:/-]`.
+    public var gatewayID: String
+    /// How long a request of each class may wait in the admission queue before it is denied (seconds; 0 =
+    /// never queue). Default: realtime 0.5, interactive 5, batch 60, background 300.
+    public var maxWait: PerTaskClass<Double>
+    /// Most requests waiting at once; beyond it requests are denied at once (`queue_full`). Default 10,000.
+    public var maxQueueLength: Int
+    /// Completion tokens reserved when neither the caller nor the snapshot gives an estimate. Default 500.
+    public var defaultCompletionEstimate: Int
+    /// Which of the snapshot's learned completion percentiles to reserve: p50 (default; over-spend becomes debt
+    /// and `max_concurrency` bounds the overshoot) or p95 (fewer debts, more idle reservation).
+    public var estimatePercentile: EstimatePercentile
+    /// `max_concurrency` for tenants the snapshot does not list (nil: unbounded).
+    public var defaultMaxConcurrency: Int?
+    /// The gateway's own cap on requests in flight per upstream, shared by all tenants (nil: none). When it is
+    /// reached, waiting requests are served by task class and then by the tenants' `queue_weight`.
+    public var maxInFlightPerUpstream: Int?
+    /// Limits enforced for every tenant before the first snapshot arrives. nil (default): requests wait for
+    /// the first snapshot up to their maximum wait, then are denied with `no_snapshot`.
+    public var bootstrapLimits: RateLimits?
+    /// Retry-after advised when no refill rate tells (concurrency, no snapshot), in seconds. Default 1.
+    public var defaultRetryAfter: Double
+    /// Most `task_id`s tracked for the runaway-task guard; the least recently seen are forgotten. Default
+    /// 100,000.
+    public var maxTrackedTasks: Int
+    /// A task unseen for this long is forgotten (seconds). Default 3,600.
+    public var taskIdleTimeout: Double
+    /// Receives notable events (snapshot applied or rejected, lease expired, poll failures, telemetry drops),
+    /// for the gateway's logs and metrics. Called synchronously, outside the enforcer's lock.
+    public var onEvent: (@Sendable (GatewayEvent) -> Void)?
+
+    /// - Parameters:
+    ///   - gatewayID: this instance's id.
+    ///   - maxWait: per task class, seconds a request may queue.
+    ///   - maxQueueLength: most waiting requests.
+    ///   - defaultCompletionEstimate: tokens reserved when nothing better is known.
+    ///   - estimatePercentile: which learned percentile to reserve.
+    ///   - defaultMaxConcurrency: concurrency cap for unlisted tenants.
+    ///   - maxInFlightPerUpstream: the gateway's own in-flight cap per upstream.
+    ///   - bootstrapLimits: limits before the first snapshot.
+    ///   - defaultRetryAfter: advised retry when no refill rate tells.
+    ///   - maxTrackedTasks: task ids tracked for task budgets.
+    ///   - taskIdleTimeout: seconds after which an idle task is forgotten.
+    ///   - onEvent: event handler.
+    public init(
+        gatewayID: String,
+        maxWait: PerTaskClass<Double> = PerTaskClass(realtime: 0.5, interactive: 5, batch: 60, background: 300),
+        maxQueueLength: Int = 10_000, defaultCompletionEstimate: Int = 500,
+        estimatePercentile: EstimatePercentile = .p50, defaultMaxConcurrency: Int? = nil,
+        maxInFlightPerUpstream: Int? = nil, bootstrapLimits: RateLimits? = nil, defaultRetryAfter: Double = 1,
+        maxTrackedTasks: Int = 100_000, taskIdleTimeout: Double = 3_600,
+        onEvent: (@Sendable (GatewayEvent) -> Void)? = nil
+    ) {
+        self.gatewayID = gatewayID
+        self.maxWait = maxWait
+        self.maxQueueLength = maxQueueLength
+        self.defaultCompletionEstimate = defaultCompletionEstimate
+        self.estimatePercentile = estimatePercentile
+        self.defaultMaxConcurrency = defaultMaxConcurrency
+        self.maxInFlightPerUpstream = maxInFlightPerUpstream
+        self.bootstrapLimits = bootstrapLimits
+        self.defaultRetryAfter = defaultRetryAfter
+        self.maxTrackedTasks = maxTrackedTasks
+        self.taskIdleTimeout = taskIdleTimeout
+        self.onEvent = onEvent
+    }
+}
+
+/// Which learned completion-token percentile to reserve before a call.
+public enum EstimatePercentile: String, Sendable {
+    case p50
+    case p95
+}
+
+/// Something a gateway operator wants in the logs.
+public enum GatewayEvent: Sendable, Equatable {
+    /// A snapshot is now enforced (`previous` nil for the first).
+    case snapshotApplied(version: Int64, previous: Int64?)
+    /// A snapshot was refused: a version below the enforced one (a server restored from an old backup, a
+    /// misrouted response). The enforced snapshot stays.
+    case snapshotRejected(version: Int64, enforced: Int64, reason: String)
+    /// The enforced snapshot's lease expired at `expiresAt`: the gateway now enforces its `fallback` floors.
+    case leaseExpired(version: Int64, expiresAt: Double)
+    /// A snapshot poll failed; the next attempt is in `retryIn` seconds.
+    case pollFailed(message: String, consecutiveFailures: Int, retryIn: Double)
+    /// Telemetry events were dropped because the buffer was full (drop-oldest) or the server refused them.
+    case telemetryDropped(count: Int, reason: String)
+    /// A telemetry batch could not be posted; it is kept and retried in `retryIn` seconds.
+    case telemetryPostFailed(message: String, consecutiveFailures: Int, retryIn: Double)
+}

@@ -1,0 +1,180 @@
+import AllotProtocol
+import AllotTime
+
+/// Keeps a gateway's ``Enforcer`` supplied with fresh snapshots (SPEC §7): long-polls Allot with the enforced
+/// version as `If-None-Match`, applies what arrives, and backs off with jitter when Allot is unreachable.
+///
+/// - Admission never waits for it: the enforcer keeps enforcing the last good snapshot while a poll is
+///   outstanding or failing, until that snapshot's `expires_at`, then its `fallback` (the enforcer switches by
+///   itself; ``Gateway`` wakes it at the expiry instant and reports ``GatewayEvent/leaseExpired(version:expiresAt:)``).
+/// - The version it sends is the one the enforcer enforces, which is what Allot records as the gateway's
+///   version (lag and drift, `GET /v1/gateways`).
+/// - A snapshot with a lower version than the enforced one is refused (``SnapshotApplyResult/rejected(reason:)``).
+/// - Pacing: after a new snapshot it polls again at once (long-poll); after a `304` it polls again at once if
+///   the server held the request for at least half the wait, else (a server or proxy that does not hold
+///   long-polls) after the snapshot's `refresh_ms`; after a failure, after ``Backoff``'s jittered delay (at
+///   least the server's `Retry-After`).
+public actor SnapshotClient {
+    /// Settings of a snapshot client.
+    public struct Configuration: Sendable {
+        /// Seconds the server may hold a poll (`wait=`, at most 60); 0 polls without holding. Default 30.
+        public var longPollWait: Double
+        /// Delays after failed polls.
+        public var backoff: Backoff
+        /// Poll interval when the snapshot gives no `refresh_ms` (and before the first snapshot, when the server
+        /// does not hold polls). Default 5 s.
+        public var defaultRefreshInterval: Double
+
+        public init(
+            longPollWait: Double = 30, backoff: Backoff = Backoff(initial: 0.5, maximum: 30),
+            defaultRefreshInterval: Double = 5
+        ) {
+            self.longPollWait = min(max(longPollWait, 0), 60)
+            self.backoff = backoff
+            self.defaultRefreshInterval = defaultRefreshInterval
+        }
+    }
+
+    /// What one poll did.
+    public enum PollResult: Sendable, Equatable {
+        /// A snapshot arrived and was applied, left unchanged (same version) or rejected (lower version).
+        case received(version: Int64, SnapshotApplyResult)
+        /// The enforced version is current (`304`).
+        case notModified
+        /// The poll failed; the next should wait `retryIn` seconds.
+        case failed(TransportError, retryIn: Double)
+        /// The calling task was cancelled.
+        case cancelled
+    }
+
+    public nonisolated let gatewayID: String
+    public nonisolated let configuration: Configuration
+    private let transport: any SnapshotTransport
+    private let enforcer: Enforcer
+    private let clock: any AllotClock
+    private let onEvent: (@Sendable (GatewayEvent) -> Void)?
+    private var random: SplitMix64
+    private var state = SnapshotClientStatus()
+
+    /// - Parameters:
+    ///   - gatewayID: sent as `?gateway=`.
+    ///   - transport: HTTP (``HTTPSnapshotTransport``) or in-process.
+    ///   - enforcer: receives the snapshots; its enforced version is sent as `If-None-Match`.
+    ///   - clock: for pacing and backoff.
+    ///   - configuration: long-poll wait, backoff, default refresh interval.
+    ///   - seed: seeds the backoff jitter.
+    ///   - onEvent: poll failures, for logs.
+    public init(
+        gatewayID: String, transport: any SnapshotTransport, enforcer: Enforcer, clock: any AllotClock,
+        configuration: Configuration = Configuration(), seed: UInt64 = UInt64.random(in: .min ... .max),
+        onEvent: (@Sendable (GatewayEvent) -> Void)? = nil
+    ) {
+        self.gatewayID = gatewayID
+        self.transport = transport
+        self.enforcer = enforcer
+        self.clock = clock
+        self.configuration = configuration
+        self.random = SplitMix64(seed: seed)
+        self.onEvent = onEvent
+    }
+
+    /// Where the client stands.
+    public var status: SnapshotClientStatus {
+        var status = state
+        status.enforcedVersion = enforcer.enforcedVersion
+        return status
+    }
+
+    /// Polls until the calling task is cancelled.
+    public func run() async {
+        while !Task.isCancelled {
+            let started = clock.now
+            let result = await pollOnce()
+            let delay: Double
+            switch result {
+            case .cancelled:
+                return
+            case .failed(_, let retryIn):
+                delay = retryIn
+            case .received(_, .applied) where configuration.longPollWait > 0:
+                delay = 0
+            case .received, .notModified:
+                let held = clock.now - started
+                delay = configuration.longPollWait > 0 && held >= configuration.longPollWait / 2 ? 0 : refreshInterval
+            }
+            if delay > 0 {
+                do {
+                    try await clock.sleep(for: delay)
+                } catch {
+                    return
+                }
+            }
+        }
+    }
+
+    private var refreshInterval: Double {
+        guard let refreshMs = enforcer.snapshot?.refreshMs, refreshMs > 0 else {
+            return configuration.defaultRefreshInterval
+        }
+        return Double(refreshMs) / 1_000
+    }
+
+    /// One poll: fetch, apply, account.
+    public func pollOnce() async -> PollResult {
+        state.polls += 1
+        let known = enforcer.enforcedVersion
+        let result: SnapshotFetch
+        do {
+            result = try await transport.fetch(
+                gateway: gatewayID, knownVersion: known, wait: configuration.longPollWait)
+        } catch {
+            if Task.isCancelled { return .cancelled }
+            state.consecutiveFailures += 1
+            state.failures += 1
+            state.lastError = error.description
+            var delay = configuration.backoff.delay(failures: state.consecutiveFailures, unit: random.unit())
+            if let retryAfter = error.retryAfter { delay = max(delay, retryAfter) }
+            onEvent?(
+                .pollFailed(
+                    message: error.description, consecutiveFailures: state.consecutiveFailures, retryIn: delay))
+            return .failed(error, retryIn: delay)
+        }
+        let now = clock.now
+        state.lastContact = now
+        state.consecutiveFailures = 0
+        state.lastError = nil
+        switch result {
+        case .notModified:
+            state.notModified += 1
+            return .notModified
+        case .snapshot(let snapshot):
+            let applied = enforcer.apply(snapshot, now: now)
+            switch applied {
+            case .applied: state.received += 1
+            case .rejected: state.rejected += 1
+            case .unchanged: break
+            }
+            return .received(version: snapshot.version, applied)
+        }
+    }
+}
+
+/// Where a ``SnapshotClient`` stands, for a gateway's health endpoint and metrics.
+public struct SnapshotClientStatus: Sendable, Equatable {
+    /// The version the gateway enforces (and sends in `If-None-Match`).
+    public var enforcedVersion: Int64?
+    /// Last successful exchange with Allot (a snapshot or a `304`), seconds since the epoch.
+    public var lastContact: Double?
+    public var consecutiveFailures = 0
+    /// The last failure, while failing.
+    public var lastError: String?
+    public var polls = 0
+    public var failures = 0
+    /// Snapshots applied.
+    public var received = 0
+    public var notModified = 0
+    /// Snapshots refused for a version below the enforced one.
+    public var rejected = 0
+
+    public init() {}
+}

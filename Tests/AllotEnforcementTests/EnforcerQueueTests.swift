@@ -1,0 +1,262 @@
+import AllotProtocol
+import AllotSignals
+import Testing
+
+@testable import AllotEnforcement
+
+/// The admission queue driven synchronously with `submit` and `pump(now:)`, as a simulator drives it.
+@Suite struct EnforcerQueueTests {
+    static let patient = GatewayConfiguration(gatewayID: "gw-1", maxWait: PerTaskClass(all: 10))
+
+    /// One request per second, burst 1.
+    static let oneRPS = TenantEntry.make(rpm: Bucket(rate: 60, burst: 1), tpm: Bucket(rate: 600_000, burst: 100_000))
+
+    @discardableResult
+    func submit(
+        _ enforcer: Enforcer, _ request: AdmissionRequest, now: Double, log: DecisionLog, label: String
+    ) -> Enforcer.Submission {
+        enforcer.submit(request, now: now, onDecision: log.callback(label))
+    }
+
+    @Test func waitersAreServedByTaskClassNotArrival() throws {
+        let enforcer = Enforcer.make(.make(tenants: [Self.oneRPS]), configuration: Self.patient)
+        let log = DecisionLog()
+        _ = try enforcer.mustAdmit(now: 1_000)
+        for (label, taskClass) in [
+            ("background", TaskClass.background), ("batch", .batch), ("interactive", .interactive),
+            ("realtime", .realtime),
+        ] {
+            let submission = submit(enforcer, .make(taskClass: taskClass), now: 1_000, log: log, label: label)
+            guard case .queued = submission else {
+                Issue.record("\(label) was not queued: \(submission)")
+                return
+            }
+        }
+        #expect(enforcer.status(now: 1_000).queueLength == 4)
+        #expect(enforcer.nextWakeTime == 1_001)
+        for second in 1...4 { enforcer.pump(now: 1_000 + Double(second)) }
+        #expect(log.labels == ["realtime", "interactive", "batch", "background"])
+        #expect(log.decisions.map { $0.1.ticket?.waited } == [1, 2, 3, 4])
+        #expect(enforcer.statistics.admittedAfterWaiting == 4)
+        #expect(enforcer.nextWakeTime == 1_300)  // only the lease end is left
+    }
+
+    @Test func arrivalsDoNotOvertakeEqualPriorityWaitersButHigherPriorityOnesDo() throws {
+        let enforcer = Enforcer.make(.make(tenants: [Self.oneRPS]), configuration: Self.patient)
+        let log = DecisionLog()
+        _ = try enforcer.mustAdmit(now: 1_000)
+        submit(enforcer, .make(taskClass: .batch), now: 1_000, log: log, label: "batch")
+        // At t=1001 the token is there, but the batch waiter is first in line for it (it has not been pumped yet).
+        let sameClass = try enforcer.mustDeny(.make(taskClass: .batch), now: 1_001)
+        #expect(sameClass.limit == .rpm)
+        #expect(sameClass.message.contains("queued ahead"))
+        _ = try enforcer.mustAdmit(.make(taskClass: .realtime), now: 1_001)
+        enforcer.pump(now: 1_001)
+        #expect(log.labels.isEmpty)  // the realtime arrival took the token
+        enforcer.pump(now: 1_002)
+        #expect(log.labels == ["batch"])
+        // Other tenants are not affected by acme's queue.
+        _ = try enforcer.mustAdmit(.make("globex", taskClass: .batch, tokens: 10), now: 1_000.5)
+    }
+
+    @Test func aLargeWaiterIsNotStarvedBySmallOnes() throws {
+        // 10 tokens per second, burst 100.
+        let entry = TenantEntry.make(rpm: Bucket(rate: 6_000, burst: 100), tpm: Bucket(rate: 600, burst: 100))
+        let enforcer = Enforcer.make(.make(tenants: [entry]), configuration: Self.patient)
+        let log = DecisionLog()
+        _ = try enforcer.mustAdmit(.make(tokens: 100), now: 1_000)
+        submit(enforcer, .make(tokens: 80), now: 1_000, log: log, label: "large")
+        submit(enforcer, .make(tokens: 5), now: 1_000, log: log, label: "small")
+        enforcer.pump(now: 1_001)  // 10 tokens: enough for "small", but "large" is ahead
+        #expect(log.labels.isEmpty)
+        enforcer.pump(now: 1_008)
+        #expect(log.labels == ["large"])
+        enforcer.pump(now: 1_008.5)
+        #expect(log.labels == ["large", "small"])
+    }
+
+    @Test func maxWaitEndsInADenialTheCallerCanActOn() throws {
+        let collector = EventCollector()
+        let enforcer = Enforcer.make(
+            .make(tenants: [TenantEntry.make(maxConcurrency: 1)]), collector: collector,
+            configuration: GatewayConfiguration(gatewayID: "gw-1"))  // interactive waits at most 5 s
+        let log = DecisionLog()
+        _ = try enforcer.mustAdmit(now: 1_000)
+        #expect(submit(enforcer, .make(taskID: "t-1"), now: 1_000, log: log, label: "late") == .queued(2))
+        #expect(enforcer.nextWakeTime == 1_005)
+        enforcer.pump(now: 1_004.9)
+        #expect(log.labels.isEmpty)
+        enforcer.pump(now: 1_005)
+        let denial = try #require(log.admission("late")?.denial)
+        #expect(denial.limit == .concurrency)
+        #expect(denial.code == "max_wait_exceeded")
+        #expect(denial.waited == 5)
+        #expect(denial.retryAfter == 1)
+        #expect(denial.snapshotVersion == 1)
+        #expect(denial.taskClass == .interactive)
+        #expect(denial.message.hasPrefix("waited the 5 s maximum of interactive requests"))
+        #expect(
+            collector.telemetry.last
+                == TelemetryRecord(
+                    ts: 1_005, gateway: "gw-1", tenant: "acme", upstream: Snapshot.defaultUpstream,
+                    outcome: .deniedLocal, queueWait: 5, estimatedTokens: 100, taskClass: .interactive,
+                    taskID: "t-1", errorType: "concurrency"))
+        #expect(enforcer.statistics.denied == [.concurrency: 1])
+    }
+
+    @Test func aWaitLongerThanTheMaximumIsDeniedAtOnce() throws {
+        // One request per 10 s; interactive may wait 5 s: waiting could only end in a denial.
+        let slow = TenantEntry.make(rpm: Bucket(rate: 6, burst: 1))
+        let enforcer = Enforcer.make(.make(tenants: [slow]))
+        let log = DecisionLog()
+        _ = try enforcer.mustAdmit(now: 1_000)
+        let submission = submit(enforcer, .make(), now: 1_001, log: log, label: "x")
+        guard case .decided(.denied(let denial)) = submission else {
+            Issue.record("expected an immediate denial, got \(submission)")
+            return
+        }
+        #expect(denial.limit == .rpm)
+        #expect(denial.code == "rate_limited")
+        #expect(denial.retryAfter == 9)
+        #expect(denial.waited == 0)
+        #expect(denial.message.hasSuffix("retry in 9 s; beyond the 5 s maximum wait of interactive requests"))
+        // A background request (300 s) waits instead, and gets in after the refill.
+        guard case .queued = submit(enforcer, .make(taskClass: .background), now: 1_001, log: log, label: "bg") else {
+            Issue.record("background was not queued")
+            return
+        }
+        #expect(enforcer.nextWakeTime == 1_010)
+        enforcer.pump(now: 1_010)
+        #expect(log.admission("bg")?.ticket?.waited == 9)
+    }
+
+    @Test func realtimeIsNeverQueuedPastItsShortMaximum() throws {
+        let enforcer = Enforcer.make(.make(tenants: [Self.oneRPS]))  // realtime: 0.5 s
+        let log = DecisionLog()
+        _ = try enforcer.mustAdmit(now: 1_000)
+        guard
+            case .decided(.denied(let denial)) = submit(
+                enforcer, .make(taskClass: .realtime), now: 1_000, log: log, label: "rt")
+        else {
+            Issue.record("expected a denial")
+            return
+        }
+        #expect(denial.retryAfter == 1)
+        guard case .queued = submit(enforcer, .make(taskClass: .realtime), now: 1_000.6, log: log, label: "rt2") else {
+            Issue.record("expected the second realtime request to wait 0.4 s")
+            return
+        }
+        enforcer.pump(now: 1_001)
+        #expect(log.admission("rt2")?.ticket != nil)
+    }
+
+    @Test func aFullQueueDeniesWaitableRequests() throws {
+        let enforcer = Enforcer.make(
+            .make(tenants: [Self.oneRPS]),
+            configuration: GatewayConfiguration(gatewayID: "gw-1", maxWait: PerTaskClass(all: 10), maxQueueLength: 1))
+        let log = DecisionLog()
+        _ = try enforcer.mustAdmit(now: 1_000)
+        #expect(submit(enforcer, .make(), now: 1_000, log: log, label: "a") == .queued(2))
+        guard
+            case .decided(.denied(let denial)) = submit(
+                enforcer, .make(taskClass: .realtime), now: 1_000, log: log, label: "b")
+        else {
+            Issue.record("expected queue_full")
+            return
+        }
+        #expect(denial.code == "queue_full")
+        #expect(denial.limit == .rpm)
+    }
+
+    @Test func aCancelledWaiterIsReportedAsQueued() throws {
+        let collector = EventCollector()
+        let enforcer = Enforcer.make(.make(tenants: [Self.oneRPS]), collector: collector, configuration: Self.patient)
+        let log = DecisionLog()
+        _ = try enforcer.mustAdmit(now: 1_000)
+        guard case .queued(let id) = submit(enforcer, .make(taskClass: .batch), now: 1_000, log: log, label: "a")
+        else {
+            Issue.record("not queued")
+            return
+        }
+        submit(enforcer, .make(taskClass: .batch), now: 1_000, log: log, label: "b")
+        #expect(enforcer.cancel(id, now: 1_000.5))
+        #expect(!enforcer.cancel(id, now: 1_000.5))
+        #expect(log.admission("a")?.denial?.code == "cancelled")
+        #expect(collector.telemetry.last?.outcome == .queued)
+        #expect(collector.telemetry.last?.queueWait == 0.5)
+        #expect(enforcer.statistics.cancelledWhileQueued == 1)
+        enforcer.pump(now: 1_001)
+        #expect(log.labels == ["a", "b"])
+        #expect(log.admission("b")?.ticket != nil)
+    }
+
+    @Test func completionAdmitsTheNextWaiterAtOnce() throws {
+        let enforcer = Enforcer.make(.make(tenants: [TenantEntry.make(maxConcurrency: 1)]))
+        let log = DecisionLog()
+        let first = try enforcer.mustAdmit(now: 1_000)
+        submit(enforcer, .make(), now: 1_000, log: log, label: "next")
+        enforcer.complete(first, AttemptResult(status: 200, promptTokens: 10, completionTokens: 90), now: 1_000.3)
+        let ticket = try #require(log.admission("next")?.ticket)
+        #expect(approx(ticket.waited, 0.3))
+        #expect(ticket.admittedAt == 1_000.3)
+    }
+
+    @Test func aSnapshotThatRaisesLimitsAdmitsWaitersAndOneThatDeniesEndsTheirWait() throws {
+        let enforcer = Enforcer.make(.make(tenants: [Self.oneRPS]), configuration: Self.patient)
+        let log = DecisionLog()
+        _ = try enforcer.mustAdmit(now: 1_000)
+        submit(enforcer, .make(), now: 1_000, log: log, label: "a")
+        submit(enforcer, .make(), now: 1_000, log: log, label: "b")
+        // The raise takes effect from its instant: no refill, but a faster rate (10/s).
+        let faster = TenantEntry.make(rpm: Bucket(rate: 600, burst: 5))
+        enforcer.apply(.make(version: 2, tenants: [faster]), now: 1_000)
+        #expect(enforcer.nextWakeTime.map { approx($0, 1_000.1) } == true)
+        enforcer.pump(now: 1_000.2)
+        #expect(log.labels == ["a", "b"])
+        submit(enforcer, .make(), now: 1_000.2, log: log, label: "c")
+        submit(enforcer, .make(), now: 1_000.2, log: log, label: "d")
+        enforcer.apply(.make(version: 3, tenants: [TenantEntry.make(deny: "budget_exhausted")]), now: 1_000.2)
+        #expect(log.admission("c")?.denial?.limit == .budget)
+        #expect(log.admission("d")?.denial?.code == "budget_exhausted")
+    }
+
+    @Test func requestsWaitForTheFirstSnapshot() throws {
+        let enforcer = Enforcer.make(configuration: Self.patient)
+        let log = DecisionLog()
+        guard case .queued = submit(enforcer, .make(), now: 1_000, log: log, label: "early") else {
+            Issue.record("not queued")
+            return
+        }
+        enforcer.apply(.make(tenants: [Self.oneRPS]), now: 1_002)
+        #expect(log.admission("early")?.ticket?.waited == 2)
+        #expect(log.admission("early")?.ticket?.snapshotVersion == 1)
+    }
+
+    @Test func queueWeightSharesAGatewayCapacityAcrossTenants() throws {
+        let heavy = TenantEntry.make("heavy", queueWeight: 4)
+        let light = TenantEntry.make("light", queueWeight: 1)
+        let enforcer = Enforcer.make(
+            .make(tenants: [heavy, light]),
+            configuration: GatewayConfiguration(
+                gatewayID: "gw-1", maxWait: PerTaskClass(all: 60), maxInFlightPerUpstream: 1))
+        let log = DecisionLog()
+        var current = try enforcer.mustAdmit(.make("heavy"), now: 1_000)
+        for index in 0..<10 {
+            submit(enforcer, .make("heavy"), now: 1_000, log: log, label: "heavy-\(index)")
+            submit(enforcer, .make("light"), now: 1_000, log: log, label: "light-\(index)")
+        }
+        #expect(try enforcer.mustDeny(.make("other"), now: 1_000).code == "gateway_concurrency_limited")
+        var now = 1_000.0
+        for _ in 0..<10 {
+            now += 0.1
+            enforcer.complete(current, AttemptResult(status: 200, promptTokens: 50, completionTokens: 50), now: now)
+            current = try #require(log.decisions.last?.1.ticket)
+        }
+        let served = log.labels.map { $0.hasPrefix("heavy") ? "H" : "L" }.joined()
+        #expect(served == "HHHLHHHHLH")  // 4:1 by weight, with ties going to the earlier arrival
+        // A realtime request of the light tenant goes before every waiting interactive one.
+        submit(enforcer, .make("light", taskClass: .realtime), now: now, log: log, label: "light-rt")
+        enforcer.complete(current, AttemptResult(status: 200), now: now + 0.1)
+        #expect(log.labels.last == "light-rt")
+    }
+}

@@ -1,0 +1,160 @@
+import AllotProtocol
+import AllotTime
+import Testing
+
+@testable import AllotEnforcement
+
+/// The snapshot client against a scripted transport on a manual clock.
+@Suite struct SnapshotClientTests {
+    static let acme = TenantEntry.make()
+
+    func makeClient(
+        _ transport: ScriptedSnapshotTransport, clock: ManualClock, enforcer: Enforcer, longPollWait: Double = 30,
+        seed: UInt64 = 3
+    ) -> SnapshotClient {
+        SnapshotClient(
+            gatewayID: "gw-1", transport: transport, enforcer: enforcer, clock: clock,
+            configuration: .init(longPollWait: longPollWait), seed: seed)
+    }
+
+    @Test func sendsTheEnforcedVersionAndAppliesNewerSnapshots() async {
+        let clock = ManualClock(now: 1_000)
+        let enforcer = Enforcer.make()
+        let transport = ScriptedSnapshotTransport(
+            clock: clock,
+            [
+                .success(.snapshot(.make(version: 7, tenants: [Self.acme]))), .success(.notModified),
+                .success(.snapshot(.make(version: 6))), .success(.snapshot(.make(version: 7))),
+                .success(.snapshot(.make(version: 8, tenants: [Self.acme]))),
+            ])
+        let client = makeClient(transport, clock: clock, enforcer: enforcer)
+        #expect(await client.pollOnce() == .received(version: 7, .applied))
+        #expect(await client.pollOnce() == .notModified)
+        #expect(
+            await client.pollOnce()
+                == .received(version: 6, .rejected(reason: "version 6 is below the enforced version 7")))
+        #expect(await client.pollOnce() == .received(version: 7, .unchanged))
+        #expect(await client.pollOnce() == .received(version: 8, .applied))
+        #expect(transport.requests.map(\.knownVersion) == [nil, 7, 7, 7, 7])
+        #expect(transport.requests.allSatisfy { $0.gateway == "gw-1" && $0.wait == 30 })
+        let status = await client.status
+        #expect(status.enforcedVersion == 8)
+        #expect(status.received == 2)
+        #expect(status.rejected == 1)
+        #expect(status.notModified == 1)
+        #expect(status.lastContact == 1_000)
+    }
+
+    @Test func failuresBackOffWithSeededJitterAndKeepTheLastGoodSnapshot() async {
+        let clock = ManualClock(now: 1_000)
+        let enforcer = Enforcer.make(.make(version: 3, tenants: [Self.acme]))
+        let transport = ScriptedSnapshotTransport(
+            clock: clock,
+            [
+                .failure(TransportError(.unreachable, "connection refused")),
+                .failure(TransportError(.timeout, "no answer")),
+                .failure(TransportError(.status, "overloaded", status: 503, retryAfter: 40)),
+                .success(.notModified),
+            ])
+        let client = makeClient(transport, clock: clock, enforcer: enforcer, seed: 11)
+        var random = SplitMix64(seed: 11)
+        let backoff = Backoff(initial: 0.5, maximum: 30)
+        let expected = (1...3).map { backoff.delay(failures: $0, unit: random.unit()) }
+        var delays: [Double] = []
+        for _ in 0..<3 {
+            guard case .failed(_, let retryIn) = await client.pollOnce() else {
+                Issue.record("expected a failure")
+                return
+            }
+            delays.append(retryIn)
+        }
+        #expect(delays[0] == expected[0])
+        #expect(delays[1] == expected[1])
+        #expect(delays[2] == 40)  // Retry-After beats the shorter backoff
+        #expect(expected[1] > 0.5 && expected[1] <= 1)
+        var status = await client.status
+        #expect(status.consecutiveFailures == 3)
+        #expect(status.lastError == "status: overloaded (HTTP 503)")
+        #expect(status.enforcedVersion == 3)
+        // Admission still uses the last good snapshot.
+        _ = try? enforcer.mustAdmit(now: 1_000)
+        #expect(await client.pollOnce() == .notModified)
+        status = await client.status
+        #expect(status.consecutiveFailures == 0)
+        #expect(status.lastError == nil)
+    }
+
+    @Test func runLongPollsBackToBackWhenTheServerHoldsThePoll() async {
+        let clock = ManualClock(now: 1_000)
+        let enforcer = Enforcer.make()
+        let transport = ScriptedSnapshotTransport(clock: clock, [.success(.snapshot(.make(version: 1)))])
+        let client = makeClient(transport, clock: clock, enforcer: enforcer)
+        let loop = Task { await client.run() }
+        defer { loop.cancel() }
+        // First poll answers at once; the second is held for 30 s, the third starts as the second ends.
+        #expect(await eventually { clock.nextDeadline == 1_030 })
+        clock.advance(by: 30)
+        #expect(await eventually { transport.requests.count == 3 })
+        #expect(transport.requests.map(\.at) == [1_000, 1_000, 1_030])
+        #expect(transport.requests.map(\.knownVersion) == [nil, 1, 1])
+    }
+
+    @Test func runFallsBackToTheRefreshIntervalWhenPollsAreNotHeld() async {
+        let clock = ManualClock(now: 1_000)
+        let enforcer = Enforcer.make()
+        let transport = ScriptedSnapshotTransport(
+            clock: clock,
+            [.success(.snapshot(.make(version: 1, refreshMs: 2_000))), .success(.notModified), .success(.notModified)])
+        let client = makeClient(transport, clock: clock, enforcer: enforcer)
+        let loop = Task { await client.run() }
+        defer { loop.cancel() }
+        #expect(await eventually { transport.requests.count == 2 })
+        #expect(await eventually { clock.nextDeadline == 1_002 })
+        clock.advance(by: 2)
+        #expect(await eventually { transport.requests.count == 3 })
+        #expect(await eventually { clock.nextDeadline == 1_004 })
+        clock.advance(by: 2)
+        #expect(await eventually { transport.requests.count == 4 })
+        #expect(transport.requests.map(\.at) == [1_000, 1_000, 1_002, 1_004])
+    }
+
+    @Test func runWaitsTheBackoffBetweenFailedPolls() async {
+        let clock = ManualClock(now: 1_000)
+        let enforcer = Enforcer.make()
+        let transport = ScriptedSnapshotTransport(
+            clock: clock,
+            [
+                .failure(TransportError(.unreachable, "refused")), .failure(TransportError(.unreachable, "refused")),
+                .success(.snapshot(.make(version: 1))),
+            ])
+        let client = makeClient(transport, clock: clock, enforcer: enforcer, seed: 5)
+        var random = SplitMix64(seed: 5)
+        let backoff = Backoff(initial: 0.5, maximum: 30)
+        let first = backoff.delay(failures: 1, unit: random.unit())
+        let second = backoff.delay(failures: 2, unit: random.unit())
+        let loop = Task { await client.run() }
+        defer { loop.cancel() }
+        #expect(await eventually { clock.nextDeadline == 1_000 + first })
+        clock.advance(to: 1_000 + first)
+        #expect(await eventually { clock.nextDeadline == 1_000 + first + second })
+        clock.advance(to: 1_000 + first + second)
+        #expect(await eventually { enforcer.enforcedVersion == 1 })
+        #expect(transport.requests.map(\.at).prefix(3) == [1_000, 1_000 + first, 1_000 + first + second])
+    }
+
+    @Test func backoffGrowsToItsMaximumAndJitterStaysInRange() {
+        let backoff = Backoff(initial: 0.5, maximum: 30, multiplier: 2, jitter: 0.5)
+        #expect(backoff.delay(failures: 1, unit: 0.999_999) > 0.499)
+        #expect(backoff.delay(failures: 1, unit: 0) == 0.25)
+        #expect(backoff.delay(failures: 4, unit: 0.5) == 3)
+        #expect(backoff.delay(failures: 200, unit: 0) == 15)
+        #expect(backoff.delay(failures: 200, unit: 1) == 30)
+        var random = SplitMix64(seed: 42)
+        var again = SplitMix64(seed: 42)
+        for _ in 0..<1_000 {
+            let unit = random.unit()
+            #expect(unit >= 0 && unit < 1)
+            #expect(unit == again.unit())
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import AllotProtocol
+import AllotTime
+import Foundation
+
+@testable import AllotEnforcement
+
+/// A snapshot transport that answers from a script; when the script is exhausted it holds the poll for `wait`
+/// seconds on the clock and answers `304`, like a server with nothing new.
+final class ScriptedSnapshotTransport: SnapshotTransport, @unchecked Sendable {
+    struct Request: Equatable {
+        var gateway: String
+        var knownVersion: Int64?
+        var wait: Double
+        var at: Double
+    }
+
+    // `@unchecked Sendable`: `script` and `seen` are only touched under `lock`.
+    private let lock = NSLock()
+    private var script: [Result<SnapshotFetch, TransportError>]
+    private var seen: [Request] = []
+    private let clock: any AllotClock
+
+    init(clock: any AllotClock, _ script: [Result<SnapshotFetch, TransportError>] = []) {
+        self.clock = clock
+        self.script = script
+    }
+
+    func push(_ answer: Result<SnapshotFetch, TransportError>) { lock.withLock { script.append(answer) } }
+
+    var requests: [Request] { lock.withLock { seen } }
+
+    func fetch(gateway: String, knownVersion: Int64?, wait: Double) async throws(TransportError) -> SnapshotFetch {
+        let next: Result<SnapshotFetch, TransportError>? = lock.withLock {
+            seen.append(Request(gateway: gateway, knownVersion: knownVersion, wait: wait, at: clock.now))
+            return script.isEmpty ? nil : script.removeFirst()
+        }
+        if let next { return try next.get() }
+        do {
+            try await clock.sleep(for: wait)
+        } catch {
+            throw TransportError(.unreachable, "cancelled")
+        }
+        return .notModified
+    }
+}
+
+/// A telemetry transport that records batches and fails while told to.
+final class RecordingTelemetryTransport: TelemetryTransport, @unchecked Sendable {
+    // `@unchecked Sendable`: all fields are only touched under `lock`.
+    private let lock = NSLock()
+    private var delivered: [[TelemetryRecord]] = []
+    private var failures: [TransportError] = []
+    private var attempts = 0
+
+    func failNext(_ errors: TransportError...) { lock.withLock { failures.append(contentsOf: errors) } }
+
+    var batches: [[TelemetryRecord]] { lock.withLock { delivered } }
+    var attemptCount: Int { lock.withLock { attempts } }
+
+    func send(_ events: [TelemetryRecord]) async throws(TransportError) {
+        let failure: TransportError? = lock.withLock {
+            attempts += 1
+            if !failures.isEmpty { return failures.removeFirst() }
+            delivered.append(events)
+            return nil
+        }
+        if let failure { throw failure }
+    }
+}
+
+/// Waits (real time, bounded) until `condition` holds: for background tasks on a manual clock to settle.
+func eventually(timeout: Double = 5, _ condition: @Sendable () async -> Bool) async -> Bool {
+    let deadline = MonotonicClock.now() + UInt64(timeout * 1e9)
+    while MonotonicClock.now() < deadline {
+        if await condition() { return true }
+        try? await Task.sleep(nanoseconds: 200_000)
+    }
+    return await condition()
+}
+
+extension TelemetryRecord {
+    static func make(_ index: Int, tenant: String = "acme") -> TelemetryRecord {
+        TelemetryRecord(
+            ts: 1_000 + Double(index), gateway: "gw-1", tenant: tenant, upstream: "openai/gpt-4o", outcome: .ok,
+            status: 200, promptTokens: index)
+    }
+}
