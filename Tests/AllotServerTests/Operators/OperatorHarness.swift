@@ -48,6 +48,8 @@ actor ScriptedClassifier: ConsumptionClassifying {
 
     func setTenants(_ tenants: [TenantObservation]) { self.tenants = tenants }
 
+    func setStarved(_ starved: Set<String>) { self.starved = starved }
+
     func apply(policy: Policy) {}
 
     func classify(_ delta: TelemetryDelta, allocations: [AllocationKey: PerDimension<Double>], now: Double)
