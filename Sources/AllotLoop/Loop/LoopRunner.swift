@@ -20,7 +20,7 @@ import AllotTime
 /// when the policy changes); the simulator instead calls ``tick(now:)`` on its virtual clock.
 /// Every few ticks and at ``shutdown()`` the estimators' and the engine's state is saved with the
 /// telemetry cursor (`loop_checkpoint`), so a restart resumes where it stopped; the last snapshot
-/// is served from the moment ``open(store:policy:policyVersion:clock:estimators:operators:configuration:metrics:logger:)``
+/// is served from the moment ``open(store:policy:policyVersion:clock:estimators:operators:configuration:metrics:logger:snapshots:)``
 /// returns, before the first tick.
 public actor LoopRunner {
     /// Snapshots, gateway polls, drain: what the HTTP handlers use.
@@ -95,16 +95,17 @@ public actor LoopRunner {
     ///   - estimators: Builds the Observer and the Classifier.
     ///   - operators: Overrides, proposal resolutions and burst requests.
     ///   - metrics: Where the loop's series are registered (a private registry when nil).
+    ///   - snapshots: Where snapshots are persisted; the store's database when nil.
     /// - Throws: The database's error when it cannot be read at all.
     public static func open(
         store: TelemetryStore, policy: Policy, policyVersion: String, clock: any AllotClock,
         estimators: EstimatorFactory, operators: any OperatorInputs = InMemoryOperatorInputs(),
         configuration: LoopConfiguration = LoopConfiguration(), metrics: MetricsRegistry? = nil,
-        logger: Logger = .disabled
+        logger: Logger = .disabled, snapshots: (any SnapshotPersistence)? = nil
     ) async throws -> LoopRunner {
         let logger = logger.labelled("loop")
         let publisher = AllocationPublisher(
-            store: SnapshotStore(pool: store.pool), clock: clock, configuration: configuration.publisher,
+            store: snapshots ?? SnapshotStore(pool: store.pool), clock: clock, configuration: configuration.publisher,
             logger: logger.labelled("publisher"))
         let stateStore = LoopStateStore(pool: store.pool)
         let now = clock.now
