@@ -268,3 +268,9 @@ extension Snapshot {
         tenants.first { $0.id == id && $0.upstream == upstream }
     }
 }
+
+/// Whether `value` is within a relative 10⁻⁹ of `expected` (slices carry a 10⁻¹² rounding margin).
+func isClose(_ value: Double?, _ expected: Double) -> Bool {
+    guard let value else { return false }
+    return abs(value - expected) <= 1e-9 * max(1, abs(expected))
+}

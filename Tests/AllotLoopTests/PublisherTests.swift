@@ -57,10 +57,14 @@ import Testing
         #expect(snapshot.tenant("globex")?.rpm.rate == 50)
         #expect(snapshot.taskBudgets == ["batch": TaskBudget(maxCalls: 500, maxTokens: 5_000_000)])
         // `default`: the default tier's starvation guard (1 request, 1,000 tokens per minute).
-        #expect(snapshot.defaultLimits == RateLimits(rpm: Bucket(rate: 1, burst: 1), tpm: Bucket(rate: 1000, burst: 1000.0 * 10 / 60)))
+        #expect(
+            snapshot.defaultLimits
+                == RateLimits(rpm: Bucket(rate: 1, burst: 1), tpm: Bucket(rate: 1000, burst: 1000.0 * 10 / 60)))
         // `fallback`: floors only; this tier has none.
         #expect(snapshot.fallback.tenants.isEmpty)
-        #expect(snapshot.fallback.defaultLimits == RateLimits(rpm: Bucket(rate: 0, burst: 0), tpm: Bucket(rate: 0, burst: 0)))
+        #expect(
+            snapshot.fallback.defaultLimits
+                == RateLimits(rpm: Bucket(rate: 0, burst: 0), tpm: Bucket(rate: 0, burst: 0)))
 
         let text = String(decoding: current.body, as: UTF8.self)
         for key in [
@@ -91,8 +95,9 @@ import Testing
         let restored = try #require(harness.publisher.current)
         #expect(restored.version == 2)
         #expect(try servedSnapshot(harness.publisher) == before)
-        guard case .notModified(let same) = await harness.publisher.poll(
-            gateway: "gw-1", condition: SnapshotCondition.parse("\"2\""), wait: 0)
+        guard
+            case .notModified(let same) = await harness.publisher.poll(
+                gateway: "gw-1", condition: SnapshotCondition.parse("\"2\""), wait: 0)
         else {
             Issue.record("expected 304 for the restored version")
             return
@@ -120,7 +125,7 @@ import Testing
             return
         }
         #expect(snapshot.version == 2)
-        #expect(try Snapshot(decoding: body).tenant("acme")?.rpm.rate == 40)
+        #expect(isClose(try Snapshot(decoding: body).tenant("acme")?.rpm.rate, 40))  // its slice: all of it
         #expect(publisher.watcherCount == 0)
         await harness.close()
     }
@@ -162,7 +167,9 @@ import Testing
             #expect(snapshot.version == 1)
         }
         // Later long-polls are answered at once too.
-        guard case .notModified = await publisher.poll(gateway: "gw-9", condition: SnapshotCondition.parse("\"1\""), wait: 60)
+        guard
+            case .notModified = await publisher.poll(
+                gateway: "gw-9", condition: SnapshotCondition.parse("\"1\""), wait: 60)
         else {
             Issue.record("expected an immediate 304 after shutdown")
             return
@@ -182,7 +189,9 @@ import Testing
             return
         }
         #expect(first.version == 1)
-        guard case .notModified = await publisher.poll(gateway: "gw-b", condition: SnapshotCondition.parse("W/\"1\""), wait: 0)
+        guard
+            case .notModified = await publisher.poll(
+                gateway: "gw-b", condition: SnapshotCondition.parse("W/\"1\""), wait: 0)
         else {
             Issue.record("expected 304")
             return

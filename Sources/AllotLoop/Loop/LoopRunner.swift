@@ -115,7 +115,9 @@ public actor LoopRunner {
         do {
             try await publisher.restore(contacts: contacts)
         } catch let error as LoopStateError {
-            logger.error("the last snapshot cannot be read; serving nothing until the first tick", ["error": .string(error.description)])
+            logger.error(
+                "the last snapshot cannot be read; serving nothing until the first tick",
+                ["error": .string(error.description)])
             restoreAlerts.append(
                 LoopAlert(
                     kind: "state_restore", severity: .warning,
@@ -125,7 +127,8 @@ public actor LoopRunner {
         let newestEvent = try await store.lastEventID()
         var checkpoint = try await stateStore.checkpoint()
         if let saved = checkpoint, saved.format != StateCodec.format {
-            logger.warning("the saved loop state has an unknown format; starting blind", ["format": .int(Int64(saved.format))])
+            logger.warning(
+                "the saved loop state has an unknown format; starting blind", ["format": .int(Int64(saved.format))])
             restoreAlerts.append(
                 LoopAlert(
                     kind: "state_restore", severity: .warning,
@@ -146,7 +149,8 @@ public actor LoopRunner {
             }
         }
         let observer = try restore("observer", { try estimators.makeObserver(policy, $0) }, checkpoint?.observer)
-        let classifier = try restore("classifier", { try estimators.makeClassifier(policy, $0) }, checkpoint?.classifier)
+        let classifier = try restore(
+            "classifier", { try estimators.makeClassifier(policy, $0) }, checkpoint?.classifier)
         let engineState = try restore(
             "engine",
             { bytes -> EngineState in
@@ -166,8 +170,10 @@ public actor LoopRunner {
         await runner.prepare(restoreAlerts: restoreAlerts, cold: checkpoint == nil, now: now)
         logger.info(
             "loop opened",
-            ["snapshot_version": .int(publisher.current?.version ?? 0), "cursor": .int(cursor),
-             "resumed": .bool(checkpoint != nil), "policy_version": .string(policyVersion)])
+            [
+                "snapshot_version": .int(publisher.current?.version ?? 0), "cursor": .int(cursor),
+                "resumed": .bool(checkpoint != nil), "policy_version": .string(policyVersion),
+            ])
         return runner
     }
 
@@ -469,7 +475,9 @@ public actor LoopRunner {
             message: "tick \(tickCount) failed in \(phase.rawValue): \(message); the last snapshot "
                 + "(version \(publisher.current?.version ?? 0)) keeps being served",
             since: loopAlerts["tick_failed"]?.since ?? now)
-        logger.log(.error, "tick failed", fields: Self.fields(report) + [("phase", .string(phase.rawValue)), ("error", .string(message))])
+        logger.log(
+            .error, "tick failed",
+            fields: Self.fields(report) + [("phase", .string(phase.rawValue)), ("error", .string(message))])
         record(report, outcome: "failed")
         publishView(report: report)
         return report
@@ -488,7 +496,9 @@ public actor LoopRunner {
         if report.backlog { fields.append(("backlog", .bool(true))) }
         if report.heldGrowth { fields.append(("held_growth", .bool(true))) }
         for phase in TickPhase.allCases {
-            if let seconds = report.durations[phase] { fields.append(("\(phase.rawValue)_ms", .double(seconds * 1000))) }
+            if let seconds = report.durations[phase] {
+                fields.append(("\(phase.rawValue)_ms", .double(seconds * 1000)))
+            }
         }
         return fields
     }
@@ -575,7 +585,8 @@ public actor LoopRunner {
                 LoopCheckpoint(
                     savedMs: EpochTime.milliseconds(fromSeconds: capture.now), lastEventID: capture.cursor,
                     tick: capture.tick, format: StateCodec.format, observer: try StateCodec.encode(capture.observer),
-                    classifier: try StateCodec.encode(capture.classifier), engine: try StateCodec.encode(capture.engine))
+                    classifier: try StateCodec.encode(capture.classifier), engine: try StateCodec.encode(capture.engine)
+                )
             }.value
             try await stateStore.save(checkpoint, contacts: capture.contacts, forgetBeforeMs: capture.forgetBeforeMs)
             metrics.checkpointDuration.observe(MonotonicClock.seconds(since: started))
@@ -590,6 +601,11 @@ public actor LoopRunner {
                 since: loopAlerts["checkpoint_failed"]?.since ?? capture.now)
             logger.error("checkpoint failed", ["error": .string("\(error)")])
         }
+    }
+
+    /// Returns once the checkpoint being written in the background (if any) is saved.
+    public func awaitCheckpoint() async {
+        await checkpointTask?.value
     }
 
     /// Saves a checkpoint now (between ticks). Tests and the simulator use it; the loop saves one by

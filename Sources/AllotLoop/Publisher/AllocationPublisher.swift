@@ -132,8 +132,10 @@ public actor AllocationPublisher {
         }
         logger.info(
             "serving the last persisted snapshot",
-            ["version": .int(record.version), "kind": .string(record.kind.rawValue),
-             "pending_growth": .bool(record.pending != nil)])
+            [
+                "version": .int(record.version), "kind": .string(record.kind.rawValue),
+                "pending_growth": .bool(record.pending != nil),
+            ])
         return snapshot
     }
 
@@ -240,7 +242,8 @@ public actor AllocationPublisher {
         await enter()
         defer { leave() }
         guard let current = board.current else {
-            throw PublisherError(code: "no_snapshot", message: "nothing has been published yet: there is nothing to drain")
+            throw PublisherError(
+                code: "no_snapshot", message: "nothing has been published yet: there is nothing to drain")
         }
         pending = nil
         cancelDeadline()
