@@ -161,12 +161,13 @@ public actor LoopRunner {
         // loop skip every new row: fall back to the table's end.
         let cursor = min(checkpoint?.lastEventID ?? newestEvent, newestEvent)
 
-        let metrics = LoopMetrics(registry: metrics ?? MetricsRegistry(), publisher: publisher)
+        let loopMetrics = LoopMetrics(registry: metrics ?? MetricsRegistry(), publisher: publisher)
         let runner = LoopRunner(
             publisher: publisher, telemetry: store, clock: clock, configuration: configuration, observer: observer,
             classifier: classifier, engine: PolicyEngineActor(state: engineState), operators: operators,
-            stateStore: stateStore, metrics: metrics, logger: logger, policy: policy, policyVersion: policyVersion,
+            stateStore: stateStore, metrics: loopMetrics, logger: logger, policy: policy, policyVersion: policyVersion,
             cursor: cursor, tickCount: checkpoint?.tick ?? 0)
+        if let registry = metrics { runner.registerGatewayMetrics(on: registry) }
         await runner.prepare(restoreAlerts: restoreAlerts, cold: checkpoint == nil, now: now)
         logger.info(
             "loop opened",
@@ -175,6 +176,34 @@ public actor LoopRunner {
                 "resumed": .bool(checkpoint != nil), "policy_version": .string(policyVersion),
             ])
         return runner
+    }
+
+    /// `allot_gateways{state}` and `allot_gateway_lag_versions_max`, computed at each scrape from
+    /// the gateways' polls (SPEC 7: config drift bounded and visible as a metric).
+    private nonisolated func registerGatewayMetrics(on registry: MetricsRegistry) {
+        guard
+            let byState = try? MetricDescriptor(
+                name: "allot_gateways", help: "Gateways that polled for snapshots, by state", type: .gauge,
+                labelNames: ["state"]),
+            let lag = try? MetricDescriptor(
+                name: "allot_gateway_lag_versions_max",
+                help: "The most versions any gateway is behind the snapshot being served", type: .gauge)
+        else { return }
+        let publisher = self.publisher
+        let latest = self.latest
+        let clock = self.clock
+        try? registry.registerCollector([byState, lag]) {
+            let statuses = publisher.gatewayStatuses(now: clock.now, policy: latest.current.policy)
+            var samples = GatewayStatus.State.allCases.map { state in
+                CollectedSample(
+                    family: byState.name, labelValues: [state.rawValue],
+                    value: Double(statuses.filter { $0.state == state }.count))
+            }
+            samples.append(
+                CollectedSample(
+                    family: lag.name, value: Double(statuses.compactMap(\.lagVersions).max() ?? 0)))
+            return samples
+        }
     }
 
     private func prepare(restoreAlerts: [LoopAlert], cold: Bool, now: Double) async {
