@@ -431,16 +431,9 @@ struct PoolEvaluation {
 
     // MARK: Formatting
 
-    /// A rate or count for a signal: whole numbers when large, three significant digits otherwise.
-    static func format(_ value: Double, digits: Int = 1) -> String {
-        guard value.isFinite else { return value > 0 ? "∞" : "-∞" }
-        if abs(value) >= 100 || value == value.rounded() { return String(Int64(value.rounded())) }
-        let scale = digits == 2 ? 100.0 : 10.0
-        let rounded = (value * scale).rounded() / scale
-        return rounded == rounded.rounded() ? String(Int64(rounded)) : String(rounded)
-    }
+    static func format(_ value: Double, digits: Int = 1) -> String { SignalText.number(value, digits: digits) }
 
-    private func percent(_ fraction: Double) -> String { Self.format(fraction * 100) + "%" }
+    private func percent(_ fraction: Double) -> String { SignalText.percent(fraction) }
 
-    private func seconds(_ value: Double) -> String { Self.format(value) + " s" }
+    private func seconds(_ value: Double) -> String { SignalText.seconds(value) }
 }
