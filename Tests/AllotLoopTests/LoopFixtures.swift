@@ -105,9 +105,10 @@ actor ScriptedClassifier: ConsumptionClassifying {
             Demand(tenant: tenant, upstream: upstream, rpm: rpm, tpm: tpm, shares: shares, served: served))
     }
 
-    func classify(_ delta: TelemetryDelta, allocations: [AllocationKey: PerDimension<Double>], now: Double)
-        -> ClassifierReport
-    {
+    func classify(
+        _ delta: TelemetryDelta, allocations: [AllocationKey: PerDimension<Double>],
+        capacities: [String: PerDimension<Double?>], now: Double
+    ) -> ClassifierReport {
         current.eventsSeen += delta.events.count
         lastAllocations = allocations
         let demands = current.demands.sorted {
@@ -221,15 +222,16 @@ final class LoopHarness: Sendable {
     @discardableResult
     func open(
         policy: Policy = loopPolicy(), configuration: LoopConfiguration = LoopConfiguration(),
-        snapshots: (@Sendable (DatabasePool) -> any SnapshotPersistence)? = nil
+        snapshots: (@Sendable (DatabasePool) -> any SnapshotPersistence)? = nil, estimators: EstimatorFactory? = nil
     ) async throws -> LoopRunner {
         let database = try await StoreDatabase.open(
             path: directory.databasePath, configuration: SQLiteConfiguration(synchronous: .off))
         pool.value = database
         let runner = try await LoopRunner.open(
             store: TelemetryStore(pool: database, clock: clock), policy: policy,
-            policyVersion: LoopRunner.policyVersion(of: policy), clock: clock, estimators: estimators.factory,
-            operators: operators, configuration: configuration, snapshots: snapshots?(database))
+            policyVersion: LoopRunner.policyVersion(of: policy), clock: clock,
+            estimators: estimators ?? self.estimators.factory, operators: operators, configuration: configuration,
+            snapshots: snapshots?(database))
         loop.value = runner
         return runner
     }

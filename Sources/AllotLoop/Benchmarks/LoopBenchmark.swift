@@ -1,7 +1,7 @@
 import AllotCore
 import AllotMetrics
-import AllotSignals
 import AllotSQLite
+import AllotSignals
 import AllotStore
 import AllotTime
 import Foundation
@@ -124,7 +124,8 @@ public enum LoopBenchmark {
         log("storing \(configuration.windowEvents) events")
         var started = MonotonicClock.now()
         try await generator.store(
-            count: configuration.windowEvents, from: start - 900, to: start, into: store, defaultTier: policy.defaultTier)
+            count: configuration.windowEvents, from: start - 900, to: start, into: store,
+            defaultTier: policy.defaultTier)
         let ingestSeconds = MonotonicClock.seconds(since: started)
         log("folding them into the estimators")
         started = MonotonicClock.now()

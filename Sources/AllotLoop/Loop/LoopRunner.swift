@@ -424,7 +424,10 @@ public actor LoopRunner {
 
         let observed = await observer.observe(delta, now: now)
         lap(.observe)
-        let classified = await classifier.classify(delta, allocations: allowance, now: now)
+        var capacities: [String: PerDimension<Double?>] = [:]
+        for pool in observed.pools { capacities[pool.upstream] = pool.capacity }
+        let classified = await classifier.classify(
+            delta, allocations: allowance, capacities: capacities, now: now)
         // The estimators have counted these rows: never read them again.
         cursor = delta.lastEventID
         metrics.events.increment(by: delta.events.count)

@@ -180,11 +180,14 @@ public enum SnapshotBenchmark {
             sizes.sort()
             let result = WakeRun(
                 answered: answered, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99),
-                max: latencies.last ?? 0, publishSeconds: publishSeconds, bodyBytes: sizes.isEmpty ? 0 : sizes[sizes.count / 2])
+                max: latencies.last ?? 0, publishSeconds: publishSeconds,
+                bodyBytes: sizes.isEmpty ? 0 : sizes[sizes.count / 2])
             // Run 0 warms up: connections, slice caches, code paths.
             if run > 0 {
                 runs.append(result)
-                log("run \(run): p50 \(ms(result.p50)) p99 \(ms(result.p99)) max \(ms(result.max)), answered \(answered)")
+                log(
+                    "run \(run): p50 \(ms(result.p50)) p99 \(ms(result.p99)) max \(ms(result.max)), answered \(answered)"
+                )
             }
         }
         await client.shutdown()
@@ -248,8 +251,10 @@ public enum SnapshotBenchmark {
         var wrk: [Double] = []
         if configuration.useWrk, let path = Self.wrkPath() {
             for run in 1...configuration.runs {
-                guard let perSecond = runWrk(path, connections: configuration.connections, seconds: configuration.seconds,
-                    version: version, url: url)
+                guard
+                    let perSecond = runWrk(
+                        path, connections: configuration.connections, seconds: configuration.seconds,
+                        version: version, url: url)
                 else { break }
                 wrk.append(perSecond)
                 log("wrk run \(run): \(Int(perSecond)) req/s")
@@ -260,14 +265,17 @@ public enum SnapshotBenchmark {
     }
 
     private static func wrkPath() -> String? {
-        for directory in ["/usr/bin", "/usr/local/bin", "/bin"] where FileManager.default.isExecutableFile(atPath: directory + "/wrk") {
+        for directory in ["/usr/bin", "/usr/local/bin", "/bin"]
+        where FileManager.default.isExecutableFile(atPath: directory + "/wrk") {
             return directory + "/wrk"
         }
         return nil
     }
 
     /// Runs wrk once and reads its `Requests/sec:` line.
-    private static func runWrk(_ path: String, connections: Int, seconds: Double, version: Int64, url: String) -> Double? {
+    private static func runWrk(_ path: String, connections: Int, seconds: Double, version: Int64, url: String)
+        -> Double?
+    {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = [
