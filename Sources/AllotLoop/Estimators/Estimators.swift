@@ -26,11 +26,16 @@ public protocol ConsumptionClassifying: Actor {
 
     /// Folds one tick's new telemetry into the rolling state and reports every tenant.
     ///
-    /// - Parameter allocations: What each tenant was allowed since the last tick, per minute (its
-    ///   published rate plus burst credit; ``SnapshotContent/unlimited`` for a dimension that is not
-    ///   allocated): starvation and `sustained_over` compare demand and usage with it.
-    func classify(_ delta: TelemetryDelta, allocations: [AllocationKey: PerDimension<Double>], now: Double)
-        -> ClassifierReport
+    /// - Parameters:
+    ///   - allocations: What each tenant was allowed since the last tick, per minute (its published
+    ///     rate plus burst credit; ``SnapshotContent/unlimited`` for a dimension that is not
+    ///     allocated): starvation and `sustained_over` compare demand and usage with it.
+    ///   - capacities: This tick's capacity estimates per pool (the Observer's), for cold-start
+    ///     priors given as a percentage of capacity.
+    func classify(
+        _ delta: TelemetryDelta, allocations: [AllocationKey: PerDimension<Double>],
+        capacities: [String: PerDimension<Double?>], now: Double
+    ) -> ClassifierReport
 
     /// Spend already incurred in each budget window, per tenant (a cold start without state reads
     /// it from the telemetry rollups, so budgets survive the loss of the checkpoint).
@@ -53,4 +58,24 @@ public struct EstimatorFactory: Sendable {
         self.makeObserver = makeObserver
         self.makeClassifier = makeClassifier
     }
+}
+
+extension CapacityObserver: CapacityObserving {}
+
+extension ConsumptionClassifier: ConsumptionClassifying {}
+
+extension EstimatorFactory {
+    /// The service's estimators: ``CapacityObserver`` and ``ConsumptionClassifier``, resumed from
+    /// their saved state (``StateCodec``) when there is one.
+    public static let standard = EstimatorFactory(
+        makeObserver: { policy, bytes in
+            CapacityObserver(
+                policy: policy,
+                state: try bytes.map { try StateCodec.decode(ObserverState.self, from: $0, component: "observer") })
+        },
+        makeClassifier: { policy, bytes in
+            ConsumptionClassifier(
+                policy: policy,
+                state: try bytes.map { try StateCodec.decode(ClassifierState.self, from: $0, component: "classifier") })
+        })
 }

@@ -20,7 +20,7 @@ import AllotTime
 /// when the policy changes); the simulator instead calls ``tick(now:)`` on its virtual clock.
 /// Every few ticks and at ``shutdown()`` the estimators' and the engine's state is saved with the
 /// telemetry cursor (`loop_checkpoint`), so a restart resumes where it stopped; the last snapshot
-/// is served from the moment ``open(store:policy:policyVersion:clock:estimators:operators:configuration:metrics:logger:)``
+/// is served from the moment ``open(store:policy:policyVersion:clock:estimators:operators:configuration:metrics:logger:snapshots:)``
 /// returns, before the first tick.
 public actor LoopRunner {
     /// Snapshots, gateway polls, drain: what the HTTP handlers use.
@@ -95,16 +95,17 @@ public actor LoopRunner {
     ///   - estimators: Builds the Observer and the Classifier.
     ///   - operators: Overrides, proposal resolutions and burst requests.
     ///   - metrics: Where the loop's series are registered (a private registry when nil).
+    ///   - snapshots: Where snapshots are persisted; the store's database when nil.
     /// - Throws: The database's error when it cannot be read at all.
     public static func open(
         store: TelemetryStore, policy: Policy, policyVersion: String, clock: any AllotClock,
         estimators: EstimatorFactory, operators: any OperatorInputs = InMemoryOperatorInputs(),
         configuration: LoopConfiguration = LoopConfiguration(), metrics: MetricsRegistry? = nil,
-        logger: Logger = .disabled
+        logger: Logger = .disabled, snapshots: (any SnapshotPersistence)? = nil
     ) async throws -> LoopRunner {
         let logger = logger.labelled("loop")
         let publisher = AllocationPublisher(
-            store: SnapshotStore(pool: store.pool), clock: clock, configuration: configuration.publisher,
+            store: snapshots ?? SnapshotStore(pool: store.pool), clock: clock, configuration: configuration.publisher,
             logger: logger.labelled("publisher"))
         let stateStore = LoopStateStore(pool: store.pool)
         let now = clock.now
@@ -114,7 +115,9 @@ public actor LoopRunner {
         do {
             try await publisher.restore(contacts: contacts)
         } catch let error as LoopStateError {
-            logger.error("the last snapshot cannot be read; serving nothing until the first tick", ["error": .string(error.description)])
+            logger.error(
+                "the last snapshot cannot be read; serving nothing until the first tick",
+                ["error": .string(error.description)])
             restoreAlerts.append(
                 LoopAlert(
                     kind: "state_restore", severity: .warning,
@@ -124,7 +127,8 @@ public actor LoopRunner {
         let newestEvent = try await store.lastEventID()
         var checkpoint = try await stateStore.checkpoint()
         if let saved = checkpoint, saved.format != StateCodec.format {
-            logger.warning("the saved loop state has an unknown format; starting blind", ["format": .int(Int64(saved.format))])
+            logger.warning(
+                "the saved loop state has an unknown format; starting blind", ["format": .int(Int64(saved.format))])
             restoreAlerts.append(
                 LoopAlert(
                     kind: "state_restore", severity: .warning,
@@ -145,7 +149,8 @@ public actor LoopRunner {
             }
         }
         let observer = try restore("observer", { try estimators.makeObserver(policy, $0) }, checkpoint?.observer)
-        let classifier = try restore("classifier", { try estimators.makeClassifier(policy, $0) }, checkpoint?.classifier)
+        let classifier = try restore(
+            "classifier", { try estimators.makeClassifier(policy, $0) }, checkpoint?.classifier)
         let engineState = try restore(
             "engine",
             { bytes -> EngineState in
@@ -156,18 +161,49 @@ public actor LoopRunner {
         // loop skip every new row: fall back to the table's end.
         let cursor = min(checkpoint?.lastEventID ?? newestEvent, newestEvent)
 
-        let metrics = LoopMetrics(registry: metrics ?? MetricsRegistry(), publisher: publisher)
+        let loopMetrics = LoopMetrics(registry: metrics ?? MetricsRegistry(), publisher: publisher)
         let runner = LoopRunner(
             publisher: publisher, telemetry: store, clock: clock, configuration: configuration, observer: observer,
             classifier: classifier, engine: PolicyEngineActor(state: engineState), operators: operators,
-            stateStore: stateStore, metrics: metrics, logger: logger, policy: policy, policyVersion: policyVersion,
+            stateStore: stateStore, metrics: loopMetrics, logger: logger, policy: policy, policyVersion: policyVersion,
             cursor: cursor, tickCount: checkpoint?.tick ?? 0)
+        if let registry = metrics { runner.registerGatewayMetrics(on: registry) }
         await runner.prepare(restoreAlerts: restoreAlerts, cold: checkpoint == nil, now: now)
         logger.info(
             "loop opened",
-            ["snapshot_version": .int(publisher.current?.version ?? 0), "cursor": .int(cursor),
-             "resumed": .bool(checkpoint != nil), "policy_version": .string(policyVersion)])
+            [
+                "snapshot_version": .int(publisher.current?.version ?? 0), "cursor": .int(cursor),
+                "resumed": .bool(checkpoint != nil), "policy_version": .string(policyVersion),
+            ])
         return runner
+    }
+
+    /// `allot_gateways{state}` and `allot_gateway_lag_versions_max`, computed at each scrape from
+    /// the gateways' polls (SPEC 7: config drift bounded and visible as a metric).
+    private nonisolated func registerGatewayMetrics(on registry: MetricsRegistry) {
+        guard
+            let byState = try? MetricDescriptor(
+                name: "allot_gateways", help: "Gateways that polled for snapshots, by state", type: .gauge,
+                labelNames: ["state"]),
+            let lag = try? MetricDescriptor(
+                name: "allot_gateway_lag_versions_max",
+                help: "The most versions any gateway is behind the snapshot being served", type: .gauge)
+        else { return }
+        let publisher = self.publisher
+        let latest = self.latest
+        let clock = self.clock
+        try? registry.registerCollector([byState, lag]) {
+            let statuses = publisher.gatewayStatuses(now: clock.now, policy: latest.current.policy)
+            var samples = GatewayStatus.State.allCases.map { state in
+                CollectedSample(
+                    family: byState.name, labelValues: [state.rawValue],
+                    value: Double(statuses.filter { $0.state == state }.count))
+            }
+            samples.append(
+                CollectedSample(
+                    family: lag.name, value: Double(statuses.compactMap(\.lagVersions).max() ?? 0)))
+            return samples
+        }
     }
 
     private func prepare(restoreAlerts: [LoopAlert], cold: Bool, now: Double) async {
@@ -388,7 +424,10 @@ public actor LoopRunner {
 
         let observed = await observer.observe(delta, now: now)
         lap(.observe)
-        let classified = await classifier.classify(delta, allocations: allowance, now: now)
+        var capacities: [String: PerDimension<Double?>] = [:]
+        for pool in observed.pools { capacities[pool.upstream] = pool.capacity }
+        let classified = await classifier.classify(
+            delta, allocations: allowance, capacities: capacities, now: now)
         // The estimators have counted these rows: never read them again.
         cursor = delta.lastEventID
         metrics.events.increment(by: delta.events.count)
@@ -468,7 +507,9 @@ public actor LoopRunner {
             message: "tick \(tickCount) failed in \(phase.rawValue): \(message); the last snapshot "
                 + "(version \(publisher.current?.version ?? 0)) keeps being served",
             since: loopAlerts["tick_failed"]?.since ?? now)
-        logger.log(.error, "tick failed", fields: Self.fields(report) + [("phase", .string(phase.rawValue)), ("error", .string(message))])
+        logger.log(
+            .error, "tick failed",
+            fields: Self.fields(report) + [("phase", .string(phase.rawValue)), ("error", .string(message))])
         record(report, outcome: "failed")
         publishView(report: report)
         return report
@@ -487,7 +528,9 @@ public actor LoopRunner {
         if report.backlog { fields.append(("backlog", .bool(true))) }
         if report.heldGrowth { fields.append(("held_growth", .bool(true))) }
         for phase in TickPhase.allCases {
-            if let seconds = report.durations[phase] { fields.append(("\(phase.rawValue)_ms", .double(seconds * 1000))) }
+            if let seconds = report.durations[phase] {
+                fields.append(("\(phase.rawValue)_ms", .double(seconds * 1000)))
+            }
         }
         return fields
     }
@@ -574,7 +617,8 @@ public actor LoopRunner {
                 LoopCheckpoint(
                     savedMs: EpochTime.milliseconds(fromSeconds: capture.now), lastEventID: capture.cursor,
                     tick: capture.tick, format: StateCodec.format, observer: try StateCodec.encode(capture.observer),
-                    classifier: try StateCodec.encode(capture.classifier), engine: try StateCodec.encode(capture.engine))
+                    classifier: try StateCodec.encode(capture.classifier), engine: try StateCodec.encode(capture.engine)
+                )
             }.value
             try await stateStore.save(checkpoint, contacts: capture.contacts, forgetBeforeMs: capture.forgetBeforeMs)
             metrics.checkpointDuration.observe(MonotonicClock.seconds(since: started))
@@ -589,6 +633,11 @@ public actor LoopRunner {
                 since: loopAlerts["checkpoint_failed"]?.since ?? capture.now)
             logger.error("checkpoint failed", ["error": .string("\(error)")])
         }
+    }
+
+    /// Returns once the checkpoint being written in the background (if any) is saved.
+    public func awaitCheckpoint() async {
+        await checkpointTask?.value
     }
 
     /// Saves a checkpoint now (between ticks). Tests and the simulator use it; the loop saves one by

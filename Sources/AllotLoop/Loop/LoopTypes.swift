@@ -84,7 +84,8 @@ public struct LoopView: Sendable {
     public var lastReport: TickReport?
 
     public init(
-        tick: Int64 = 0, lastTickAt: Double? = nil, observer: ObserverReport? = nil, classifier: ClassifierReport? = nil,
+        tick: Int64 = 0, lastTickAt: Double? = nil, observer: ObserverReport? = nil,
+        classifier: ClassifierReport? = nil,
         decision: Decision? = nil, alerts: [LoopAlert] = [], policy: Policy, policyVersion: String,
         lastReport: TickReport? = nil
     ) {

@@ -9,7 +9,8 @@ public struct OperatorInputBatch: Sendable, Hashable {
     /// Burst credit requests not yet decided.
     public var burstRequests: [BurstRequest]
 
-    public init(overrides: [Override] = [], resolutions: [ProposalResolution] = [], burstRequests: [BurstRequest] = []) {
+    public init(overrides: [Override] = [], resolutions: [ProposalResolution] = [], burstRequests: [BurstRequest] = [])
+    {
         self.overrides = overrides
         self.resolutions = resolutions
         self.burstRequests = burstRequests

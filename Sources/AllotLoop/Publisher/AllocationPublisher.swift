@@ -70,7 +70,7 @@ public actor AllocationPublisher {
         var startedAt: Double
     }
 
-    public nonisolated let store: SnapshotStore
+    public nonisolated let store: any SnapshotPersistence
     public nonisolated let clock: any AllotClock
     public nonisolated let configuration: Configuration
     nonisolated let board = SnapshotBoard()
@@ -85,10 +85,10 @@ public actor AllocationPublisher {
     private var published: @Sendable (PublishedSnapshot) -> Void = { _ in }
 
     /// - Parameters:
-    ///   - store: Where snapshots are persisted (the service's database).
+    ///   - store: Where snapshots are persisted (``AllotStore/SnapshotStore`` on the service's database).
     ///   - clock: Long-poll deadlines and the make-before-break wait.
     public init(
-        store: SnapshotStore, clock: any AllotClock, configuration: Configuration = Configuration(),
+        store: any SnapshotPersistence, clock: any AllotClock, configuration: Configuration = Configuration(),
         logger: Logger = .disabled
     ) {
         self.store = store
@@ -132,8 +132,10 @@ public actor AllocationPublisher {
         }
         logger.info(
             "serving the last persisted snapshot",
-            ["version": .int(record.version), "kind": .string(record.kind.rawValue),
-             "pending_growth": .bool(record.pending != nil)])
+            [
+                "version": .int(record.version), "kind": .string(record.kind.rawValue),
+                "pending_growth": .bool(record.pending != nil),
+            ])
         return snapshot
     }
 
@@ -240,7 +242,8 @@ public actor AllocationPublisher {
         await enter()
         defer { leave() }
         guard let current = board.current else {
-            throw PublisherError(code: "no_snapshot", message: "nothing has been published yet: there is nothing to drain")
+            throw PublisherError(
+                code: "no_snapshot", message: "nothing has been published yet: there is nothing to drain")
         }
         pending = nil
         cancelDeadline()
@@ -492,6 +495,19 @@ public actor AllocationPublisher {
     /// Every known gateway contact.
     public nonisolated func contacts() -> [GatewayContact] { registry.contacts }
 }
+
+/// Where the Publisher persists snapshots before they become visible: ``AllotStore/SnapshotStore``
+/// in service; tests wrap it to pause or fail between persisting and publishing.
+public protocol SnapshotPersistence: Sendable {
+    /// Stores a snapshot durably; returns once committed. Refuses a version not above every stored one.
+    func save(_ record: SnapshotRecord, keep: Int) async throws
+    /// The newest stored snapshot.
+    func latest() async throws -> SnapshotRecord?
+    /// The newest stored version, 0 when none.
+    func newestVersion() async throws -> Int64
+}
+
+extension SnapshotStore: SnapshotPersistence {}
 
 /// The answer to one snapshot poll.
 public enum SnapshotPollResult: Sendable {

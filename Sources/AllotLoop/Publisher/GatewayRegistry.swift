@@ -10,7 +10,8 @@ public struct GatewayContact: Sendable, Hashable {
     public var enforcedVersion: Int64?
     public var polls: Int64
 
-    public init(id: String, firstContact: Double, lastContact: Double, enforcedVersion: Int64? = nil, polls: Int64 = 0) {
+    public init(id: String, firstContact: Double, lastContact: Double, enforcedVersion: Int64? = nil, polls: Int64 = 0)
+    {
         self.id = id
         self.firstContact = firstContact
         self.lastContact = lastContact

@@ -112,15 +112,17 @@ public final class PublishedSnapshot: Sendable {
             parts.reserveCapacity(listed.count + even.count)
             var i = 0
             var j = 0
-            let count = Double(max(1, gatewayCount))
             while i < listed.count || j < even.count {
                 if j >= even.count || (i < listed.count && listed[i].tenant < even[j]) {
-                    parts.append(Part(tenant: listed[i].tenant, rpm: listed[i].rpm, tpm: listed[i].tpm, count: listed[i].count))
+                    parts.append(
+                        Part(tenant: listed[i].tenant, rpm: listed[i].rpm, tpm: listed[i].tpm, count: listed[i].count))
                     i += 1
                 } else {
                     let entry = tenants[even[j]]
                     parts.append(
-                        Part(tenant: even[j], rpm: entry.rpm.rate / count, tpm: entry.tpm.rate / count, count: gatewayCount))
+                        Part(
+                            tenant: even[j], rpm: SlicePlan.evenPart(entry.rpm.rate, count: gatewayCount),
+                            tpm: SlicePlan.evenPart(entry.tpm.rate, count: gatewayCount), count: gatewayCount))
                     j += 1
                 }
             }
@@ -180,8 +182,12 @@ struct Share {
     /// (an RPM bucket keeps room for one request, as the engine's buckets do).
     func apply(to entry: TenantEntry, rpm: Double, tpm: Double) -> TenantEntry {
         var sliced = entry
-        sliced.rpm = Bucket(rate: rpm, burst: Self.burst(entry.rpm.burst * self.rpm, rate: rpm, requests: true, global: entry.rpm.burst))
-        sliced.tpm = Bucket(rate: tpm, burst: Self.burst(entry.tpm.burst * self.tpm, rate: tpm, requests: false, global: entry.tpm.burst))
+        sliced.rpm = Bucket(
+            rate: rpm, burst: Self.burst(entry.rpm.burst * self.rpm, rate: rpm, requests: true, global: entry.rpm.burst)
+        )
+        sliced.tpm = Bucket(
+            rate: tpm,
+            burst: Self.burst(entry.tpm.burst * self.tpm, rate: tpm, requests: false, global: entry.tpm.burst))
         if let credit = entry.burstCredit {
             sliced.burstCredit = AllotProtocol.BurstCredit(
                 calls: credit.calls * self.rpm, tokens: credit.tokens * self.tpm, expiresAt: credit.expiresAt)
@@ -194,10 +200,12 @@ struct Share {
         var sliced = entry
         sliced.rpm = Bucket(
             rate: entry.rpm.rate * rpm,
-            burst: Self.burst(entry.rpm.burst * rpm, rate: entry.rpm.rate * rpm, requests: true, global: entry.rpm.burst))
+            burst: Self.burst(
+                entry.rpm.burst * rpm, rate: entry.rpm.rate * rpm, requests: true, global: entry.rpm.burst))
         sliced.tpm = Bucket(
             rate: entry.tpm.rate * tpm,
-            burst: Self.burst(entry.tpm.burst * tpm, rate: entry.tpm.rate * tpm, requests: false, global: entry.tpm.burst))
+            burst: Self.burst(
+                entry.tpm.burst * tpm, rate: entry.tpm.rate * tpm, requests: false, global: entry.tpm.burst))
         return sliced
     }
 

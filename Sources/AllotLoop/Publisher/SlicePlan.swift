@@ -38,13 +38,22 @@ public struct SlicePlan: Sendable, Equatable {
         self.tenants = tenants
     }
 
+    /// Slices are scaled by this factor (one part in 10¹²) so that however a gateway or a test
+    /// sums them, floating-point rounding cannot take the sum above the allocation.
+    static let margin = 1 - 1e-12
+
+    /// One of `count` even parts of `value`.
+    static func evenPart(_ value: Double, count: Int) -> Double {
+        value / Double(max(1, count)) * margin
+    }
+
     /// The slices of tenant entry `index` as (gateway id, rpm, tpm), sorted by id, with an even
     /// split spelled out.
     func materialized(_ index: Int, rpm: Double, tpm: Double) -> [(gateway: String, rpm: Double, tpm: Double)] {
         guard index < tenants.count, let slices = tenants[index] else {
             guard !gateways.isEmpty else { return [] }
-            let count = Double(gateways.count)
-            return gateways.map { ($0, rpm / count, tpm / count) }
+            let count = gateways.count
+            return gateways.map { ($0, Self.evenPart(rpm, count: count), Self.evenPart(tpm, count: count)) }
         }
         return slices.map { (gateways[Int($0.gateway)], $0.rpm, $0.tpm) }
     }
@@ -53,8 +62,8 @@ public struct SlicePlan: Sendable, Equatable {
     ///
     /// Each listed gateway's share is raised to at least `minimumShare` (a gateway that just started
     /// seeing the tenant has a tiny smoothed share but real traffic), then the shares are
-    /// normalised to sum to 1. Rounding is corrected on the largest slice so the slices never sum
-    /// above the allocation. Returns nil when no share is usable (no known gateway demand).
+    /// normalised to sum to 1. The slices are scaled by ``margin`` and any remaining rounding is
+    /// taken off the largest, so they never sum above the allocation. Returns nil when no share is usable (no known gateway demand).
     ///
     /// - Parameters:
     ///   - shares: Gateway id → smoothed share of the tenant's demand.
@@ -73,7 +82,9 @@ public struct SlicePlan: Sendable, Equatable {
         var total = 0.0
         for entry in picked { total += entry.share }
         guard total > 0 else { return nil }
-        var slices = picked.map { Slice(gateway: $0.gateway, rpm: rpm * $0.share / total, tpm: tpm * $0.share / total) }
+        var slices = picked.map {
+            Slice(gateway: $0.gateway, rpm: rpm * ($0.share / total) * margin, tpm: tpm * ($0.share / total) * margin)
+        }
         correct(&slices, total: rpm, \.rpm)
         correct(&slices, total: tpm, \.tpm)
         return slices

@@ -38,7 +38,9 @@ final class SnapshotBoard: Sendable {
             guard (state.current?.version ?? .min) < snapshot.version else { return [] }
             state.current = snapshot
             state.history.append((snapshot.version, snapshot.generatedAt))
-            if state.history.count > Self.historyLimit { state.history.removeFirst(state.history.count - Self.historyLimit) }
+            if state.history.count > Self.historyLimit {
+                state.history.removeFirst(state.history.count - Self.historyLimit)
+            }
             var ready: [CheckedContinuation<PublishedSnapshot?, Never>] = []
             ready.reserveCapacity(state.waiters.count)
             for (id, waiter) in state.waiters where waiter.after < snapshot.version {

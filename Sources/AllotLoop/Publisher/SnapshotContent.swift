@@ -85,7 +85,8 @@ public enum SnapshotAssembler {
         for allocation in decision.allocations {
             let key = AllocationKey(tenant: allocation.tenant, upstream: allocation.upstream)
             while statusCursor < statuses.count, statuses[statusCursor].key < key { statusCursor += 1 }
-            let status = statusCursor < statuses.count && statuses[statusCursor].key == key ? statuses[statusCursor] : nil
+            let status =
+                statusCursor < statuses.count && statuses[statusCursor].key == key ? statuses[statusCursor] : nil
             let seconds =
                 bucketSeconds[allocation.tier]
                 ?? {
@@ -175,9 +176,11 @@ public enum SnapshotAssembler {
         return TenantEntry(
             id: allocation.tenant, upstream: allocation.upstream, tier: allocation.tier, priority: allocation.priority,
             rpm: Bucket(
-                rate: finite(rpm?.rate ?? SnapshotContent.unlimited), burst: finite(rpm?.burst ?? SnapshotContent.unlimited)),
+                rate: finite(rpm?.rate ?? SnapshotContent.unlimited),
+                burst: finite(rpm?.burst ?? SnapshotContent.unlimited)),
             tpm: Bucket(
-                rate: finite(tpm?.rate ?? SnapshotContent.unlimited), burst: finite(tpm?.burst ?? SnapshotContent.unlimited)),
+                rate: finite(tpm?.rate ?? SnapshotContent.unlimited),
+                burst: finite(tpm?.burst ?? SnapshotContent.unlimited)),
             queueWeight: finite(allocation.queueWeight),
             reason: Reasons(
                 rpm: rpm?.reason.rawValue ?? noCapacityReason, tpm: tpm?.reason.rawValue ?? noCapacityReason),

@@ -40,7 +40,9 @@ enum Transition {
         let new = target.snapshot
         var oldIndex: [Key: Int] = [:]
         oldIndex.reserveCapacity(old.tenants.count)
-        for (position, entry) in old.tenants.enumerated() { oldIndex[Key(upstream: entry.upstream, id: entry.id)] = position }
+        for (position, entry) in old.tenants.enumerated() {
+            oldIndex[Key(upstream: entry.upstream, id: entry.id)] = position
+        }
 
         if !holdGrowth, fits(current: current, target: target, oldIndex: oldIndex) {
             return Step(publish: target, held: false, shrunkGateways: [])
@@ -60,8 +62,10 @@ enum Transition {
             kept.insert(oldPosition)
             let before = old.tenants[oldPosition]
             var merged = entry
-            merged.rpm = Bucket(rate: min(before.rpm.rate, entry.rpm.rate), burst: min(before.rpm.burst, entry.rpm.burst))
-            merged.tpm = Bucket(rate: min(before.tpm.rate, entry.tpm.rate), burst: min(before.tpm.burst, entry.tpm.burst))
+            merged.rpm = Bucket(
+                rate: min(before.rpm.rate, entry.rpm.rate), burst: min(before.rpm.burst, entry.rpm.burst))
+            merged.tpm = Bucket(
+                rate: min(before.tpm.rate, entry.tpm.rate), burst: min(before.tpm.burst, entry.tpm.burst))
             if merged.rpm != entry.rpm || merged.tpm != entry.tpm { held = true }
             if let credit = entry.burstCredit {
                 if let previous = before.burstCredit {
@@ -89,7 +93,9 @@ enum Transition {
                     if will[j].rpm > 0 || will[j].tpm > 0 { held = true }  // a gateway new to the tenant
                     j += 1
                 } else {
-                    let part = (gateway: was[i].gateway, rpm: min(was[i].rpm, will[j].rpm), tpm: min(was[i].tpm, will[j].tpm))
+                    let part = (
+                        gateway: was[i].gateway, rpm: min(was[i].rpm, will[j].rpm), tpm: min(was[i].tpm, will[j].tpm)
+                    )
                     if part.rpm < was[i].rpm || part.tpm < was[i].tpm { shrunk.insert(part.gateway) }
                     if part.rpm < will[j].rpm || part.tpm < will[j].tpm { held = true }
                     stage.append(part)
@@ -116,8 +122,10 @@ enum Transition {
             let key = Key(upstream: entry.upstream, id: entry.id)
             guard keptKeys.contains(key), let previous = oldFallback[key] else { continue }
             var merged = entry
-            merged.rpm = Bucket(rate: min(previous.rpm.rate, entry.rpm.rate), burst: min(previous.rpm.burst, entry.rpm.burst))
-            merged.tpm = Bucket(rate: min(previous.tpm.rate, entry.tpm.rate), burst: min(previous.tpm.burst, entry.tpm.burst))
+            merged.rpm = Bucket(
+                rate: min(previous.rpm.rate, entry.rpm.rate), burst: min(previous.rpm.burst, entry.rpm.burst))
+            merged.tpm = Bucket(
+                rate: min(previous.tpm.rate, entry.tpm.rate), burst: min(previous.tpm.burst, entry.tpm.burst))
             fallback.append(merged)
         }
 
@@ -157,7 +165,8 @@ enum Transition {
                 let before = old.tenants[oldPosition]
                 rpm = max(rpm, before.rpm.rate)
                 tpm = max(tpm, before.tpm.rate)
-                parts = maxima(current.plan.materialized(oldPosition, rpm: before.rpm.rate, tpm: before.tpm.rate), parts)
+                parts = maxima(
+                    current.plan.materialized(oldPosition, rpm: before.rpm.rate, tpm: before.tpm.rate), parts)
             }
             global[entry.upstream, default: (0, 0)].rpm += rpm
             global[entry.upstream, default: (0, 0)].tpm += tpm
