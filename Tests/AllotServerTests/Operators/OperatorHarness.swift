@@ -52,9 +52,10 @@ actor ScriptedClassifier: ConsumptionClassifying {
 
     func apply(policy: Policy) {}
 
-    func classify(_ delta: TelemetryDelta, allocations: [AllocationKey: PerDimension<Double>], now: Double)
-        -> ClassifierReport
-    {
+    func classify(
+        _ delta: TelemetryDelta, allocations: [AllocationKey: PerDimension<Double>],
+        capacities: [String: PerDimension<Double?>], now: Double
+    ) -> ClassifierReport {
         ClassifierReport(
             tenants: tenants, spend: [],
             statuses: tenants.map { tenant in
