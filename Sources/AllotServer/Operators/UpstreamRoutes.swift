@@ -48,7 +48,7 @@ struct UpstreamUsageCache: Sendable {
     var rows: [UpstreamMinute]
 }
 
-/// `GET /v1/upstreams`, `GET /v1/gateways`, `GET /v1/alerts` (SPEC 4, 7, 9).
+/// `GET /v1/upstreams`, `GET /v1/gateways` (the publisher's handler), `GET /v1/alerts` (SPEC 4, 7, 9).
 struct UpstreamRoutes: Sendable {
     let console: OperatorConsole
 
@@ -161,51 +161,14 @@ struct UpstreamRoutes: Sendable {
         }
     }
 
-    /// Gateways (SPEC 7): the version each enforces, its lag in versions and seconds, its last
-    /// contact and state (`current`, `behind`, `lagging`, `silent`, `unknown`), and the tenants it
-    /// receives slices of; gateways that only sent telemetry are listed with state `unknown`.
+    /// `GET /v1/gateways` (SPEC 7): served by the publisher's ``GatewaysRoute`` once the loop is
+    /// attached; before that no gateway can have polled, so the list is empty.
     func gateways(_ request: HTTPRequest) async throws -> HTTPResponse {
         _ = try OperatorQuery(request, allowed: [])
-        let now = console.clock.now
-        let (policy, _) = console.policy()
-        let statuses = console.loop?.publisher.gatewayStatuses(now: now, policy: policy) ?? []
-        let names: TelemetryNames
-        do {
-            names = try await console.telemetry.names()
-        } catch {
-            throw OperatorRoutes.unavailable(error)
-        }
-        let reported = Dictionary(
-            names.gateways.values.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        var entries: [JSON] = statuses.map { status in
-            [
-                "id": .string(status.id), "state": .string(status.state.rawValue),
-                "enforced_version": status.enforcedVersion.map(JSON.int) ?? .null,
-                "lag_versions": status.lagVersions.map(JSON.int) ?? .null,
-                "lag_s": OperatorJSON.number(status.lagSeconds), "first_contact": OperatorJSON.time(status.firstContact),
-                "last_contact": OperatorJSON.time(status.lastContact),
-                "since_contact_s": OperatorJSON.number(status.sinceContactSeconds), "polls": .int(status.polls),
-                "tenants": .int(Int64(status.tenants.count)),
-                "tenant_ids": .array(status.tenants.prefix(100).map(JSON.string)),
-                "last_telemetry_at": OperatorJSON.time(milliseconds: reported[status.id]?.lastSeenMs),
-            ]
-        }
-        let polling = Set(statuses.map(\.id))
-        for record in reported.values.sorted(by: { $0.id < $1.id }) where !polling.contains(record.id) {
-            entries.append([
-                "id": .string(record.id), "state": "unknown", "enforced_version": .null, "lag_versions": .null,
-                "lag_s": .null, "first_contact": .null, "last_contact": .null, "since_contact_s": .null, "polls": 0,
-                "tenants": 0, "tenant_ids": [], "last_telemetry_at": OperatorJSON.time(milliseconds: record.lastSeenMs),
-            ])
-        }
-        return .json([
-            "gateways": .array(entries), "snapshot_version": console.snapshotVersion.map(JSON.int) ?? .null,
-            "thresholds": [
-                "lag_versions": .int(Int64(policy.alerts.gatewayLagVersions)),
-                "lag_s": OperatorJSON.number(policy.alerts.gatewayLagSeconds),
-            ],
-            "generated_at": OperatorJSON.time(now),
-        ])
+        guard let loop = console.loop else { return .json(["version": .null, "gateways": []]) }
+        let console = self.console
+        return await GatewaysRoute(publisher: loop.publisher, policy: { console.policy().policy }, clock: console.clock)
+            .respond(to: request)
     }
 
     /// Every alert in force (SPEC 9): the loop's (starvation, degraded mode, circuit open, gateway

@@ -27,7 +27,7 @@ import Testing
             "POST /v1/proposals/{id}/approve": sre, "POST /v1/proposals/{id}/reject": sre, "POST /v1/plan": sre,
             "GET /v1/alerts": operators, "GET /v1/audit": sre, "GET /v1/costs": operators,
             "GET /v1/tokens": [.admin], "POST /v1/tokens": [.admin], "DELETE /v1/tokens/{id}": [.admin],
-            "POST /v1/drain": [.admin],
+            "POST /v1/drain": [.admin], "DELETE /v1/drain": [.admin],
         ]
     }()
 
