@@ -57,7 +57,7 @@ enum TokensCommand {
             let id = command.positional("id") ?? ""
             guard let revoked = try await issuer.revoke(id: id, actor: .cli, now: now) else {
                 output.err("allot tokens revoke: no token \(id); see `allot tokens list`")
-                    return 1
+                return 1
             }
             output.out("revoked \(revoked.id) (\(revoked.name), \(revoked.role))")
             return 0
@@ -74,7 +74,10 @@ enum TokensCommand {
         let rows =
             [["ID", "NAME", "ROLE", "CREATED", "LAST USED", "REVOKED"]]
             + tokens.map { token in
-                [token.id, token.name, token.role, time(token.createdMs), time(token.lastUsedMs), time(token.revokedMs)]
+                [
+                    token.id, token.name, token.role, time(token.createdMs), time(token.lastUsedMs),
+                    time(token.revokedMs),
+                ]
             }
         var widths = [Int](repeating: 0, count: 6)
         for row in rows {

@@ -154,7 +154,8 @@ struct CostsRoute: Sendable {
                 }
                 if let worst {
                     fields += [
-                        worst.budget.window.rawValue, String(rounded(worst.budget.amount)), String(rounded(worst.spent)),
+                        worst.budget.window.rawValue, String(rounded(worst.budget.amount)),
+                        String(rounded(worst.spent)),
                         String(rounded(worst.projected)), worst.level.rawValue,
                     ]
                 } else {

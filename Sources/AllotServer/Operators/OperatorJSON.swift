@@ -76,7 +76,8 @@ enum OperatorJSON {
         return [
             "id": .string(proposal.id), "source": .string(stored.source.rawValue),
             "kind": .string(proposal.kind.rawValue), "tenant": .string(proposal.tenant),
-            "upstream": .string(proposal.upstream), "dimension": proposal.dimension.map { .string($0.rawValue) } ?? .null,
+            "upstream": .string(proposal.upstream),
+            "dimension": proposal.dimension.map { .string($0.rawValue) } ?? .null,
             "status": .string(stored.status(at: now)), "value": number(proposal.value),
             "guardrail": number(proposal.guardrail), "reason": .string(proposal.reason),
             "evidence": proposal.evidence?.json ?? .null,
@@ -130,7 +131,8 @@ enum OperatorJSON {
     static func budget(_ status: BudgetStatus) -> JSON {
         [
             "window": .string(status.budget.window.rawValue), "amount": number(status.budget.amount),
-            "spent": number(status.spent), "projected": number(status.projected), "level": .string(status.level.rawValue),
+            "spent": number(status.spent), "projected": number(status.projected),
+            "level": .string(status.level.rawValue),
             "soft": number(status.budget.softAmount), "throttle": number(status.budget.throttleAmount),
             "hard": number(status.budget.hardAmount), "window_end": time(status.windowEnd),
             "allowed_burn_rate_per_s": number(status.allowedBurnRatePerSecond),
@@ -152,7 +154,8 @@ enum OperatorJSON {
             "id": .string(record.id), "name": .string(record.name), "role": .string(record.role),
             "created_at": time(milliseconds: record.createdMs), "created_by": .string(record.createdBy),
             "last_used_at": time(milliseconds: record.lastUsedMs), "revoked": .bool(record.isRevoked),
-            "revoked_at": time(milliseconds: record.revokedMs), "revoked_by": record.revokedBy.map(JSON.string) ?? .null,
+            "revoked_at": time(milliseconds: record.revokedMs),
+            "revoked_by": record.revokedBy.map(JSON.string) ?? .null,
         ]
     }
 

@@ -130,7 +130,8 @@ enum OperatorRequest {
     static func string(_ object: JSONObject, _ field: String, maxLength: Int = 1024) throws(HTTPError) -> String? {
         guard let value = object[field], !value.isNull else { return nil }
         guard let text = value.stringValue else {
-            throw HTTPError.badRequest("\(field) must be a string, not \(value.typeName)", code: "invalid_value", field: field)
+            throw HTTPError.badRequest(
+                "\(field) must be a string, not \(value.typeName)", code: "invalid_value", field: field)
         }
         guard text.utf8.count <= maxLength else {
             throw HTTPError.badRequest(
@@ -140,10 +141,13 @@ enum OperatorRequest {
     }
 
     /// An optional number member in `range`; 400 naming the field otherwise.
-    static func number(_ object: JSONObject, _ field: String, in range: ClosedRange<Double>) throws(HTTPError) -> Double? {
+    static func number(_ object: JSONObject, _ field: String, in range: ClosedRange<Double>) throws(HTTPError)
+        -> Double?
+    {
         guard let value = object[field], !value.isNull else { return nil }
         guard let number = value.doubleValue, number.isFinite else {
-            throw HTTPError.badRequest("\(field) must be a number, not \(value.typeName)", code: "invalid_value", field: field)
+            throw HTTPError.badRequest(
+                "\(field) must be a number, not \(value.typeName)", code: "invalid_value", field: field)
         }
         guard range.contains(number) else {
             throw HTTPError.badRequest(

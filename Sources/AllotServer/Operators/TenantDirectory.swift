@@ -81,7 +81,8 @@ struct TenantDirectory: Sendable {
             var upstreams = Set<String>()
             for status in statuses[id] ?? [] {
                 upstreams.insert(status.key.upstream)
-                if summary.tenantClass.map({ TenantSummary.rank(status.tenantClass) > TenantSummary.rank($0) }) ?? true {
+                if summary.tenantClass.map({ TenantSummary.rank(status.tenantClass) > TenantSummary.rank($0) }) ?? true
+                {
                     summary.tenantClass = status.tenantClass
                 }
                 summary.suspect = summary.suspect || status.suspect

@@ -159,8 +159,11 @@ struct TenantRoutes: Sendable {
             proposals = try await console.store.proposals(tenant: id, now: now, limit: 50)
             bursts = try await console.store.bursts(tenant: id, limit: 20)
             let toMs = (EpochTime.milliseconds(fromSeconds: now) / 60_000 + 1) * 60_000
-            history = minutes == 0 ? [] : try await console.telemetry.rollups(
-                fromMs: toMs - Int64(minutes) * 60_000, toMs: toMs, tenant: id)
+            history =
+                minutes == 0
+                ? []
+                : try await console.telemetry.rollups(
+                    fromMs: toMs - Int64(minutes) * 60_000, toMs: toMs, tenant: id)
         } catch {
             throw OperatorRoutes.unavailable(error)
         }
@@ -218,7 +221,8 @@ struct TenantRoutes: Sendable {
             entry["suspect_reasons"] = .array(status.suspectReasons.map(JSON.string))
             entry["demand"] = OperatorJSON.dimensions(status.demand)
             entry["usage"] = [
-                "short": OperatorJSON.dimensions(status.servedShort), "long": OperatorJSON.dimensions(status.servedLong),
+                "short": OperatorJSON.dimensions(status.servedShort),
+                "long": OperatorJSON.dimensions(status.servedLong),
             ]
             entry["denied_rpm"] = OperatorJSON.number(status.deniedRPM)
             entry["queued_rpm"] = OperatorJSON.number(status.queuedRPM)
@@ -232,7 +236,8 @@ struct TenantRoutes: Sendable {
             entry["last_activity_at"] = OperatorJSON.time(status.lastActivityAt)
             entry["samples"] = .int(Int64(status.samples))
             entry["gateway_shares"] = .object(
-                JSONObject(status.gatewayShares.sorted { $0.key < $1.key }.map { ($0.key, OperatorJSON.number($0.value)) }))
+                JSONObject(
+                    status.gatewayShares.sorted { $0.key < $1.key }.map { ($0.key, OperatorJSON.number($0.value)) }))
         }
         if let allocation {
             entry["tier"] = .string(allocation.tier)
@@ -404,7 +409,8 @@ struct TenantRoutes: Sendable {
         let calls = try OperatorRequest.number(object, "calls", in: 0...1e9) ?? 0
         let tokens = try OperatorRequest.number(object, "tokens", in: 0...1e13) ?? 0
         guard let ttl = try OperatorRequest.number(object, "ttl_s", in: 1...Self.maxBurstTTL) else {
-            throw HTTPError.badRequest("ttl_s is required: how long the credit is wanted, seconds",
+            throw HTTPError.badRequest(
+                "ttl_s is required: how long the credit is wanted, seconds",
                 code: "missing_field", field: "ttl_s")
         }
         guard calls > 0 || tokens > 0 else {

@@ -27,7 +27,8 @@ struct CapacityHistory: Sendable {
         guard let at = view.lastTickAt, at != lastTick, let decision = view.decision else { return }
         lastTick = at
         let estimates = Dictionary(
-            (view.observer?.upstreams ?? []).map { ($0.upstream, $0.estimate) }, uniquingKeysWith: { first, _ in first })
+            (view.observer?.upstreams ?? []).map { ($0.upstream, $0.estimate) }, uniquingKeysWith: { first, _ in first }
+        )
         for pool in decision.pools {
             var series = samples[pool.upstream, default: []]
             series.append(
@@ -102,7 +103,8 @@ struct UpstreamRoutes: Sendable {
                     "long": OperatorJSON.latency(status?.latencyLong ?? LatencyPercentiles()),
                 ],
                 "outcomes": .object(
-                    JSONObject((status?.outcomes ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, .int(Int64($0.value))) })),
+                    JSONObject(
+                        (status?.outcomes ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, .int(Int64($0.value))) })),
                 "model_version": status?.modelVersion.map(JSON.string) ?? .null,
                 "last_event_at": OperatorJSON.time(status?.lastEventAt),
                 "tenants": .int(Int64(tenants[id] ?? 0)), "priced": .bool(priced),
@@ -127,7 +129,8 @@ struct UpstreamRoutes: Sendable {
                     "served": .array(
                         (usageByUpstream[id] ?? []).map { minute in
                             [
-                                "t": OperatorJSON.time(milliseconds: minute.minuteMs), "requests": .int(minute.requests),
+                                "t": OperatorJSON.time(milliseconds: minute.minuteMs),
+                                "requests": .int(minute.requests),
                                 "ok": .int(minute.ok), "throttled": .int(minute.quotaExhausted + minute.overloaded),
                                 "denied_local": .int(minute.deniedLocal), "queued": .int(minute.queued),
                                 "tokens": .int(minute.promptTokens + minute.completionTokens),
@@ -138,7 +141,8 @@ struct UpstreamRoutes: Sendable {
             return .object(entry)
         }
         return .json([
-            "upstreams": .array(entries), "tick": .int(view?.tick ?? 0), "last_tick_at": OperatorJSON.time(view?.lastTickAt),
+            "upstreams": .array(entries), "tick": .int(view?.tick ?? 0),
+            "last_tick_at": OperatorJSON.time(view?.lastTickAt),
             "snapshot_version": console.snapshotVersion.map(JSON.int) ?? .null, "generated_at": OperatorJSON.time(now),
         ])
     }

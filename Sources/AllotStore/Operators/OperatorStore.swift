@@ -335,8 +335,8 @@ public struct OperatorStore: Sendable {
                 SELECT id, decided_by, expires_ms FROM proposals
                 WHERE source = 'override' AND tenant = ? AND upstream = ? AND status = 'rejected' AND expires_ms > ?
                 ORDER BY expires_ms DESC LIMIT 1
-                """, proposal.tenant, proposal.upstream, nowMs, map: { ($0.string(0) ?? "", $0.string(1), $0.int64(2)) })
-            {
+                """, proposal.tenant, proposal.upstream, nowMs, map: { ($0.string(0) ?? "", $0.string(1), $0.int64(2)) }
+            ) {
                 throw OperatorStoreError(
                     .conflict, code: "proposal_rejected",
                     message: "an override of \(proposal.tenant) crossing a guardrail was rejected by "
@@ -351,7 +351,8 @@ public struct OperatorStore: Sendable {
     private static func pendingConflict(_ pending: StoredProposal) -> OperatorStoreError {
         OperatorStoreError(
             .conflict, code: "proposal_pending",
-            message: "an override of \(pending.proposal.tenant) awaits an SRE already (proposal \(pending.proposal.id), "
+            message:
+                "an override of \(pending.proposal.tenant) awaits an SRE already (proposal \(pending.proposal.id), "
                 + "filed by \(pending.proposal.override?.actor ?? "?")); approve or reject it, or delete the "
                 + "override to withdraw it")
     }
@@ -409,7 +410,8 @@ public struct OperatorStore: Sendable {
     /// The proposal `id`, or nil.
     public func proposal(id: String) async throws -> StoredProposal? {
         try await pool.read { connection in
-            try connection.queryOne("SELECT \(Self.proposalColumns) FROM proposals WHERE id = ?", id, map: Self.proposal)
+            try connection.queryOne(
+                "SELECT \(Self.proposalColumns) FROM proposals WHERE id = ?", id, map: Self.proposal)
         }
     }
 

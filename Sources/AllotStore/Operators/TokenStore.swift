@@ -90,7 +90,9 @@ public struct TokenStore: Sendable {
     /// Every token, oldest first.
     public func all() async throws -> [TokenRecord] {
         try await pool.read { connection in
-            try connection.queryAll("SELECT \(Self.columns) FROM api_tokens ORDER BY created_ms, id") { Self.record($0) }
+            try connection.queryAll("SELECT \(Self.columns) FROM api_tokens ORDER BY created_ms, id") {
+                Self.record($0)
+            }
         }
     }
 

@@ -47,7 +47,8 @@ import Testing
     func dashboardInARealBrowser() throws {
         let missing = Self.missing
         guard missing.isEmpty else {
-            Issue.record("ALLOT_BROWSER_TEST=1 but the browser test cannot run; missing: \(missing.joined(separator: ", "))")
+            Issue.record(
+                "ALLOT_BROWSER_TEST=1 but the browser test cannot run; missing: \(missing.joined(separator: ", "))")
             return
         }
         let script = Self.repository.appendingPathComponent("Tests/browser/dashboard_test.py").path

@@ -31,7 +31,8 @@ import Testing
         #expect(document["openapi"] == "3.1.0")
         #expect(document["components"]?["securitySchemes"]?["bearer"]?["scheme"] == "bearer")
         #expect(document["security"] == [["bearer": []]])
-        #expect(document["components"]?["schemas"]?["Error"]?["properties"]?["error"]?["required"] == ["code", "message"])
+        #expect(
+            document["components"]?["schemas"]?["Error"]?["properties"]?["error"]?["required"] == ["code", "message"])
     }
 
     @Test func everyRegisteredRouteIsDocumentedAndNothingElse() async throws {
@@ -104,7 +105,8 @@ import Testing
             json: #"{"ceiling":{"rpm":5},"reason":"cap","ttl_s":600}"#)
         let applied = await harness.send(
             .put, "/v1/tenants/beta/override", as: .operator, json: #"{"weight":2,"reason":"x","ttl_s":600}"#)
-        let burst = await harness.send(.post, "/v1/tenants/beta/bursts", as: .operator, json: #"{"calls":5,"ttl_s":60}"#)
+        let burst = await harness.send(
+            .post, "/v1/tenants/beta/bursts", as: .operator, json: #"{"calls":5,"ttl_s":60}"#)
         await harness.tick()
         let engine = await harness.send(.get, "/v1/proposals?source=engine", as: .sre)
         let id = engine.jsonBody["proposals"]?[0]?["id"]?.stringValue ?? "-"

@@ -65,7 +65,9 @@ actor ScriptedClassifier: ConsumptionClassifying {
                     servedShort: tenant.served, servedLong: tenant.served, lastActivityAt: now, samples: tenant.samples,
                     starved: starved.contains(tenant.tenant))
             },
-            alerts: starved.sorted().map { LoopAlert(kind: "starved", severity: .warning, tenant: $0, message: "\($0) starved", since: now) })
+            alerts: starved.sorted().map {
+                LoopAlert(kind: "starved", severity: .warning, tenant: $0, message: "\($0) starved", since: now)
+            })
     }
 
     func seedSpend(_ spent: [String: [BudgetWindow: Double]], now: Double) {}

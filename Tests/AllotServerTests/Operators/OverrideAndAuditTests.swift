@@ -71,7 +71,8 @@ import Testing
         let harness = try await OperatorHarness.make()
         await harness.tick()
         let posted = await harness.send(
-            .post, "/v1/tenants/beta/bursts", as: .gateway, json: #"{"calls":60,"tokens":60000,"ttl_s":120,"task_id":"t-9"}"#)
+            .post, "/v1/tenants/beta/bursts", as: .gateway,
+            json: #"{"calls":60,"tokens":60000,"ttl_s":120,"task_id":"t-9"}"#)
         #expect(posted.status == .accepted)
         #expect(posted.jsonBody["burst"]?["status"] == "pending")
         #expect(posted.jsonBody["burst"]?["upstream"]?.stringValue == OperatorHarness.upstream)
@@ -151,9 +152,10 @@ import Testing
         let next = await harness.send(.get, "/v1/audit?limit=3&cursor=\(cursor)", as: .sre)
         #expect(next.jsonBody["entries"]?[0]?["action"] == "burst.request")
         let tenant = await harness.send(.get, "/v1/audit?tenant=example-premium", as: .sre)
-        #expect(tenant.jsonBody["entries"]?.arrayValue?.compactMap { $0["action"]?.stringValue } == [
-            "proposal.reject", "override.propose",
-        ])
+        #expect(
+            tenant.jsonBody["entries"]?.arrayValue?.compactMap { $0["action"]?.stringValue } == [
+                "proposal.reject", "override.propose",
+            ])
         #expect(await harness.send(.get, "/v1/audit", as: .operator).status == .forbidden)
         await harness.close()
     }

@@ -1,10 +1,11 @@
 import AllotCore
 import AllotHTTP
 import AllotJSON
-@testable import AllotServer
 import AllotStore
 import AllotTime
 import Testing
+
+@testable import AllotServer
 
 /// The read side of the operator API, router-level: tenants (filters, sorting, paging, the "why"),
 /// upstreams, gateways, alerts, costs, and the report metrics.
@@ -118,15 +119,22 @@ import Testing
         #expect(costs.jsonBody["currency"] == "USD")
 
         let byUpstream = await harness.send(.get, "/v1/costs?group_by=upstream", as: .operator)
-        #expect(byUpstream.jsonBody["rows"]?.arrayValue?.compactMap { $0["upstream"]?.stringValue } == [
-            "mystery/model", "openai/gpt-4o",
-        ])
-        let csv = await harness.send(.get, "/v1/costs?group_by=task_class", as: .operator, headers: ["Accept": "text/csv"])
+        #expect(
+            byUpstream.jsonBody["rows"]?.arrayValue?.compactMap { $0["upstream"]?.stringValue } == [
+                "mystery/model", "openai/gpt-4o",
+            ])
+        let csv = await harness.send(
+            .get, "/v1/costs?group_by=task_class", as: .operator, headers: ["Accept": "text/csv"])
         #expect(csv.headers["Content-Type"] == "text/csv; charset=utf-8")
-        #expect(csv.bodyText == "task_class,requests,prompt_tokens,completion_tokens,cost,currency,priced\r\nbatch,3,2200000,100000,19.0,USD,false\r\n")
-        let empty = await harness.send(.get, "/v1/costs?from=2020-01-01T00:00:00Z&to=2020-01-02T00:00:00Z", as: .operator)
+        #expect(
+            csv.bodyText
+                == "task_class,requests,prompt_tokens,completion_tokens,cost,currency,priced\r\nbatch,3,2200000,100000,19.0,USD,false\r\n"
+        )
+        let empty = await harness.send(
+            .get, "/v1/costs?from=2020-01-01T00:00:00Z&to=2020-01-02T00:00:00Z", as: .operator)
         #expect(empty.jsonBody["rows"] == [])
-        let backwards = await harness.send(.get, "/v1/costs?from=2021-01-01T00:00:00Z&to=2020-01-01T00:00:00Z", as: .operator)
+        let backwards = await harness.send(
+            .get, "/v1/costs?from=2021-01-01T00:00:00Z&to=2020-01-01T00:00:00Z", as: .operator)
         #expect(backwards.jsonBody["error"]?["field"] == "from")
         #expect(CostsRoute.field("=SUM(A1)") == "'=SUM(A1)")
         #expect(CostsRoute.field("a,b") == "\"a,b\"")

@@ -23,7 +23,8 @@ struct SchemaValidator {
             }
         }
         if let choices = rules["enum"]?.arrayValue, !choices.contains(value) {
-            problems.append("\(path): \(value.serializedString()) is not one of \(JSON.array(choices).serializedString())")
+            problems.append(
+                "\(path): \(value.serializedString()) is not one of \(JSON.array(choices).serializedString())")
         }
         if let constant = rules["const"], constant != value {
             problems.append("\(path): \(value.serializedString()) is not \(constant.serializedString())")
@@ -31,21 +32,31 @@ struct SchemaValidator {
         if let all = rules["allOf"]?.arrayValue {
             for part in all { problems += validate(value, against: part, at: path) }
         }
-        if let any = rules["anyOf"]?.arrayValue, !any.contains(where: { validate(value, against: $0, at: path).isEmpty }) {
+        if let any = rules["anyOf"]?.arrayValue,
+            !any.contains(where: { validate(value, against: $0, at: path).isEmpty })
+        {
             problems.append("\(path): matches none of anyOf")
         }
-        if let one = rules["oneOf"]?.arrayValue, one.filter({ validate(value, against: $0, at: path).isEmpty }).count != 1 {
+        if let one = rules["oneOf"]?.arrayValue,
+            one.filter({ validate(value, against: $0, at: path).isEmpty }).count != 1
+        {
             problems.append("\(path): does not match exactly one of oneOf")
         }
         if let number = value.doubleValue, !value.isBool {
-            if let minimum = rules["minimum"]?.doubleValue, number < minimum { problems.append("\(path): below \(minimum)") }
-            if let maximum = rules["maximum"]?.doubleValue, number > maximum { problems.append("\(path): above \(maximum)") }
+            if let minimum = rules["minimum"]?.doubleValue, number < minimum {
+                problems.append("\(path): below \(minimum)")
+            }
+            if let maximum = rules["maximum"]?.doubleValue, number > maximum {
+                problems.append("\(path): above \(maximum)")
+            }
             if let bound = rules["exclusiveMinimum"]?.doubleValue, number <= bound {
                 problems.append("\(path): not above \(bound)")
             }
         }
         if let text = value.stringValue {
-            if let minimum = rules["minLength"]?.intValue, text.count < minimum { problems.append("\(path): too short") }
+            if let minimum = rules["minLength"]?.intValue, text.count < minimum {
+                problems.append("\(path): too short")
+            }
             if let pattern = rules["pattern"]?.stringValue,
                 text.range(of: pattern, options: .regularExpression) == nil
             {
@@ -73,7 +84,9 @@ struct SchemaValidator {
             }
         }
         if case .array(let items) = value, let schema = rules["items"] {
-            for (index, item) in items.enumerated() { problems += validate(item, against: schema, at: "\(path)[\(index)]") }
+            for (index, item) in items.enumerated() {
+                problems += validate(item, against: schema, at: "\(path)[\(index)]")
+            }
         }
         return problems
     }
