@@ -54,6 +54,8 @@ public enum AllotCLI {
             return try await ServeCommand.run(command, output: output)
         case ["plan"]:
             return try await PlanCommand.run(command, output: output)
+        case ["tokens", "create"], ["tokens", "list"], ["tokens", "revoke"]:
+            return try await TokensCommand.run(command, output: output)
         default:
             // A group without a subcommand (`allot tokens`) or the bare program: show its help.
             let parser = CommandParser(root: CommandTree.root)

@@ -41,6 +41,23 @@ extension Policy {
             "cold_start_samples": .int(Int64(classifier.coldStartSamples)),
             "sustained_over_s": .number(classifier.sustainedOverSeconds),
         ]
+        root["observer"] = [
+            "short_window_s": .number(observer.shortWindowSeconds),
+            "long_window_s": .number(observer.longWindowSeconds),
+            "decrease_factor": .number(observer.decreaseFactor),
+            "decrease_hold_s": .number(observer.decreaseHoldSeconds),
+            "capacity_floor": .number(observer.capacityFloor),
+            "probe_utilisation": .number(observer.probeUtilisation), "probe_step": .number(observer.probeStep),
+            "latency_ratio": .number(observer.latencyRatio),
+            "latency_recover_ratio": .number(observer.latencyRecoverRatio),
+            "latency_min_samples": .int(Int64(observer.latencyMinSamples)),
+            "degrade_factor": .number(observer.degradeFactor),
+            "circuit_open_ratio": .number(observer.circuitOpenRatio),
+            "circuit_severe_ratio": .number(observer.circuitSevereRatio),
+            "circuit_min_attempts": .int(Int64(observer.circuitMinAttempts)),
+            "circuit_quiet_s": .number(observer.circuitQuietSeconds),
+            "shared_tolerance": .number(observer.sharedTolerance),
+        ]
         root["tiers"] = .object(JSONObject(tiers.map { ($0.name, $0.json) }))
         root["upstreams"] = .object(JSONObject(upstreams.map { ($0.id, $0.json) }))
         root["tenants"] = .object(JSONObject(tenants.map { ($0.id, $0.json) }))

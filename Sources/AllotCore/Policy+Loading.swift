@@ -5,7 +5,7 @@ extension Policy {
     ///
     /// **Combining files.** Files are read in file-name order, and each may hold any subset of the
     /// top-level sections. Sections merge field by field (`loop`, `allocation`, `dampening`, `costs`,
-    /// `alerts`, `proposals`, `classifier`, `default_tier`); named maps merge by name (`tiers`,
+    /// `alerts`, `proposals`, `classifier`, `observer`, `default_tier`); named maps merge by name (`tiers`,
     /// `upstreams`, `tenants`, `task_budgets`). Anything defined twice — the same field, or the same
     /// tier, upstream, tenant or task class in two files — is an error naming both files: there is
     /// no precedence to reason about.
@@ -34,7 +34,9 @@ extension Policy {
 /// Field names per object, for unknown-field detection and suggestions; `policies/README.md`
 /// documents each.
 enum PolicyFields {
-    static let sections = ["loop", "allocation", "dampening", "costs", "alerts", "proposals", "classifier"]
+    static let sections = [
+        "loop", "allocation", "dampening", "costs", "alerts", "proposals", "classifier", "observer",
+    ]
     static let maps = ["tiers", "upstreams", "tenants", "task_budgets"]
     static let topLevel = ["description", "default_tier"] + sections + maps
     static let loop = ["interval_s", "lease_s", "forget_after_s"]
@@ -60,6 +62,12 @@ enum PolicyFields {
     static let proposals = ["ttl_s", "approval_ttl_s", "reject_cooldown_s"]
     static let classifier = [
         "short_window_s", "long_window_s", "idle_after_s", "cold_start_samples", "sustained_over_s",
+    ]
+    static let observer = [
+        "short_window_s", "long_window_s", "decrease_factor", "decrease_hold_s", "capacity_floor",
+        "probe_utilisation", "probe_step", "latency_ratio", "latency_recover_ratio", "latency_min_samples",
+        "degrade_factor", "circuit_open_ratio", "circuit_severe_ratio", "circuit_min_attempts", "circuit_quiet_s",
+        "shared_tolerance",
     ]
 
     /// What an entry of each named map is called in messages.
@@ -207,6 +215,9 @@ struct PolicyLoader {
         }
         if let object = reader.object(merged["classifier"], at: root.key("classifier")) {
             policy.classifier = readClassifier(object, at: root.key("classifier"))
+        }
+        if let object = reader.object(merged["observer"], at: root.key("observer")) {
+            policy.observer = readObserver(object, at: root.key("observer"))
         }
 
         // Tiers first: tenants and default_tier refer to them.
@@ -411,6 +422,54 @@ struct PolicyLoader {
         if settings.shortWindowSeconds > settings.longWindowSeconds {
             reader.report(
                 path.key("short_window_s"), .invalidValue, "the short window must not be longer than the long window")
+        }
+        return settings
+    }
+
+    private mutating func readObserver(_ object: JSONObject, at path: JSONPath) -> ObserverSettings {
+        reader.checkFields(object, at: path, known: PolicyFields.observer)
+        var settings = ObserverSettings()
+        let numbers: [(String, FieldReader.NumberRule, WritableKeyPath<ObserverSettings, Double>)] = [
+            ("short_window_s", .positive, \.shortWindowSeconds), ("long_window_s", .positive, \.longWindowSeconds),
+            ("decrease_factor", .fractionAboveZero, \.decreaseFactor),
+            ("decrease_hold_s", .nonNegative, \.decreaseHoldSeconds),
+            ("capacity_floor", .fractionAboveZero, \.capacityFloor),
+            ("probe_utilisation", .fractionAboveZero, \.probeUtilisation), ("probe_step", .positive, \.probeStep),
+            ("latency_ratio", .positive, \.latencyRatio), ("latency_recover_ratio", .positive, \.latencyRecoverRatio),
+            ("degrade_factor", .fractionAboveZero, \.degradeFactor),
+            ("circuit_open_ratio", .fractionAboveZero, \.circuitOpenRatio),
+            ("circuit_severe_ratio", .fractionAboveZero, \.circuitSevereRatio),
+            ("circuit_quiet_s", .positive, \.circuitQuietSeconds), ("shared_tolerance", .fraction, \.sharedTolerance),
+        ]
+        for (key, rule, keyPath) in numbers {
+            if let value = reader.number(object[key], at: path.key(key), rule) { settings[keyPath: keyPath] = value }
+        }
+        if let value = reader.integer(object["latency_min_samples"], at: path.key("latency_min_samples"), minimum: 1) {
+            settings.latencyMinSamples = value
+        }
+        if let value = reader.integer(object["circuit_min_attempts"], at: path.key("circuit_min_attempts"), minimum: 1)
+        {
+            settings.circuitMinAttempts = value
+        }
+        if settings.shortWindowSeconds > settings.longWindowSeconds {
+            reader.report(
+                path.key("short_window_s"), .invalidValue, "the short window must not be longer than the long window")
+        }
+        if settings.latencyRatio <= 1 {
+            reader.report(
+                path.key("latency_ratio"), .outOfRange,
+                "must be above 1 (got \(Quantity.format(settings.latencyRatio))): a ratio of 1 flags ordinary noise")
+        } else if settings.latencyRecoverRatio < 1 || settings.latencyRecoverRatio > settings.latencyRatio {
+            reader.report(
+                path.key("latency_recover_ratio"), .outOfRange,
+                "must be between 1 and latency_ratio (\(Quantity.format(settings.latencyRatio))), "
+                    + "got \(Quantity.format(settings.latencyRecoverRatio))")
+        }
+        if settings.circuitSevereRatio < settings.circuitOpenRatio {
+            reader.report(
+                path.key("circuit_severe_ratio"), .invalidValue,
+                "circuit_severe_ratio (\(Quantity.format(settings.circuitSevereRatio))) is below circuit_open_ratio "
+                    + "(\(Quantity.format(settings.circuitOpenRatio)))")
         }
         return settings
     }

@@ -26,6 +26,8 @@ public struct Policy: Sendable, Hashable {
     public var proposals: ProposalSettings
     /// Classifier windows and thresholds (used by the Tenant Consumption Classifier, SPEC 5).
     public var classifier: ClassifierSettings
+    /// Observer windows, factors and thresholds (used by the Upstream Capacity Observer, SPEC 4).
+    public var observer: ObserverSettings
 
     private var tiersByName: [String: Tier]
     private var upstreamsByID: [String: UpstreamPolicy]
@@ -39,7 +41,8 @@ public struct Policy: Sendable, Hashable {
         tiers: [Tier] = [Tier(name: "standard", priority: 2)], upstreams: [UpstreamPolicy] = [],
         tenants: [TenantPolicy] = [], costs: CostSettings = CostSettings(),
         taskBudgets: [TaskClass: TaskBudgetPolicy] = [:], alerts: AlertThresholds = AlertThresholds(),
-        proposals: ProposalSettings = ProposalSettings(), classifier: ClassifierSettings = ClassifierSettings()
+        proposals: ProposalSettings = ProposalSettings(), classifier: ClassifierSettings = ClassifierSettings(),
+        observer: ObserverSettings = ObserverSettings()
     ) {
         self.loop = loop
         self.allocation = allocation
@@ -50,6 +53,7 @@ public struct Policy: Sendable, Hashable {
         self.alerts = alerts
         self.proposals = proposals
         self.classifier = classifier
+        self.observer = observer
         self.tiersByName = Dictionary(tiers.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
         self.upstreamsByID = Dictionary(upstreams.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
         self.tenantsByID = Dictionary(tenants.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })

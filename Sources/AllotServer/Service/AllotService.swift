@@ -66,10 +66,14 @@ public final class AllotService: Sendable {
         }
 
         let policyBox = Locked<LoadedPolicy?>(nil)
+        let reloadAudit = Locked<OperatorConsole?>(nil)
         let watcher: PolicyWatcher
         do {
-            watcher = try PolicyWatcher(source: configuration.policies, logger: logger, metrics: metrics) { _, new in
+            watcher = try PolicyWatcher(source: configuration.policies, logger: logger, metrics: metrics) { old, new in
                 policyBox.value = new
+                await reloadAudit.value?.recordPolicyReload(
+                    source: configuration.policies.description, from: (old.version, old.files),
+                    to: (new.version, new.files))
             }
         } catch {
             await pool.close()
@@ -86,6 +90,15 @@ public final class AllotService: Sendable {
         let context = ServiceContext(
             configuration: configuration, clock: clock, logger: logger, metrics: metrics, directory: directory,
             pool: pool, telemetry: telemetry, policyWatcher: watcher, policyBox: policyBox)
+        reloadAudit.value = context.operators
+        if !configuration.dev {
+            do {
+                try await context.operators.bootstrapAdminToken(directory: directory, announce: announce)
+            } catch {
+                await pool.close()
+                throw ServiceStartError("cannot create the first admin token: \(error)")
+            }
+        }
 
         let authenticator: any Authenticator = configuration.dev ? DevAuthenticator() : context.makeAuthenticator()
         var table = RouteTable(authenticator: authenticator)

@@ -16,6 +16,9 @@ public final class ServiceContext: Sendable {
     public let pool: DatabasePool
     public let telemetry: TelemetryStore
     public let policyWatcher: PolicyWatcher
+    /// Tokens, audit log, overrides, proposals and burst requests, and the operator API's view of
+    /// the loop (SPEC 8, 9). Give `operators.inputs` to the loop and `attach` the loop to it.
+    public let operators: OperatorConsole
     private let policyBox: Locked<LoadedPolicy?>
 
     init(
@@ -32,6 +35,13 @@ public final class ServiceContext: Sendable {
         self.telemetry = telemetry
         self.policyWatcher = policyWatcher
         self.policyBox = policyBox
+        operators = OperatorConsole(
+            pool: pool, telemetry: telemetry, clock: clock, logger: logger, metrics: metrics,
+            policy: { (policyBox.value!.policy, policyBox.value!.version) },
+            policyError: {
+                guard let error = await policyWatcher.lastError else { return nil }
+                return (error.message, await policyWatcher.lastErrorAt ?? clock.now)
+            })
     }
 
     /// The policy in force (hot-reloaded). Read without awaiting, so hot paths can use it.
@@ -40,15 +50,8 @@ public final class ServiceContext: Sendable {
         policyBox.value!
     }
 
-    /// Token authentication for non-`--dev` servers.
+    /// Token authentication for non-`--dev` servers: bearer tokens against `api_tokens` (SPEC 8).
     func makeAuthenticator() -> any Authenticator {
-        RefusingAuthenticator()
-    }
-}
-
-/// Until API tokens exist, every authenticated route answers 401.
-struct RefusingAuthenticator: Authenticator {
-    func authenticate(_ request: HTTPRequest) async throws(HTTPError) -> Principal {
-        throw HTTPError.unauthorized("authentication required: send Authorization: Bearer TOKEN")
+        operators.authenticator
     }
 }

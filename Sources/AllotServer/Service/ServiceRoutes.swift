@@ -24,6 +24,9 @@ enum ServiceRoutes {
         // SREs.
         let plan = PlanRoute(policy: { context.policy.policy })
         table.post(PlanRoute.path, .sre) { request, _ in try await plan.respond(to: request) }
+
+        // Operators: tenants, overrides, bursts, proposals, upstreams, gateways, alerts, audit, costs, tokens.
+        OperatorRoutes.register(in: &table, context: context)
     }
 
     /// `GET /readyz`: 200 when the database answers and a snapshot exists and the policy files

@@ -1,0 +1,71 @@
+/// Windows, factors and thresholds of the Upstream Capacity Observer (SPEC 4), carried by the policy
+/// (section `observer`) so that one file tunes the loop. `policies/README.md` documents each field
+/// with its unit and default.
+public struct ObserverSettings: Sendable, Hashable, Codable {
+    /// Short window, seconds: served rates, outcome counts, states, the circuit breaker and the
+    /// short latency percentiles.
+    public var shortWindowSeconds: Double
+    /// Long window, seconds: the latency baseline, and how long a quota decrease, a model version
+    /// change or a header sighting keeps weighing on the confidence.
+    public var longWindowSeconds: Double
+    /// Multiplicative decrease on quota exhaustion: the estimate becomes at most this fraction of
+    /// itself, and at most what was served while throttled (AIMD, fast down).
+    public var decreaseFactor: Double
+    /// After a decrease, quota errors for this many seconds are attributed to requests already in
+    /// flight under the old allocation (gateways need a poll to see the cut) and cause no further cut.
+    public var decreaseHoldSeconds: Double
+    /// The estimate never falls below this fraction of its reference (header limit, else declared
+    /// capacity, else the estimate before the first cut).
+    public var capacityFloor: Double
+    /// Probe up only when served / estimate is at least this (and no quota errors in the short window).
+    public var probeUtilisation: Double
+    /// Additive increase per minute while probing, as a fraction of the reference.
+    public var probeStep: Double
+    /// `degrading` when the short-window p95 latency reaches this multiple of the long-window p95…
+    public var latencyRatio: Double
+    /// …and back out of it when the ratio falls below this (hysteresis).
+    public var latencyRecoverRatio: Double
+    /// Latency samples the short window needs before its p95 is compared.
+    public var latencyMinSamples: Int
+    /// While latency is degrading, the engine is given the estimate times this (lowered safe capacity
+    /// before any 429).
+    public var degradeFactor: Double
+    /// Share of upstream attempts answered `overloaded` in the short window that opens the circuit.
+    public var circuitOpenRatio: Double
+    /// Share that also sheds `interactive` traffic (severe overload).
+    public var circuitSevereRatio: Double
+    /// Upstream attempts the short window needs before the overload share is judged.
+    public var circuitMinAttempts: Int
+    /// Seconds without overload errors before an open circuit goes half-open, and again before a
+    /// half-open circuit closes.
+    public var circuitQuietSeconds: Double
+    /// Use of a shared key by others (inferred from `remaining`) below this fraction of the header
+    /// limit is ignored as measurement noise.
+    public var sharedTolerance: Double
+
+    public init(
+        shortWindowSeconds: Double = 60, longWindowSeconds: Double = 900, decreaseFactor: Double = 0.95,
+        decreaseHoldSeconds: Double = 10, capacityFloor: Double = 0.05, probeUtilisation: Double = 0.9,
+        probeStep: Double = 0.05, latencyRatio: Double = 1.5, latencyRecoverRatio: Double = 1.2,
+        latencyMinSamples: Int = 20, degradeFactor: Double = 0.8, circuitOpenRatio: Double = 0.2,
+        circuitSevereRatio: Double = 0.5, circuitMinAttempts: Int = 20, circuitQuietSeconds: Double = 30,
+        sharedTolerance: Double = 0.05
+    ) {
+        self.shortWindowSeconds = shortWindowSeconds
+        self.longWindowSeconds = longWindowSeconds
+        self.decreaseFactor = decreaseFactor
+        self.decreaseHoldSeconds = decreaseHoldSeconds
+        self.capacityFloor = capacityFloor
+        self.probeUtilisation = probeUtilisation
+        self.probeStep = probeStep
+        self.latencyRatio = latencyRatio
+        self.latencyRecoverRatio = latencyRecoverRatio
+        self.latencyMinSamples = latencyMinSamples
+        self.degradeFactor = degradeFactor
+        self.circuitOpenRatio = circuitOpenRatio
+        self.circuitSevereRatio = circuitSevereRatio
+        self.circuitMinAttempts = circuitMinAttempts
+        self.circuitQuietSeconds = circuitQuietSeconds
+        self.sharedTolerance = sharedTolerance
+    }
+}

@@ -1,0 +1,275 @@
+import AllotCore
+import AllotMetrics
+import AllotSQLite
+import AllotSignals
+import AllotStore
+import AllotTime
+import Foundation
+
+/// The loop's benchmarks (SPEC 13), behind `allot bench tick` and `allot bench memory`.
+///
+/// **What "a tick over 10,000 active tenants and 1,000,000 events in the window" means here.**
+/// `windowEvents` (1,000,000) telemetry rows are stored, their timestamps spread evenly over the
+/// Classifier's long window (15 minutes) before the benchmark's start, from `tenants` (10,000)
+/// tenants on one upstream pool through `gateways` gateways. The loop reads and folds all of them
+/// into the Observer's and the Classifier's state first (catch-up ticks, at most
+/// ``LoopConfiguration/maxEventsPerTick`` rows each; their time is reported as "fold"). Then each
+/// measured tick is one interval later and reads the `tickEvents` (50,000: 10,000 events/s for
+/// 5 s) rows ingested since the previous tick: read → observe → classify → decide → publish (a
+/// 10,000-tenant snapshot encoded, persisted in SQLite and made visible) → review. The tick's
+/// wall-clock duration is what is measured (goal ≤ 250 ms, release build); the report gives each
+/// phase too, the cost of a checkpoint of the estimators' and the engine's state, and the
+/// process's resident memory (goal ≤ 256 MB at 10,000 tenants).
+public enum LoopBenchmark {
+    public struct Configuration: Sendable {
+        public var tenants: Int
+        public var gateways: Int
+        /// Rows in the window before the measured ticks.
+        public var windowEvents: Int
+        /// New rows per measured tick.
+        public var tickEvents: Int
+        /// Measured ticks (the report gives medians).
+        public var runs: Int
+
+        /// - Parameters: defaults `tenants` 10,000, `gateways` 20, `windowEvents` 1,000,000,
+        ///   `tickEvents` 50,000, `runs` 5.
+        public init(
+            tenants: Int = 10_000, gateways: Int = 20, windowEvents: Int = 1_000_000, tickEvents: Int = 50_000,
+            runs: Int = 5
+        ) {
+            self.tenants = max(1, tenants)
+            self.gateways = max(1, gateways)
+            self.windowEvents = max(0, windowEvents)
+            self.tickEvents = max(0, tickEvents)
+            self.runs = max(1, runs)
+        }
+    }
+
+    public struct Report: Sendable {
+        public var configuration: Configuration
+        /// Seconds to store the window's rows (ingest, not the loop).
+        public var ingestSeconds: Double
+        /// Seconds the catch-up ticks took to fold the window into the estimators, and how many.
+        public var foldSeconds: Double
+        public var foldTicks: Int
+        /// The measured ticks.
+        public var ticks: [TickReport]
+        /// A checkpoint (capture, encode, save) of every component's state, seconds and bytes.
+        public var checkpointSeconds: Double
+        public var checkpointBytes: Int
+        /// Tenants allocated and the size of the global snapshot document.
+        public var allocatedTenants: Int
+        public var snapshotBytes: Int
+        /// Resident memory at the end, and its peak (bytes).
+        public var residentBytes: Double
+        public var peakResidentBytes: Double
+
+        /// Median of a phase over the measured ticks, seconds.
+        public func median(_ phase: TickPhase) -> Double {
+            LoopBenchmark.median(ticks.compactMap { $0.durations[phase] })
+        }
+
+        public var text: String {
+            let c = configuration
+            var lines = [
+                "tick over \(c.tenants) tenants, \(c.windowEvents) events in the window (15 min, folded into the "
+                    + "estimators first), \(c.tickEvents) new events per tick, \(c.gateways) gateways",
+                "  setup: ingest \(Self.s(ingestSeconds)), fold \(Self.s(foldSeconds)) in \(foldTicks) catch-up ticks",
+            ]
+            for (index, tick) in ticks.enumerated() {
+                let phases = TickPhase.allCases.filter { $0 != .total }.compactMap { phase in
+                    tick.durations[phase].map { "\(phase.rawValue) \(Self.ms($0))" }
+                }
+                lines.append(
+                    "  tick \(index + 1): \(Self.ms(tick.durations[.total] ?? 0)) (\(tick.events) events; "
+                        + phases.joined(separator: ", ") + ")")
+            }
+            let phases = TickPhase.allCases.filter { $0 != .total }.map { "\($0.rawValue) \(Self.ms(median($0)))" }
+            lines.append(
+                "  median of \(ticks.count) ticks: \(Self.ms(median(.total))) (goal ≤ 250 ms) — "
+                    + phases.joined(separator: ", "))
+            lines.append(
+                "  snapshot: \(allocatedTenants) tenants, \(snapshotBytes / 1024) KiB; checkpoint: "
+                    + "\(Self.ms(checkpointSeconds)), \(checkpointBytes / 1024) KiB")
+            lines.append(
+                "  resident memory: \(Int(residentBytes / 1_048_576)) MiB now, peak \(Int(peakResidentBytes / 1_048_576)) MiB "
+                    + "(goal ≤ 256 MB at 10,000 tenants)")
+            return lines.joined(separator: "\n")
+        }
+
+        static func ms(_ seconds: Double) -> String { "\(Int((seconds * 1000).rounded())) ms" }
+        static func s(_ seconds: Double) -> String { "\((seconds * 10).rounded() / 10) s" }
+    }
+
+    /// Runs the tick benchmark (see the type's documentation).
+    ///
+    /// - Parameters:
+    ///   - estimators: The Observer and Classifier to drive (`EstimatorFactory.standard` in service).
+    ///   - policy: The policy; by default one with 10,000 tenants' worth of capacity.
+    public static func tick(
+        _ configuration: Configuration = Configuration(), estimators: EstimatorFactory, policy: Policy? = nil,
+        log: @Sendable (String) -> Void = { _ in }
+    ) async throws -> Report {
+        let policy = policy ?? benchmarkPolicy(tenants: configuration.tenants)
+        let pool = try await StoreDatabase.temporary()
+        let start = SystemClock().now.rounded()
+        let clock = ManualClock(now: start)
+        let store = TelemetryStore(pool: pool, clock: clock)
+        let loop = try await LoopRunner.open(
+            store: store, policy: policy, policyVersion: LoopRunner.policyVersion(of: policy), clock: clock,
+            estimators: estimators, configuration: LoopConfiguration(checkpointEveryTicks: 1_000_000))
+        let generator = EventGenerator(configuration: configuration)
+
+        // The window: spread over the 15 minutes before `start`.
+        log("storing \(configuration.windowEvents) events")
+        var started = MonotonicClock.now()
+        try await generator.store(
+            count: configuration.windowEvents, from: start - 900, to: start, into: store,
+            defaultTier: policy.defaultTier)
+        let ingestSeconds = MonotonicClock.seconds(since: started)
+        log("folding them into the estimators")
+        started = MonotonicClock.now()
+        var foldTicks = 0
+        let newest = try await store.lastEventID()
+        while await loop.telemetryCursor < newest {
+            let report = await loop.tick(now: start)
+            foldTicks += 1
+            if let failure = report.failure { throw BenchmarkError(message: "fold tick failed: \(failure.message)") }
+        }
+        let foldSeconds = MonotonicClock.seconds(since: started)
+
+        var ticks: [TickReport] = []
+        var now = start
+        for run in 0...configuration.runs {
+            let interval = policy.loop.intervalSeconds
+            try await generator.store(
+                count: configuration.tickEvents, from: now, to: now + interval, into: store,
+                defaultTier: policy.defaultTier)
+            now += interval
+            clock.advance(to: now)
+            let report = await loop.tick(now: now)
+            if let failure = report.failure { throw BenchmarkError(message: "tick failed: \(failure.message)") }
+            // The first measured tick warms caches (statements, dictionaries); it is not counted.
+            if run > 0 {
+                ticks.append(report)
+                log("tick \(run): \(Report.ms(report.durations[.total] ?? 0))")
+            }
+        }
+
+        started = MonotonicClock.now()
+        await loop.checkpoint()
+        let checkpointSeconds = MonotonicClock.seconds(since: started)
+        let saved = try await LoopStateStore(pool: pool).checkpoint()
+        let checkpointBytes = (saved?.observer.count ?? 0) + (saved?.classifier.count ?? 0) + (saved?.engine.count ?? 0)
+        let current = loop.publisher.current
+        let memory = residentMemory()
+        await loop.shutdown()
+        await pool.close()
+        return Report(
+            configuration: configuration, ingestSeconds: ingestSeconds, foldSeconds: foldSeconds, foldTicks: foldTicks,
+            ticks: ticks, checkpointSeconds: checkpointSeconds, checkpointBytes: checkpointBytes,
+            allocatedTenants: current?.snapshot.tenants.count ?? 0, snapshotBytes: current?.body.count ?? 0,
+            residentBytes: memory.current, peakResidentBytes: memory.peak)
+    }
+
+    /// A policy for the benchmark: the default tier plus a premium tier for every tenth tenant, and
+    /// one pool with capacity for `tenants` tenants at about 50 requests and 50,000 tokens a minute.
+    public static func benchmarkPolicy(tenants: Int) -> Policy {
+        let premium = Tier(name: "premium", priority: 1, weight: 4, floor: PerDimension(.percent(0.005)))
+        let standard = Tier(name: "standard", priority: 2)
+        return Policy(
+            tiers: [premium, standard],
+            upstreams: [
+                UpstreamPolicy(
+                    id: EventGenerator.upstream,
+                    capacity: PerDimension(rpm: Double(tenants) * 50, tpm: Double(tenants) * 50_000),
+                    price: Price(inputPerMillionTokens: 2.5, outputPerMillionTokens: 10))
+            ],
+            tenants: stride(from: 0, to: tenants, by: 10).map {
+                TenantPolicy(id: EventGenerator.tenant($0), tier: "premium")
+            })
+    }
+
+    /// Resident memory now and at its peak (`VmRSS`, `VmHWM` of `/proc/self/status`), bytes.
+    public static func residentMemory() -> (current: Double, peak: Double) {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else {
+            return (ProcessMetrics.read().residentMemoryBytes ?? 0, 0)
+        }
+        func kilobytes(_ key: String) -> Double {
+            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(key) }) else { return 0 }
+            let digits = line.dropFirst(key.count).filter(\.isNumber)
+            return (Double(String(digits)) ?? 0) * 1024
+        }
+        return (kilobytes("VmRSS:"), kilobytes("VmHWM:"))
+    }
+
+    static func median(_ values: [Double]) -> Double {
+        guard !values.isEmpty else { return 0 }
+        let sorted = values.sorted()
+        return sorted[(sorted.count - 1) / 2]
+    }
+}
+
+/// The benchmark could not run as set up.
+public struct BenchmarkError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}
+
+/// Deterministic telemetry for the benchmarks: tenants round-robin, a realistic mix of outcomes,
+/// token counts and latencies, every event through a gateway that serves the tenant.
+struct EventGenerator: Sendable {
+    static let upstream = "openai/gpt-4o"
+
+    let configuration: LoopBenchmark.Configuration
+    private let tenantIDs: [String]
+    private let gatewayIDs: [String]
+    private let counter = Counter()
+
+    /// The running event number (a class so `store` can advance it on a `let`).
+    private final class Counter: @unchecked Sendable {
+        // Only touched by `store`, which the benchmark calls sequentially.
+        var value = 0
+    }
+
+    init(configuration: LoopBenchmark.Configuration) {
+        self.configuration = configuration
+        tenantIDs = (0..<configuration.tenants).map(Self.tenant)
+        gatewayIDs = (0..<configuration.gateways).map { "gw-\($0)" }
+    }
+
+    static func tenant(_ index: Int) -> String { "tenant-\(index)" }
+
+    /// Stores `count` events with timestamps spread over `[from, to)`, in batches of 10,000.
+    func store(count: Int, from: Double, to: Double, into store: TelemetryStore, defaultTier: String) async throws {
+        let batchSize = 10_000
+        var written = 0
+        while written < count {
+            let size = min(batchSize, count - written)
+            var events: [TelemetryEvent] = []
+            events.reserveCapacity(size)
+            for offset in 0..<size {
+                let position = written + offset
+                let n = counter.value
+                counter.value += 1
+                let tenant = n % tenantIDs.count
+                // A tenant is served by two gateways, mostly the first.
+                let gateway = (tenant + (n % 4 == 0 ? 1 : 0)) % gatewayIDs.count
+                let outcome: Outcome = n % 50 == 0 ? .deniedLocal : (n % 97 == 0 ? .queued : .ok)
+                let timestamp = from + (to - from) * Double(position) / Double(max(1, count))
+                events.append(
+                    TelemetryEvent(
+                        timestampMs: EpochTime.milliseconds(fromSeconds: timestamp), gateway: gatewayIDs[gateway],
+                        tenant: tenantIDs[tenant], upstream: Self.upstream, outcome: outcome,
+                        status: outcome == .ok ? 200 : nil, latencyMs: outcome == .ok ? Double(300 + n % 900) : nil,
+                        promptTokens: outcome == .ok ? Int64(500 + n % 1500) : nil,
+                        completionTokens: outcome == .ok ? Int64(100 + n % 400) : nil,
+                        estimatedTokens: Int64(800), taskClass: n % 3 == 0 ? .batch : .interactive,
+                        taskID: "task-\(n / 20)"))
+            }
+            _ = try await store.ingest(
+                TelemetryBatch(events: events), defaultTier: defaultTier, now: to)
+            written += size
+        }
+    }
+}

@@ -1,0 +1,71 @@
+/// The Classifier's fixed thresholds that the policy's `classifier` section does not carry (its
+/// windows, idle time, cold-start samples and `sustained_over_s` are there). Defaults are what the
+/// loop runs with; the simulator and tests may pass others.
+public struct ClassificationRules: Sendable, Hashable, Codable {
+    /// `bursting`: short-window demand at least this multiple of the long-window demand…
+    public var burstRatio: Double
+    /// …and at least this many requests per minute (a tenant going from 0.1 to 0.3 RPM is not bursting).
+    public var burstMinimumRPM: Double
+
+    /// Suspect pattern "demand that rises only when allocation rises": an allocation rise is a rise
+    /// of at least this fraction while the tenant was unconstrained (demand below 95 % of its allocation)…
+    public var allocationRise: Double
+    /// …it is *followed* when, within this many ticks, demand rises by at least `followFraction` of the
+    /// allocation's rise and by at least 5 %…
+    public var followTicks: Int
+    public var followFraction: Double
+    /// …and the tenant is suspect once at least this many rises were judged (the last 16 count)…
+    public var followMinimumRises: Int
+    /// …of which at least this share were followed.
+    public var followShare: Double
+
+    /// Suspect pattern "denied floods never retried": long-window denied requests at least this many
+    /// per minute…
+    public var floodMinimumRPM: Double
+    /// …and at least this share of the tenant's demand…
+    public var floodShare: Double
+    /// …while retries stay below this share of the denied requests.
+    public var floodRetryShare: Double
+
+    /// Suspect pattern "many near-empty requests": served requests carrying at most this many tokens
+    /// (prompt + completion)…
+    public var nearEmptyTokens: Int64
+    /// …at least this many per minute (long window)…
+    public var nearEmptyMinimumRPM: Double
+    /// …and at least this share of the served requests.
+    public var nearEmptyShare: Double
+
+    /// A gateway seeing a tenant gets at least this share of its slices (before renormalising to 1).
+    public var minimumGatewayShare: Double
+
+    /// Runaway-task accounting: a `task_id` not seen for this long is forgotten…
+    public var taskExpirySeconds: Double
+    /// …and at most this many tasks are tracked (the least recently seen are dropped first).
+    public var maximumTrackedTasks: Int
+
+    public init(
+        burstRatio: Double = 2, burstMinimumRPM: Double = 1, allocationRise: Double = 0.1, followTicks: Int = 12,
+        followFraction: Double = 1.0 / 3,
+        followMinimumRises: Int = 6, followShare: Double = 0.75, floodMinimumRPM: Double = 10,
+        floodShare: Double = 0.5, floodRetryShare: Double = 0.05, nearEmptyTokens: Int64 = 16,
+        nearEmptyMinimumRPM: Double = 10, nearEmptyShare: Double = 0.5, minimumGatewayShare: Double = 0.05,
+        taskExpirySeconds: Double = 3600, maximumTrackedTasks: Int = 200_000
+    ) {
+        self.burstRatio = burstRatio
+        self.burstMinimumRPM = burstMinimumRPM
+        self.allocationRise = allocationRise
+        self.followTicks = followTicks
+        self.followFraction = followFraction
+        self.followMinimumRises = followMinimumRises
+        self.followShare = followShare
+        self.floodMinimumRPM = floodMinimumRPM
+        self.floodShare = floodShare
+        self.floodRetryShare = floodRetryShare
+        self.nearEmptyTokens = nearEmptyTokens
+        self.nearEmptyMinimumRPM = nearEmptyMinimumRPM
+        self.nearEmptyShare = nearEmptyShare
+        self.minimumGatewayShare = minimumGatewayShare
+        self.taskExpirySeconds = taskExpirySeconds
+        self.maximumTrackedTasks = maximumTrackedTasks
+    }
+}

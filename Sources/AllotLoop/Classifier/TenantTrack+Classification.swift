@@ -1,0 +1,298 @@
+import AllotCore
+import AllotSignals
+import AllotStore
+
+extension TenantTrack {
+    /// Counts one event into the tick; returns what its served usage cost (0 otherwise).
+    mutating func ingest(
+        _ event: StoredEvent, at: Double, weight: Float, nearEmpty: Int64, price: Price, names: TelemetryNames
+    ) -> Double {
+        if at > lastSeenAt { lastSeenAt = at }
+        tick.events += 1
+        if let retry = event.retry, retry > 0 { tick.retries += 1 }
+        if let wait = event.queueMs, wait.isFinite, wait >= 0 { queueWait.add(wait, weight: weight) }
+        let known = event.promptTokens != nil || event.completionTokens != nil
+        let prompt = Double(max(0, event.promptTokens ?? 0))
+        let completion = Double(max(0, event.completionTokens ?? 0))
+        let estimated = Double(max(0, event.estimatedTokens ?? 0))
+        var cost = 0.0
+        var demand = false
+        var served = false
+        switch event.outcome {
+        case .ok:
+            let tokens = known ? prompt + completion : estimated
+            tick.servedRequests += 1
+            tick.servedTokens += tokens
+            tick.promptTokens += prompt
+            tick.completionTokens += completion
+            if known, prompt + completion <= Double(nearEmpty) { tick.nearEmpty += 1 }
+            if let tokens = event.completionTokens, tokens >= 0 { completionTokens.add(Double(tokens), weight: weight) }
+            cost = price.cost(inputTokens: prompt, outputTokens: completion, requests: 1)
+            tick.cost += cost
+            demand = true
+            served = true
+        case .deniedLocal:
+            tick.denied += 1
+            tick.deniedTokens += event.estimatedTokens != nil || !known ? estimated : prompt + completion
+            demand = true
+        case .queued:
+            tick.queued += 1
+            tick.queuedTokens += event.estimatedTokens != nil || !known ? estimated : prompt + completion
+            demand = true
+        default:
+            break
+        }
+        if demand {
+            samples += 1
+            if lastActivityAt == nil || at > lastActivityAt! { lastActivityAt = at }
+        }
+
+        let gateway = gatewayIndex(event.gateway, names: names, at: at)
+        if let gateway {
+            if at > gateways[gateway].lastSeenAt { gateways[gateway].lastSeenAt = at }
+            if demand { gateways[gateway].tickDemand += 1 }
+            if served {
+                gateways[gateway].tickServed.rpm += 1
+                gateways[gateway].tickServed.tpm += known ? prompt + completion : estimated
+            }
+        }
+        return cost
+    }
+
+    private mutating func gatewayIndex(_ ref: Int64, names: TelemetryNames, at: Double) -> Int? {
+        for index in gateways.indices where gateways[index].ref == ref { return index }
+        guard let name = names.gateway(ref) else { return nil }
+        if let index = gateways.firstIndex(where: { $0.name == name }) {
+            gateways[index].ref = ref
+            return index
+        }
+        gateways.append(GatewayTrack(name: name, ref: ref, lastSeenAt: at))
+        return gateways.count - 1
+    }
+
+    /// Folds the tick's counts into the rates (see ``ConsumptionClassification``) and forgets gateways
+    /// not seen for the long window.
+    mutating func fold(_ fold: Fold, now: Double, longWindow: Double) {
+        let perMinute = 60 / fold.elapsed
+        let short = fold.short
+        let long = fold.long
+        func ewma(_ value: inout Double, _ count: Double, _ weight: Double) {
+            value += weight * (count * perMinute - value)
+        }
+        ewma(&servedShort.rpm, tick.servedRequests, short)
+        ewma(&servedShort.tpm, tick.servedTokens, short)
+        ewma(&servedLong.rpm, tick.servedRequests, long)
+        ewma(&servedLong.tpm, tick.servedTokens, long)
+        ewma(&demandShort.rpm, tick.demandRequests, short)
+        ewma(&demandShort.tpm, tick.demandTokens, short)
+        ewma(&demandLong.rpm, tick.demandRequests, long)
+        ewma(&demandLong.tpm, tick.demandTokens, long)
+        ewma(&deniedShort, tick.denied, short)
+        ewma(&queuedShort, tick.queued, short)
+        ewma(&deniedLong, tick.denied, long)
+        ewma(&eventsLong, tick.events, long)
+        ewma(&retriesLong, tick.retries, long)
+        ewma(&nearEmptyLong, tick.nearEmpty, long)
+        ewma(&promptLong, tick.promptTokens, long)
+        ewma(&completionLong, tick.completionTokens, long)
+        peakDemand = max(demandShort.rpm, peakDemand * fold.longDecay)
+        tick = TickCounts()
+
+        if gateways.contains(where: { $0.lastSeenAt < now - longWindow }) {
+            gateways.removeAll { $0.lastSeenAt < now - longWindow }
+        }
+        for index in gateways.indices {
+            ewma(&gateways[index].demand, gateways[index].tickDemand, short)
+            ewma(&gateways[index].served.rpm, gateways[index].tickServed.rpm, short)
+            ewma(&gateways[index].served.tpm, gateways[index].tickServed.tpm, short)
+            gateways[index].tickDemand = 0
+            gateways[index].tickServed = PerDimension(0)
+        }
+        completionTokens.refresh(integral: true)
+        queueWait.refresh(integral: false)
+    }
+
+    struct Classification {
+        var observation: TenantObservation
+        var status: TenantStatus
+        var alerts: [LoopAlert]
+    }
+
+    /// Classes, starvation, suspect patterns and the report entries at `context.now`. `advance`:
+    /// this call ends a tick (the suspect detector judges once per tick).
+    mutating func classify(allocation: PerDimension<Double>?, advance: Bool, context: TrackContext) -> Classification {
+        let policy = context.policy
+        let settings = policy.classifier
+        let rules = context.rules
+        let now = context.now
+
+        var over = false
+        var starving = false
+        var starvingText = ""
+        if let allocation {
+            for dimension in RateDimension.allCases {
+                let allocated = allocation[dimension]
+                guard allocated > 0, allocated.isFinite else { continue }
+                if demandShort[dimension] > allocated { over = true }
+                if demandShort[dimension] >= allocated,
+                    servedShort[dimension] < policy.alerts.starvationRatio * allocated,
+                    !starving
+                {
+                    starving = true
+                    starvingText =
+                        "\(key.tenant) on \(key.upstream) is served \(SignalText.number(servedShort[dimension])) of "
+                        + "its \(SignalText.number(allocated)) \(dimension.rawValue) "
+                        + "(\(SignalText.percent(servedShort[dimension] / allocated))) while it wants "
+                        + SignalText.number(demandShort[dimension])
+                }
+            }
+        }
+        overSince = over ? (overSince ?? now) : nil
+        starvingSince = starving ? (starvingSince ?? now) : nil
+        let starved = starvingSince.map { now - $0 >= policy.alerts.starvationWindowSeconds } ?? false
+
+        if advance { judgeRatchet(allocation: allocation, rules: rules) }
+        suspectReasons = suspectPatterns(rules: rules)
+
+        let idle = lastActivityAt.map { now - $0 >= settings.idleAfterSeconds } ?? true
+        let coldStart = samples < settings.coldStartSamples
+        let sustained = overSince.map { now - $0 >= settings.sustainedOverSeconds } ?? false
+        let bursting =
+            demandShort.rpm >= rules.burstMinimumRPM
+            && (demandShort.rpm >= rules.burstRatio * demandLong.rpm
+                || (demandLong.tpm > 0 && demandShort.tpm >= rules.burstRatio * demandLong.tpm))
+        let tenantClass: TenantClass =
+            idle ? .idle : coldStart ? .coldStart : sustained ? .sustainedOver : bursting ? .bursting : .steady
+
+        let confidence = settings.coldStartSamples > 0 ? min(1, Double(samples) / Double(settings.coldStartSamples)) : 1
+        var demand = demandShort
+        if coldStart, !idle {
+            let prior = coldStartPrior(context: context)
+            demand = PerDimension { confidence * demandShort[$0] + (1 - confidence) * prior[$0] }
+        }
+        let inputShare = promptLong + completionLong > 0 ? promptLong / (promptLong + completionLong) : 0.5
+        let suspect = !suspectReasons.isEmpty
+
+        var alerts: [LoopAlert] = []
+        if starved, let since = starvingSince {
+            alerts.append(
+                LoopAlert(
+                    kind: "starved", severity: .critical, upstream: key.upstream, tenant: key.tenant,
+                    message: starvingText + " (for \(SignalText.seconds(now - since)))", since: since))
+        }
+        if suspect {
+            alerts.append(
+                LoopAlert(
+                    kind: "suspect_tenant", severity: .info, upstream: key.upstream, tenant: key.tenant,
+                    message: "\(key.tenant) on \(key.upstream) looks like gaming: "
+                        + suspectReasons.joined(separator: "; ") + " (no burst credit)",
+                    since: now))
+        }
+
+        let observation = TenantObservation(
+            tenant: key.tenant, upstream: key.upstream, tenantClass: tenantClass, suspect: suspect, demand: demand,
+            served: servedShort, samples: samples, confidence: confidence, inputTokenShare: inputShare)
+        let status = TenantStatus(
+            key: key, tenantClass: tenantClass, suspect: suspect, suspectReasons: suspectReasons, demand: demand,
+            servedShort: servedShort, servedLong: servedLong, deniedRPM: deniedShort, queuedRPM: queuedShort,
+            peakToAverage: demandLong.rpm > 0 ? peakDemand / demandLong.rpm : 1,
+            tokensPerRequest: servedLong.rpm > 0 ? servedLong.tpm / servedLong.rpm : 0,
+            trend: demandLong.rpm > 0 ? demandShort.rpm / demandLong.rpm - 1 : 0, lastActivityAt: lastActivityAt,
+            samples: samples, retryRatio: eventsLong > 0 ? retriesLong / eventsLong : 0, queueWaitP95Ms: queueWait.p95,
+            completionTokensP50: completionTokens.p50, completionTokensP95: completionTokens.p95, starved: starved,
+            starvedSince: starved ? starvingSince : nil, gatewayShares: gatewayShares(rules: rules),
+            gatewayServed: Dictionary(uniqueKeysWithValues: gateways.map { ($0.name, $0.served) }))
+        return Classification(observation: observation, status: status, alerts: alerts)
+    }
+
+    /// The tier's `cold_start_demand`, a percentage resolving against the pool's capacity (the
+    /// Observer's estimate, else the declared one) after the safety margin, like every quantity.
+    private func coldStartPrior(context: TrackContext) -> PerDimension<Double> {
+        let policy = context.policy
+        guard let tier = policy.tier(named: policy.tierName(ofTenant: key.tenant)) else { return PerDimension(0) }
+        let estimated = context.capacities[key.upstream] ?? PerDimension(nil)
+        let declared = policy.upstream(key.upstream)?.capacity ?? PerDimension(nil)
+        let margin = 1 - policy.allocation.safetyMargin
+        return PerDimension { dimension in
+            let capacity = estimated[dimension] ?? declared[dimension] ?? 0
+            return max(0, tier.coldStartDemand[dimension].resolved(capacity: capacity * margin))
+        }
+    }
+
+    /// Each gateway's share of the tenant's demand: the short-window EWMAs normalised, every gateway
+    /// lifted to `minimumGatewayShare` (a gateway that just started seeing the tenant has almost no
+    /// history yet still needs a slice), then normalised again so the shares sum to 1.
+    private func gatewayShares(rules: ClassificationRules) -> [String: Double] {
+        guard !gateways.isEmpty else { return [:] }
+        let total = gateways.reduce(0) { $0 + $1.demand }
+        var lifted: [Double] = gateways.map { gateway in
+            let share = total > 0 ? gateway.demand / total : 1 / Double(gateways.count)
+            return max(rules.minimumGatewayShare, share)
+        }
+        let sum = lifted.reduce(0, +)
+        for index in lifted.indices { lifted[index] /= sum }
+        return Dictionary(uniqueKeysWithValues: zip(gateways.map(\.name), lifted))
+    }
+
+    // MARK: Suspect patterns
+
+    /// Judges allocation rises the tenant did not ask for: a rise of at least `allocationRise` while
+    /// the tenant was unconstrained (demand below 95 % of its allocation) and its demand flat the tick
+    /// before (within 5 %: the rise was not demand-driven), followed or not within `followTicks` by a
+    /// demand rise of at least `followFraction` of the allocation's rise and at least 5 %. One dimension
+    /// is judged: RPM when allocated, else TPM.
+    private mutating func judgeRatchet(allocation: PerDimension<Double>?, rules: ClassificationRules) {
+        guard let allocation else {
+            ratchet.previousAllocation = nil
+            return
+        }
+        let dimension: RateDimension = allocation.rpm > 0 ? .rpm : .tpm
+        let allocated = allocation[dimension]
+        let demand = demandShort[dimension]
+        if let before = ratchet.pendingDemandBefore {
+            if demand >= before + rules.followFraction * ratchet.pendingRise, demand >= 1.05 * before {
+                ratchet.record(followed: true)
+            } else {
+                ratchet.pendingTicks -= 1
+                if ratchet.pendingTicks <= 0 { ratchet.record(followed: false) }
+            }
+        }
+        if ratchet.pendingDemandBefore == nil, let previous = ratchet.previousAllocation, previous > 0,
+            allocated >= previous * (1 + rules.allocationRise), ratchet.previousDemand < 0.95 * previous,
+            ratchet.previousDemand <= ratchet.earlierDemand * 1.05
+        {
+            ratchet.pendingDemandBefore = ratchet.previousDemand
+            ratchet.pendingRise = allocated - previous
+            ratchet.pendingTicks = rules.followTicks
+        }
+        ratchet.previousAllocation = allocated
+        ratchet.earlierDemand = ratchet.previousDemand
+        ratchet.previousDemand = demand
+    }
+
+    private func suspectPatterns(rules: ClassificationRules) -> [String] {
+        var reasons: [String] = []
+        if ratchet.judged >= rules.followMinimumRises, ratchet.followedShare >= rules.followShare {
+            let window = min(ratchet.judged, 16)
+            reasons.append(
+                "demand rose after \(Int((ratchet.followedShare * Double(window)).rounded())) of the last \(window) "
+                    + "allocation rises it did not ask for")
+        }
+        if deniedLong >= rules.floodMinimumRPM, demandLong.rpm > 0, deniedLong >= rules.floodShare * demandLong.rpm,
+            retriesLong < rules.floodRetryShare * deniedLong
+        {
+            reasons.append(
+                "denied flood: \(SignalText.number(deniedLong)) denied per minute "
+                    + "(\(SignalText.percent(deniedLong / demandLong.rpm)) of demand), "
+                    + "\(SignalText.percent(retriesLong / deniedLong)) retried")
+        }
+        if nearEmptyLong >= rules.nearEmptyMinimumRPM, servedLong.rpm > 0,
+            nearEmptyLong >= rules.nearEmptyShare * servedLong.rpm
+        {
+            reasons.append(
+                "near-empty requests: \(SignalText.percent(nearEmptyLong / servedLong.rpm)) of served requests "
+                    + "carry at most \(rules.nearEmptyTokens) tokens")
+        }
+        return reasons
+    }
+}

@@ -1,0 +1,685 @@
+import AllotCore
+import AllotLog
+import AllotMetrics
+import AllotProtocol
+import AllotStore
+import AllotTime
+
+/// The feedback loop (SPEC 2): the four actors — Capacity Observer, Consumption Classifier,
+/// Policy Engine, Allocation Publisher — driven by one clock. What `allot serve` and
+/// `allot simulate` hold.
+///
+/// One tick (``tick(now:)``): read operator inputs; read the telemetry rows after the last one seen,
+/// at most ``LoopConfiguration/maxEventsPerTick`` (never the whole table), once, shared by the
+/// Observer and the Classifier; observe → classify → decide → publish; then gateway lag and drift.
+/// Ticks never overlap. A tick that fails (the database is locked or gone, a snapshot cannot be
+/// persisted) is logged, counted and alerted (`tick_failed`), and the last snapshot keeps being
+/// served; a tick slower than half the interval is alerted (`tick_slow`).
+///
+/// In service ``start()`` ticks every `loop.interval_s` of the policy on the loop's clock (re-read
+/// when the policy changes); the simulator instead calls ``tick(now:)`` on its virtual clock.
+/// Every few ticks and at ``shutdown()`` the estimators' and the engine's state is saved with the
+/// telemetry cursor (`loop_checkpoint`), so a restart resumes where it stopped; the last snapshot
+/// is served from the moment ``open(store:policy:policyVersion:clock:estimators:operators:configuration:metrics:logger:snapshots:)``
+/// returns, before the first tick.
+public actor LoopRunner {
+    /// Snapshots, gateway polls, drain: what the HTTP handlers use.
+    public nonisolated let publisher: AllocationPublisher
+    public nonisolated let telemetry: TelemetryStore
+    public nonisolated let clock: any AllotClock
+    public nonisolated let configuration: LoopConfiguration
+
+    private let observer: any CapacityObserving
+    private let classifier: any ConsumptionClassifying
+    private let engine: PolicyEngineActor
+    private let operators: any OperatorInputs
+    private let stateStore: LoopStateStore
+    private let metrics: LoopMetrics
+    private let logger: Logger
+    private let latest: Locked<LoopView>
+
+    private var policy: Policy
+    private var policyVersion: String
+    private var cursor: Int64
+    private var tickCount: Int64
+    private var names = TelemetryNames()
+    private var knownRefs = KnownRefs()
+    private var lastOverrides: [Override] = []
+    private var allowance: [AllocationKey: PerDimension<Double>] = [:]
+    private var engineAlerts = AlertBook()
+    /// The loop's own conditions, by kind.
+    private var loopAlerts: [String: LoopAlert] = [:]
+    private var componentAlerts: [LoopAlert] = []
+    private var gate = SerialGate()
+    private var timer: Task<Void, Never>?
+    private var checkpointTask: Task<Void, Never>?
+    private var isShutDown = false
+
+    private init(
+        publisher: AllocationPublisher, telemetry: TelemetryStore, clock: any AllotClock,
+        configuration: LoopConfiguration, observer: any CapacityObserving, classifier: any ConsumptionClassifying,
+        engine: PolicyEngineActor, operators: any OperatorInputs, stateStore: LoopStateStore, metrics: LoopMetrics,
+        logger: Logger, policy: Policy, policyVersion: String, cursor: Int64, tickCount: Int64
+    ) {
+        self.publisher = publisher
+        self.telemetry = telemetry
+        self.clock = clock
+        self.configuration = configuration
+        self.observer = observer
+        self.classifier = classifier
+        self.engine = engine
+        self.operators = operators
+        self.stateStore = stateStore
+        self.metrics = metrics
+        self.logger = logger
+        self.policy = policy
+        self.policyVersion = policyVersion
+        self.cursor = cursor
+        self.tickCount = tickCount
+        self.latest = Locked(LoopView(tick: tickCount, policy: policy, policyVersion: policyVersion))
+    }
+
+    // MARK: Opening
+
+    /// Opens the loop on the service's database: serves the last persisted snapshot at once,
+    /// restores the estimators, the engine and the gateway contacts from the last checkpoint (each
+    /// component that cannot be read starts blind, with a `state_restore` alert), and positions the
+    /// telemetry cursor. Without a checkpoint the loop starts at the newest event and seeds the
+    /// Classifier's spend from the per-minute rollups, so budgets hold across the loss of state.
+    ///
+    /// - Parameters:
+    ///   - store: The telemetry store; its pool (migrated) also holds snapshots and checkpoints.
+    ///   - policyVersion: Identifies `policy` in snapshots (`policy_version`); see
+    ///     ``policyVersion(of:)``.
+    ///   - clock: Ticks, long-poll deadlines, the make-before-break wait.
+    ///   - estimators: Builds the Observer and the Classifier.
+    ///   - operators: Overrides, proposal resolutions and burst requests.
+    ///   - metrics: Where the loop's series are registered (a private registry when nil).
+    ///   - snapshots: Where snapshots are persisted; the store's database when nil.
+    /// - Throws: The database's error when it cannot be read at all.
+    public static func open(
+        store: TelemetryStore, policy: Policy, policyVersion: String, clock: any AllotClock,
+        estimators: EstimatorFactory, operators: any OperatorInputs = InMemoryOperatorInputs(),
+        configuration: LoopConfiguration = LoopConfiguration(), metrics: MetricsRegistry? = nil,
+        logger: Logger = .disabled, snapshots: (any SnapshotPersistence)? = nil
+    ) async throws -> LoopRunner {
+        let logger = logger.labelled("loop")
+        let publisher = AllocationPublisher(
+            store: snapshots ?? SnapshotStore(pool: store.pool), clock: clock, configuration: configuration.publisher,
+            logger: logger.labelled("publisher"))
+        let stateStore = LoopStateStore(pool: store.pool)
+        let now = clock.now
+        var restoreAlerts: [LoopAlert] = []
+
+        let contacts = try await stateStore.contacts()
+        do {
+            try await publisher.restore(contacts: contacts)
+        } catch let error as LoopStateError {
+            logger.error(
+                "the last snapshot cannot be read; serving nothing until the first tick",
+                ["error": .string(error.description)])
+            restoreAlerts.append(
+                LoopAlert(
+                    kind: "state_restore", severity: .warning,
+                    message: "the last snapshot cannot be read (\(error)); versions continue above it", since: now))
+        }
+
+        let newestEvent = try await store.lastEventID()
+        var checkpoint = try await stateStore.checkpoint()
+        if let saved = checkpoint, saved.format != StateCodec.format {
+            logger.warning(
+                "the saved loop state has an unknown format; starting blind", ["format": .int(Int64(saved.format))])
+            restoreAlerts.append(
+                LoopAlert(
+                    kind: "state_restore", severity: .warning,
+                    message: "the saved loop state has format \(saved.format), this binary reads \(StateCodec.format); "
+                        + "estimators start blind", since: now))
+            checkpoint = nil
+        }
+        func restore<T>(_ component: String, _ make: ([UInt8]?) throws -> T, _ saved: [UInt8]?) rethrows -> T {
+            do {
+                return try make(saved)
+            } catch {
+                logger.error("saved \(component) state cannot be read; it starts blind", ["error": .string("\(error)")])
+                restoreAlerts.append(
+                    LoopAlert(
+                        kind: "state_restore", severity: .warning,
+                        message: "saved \(component) state cannot be read (\(error)); it starts blind", since: now))
+                return try make(nil)
+            }
+        }
+        let observer = try restore("observer", { try estimators.makeObserver(policy, $0) }, checkpoint?.observer)
+        let classifier = try restore(
+            "classifier", { try estimators.makeClassifier(policy, $0) }, checkpoint?.classifier)
+        let engineState = try restore(
+            "engine",
+            { bytes -> EngineState in
+                guard let bytes else { return EngineState() }
+                return try StateCodec.decode(EngineState.self, from: bytes, component: "engine")
+            }, checkpoint?.engine)
+        // A checkpoint ahead of the table (a database restored from an older copy) would make the
+        // loop skip every new row: fall back to the table's end.
+        let cursor = min(checkpoint?.lastEventID ?? newestEvent, newestEvent)
+
+        let loopMetrics = LoopMetrics(registry: metrics ?? MetricsRegistry(), publisher: publisher)
+        let runner = LoopRunner(
+            publisher: publisher, telemetry: store, clock: clock, configuration: configuration, observer: observer,
+            classifier: classifier, engine: PolicyEngineActor(state: engineState), operators: operators,
+            stateStore: stateStore, metrics: loopMetrics, logger: logger, policy: policy, policyVersion: policyVersion,
+            cursor: cursor, tickCount: checkpoint?.tick ?? 0)
+        if let registry = metrics { runner.registerGatewayMetrics(on: registry) }
+        await runner.prepare(restoreAlerts: restoreAlerts, cold: checkpoint == nil, now: now)
+        logger.info(
+            "loop opened",
+            [
+                "snapshot_version": .int(publisher.current?.version ?? 0), "cursor": .int(cursor),
+                "resumed": .bool(checkpoint != nil), "policy_version": .string(policyVersion),
+            ])
+        return runner
+    }
+
+    /// `allot_gateways{state}` and `allot_gateway_lag_versions_max`, computed at each scrape from
+    /// the gateways' polls (SPEC 7: config drift bounded and visible as a metric).
+    private nonisolated func registerGatewayMetrics(on registry: MetricsRegistry) {
+        guard
+            let byState = try? MetricDescriptor(
+                name: "allot_gateways", help: "Gateways that polled for snapshots, by state", type: .gauge,
+                labelNames: ["state"]),
+            let lag = try? MetricDescriptor(
+                name: "allot_gateway_lag_versions_max",
+                help: "The most versions any gateway is behind the snapshot being served", type: .gauge)
+        else { return }
+        let publisher = self.publisher
+        let latest = self.latest
+        let clock = self.clock
+        try? registry.registerCollector([byState, lag]) {
+            let statuses = publisher.gatewayStatuses(now: clock.now, policy: latest.current.policy)
+            var samples = GatewayStatus.State.allCases.map { state in
+                CollectedSample(
+                    family: byState.name, labelValues: [state.rawValue],
+                    value: Double(statuses.filter { $0.state == state }.count))
+            }
+            samples.append(
+                CollectedSample(
+                    family: lag.name, value: Double(statuses.compactMap(\.lagVersions).max() ?? 0)))
+            return samples
+        }
+    }
+
+    private func prepare(restoreAlerts: [LoopAlert], cold: Bool, now: Double) async {
+        metrics.snapshotVersion.set(Double(publisher.current?.version ?? 0))
+        let metrics = self.metrics
+        await publisher.onPublish { snapshot in
+            metrics.snapshotVersion.set(Double(snapshot.version))
+            metrics.published.labels(snapshot.kind.rawValue).increment()
+        }
+        if let first = restoreAlerts.first { loopAlerts["state_restore"] = first }
+        if let current = publisher.current {
+            for entry in current.snapshot.tenants {
+                allowance[AllocationKey(tenant: entry.id, upstream: entry.upstream)] = PerDimension(
+                    rpm: entry.rpm.rate, tpm: entry.tpm.rate)
+            }
+        }
+        if cold { await seedSpend(now: now) }
+        publishView(report: nil)
+    }
+
+    /// Seeds the Classifier's spend per budget window from the rollups (cold start only).
+    private func seedSpend(now: Double) async {
+        let budgeted = policy.tiers.contains { !$0.budgets.isEmpty } || policy.tenants.contains { !$0.budgets.isEmpty }
+        guard budgeted else { return }
+        var spent: [String: [BudgetWindow: Double]] = [:]
+        do {
+            for window in BudgetWindow.allCases {
+                let interval = window.interval(containing: now)
+                let totals = try await telemetry.usage(
+                    fromMs: EpochTime.milliseconds(fromSeconds: interval.start),
+                    toMs: EpochTime.milliseconds(fromSeconds: now) + 60_000)
+                for total in totals {
+                    let counters = total.counters
+                    let attempts = max(0, counters.requests - counters.deniedLocal - counters.queued)
+                    let cost = policy.price(ofUpstream: total.upstream).price.cost(
+                        inputTokens: Double(counters.promptTokens), outputTokens: Double(counters.completionTokens),
+                        requests: Double(attempts))
+                    spent[total.tenant, default: [:]][window, default: 0] += cost
+                }
+            }
+        } catch {
+            logger.warning("cannot read usage to seed spend; budgets start from zero", ["error": .string("\(error)")])
+            return
+        }
+        await classifier.seedSpend(spent, now: now)
+    }
+
+    // MARK: Reading
+
+    /// The latest reports, decision and alerts, for the API. Never waits for a tick.
+    public nonisolated var view: LoopView { latest.current }
+
+    /// The telemetry row id the next tick reads after.
+    public var telemetryCursor: Int64 { cursor }
+
+    /// The policy in force and its version.
+    public var policyInForce: (policy: Policy, version: String) { (policy, policyVersion) }
+
+    // MARK: Policy
+
+    /// Swaps in a validated policy (the file watcher validates; SPEC 10). Applied between ticks:
+    /// the Observer and the Classifier get it at once, the engine and the Publisher from the next
+    /// tick, the timer re-reads the interval. Clears a `policy_error` alert.
+    public func apply(policy: Policy, version: String) async {
+        await enter()
+        defer { leave() }
+        let intervalChanged = policy.loop.intervalSeconds != self.policy.loop.intervalSeconds
+        self.policy = policy
+        policyVersion = version
+        await observer.apply(policy: policy)
+        await classifier.apply(policy: policy)
+        loopAlerts["policy_error"] = nil
+        logger.info("policy applied", ["policy_version": .string(version)])
+        if intervalChanged, timer != nil { restartTimer() }
+        publishView(report: nil)
+    }
+
+    /// Loads, validates and applies policy files; on failure the policy in force stays and the
+    /// error is alerted (`policy_error`) and thrown (SPEC 10).
+    ///
+    /// - Returns: The applied policy's version (``policyVersion(of:)``).
+    @discardableResult
+    public func apply(files: [PolicyFile]) async throws(PolicyError) -> String {
+        let loaded: Policy
+        do {
+            loaded = try Policy.load(files: files)
+        } catch {
+            reportPolicyError(error.description)
+            throw error
+        }
+        let version = Self.policyVersion(of: loaded)
+        await apply(policy: loaded, version: version)
+        return version
+    }
+
+    /// Records that a policy reload was rejected: the previous policy stays in force, and a
+    /// `policy_error` alert shows the reason until a policy is applied.
+    public func reportPolicyError(_ message: String) {
+        let since = loopAlerts["policy_error"]?.since ?? clock.now
+        loopAlerts["policy_error"] = LoopAlert(
+            kind: "policy_error", severity: .critical,
+            message: "policy reload rejected; the previous policy stays in force: \(message)", since: since)
+        logger.error("policy reload rejected", ["error": .string(message)])
+        publishView(report: nil)
+    }
+
+    /// A short stable identifier of a policy: FNV-1a (64-bit) of its canonical bytes, in hex. Equal
+    /// policies get equal versions whatever files they came from. (The server may use a
+    /// cryptographic hash instead; any string works for `policy_version`.)
+    public nonisolated static func policyVersion(of policy: Policy) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in policy.canonicalBytes {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        let hex = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    // MARK: Running
+
+    /// Starts ticking every `loop.interval_s` on the loop's clock. Ticks at once when nothing has
+    /// been published yet (so gateways get a first snapshot without waiting an interval).
+    public func start() {
+        guard timer == nil, !isShutDown else { return }
+        restartTimer(immediately: publisher.current == nil)
+    }
+
+    private func restartTimer(immediately: Bool = false) {
+        timer?.cancel()
+        let clock = self.clock
+        timer = Task { [weak self] in
+            var next = immediately ? clock.now : clock.now + (await self?.interval ?? 5)
+            while !Task.isCancelled {
+                do {
+                    try await clock.sleep(until: next)
+                } catch {
+                    return
+                }
+                guard let self else { return }
+                let started = clock.now
+                await self.tick(now: started)
+                let interval = await self.interval
+                next = max(started + interval, clock.now)
+            }
+        }
+    }
+
+    private var interval: Double { max(0.001, policy.loop.intervalSeconds) }
+
+    /// Stops ticking, waits for a tick in progress, answers held long-polls, and saves a final
+    /// checkpoint. The loop does nothing afterwards.
+    public func shutdown() async {
+        timer?.cancel()
+        timer = nil
+        await enter()
+        defer { leave() }
+        guard !isShutDown else { return }
+        isShutDown = true
+        publisher.shutDown()
+        await checkpointTask?.value
+        checkpointTask = nil
+        await saveCheckpoint()
+        logger.info("loop stopped", ["tick": .int(tickCount), "cursor": .int(cursor)])
+    }
+
+    /// Runs one tick at `now` (after any tick in progress). Never throws: a failure is in the report,
+    /// the log, the metrics and the alerts.
+    @discardableResult
+    public func tick(now: Double) async -> TickReport {
+        await enter()
+        defer { leave() }
+        guard !isShutDown else {
+            return TickReport(
+                tick: tickCount, now: now, events: 0, backlog: false, durations: [:], published: [], heldGrowth: false,
+                failure: (.total, "the loop is shut down"))
+        }
+        return await runTick(now: now)
+    }
+
+    private func runTick(now: Double) async -> TickReport {
+        tickCount += 1
+        let policy = self.policy
+        let start = MonotonicClock.now()
+        var mark = start
+        var report = TickReport(
+            tick: tickCount, now: now, events: 0, backlog: false, durations: [:], published: [], heldGrowth: false)
+        func lap(_ phase: TickPhase) {
+            let time = MonotonicClock.now()
+            report.durations[phase] = Double(time &- mark) / 1e9
+            mark = time
+        }
+
+        // Operator inputs: a failure keeps the last overrides and defers resolutions and bursts.
+        var inputs: OperatorInputBatch
+        do {
+            inputs = try await operators.inputs(now: now)
+            lastOverrides = inputs.overrides
+            loopAlerts["operator_inputs"] = nil
+        } catch {
+            inputs = OperatorInputBatch(overrides: lastOverrides)
+            loopAlerts["operator_inputs"] = LoopAlert(
+                kind: "operator_inputs", severity: .warning,
+                message: "operator inputs cannot be read (\(error)); the last overrides stay, "
+                    + "approvals and burst requests wait", since: loopAlerts["operator_inputs"]?.since ?? now)
+        }
+        lap(.inputs)
+
+        let delta: TelemetryDelta
+        do {
+            delta = try await readDelta()
+        } catch {
+            return fail(&report, phase: .read, error: error, start: start, now: now)
+        }
+        report.events = delta.events.count
+        report.backlog = delta.events.count >= configuration.maxEventsPerTick
+        lap(.read)
+
+        let observed = await observer.observe(delta, now: now)
+        lap(.observe)
+        var capacities: [String: PerDimension<Double?>] = [:]
+        for pool in observed.pools { capacities[pool.upstream] = pool.capacity }
+        let classified = await classifier.classify(
+            delta, allocations: allowance, capacities: capacities, now: now)
+        // The estimators have counted these rows: never read them again.
+        cursor = delta.lastEventID
+        metrics.events.increment(by: delta.events.count)
+        lap(.classify)
+
+        let decision = await engine.decide(
+            DecisionInput(
+                now: now, policy: policy, pools: observed.pools, tenants: classified.tenants, spend: classified.spend,
+                overrides: inputs.overrides, resolutions: inputs.resolutions, burstRequests: inputs.burstRequests))
+        await operators.record(decision, now: now)
+        var nextAllowance: [AllocationKey: PerDimension<Double>] = [:]
+        var driftAllowance: [AllocationKey: PerDimension<Double?>] = [:]
+        nextAllowance.reserveCapacity(decision.allocations.count)
+        driftAllowance.reserveCapacity(decision.allocations.count)
+        for allocation in decision.allocations {
+            let key = AllocationKey(tenant: allocation.tenant, upstream: allocation.upstream)
+            let credit = allocation.burstCredit?.rate ?? PerDimension(0)
+            let allowed = PerDimension<Double?>(
+                rpm: allocation.rpm.map { $0.rate + credit.rpm }, tpm: allocation.tpm.map { $0.rate + credit.tpm })
+            driftAllowance[key] = allowed
+            nextAllowance[key] = allowed.map { $0 ?? SnapshotContent.unlimited }
+        }
+        allowance = nextAllowance
+        lap(.decide)
+
+        let content = SnapshotAssembler.content(
+            decision: decision, observer: observed, classifier: classified, policy: policy,
+            policyVersion: policyVersion, gateways: publisher.gatewaySet(now: now, policy: policy),
+            minimumShare: configuration.publisher.minimumGatewayShare)
+        do {
+            let outcome = try await publisher.publish(content, now: now)
+            report.published = outcome.published.map(\.version)
+            report.heldGrowth = outcome.held
+            metrics.held.set(outcome.held ? 1 : 0)
+        } catch {
+            componentAlerts = observed.alerts + classified.alerts + engineAlerts.convert(decision.alerts, now: now)
+            publishView(observer: observed, classifier: classified, decision: decision, now: nil, report: nil)
+            return fail(&report, phase: .publish, error: error, start: start, now: now)
+        }
+        lap(.publish)
+
+        let reviewed = await publisher.review(
+            statuses: classified.statuses, allowance: driftAllowance, policy: policy, now: now)
+        componentAlerts =
+            observed.alerts + classified.alerts + engineAlerts.convert(decision.alerts, now: now) + reviewed
+        lap(.review)
+
+        let total = Double(MonotonicClock.now() &- start) / 1e9
+        report.durations[.total] = total
+        loopAlerts["tick_failed"] = nil
+        if total > policy.loop.intervalSeconds * configuration.slowTickFraction {
+            loopAlerts["tick_slow"] = LoopAlert(
+                kind: "tick_slow", severity: .warning,
+                message: "tick \(tickCount) took \(formatted(total * 1000)) ms, more than "
+                    + "\(formatted(configuration.slowTickFraction * 100))% of the \(formatted(policy.loop.intervalSeconds)) s interval",
+                since: loopAlerts["tick_slow"]?.since ?? now)
+            logger.log(.warning, "slow tick", fields: Self.fields(report))
+        } else {
+            loopAlerts["tick_slow"] = nil
+            logger.log(.info, "tick", fields: Self.fields(report))
+        }
+        record(report, outcome: "ok")
+        metrics.lastTick.set(now)
+        publishView(observer: observed, classifier: classified, decision: decision, now: now, report: report)
+        if tickCount % Int64(configuration.checkpointEveryTicks) == 0 { await startCheckpoint() }
+        return report
+    }
+
+    private func fail(
+        _ report: inout TickReport, phase: TickPhase, error: any Error, start: UInt64, now: Double
+    ) -> TickReport {
+        let message = "\(error)"
+        report.failure = (phase, message)
+        report.durations[.total] = Double(MonotonicClock.now() &- start) / 1e9
+        loopAlerts["tick_failed"] = LoopAlert(
+            kind: "tick_failed", severity: .critical,
+            message: "tick \(tickCount) failed in \(phase.rawValue): \(message); the last snapshot "
+                + "(version \(publisher.current?.version ?? 0)) keeps being served",
+            since: loopAlerts["tick_failed"]?.since ?? now)
+        logger.log(
+            .error, "tick failed",
+            fields: Self.fields(report) + [("phase", .string(phase.rawValue)), ("error", .string(message))])
+        record(report, outcome: "failed")
+        publishView(report: report)
+        return report
+    }
+
+    private func record(_ report: TickReport, outcome: String) {
+        metrics.ticks.labels(outcome).increment()
+        for (phase, seconds) in report.durations { metrics.tickDuration.labels(phase.rawValue).observe(seconds) }
+    }
+
+    private static func fields(_ report: TickReport) -> [(String, LogValue)] {
+        var fields: [(String, LogValue)] = [
+            ("tick", .int(report.tick)), ("events", .int(Int64(report.events))),
+            ("versions", .string(report.published.map(String.init).joined(separator: ","))),
+        ]
+        if report.backlog { fields.append(("backlog", .bool(true))) }
+        if report.heldGrowth { fields.append(("held_growth", .bool(true))) }
+        for phase in TickPhase.allCases {
+            if let seconds = report.durations[phase] {
+                fields.append(("\(phase.rawValue)_ms", .double(seconds * 1000)))
+            }
+        }
+        return fields
+    }
+
+    /// The rows after the cursor (bounded), with the names they use.
+    private func readDelta() async throws -> TelemetryDelta {
+        let events = try await telemetry.events(afterID: cursor, limit: configuration.maxEventsPerTick)
+        if events.contains(where: { !knownRefs.knows($0) }) {
+            names = try await telemetry.names()
+            knownRefs = KnownRefs(names)
+        }
+        return TelemetryDelta(events: events, names: names, lastEventID: events.last?.id ?? cursor)
+    }
+
+    private func publishView(
+        observer: ObserverReport? = nil, classifier: ClassifierReport? = nil, decision: Decision? = nil, now: Double?,
+        report: TickReport?
+    ) {
+        let alerts = (componentAlerts + loopAlerts.values).sorted(by: LoopAlert.ordered)
+        let tick = tickCount
+        let policy = self.policy
+        let version = policyVersion
+        latest.withLock { view in
+            view.tick = tick
+            if let now { view.lastTickAt = now }
+            if let observer { view.observer = observer }
+            if let classifier { view.classifier = classifier }
+            if let decision { view.decision = decision }
+            if let report { view.lastReport = report }
+            view.alerts = alerts
+            view.policy = policy
+            view.policyVersion = version
+        }
+    }
+
+    private func publishView(report: TickReport?) {
+        publishView(observer: nil, classifier: nil, decision: nil, now: nil, report: report)
+    }
+
+    // MARK: Checkpoints
+
+    /// The states of one tick and the cursor they correspond to, captured together between ticks.
+    private struct Capture: Sendable {
+        var observer: any Encodable & Sendable
+        var classifier: any Encodable & Sendable
+        var engine: EngineState
+        var cursor: Int64
+        var tick: Int64
+        var now: Double
+        var contacts: [GatewayContactRecord]
+        var forgetBeforeMs: Int64
+    }
+
+    /// Captures the states now (cheap copies, inside the tick) and encodes and saves them in the
+    /// background (skipped while the previous checkpoint is still being written).
+    private func startCheckpoint() async {
+        guard checkpointTask == nil else { return }
+        let capture = await captureState()
+        checkpointTask = Task { [weak self] in
+            await self?.write(capture)
+            await self?.checkpointFinished()
+        }
+    }
+
+    private func checkpointFinished() { checkpointTask = nil }
+
+    private func captureState() async -> Capture {
+        let now = clock.now
+        return Capture(
+            observer: await observer.state(), classifier: await classifier.state(), engine: await engine.state(),
+            cursor: cursor, tick: tickCount, now: now, contacts: publisher.changedContacts(),
+            forgetBeforeMs: EpochTime.milliseconds(fromSeconds: now - policy.loop.forgetAfterSeconds))
+    }
+
+    private func saveCheckpoint() async {
+        await write(await captureState())
+    }
+
+    /// Encodes (off the actor) and saves a capture.
+    private func write(_ capture: Capture) async {
+        let started = MonotonicClock.now()
+        do {
+            let checkpoint = try await Task.detached(priority: .utility) { () throws -> LoopCheckpoint in
+                LoopCheckpoint(
+                    savedMs: EpochTime.milliseconds(fromSeconds: capture.now), lastEventID: capture.cursor,
+                    tick: capture.tick, format: StateCodec.format, observer: try StateCodec.encode(capture.observer),
+                    classifier: try StateCodec.encode(capture.classifier), engine: try StateCodec.encode(capture.engine)
+                )
+            }.value
+            try await stateStore.save(checkpoint, contacts: capture.contacts, forgetBeforeMs: capture.forgetBeforeMs)
+            metrics.checkpointDuration.observe(MonotonicClock.seconds(since: started))
+            metrics.checkpointBytes.set(
+                Double(checkpoint.observer.count + checkpoint.classifier.count + checkpoint.engine.count))
+            loopAlerts["checkpoint_failed"] = nil
+            loopAlerts["state_restore"] = nil
+        } catch {
+            loopAlerts["checkpoint_failed"] = LoopAlert(
+                kind: "checkpoint_failed", severity: .warning,
+                message: "the loop's state cannot be saved (\(error)); a restart would resume from an older state",
+                since: loopAlerts["checkpoint_failed"]?.since ?? capture.now)
+            logger.error("checkpoint failed", ["error": .string("\(error)")])
+        }
+    }
+
+    /// Returns once the checkpoint being written in the background (if any) is saved.
+    public func awaitCheckpoint() async {
+        await checkpointTask?.value
+    }
+
+    /// Saves a checkpoint now (between ticks). Tests and the simulator use it; the loop saves one by
+    /// itself every ``LoopConfiguration/checkpointEveryTicks`` ticks and at shutdown.
+    public func checkpoint() async {
+        await enter()
+        defer { leave() }
+        await checkpointTask?.value
+        await saveCheckpoint()
+    }
+
+    // MARK: Serialisation
+
+    private func enter() async {
+        if gate.tryEnter() { return }
+        await withCheckedContinuation { gate.enqueue($0) }
+    }
+
+    private func leave() {
+        gate.leave()
+    }
+}
+
+/// The largest interned refs the loop's copy of the names covers: refs only grow, so a larger one
+/// means a name registered since the copy was read.
+struct KnownRefs {
+    var tenant: Int64 = 0
+    var upstream: Int64 = 0
+    var gateway: Int64 = 0
+    var model: Int64 = 0
+
+    init() {}
+
+    init(_ names: TelemetryNames) {
+        tenant = names.tenants.keys.max() ?? 0
+        upstream = names.upstreams.keys.max() ?? 0
+        gateway = names.gateways.keys.max() ?? 0
+        model = names.modelVersions.keys.max() ?? 0
+    }
+
+    func knows(_ event: StoredEvent) -> Bool {
+        event.tenant <= tenant && event.upstream <= upstream && event.gateway <= gateway
+            && (event.modelVersion ?? 0) <= model
+    }
+}

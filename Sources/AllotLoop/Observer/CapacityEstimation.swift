@@ -1,0 +1,282 @@
+import AllotCore
+import AllotSignals
+import AllotStore
+
+/// The Upstream Capacity Observer's maths (SPEC 4): pure, synchronous and deterministic — the new
+/// telemetry and `now` in, a report out — so the simulator can drive it on a virtual clock and tests
+/// can check exact values. ``CapacityObserver`` is the actor that owns one.
+///
+/// Per upstream pool and dimension (RPM, TPM):
+/// - **Start**: the provider's header limit normalised per minute (the event's own window when the
+///   signal states one, else the pool's `header_window`), else the policy's declared capacity. When
+///   that start value moves (a header appears, the provider changes the limit, the policy changes),
+///   the estimate follows it — unless a quota decrease happened within the long window, in which
+///   case it only lowers the estimate (evidence beats a statement).
+/// - **Shared key**: a provider `remaining` lower than our own traffic explains (`limit − remaining`
+///   minus what we served in the header window before the statement) means someone else uses the
+///   key; beyond `shared_tolerance` of the limit, the ceiling becomes `limit − others` and an
+///   estimate above it drops to it at once.
+/// - **Fast down** on quota exhaustion (a 429 `quota_exhausted`, or `remaining = 0` with a future
+///   reset): `C_est ← max(floor, min(decrease_factor × C_est, served while throttled))`, where
+///   "served while throttled" is the served rate over the short window's slices that saw quota errors
+///   for the dimension. Quota errors within `decrease_hold_s` of a decrease are attributed to it.
+///   A bare 429 that names no dimension counts against the binding one (the higher utilisation; both
+///   when within 0.1 of each other).
+/// - **Slow up**: with no quota evidence in the short window, the circuit closed and latency not
+///   degrading, utilisation (served / `C_est`) at or above `probe_utilisation` raises the estimate by
+///   `probe_step × reference` per minute, up to the ceiling (header limit, else declared; unbounded
+///   when neither exists). Below 50 % there is no evidence the estimate is too low; in between it holds.
+/// - **Floor**: never below `capacity_floor × reference`.
+/// - **Degrading**: the short-window p95 latency against the baseline p95 (the long window minus the
+///   short one, so that a rise is not hidden in its own baseline) at or above `latency_ratio` (both with
+///   at least `latency_min_samples` samples) → `degrading`, and the engine gets `degrade_factor × C_est`
+///   until the ratio falls below `latency_recover_ratio`. Latency is that of served attempts.
+/// - **Model version change** (a version the pool has not run before): the estimate restarts from the
+///   start value, the decrease hold and the latency baseline are cleared, confidence halves for the long window.
+/// - **State**: `overloaded` (circuit not closed, see ``CircuitPhase``) > `throttled` (a quota 429 in
+///   the short window) > `degrading` (latency, or server errors and timeouts at or above the policy's
+///   `alerts.upstream_error_rate`) > `healthy`. Spend-cap errors raise `spend_cap` and change nothing else.
+/// - **Confidence** = source × stability × version: source 1 with a header seen within the long window,
+///   0.6 with only a declared capacity, 0.3 otherwise; stability 0.75 after a quota decrease within the
+///   long window; version 0.5 after a model version change within the long window.
+public struct CapacityEstimation: Sendable {
+    public private(set) var state: ObserverState
+    public private(set) var policy: Policy
+    /// Pool position by interned upstream ref and by name (rebuilt, never persisted: refs belong to a database).
+    private var indexByRef: [Int64: Int] = [:]
+    private var indexByName: [String: Int] = [:]
+
+    /// Below this utilisation there is no evidence the estimate is too low (SPEC 4).
+    static let evidenceUtilisation = 0.5
+    /// Model versions remembered per pool.
+    static let versionMemory = 8
+
+    public init(policy: Policy, state: ObserverState? = nil) {
+        self.policy = policy
+        self.state = state ?? ObserverState()
+        fitRings()
+        reindex()
+    }
+
+    /// Swaps in a new policy. Changed windows restart the slice history (estimates and states are kept).
+    public mutating func apply(policy: Policy) {
+        self.policy = policy
+        fitRings()
+    }
+
+    /// Ingests one tick's new telemetry and returns the report for `now`.
+    public mutating func observe(_ delta: TelemetryDelta, now: Double) -> ObserverReport {
+        ingest(delta, now: now)
+        for upstream in policy.upstreams where indexByName[upstream.id] == nil { _ = addPool(upstream.id) }
+        pruneForgotten(now: now)
+        state.pools.sort { $0.upstream < $1.upstream }
+        reindex()
+
+        let elapsed = state.lastObserveAt.map { min(max(0, now - $0), policy.observer.shortWindowSeconds) } ?? 0
+        var pools: [PoolObservation] = []
+        var statuses: [UpstreamStatus] = []
+        var alerts: [LoopAlert] = []
+        pools.reserveCapacity(state.pools.count)
+        statuses.reserveCapacity(state.pools.count)
+        for index in state.pools.indices {
+            var evaluation = PoolEvaluation(
+                pool: state.pools[index], declared: policy.upstream(state.pools[index].upstream)?.capacity,
+                settings: policy.observer, errorRate: policy.alerts.upstreamErrorRate, now: now, elapsed: elapsed)
+            let status = evaluation.run()
+            state.pools[index] = evaluation.pool
+            pools.append(PoolObservation(upstream: status.upstream, capacity: status.estimate, state: status.state))
+            statuses.append(status)
+            alerts.append(contentsOf: evaluation.alerts)
+        }
+        state.lastObserveAt = now
+        return ObserverReport(pools: pools, upstreams: statuses, alerts: alerts)
+    }
+
+    // MARK: Ingest
+
+    private mutating func ingest(_ delta: TelemetryDelta, now: Double) {
+        var lastRef = Int64.min
+        var lastIndex = -1
+        var windows: [PerDimension<Double>] = state.pools.map { headerWindows(of: $0.upstream) }
+        for event in delta.events {
+            let index: Int
+            if event.upstream == lastRef {
+                index = lastIndex
+            } else if let found = indexByRef[event.upstream] {
+                index = found
+            } else {
+                // A ref the names do not resolve belongs to a name registered after they were read;
+                // the loop reads fresh names, so this is a broken delta: skip rather than invent a pool.
+                guard let name = delta.names.upstream(event.upstream) else { continue }
+                index = indexByName[name] ?? addPool(name)
+                indexByRef[event.upstream] = index
+                if windows.count <= index { windows.append(headerWindows(of: name)) }
+            }
+            lastRef = event.upstream
+            lastIndex = index
+            state.pools[index].ingest(event, now: now, windows: windows[index], names: delta.names)
+        }
+    }
+
+    /// The window each header dimension counts over, seconds (the pool's `header_window`, per minute by default).
+    private func headerWindows(of upstream: String) -> PerDimension<Double> {
+        policy.upstream(upstream)?.headerWindow.map(\.seconds) ?? PerDimension(60)
+    }
+
+    private mutating func addPool(_ name: String) -> Int {
+        state.pools.append(PoolTrack(upstream: name, settings: policy.observer))
+        indexByName[name] = state.pools.count - 1
+        return state.pools.count - 1
+    }
+
+    /// Drops pools the policy no longer declares and that sent nothing for `forget_after_s`.
+    private mutating func pruneForgotten(now: Double) {
+        let horizon = now - policy.loop.forgetAfterSeconds
+        state.pools.removeAll { pool in
+            policy.upstream(pool.upstream) == nil && (pool.lastEventAt ?? -Double.infinity) < horizon
+        }
+    }
+
+    private mutating func reindex() {
+        indexByName = Dictionary(
+            uniqueKeysWithValues: state.pools.enumerated().map { ($0.element.upstream, $0.offset) })
+        indexByRef = [:]
+    }
+
+    /// Rebuilds slice rings whose geometry no longer matches the policy's windows.
+    private mutating func fitRings() {
+        let fine = PoolTrack.fineRing(policy.observer)
+        let coarse = PoolTrack.coarseRing(policy.observer)
+        for index in state.pools.indices {
+            if state.pools[index].fine.seconds != fine.seconds
+                || state.pools[index].fine.slots.count != fine.slots.count
+            {
+                state.pools[index].fine = fine
+            }
+            if state.pools[index].coarse.seconds != coarse.seconds
+                || state.pools[index].coarse.slots.count != coarse.slots.count
+            {
+                state.pools[index].coarse = coarse
+            }
+        }
+    }
+}
+
+extension PoolTrack {
+    /// Adds one event to the pool's windows and signals. `now` bounds event times (a gateway clock
+    /// ahead of ours must not create the future).
+    mutating func ingest(_ event: StoredEvent, now: Double, windows: PerDimension<Double>, names: TelemetryNames) {
+        let at = min(Double(event.timestampMs) / 1000, now)
+        if firstEventAt == nil || at < firstEventAt! { firstEventAt = at }
+        if lastEventAt == nil || at > lastEventAt! { lastEventAt = at }
+        let outcome = event.outcome
+        let position = fine.slot(for: fine.index(of: at))
+        if let position {
+            fine.slots[position].outcomes[outcome.ordinal] &+= 1
+            if event.unparseableHeaders > 0 {
+                fine.slots[position].unparseableHeaders &+= Int32(event.unparseableHeaders)
+            }
+        }
+        if outcome == .ok {
+            let tokens = Double((event.promptTokens ?? 0) + (event.completionTokens ?? 0))
+            let served = tokens > 0 ? tokens : Double(event.estimatedTokens ?? 0)
+            if let position {
+                fine.slots[position].servedRequests += 1
+                fine.slots[position].servedTokens += served
+            }
+            if let latency = event.latencyMs, latency.isFinite, latency >= 0 {
+                let bucket = LogLinearScale.latency.bucket(of: latency)
+                if let position { fine.slots[position].latency.add(bucket: bucket) }
+                if let coarsePosition = coarse.slot(for: coarse.index(of: at)) {
+                    coarse.slots[coarsePosition].latency.add(bucket: bucket)
+                }
+            }
+        }
+
+        let signals = event.signals
+        if signals.family != nil { readLimits(signals, at: at, windows: windows) }
+
+        // Quota evidence: a 429 with quota semantics, or `remaining = 0` with a reset still ahead.
+        var requestsHit = signals.remainingRequests == 0 && (signals.resetRequestsMs ?? 0) > 0
+        var tokensHit = signals.remainingTokens == 0 && (signals.resetTokensMs ?? 0) > 0
+        if outcome == .quotaExhausted, !requestsHit, !tokensHit {
+            requestsHit = signals.remainingRequests == 0
+            tokensHit =
+                signals.remainingTokens == 0 || signals.remainingInputTokens == 0 || signals.remainingOutputTokens == 0
+            if !requestsHit, !tokensHit, signals.family == .google {
+                // Google names the violated quota: its limit is stored on the dimension it counts.
+                requestsHit = signals.limitRequests != nil
+                tokensHit = signals.limitTokens != nil
+            }
+        }
+        if requestsHit {
+            if let position { fine.slots[position].quotaRPM &+= 1 }
+            if lastQuotaAt.rpm == nil || at > lastQuotaAt.rpm! { lastQuotaAt.rpm = at }
+        }
+        if tokensHit {
+            if let position { fine.slots[position].quotaTPM &+= 1 }
+            if lastQuotaAt.tpm == nil || at > lastQuotaAt.tpm! { lastQuotaAt.tpm = at }
+        }
+        if outcome == .quotaExhausted, !requestsHit, !tokensHit {
+            if let position { fine.slots[position].quotaUnattributed &+= 1 }
+            if lastUnattributedQuotaAt == nil || at > lastUnattributedQuotaAt! { lastUnattributedQuotaAt = at }
+        }
+
+        switch outcome {
+        case .overloaded:
+            if lastOverloadAt == nil || at > lastOverloadAt! { lastOverloadAt = at }
+        case .spendCap:
+            if lastSpendCapAt == nil || at >= lastSpendCapAt! {
+                lastSpendCapAt = at
+                spendCapErrorType = event.errorType
+            }
+        default:
+            break
+        }
+
+        if let ref = event.modelVersion, ref != modelVersionRef, let name = names.modelVersion(ref) {
+            modelVersionRef = ref
+            if name != modelVersion {
+                if modelVersion != nil, !seenVersions.contains(name) {
+                    versionChangePending = true
+                    versionChangedAt = at
+                }
+                if !seenVersions.contains(name) {
+                    seenVersions.append(name)
+                    if seenVersions.count > CapacityEstimation.versionMemory { seenVersions.removeFirst() }
+                }
+                modelVersion = name
+            }
+        }
+    }
+
+    /// Header limits (per minute) and `remaining` statements, newest event time wins.
+    private mutating func readLimits(_ signals: EventSignals, at: Double, windows: PerDimension<Double>) {
+        var tokenLimit = signals.limitTokens
+        var tokenRemaining = signals.remainingTokens
+        if tokenLimit == nil, let input = signals.limitInputTokens, let output = signals.limitOutputTokens {
+            tokenLimit = input + output
+            if let inputLeft = signals.remainingInputTokens, let outputLeft = signals.remainingOutputTokens {
+                tokenRemaining = inputLeft + outputLeft
+            }
+        }
+        let statements: PerDimension<(limit: Int64?, remaining: Int64?, windowMs: Int64?)> = PerDimension(
+            rpm: (signals.limitRequests, signals.remainingRequests, signals.windowRequestsMs),
+            tpm: (tokenLimit, tokenRemaining, signals.windowTokensMs))
+        for dimension in RateDimension.allCases {
+            let statement = statements[dimension]
+            guard let limit = statement.limit, limit > 0 else { continue }
+            let window = statement.windowMs.map { Double($0) / 1000 } ?? windows[dimension]
+            guard window > 0 else { continue }
+            if headerSeenAt == nil || at > headerSeenAt! { headerSeenAt = at }
+            if at >= headerLimitAt[dimension] ?? -Double.infinity {
+                headerLimitAt[dimension] = at
+                headerLimit[dimension] = Double(limit) * 60 / window
+            }
+            if let left = statement.remaining, at >= (remaining[dimension]?.at ?? -Double.infinity) {
+                remaining[dimension] = RemainingSample(
+                    at: at, limit: Double(limit), remaining: Double(max(0, left)), windowSeconds: window)
+            }
+        }
+    }
+}

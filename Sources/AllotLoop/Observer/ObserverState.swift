@@ -1,0 +1,140 @@
+import AllotCore
+
+/// The Upstream Capacity Observer's memory between ticks, `Codable` so the loop can persist it and a
+/// restarted server resumes with its capacity estimates, latency baselines and circuit states
+/// instead of starting blind (SPEC 7 "resumes from persisted estimator state").
+///
+/// Restoring a state and feeding it the same telemetry gives the same reports as the original.
+public struct ObserverState: Sendable, Hashable, Codable {
+    /// The previous `observe`'s `now`; nil before the first.
+    var lastObserveAt: Double?
+    /// One per pool, sorted by id.
+    var pools: [PoolTrack]
+
+    public init() {
+        lastObserveAt = nil
+        pools = []
+    }
+
+    /// The pools' current capacity estimates `C_est` (before the degrading reduction), by id: what a
+    /// restart resumes from.
+    public var estimates: [String: PerDimension<Double?>] {
+        Dictionary(uniqueKeysWithValues: pools.map { ($0.upstream, $0.estimate) })
+    }
+}
+
+/// The circuit breaker of one pool (SPEC 4: overload drives the health state and the circuit).
+///
+/// `closed` → `open` when the short window's share of `overloaded` answers reaches
+/// `circuit_open_ratio` (with at least `circuit_min_attempts` attempts); `open` → `halfOpen` after
+/// `circuit_quiet_s` without an overload error; `halfOpen` → `closed` after another quiet period, or
+/// back to `open` at the first overload error seen after it went half-open. Half-open is the probe:
+/// gateways readmit `batch` (only `background` stays shed), and the next overload error reopens.
+enum CircuitPhase: String, Sendable, Hashable, Codable {
+    case closed
+    case open
+    case halfOpen = "half_open"
+}
+
+/// A provider's latest `remaining` statement about one dimension, in the header window's own units.
+struct RemainingSample: Sendable, Hashable, Codable {
+    /// When it was said (event time).
+    var at: Double
+    var limit: Double
+    var remaining: Double
+    /// The window the limit counts over, seconds.
+    var windowSeconds: Double
+}
+
+/// A capacity change the Observer made, kept for the signals while it is recent.
+struct CapacityAction: Sendable, Hashable, Codable {
+    var at: Double
+    var text: String
+}
+
+/// Everything the Observer remembers about one upstream pool. Absent times are nil, never infinite
+/// (JSON has no infinity).
+struct PoolTrack: Sendable, Hashable, Codable {
+    var upstream: String
+
+    // MARK: Capacity estimate (per dimension)
+
+    /// `C_est`: nil while neither headers nor the policy gave a starting point.
+    var estimate: PerDimension<Double?> = PerDimension(nil)
+    /// The start value last applied (header limit, else declared): when it moves, the estimate follows.
+    var startValue: PerDimension<Double?> = PerDimension(nil)
+    /// What the floor and the probe step are fractions of: the start value, or the estimate before the
+    /// first cut when there is none.
+    var reference: PerDimension<Double?> = PerDimension(nil)
+    /// The provider's limit, per minute, from the newest event that stated it.
+    var headerLimit: PerDimension<Double?> = PerDimension(nil)
+    /// Event time of that statement.
+    var headerLimitAt: PerDimension<Double?> = PerDimension(nil)
+    /// When any rate-limit header was last seen (event time).
+    var headerSeenAt: Double?
+    /// The newest `remaining` statement.
+    var remaining: PerDimension<RemainingSample?> = PerDimension(nil)
+    /// Others' use of a shared key, per minute, inferred from the newest fresh `remaining`.
+    var othersUse: PerDimension<Double> = PerDimension(0)
+    /// The last multiplicative decrease, and until when further quota errors are attributed to it.
+    var lastDecreaseAt: PerDimension<Double?> = PerDimension(nil)
+    var holdUntil: PerDimension<Double?> = PerDimension(nil)
+    /// Newest quota-exhaustion evidence attributed to each dimension, and unattributed (event time).
+    var lastQuotaAt: PerDimension<Double?> = PerDimension(nil)
+    var lastUnattributedQuotaAt: Double?
+    /// The newest capacity change per dimension, for the signals.
+    var lastAction: PerDimension<CapacityAction?> = PerDimension(nil)
+
+    // MARK: Model version
+
+    var modelVersion: String?
+    var modelVersionRef: Int64?
+    /// Versions this pool has run (bounded): a version seen before is a mixed roll-out, not a change.
+    var seenVersions: [String] = []
+    /// The newest change (event time) and whether the next observe still has to act on it.
+    var versionChangedAt: Double?
+    var versionChangePending = false
+
+    // MARK: Health
+
+    var circuit: CircuitPhase = .closed
+    /// When the circuit entered its current phase (tick time).
+    var circuitSince: Double?
+    /// When it last opened (the `circuit_open` alert's start).
+    var circuitOpenedAt: Double?
+    var lastOverloadAt: Double?
+    var latencyDegrading = false
+    var degradingSince: Double?
+    var throttledSince: Double?
+    var errorsSince: Double?
+    var lastSpendCapAt: Double?
+    var spendCapSince: Double?
+    var spendCapErrorType: String?
+    /// Azure's deployment utilisation from the newest event that reported it, 0…1.
+    var providerUtilisation: Double?
+
+    // MARK: Windows
+
+    var firstEventAt: Double?
+    var lastEventAt: Double?
+    /// Counters and latency per fine slice (the short window).
+    var fine: SliceRing<CountSlice>
+    /// Latency per coarse slice (the long window's baseline).
+    var coarse: SliceRing<LatencySlice>
+
+    init(upstream: String, settings: ObserverSettings) {
+        self.upstream = upstream
+        fine = PoolTrack.fineRing(settings)
+        coarse = PoolTrack.coarseRing(settings)
+    }
+
+    /// 12 slices per short window: a 5 s resolution for the default 60 s window.
+    static func fineRing(_ settings: ObserverSettings) -> SliceRing<CountSlice> {
+        SliceRing(window: settings.shortWindowSeconds, slices: 12)
+    }
+
+    /// 15 slices per long window: a 60 s resolution for the default 900 s window.
+    static func coarseRing(_ settings: ObserverSettings) -> SliceRing<LatencySlice> {
+        SliceRing(window: settings.longWindowSeconds, slices: 15)
+    }
+}

@@ -1,0 +1,439 @@
+import AllotCore
+import AllotSignals
+
+/// One pool's evaluation at one tick: reads its windows, moves its capacity estimate, latency and
+/// circuit states (rules in ``CapacityEstimation``), and produces its status and alerts.
+struct PoolEvaluation {
+    var pool: PoolTrack
+    let declared: PerDimension<Double?>
+    let settings: ObserverSettings
+    /// The policy's `alerts.upstream_error_rate`.
+    let errorRate: Double
+    let now: Double
+    /// Seconds since the previous tick (bounded by the short window): the probe's time step.
+    let elapsed: Double
+    private(set) var alerts: [LoopAlert] = []
+    private var signals: [String] = []
+
+    init(
+        pool: PoolTrack, declared: PerDimension<Double?>?, settings: ObserverSettings, errorRate: Double, now: Double,
+        elapsed: Double
+    ) {
+        self.pool = pool
+        self.declared = declared ?? PerDimension(nil)
+        self.settings = settings
+        self.errorRate = errorRate
+        self.now = now
+        self.elapsed = elapsed
+    }
+
+    /// What the short window holds.
+    struct ShortWindow {
+        var slices: [(slice: CountSlice, span: Double)]
+        var outcomes = [Int](repeating: 0, count: Outcome.allCases.count)
+        var served = PerDimension<Double>(0)
+        var coverage = 0.0
+        var unparseable = 0
+        var latency = [Double](repeating: 0, count: LogLinearScale.latency.count)
+        var latencySamples = 0.0
+
+        init(_ slices: [(slice: CountSlice, span: Double)]) {
+            self.slices = slices
+            for (slice, span) in slices {
+                coverage += span
+                for index in outcomes.indices { outcomes[index] += Int(slice.outcomes[index]) }
+                served.rpm += slice.servedRequests
+                served.tpm += slice.servedTokens
+                unparseable += Int(slice.unparseableHeaders)
+                slice.latency.merge(into: &latency)
+                latencySamples += Double(slice.latency.total)
+            }
+        }
+
+        /// Served per minute over the window.
+        func rate(_ dimension: RateDimension) -> Double { coverage > 0 ? served[dimension] / coverage * 60 : 0 }
+
+        /// Attempts that reached the upstream.
+        var attempts: Int {
+            Outcome.allCases.reduce(0) { $0 + ($1.reachedUpstream ? outcomes[$1.ordinal] : 0) }
+        }
+
+        func count(_ outcome: Outcome) -> Int { outcomes[outcome.ordinal] }
+
+        /// Served per minute over the slices that saw quota errors for `dimension` (or unattributed
+        /// ones, when `unattributed`): the rate the upstream delivered while it was refusing more.
+        func throttledRate(_ dimension: RateDimension, unattributed: Bool) -> Double? {
+            var served = 0.0
+            var span = 0.0
+            for (slice, seconds) in slices
+            where slice.quota(dimension) > 0 || (unattributed && slice.quotaUnattributed > 0) {
+                served += dimension == .rpm ? slice.servedRequests : slice.servedTokens
+                span += seconds
+            }
+            return span > 0 ? served / span * 60 : nil
+        }
+    }
+
+    mutating func run() -> UpstreamStatus {
+        let window = ShortWindow(
+            pool.fine.window(settings.shortWindowSeconds, now: now, notBefore: pool.firstEventAt ?? now))
+        restartOnVersionChange()
+        let latency = evaluateLatency(window)
+        estimateCapacity(window)
+        let circuitShed = evaluateCircuit(window)
+        let state = evaluateHealth(window)
+
+        let factor = pool.latencyDegrading ? settings.degradeFactor : 1
+        let safe = pool.estimate.map { $0.map { $0 * factor } }
+        if pool.latencyDegrading, let rpm = pool.estimate.rpm ?? pool.estimate.tpm {
+            signals.append(
+                "safe capacity lowered to \(percent(factor)) of the estimate while latency degrades"
+                    + " (\(Self.format(rpm)) → \(Self.format(rpm * factor)) \(pool.estimate.rpm != nil ? "rpm" : "tpm"))"
+            )
+        }
+        let served = PerDimension<Double>(rpm: window.rate(.rpm), tpm: window.rate(.tpm))
+        let utilisation = PerDimension<Double?> { dimension in
+            safe[dimension].flatMap { $0 > 0 ? served[dimension] / $0 : nil }
+        }
+        var outcomes: [String: Int] = [:]
+        for outcome in Outcome.allCases where window.count(outcome) > 0 {
+            outcomes[outcome.rawValue] = window.count(outcome)
+        }
+        if window.unparseable > 0 {
+            signals.append(
+                "\(window.unparseable) unparseable rate-limit headers in the last \(seconds(settings.shortWindowSeconds))"
+            )
+        }
+        if let provider = pool.providerUtilisation {
+            signals.append("provider reports deployment utilisation \(percent(provider))")
+        }
+        return UpstreamStatus(
+            upstream: pool.upstream, state: state, signals: signals, declared: declared,
+            headerLimit: pool.headerLimit, estimate: safe, confidence: confidence(), served: served,
+            utilisation: utilisation, latencyShort: latency.short, latencyLong: latency.long, outcomes: outcomes,
+            circuitOpen: pool.circuit != .closed, shed: circuitShed, modelVersion: pool.modelVersion,
+            lastEventAt: pool.lastEventAt)
+    }
+
+    // MARK: Capacity
+
+    private mutating func restartOnVersionChange() {
+        guard pool.versionChangePending else { return }
+        pool.versionChangePending = false
+        for dimension in RateDimension.allCases {
+            if let start = pool.headerLimit[dimension] ?? declared[dimension] { pool.estimate[dimension] = start }
+            // Quota evidence from before the change was about the old version.
+            pool.holdUntil[dimension] = pool.versionChangedAt ?? now
+            pool.lastDecreaseAt[dimension] = nil
+        }
+        pool.coarse = PoolTrack.coarseRing(settings)
+        pool.latencyDegrading = false
+        pool.degradingSince = nil
+        let text = "model version changed to \(pool.modelVersion ?? "?"): probing restarted"
+        for dimension in RateDimension.allCases where pool.estimate[dimension] != nil {
+            pool.lastAction[dimension] = CapacityAction(at: now, text: text)
+        }
+    }
+
+    private mutating func estimateCapacity(_ window: ShortWindow) {
+        let short = settings.shortWindowSeconds
+        // A bare 429 counts against the binding dimension(s).
+        let utilisation = PerDimension<Double?> { dimension in
+            pool.estimate[dimension].flatMap { $0 > 0 ? window.rate(dimension) / $0 : nil }
+        }
+        let binding = PerDimension<Bool> { dimension in
+            guard let mine = utilisation[dimension] else { return utilisation.rpm == nil && utilisation.tpm == nil }
+            let other = utilisation[dimension == .rpm ? .tpm : .rpm] ?? -Double.infinity
+            return mine >= other - 0.1
+        }
+        let unattributedAt = pool.lastUnattributedQuotaAt
+        for dimension in RateDimension.allCases {
+            let name = dimension.rawValue
+            let others = sharedUse(dimension)
+            pool.othersUse[dimension] = others
+            let start = pool.headerLimit[dimension] ?? declared[dimension]
+            let ceiling = start.map { max(0, $0 - others) }
+
+            if start != pool.startValue[dimension] {
+                if let start {
+                    let recentCut =
+                        (pool.lastDecreaseAt[dimension] ?? -Double.infinity) >= now - settings.longWindowSeconds
+                    if pool.estimate[dimension] == nil || !recentCut {
+                        pool.estimate[dimension] = start
+                        let source =
+                            pool.headerLimit[dimension] != nil ? "the provider's limit" : "the declared capacity"
+                        pool.lastAction[dimension] = CapacityAction(
+                            at: now, text: "\(name) estimate set to \(source), \(Self.format(start))")
+                    } else if let estimate = pool.estimate[dimension], estimate > start {
+                        pool.estimate[dimension] = start
+                    }
+                }
+                pool.startValue[dimension] = start
+            }
+            if let start {
+                pool.reference[dimension] = start
+            } else if pool.reference[dimension] == nil {
+                pool.reference[dimension] = pool.estimate[dimension]
+            }
+            guard let estimate = pool.estimate[dimension] else { continue }
+            let floor = settings.capacityFloor * (pool.reference[dimension] ?? estimate)
+
+            if let ceiling, estimate > ceiling {
+                pool.estimate[dimension] = max(floor, ceiling)
+                pool.lastAction[dimension] = CapacityAction(
+                    at: now,
+                    text: "another client uses ~\(Self.format(others)) \(name) of the shared key: estimate "
+                        + "\(Self.format(estimate)) → \(Self.format(max(floor, ceiling)))")
+                continue
+            }
+
+            var evidence = pool.lastQuotaAt[dimension]
+            if binding[dimension], let unattributedAt, unattributedAt > (evidence ?? -Double.infinity) {
+                evidence = unattributedAt
+            }
+            if let evidence, evidence > pool.holdUntil[dimension] ?? -Double.infinity, evidence >= now - short {
+                let served = window.throttledRate(dimension, unattributed: binding[dimension])
+                let target = min(estimate * settings.decreaseFactor, served ?? estimate * settings.decreaseFactor)
+                let cut = max(floor, target)
+                pool.estimate[dimension] = cut
+                pool.lastDecreaseAt[dimension] = now
+                pool.holdUntil[dimension] = now + settings.decreaseHoldSeconds
+                pool.lastAction[dimension] = CapacityAction(
+                    at: now,
+                    text: "quota exhausted: \(name) estimate \(Self.format(estimate)) → \(Self.format(cut))"
+                        + (served.map { " (served \(Self.format($0)) while throttled)" } ?? ""))
+                continue
+            }
+
+            let quiet =
+                (pool.lastQuotaAt[dimension] ?? -Double.infinity) < now - short
+                && (unattributedAt ?? -Double.infinity) < now - short && now >= pool.holdUntil[dimension] ?? now
+            let used = window.rate(dimension) / max(estimate, .leastNonzeroMagnitude)
+            let room = ceiling.map { estimate < $0 } ?? true
+            if quiet, room, pool.circuit == .closed, !pool.latencyDegrading, used >= settings.probeUtilisation,
+                elapsed > 0
+            {
+                let step = settings.probeStep * (pool.reference[dimension] ?? estimate) * elapsed / 60
+                let raised = min(ceiling ?? .infinity, estimate + step)
+                pool.estimate[dimension] = raised
+                pool.lastAction[dimension] = CapacityAction(
+                    at: now,
+                    text: "probing up: \(name) utilisation \(percent(used)) with no quota errors, estimate "
+                        + "\(Self.format(estimate)) → \(Self.format(raised))")
+            } else if used < CapacityEstimation.evidenceUtilisation, window.coverage > 0 {
+                signals.append("\(name) utilisation \(percent(used)) is below 50%: no evidence to probe up")
+            }
+        }
+        for dimension in RateDimension.allCases {
+            if let action = pool.lastAction[dimension], action.at >= now - short { signals.append(action.text) }
+        }
+    }
+
+    /// Others' use of a shared key per minute, from the newest fresh `remaining` statement: the
+    /// provider's used amount (`limit − remaining`) minus what we served in the header window before it
+    /// (slices rounded outward, so our own traffic is never under-counted). Zero when not measurable
+    /// (stale statement, a window longer than the short window, a pool not watched for the whole header
+    /// window — our own earlier traffic would be missing) or within `shared_tolerance`.
+    private func sharedUse(_ dimension: RateDimension) -> Double {
+        guard let sample = pool.remaining[dimension], sample.at >= now - settings.shortWindowSeconds,
+            sample.windowSeconds <= settings.shortWindowSeconds + 1e-9,
+            let first = pool.firstEventAt, first <= sample.at - sample.windowSeconds
+        else { return 0 }
+        let from = pool.fine.index(of: sample.at - sample.windowSeconds)
+        let to = pool.fine.index(of: sample.at)
+        var ours = 0.0
+        for slice in pool.fine.slots where slice.index >= from && slice.index <= to {
+            ours += dimension == .rpm ? slice.servedRequests : slice.servedTokens
+        }
+        let others = max(0, sample.limit - sample.remaining - ours) * 60 / sample.windowSeconds
+        let limit = sample.limit * 60 / sample.windowSeconds
+        return others > settings.sharedTolerance * limit ? others : 0
+    }
+
+    // MARK: Latency
+
+    private mutating func evaluateLatency(_ window: ShortWindow) -> (
+        short: LatencyPercentiles, long: LatencyPercentiles
+    ) {
+        let scale = LogLinearScale.latency
+        var long = [Double](repeating: 0, count: scale.count)
+        var baseline = [Double](repeating: 0, count: scale.count)
+        var longSamples = 0.0
+        var baselineSamples = 0.0
+        // The baseline excludes the coarse slices the short window overlaps.
+        let recent = pool.coarse.index(of: now - settings.shortWindowSeconds)
+        for (slice, _) in pool.coarse.window(settings.longWindowSeconds, now: now, notBefore: -Double.infinity) {
+            slice.latency.merge(into: &long)
+            longSamples += Double(slice.latency.total)
+            if slice.index < recent {
+                slice.latency.merge(into: &baseline)
+                baselineSamples += Double(slice.latency.total)
+            }
+        }
+        func percentiles(_ counts: [Double], _ total: Double) -> LatencyPercentiles {
+            LatencyPercentiles(
+                p50: scale.quantile(0.5, of: counts, total: total, integral: false),
+                p95: scale.quantile(0.95, of: counts, total: total, integral: false),
+                p99: scale.quantile(0.99, of: counts, total: total, integral: false), samples: Int(total))
+        }
+        let shortPercentiles = percentiles(window.latency, window.latencySamples)
+        let minimum = Double(settings.latencyMinSamples)
+        if window.latencySamples >= minimum, baselineSamples >= minimum, let recentP95 = shortPercentiles.p95,
+            let baseP95 = scale.quantile(0.95, of: baseline, total: baselineSamples, integral: false), baseP95 > 0
+        {
+            let ratio = recentP95 / baseP95
+            if !pool.latencyDegrading, ratio >= settings.latencyRatio {
+                pool.latencyDegrading = true
+                pool.degradingSince = now
+            } else if pool.latencyDegrading, ratio < settings.latencyRecoverRatio {
+                pool.latencyDegrading = false
+                pool.degradingSince = nil
+            }
+            if pool.latencyDegrading || ratio >= settings.latencyRecoverRatio {
+                signals.append(
+                    "short-window p95 \(Self.format(recentP95)) ms vs baseline p95 \(Self.format(baseP95)) ms"
+                        + " (×\(Self.format(ratio, digits: 2)))")
+            }
+        }
+        if pool.latencyDegrading {
+            alerts.append(
+                LoopAlert(
+                    kind: "upstream_degrading", severity: .warning, upstream: pool.upstream,
+                    message: "\(pool.upstream): latency rising against its baseline; safe capacity lowered to "
+                        + "\(percent(settings.degradeFactor)) of the estimate",
+                    since: pool.degradingSince ?? now))
+        }
+        return (shortPercentiles, percentiles(long, longSamples))
+    }
+
+    // MARK: Health
+
+    /// Moves the circuit breaker and returns the task classes to shed.
+    private mutating func evaluateCircuit(_ window: ShortWindow) -> [String] {
+        let attempts = window.attempts
+        let overloads = window.count(.overloaded)
+        let ratio = attempts > 0 ? Double(overloads) / Double(attempts) : 0
+        let lastOverload = pool.lastOverloadAt ?? -Double.infinity
+        switch pool.circuit {
+        case .closed:
+            if attempts >= settings.circuitMinAttempts, ratio >= settings.circuitOpenRatio {
+                pool.circuit = .open
+                pool.circuitSince = now
+                pool.circuitOpenedAt = now
+            }
+        case .open:
+            if now - lastOverload >= settings.circuitQuietSeconds {
+                pool.circuit = .halfOpen
+                pool.circuitSince = now
+            }
+        case .halfOpen:
+            if lastOverload >= (pool.circuitSince ?? now) {
+                pool.circuit = .open
+                pool.circuitSince = now
+            } else if now - (pool.circuitSince ?? now) >= settings.circuitQuietSeconds {
+                pool.circuit = .closed
+                pool.circuitSince = now
+                pool.circuitOpenedAt = nil
+            }
+        }
+        var shed: [TaskClass] = []
+        switch pool.circuit {
+        case .closed:
+            break
+        case .open:
+            shed = ratio >= settings.circuitSevereRatio ? [.background, .batch, .interactive] : [.background, .batch]
+        case .halfOpen:
+            shed = [.background]
+        }
+        let names = shed.map(\.rawValue)
+        if pool.circuit != .closed {
+            let phase = pool.circuit == .open ? "circuit open" : "circuit half-open (probing)"
+            signals.append(
+                "overloaded: \(overloads) of \(attempts) attempts (\(percent(ratio))) in the last "
+                    + "\(seconds(settings.shortWindowSeconds)); \(phase), shedding \(names.joined(separator: ", "))")
+            alerts.append(
+                LoopAlert(
+                    kind: "circuit_open", severity: .critical, upstream: pool.upstream,
+                    message: "\(pool.upstream) is overloaded: \(phase); gateways fail fast "
+                        + names.joined(separator: ", "),
+                    since: pool.circuitOpenedAt ?? now))
+        }
+        return names
+    }
+
+    private mutating func evaluateHealth(_ window: ShortWindow) -> UpstreamState {
+        let attempts = window.attempts
+        let short = settings.shortWindowSeconds
+        let quota = window.count(.quotaExhausted)
+        if quota > 0 {
+            if pool.throttledSince == nil { pool.throttledSince = now }
+            signals.insert(
+                "quota exhausted: \(quota) of \(attempts) attempts answered 429 in the last \(seconds(short))", at: 0)
+            alerts.append(
+                LoopAlert(
+                    kind: "upstream_throttled", severity: .warning, upstream: pool.upstream,
+                    message: "\(pool.upstream) answers 429 (quota exhausted); capacity estimate cut",
+                    since: pool.throttledSince ?? now))
+        } else {
+            pool.throttledSince = nil
+        }
+
+        let errors = window.count(.serverError) + window.count(.timeout)
+        let failing = attempts >= settings.circuitMinAttempts && Double(errors) / Double(attempts) >= errorRate
+        if failing {
+            if pool.errorsSince == nil { pool.errorsSince = now }
+            signals.append(
+                "server errors and timeouts: \(errors) of \(attempts) attempts "
+                    + "(\(percent(Double(errors) / Double(attempts)))) in the last \(seconds(short))")
+            alerts.append(
+                LoopAlert(
+                    kind: "upstream_errors", severity: .warning, upstream: pool.upstream,
+                    message: "\(pool.upstream): \(percent(Double(errors) / Double(attempts))) of attempts fail "
+                        + "with server errors or timeouts",
+                    since: pool.errorsSince ?? now))
+        } else {
+            pool.errorsSince = nil
+        }
+
+        if let last = pool.lastSpendCapAt, last >= now - short {
+            if pool.spendCapSince == nil { pool.spendCapSince = now }
+            let type = pool.spendCapErrorType.map { " (\($0))" } ?? ""
+            signals.append("spend cap reached\(type): retrying cannot help; capacity unchanged")
+            alerts.append(
+                LoopAlert(
+                    kind: "spend_cap", severity: .critical, upstream: pool.upstream,
+                    message: "\(pool.upstream): the provider refuses on a spend or billing cap\(type); "
+                        + "raise the cap with the provider",
+                    since: pool.spendCapSince ?? now))
+        } else {
+            pool.spendCapSince = nil
+        }
+
+        if pool.circuit != .closed { return .overloaded }
+        if quota > 0 { return .throttled }
+        if pool.latencyDegrading || failing { return .degrading }
+        return .healthy
+    }
+
+    private func confidence() -> Double {
+        let long = now - settings.longWindowSeconds
+        var source = 0.3
+        if let seen = pool.headerSeenAt, seen >= long {
+            source = 1
+        } else if declared.rpm != nil || declared.tpm != nil {
+            source = 0.6
+        }
+        let recentCut = RateDimension.allCases.contains { (pool.lastDecreaseAt[$0] ?? -Double.infinity) >= long }
+        let stability = recentCut ? 0.75 : 1
+        let version = (pool.versionChangedAt ?? -Double.infinity) >= long ? 0.5 : 1
+        return source * stability * version
+    }
+
+    // MARK: Formatting
+
+    static func format(_ value: Double, digits: Int = 1) -> String { SignalText.number(value, digits: digits) }
+
+    private func percent(_ fraction: Double) -> String { SignalText.percent(fraction) }
+
+    private func seconds(_ value: Double) -> String { SignalText.seconds(value) }
+}

@@ -1,0 +1,533 @@
+import AllotCore
+import AllotLog
+import AllotProtocol
+import AllotStore
+import AllotTime
+
+/// The Allocation Publisher (SPEC 7), one of the loop's four actors: turns each tick's allocation
+/// into an immutable, versioned snapshot, persists it, then makes it visible and wakes the
+/// long-polls; answers gateways' polls with their slices; tracks each gateway's enforced version.
+///
+/// The contract it keeps:
+/// - **Persisted before visible.** A version is committed to SQLite (`snapshots`) before any
+///   request can see it, so what a gateway enforces is always on disk.
+/// - **Versions only increase**, across restarts too: the next version is always above every
+///   stored one, and a version number is never reused even when its write failed (it may have
+///   reached the disk). A crash between persist and publish leaves a version nobody saw; a restart
+///   serves it, then goes on above it.
+/// - **Make-before-break** (``Transition``): shrinks first, growth once the gateways enforcing
+///   the shrunk tenants have confirmed the shrunk version in their `If-None-Match`, or once one
+///   refresh interval (`refresh_ms`) has passed (at most two when ticks keep moving capacity).
+/// - **Drain**: ``drain(now:)`` publishes a version whose lease has already expired (every
+///   gateway falls back to floors) and stops publishing tick decisions until ``resume()``.
+///
+/// Reads (``poll(gateway:condition:wait:)``, ``current``, ``gatewayStatuses(now:policy:)``) do not
+/// enter the actor: they use lock-protected state, so thousands of polls per second never queue
+/// behind a publish.
+public actor AllocationPublisher {
+    /// Publisher settings (policy-independent).
+    public struct Configuration: Sendable {
+        /// Snapshots kept in SQLite (the newest is never pruned).
+        public var keepSnapshots: Int
+        /// The smallest share of a tenant's allocation a gateway that serves it receives (SPEC 7).
+        public var minimumGatewayShare: Double
+        /// Publish shrinks before growth (SPEC 7). Off only for baselines and experiments.
+        public var makeBeforeBreak: Bool
+        /// Most gateways remembered.
+        public var maxGateways: Int
+
+        /// - Parameters:
+        ///   - keepSnapshots: Default 16.
+        ///   - minimumGatewayShare: Default 0.05 (5 % of the tenant's allocation).
+        ///   - makeBeforeBreak: Default true.
+        ///   - maxGateways: Default 20,000.
+        public init(
+            keepSnapshots: Int = 16, minimumGatewayShare: Double = 0.05, makeBeforeBreak: Bool = true,
+            maxGateways: Int = 20_000
+        ) {
+            self.keepSnapshots = max(1, keepSnapshots)
+            self.minimumGatewayShare = min(max(0, minimumGatewayShare), 1)
+            self.makeBeforeBreak = makeBeforeBreak
+            self.maxGateways = max(1, maxGateways)
+        }
+    }
+
+    /// What one call to ``publish(_:now:)`` did.
+    public struct Outcome: Sendable {
+        /// The versions made visible, oldest first (none while drained).
+        public var published: [PublishedSnapshot]
+        /// Growth was held back for make-before-break: the target follows later.
+        public var held: Bool
+    }
+
+    /// A make-before-break transition in progress: the shrink is published, the target waits.
+    private struct Pending {
+        var target: SnapshotContent
+        var shrinkVersion: Int64
+        var deadline: Double
+        /// When the first of a run of transitions published its shrink: growth waits at most two
+        /// refresh intervals from there, even when every tick moves capacity again.
+        var startedAt: Double
+    }
+
+    public nonisolated let store: any SnapshotPersistence
+    public nonisolated let clock: any AllotClock
+    public nonisolated let configuration: Configuration
+    nonisolated let board = SnapshotBoard()
+    nonisolated let registry: GatewayRegistry
+    private let logger: Logger
+    private var nextVersion: Int64 = 1
+    private var pending: Pending?
+    private var deadlineTask: Task<Void, Never>?
+    private var drainedAt: Double?
+    private var gate = SerialGate()
+    private var drift = DriftMonitor()
+    private var published: @Sendable (PublishedSnapshot) -> Void = { _ in }
+
+    /// - Parameters:
+    ///   - store: Where snapshots are persisted (``AllotStore/SnapshotStore`` on the service's database).
+    ///   - clock: Long-poll deadlines and the make-before-break wait.
+    public init(
+        store: any SnapshotPersistence, clock: any AllotClock, configuration: Configuration = Configuration(),
+        logger: Logger = .disabled
+    ) {
+        self.store = store
+        self.clock = clock
+        self.configuration = configuration
+        self.logger = logger
+        self.registry = GatewayRegistry(capacity: configuration.maxGateways)
+    }
+
+    /// Calls `observer` after each version becomes visible (metrics, logs).
+    public func onPublish(_ observer: @escaping @Sendable (PublishedSnapshot) -> Void) {
+        published = observer
+    }
+
+    // MARK: Restart
+
+    /// Serves the newest persisted snapshot at once (SPEC 7: before the first tick) and continues
+    /// its version sequence; resumes a make-before-break transition it was in the middle of.
+    ///
+    /// The version sequence continues above the newest stored version even when that snapshot
+    /// cannot be decoded (the error is then thrown, and nothing is served until the first tick).
+    ///
+    /// - Returns: The snapshot now served, or nil when none was ever published.
+    @discardableResult
+    public func restore(contacts: [GatewayContactRecord] = []) async throws -> PublishedSnapshot? {
+        registry.restore(contacts)
+        nextVersion = max(nextVersion, try await store.newestVersion() + 1)
+        guard let record = try await store.latest() else { return nil }
+        let content = try Self.content(body: record.body, slices: record.slices)
+        let snapshot = PublishedSnapshot(content: content, kind: record.kind, body: record.body)
+        board.publish(snapshot)
+        if let stored = record.pending {
+            let target = try Self.content(body: stored.body, slices: stored.slices)
+            let refresh = Double(content.snapshot.refreshMs) / 1000
+            let deadline = content.snapshot.generatedAt + refresh
+            pending = Pending(
+                target: target, shrinkVersion: record.version, deadline: deadline,
+                startedAt: content.snapshot.generatedAt)
+            _ = registry.setBarrier(version: record.version, gateways: Set(content.plan.gateways))
+            scheduleDeadline(deadline, version: record.version)
+        }
+        logger.info(
+            "serving the last persisted snapshot",
+            [
+                "version": .int(record.version), "kind": .string(record.kind.rawValue),
+                "pending_growth": .bool(record.pending != nil),
+            ])
+        return snapshot
+    }
+
+    /// Rebuilds a version's content from its stored JSON and slice plan.
+    static func content(body: [UInt8], slices: [UInt8]) throws(LoopStateError) -> SnapshotContent {
+        let snapshot: Snapshot
+        do {
+            snapshot = try Snapshot(decoding: body)
+        } catch {
+            throw LoopStateError(component: "snapshot", message: error.description)
+        }
+        let plan = try SlicePlan(decoding: slices)
+        guard plan.tenants.count == snapshot.tenants.count || plan.tenants.isEmpty else {
+            throw LoopStateError(
+                component: "slice plan",
+                message: "\(plan.tenants.count) tenant slices for \(snapshot.tenants.count) tenants")
+        }
+        return SnapshotContent(snapshot: snapshot, plan: plan)
+    }
+
+    // MARK: Publishing
+
+    /// Publishes a tick's target: at once when it is safe, else its shrinks now and its growth once
+    /// the gateways confirm (make-before-break). Does nothing while drained.
+    ///
+    /// - Parameters:
+    ///   - target: The tick's content (``SnapshotAssembler/content(decision:observer:classifier:policy:policyVersion:gateways:minimumShare:)``).
+    ///   - now: The tick's time: `generated_at`, and `expires_at = now + lease`.
+    /// - Throws: The database's error when the version could not be persisted (nothing became
+    ///   visible; the previous version keeps being served).
+    @discardableResult
+    public func publish(_ target: SnapshotContent, now: Double) async throws -> Outcome {
+        await enter()
+        defer { leave() }
+        guard drainedAt == nil else { return Outcome(published: [], held: false) }
+        var startedAt = now
+        var stillWaiting = Set<String>()
+        if let pending {
+            if now < pending.deadline, let barrier = registry.barrier, !barrier.waiting.isEmpty {
+                startedAt = pending.startedAt
+                stillWaiting = barrier.waiting
+            }
+            // The new target supersedes the old one; its growth is never published as such.
+            self.pending = nil
+        }
+        cancelDeadline()
+        registry.clearBarrier()
+        let holding = !stillWaiting.isEmpty
+        let step: Transition.Step =
+            configuration.makeBeforeBreak
+            ? Transition.step(from: board.current?.content, to: target, holdGrowth: holding)
+            : Transition.Step(publish: target, held: false, shrunkGateways: [])
+        guard step.held else {
+            let version = try await commit(target, kind: .tick, now: now)
+            return Outcome(published: [version], held: false)
+        }
+        let shrink = try await commit(step.publish, kind: .shrink, now: now, pending: target)
+        let refresh = Double(target.snapshot.refreshMs) / 1000
+        let deadline = min(now + refresh, startedAt + 2 * refresh)
+        pending = Pending(target: target, shrinkVersion: shrink.version, deadline: deadline, startedAt: startedAt)
+        // Only gateways that poll with their id can confirm; the target's plan already leaves out
+        // the ones that went away.
+        let targetGateways = Set(target.plan.gateways)
+        let waitFor = step.shrunkGateways.union(stillWaiting).filter {
+            targetGateways.contains($0) && registry.contact($0) != nil
+        }
+        if registry.setBarrier(version: shrink.version, gateways: waitFor) || deadline <= now {
+            let growth = try await completePending(now: now)
+            return Outcome(published: [shrink] + (growth.map { [$0] } ?? []), held: true)
+        }
+        scheduleDeadline(deadline, version: shrink.version)
+        logger.debug(
+            "growth held for make-before-break",
+            ["version": .int(shrink.version), "waiting_gateways": .int(Int64(waitFor.count))])
+        return Outcome(published: [shrink], held: true)
+    }
+
+    /// Publishes the held growth now if the gateways have all confirmed the shrink (called when a
+    /// poll clears the barrier) or its wait is over.
+    public func releaseHeldGrowth(now: Double? = nil) async throws {
+        await enter()
+        defer { leave() }
+        guard let pending else { return }
+        let now = now ?? clock.now
+        let clear = registry.barrier.map(\.waiting.isEmpty) ?? true
+        guard clear || now >= pending.deadline else { return }
+        _ = try await completePending(now: now)
+    }
+
+    /// Whether growth is held back waiting for gateways.
+    public var isHoldingGrowth: Bool { pending != nil }
+
+    /// The gateways a held growth is still waiting for.
+    public nonisolated var waitingGateways: Set<String> { registry.barrier?.waiting ?? [] }
+
+    /// `allot drain` (SPEC 7): publishes the current allocation with a lease that has already
+    /// expired (`expires_at = generated_at`), so every gateway moves to `fallback`, and stops
+    /// publishing tick decisions until ``resume()``. Drops any held growth.
+    ///
+    /// - Throws: ``PublisherError`` (`no_snapshot`) when nothing was ever published; the
+    ///   database's error when the drain version could not be persisted.
+    @discardableResult
+    public func drain(now: Double) async throws -> PublishedSnapshot {
+        await enter()
+        defer { leave() }
+        guard let current = board.current else {
+            throw PublisherError(
+                code: "no_snapshot", message: "nothing has been published yet: there is nothing to drain")
+        }
+        pending = nil
+        cancelDeadline()
+        registry.clearBarrier()
+        var content = current.content
+        content.snapshot.gateway = nil
+        let drained = try await commit(content, kind: .drain, now: now, lease: 0)
+        drainedAt = now
+        logger.notice("drained: every gateway falls back to floors", ["version": .int(drained.version)])
+        return drained
+    }
+
+    /// Ends a drain: the next tick publishes normally again.
+    public func resume() {
+        guard drainedAt != nil else { return }
+        drainedAt = nil
+        logger.notice("drain ended: publishing resumes at the next tick")
+    }
+
+    /// When the current drain began (nil when not drained).
+    public var drainedSince: Double? { drainedAt }
+
+    /// Answers every held long-poll now and every later one at once (server shutdown, SPEC 13).
+    public nonisolated func shutDown() {
+        board.shutDown()
+    }
+
+    private func completePending(now: Double) async throws -> PublishedSnapshot? {
+        guard let pending else { return nil }
+        self.pending = nil
+        cancelDeadline()
+        registry.clearBarrier()
+        return try await commit(pending.target, kind: .growth, now: now)
+    }
+
+    /// Persists `content` as the next version, then makes it visible.
+    private func commit(
+        _ content: SnapshotContent, kind: SnapshotRecord.Kind, now: Double, pending: SnapshotContent? = nil,
+        lease: Double? = nil
+    ) async throws -> PublishedSnapshot {
+        var content = content
+        let leaseSeconds = lease ?? max(0, content.snapshot.expiresAt - content.snapshot.generatedAt)
+        content.snapshot.generatedAt = now
+        content.snapshot.expiresAt = now + leaseSeconds
+        var attempt = 0
+        while true {
+            content.snapshot.version = nextVersion
+            // Taken before the write: a failed write may still have reached the disk, and a
+            // version must never be served with two different contents.
+            nextVersion += 1
+            let snapshot = PublishedSnapshot(content: content, kind: kind)
+            let record = SnapshotRecord(
+                version: snapshot.version, generatedMs: EpochTime.milliseconds(fromSeconds: now),
+                expiresMs: EpochTime.milliseconds(fromSeconds: content.snapshot.expiresAt), kind: kind,
+                policyVersion: content.snapshot.policyVersion, body: snapshot.body, slices: content.plan.encoded(),
+                pending: pending.map { ($0.snapshot.encoded(), $0.plan.encoded()) })
+            do {
+                try await store.save(record, keep: configuration.keepSnapshots)
+            } catch let error as SnapshotVersionError where attempt == 0 {
+                // Someone stored newer versions (a restored database, another process): go above them.
+                attempt += 1
+                nextVersion = max(nextVersion, error.newest + 1)
+                logger.warning("snapshot version sequence moved ahead", ["newest": .int(error.newest)])
+                continue
+            }
+            board.publish(snapshot)
+            published(snapshot)
+            return snapshot
+        }
+    }
+
+    private func scheduleDeadline(_ deadline: Double, version: Int64) {
+        cancelDeadline()
+        let clock = self.clock
+        deadlineTask = Task { [weak self] in
+            do {
+                try await clock.sleep(until: deadline)
+            } catch {
+                return
+            }
+            await self?.deadlineReached(version: version)
+        }
+    }
+
+    private func cancelDeadline() {
+        deadlineTask?.cancel()
+        deadlineTask = nil
+    }
+
+    private func deadlineReached(version: Int64) async {
+        guard pending?.shrinkVersion == version else { return }
+        do {
+            try await releaseHeldGrowth(now: max(clock.now, pending?.deadline ?? 0))
+        } catch {
+            logger.error("publishing held growth failed", ["error": .string("\(error)")])
+        }
+    }
+
+    private func barrierCleared() async {
+        do {
+            try await releaseHeldGrowth()
+        } catch {
+            logger.error("publishing held growth failed", ["error": .string("\(error)")])
+        }
+    }
+
+    private func enter() async {
+        if gate.tryEnter() { return }
+        await withCheckedContinuation { gate.enqueue($0) }
+    }
+
+    private func leave() {
+        gate.leave()
+    }
+
+    // MARK: Serving
+
+    /// The version being served, if any.
+    public nonisolated var current: PublishedSnapshot? { board.current }
+
+    /// Long-polls held now.
+    public nonisolated var watcherCount: Int { board.watcherCount }
+
+    /// One `GET /v1/snapshot` (SPEC 7), without HTTP.
+    ///
+    /// Records the poll (gateway contact and the version it enforces, from `condition`), then: no
+    /// snapshot yet → ``SnapshotPollResult/unavailable``; the gateway does not hold the current
+    /// version → the current one (its slice when `gateway` is given); it does and `wait` is 0 →
+    /// not modified; else waits up to `wait` seconds for a newer version (answered at once on
+    /// shutdown) → that version, or not modified.
+    ///
+    /// - Parameters:
+    ///   - gateway: The polling gateway's id (registers it); nil for the global view.
+    ///   - condition: The request's `If-None-Match`.
+    ///   - wait: Long-poll seconds, already validated (0…60).
+    public nonisolated func poll(gateway: String?, condition: SnapshotCondition, wait: Double) async
+        -> SnapshotPollResult
+    {
+        let now = clock.now
+        if let gateway, registry.record(gateway, enforcing: condition.enforcedVersion, now: now) {
+            Task { await self.barrierCleared() }
+        }
+        guard let current = board.current else { return .unavailable }
+        guard condition.matches(current.version) else {
+            return .modified(current, body: current.body(forGateway: gateway))
+        }
+        guard wait > 0, !board.isShutDown else { return .notModified(current) }
+        guard let newer = await board.wait(after: current.version, until: now + wait, clock: clock) else {
+            return .notModified(board.current ?? current)
+        }
+        return .modified(newer, body: newer.body(forGateway: gateway))
+    }
+
+    // MARK: Gateways
+
+    /// The gateways a tick splits allocations between (SPEC 7): those that polled within
+    /// `max(3 × interval, gateway_lag_s)`; those that polled before but not since are gone.
+    public nonisolated func gatewaySet(now: Double, policy: Policy) -> SnapshotAssembler.Gateways {
+        let (active, gone) = registry.partition(activeSince: now - Self.goneAfter(policy))
+        return SnapshotAssembler.Gateways(active: active, gone: gone)
+    }
+
+    static func goneAfter(_ policy: Policy) -> Double {
+        max(3 * policy.loop.intervalSeconds, policy.alerts.gatewayLagSeconds)
+    }
+
+    /// Every gateway heard from (`GET /v1/gateways`), sorted by id.
+    public nonisolated func gatewayStatuses(now: Double, policy: Policy) -> [GatewayStatus] {
+        let current = board.current
+        let refresh = policy.loop.intervalSeconds
+        return registry.contacts.map { contact in
+            var lagVersions: Int64?
+            var lagSeconds: Double?
+            if let enforced = contact.enforcedVersion, let current {
+                lagVersions = max(0, current.version - enforced)
+                lagSeconds = board.supersededAt(enforced).map { max(0, now - $0) } ?? 0
+            }
+            let silence = max(0, now - contact.lastContact)
+            let state: GatewayStatus.State
+            if silence >= policy.alerts.gatewayLagSeconds {
+                state = .silent
+            } else if let lagVersions, let lagSeconds {
+                state =
+                    lagVersions == 0
+                    ? .current
+                    : (lagVersions >= Int64(policy.alerts.gatewayLagVersions) && lagSeconds >= refresh
+                        ? .lagging : .behind)
+            } else {
+                state = .unknown
+            }
+            var tenants: [String] = []
+            if let current {
+                var seen = Set<String>()
+                for index in current.tenantIndices(forGateway: contact.id) {
+                    let id = current.snapshot.tenants[index].id
+                    if seen.insert(id).inserted { tenants.append(id) }
+                }
+                tenants.sort()
+            }
+            return GatewayStatus(
+                id: contact.id, state: state, enforcedVersion: contact.enforcedVersion, lagVersions: lagVersions,
+                lagSeconds: lagSeconds, firstContact: contact.firstContact, lastContact: contact.lastContact,
+                sinceContactSeconds: silence, polls: contact.polls, tenants: tenants)
+        }
+    }
+
+    /// `gateway_lag` and `drift` alerts for this tick (SPEC 7), and forgets gateways silent for
+    /// longer than `forget_after_s`.
+    ///
+    /// - Parameter allowance: Per tenant and upstream, the published rate plus burst credit rate.
+    public func review(
+        statuses: [TenantStatus], allowance: [AllocationKey: PerDimension<Double?>], policy: Policy, now: Double
+    ) -> [LoopAlert] {
+        registry.forget(before: now - policy.loop.forgetAfterSeconds)
+        var alerts: [LoopAlert] = []
+        for status in gatewayStatuses(now: now, policy: policy) {
+            switch status.state {
+            case .silent:
+                alerts.append(
+                    LoopAlert(
+                        kind: "gateway_lag", severity: .warning, gateway: status.id,
+                        message: "gateway \(status.id) has not polled for \(formatted(status.sinceContactSeconds)) s",
+                        since: status.lastContact + policy.alerts.gatewayLagSeconds))
+            case .lagging:
+                alerts.append(
+                    LoopAlert(
+                        kind: "gateway_lag", severity: .warning, gateway: status.id,
+                        message: "gateway \(status.id) enforces version \(status.enforcedVersion ?? 0), "
+                            + "\(status.lagVersions ?? 0) versions behind for \(formatted(status.lagSeconds ?? 0)) s",
+                        since: now - (status.lagSeconds ?? 0)))
+            case .current, .behind, .unknown:
+                break
+            }
+        }
+        alerts += drift.review(statuses: statuses, allowance: allowance, thresholds: policy.alerts, now: now)
+        // A held growth waiting for gateways that went away: they will never confirm.
+        if pending != nil, let barrier = registry.barrier {
+            let gone = gatewaySet(now: now, policy: policy).gone
+            if !barrier.waiting.isDisjoint(with: gone), registry.release(from: gone) {
+                Task { await self.barrierCleared() }
+            }
+        }
+        return alerts
+    }
+
+    /// Gateway contacts changed since the last call (for the checkpoint).
+    public nonisolated func changedContacts() -> [GatewayContactRecord] { registry.takeChanged() }
+
+    /// Every known gateway contact.
+    public nonisolated func contacts() -> [GatewayContact] { registry.contacts }
+}
+
+/// Where the Publisher persists snapshots before they become visible: ``AllotStore/SnapshotStore``
+/// in service; tests wrap it to pause or fail between persisting and publishing.
+public protocol SnapshotPersistence: Sendable {
+    /// Stores a snapshot durably; returns once committed. Refuses a version not above every stored one.
+    func save(_ record: SnapshotRecord, keep: Int) async throws
+    /// The newest stored snapshot.
+    func latest() async throws -> SnapshotRecord?
+    /// The newest stored version, 0 when none.
+    func newestVersion() async throws -> Int64
+}
+
+extension SnapshotStore: SnapshotPersistence {}
+
+/// The answer to one snapshot poll.
+public enum SnapshotPollResult: Sendable {
+    /// Nothing was ever published (HTTP 503 `no_snapshot`).
+    case unavailable
+    /// The gateway holds the current version (HTTP 304 with its ETag).
+    case notModified(PublishedSnapshot)
+    /// A version the gateway does not hold, with the bytes to send (its slice or the global view).
+    case modified(PublishedSnapshot, body: [UInt8])
+}
+
+/// A publisher operation that cannot be done, with a stable code.
+public struct PublisherError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var code: String
+    public var message: String
+
+    public init(code: String, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+}

@@ -1,0 +1,158 @@
+import AllotStore
+import AllotTime
+
+/// A gateway as the Publisher knows it from its snapshot polls (SPEC 7).
+public struct GatewayContact: Sendable, Hashable {
+    public var id: String
+    public var firstContact: Double
+    public var lastContact: Double
+    /// The newest version the gateway said it enforces (the version in its `If-None-Match`).
+    public var enforcedVersion: Int64?
+    public var polls: Int64
+
+    public init(id: String, firstContact: Double, lastContact: Double, enforcedVersion: Int64? = nil, polls: Int64 = 0)
+    {
+        self.id = id
+        self.firstContact = firstContact
+        self.lastContact = lastContact
+        self.enforcedVersion = enforcedVersion
+        self.polls = polls
+    }
+}
+
+/// Every gateway that polled, with the version it enforces and its last contact; and the
+/// make-before-break barrier: the gateways that must confirm a shrunk version before the growth
+/// it held back may be published (SPEC 7).
+///
+/// Updated on every poll from request handlers, so it is a lock, not an actor.
+final class GatewayRegistry: Sendable {
+    /// A shrunk version and the gateways that have not confirmed enforcing it yet.
+    struct Barrier: Sendable {
+        var version: Int64
+        var waiting: Set<String>
+    }
+
+    private struct State {
+        var contacts: [String: GatewayContact] = [:]
+        var barrier: Barrier?
+        var dirty: Set<String> = []
+    }
+
+    private let state = Locked(State())
+    /// Most gateways remembered: a client inventing ids cannot grow the table without bound.
+    let capacity: Int
+
+    init(capacity: Int = 20_000) {
+        self.capacity = max(1, capacity)
+    }
+
+    /// Records a poll from `gateway` at `now`, enforcing `version` when it said so.
+    ///
+    /// - Returns: true when this poll cleared the make-before-break barrier.
+    func record(_ gateway: String, enforcing version: Int64?, now: Double) -> Bool {
+        state.withLock { state in
+            if var contact = state.contacts[gateway] {
+                contact.lastContact = max(contact.lastContact, now)
+                if let version { contact.enforcedVersion = max(contact.enforcedVersion ?? .min, version) }
+                contact.polls += 1
+                state.contacts[gateway] = contact
+            } else {
+                guard state.contacts.count < capacity else { return false }
+                state.contacts[gateway] = GatewayContact(
+                    id: gateway, firstContact: now, lastContact: now, enforcedVersion: version, polls: 1)
+            }
+            state.dirty.insert(gateway)
+            guard var barrier = state.barrier, let version, version >= barrier.version,
+                barrier.waiting.remove(gateway) != nil
+            else { return false }
+            state.barrier = barrier
+            return barrier.waiting.isEmpty
+        }
+    }
+
+    /// Sets the barrier, keeping only the gateways that have not already confirmed `version`.
+    ///
+    /// - Returns: true when nobody has to confirm anything (the barrier is clear at once).
+    func setBarrier(version: Int64, gateways: Set<String>) -> Bool {
+        state.withLock { state in
+            let waiting = gateways.filter { (state.contacts[$0]?.enforcedVersion ?? .min) < version }
+            state.barrier = Barrier(version: version, waiting: waiting)
+            return waiting.isEmpty
+        }
+    }
+
+    /// Removes gateways from the barrier (they left: no contact for too long). Returns true when it
+    /// is then clear.
+    func release(from barrierGateways: Set<String>) -> Bool {
+        state.withLock { state in
+            guard var barrier = state.barrier else { return false }
+            barrier.waiting.subtract(barrierGateways)
+            state.barrier = barrier
+            return barrier.waiting.isEmpty
+        }
+    }
+
+    func clearBarrier() {
+        state.withLock { $0.barrier = nil }
+    }
+
+    var barrier: Barrier? { state.withLock { $0.barrier } }
+
+    /// Every contact, sorted by id.
+    var contacts: [GatewayContact] {
+        state.withLock { $0.contacts.values.sorted { $0.id < $1.id } }
+    }
+
+    func contact(_ id: String) -> GatewayContact? { state.withLock { $0.contacts[id] } }
+
+    /// Gateways heard from since `since`, sorted; and those heard from before but not since.
+    func partition(activeSince since: Double) -> (active: [String], gone: Set<String>) {
+        state.withLock { state in
+            var active: [String] = []
+            var gone = Set<String>()
+            for contact in state.contacts.values {
+                if contact.lastContact >= since { active.append(contact.id) } else { gone.insert(contact.id) }
+            }
+            return (active.sorted(), gone)
+        }
+    }
+
+    /// Loads saved contacts (a restart), keeping whichever is newer per gateway.
+    func restore(_ records: [GatewayContactRecord]) {
+        state.withLock { state in
+            for record in records.prefix(capacity) {
+                let restored = GatewayContact(
+                    id: record.id, firstContact: EpochTime.seconds(fromMilliseconds: record.firstContactMs),
+                    lastContact: EpochTime.seconds(fromMilliseconds: record.lastContactMs),
+                    enforcedVersion: record.enforcedVersion, polls: record.polls)
+                if let existing = state.contacts[record.id], existing.lastContact >= restored.lastContact { continue }
+                state.contacts[record.id] = restored
+            }
+        }
+    }
+
+    /// The contacts changed since the last call, as records to save.
+    func takeChanged() -> [GatewayContactRecord] {
+        state.withLock { state in
+            defer { state.dirty = [] }
+            return state.dirty.sorted().compactMap { state.contacts[$0] }.map(Self.record)
+        }
+    }
+
+    /// Forgets gateways not heard from since `before` (and returns them).
+    @discardableResult
+    func forget(before: Double) -> [String] {
+        state.withLock { state in
+            let old = state.contacts.values.filter { $0.lastContact < before }.map(\.id)
+            for id in old { state.contacts[id] = nil }
+            return old.sorted()
+        }
+    }
+
+    static func record(_ contact: GatewayContact) -> GatewayContactRecord {
+        GatewayContactRecord(
+            id: contact.id, firstContactMs: EpochTime.milliseconds(fromSeconds: contact.firstContact),
+            lastContactMs: EpochTime.milliseconds(fromSeconds: contact.lastContact),
+            enforcedVersion: contact.enforcedVersion, polls: contact.polls)
+    }
+}

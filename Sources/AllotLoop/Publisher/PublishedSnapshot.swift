@@ -1,0 +1,216 @@
+import AllotProtocol
+import AllotStore
+
+/// One published snapshot version: immutable, with its JSON encoded once (SPEC 7, and SPEC 13's
+/// 20,000 conditional requests per second: requests are answered from these bytes, never by
+/// encoding again).
+///
+/// Per-gateway slices are encoded lazily, once per (version, gateway), and cached here; the cache
+/// dies with the version.
+public final class PublishedSnapshot: Sendable {
+    /// The global view, with its version and lease.
+    public let content: SnapshotContent
+    public let kind: SnapshotRecord.Kind
+    /// The global view's JSON (what `GET /v1/snapshot` without `gateway` returns).
+    public let body: [UInt8]
+    /// The version quoted as an entity tag (RFC 9110 section 8.8.3), e.g. `"42"`.
+    public let etag: String
+    private let cache = Locked(SliceCache())
+
+    /// - Parameter body: The already encoded global view (a restored snapshot's stored bytes);
+    ///   encoded from `content` when nil.
+    init(content: SnapshotContent, kind: SnapshotRecord.Kind, body: [UInt8]? = nil) {
+        self.content = content
+        self.kind = kind
+        self.body = body ?? content.snapshot.encoded()
+        self.etag = "\"\(content.snapshot.version)\""
+    }
+
+    public var snapshot: Snapshot { content.snapshot }
+    public var version: Int64 { content.snapshot.version }
+    public var generatedAt: Double { content.snapshot.generatedAt }
+    public var expiresAt: Double { content.snapshot.expiresAt }
+
+    /// The bytes to serve to `gateway`: its slice, or the global view when nil.
+    public func body(forGateway gateway: String?) -> [UInt8] {
+        guard let gateway else { return body }
+        if let cached = cache.withLock({ $0.bodies[gateway] }) { return cached }
+        let known = index.position[gateway] != nil
+        let bytes = slice(forGateway: gateway).encoded()
+        // Only gateways of the plan are cached: any number of unknown ids may poll, and their
+        // (empty) slices are cheap to encode.
+        if known { cache.withLock { $0.bodies[gateway] = bytes } }
+        return bytes
+    }
+
+    /// The gateway's slice of this version (SPEC 7): the tenants it serves, each with the gateway's
+    /// part of the rates, bucket sizes, burst credit and fallback floors; upstreams, `default` and
+    /// task budgets as in the global view. A gateway the plan does not list gets no tenant entry.
+    public func slice(forGateway gateway: String) -> Snapshot {
+        var result = content.snapshot
+        result.gateway = gateway
+        let index = self.index
+        guard let position = index.position[gateway] else {
+            result.tenants = []
+            result.fallback.tenants = []
+            return result
+        }
+        let global = content.snapshot
+        let parts = index.parts(of: position, gatewayCount: content.plan.gateways.count, tenants: global.tenants)
+        var tenants: [TenantEntry] = []
+        var fallback: [FallbackEntry] = []
+        tenants.reserveCapacity(parts.count)
+        for part in parts {
+            let entry = global.tenants[part.tenant]
+            let share = Share(entry: entry, rpm: part.rpm, tpm: part.tpm, gatewayCount: part.count)
+            tenants.append(share.apply(to: entry, rpm: part.rpm, tpm: part.tpm))
+            if let fallbackIndex = index.fallback[Key(id: entry.id, upstream: entry.upstream)] {
+                fallback.append(share.apply(to: global.fallback.tenants[fallbackIndex]))
+            }
+        }
+        result.tenants = tenants
+        result.fallback.tenants = fallback
+        return result
+    }
+
+    /// The tenant entries `gateway` receives a slice of (global indices), in snapshot order.
+    public func tenantIndices(forGateway gateway: String) -> [Int] {
+        let index = self.index
+        guard let position = index.position[gateway] else { return [] }
+        return index.parts(of: position, gatewayCount: content.plan.gateways.count, tenants: content.snapshot.tenants)
+            .map(\.tenant)
+    }
+
+    // MARK: Index
+
+    private struct Key: Hashable {
+        var id: String
+        var upstream: String
+    }
+
+    private struct Part {
+        var tenant: Int
+        var rpm: Double
+        var tpm: Double
+        /// Gateways the tenant is split between (for an even split, and as the last-resort share).
+        var count: Int
+    }
+
+    /// Which tenants each gateway of the plan serves, built once per version on first use.
+    private struct SliceIndex: Sendable {
+        var position: [String: Int] = [:]
+        /// Per gateway position: (tenant index, rpm, tpm, slices of that tenant).
+        var listed: [[(tenant: Int, rpm: Double, tpm: Double, count: Int)]] = []
+        /// Tenants split evenly between every gateway of the plan.
+        var even: [Int] = []
+        var fallback: [Key: Int] = [:]
+
+        /// Merges the listed and even tenants of one gateway in tenant order.
+        func parts(of position: Int, gatewayCount: Int, tenants: [TenantEntry]) -> [Part] {
+            let listed = self.listed[position]
+            var parts: [Part] = []
+            parts.reserveCapacity(listed.count + even.count)
+            var i = 0
+            var j = 0
+            while i < listed.count || j < even.count {
+                if j >= even.count || (i < listed.count && listed[i].tenant < even[j]) {
+                    parts.append(
+                        Part(tenant: listed[i].tenant, rpm: listed[i].rpm, tpm: listed[i].tpm, count: listed[i].count))
+                    i += 1
+                } else {
+                    let entry = tenants[even[j]]
+                    parts.append(
+                        Part(
+                            tenant: even[j], rpm: SlicePlan.evenPart(entry.rpm.rate, count: gatewayCount),
+                            tpm: SlicePlan.evenPart(entry.tpm.rate, count: gatewayCount), count: gatewayCount))
+                    j += 1
+                }
+            }
+            return parts
+        }
+    }
+
+    private struct SliceCache {
+        var index: SliceIndex?
+        var bodies: [String: [UInt8]] = [:]
+    }
+
+    private var index: SliceIndex {
+        if let built = cache.withLock({ $0.index }) { return built }
+        let built = buildIndex()
+        cache.withLock { if $0.index == nil { $0.index = built } }
+        return built
+    }
+
+    private func buildIndex() -> SliceIndex {
+        let plan = content.plan
+        var index = SliceIndex()
+        for (position, gateway) in plan.gateways.enumerated() { index.position[gateway] = position }
+        index.listed = Array(repeating: [], count: plan.gateways.count)
+        for tenant in content.snapshot.tenants.indices {
+            guard tenant < plan.tenants.count, let slices = plan.tenants[tenant] else {
+                if !plan.gateways.isEmpty { index.even.append(tenant) }
+                continue
+            }
+            for slice in slices where Int(slice.gateway) < plan.gateways.count {
+                index.listed[Int(slice.gateway)].append((tenant, slice.rpm, slice.tpm, slices.count))
+            }
+        }
+        for (position, entry) in content.snapshot.fallback.tenants.enumerated() {
+            index.fallback[Key(id: entry.id, upstream: entry.upstream)] = position
+        }
+        return index
+    }
+}
+
+/// A gateway's fraction of a tenant's allocation, per dimension.
+struct Share {
+    var rpm: Double
+    var tpm: Double
+
+    /// The slice's fraction of the entry in each dimension; a dimension whose global rate is zero
+    /// takes the other dimension's fraction, or an even share.
+    init(entry: TenantEntry, rpm: Double, tpm: Double, gatewayCount: Int) {
+        let even = 1 / Double(max(1, gatewayCount))
+        let byRPM = entry.rpm.rate > 0 ? min(1, max(0, rpm / entry.rpm.rate)) : nil
+        let byTPM = entry.tpm.rate > 0 ? min(1, max(0, tpm / entry.tpm.rate)) : nil
+        self.rpm = byRPM ?? byTPM ?? even
+        self.tpm = byTPM ?? byRPM ?? even
+    }
+
+    /// The tenant entry with the slice's rates; bucket sizes and burst credit scaled by the share
+    /// (an RPM bucket keeps room for one request, as the engine's buckets do).
+    func apply(to entry: TenantEntry, rpm: Double, tpm: Double) -> TenantEntry {
+        var sliced = entry
+        sliced.rpm = Bucket(
+            rate: rpm, burst: Self.burst(entry.rpm.burst * self.rpm, rate: rpm, requests: true, global: entry.rpm.burst)
+        )
+        sliced.tpm = Bucket(
+            rate: tpm,
+            burst: Self.burst(entry.tpm.burst * self.tpm, rate: tpm, requests: false, global: entry.tpm.burst))
+        if let credit = entry.burstCredit {
+            sliced.burstCredit = AllotProtocol.BurstCredit(
+                calls: credit.calls * self.rpm, tokens: credit.tokens * self.tpm, expiresAt: credit.expiresAt)
+        }
+        return sliced
+    }
+
+    /// The fallback floors scaled by the share: the slices' fallbacks sum to the tenant's floor.
+    func apply(to entry: FallbackEntry) -> FallbackEntry {
+        var sliced = entry
+        sliced.rpm = Bucket(
+            rate: entry.rpm.rate * rpm,
+            burst: Self.burst(
+                entry.rpm.burst * rpm, rate: entry.rpm.rate * rpm, requests: true, global: entry.rpm.burst))
+        sliced.tpm = Bucket(
+            rate: entry.tpm.rate * tpm,
+            burst: Self.burst(
+                entry.tpm.burst * tpm, rate: entry.tpm.rate * tpm, requests: false, global: entry.tpm.burst))
+        return sliced
+    }
+
+    private static func burst(_ scaled: Double, rate: Double, requests: Bool, global: Double) -> Double {
+        guard rate > 0 else { return 0 }
+        return requests ? max(scaled, min(1, global)) : scaled
+    }
+}

@@ -1,0 +1,142 @@
+import AllotCore
+import AllotLog
+import AllotLoop
+import AllotMetrics
+import AllotSQLite
+import AllotStore
+import AllotTime
+
+/// What the operator API stands on (SPEC 8, 9): the operators' tables (tokens, audit, overrides,
+/// proposals, burst requests), the telemetry store (registry of tenants, rollups for history and
+/// costs), the policy in force, and the running loop (its latest reports and decision).
+///
+/// The loop is attached once it runs (``attach(_:)``); until then the API answers from the tables
+/// and the policy alone (tenants known from telemetry and policy, declared capacities, no
+/// allocations). The loop reads operator inputs through ``inputs``.
+public final class OperatorConsole: Sendable {
+    public let store: OperatorStore
+    public let tokens: TokenStore
+    public let issuer: TokenIssuer
+    public let audit: AuditLog
+    public let telemetry: TelemetryStore
+    public let authenticator: TokenAuthenticator
+    public let clock: any AllotClock
+    public let logger: Logger
+    public let metrics: MetricsRegistry
+    /// The SQLite-backed operator inputs to give the loop (`LoopRunner.open(operators:)`).
+    public let inputs: StoredOperatorInputs
+    /// The policy in force and its version (hot-reloaded).
+    let policy: @Sendable () -> (policy: Policy, version: String)
+    /// The policy watcher's current rejection, if the files on disk are invalid.
+    let policyError: @Sendable () async -> (message: String, at: Double)?
+    private let loopSlot = Locked<LoopRunner?>(nil)
+    let capacityHistory = Locked(CapacityHistory())
+    let usageCache = Locked<UpstreamUsageCache?>(nil)
+
+    /// - Parameters:
+    ///   - pool: The service's database (migrated).
+    ///   - telemetry: The telemetry store on the same pool.
+    ///   - policy: The policy in force and its version, read per request.
+    ///   - policyError: The policy watcher's current rejection (for `/v1/alerts`).
+    ///   - metrics: Where the operator and report metrics are registered.
+    public init(
+        pool: DatabasePool, telemetry: TelemetryStore, clock: any AllotClock, logger: Logger,
+        metrics: MetricsRegistry, policy: @escaping @Sendable () -> (policy: Policy, version: String),
+        policyError: @escaping @Sendable () async -> (message: String, at: Double)? = { nil }
+    ) {
+        store = OperatorStore(pool: pool)
+        tokens = TokenStore(pool: pool)
+        issuer = TokenIssuer(store: tokens)
+        audit = AuditLog(pool: pool)
+        self.telemetry = telemetry
+        self.clock = clock
+        self.logger = logger.labelled("operators")
+        self.metrics = metrics
+        self.policy = policy
+        self.policyError = policyError
+        authenticator = TokenAuthenticator(tokens: tokens, clock: clock, metrics: metrics, logger: logger)
+        inputs = StoredOperatorInputs(store: store, logger: logger.labelled("operators"))
+        OperatorMetrics.register(self)
+    }
+
+    /// Connects the running loop: its view feeds tenants, upstreams, alerts, gateways and metrics.
+    public func attach(_ loop: LoopRunner) {
+        loopSlot.value = loop
+    }
+
+    /// The attached loop, if any.
+    public var loop: LoopRunner? { loopSlot.value }
+
+    /// The loop's latest reports and decision, if a loop is attached.
+    var view: LoopView? { loopSlot.value?.view }
+
+    /// The version of the snapshot being served, if any.
+    var snapshotVersion: Int64? { loopSlot.value?.publisher.current?.version }
+
+    /// First start (SPEC 8): creates the admin token when the token table is empty, writes it to
+    /// `DIR/admin-token` (mode 0600, never overwritten) and hands a notice for the person starting
+    /// the service to `announce` (printed once, on stderr). Does nothing when tokens exist.
+    public func bootstrapAdminToken(
+        directory: DataDirectory, announce: @Sendable (String) -> Void
+    ) async throws {
+        guard
+            let outcome = try await issuer.bootstrapAdmin(tokenFile: directory.adminTokenPath, now: clock.now)
+        else { return }
+        var notice = "allot: created the first admin token (shown once): \(outcome.issued.secret)\n"
+        if outcome.wroteFile {
+            notice += "allot: it is also in \(directory.adminTokenPath) (mode 0600)."
+        } else {
+            notice += "allot: it was NOT written to a file: \(outcome.fileError ?? "unknown error"); keep it now."
+        }
+        notice += " Create more with `allot tokens create --role ROLE --name NAME`."
+        announce(notice)
+        logger.notice(
+            "first admin token created",
+            ["token_id": .string(outcome.issued.record.id), "file_written": .bool(outcome.wroteFile)])
+    }
+
+    /// Appends the audit record of a policy reload (SPEC 8: policy reloads are audited).
+    public func recordPolicyReload(
+        source: String, from old: (version: String, files: [String]), to new: (version: String, files: [String])
+    ) async {
+        let entry = AuditEntry(
+            atMs: EpochTime.milliseconds(fromSeconds: clock.now), actor: "policy-watcher", action: "policy.reload",
+            subject: source,
+            before: ["version": .string(old.version), "files": .array(old.files.map { .string($0) })],
+            after: ["version": .string(new.version), "files": .array(new.files.map { .string($0) })],
+            reason: "policy files changed")
+        do {
+            try await audit.append(entry)
+        } catch {
+            logger.error("cannot audit a policy reload", ["error": .string("\(error)")])
+        }
+    }
+}
+
+/// The loop's operator inputs, read from and recorded to the operators' tables (SPEC 6.5, 6.7,
+/// 6.8): overrides in force, SREs' resolutions of engine proposals, pending burst requests.
+public struct StoredOperatorInputs: OperatorInputs {
+    public let store: OperatorStore
+    let logger: Logger
+
+    public init(store: OperatorStore, logger: Logger = .disabled) {
+        self.store = store
+        self.logger = logger
+    }
+
+    public func inputs(now: Double) async throws -> OperatorInputBatch {
+        let read = try await store.inputs(now: now)
+        return OperatorInputBatch(
+            overrides: read.overrides, resolutions: read.resolutions, burstRequests: read.burstRequests)
+    }
+
+    /// Records the decision; a failure is logged and the inputs are offered again next tick
+    /// (at-least-once: the engine ignores a resolution it already applied).
+    public func record(_ decision: Decision, now: Double) async {
+        do {
+            try await store.record(decision, now: now)
+        } catch {
+            logger.error("cannot record the operators' side of a decision", ["error": .string("\(error)")])
+        }
+    }
+}

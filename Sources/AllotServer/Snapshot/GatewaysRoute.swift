@@ -1,0 +1,117 @@
+import AllotCore
+import AllotHTTP
+import AllotJSON
+import AllotLoop
+import AllotTime
+
+/// `GET /v1/gateways` (SPEC sections 7 and 9): every gateway that polled for snapshots, with the
+/// version it enforces, how far behind it is, its last contact and the tenants it receives slices of.
+///
+/// ```json
+/// {"version": 42, "gateways": [{"id": "gw-1", "state": "current", "enforced_version": 42,
+///   "lag_versions": 0, "lag_s": 0, "first_contact": "…", "last_contact": "…", "since_contact_s": 1.2,
+///   "polls": 310, "tenant_count": 2, "tenants": ["acme", "globex"]}]}
+/// ```
+///
+/// `state` is `current`, `behind`, `lagging` (by the policy's `gateway_lag_versions` for at least one
+/// refresh: alerted), `silent` (no poll for `gateway_lag_s`: alerted) or `unknown` (it never sent
+/// `If-None-Match`). `tenants` lists at most ``maxTenantsListed`` ids (`tenants_truncated` is then true).
+public struct GatewaysRoute: Sendable {
+    public let publisher: AllocationPublisher
+    /// The policy in force (lag thresholds, interval), read per request.
+    public var policy: @Sendable () -> Policy
+    public var clock: any AllotClock
+
+    public static let path = "/v1/gateways"
+    public static let maxTenantsListed = 1000
+
+    public init(publisher: AllocationPublisher, policy: @escaping @Sendable () -> Policy, clock: any AllotClock) {
+        self.publisher = publisher
+        self.policy = policy
+        self.clock = clock
+    }
+
+    public func respond(to request: HTTPRequest) async -> HTTPResponse {
+        let statuses = publisher.gatewayStatuses(now: clock.now, policy: policy())
+        var writer = JSONWriter(capacity: 256 + statuses.count * 256)
+        writer.beginObject()
+        if let version = publisher.current?.version {
+            writer.field("version", version)
+        } else {
+            writer.key("version"); writer.valueNull()
+        }
+        writer.key("gateways")
+        writer.beginArray()
+        for status in statuses {
+            writer.beginObject()
+            writer.field("id", status.id)
+            writer.field("state", status.state.rawValue)
+            writer.key("enforced_version")
+            if let version = status.enforcedVersion { writer.value(version) } else { writer.valueNull() }
+            writer.key("lag_versions")
+            if let lag = status.lagVersions { writer.value(lag) } else { writer.valueNull() }
+            writer.field("lag_s", status.lagSeconds)
+            writer.field("first_contact", RFC3339.format(status.firstContact))
+            writer.field("last_contact", RFC3339.format(status.lastContact))
+            writer.field("since_contact_s", status.sinceContactSeconds)
+            writer.field("polls", status.polls)
+            writer.field("tenant_count", status.tenants.count)
+            writer.key("tenants")
+            writer.beginArray()
+            for tenant in status.tenants.prefix(Self.maxTenantsListed) { writer.value(tenant) }
+            writer.endArray()
+            if status.tenants.count > Self.maxTenantsListed { writer.field("tenants_truncated", true) }
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.endObject()
+        return .json(bytes: writer.bytes)
+    }
+}
+
+/// `POST /v1/drain` and `DELETE /v1/drain` (admin; SPEC 7, `allot drain`): drain publishes the
+/// current allocation with a lease that has already expired, so every gateway moves to its
+/// `fallback` floors (before maintenance), and holds tick publishing until the drain is ended
+/// (`DELETE`) or the server restarts.
+///
+/// `POST` answers `{"drained": true, "version": N, "generated_at": "…", "expires_at": "…"}`; 409
+/// `no_snapshot` when nothing was published yet; 503 `database_unavailable` when the drain
+/// version cannot be persisted. `DELETE` answers `{"drained": false}`.
+public struct DrainRoute: Sendable {
+    public let publisher: AllocationPublisher
+    public var clock: any AllotClock
+
+    public static let path = "/v1/drain"
+
+    public init(publisher: AllocationPublisher, clock: any AllotClock) {
+        self.publisher = publisher
+        self.clock = clock
+    }
+
+    /// `POST`: drains now.
+    public func drain(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
+        let snapshot: PublishedSnapshot
+        do {
+            snapshot = try await publisher.drain(now: clock.now)
+        } catch let error as PublisherError {
+            throw HTTPError.conflict(error.message, code: error.code)
+        } catch {
+            throw HTTPError(
+                .serviceUnavailable, code: "database_unavailable",
+                message: "the drain could not be persisted: \(error)",
+                headers: ["Retry-After": "1"])
+        }
+        return .json(
+            [
+                "drained": true, "version": .int(snapshot.version),
+                "generated_at": .string(RFC3339.format(snapshot.generatedAt)),
+                "expires_at": .string(RFC3339.format(snapshot.expiresAt)),
+            ])
+    }
+
+    /// `DELETE`: ends the drain; the next tick publishes normally.
+    public func resume(_ request: HTTPRequest) async -> HTTPResponse {
+        await publisher.resume()
+        return .json(["drained": false])
+    }
+}

@@ -1,0 +1,104 @@
+import AllotHTTP
+import AllotLoop
+
+/// `GET /v1/snapshot?gateway=ID&wait=SECONDS` (SPEC sections 7 and 9): the gateway protocol.
+///
+/// | request | status | body |
+/// |---|---|---|
+/// | no snapshot published yet | 503 + `Retry-After: 1` | `no_snapshot` |
+/// | `If-None-Match` names the current version (or is `*`), no `wait` | 304 + `ETag` | none |
+/// | the same with `wait=S` | held until a newer version (200) or `S` seconds pass (304); answered at once on shutdown | |
+/// | anything else | 200 + `ETag` | the snapshot: the gateway's slice with `gateway`, else the global view |
+/// | `wait` not a number of seconds in 0…60, `gateway` not 1–128 of `[A-Za-z0-9._:/-]` | 400 | `invalid_parameter`, `field` naming it |
+///
+/// The `ETag` is the version, quoted (RFC 9110 section 8.8.3): `"42"`. `If-None-Match` is read
+/// leniently (``AllotLoop/SnapshotCondition``): quoted, weak, unquoted and lists are accepted. The
+/// version a gateway sends there is recorded as the version it enforces (its lag and last contact
+/// appear in `GET /v1/gateways`); an unknown gateway id simply registers. Responses carry
+/// `Cache-Control: no-cache`: a cache in between must always revalidate.
+///
+/// The body is served from bytes encoded once per version (and once per gateway slice), and a
+/// held long-poll costs no thread: 5,000 of them are woken by one publish.
+///
+/// Authentication, metrics and the route's registration are the server's; this is the handler.
+public struct SnapshotRoute: Sendable {
+    public let publisher: AllocationPublisher
+
+    /// The route's path.
+    public static let path = "/v1/snapshot"
+    /// The longest long-poll (SPEC 7: up to 60 s).
+    public static let maxWaitSeconds = 60.0
+
+    /// - Parameters:
+    ///   - publisher: The loop's publisher (`LoopRunner.publisher`).
+    ///   - shutdownSignal: The server's; held long-polls are answered (304) as soon as it triggers.
+    public init(publisher: AllocationPublisher, shutdownSignal: ShutdownSignal? = nil) {
+        self.publisher = publisher
+        shutdownSignal?.onShutdown { [publisher] in publisher.shutDown() }
+    }
+
+    /// Handles one request. Throws only ``AllotHTTP/HTTPError`` (400, 503).
+    public func respond(to request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
+        let wait = try Self.wait(request.queryValue("wait"))
+        let gateway = try Self.gateway(request.queryValue("gateway"))
+        let condition = SnapshotCondition.parse(request.headers.values(for: "If-None-Match").joined(separator: ","))
+        switch await publisher.poll(gateway: gateway, condition: condition, wait: wait) {
+        case .unavailable:
+            throw HTTPError(
+                .serviceUnavailable, code: "no_snapshot",
+                message: "no allocation snapshot has been published yet; retry shortly",
+                headers: ["Retry-After": "1"])
+        case .notModified(let snapshot):
+            return HTTPResponse(
+                status: .notModified, headers: ["ETag": snapshot.etag, "Cache-Control": "no-cache"])
+        case .modified(let snapshot, let body):
+            return .json(bytes: body, headers: ["ETag": snapshot.etag, "Cache-Control": "no-cache"])
+        }
+    }
+
+    /// `wait`: absent → 0; otherwise a decimal number of seconds from 0 to 60.
+    static func wait(_ value: String?) throws(HTTPError) -> Double {
+        guard let value else { return 0 }
+        guard !value.isEmpty, value.count <= 16,
+            value.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == UInt8(ascii: ".") }),
+            let seconds = Double(value), seconds.isFinite, seconds >= 0, seconds <= maxWaitSeconds
+        else {
+            throw HTTPError.badRequest(
+                "wait must be a number of seconds from 0 to \(Int(maxWaitSeconds)), got '\(value.prefix(32))'",
+                code: "invalid_parameter", field: "wait")
+        }
+        return seconds
+    }
+
+    /// `gateway`: absent → the global view; otherwise a gateway id as telemetry accepts them.
+    static func gateway(_ value: String?) throws(HTTPError) -> String? {
+        guard let value else { return nil }
+        guard GatewayID.isValid(value) else {
+            throw HTTPError.badRequest(
+                "gateway must be 1-\(GatewayID.maxLength) characters of \(GatewayID.charset)",
+                code: "invalid_parameter", field: "gateway")
+        }
+        return value
+    }
+}
+
+/// Gateway ids, as telemetry's `gateway` field accepts them (SPEC 3).
+enum GatewayID {
+    static let maxLength = 128
+    static let charset = "[A-Za-z0-9._:/-]"
+
+    static func isValid(_ id: String) -> Bool {
+        let bytes = id.utf8
+        guard !bytes.isEmpty, bytes.count <= maxLength else { return false }
+        return bytes.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"),
+                UInt8(ascii: "/"), UInt8(ascii: "-"):
+                true
+            default:
+                false
+            }
+        }
+    }
+}

@@ -1,0 +1,162 @@
+import AllotJSON
+import AllotSQLite
+
+/// An API token as the database knows it (SPEC 8): never the secret, only its metadata. The
+/// secret's SHA-256 is stored beside it but never leaves ``TokenStore`` except for the
+/// constant-time comparison at authentication.
+public struct TokenRecord: Sendable, Hashable {
+    /// Public, non-secret id (`tok-` and 12 hex digits): what `allot tokens list` shows and
+    /// `allot tokens revoke` takes.
+    public var id: String
+    /// Who or what the token is for; the audit log's "who".
+    public var name: String
+    /// `gateway`, `operator`, `sre` or `admin`.
+    public var role: String
+    public var createdMs: Int64
+    /// `cli`, `first-start`, or the admin token name that created it over HTTP.
+    public var createdBy: String
+    /// Last successful authentication (refreshed at most about once a minute).
+    public var lastUsedMs: Int64?
+    public var revokedMs: Int64?
+    public var revokedBy: String?
+
+    public init(
+        id: String, name: String, role: String, createdMs: Int64, createdBy: String, lastUsedMs: Int64? = nil,
+        revokedMs: Int64? = nil, revokedBy: String? = nil
+    ) {
+        self.id = id
+        self.name = name
+        self.role = role
+        self.createdMs = createdMs
+        self.createdBy = createdBy
+        self.lastUsedMs = lastUsedMs
+        self.revokedMs = revokedMs
+        self.revokedBy = revokedBy
+    }
+
+    public var isRevoked: Bool { revokedMs != nil }
+
+    /// The record as JSON for listings and audit records (no secret, no hash).
+    public var json: JSON {
+        [
+            "id": .string(id), "name": .string(name), "role": .string(role), "created_ms": .int(createdMs),
+            "created_by": .string(createdBy), "last_used_ms": lastUsedMs.map(JSON.int) ?? .null,
+            "revoked": .bool(isRevoked), "revoked_ms": revokedMs.map(JSON.int) ?? .null,
+            "revoked_by": revokedBy.map(JSON.string) ?? .null,
+        ]
+    }
+}
+
+/// The `api_tokens` table. Creation and revocation append their audit record in the same
+/// transaction.
+public struct TokenStore: Sendable {
+    public let pool: DatabasePool
+
+    public init(pool: DatabasePool) {
+        self.pool = pool
+    }
+
+    /// Stores a new token by its hash (lowercase hex SHA-256, 64 characters) and audits it.
+    /// The caller generated the secret and shows it once; it never reaches this function.
+    public func create(_ record: TokenRecord, hash: String, audit: AuditEntry) async throws {
+        try await pool.write { connection in
+            try connection.run(
+                """
+                INSERT INTO api_tokens (id, name, role, token_hash, created_ms, created_by)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """,
+                record.id, record.name, record.role, hash, record.createdMs, record.createdBy)
+            try AuditLog.append(audit, on: connection)
+        }
+    }
+
+    /// Creates `record` only when the table has no token at all (first start of `allot serve`).
+    /// Returns false, changing nothing, when any token (even a revoked one) exists.
+    public func createFirst(_ record: TokenRecord, hash: String, audit: AuditEntry) async throws -> Bool {
+        try await pool.write { connection in
+            let count = try connection.queryValue("SELECT count(*) FROM api_tokens")?.int64 ?? 0
+            guard count == 0 else { return false }
+            try connection.run(
+                """
+                INSERT INTO api_tokens (id, name, role, token_hash, created_ms, created_by)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """,
+                record.id, record.name, record.role, hash, record.createdMs, record.createdBy)
+            try AuditLog.append(audit, on: connection)
+            return true
+        }
+    }
+
+    /// Every token, oldest first.
+    public func all() async throws -> [TokenRecord] {
+        try await pool.read { connection in
+            try connection.queryAll("SELECT \(Self.columns) FROM api_tokens ORDER BY created_ms, id") {
+                Self.record($0)
+            }
+        }
+    }
+
+    /// The token `id`, or nil.
+    public func token(id: String) async throws -> TokenRecord? {
+        try await pool.read { connection in
+            try connection.queryOne("SELECT \(Self.columns) FROM api_tokens WHERE id = ?", id) { Self.record($0) }
+        }
+    }
+
+    /// The token whose stored hash is `hash`, with that stored hash (for the caller's
+    /// constant-time comparison), or nil. Revoked tokens are returned too: the caller refuses them.
+    public func token(hash: String) async throws -> (record: TokenRecord, storedHash: String)? {
+        try await pool.read { connection in
+            try connection.queryOne("SELECT \(Self.columns), token_hash FROM api_tokens WHERE token_hash = ?", hash) {
+                (Self.record($0), $0.string(8) ?? "")
+            }
+        }
+    }
+
+    /// Revokes token `id` and audits it. Returns the record before and after; nil when there is no
+    /// such token. Revoking a revoked token changes nothing and appends no record (`before ==
+    /// after`).
+    public func revoke(
+        id: String, atMs: Int64, by actor: String, audit: @escaping @Sendable (TokenRecord, TokenRecord) -> AuditEntry
+    ) async throws -> (before: TokenRecord, after: TokenRecord)? {
+        try await pool.write { connection in
+            guard
+                let before = try connection.queryOne(
+                    "SELECT \(Self.columns) FROM api_tokens WHERE id = ?", id, map: { Self.record($0) })
+            else { return nil }
+            guard !before.isRevoked else { return (before, before) }
+            try connection.run(
+                "UPDATE api_tokens SET revoked_ms = ?, revoked_by = ? WHERE id = ?", atMs, actor, id)
+            var after = before
+            after.revokedMs = atMs
+            after.revokedBy = actor
+            try AuditLog.append(audit(before, after), on: connection)
+            return (before, after)
+        }
+    }
+
+    /// Records a successful use (not audited: it is not a change anyone made).
+    public func touch(id: String, atMs: Int64) async throws {
+        try await pool.write { connection in
+            try connection.run(
+                "UPDATE api_tokens SET last_used_ms = ? WHERE id = ? AND (last_used_ms IS NULL OR last_used_ms < ?)",
+                atMs, id, atMs)
+        }
+    }
+
+    /// How many tokens exist, revoked ones included.
+    public func count() async throws -> Int {
+        try await pool.read { connection in
+            Int(try connection.queryValue("SELECT count(*) FROM api_tokens")?.int64 ?? 0)
+        }
+    }
+
+    private static let columns = "id, name, role, created_ms, created_by, last_used_ms, revoked_ms, revoked_by"
+
+    private static func record(_ row: SQLiteRow) -> TokenRecord {
+        TokenRecord(
+            id: row.string(0) ?? "", name: row.string(1) ?? "", role: row.string(2) ?? "", createdMs: row.int64(3),
+            createdBy: row.string(4) ?? "", lastUsedMs: row.optionalInt64(5), revokedMs: row.optionalInt64(6),
+            revokedBy: row.string(7))
+    }
+}

@@ -1,0 +1,57 @@
+import AllotCommands
+import Foundation
+import Testing
+
+/// `allot tokens create|list|revoke` against a data directory (SPEC 8).
+@Suite struct TokensCommandTests {
+    @Test func createPrintsTheTokenOnceListShowsNoSecretRevokeMarksIt() async throws {
+        let data = try temporaryDirectory()
+        let created = await runCLI(["tokens", "create", "--role", "sre", "--name", "alice", "--data", data])
+        #expect(created.code == 0)
+        let token = created.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(token.hasPrefix("allot_"))
+        #expect(token.count == 58)
+        #expect(created.err.contains("(role sre, name \"alice\")"))
+        #expect(created.err.contains("shown only now"))
+
+        let listed = await runCLI(["tokens", "list", "--data", data])
+        #expect(listed.code == 0)
+        let lines = listed.out.split(separator: "\n")
+        #expect(lines.first?.hasPrefix("ID") == true)
+        #expect(lines.first?.contains("LAST USED") == true)
+        #expect(lines.count == 2)
+        #expect(lines[1].contains("alice"))
+        #expect(lines[1].contains("sre"))
+        #expect(!listed.out.contains(token))
+        #expect(!listed.out.contains(String(token.dropFirst(6).prefix(12))))
+        let id = String(lines[1].split(separator: " ").first ?? "")
+        #expect(id.hasPrefix("tok-"))
+
+        let revoked = await runCLI(["tokens", "revoke", id, "--data", data])
+        #expect(revoked.code == 0)
+        #expect(revoked.out == "revoked \(id) (alice, sre)")
+        let after = await runCLI(["tokens", "list", "--data", data])
+        let row = after.out.split(separator: "\n")[1]
+        #expect(!row.hasSuffix(" -"))  // the REVOKED column has a time now
+
+        let unknown = await runCLI(["tokens", "revoke", "tok-000000000000", "--data", data])
+        #expect(unknown.code == 1)
+        #expect(unknown.err.contains("no token tok-000000000000"))
+    }
+
+    @Test func createValidatesRoleAndName() async throws {
+        let data = try temporaryDirectory()
+        let role = await runCLI(["tokens", "create", "--role", "root", "--name", "x", "--data", data])
+        #expect(role.code == 2)
+        #expect(role.err.contains("root"))
+        let name = await runCLI(["tokens", "create", "--role", "gateway", "--name", "  ", "--data", data])
+        #expect(name.code == 2)
+        #expect(name.err.contains("--name"))
+        let missing = await runCLI(["tokens", "create", "--name", "x", "--data", data])
+        #expect(missing.code == 2)
+        #expect(missing.err.contains("--role"))
+        let bare = await runCLI(["tokens"])
+        #expect(bare.code == 2)
+        #expect(bare.err.contains("create"))
+    }
+}

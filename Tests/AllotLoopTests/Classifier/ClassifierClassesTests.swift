@@ -1,0 +1,220 @@
+import AllotCore
+import AllotSignals
+import AllotStore
+import Foundation
+import Testing
+
+@testable import AllotLoop
+
+@Suite("Consumption Classifier: classes, suspects, starvation (SPEC 5)")
+struct ClassifierClassesTests {
+    typealias F = ClassifierFixtures
+    let t0 = ClassifierFixtures.t0
+
+    @Test func coldStartBlendsTheTierPrior() throws {
+        let policy = F.policy(
+            coldStartSamples: 30,
+            upstreams: [UpstreamPolicy(id: F.pool, capacity: PerDimension(rpm: 1000, tpm: 100_000))])
+        var run = ClassifierRun(policy: policy, start: t0)
+        var report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) }
+        var observation = try #require(F.observation(report))
+        let w = F.weight(5, 60)
+        // c = 10 / 30; the prior is 1 % of C = capacity × (1 − 0.05).
+        #expect(observation.tenantClass == .coldStart)
+        #expect(observation.samples == 10)
+        #expect(F.close(observation.confidence, 1.0 / 3))
+        #expect(F.close(observation.demand.rpm, 120 * w / 3 + 9.5 * 2 / 3))
+        #expect(F.close(observation.demand.tpm, 18_000 * w / 3 + 950 * 2 / 3))
+
+        // The Observer's estimate, where given, replaces the declared capacity for the prior.
+        report = run.tick(capacities: [F.pool: PerDimension(rpm: 2000, tpm: nil)]) { script, from, to in
+            F.served(&script, 10, from: from, to: to)
+        }
+        observation = try #require(F.observation(report))
+        let observed = try #require(F.status(report)?.servedShort)
+        #expect(F.close(observation.demand.rpm, observed.rpm * 2 / 3 + 19 * 1 / 3))
+        #expect(F.close(observation.demand.tpm, observed.tpm * 2 / 3 + 950 * 1 / 3))
+
+        report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) }
+        observation = try #require(F.observation(report))
+        #expect(observation.tenantClass != .coldStart)
+        #expect(observation.confidence == 1)
+        #expect(observation.demand == F.status(report)?.servedShort)
+    }
+
+    @Test func idleAfterNoDemandForIdleAfter() throws {
+        var run = ClassifierRun(start: t0)
+        _ = run.tick { script, from, _ in [script.event(at: from + 4, prompt: 10, completion: 10)] }  // t0 + 4
+        var report = run.tick(after: 299)  // t0 + 304: 300 s since the last demand
+        #expect(F.status(report)?.tenantClass == .idle)
+        // Attempts that are not demand (a 429) do not wake it; a queued request does.
+        report = run.tick { script, from, _ in [script.event(at: from + 1, outcome: .quotaExhausted)] }
+        #expect(F.status(report)?.tenantClass == .idle)
+        report = run.tick { script, from, _ in [script.event(at: from + 1, outcome: .queued, estimated: 50)] }
+        #expect(F.status(report)?.tenantClass != .idle)
+    }
+
+    @Test func steadyThenALegitimateBurstThatIsNotSuspect() throws {
+        var run = ClassifierRun(start: t0)
+        let allocation = [F.acme: PerDimension<Double>(rpm: 1000, tpm: 1_000_000)]
+        var report = run.tick { _, _, _ in [] }
+        for _ in 0..<240 {  // 20 minutes at 60 per minute
+            report = run.tick(allocations: allocation) { script, from, to in F.served(&script, 5, from: from, to: to) }
+        }
+        var status = try #require(F.status(report))
+        #expect(status.tenantClass == .steady)
+        // From nothing, 20 minutes in: the long window has not caught up yet.
+        let short = 60 * (1 - exp(-1200.0 / 60))
+        let long = 60 * (1 - exp(-1200.0 / 900))
+        #expect(F.close(status.trend, short / long - 1, tolerance: 1e-9))
+        #expect(F.close(status.peakToAverage, short / long, tolerance: 1e-9))
+        // 30 s at 300 per minute: short demand more than twice the long one.
+        for _ in 0..<6 {
+            report = run.tick(allocations: allocation) { script, from, to in F.served(&script, 25, from: from, to: to) }
+        }
+        status = try #require(F.status(report))
+        #expect(status.tenantClass == .bursting)
+        #expect(!status.suspect)
+        #expect(status.peakToAverage > 2)
+        // Back to normal: steady again once the short window forgets the burst.
+        for _ in 0..<60 {
+            report = run.tick(allocations: allocation) { script, from, to in F.served(&script, 5, from: from, to: to) }
+        }
+        #expect(F.status(report)?.tenantClass == .steady)
+        #expect(F.status(report)?.suspect == false)
+    }
+
+    @Test func sustainedOverAfterSustainedOverSeconds() throws {
+        var run = ClassifierRun(start: t0)
+        let allocation = [F.acme: PerDimension<Double>(rpm: 30, tpm: 1_000_000)]
+        var overFrom: Double?
+        for tick in 1...120 {
+            let report = run.tick(allocations: allocation) { script, from, to in
+                F.served(&script, 3, from: from, to: to)
+                    + script.spread(2, from: from, to: to) { script, at in
+                        script.event(at: at, outcome: .deniedLocal, estimated: 100, retry: 1)
+                    }
+            }
+            let status = try #require(F.status(report))
+            if overFrom == nil, status.demand.rpm > 30 { overFrom = run.now }
+            let sustained = overFrom.map { run.now - $0 >= 300 } ?? false
+            #expect((status.tenantClass == .sustainedOver) == sustained, "tick \(tick)")
+        }
+        #expect(overFrom != nil)
+    }
+
+    @Test func starvationIsRaisedAfterExactlyTheWindowAndCleared() throws {
+        var run = ClassifierRun(start: t0)
+        let allocation = [F.acme: PerDimension<Double>(rpm: 120, tpm: 1_000_000)]
+        // 60 served and 96 denied per minute: served < 0.7 × 120 while demand reaches 156 ≥ 120.
+        var starvingFrom: Double?
+        for tick in 1...120 {
+            let report = run.tick(allocations: allocation) { script, from, to in
+                F.served(&script, 5, from: from, to: to)
+                    + script.spread(8, from: from, to: to) { script, at in
+                        script.event(at: at, outcome: .deniedLocal, estimated: 100, retry: 1)
+                    }
+            }
+            let status = try #require(F.status(report))
+            if starvingFrom == nil, status.demand.rpm >= 120 { starvingFrom = run.now }
+            let expected = starvingFrom.map { run.now - $0 >= 300 } ?? false
+            #expect(status.starved == expected, "tick \(tick)")
+            let alerts = report.alerts.filter { $0.kind == "starved" }
+            #expect(alerts.count == (expected ? 1 : 0))
+            if expected {
+                #expect(status.starvedSince == starvingFrom)
+                #expect(alerts.first?.since == starvingFrom)
+                #expect(alerts.first?.tenant == "acme")
+                #expect(alerts.first?.severity == .critical)
+            }
+        }
+        #expect(starvingFrom != nil)
+        // Served recovers to 144 per minute: cleared at the first tick it is back above 0.7 × 120.
+        var cleared = false
+        for _ in 0..<40 {
+            let report = run.tick(allocations: allocation) { script, from, to in
+                F.served(&script, 12, from: from, to: to)
+            }
+            let status = try #require(F.status(report))
+            if status.servedShort.rpm >= 84 || status.demand.rpm < 120 { cleared = true }
+            #expect(status.starved == !cleared)
+            #expect(report.alerts.contains { $0.kind == "starved" } == !cleared)
+        }
+        #expect(cleared)
+    }
+
+    @Test func suspectWhenDemandOnlyFollowsAllocationRises() throws {
+        let gamer = AllocationKey(tenant: "gamer", upstream: F.pool)
+        let honest = AllocationKey(tenant: "honest", upstream: F.pool)
+        var run = ClassifierRun(start: t0)
+        var allocation = 120.0
+        var report = run.tick()
+        var rises = 0
+        for tick in 1...300 {
+            // After a 6-minute warm-up, surplus handed out every 2 minutes; the gamer's demand climbs to
+            // 80 % of whatever it holds, the honest tenant keeps wanting 96 per minute.
+            if tick >= 72, tick % 24 == 0 {
+                allocation *= 1.25
+                rises += 1
+            }
+            let perTick = Int((allocation * 0.8 / 12).rounded())
+            let allocations = [
+                gamer: PerDimension(rpm: allocation, tpm: 1e9), honest: PerDimension(rpm: allocation, tpm: 1e9),
+            ]
+            report = run.tick(allocations: allocations) { script, from, to in
+                F.served(&script, perTick, from: from, to: to, tenant: "gamer")
+                    + F.served(&script, 8, from: from, to: to, tenant: "honest")
+            }
+        }
+        #expect(rises == 10)
+        let status = try #require(F.status(report, gamer))
+        #expect(status.suspect)
+        #expect(status.suspectReasons.contains { $0.hasPrefix("demand rose after ") })
+        #expect(report.alerts.contains { $0.kind == "suspect_tenant" && $0.tenant == "gamer" })
+        #expect(F.observation(report, gamer)?.suspect == true)
+        #expect(F.status(report, honest)?.suspect == false)
+    }
+
+    @Test func suspectOnDeniedFloodsNeverRetried() throws {
+        var run = ClassifierRun(start: t0)
+        var report = run.tick()
+        for _ in 0..<120 {
+            report = run.tick { script, from, to in
+                F.served(&script, 1, from: from, to: to)
+                    // The flood: denied, never retried.
+                    + script.spread(10, from: from, to: to) { script, at in
+                        script.event(at: at, outcome: .deniedLocal, estimated: 50)
+                    }
+                    // A legitimate tenant denied as often retries a third of them.
+                    + F.served(&script, 1, from: from, to: to, tenant: "patient")
+                    + script.spread(15, from: from, to: to) { script, at in
+                        script.event(
+                            at: at, tenant: "patient", outcome: .deniedLocal, estimated: 50,
+                            retry: Int(((at - from) * 3).rounded()) % 3 == 0 ? 1 : 0)
+                    }
+            }
+        }
+        let status = try #require(F.status(report))
+        #expect(status.suspect)
+        #expect(status.suspectReasons.count == 1)
+        #expect(status.suspectReasons.first?.hasPrefix("denied flood: ") == true)
+        #expect(status.suspectReasons.first?.hasSuffix("(90.9% of demand), 0% retried") == true)
+        let patient = try #require(F.status(report, AllocationKey(tenant: "patient", upstream: F.pool)))
+        #expect(!patient.suspect)
+        #expect(F.close(patient.retryRatio, 5.0 / 16, tolerance: 1e-6))
+    }
+
+    @Test func suspectOnNearEmptyRequests() throws {
+        var run = ClassifierRun(start: t0)
+        var report = run.tick()
+        for _ in 0..<24 {
+            report = run.tick { script, from, to in
+                F.served(&script, 20, from: from, to: to, prompt: 3, completion: 2)
+                    + F.served(&script, 20, from: from, to: to, tenant: "chatty", prompt: 30, completion: 20)
+            }
+        }
+        let status = try #require(F.status(report))
+        #expect(status.suspectReasons == ["near-empty requests: 100% of served requests carry at most 16 tokens"])
+        #expect(F.status(report, AllocationKey(tenant: "chatty", upstream: F.pool))?.suspect == false)
+    }
+}

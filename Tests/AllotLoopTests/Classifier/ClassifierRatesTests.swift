@@ -1,0 +1,158 @@
+import AllotCore
+import AllotSignals
+import AllotStore
+import Foundation
+import Testing
+
+@testable import AllotLoop
+
+@Suite("Consumption Classifier: rates, demand, tokens, gateways (SPEC 5)")
+struct ClassifierRatesTests {
+    typealias F = ClassifierFixtures
+    let t0 = ClassifierFixtures.t0
+
+    @Test func exactTimeDecayEWMAsOverIrregularTicks() throws {
+        var run = ClassifierRun(start: t0)
+        // First tick: Δ is the loop interval (5 s); 10 served in it → 120 per minute.
+        var report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) }
+        var status = try #require(F.status(report))
+        var short = 120 * F.weight(5, 60)
+        var long = 120 * F.weight(5, 900)
+        #expect(F.close(status.servedShort.rpm, short))
+        #expect(F.close(status.servedLong.rpm, long))
+        #expect(F.close(status.servedShort.tpm, short * 150))
+        #expect(F.close(status.demand.rpm, short))
+        #expect(status.samples == 10)
+        #expect(status.tenantClass == .bursting)  // from nothing to 120 per minute
+
+        // An empty tick: pure decay.
+        report = run.tick()
+        status = try #require(F.status(report))
+        short *= exp(-5.0 / 60)
+        long *= exp(-5.0 / 900)
+        #expect(F.close(status.servedShort.rpm, short))
+        #expect(F.close(status.servedLong.rpm, long))
+
+        // A late tick (12 s): 6 events → 30 per minute over the tick.
+        report = run.tick(after: 12) { script, from, to in F.served(&script, 6, from: from, to: to) }
+        status = try #require(F.status(report))
+        short = short * exp(-12.0 / 60) + 30 * F.weight(12, 60)
+        long = long * exp(-12.0 / 900) + 30 * F.weight(12, 900)
+        #expect(F.close(status.servedShort.rpm, short))
+        #expect(F.close(status.servedLong.rpm, long))
+        #expect(F.close(status.tokensPerRequest, 150))
+        #expect(F.close(status.trend, short / long - 1))
+        #expect(status.samples == 16)
+        #expect(status.lastActivityAt == t0 + 10 + 12 * 5 / 6)  // the last of 6 events spread over the tick
+
+        // Observation and status agree (no cold start here).
+        let observation = try #require(F.observation(report))
+        #expect(observation.served == status.servedShort)
+        #expect(observation.demand == status.demand)
+        #expect(observation.confidence == 1)
+        #expect(F.close(observation.inputTokenShare, 100.0 / 150))
+    }
+
+    @Test func demandCountsDeniedAndQueuedWithEstimatedTokens() throws {
+        var run = ClassifierRun(start: t0)
+        let report = run.tick { script, from, to in
+            F.served(&script, 6, from: from, to: to)
+                + script.spread(3, from: from, to: to) { script, at in
+                    script.event(at: at, outcome: .deniedLocal, estimated: 200)
+                }
+                + [script.event(at: from + 1, outcome: .queued, queueMs: 40, estimated: 300)]
+                // Upstream failures are attempts, not demand (SPEC 5: served + denied + queued).
+                + [script.event(at: from + 2, outcome: .quotaExhausted, status: 429)]
+        }
+        let status = try #require(F.status(report))
+        let w = F.weight(5, 60)
+        #expect(F.close(status.demand.rpm, 10 * 12 * w))
+        #expect(F.close(status.demand.tpm, (6 * 150 + 3 * 200 + 300) * 12 * w))
+        #expect(F.close(status.servedShort.rpm, 6 * 12 * w))
+        #expect(F.close(status.deniedRPM, 3 * 12 * w))
+        #expect(F.close(status.queuedRPM, 12 * w))
+        #expect(status.samples == 10)
+        #expect(status.queueWaitP95Ms == 42)  // the middle of the [40, 44) bucket
+    }
+
+    @Test func learnsCompletionTokenPercentiles() throws {
+        var run = ClassifierRun(start: t0)
+        let small = AllocationKey(tenant: "small", upstream: F.pool)
+        let report = run.tick { script, from, to in
+            script.spread(100, from: from, to: to) { script, at in
+                let index = Int64(((at - from) * 20).rounded())
+                return script.event(at: at, prompt: 1000, completion: index + 1)
+            }
+                + script.spread(40, from: from, to: to) { script, at in
+                    script.event(at: at, tenant: "small", prompt: 20, completion: 5)
+                }
+        }
+        // 1…100: the 50th value lies in [48, 52), the 95th in [88, 96); reported at their middles.
+        #expect(F.status(report)?.completionTokensP50 == 49.5)
+        #expect(F.status(report)?.completionTokensP95 == 91.5)
+        // Small counts are exact.
+        #expect(F.status(report, small)?.completionTokensP50 == 5)
+        #expect(F.status(report, small)?.completionTokensP95 == 5)
+    }
+
+    @Test func completionPercentilesFollowRecentTraffic() throws {
+        var run = ClassifierRun(start: t0)
+        // 40 minutes of 1,000-token answers, then 10 minutes of 100-token answers: the old ones fade
+        // (weight e^(−t/900)) below 50 % of the total, so the median moves to the new shape.
+        for _ in 0..<480 {
+            _ = run.tick { script, from, to in F.served(&script, 5, from: from, to: to, completion: 1000) }
+        }
+        var report = run.tick { script, from, to in F.served(&script, 5, from: from, to: to, completion: 1000) }
+        #expect(F.status(report)?.completionTokensP50 == 991.5)  // [960, 1024)'s integral middle
+        for _ in 0..<120 {
+            report = run.tick { script, from, to in F.served(&script, 5, from: from, to: to, completion: 100) }
+        }
+        #expect(F.status(report)?.completionTokensP50 == 99.5)
+        #expect(F.status(report)?.completionTokensP95 == 991.5)
+    }
+
+    @Test func gatewaySharesGiveANewGatewayItsMinimum() throws {
+        var run = ClassifierRun(start: t0)
+        var report = run.tick { script, from, to in F.served(&script, 12, from: from, to: to) }
+        #expect(F.status(report)?.gatewayShares == ["gw-1": 1])
+        for _ in 0..<10 { report = run.tick { script, from, to in F.served(&script, 12, from: from, to: to) } }
+        report = run.tick { script, from, to in
+            F.served(&script, 12, from: from, to: to) + F.served(&script, 1, from: from, to: to, gateway: "gw-2")
+        }
+        let status = try #require(F.status(report))
+        let one = try #require(status.gatewayServed["gw-1"]?.rpm)
+        let two = try #require(status.gatewayServed["gw-2"]?.rpm)
+        #expect(F.close(two, 12 * F.weight(5, 60)))
+        let raw = two / (one + two)
+        #expect(raw < 0.05)
+        #expect(F.close(status.gatewayShares["gw-2"], 0.05 / (1 - raw + 0.05)))
+        #expect(F.close(status.gatewayShares.values.reduce(0, +), 1))
+
+        // Both gateways carry equal traffic for long: equal shares.
+        for _ in 0..<200 {
+            report = run.tick { script, from, to in
+                F.served(&script, 6, from: from, to: to) + F.served(&script, 6, from: from, to: to, gateway: "gw-2")
+            }
+        }
+        #expect(F.close(F.status(report)?.gatewayShares["gw-1"], 0.5, tolerance: 1e-6))
+        // A gateway silent for the long window is dropped from the slices.
+        for _ in 0..<181 { report = run.tick { script, from, to in F.served(&script, 6, from: from, to: to) } }
+        #expect(F.status(report)?.gatewayShares.keys.sorted() == ["gw-1"])
+    }
+
+    @Test func lateAndFutureEventsCountInTheTickThatReadsThem() throws {
+        var run = ClassifierRun(start: t0)
+        _ = run.tick { script, from, to in F.served(&script, 12, from: from, to: to) }
+        // Arrives now, stamped 20 s ago; and one stamped in the future (a gateway clock ahead).
+        let report = run.tick { script, from, _ in
+            [
+                script.event(at: from - 20, prompt: 1, completion: 1),
+                script.event(at: from + 60, prompt: 1, completion: 1),
+            ]
+        }
+        let status = try #require(F.status(report))
+        let w = F.weight(5, 60)
+        #expect(F.close(status.servedShort.rpm, 144 * w * (1 - w) + 24 * w))
+        #expect(status.lastActivityAt == t0 + 10)  // bounded by now
+    }
+}

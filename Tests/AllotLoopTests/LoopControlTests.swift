@@ -1,0 +1,175 @@
+import AllotCore
+import AllotLoop
+import AllotProtocol
+import AllotStore
+import AllotTime
+import Foundation
+import Testing
+
+@Suite struct LoopControlTests {
+    private static let goodFiles = [
+        PolicyFile(
+            name: "engine.json",
+            bytes: Array(
+                """
+                {"loop": {"interval_s": 10, "lease_s": 120}, "default_tier": "standard",
+                 "tiers": {"standard": {"priority": 2}},
+                 "upstreams": {"openai/gpt-4o": {"capacity": {"rpm": 100, "tpm": 100000}}}}
+                """.utf8))
+    ]
+
+    @Test func aRejectedPolicyKeepsThePolicyInForce() async throws {
+        let harness = try LoopHarness()
+        let policy = loopPolicy()
+        try await harness.open(policy: policy)
+        await harness.tick()
+        let before = await harness.runner.policyInForce
+        let bad = [PolicyFile(name: "engine.json", bytes: Array(#"{"loop": {"interval_s": -1}}"#.utf8))]
+        await #expect(throws: PolicyError.self) { try await harness.runner.apply(files: bad) }
+        let after = await harness.runner.policyInForce
+        #expect(after.version == before.version)
+        #expect(after.policy == policy)
+        let alert = try #require(harness.runner.view.alerts.first { $0.kind == "policy_error" })
+        #expect(alert.severity == .critical)
+        #expect(alert.message.contains("engine.json"))
+        await harness.tick()
+        #expect(try servedSnapshot(harness.publisher).policyVersion == before.version)
+        #expect(try servedSnapshot(harness.publisher).refreshMs == 5000)
+
+        // A valid policy is applied: new version, new interval and lease in the next snapshot.
+        let version = try await harness.runner.apply(files: Self.goodFiles)
+        #expect(version != before.version)
+        #expect(version.count == 16)
+        #expect(!harness.runner.view.alerts.contains { $0.kind == "policy_error" })
+        await harness.tick()
+        let snapshot = try servedSnapshot(harness.publisher)
+        #expect(snapshot.policyVersion == version)
+        #expect(snapshot.refreshMs == 10_000)
+        #expect(snapshot.expiresAt == snapshot.generatedAt + 120)
+        await harness.close()
+    }
+
+    @Test func policyVersionsAreStableAndDistinguishPolicies() throws {
+        let a = try Policy.load(files: Self.goodFiles)
+        let b = try Policy.load(files: Self.goodFiles)
+        #expect(LoopRunner.policyVersion(of: a) == LoopRunner.policyVersion(of: b))
+        #expect(LoopRunner.policyVersion(of: a) != LoopRunner.policyVersion(of: loopPolicy()))
+    }
+
+    @Test func theTimerTicksEveryIntervalOnTheLoopsClock() async throws {
+        let harness = try LoopHarness()
+        try await harness.open()
+        await harness.runner.start()
+        // Nothing published yet: the first tick runs at once.
+        await harness.clock.waitForSleepers(1)
+        #expect(harness.publisher.current?.version == 1)
+        harness.clock.advance(by: 5)
+        await harness.clock.waitForSleepers(1)
+        #expect(harness.publisher.current?.version == 2)
+        // A new interval applies from the next wait.
+        await harness.runner.apply(policy: loopPolicy(interval: 2), version: "short")
+        await harness.clock.waitForSleepers(1)
+        harness.clock.advance(by: 2)
+        await harness.clock.waitForSleepers(1)
+        #expect(harness.publisher.current?.version == 3)
+        #expect(try servedSnapshot(harness.publisher).policyVersion == "short")
+        await harness.close()
+        #expect(harness.clock.sleeperCount == 0)
+    }
+
+    @Test func operatorInputsReachTheEngineAndDecisionsAreRecorded() async throws {
+        let harness = try LoopHarness()
+        try await harness.open()
+        await harness.classifier.setDemand("acme", rpm: 80, tpm: 20_000)
+        await harness.classifier.setDemand("globex", rpm: 80, tpm: 20_000)
+        await harness.operators.setOverride(
+            Override(
+                tenant: "acme", weight: 3, actor: "cs@example.com", reason: "contract", createdAt: harness.clock.now,
+                expiresAt: harness.clock.now + 3600))
+        await harness.operators.requestBurst(
+            BurstRequest(
+                id: "b1", tenant: "nobody", upstream: pool4o, calls: 10, tokens: 100, ttlSeconds: 60,
+                requestedAt: harness.clock.now))
+        await harness.tick()
+        let snapshot = try servedSnapshot(harness.publisher)
+        // Weight 3 against 1 on a 100 RPM pool both want 80 of: 75 and 25.
+        #expect(isClose(snapshot.tenant("acme")?.rpm.rate, 75))
+        #expect(isClose(snapshot.tenant("globex")?.rpm.rate, 25))
+        #expect(snapshot.tenant("acme")?.reason.rpm == "override")
+        let outcomes = await harness.operators.burstOutcomes()
+        #expect(outcomes.map(\.requestID) == ["b1"])
+        #expect(outcomes.first?.outcome == .unknown)
+        // Decided requests are not handed over again.
+        #expect(await harness.operators.inputs(now: harness.clock.now).burstRequests.isEmpty)
+        await harness.close()
+    }
+
+    @Test func failingOperatorInputsKeepTheLastOverrides() async throws {
+        let harness = try LoopHarness()
+        let flaky = FlakyOperatorInputs()
+        try await harness.openWith(operators: flaky)
+        await harness.classifier.setDemand("acme", rpm: 80, tpm: 20_000)
+        await harness.classifier.setDemand("globex", rpm: 80, tpm: 20_000)
+        flaky.overrides.value = [
+            Override(
+                tenant: "acme", weight: 3, actor: "cs", reason: "contract", createdAt: harness.clock.now,
+                expiresAt: harness.clock.now + 3600)
+        ]
+        await harness.tick()
+        flaky.failing.value = true
+        let report = await harness.tick()
+        #expect(report.succeeded)
+        #expect(isClose(try servedSnapshot(harness.publisher).tenant("acme")?.rpm.rate, 75))
+        #expect(harness.runner.view.alerts.contains { $0.kind == "operator_inputs" })
+        flaky.failing.value = false
+        await harness.tick()
+        #expect(!harness.runner.view.alerts.contains { $0.kind == "operator_inputs" })
+        await harness.close()
+    }
+
+    @Test func ifNoneMatchForms() {
+        #expect(SnapshotCondition.parse(nil) == .none)
+        #expect(SnapshotCondition.parse("") == .none)
+        #expect(SnapshotCondition.parse("\"42\"") == SnapshotCondition(versions: [42]))
+        #expect(SnapshotCondition.parse("42") == SnapshotCondition(versions: [42]))
+        #expect(SnapshotCondition.parse("W/\"42\"") == SnapshotCondition(versions: [42]))
+        #expect(SnapshotCondition.parse(" \"41\" ,\t\"42\"") == SnapshotCondition(versions: [41, 42]))
+        #expect(SnapshotCondition.parse("*") == SnapshotCondition(matchesAny: true))
+        #expect(SnapshotCondition.parse("\"abc\", \"-1\", \"\", \"99999999999999999999\", \"4 2\"") == .none)
+        #expect(SnapshotCondition.parse("\"41\", \"42\"").enforcedVersion == 42)
+        #expect(SnapshotCondition.parse("*").enforcedVersion == nil)
+        #expect(SnapshotCondition.parse("\"42\"").matches(42))
+        #expect(!SnapshotCondition.parse("\"42\"").matches(43))
+        #expect(SnapshotCondition.parse("*").matches(7))
+        #expect(!SnapshotCondition.none.matches(1))
+    }
+}
+
+/// Operator inputs that can be made to fail.
+final class FlakyOperatorInputs: OperatorInputs {
+    struct Unavailable: Error, CustomStringConvertible {
+        var description: String { "operators' tables are locked" }
+    }
+
+    let failing = Box(false)
+    let overrides = Box<[Override]>([])
+
+    func inputs(now: Double) async throws -> OperatorInputBatch {
+        if failing.value { throw Unavailable() }
+        return OperatorInputBatch(overrides: overrides.value)
+    }
+
+    func record(_ decision: Decision, now: Double) async {}
+}
+
+extension LoopHarness {
+    /// Opens the loop with other operator inputs.
+    func openWith(operators: any OperatorInputs, policy: Policy = loopPolicy()) async throws {
+        let database = try await StoreDatabase.open(path: directory.databasePath)
+        pool.value = database
+        loop.value = try await LoopRunner.open(
+            store: TelemetryStore(pool: database, clock: clock), policy: policy,
+            policyVersion: LoopRunner.policyVersion(of: policy), clock: clock, estimators: estimators.factory,
+            operators: operators)
+    }
+}

@@ -1,0 +1,303 @@
+import AllotCore
+import AllotSignals
+import AllotStore
+import Testing
+
+@testable import AllotLoop
+
+@Suite("Capacity Observer: estimates (SPEC 4)")
+struct ObserverEstimateTests {
+    typealias F = ObserverFixtures
+    let t0 = ObserverFixtures.t0
+
+    @Test func startsFromOpenAIHeaderLimits() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy())
+        let event = script.event(
+            at: t0 - 1, latencyMs: 200, prompt: 100, completion: 20,
+            signals: F.openAI(limitRequests: 500, remainingRequests: 499, limitTokens: 30_000, resetMs: 120))
+        let report = estimation.observe(script.delta([event]), now: t0)
+        let status = try #require(F.status(report))
+        #expect(status.headerLimit == PerDimension(rpm: 500, tpm: 30_000))
+        #expect(status.estimate == PerDimension(rpm: 500, tpm: 30_000))
+        #expect(status.declared == PerDimension(nil))
+        #expect(status.confidence == 1)
+        #expect(status.state == .healthy)
+        #expect(report.pools == [PoolObservation(upstream: F.pool, capacity: PerDimension(rpm: 500, tpm: 30_000))])
+    }
+
+    @Test func startsFromAnthropicHeaderLimits() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy())
+        let split = script.event(
+            at: t0 - 2, upstream: "anthropic/claude",
+            signals: EventSignals(
+                family: .anthropic, limitRequests: 50, remainingRequests: 49, resetRequestsMs: 1200,
+                limitInputTokens: 40_000, remainingInputTokens: 39_000, limitOutputTokens: 8_000,
+                remainingOutputTokens: 7_900))
+        var report = estimation.observe(script.delta([split]), now: t0)
+        // Input and output limits add up to the combined TPM the observer allocates.
+        #expect(F.status(report, "anthropic/claude")?.estimate == PerDimension(rpm: 50, tpm: 48_000))
+
+        let combined = script.event(
+            at: t0 + 1, upstream: "anthropic/claude",
+            signals: EventSignals(family: .anthropic, limitRequests: 50, limitTokens: 80_000, limitInputTokens: 40_000))
+        report = estimation.observe(script.delta([combined]), now: t0 + 5)
+        // The provider raised the combined limit and no quota decrease happened: the estimate follows.
+        #expect(F.status(report, "anthropic/claude")?.estimate == PerDimension(rpm: 50, tpm: 80_000))
+    }
+
+    @Test func headerWindowsNormaliseToPerMinute() throws {
+        var script = TelemetryScript()
+        var policy = F.policy()
+        policy.setUpstream(
+            UpstreamPolicy(
+                id: "free/model", capacity: PerDimension(nil),
+                headerWindow: PerDimension(rpm: .day, tpm: .minute)))
+        var estimation = CapacityEstimation(policy: policy)
+        let daily = script.event(
+            at: t0 - 1, upstream: "free/model",
+            signals: EventSignals(family: .openai, limitRequests: 14_400, limitTokens: 6_000))
+        // Google states the window itself (`…PerDay`), whatever the pool says.
+        let google = script.event(
+            at: t0 - 1, upstream: "google/gemini", outcome: .quotaExhausted, status: 429,
+            signals: EventSignals(family: .google, limitRequests: 1_440, windowRequestsMs: 86_400_000))
+        let report = estimation.observe(script.delta([daily, google]), now: t0)
+        #expect(F.status(report, "free/model")?.headerLimit == PerDimension(rpm: 10, tpm: 6_000))
+        #expect(F.status(report, "google/gemini")?.headerLimit == PerDimension(rpm: 1, tpm: nil))
+    }
+
+    @Test func startsFromDeclaredCapacityWithoutHeaders() throws {
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000, tpm: 200_000))
+        let report = estimation.observe(TelemetryScript().delta([]), now: t0)
+        let status = try #require(F.status(report))
+        #expect(status.estimate == PerDimension(rpm: 1000, tpm: 200_000))
+        #expect(status.declared == PerDimension(rpm: 1000, tpm: 200_000))
+        #expect(status.confidence == 0.6)
+        #expect(status.served == PerDimension(0))
+    }
+
+    /// Twelve 5 s slices of traffic ending at `t0`: 60 served per slice for 50 s, then two slices of 25
+    /// served and 10 bare 429s each.
+    static func storm(_ script: inout TelemetryScript, t0: Double) -> [StoredEvent] {
+        var events: [StoredEvent] = []
+        for slice in 0..<12 {
+            let start = t0 - 60 + Double(slice) * 5
+            let throttled = slice >= 10
+            events += script.spread(throttled ? 35 : 60, from: start, to: start + 5) { script, at in
+                let index = Int(((at - start) * 7).rounded())
+                return throttled && index % 7 >= 5
+                    ? script.event(at: at, outcome: .quotaExhausted, status: 429, errorType: "rate_limit_exceeded")
+                    : script.event(at: at, latencyMs: 300)
+            }
+        }
+        return events
+    }
+
+    @Test func quotaStormDropsTheEstimateToWhatWasServed() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
+        let events = Self.storm(&script, t0: t0)
+        #expect(events.filter { $0.outcome == .quotaExhausted }.count == 20)
+        var report = estimation.observe(script.delta(events), now: t0)
+        var status = try #require(F.status(report))
+        // 50 served in the two throttled slices (10 s) → 300 per minute; min(0.95 × 1000, 300).
+        #expect(status.estimate.rpm == 300)
+        #expect(report.pools.first?.capacity.rpm == 300)
+        #expect(status.state == .throttled)
+        #expect(status.served.rpm == 650)  // (10 × 60 + 2 × 25) over the minute
+        #expect(status.outcomes == ["ok": 650, "quota_exhausted": 20])
+        #expect(status.confidence == 0.6 * 0.75)
+        #expect(status.signals.contains { $0.contains("rpm estimate 1000 → 300 (served 300 while throttled)") })
+        #expect(F.alerts(report, kind: "upstream_throttled").map(\.since) == [t0])
+
+        // 429s within the hold (10 s) belong to requests admitted under the old allocation.
+        let inHold = script.spread(21, from: t0, to: t0 + 5) { script, at in
+            at == t0 ? script.event(at: at + 2, outcome: .quotaExhausted) : script.event(at: at)
+        }
+        report = estimation.observe(script.delta(inHold), now: t0 + 5)
+        status = try #require(F.status(report))
+        #expect(status.estimate.rpm == 300)
+
+        // A 429 after the hold cuts again: throttled slices now hold 25 + 25 + 21 + 20 served in 20 s.
+        let after = script.spread(21, from: t0 + 10, to: t0 + 15) { script, at in
+            at == t0 + 10 ? script.event(at: at + 2, outcome: .quotaExhausted) : script.event(at: at)
+        }
+        report = estimation.observe(script.delta(after), now: t0 + 15)
+        status = try #require(F.status(report))
+        #expect(status.estimate.rpm == min(0.95 * 300, 90.0 / 20 * 60))
+        #expect(status.estimate.rpm == 270)
+    }
+
+    @Test func neverCutsBelowTheFloor() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
+        let events = [script.event(at: t0 - 1, outcome: .quotaExhausted)]
+        let report = estimation.observe(script.delta(events), now: t0)
+        // Nothing served while throttled: the floor, 5 % of the declared capacity.
+        #expect(F.status(report)?.estimate.rpm == 50)
+    }
+
+    @Test func remainingZeroIsQuotaEvidenceForItsDimension() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000, tpm: 2_000_000))
+        // Google names the violated quota: tokens. Requests keep their estimate.
+        var events = script.spread(10, from: t0 - 5, to: t0) { script, at in
+            script.event(at: at, prompt: 800, completion: 200)
+        }
+        events.append(
+            script.event(
+                at: t0 - 0.5, upstream: F.pool, outcome: .quotaExhausted, status: 429,
+                signals: EventSignals(family: .google, limitTokens: 1_000_000, windowTokensMs: 60_000)))
+        var report = estimation.observe(script.delta(events), now: t0)
+        var status = try #require(F.status(report))
+        #expect(status.estimate.rpm == 1000)
+        #expect(status.estimate.tpm == 120_000)  // 10,000 tokens in the 5 s slice
+
+        // An `ok` answer with remaining requests 0 and a reset ahead is evidence too (requests only).
+        script = TelemetryScript()
+        estimation = CapacityEstimation(policy: F.policy())
+        events = script.spread(10, from: t0 - 5, to: t0) { script, at in
+            script.event(
+                at: at, prompt: 10,
+                signals: F.openAI(
+                    limitRequests: 1000, remainingRequests: at >= t0 - 1 ? 0 : 5, limitTokens: 100_000,
+                    remainingTokens: 90_000, resetMs: 900))
+        }
+        report = estimation.observe(script.delta(events), now: t0)
+        status = try #require(F.status(report))
+        #expect(status.estimate.rpm == 120)
+        #expect(status.estimate.tpm == 100_000)
+        #expect(status.state == .healthy)  // evidence, but no 429 answered
+    }
+
+    /// A cut to 600 at `t0` (50 served, 5 attributed 429s in the last slice), on a 1000 RPM header limit.
+    static func cutTo600(_ script: inout TelemetryScript, t0: Double) -> [StoredEvent] {
+        script.spread(55, from: t0 - 5, to: t0) { script, at in
+            let index = Int(((at - (t0 - 5)) * 11).rounded())
+            return index % 11 == 10
+                ? script.event(
+                    at: at, outcome: .quotaExhausted, status: 429,
+                    signals: F.openAI(limitRequests: 1000, remainingRequests: 0, resetMs: 800))
+                : script.event(at: at, signals: F.openAI(limitRequests: 1000))
+        }
+    }
+
+    /// `perSlice` served requests in each 5 s slice of `[from, from + 5)`.
+    static func traffic(_ script: inout TelemetryScript, perSlice: Int, from: Double) -> [StoredEvent] {
+        script.spread(perSlice, from: from, to: from + 5) { script, at in script.event(at: at) }
+    }
+
+    @Test func probesUpAdditivelyUnderHighUtilisation() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy())
+        var report = estimation.observe(script.delta { Self.cutTo600(&$0, t0: t0) }, now: t0)
+        #expect(F.status(report)?.estimate.rpm == 600)
+        var expected = 600.0
+        for tick in 1...30 {
+            let now = t0 + Double(tick) * 5
+            // 48 per 5 s = 576 per minute: 96 % of 600.
+            report = estimation.observe(script.delta { Self.traffic(&$0, perSlice: 48, from: now - 5) }, now: now)
+            let status = try #require(F.status(report))
+            // No probing while the minute after the 429s lasts; then +5 % of 1000 per minute (4.17 per
+            // 5 s tick) while utilisation stays at or above 90 %: up to 641.67, where 576 / C < 0.9.
+            if tick >= 12, 576 / expected >= 0.9 { expected += 0.05 * 1000 * 5 / 60 }
+            #expect(abs(status.estimate.rpm! - expected) < 1e-9, "tick \(tick)")
+        }
+        #expect(abs(expected - (600 + 10 * 25.0 / 6)) < 1e-9)
+        // The last step is still among the signals (actions are shown for a short window).
+        let last = try #require(F.status(report)?.signals.first { $0.hasPrefix("probing up") })
+        #expect(last.hasPrefix("probing up: rpm utilisation 90.4% with no quota errors, estimate 63"))
+        #expect(last.hasSuffix(" → 642"))
+    }
+
+    @Test func doesNotMoveUpWithoutEvidence() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy())
+        _ = estimation.observe(script.delta { Self.cutTo600(&$0, t0: t0) }, now: t0)
+        for (perSlice, lowSignal) in [(20, true), (35, false)] {  // 240/min = 40 %, 420/min = 70 %
+            for tick in 1...20 {
+                let now = t0 + 200 * (lowSignal ? 0 : 1) + Double(tick) * 5
+                let report = estimation.observe(
+                    script.delta { Self.traffic(&$0, perSlice: perSlice, from: now - 5) }, now: now)
+                let status = try #require(F.status(report))
+                #expect(status.estimate.rpm == 600)
+                if tick >= 13 {
+                    #expect(
+                        status.signals.contains("rpm utilisation 40% is below 50%: no evidence to probe up")
+                            == lowSignal)
+                }
+            }
+        }
+    }
+
+    @Test func sharedKeyLowersTheCeiling() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy())
+        // We served 300 in the minute, yet the provider says only 200 of 1000 remain: others use 500.
+        // (The pool must have been watched for the whole header window: one event long before.)
+        var events = [script.event(at: t0 - 70)]
+        events += script.spread(300, from: t0 - 60, to: t0) { script, at in
+            script.event(
+                at: at,
+                signals: at >= t0 - 0.2
+                    ? F.openAI(limitRequests: 1000, remainingRequests: 200, resetMs: 48_000)
+                    : F.openAI(limitRequests: 1000))
+        }
+        let report = estimation.observe(script.delta(events), now: t0)
+        let status = try #require(F.status(report))
+        #expect(status.headerLimit.rpm == 1000)
+        #expect(status.estimate.rpm == 500)
+        #expect(status.state == .healthy)
+        #expect(status.signals.contains("another client uses ~500 rpm of the shared key: estimate 1000 → 500"))
+    }
+
+    @Test func spendCapAlertsWithoutChangingCapacity() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
+        let events = script.spread(25, from: t0 - 10, to: t0) { script, at in
+            at >= t0 - 2
+                ? script.event(at: at, outcome: .spendCap, status: 429, errorType: "insufficient_quota")
+                : script.event(at: at)
+        }
+        var report = estimation.observe(script.delta(events), now: t0)
+        var status = try #require(F.status(report))
+        #expect(status.estimate.rpm == 1000)
+        #expect(status.state == .healthy)
+        let alert = try #require(F.alerts(report, kind: "spend_cap").first)
+        #expect(alert.severity == .critical)
+        #expect(alert.since == t0)
+        #expect(alert.message.contains("insufficient_quota"))
+        // Quiet for a minute: the alert clears.
+        report = estimation.observe(script.delta([]), now: t0 + 61)
+        status = try #require(F.status(report))
+        #expect(F.alerts(report, kind: "spend_cap").isEmpty)
+        #expect(status.estimate.rpm == 1000)
+    }
+
+    @Test func emptyTicksSlideTheWindowAndFutureEventsAreBounded() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
+        // A gateway clock 30 s ahead: its events count at `now`, not in the future.
+        var events = Self.traffic(&script, perSlice: 50, from: t0 - 5)
+        events.append(script.event(at: t0 + 30))
+        var report = estimation.observe(script.delta(events), now: t0)
+        #expect(F.status(report)?.served.rpm == 51.0 / 5 * 60)
+        #expect(F.status(report)?.lastEventAt == t0)
+        report = estimation.observe(script.delta([]), now: t0 + 30)
+        #expect(F.status(report)?.served.rpm == 51.0 / 35 * 60)
+        report = estimation.observe(script.delta([]), now: t0 + 70)
+        #expect(F.status(report)?.served.rpm == 0)
+        #expect(F.status(report)?.estimate.rpm == 1000)
+    }
+
+    @Test func lateEventsLandInTheirOwnSlice() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
+        _ = estimation.observe(script.delta { Self.traffic(&$0, perSlice: 10, from: t0 - 5) }, now: t0)
+        // A 429 from 3 s before the previous tick arrives late: it still marks that slice throttled.
+        let late = [script.event(at: t0 - 3, outcome: .quotaExhausted)]
+        let report = estimation.observe(script.delta(late), now: t0 + 5)
+        #expect(F.status(report)?.estimate.rpm == 120)  // 10 served in that 5 s slice
+    }
+}

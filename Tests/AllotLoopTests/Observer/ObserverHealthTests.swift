@@ -1,0 +1,240 @@
+import AllotCore
+import AllotSignals
+import AllotStore
+import Foundation
+import Testing
+
+@testable import AllotLoop
+
+@Suite("Capacity Observer: health, latency, versions, persistence (SPEC 4)")
+struct ObserverHealthTests {
+    typealias F = ObserverFixtures
+    let t0 = ObserverFixtures.t0
+
+    /// 30 attempts over `[t0 − 10, t0)`, every third (or every other, `severe`) overloaded.
+    static func overload(_ script: inout TelemetryScript, t0: Double, severe: Bool = false) -> [StoredEvent] {
+        script.spread(30, from: t0 - 10, to: t0) { script, at in
+            let index = Int(((at - (t0 - 10)) * 3).rounded())
+            let overloaded = severe ? index % 2 == 1 : index % 3 == 2
+            return overloaded
+                ? script.event(at: at, outcome: .overloaded, status: 529, errorType: "overloaded_error")
+                : script.event(at: at, latencyMs: 800)
+        }
+    }
+
+    @Test func overloadOpensTheCircuitShedsAndRecovers() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
+        var report = estimation.observe(script.delta { Self.overload(&$0, t0: t0) }, now: t0)
+        var status = try #require(F.status(report))
+        #expect(status.state == .overloaded)
+        #expect(status.circuitOpen)
+        #expect(status.shed == ["background", "batch"])
+        #expect(status.estimate.rpm == 1000)  // overload is not quota: capacity unchanged
+        #expect(report.pools.first?.state == .overloaded)
+        #expect(
+            status.signals.contains(
+                "overloaded: 10 of 30 attempts (33.3%) in the last 60 s; circuit open, shedding background, batch"))
+        #expect(F.alerts(report, kind: "circuit_open").map(\.since) == [t0])
+
+        // Still open 29.7 s after the last overload error…
+        report = estimation.observe(script.delta([]), now: t0 + 29)
+        #expect(F.status(report)?.shed == ["background", "batch"])
+        // …half-open (probing: only background still shed) after 30 s quiet…
+        report = estimation.observe(script.delta([]), now: t0 + 30)
+        status = try #require(F.status(report))
+        #expect(status.state == .overloaded)
+        #expect(status.circuitOpen)
+        #expect(status.shed == ["background"])
+        #expect(F.alerts(report, kind: "circuit_open").map(\.since) == [t0])
+        // …and closed after another quiet period.
+        report = estimation.observe(script.delta([]), now: t0 + 60)
+        status = try #require(F.status(report))
+        #expect(status.state == .healthy)
+        #expect(!status.circuitOpen)
+        #expect(status.shed.isEmpty)
+        #expect(F.alerts(report, kind: "circuit_open").isEmpty)
+    }
+
+    @Test func severeOverloadShedsInteractiveAndHalfOpenReopens() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
+        var report = estimation.observe(script.delta { Self.overload(&$0, t0: t0, severe: true) }, now: t0)
+        #expect(F.status(report)?.shed == ["background", "batch", "interactive"])
+        report = estimation.observe(script.delta([]), now: t0 + 30)
+        #expect(F.status(report)?.shed == ["background"])
+        // One overload answer while half-open reopens the circuit at once.
+        let probe = [script.event(at: t0 + 32, outcome: .overloaded, status: 503)]
+        report = estimation.observe(script.delta(probe), now: t0 + 35)
+        let status = try #require(F.status(report))
+        #expect(status.circuitOpen)
+        #expect(status.shed.first == "background")
+        #expect(status.shed.count >= 2)
+    }
+
+    @Test func fewAttemptsDoNotOpenTheCircuit() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
+        let events = [script.event(at: t0 - 1, outcome: .overloaded), script.event(at: t0 - 1)]
+        let report = estimation.observe(script.delta(events), now: t0)
+        #expect(F.status(report)?.state == .healthy)
+        #expect(F.status(report)?.circuitOpen == false)
+    }
+
+    @Test func serverErrorsMarkTheUpstreamDegradingWithAnAlert() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
+        let events = script.spread(40, from: t0 - 20, to: t0) { script, at in
+            Int(((at - (t0 - 20)) * 2).rounded()) % 10 == 0
+                ? script.event(at: at, outcome: .serverError, status: 500) : script.event(at: at)
+        }
+        let report = estimation.observe(script.delta(events), now: t0)
+        let status = try #require(F.status(report))
+        #expect(status.state == .degrading)
+        #expect(status.estimate.rpm == 1000)  // errors alone do not lower the safe capacity
+        #expect(F.alerts(report, kind: "upstream_errors").count == 1)
+        #expect(status.signals.contains("server errors and timeouts: 4 of 40 attempts (10%) in the last 60 s"))
+    }
+
+    /// 84 served at 100 ms over `[t0 − 900, t0 − 60)`, then 30 at `recent` ms over the last minute.
+    static func latencyRise(_ script: inout TelemetryScript, t0: Double, recent: Double) -> [StoredEvent] {
+        script.spread(84, from: t0 - 900, to: t0 - 60) { script, at in script.event(at: at, latencyMs: 100) }
+            + script.spread(30, from: t0 - 60, to: t0) { script, at in script.event(at: at, latencyMs: recent) }
+    }
+
+    @Test func risingLatencyDegradesBeforeAny429AndLowersSafeCapacity() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000, tpm: 100_000))
+        var report = estimation.observe(script.delta { Self.latencyRise(&$0, t0: t0, recent: 300) }, now: t0)
+        var status = try #require(F.status(report))
+        #expect(status.state == .degrading)
+        #expect(status.outcomes == ["ok": 30])  // the short window's attempts: no 429 at all
+        // 100 ms lands in [100, 104) and 300 ms in [288, 304): reported at the buckets' middles.
+        #expect(status.latencyShort == LatencyPercentiles(p50: 296, p95: 296, p99: 296, samples: 30))
+        #expect(status.latencyLong == LatencyPercentiles(p50: 102, p95: 296, p99: 296, samples: 114))
+        #expect(status.signals.contains("short-window p95 296 ms vs baseline p95 102 ms (×2.9)"))
+        #expect(status.estimate == PerDimension(rpm: 800, tpm: 80_000))
+        #expect(report.pools.first?.capacity == PerDimension(rpm: 800, tpm: 80_000))
+        #expect(F.alerts(report, kind: "upstream_degrading").map(\.since) == [t0])
+        #expect(F.alerts(report, kind: "upstream_throttled").isEmpty)
+
+        // Latency back to normal: once the short window holds only 100 ms answers it recovers.
+        for tick in 1...12 {
+            let now = t0 + Double(tick) * 5
+            let events = script.spread(3, from: now - 5, to: now) { script, at in script.event(at: at, latencyMs: 100) }
+            report = estimation.observe(script.delta(events), now: now)
+        }
+        status = try #require(F.status(report))
+        #expect(status.state == .healthy)
+        #expect(status.estimate == PerDimension(rpm: 1000, tpm: 100_000))
+    }
+
+    @Test func latencyNeedsEnoughSamples() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
+        let events =
+            script.spread(84, from: t0 - 900, to: t0 - 60) { script, at in script.event(at: at, latencyMs: 100) }
+            + script.spread(19, from: t0 - 60, to: t0) { script, at in script.event(at: at, latencyMs: 900) }
+        let report = estimation.observe(script.delta(events), now: t0)
+        #expect(F.status(report)?.state == .healthy)
+        #expect(F.status(report)?.estimate.rpm == 1000)
+    }
+
+    @Test func modelVersionChangeLowersConfidenceAndRestartsProbing() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy())
+        var events = script.spread(10, from: t0 - 5, to: t0) { script, at in
+            script.event(at: at, modelVersion: "gpt-4o-2024-08-06", signals: F.openAI(limitRequests: 1000))
+        }
+        var report = estimation.observe(script.delta(events), now: t0)
+        #expect(F.status(report)?.confidence == 1)
+        #expect(F.status(report)?.modelVersion == "gpt-4o-2024-08-06")
+
+        events = ObserverEstimateTests.cutTo600(&script, t0: t0 + 10)
+        report = estimation.observe(script.delta(events), now: t0 + 10)
+        #expect(F.status(report)?.estimate.rpm == 600)
+        #expect(F.status(report)?.confidence == 0.75)
+
+        events = [script.event(at: t0 + 12, modelVersion: "gpt-4o-2024-11-20")]
+        report = estimation.observe(script.delta(events), now: t0 + 15)
+        let status = try #require(F.status(report))
+        #expect(status.modelVersion == "gpt-4o-2024-11-20")
+        #expect(status.confidence == 0.5)
+        #expect(status.estimate.rpm == 1000)  // restarted from the header limit
+        #expect(status.signals.contains("model version changed to gpt-4o-2024-11-20: probing restarted"))
+
+        // A mixed roll-out (an old version answering again) is not another change.
+        events = [script.event(at: t0 + 16, modelVersion: "gpt-4o-2024-08-06")]
+        report = estimation.observe(script.delta(events), now: t0 + 20)
+        #expect(F.status(report)?.estimate.rpm == 1000)
+        #expect(F.status(report)?.confidence == 0.5)
+        // The change weighs on the confidence for the long window.
+        report = estimation.observe(script.delta([]), now: t0 + 12 + 901)
+        #expect(F.status(report)?.confidence == 0.3)  // headers stale, nothing declared
+    }
+
+    @Test func stateRoundTripsThroughCodableWithIdenticalReports() throws {
+        var script = TelemetryScript()
+        var original = CapacityEstimation(policy: F.policy(rpm: 1000, tpm: 100_000))
+        _ = original.observe(script.delta { Self.latencyRise(&$0, t0: t0 - 30, recent: 300) }, now: t0 - 30)
+        _ = original.observe(script.delta { ObserverEstimateTests.storm(&$0, t0: t0) }, now: t0)
+        _ = original.observe(script.delta { Self.overload(&$0, t0: t0 + 5) }, now: t0 + 5)
+
+        let data = try JSONEncoder().encode(original.state)
+        let decoded = try JSONDecoder().decode(ObserverState.self, from: data)
+        #expect(decoded == original.state)
+        var restored = CapacityEstimation(policy: F.policy(rpm: 1000, tpm: 100_000), state: decoded)
+
+        for tick in 2...40 {
+            let now = t0 + Double(tick) * 5
+            let events = ObserverEstimateTests.traffic(&script, perSlice: tick % 7 == 0 ? 0 : 40, from: now - 5)
+            let a = original.observe(script.delta(events), now: now)
+            let b = restored.observe(script.delta(events), now: now)
+            #expect(a.upstreams == b.upstreams, "tick \(tick)")
+            #expect(a.pools == b.pools)
+            #expect(a.alerts == b.alerts)
+        }
+        #expect(original.state == restored.state)
+    }
+
+    @Test func actorWrapsTheMaths() async throws {
+        var script = TelemetryScript()
+        let observer = CapacityObserver(policy: F.policy(rpm: 1000))
+        let report = await observer.observe(script.delta { ObserverEstimateTests.storm(&$0, t0: t0) }, now: t0)
+        #expect(F.status(report)?.estimate.rpm == 300)
+        let state = await observer.state()
+        #expect(state.estimates[F.pool]?.rpm == 300)
+        await observer.apply(policy: F.policy(rpm: 2000))
+        let again = await observer.observe(script.delta([]), now: t0 + 5)
+        // A cut within the long window: the new declared capacity does not undo it.
+        #expect(F.status(again)?.declared.rpm == 2000)
+        #expect(F.status(again)?.estimate.rpm == 300)
+    }
+
+    @Test func policyDeclaresObserverSettings() throws {
+        let json = #"{"observer": {"decrease_factor": 0.8, "probe_step": 0.1, "latency_min_samples": 5}}"#
+        let tiers = #"{"tiers": {"standard": {"priority": 2}}}"#
+        let policy = try Policy.load(files: [
+            PolicyFile(name: "engine.json", bytes: Array(json.utf8)),
+            PolicyFile(name: "tiers.json", bytes: Array(tiers.utf8)),
+        ])
+        #expect(policy.observer.decreaseFactor == 0.8)
+        #expect(policy.observer.probeStep == 0.1)
+        #expect(policy.observer.latencyMinSamples == 5)
+        #expect(policy.observer.shortWindowSeconds == 60)
+        let reloaded = try Policy.load(files: [PolicyFile(name: "canonical.json", bytes: policy.canonicalBytes)])
+        #expect(reloaded.observer == policy.observer)
+
+        let bad = #"{"observer": {"latency_ratio": 1, "circuit_open_ratio": 0.6, "probe_stp": 1}}"#
+        let issues = Policy.validate(files: [
+            PolicyFile(name: "engine.json", bytes: Array(bad.utf8)),
+            PolicyFile(name: "tiers.json", bytes: Array(tiers.utf8)),
+        ])
+        let messages = issues.map { "\($0.path): \($0.message)" }
+        #expect(messages.contains { $0.hasPrefix("$.observer.latency_ratio: must be above 1") })
+        #expect(
+            messages.contains(
+                "$.observer.circuit_severe_ratio: circuit_severe_ratio (0.5) is below circuit_open_ratio (0.6)"))
+        #expect(messages.contains { $0.hasPrefix("$.observer.probe_stp: unknown field") && $0.contains("probe_step") })
+    }
+}

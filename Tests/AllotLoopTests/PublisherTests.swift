@@ -1,0 +1,216 @@
+import AllotCore
+import AllotLoop
+import AllotProtocol
+import AllotSQLite
+import AllotStore
+import AllotTime
+import Foundation
+import Testing
+
+@Suite struct PublisherTests {
+    @Test func nothingIsServedBeforeTheFirstSnapshot() async throws {
+        let harness = try LoopHarness()
+        try await harness.open()
+        #expect(harness.publisher.current == nil)
+        guard case .unavailable = await harness.publisher.poll(gateway: "gw-1", condition: .none, wait: 0) else {
+            Issue.record("expected unavailable")
+            return
+        }
+        await harness.close()
+    }
+
+    @Test func aTickPublishesTheSnapshotShapeOfSPEC7() async throws {
+        let harness = try LoopHarness()
+        let policy = loopPolicy()
+        try await harness.open(policy: policy)
+        await harness.classifier.setDemand("acme", rpm: 30, tpm: 20_000, shares: ["gw-1": 1])
+        await harness.classifier.setDemand("globex", rpm: 50, tpm: 50_000, shares: ["gw-1": 1])
+        let report = await harness.tick()
+        #expect(report.succeeded)
+        #expect(report.published == [1])
+
+        let current = try #require(harness.publisher.current)
+        #expect(current.etag == "\"1\"")
+        let snapshot = try servedSnapshot(harness.publisher)
+        #expect(snapshot.version == 1)
+        #expect(snapshot.generatedAt == harness.clock.now)
+        #expect(snapshot.expiresAt == harness.clock.now + 300)
+        #expect(snapshot.refreshMs == 5000)
+        #expect(snapshot.policyVersion == LoopRunner.policyVersion(of: policy))
+        #expect(snapshot.gateway == nil)
+        #expect(
+            snapshot.upstreams == [
+                UpstreamEntry(id: pool4o, state: "healthy", capacity: DimensionValues(rpm: 100, tpm: 100_000))
+            ])
+        let acme = try #require(snapshot.tenant("acme"))
+        #expect(acme.tier == "standard")
+        #expect(acme.priority == 2)
+        #expect(acme.rpm == Bucket(rate: 30, burst: 5))
+        #expect(acme.tpm.rate == 20_000)
+        #expect(abs(acme.tpm.burst - 20_000.0 * 10 / 60) < 1e-9)
+        #expect(acme.reason == Reasons(rpm: "demand", tpm: "demand"))
+        #expect(acme.mode == "enforce")
+        #expect(acme.maxConcurrency == 256)
+        #expect(acme.tokenEstimate == TokenEstimate(p50: 120, p95: 480))
+        #expect(acme.burstCredit == nil)
+        #expect(acme.deny == nil)
+        #expect(snapshot.tenant("globex")?.rpm.rate == 50)
+        #expect(snapshot.taskBudgets == ["batch": TaskBudget(maxCalls: 500, maxTokens: 5_000_000)])
+        // `default`: the default tier's starvation guard (1 request, 1,000 tokens per minute).
+        #expect(
+            snapshot.defaultLimits
+                == RateLimits(rpm: Bucket(rate: 1, burst: 1), tpm: Bucket(rate: 1000, burst: 1000.0 * 10 / 60)))
+        // `fallback`: floors only; this tier has none.
+        #expect(snapshot.fallback.tenants.isEmpty)
+        #expect(
+            snapshot.fallback.defaultLimits
+                == RateLimits(rpm: Bucket(rate: 0, burst: 0), tpm: Bucket(rate: 0, burst: 0)))
+
+        let text = String(decoding: current.body, as: UTF8.self)
+        for key in [
+            "\"version\":1", "\"generated_at\":", "\"expires_at\":", "\"refresh_ms\":5000", "\"policy_version\":",
+            "\"max_concurrency\":256", "\"token_estimate\":{", "\"queue_weight\":", "\"default\":{", "\"fallback\":{",
+            "\"task_budget\":{", "\"burst_credit\":null", "\"mode\":\"enforce\"",
+        ] {
+            #expect(text.contains(key), "missing \(key)")
+        }
+        await harness.close()
+    }
+
+    @Test func versionsArePersistedAndRestartsServeTheLastOneAtOnce() async throws {
+        let harness = try LoopHarness()
+        try await harness.open()
+        await harness.classifier.setDemand("acme", rpm: 30, tpm: 20_000)
+        await harness.tick()
+        await harness.tick()
+        let before = try servedSnapshot(harness.publisher)
+        #expect(before.version == 2)
+        let stored = try await SnapshotStore(pool: harness.pool.value!).latest()
+        #expect(stored?.version == 2)
+        #expect(stored?.body == harness.publisher.current?.body)
+        await harness.close()
+
+        // Restart: served before any tick, byte for byte.
+        try await harness.open()
+        let restored = try #require(harness.publisher.current)
+        #expect(restored.version == 2)
+        #expect(try servedSnapshot(harness.publisher) == before)
+        guard
+            case .notModified(let same) = await harness.publisher.poll(
+                gateway: "gw-1", condition: SnapshotCondition.parse("\"2\""), wait: 0)
+        else {
+            Issue.record("expected 304 for the restored version")
+            return
+        }
+        #expect(same.version == 2)
+        let report = await harness.tick()
+        #expect(report.published == [3])
+        await harness.close()
+    }
+
+    @Test func longPollIsWokenByAPublish() async throws {
+        let harness = try LoopHarness()
+        try await harness.open()
+        await harness.classifier.setDemand("acme", rpm: 30, tpm: 20_000)
+        await harness.tick()
+        let publisher = harness.publisher
+        let poll = Task { await publisher.poll(gateway: "gw-1", condition: SnapshotCondition.parse("\"1\""), wait: 30) }
+        // The poll parks, with its deadline timer asleep on the virtual clock.
+        await harness.clock.waitForSleepers(1)
+        #expect(publisher.watcherCount == 1)
+        await harness.classifier.setDemand("acme", rpm: 40, tpm: 20_000)
+        await harness.tick(by: 1)
+        guard case .modified(let snapshot, let body) = await poll.value else {
+            Issue.record("expected the new version")
+            return
+        }
+        #expect(snapshot.version == 2)
+        #expect(isClose(try Snapshot(decoding: body).tenant("acme")?.rpm.rate, 40))  // its slice: all of it
+        #expect(publisher.watcherCount == 0)
+        await harness.close()
+    }
+
+    @Test func longPollTimesOutWithNotModified() async throws {
+        let harness = try LoopHarness()
+        try await harness.open()
+        await harness.tick()
+        let publisher = harness.publisher
+        let poll = Task { await publisher.poll(gateway: "gw-1", condition: SnapshotCondition.parse("1"), wait: 10) }
+        await harness.clock.waitForSleepers(1)
+        harness.clock.advance(by: 9.9)
+        #expect(publisher.watcherCount == 1)
+        harness.clock.advance(by: 0.1)
+        guard case .notModified(let snapshot) = await poll.value else {
+            Issue.record("expected 304")
+            return
+        }
+        #expect(snapshot.version == 1)
+        #expect(publisher.watcherCount == 0)
+        await harness.close()
+    }
+
+    @Test func shutdownAnswersLongPollsAtOnce() async throws {
+        let harness = try LoopHarness()
+        try await harness.open()
+        await harness.tick()
+        let publisher = harness.publisher
+        let polls = (0..<3).map { index in
+            Task { await publisher.poll(gateway: "gw-\(index)", condition: SnapshotCondition.parse("\"1\""), wait: 60) }
+        }
+        await harness.clock.waitForSleepers(3)
+        publisher.shutDown()
+        for poll in polls {
+            guard case .notModified(let snapshot) = await poll.value else {
+                Issue.record("expected 304 on shutdown")
+                continue
+            }
+            #expect(snapshot.version == 1)
+        }
+        // Later long-polls are answered at once too.
+        guard
+            case .notModified = await publisher.poll(
+                gateway: "gw-9", condition: SnapshotCondition.parse("\"1\""), wait: 60)
+        else {
+            Issue.record("expected an immediate 304 after shutdown")
+            return
+        }
+        await harness.close()
+    }
+
+    @Test func conditionalPollsRecordEnforcedVersionsAndLag() async throws {
+        let harness = try LoopHarness()
+        try await harness.open()
+        await harness.classifier.setDemand("acme", rpm: 30, tpm: 20_000, shares: ["gw-a": 0.5, "gw-b": 0.5])
+        await harness.tick()
+        let publisher = harness.publisher
+        // gw-a has nothing yet; gw-b says it enforces version 1.
+        guard case .modified(let first, _) = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0) else {
+            Issue.record("expected 200")
+            return
+        }
+        #expect(first.version == 1)
+        guard
+            case .notModified = await publisher.poll(
+                gateway: "gw-b", condition: SnapshotCondition.parse("W/\"1\""), wait: 0)
+        else {
+            Issue.record("expected 304")
+            return
+        }
+        for _ in 0..<4 { await harness.tick() }
+        let policy = loopPolicy()
+        let statuses = publisher.gatewayStatuses(now: harness.clock.now, policy: policy)
+        #expect(statuses.map(\.id) == ["gw-a", "gw-b"])
+        let a = statuses[0]
+        let b = statuses[1]
+        #expect(a.enforcedVersion == nil)
+        #expect(a.state == .unknown)
+        #expect(b.enforcedVersion == 1)
+        #expect(b.lagVersions == 4)
+        #expect(b.lagSeconds == 15)  // version 2 was published 15 s ago
+        #expect(b.sinceContactSeconds == 20)
+        #expect(b.state == .lagging)
+        #expect(b.tenants == ["acme"])
+        #expect(harness.runner.view.alerts.contains { $0.kind == "gateway_lag" && $0.gateway == "gw-b" })
+        await harness.close()
+    }
+}

@@ -1,0 +1,159 @@
+import AllotCore
+import AllotLoop
+import AllotProtocol
+import AllotStore
+import Foundation
+import Testing
+
+/// A small deterministic generator (SplitMix64) for property tests.
+struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+@Suite struct SliceTests {
+    @Test func splitFollowsDemandSharesWithAMinimumAndNeverExceedsTheAllocation() throws {
+        let index: [String: Int32] = ["gw-a": 0, "gw-b": 1, "gw-c": 2]
+        let slices = try #require(
+            SlicePlan.split(
+                rpm: 100, tpm: 1000, shares: ["gw-a": 0.7, "gw-b": 0.3, "gw-c": 0.0, "gone": 0.5], index: index,
+                minimumShare: 0.05))
+        // gw-c just started seeing the tenant: 0.05; "gone" is not in the plan.
+        #expect(slices.map(\.gateway) == [0, 1, 2])
+        let total = 0.7 + 0.3 + 0.05
+        #expect(abs(slices[0].rpm - 100 * 0.7 / total) < 1e-9)
+        #expect(abs(slices[1].rpm - 100 * 0.3 / total) < 1e-9)
+        #expect(abs(slices[2].rpm - 100 * 0.05 / total) < 1e-9)
+        #expect(slices.map(\.rpm).reduce(0, +) <= 100)
+        #expect(slices.map(\.tpm).reduce(0, +) <= 1000)
+        #expect(SlicePlan.split(rpm: 1, tpm: 1, shares: ["gone": 1], index: index, minimumShare: 0.05) == nil)
+        #expect(SlicePlan.split(rpm: 1, tpm: 1, shares: [:], index: index, minimumShare: 0.05) == nil)
+    }
+
+    @Test func slicesNeverSumAboveTheAllocationForRandomShares() {
+        var random = SeededGenerator(seed: 42)
+        var index: [String: Int32] = [:]
+        for position in 0..<12 { index["gw-\(position)"] = Int32(position) }
+        for _ in 0..<2000 {
+            var shares: [String: Double] = [:]
+            for _ in 0..<Int.random(in: 1...12, using: &random) {
+                shares["gw-\(Int.random(in: 0..<12, using: &random))"] = Double.random(in: 0...1, using: &random)
+            }
+            let rpm = Double.random(in: 0...1e6, using: &random)
+            let tpm = Double.random(in: 0...1e9, using: &random)
+            guard
+                let slices = SlicePlan.split(
+                    rpm: rpm, tpm: tpm, shares: shares, index: index,
+                    minimumShare: Double.random(in: 0...0.2, using: &random))
+            else { continue }
+            #expect(slices.map(\.rpm).reduce(0, +) <= rpm)
+            #expect(slices.map(\.tpm).reduce(0, +) <= tpm)
+            #expect(slices.allSatisfy { $0.rpm >= 0 && $0.tpm >= 0 })
+        }
+    }
+
+    @Test func gatewaySlicesSumToAtMostEachTenantsAllocation() async throws {
+        let harness = try LoopHarness()
+        let tier = Tier(name: "standard", priority: 2, floor: PerDimension(rpm: .absolute(2), tpm: .absolute(500)))
+        try await harness.open(policy: loopPolicy(rpm: 1000, tpm: 1_000_000, tiers: [tier]))
+        var random = SeededGenerator(seed: 7)
+        let gateways = (0..<5).map { "gw-\($0)" }
+        for tenant in 0..<20 {
+            var shares: [String: Double] = [:]
+            for gateway in gateways where Bool.random(using: &random) {
+                shares[gateway] = Double.random(in: 0...1, using: &random)
+            }
+            await harness.classifier.setDemand(
+                "t\(tenant)", rpm: Double.random(in: 5...60, using: &random),
+                tpm: Double.random(in: 1000...40_000, using: &random), shares: shares)
+        }
+        await harness.tick()
+        let global = try servedSnapshot(harness.publisher)
+        #expect(global.tenants.count == 20)
+        var sums: [String: (rpm: Double, tpm: Double, floor: Double)] = [:]
+        var listed = 0
+        for gateway in gateways {
+            let slice = try servedSnapshot(harness.publisher, gateway: gateway)
+            #expect(slice.gateway == gateway)
+            #expect(slice.version == global.version)
+            #expect(slice.upstreams == global.upstreams)
+            #expect(slice.defaultLimits == global.defaultLimits)
+            listed += slice.tenants.count
+            for entry in slice.tenants {
+                sums[entry.id, default: (0, 0, 0)].rpm += entry.rpm.rate
+                sums[entry.id, default: (0, 0, 0)].tpm += entry.tpm.rate
+                #expect(entry.rpm.burst >= 1)
+            }
+            for entry in slice.fallback.tenants { sums[entry.id, default: (0, 0, 0)].floor += entry.rpm.rate }
+        }
+        #expect(listed > 20)  // tenants are shared between gateways
+        for entry in global.tenants {
+            let sum = try #require(sums[entry.id], "\(entry.id) has no slice")
+            #expect(sum.rpm <= entry.rpm.rate)
+            #expect(sum.tpm <= entry.tpm.rate)
+            #expect(sum.rpm >= entry.rpm.rate * (1 - 1e-9))  // and nothing is lost
+            #expect(sum.floor <= 2)
+        }
+        await harness.close()
+    }
+
+    @Test func aNewGatewayGetsSlicesFromTheNextTickAndAGoneOneLosesThem() async throws {
+        let harness = try LoopHarness()
+        try await harness.open()
+        // Nobody knows which gateway serves "quiet": split evenly between the plan's gateways.
+        await harness.classifier.setDemand("quiet", rpm: 30, tpm: 3000)
+        await harness.classifier.setDemand("busy", rpm: 40, tpm: 4000, shares: ["gw-a": 1])
+        await harness.tick()
+        #expect(try servedSnapshot(harness.publisher, gateway: "gw-a").tenants.map(\.id) == ["busy", "quiet"])
+        #expect(isClose(try servedSnapshot(harness.publisher, gateway: "gw-a").tenant("quiet")?.rpm.rate, 30))
+        // gw-b starts polling: nothing until the next tick re-splits ("default" applies meanwhile).
+        #expect(try servedSnapshot(harness.publisher, gateway: "gw-b").tenants.isEmpty)
+        _ = await harness.publisher.poll(gateway: "gw-b", condition: .none, wait: 0)
+        _ = await harness.publisher.poll(gateway: "gw-a", condition: .none, wait: 0)
+        await harness.tick()
+        #expect(try servedSnapshot(harness.publisher, gateway: "gw-b").tenants.map(\.id) == ["quiet"])
+        #expect(isClose(try servedSnapshot(harness.publisher, gateway: "gw-b").tenant("quiet")?.rpm.rate, 15))
+        #expect(isClose(try servedSnapshot(harness.publisher, gateway: "gw-a").tenant("quiet")?.rpm.rate, 15))
+        // gw-b stops polling; after gateway_lag_s (30 s) it is gone and gw-a takes the whole split.
+        for _ in 0..<6 {
+            _ = await harness.publisher.poll(gateway: "gw-a", condition: .none, wait: 0)
+            await harness.tick(by: 6)
+        }
+        #expect(isClose(try servedSnapshot(harness.publisher, gateway: "gw-a").tenant("quiet")?.rpm.rate, 30))
+        #expect(try servedSnapshot(harness.publisher, gateway: "gw-b").tenants.isEmpty)
+        await harness.close()
+    }
+
+    @Test func slicePlanRoundTripsAndRejectsDamagedBytes() throws {
+        let plan = SlicePlan(
+            gateways: ["gw-a", "gw-ü"],
+            tenants: [nil, [.init(gateway: 0, rpm: 1.5, tpm: 2.5), .init(gateway: 1, rpm: 0, tpm: 1e12)], []])
+        let bytes = plan.encoded()
+        #expect(try SlicePlan(decoding: bytes) == plan)
+        #expect(throws: LoopStateError.self) { try SlicePlan(decoding: []) }
+        #expect(throws: LoopStateError.self) { try SlicePlan(decoding: Array("XXXX".utf8) + bytes.dropFirst(4)) }
+        for cut in [5, 9, 20, bytes.count - 1] {
+            #expect(throws: LoopStateError.self) { try SlicePlan(decoding: Array(bytes.prefix(cut))) }
+        }
+        #expect(throws: LoopStateError.self) { try SlicePlan(decoding: bytes + [0]) }
+        // A huge declared count never allocates: it is checked against the bytes left.
+        var huge = Array("ASP1".utf8)
+        huge += [0xFF, 0xFF, 0xFF, 0x7F]
+        #expect(throws: LoopStateError.self) { try SlicePlan(decoding: huge) }
+        var random = SeededGenerator(seed: 3)
+        for _ in 0..<500 {
+            var damaged = bytes
+            damaged[Int.random(in: 4..<damaged.count, using: &random)] = UInt8.random(in: 0...255, using: &random)
+            _ = try? SlicePlan(decoding: damaged)  // never traps
+        }
+    }
+}

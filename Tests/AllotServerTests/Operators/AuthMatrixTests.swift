@@ -1,0 +1,190 @@
+import AllotCrypto
+import AllotHTTP
+import AllotJSON
+import AllotLog
+import AllotServer
+import AllotStore
+import Foundation
+import Synchronization
+import Testing
+
+/// Authentication and authorisation of the whole service (SPEC 8, 9), live over loopback against
+/// `AllotService` as `allot serve` runs it.
+@Suite struct AuthMatrixTests {
+    /// SPEC 9's role column, route by route. Every route the service registers must be listed here
+    /// (a new route fails the matrix until its roles are decided), and must grant exactly these.
+    static let specRoles: [String: Set<Role>?] = {
+        let operators: Set<Role> = [.operator, .sre, .admin]
+        let sre: Set<Role> = [.sre, .admin]
+        let everyone = Set(Role.allCases)
+        return [
+            "GET /healthz": nil, "GET /readyz": nil, "GET /metrics": nil, "GET /openapi.json": nil, "GET /": nil,
+            "POST /v1/telemetry": [.gateway, .admin], "GET /v1/snapshot": everyone,
+            "GET /v1/gateways": operators, "GET /v1/upstreams": operators, "GET /v1/tenants": operators,
+            "GET /v1/tenants/{id}": operators, "PUT /v1/tenants/{id}/override": operators,
+            "DELETE /v1/tenants/{id}/override": operators, "POST /v1/tenants/{id}/bursts": everyone,
+            "GET /v1/tenants/{id}/bursts": everyone, "GET /v1/proposals": sre,
+            "POST /v1/proposals/{id}/approve": sre, "POST /v1/proposals/{id}/reject": sre, "POST /v1/plan": sre,
+            "GET /v1/alerts": operators, "GET /v1/audit": sre, "GET /v1/costs": operators,
+            "GET /v1/tokens": [.admin], "POST /v1/tokens": [.admin], "DELETE /v1/tokens/{id}": [.admin],
+            "POST /v1/drain": [.admin], "DELETE /v1/drain": [.admin],
+        ]
+    }()
+
+    struct Running {
+        let service: AllotService
+        let client: HTTPClient
+        let tokens: [Role: String]
+        let directory: String
+        let announced: [String]
+        let logs: CapturingLogSink
+
+        func send(_ method: HTTPMethod, _ path: String, token: String?, body: String = "") async throws
+            -> HTTPClientResponse
+        {
+            var headers: HTTPHeaders = [:]
+            if let token { headers["Authorization"] = "Bearer \(token)" }
+            if !body.isEmpty { headers["Content-Type"] = "application/json" }
+            return try await client.execute(
+                HTTPClientRequest(
+                    method: method, url: "http://127.0.0.1:\(service.port)\(path)", headers: headers,
+                    body: Array(body.utf8)))
+        }
+
+        func stop() async {
+            await client.shutdown()
+            await service.shutdown(gracePeriod: .seconds(1))
+        }
+    }
+
+    static func start() async throws -> Running {
+        let directory = NSTemporaryDirectory() + "allot-auth-\(UUID().uuidString)"
+        let announced = Mutex<[String]>([])
+        let logs = CapturingLogSink()
+        let service = try await AllotService.start(
+            ServeConfiguration(port: 0, dataDirectory: directory, policies: .embedded),
+            logger: Logger(label: "allot", minimumLevel: .debug, sink: logs),
+            announce: { line in announced.withLock { $0.append(line) } })
+        let notice = announced.withLock { $0 }
+        var tokens: [Role: String] = [:]
+        tokens[.admin] = try String(contentsOfFile: directory + "/admin-token", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        for role in [Role.gateway, .operator, .sre] {
+            tokens[role] = try await service.context.operators.issuer.create(
+                name: "\(role.rawValue)-bot", role: role.rawValue, actor: .cli, now: Date().timeIntervalSince1970
+            ).secret
+        }
+        return Running(
+            service: service, client: try HTTPClient(), tokens: tokens, directory: directory, announced: notice,
+            logs: logs)
+    }
+
+    @Test func everyRouteTimesEveryRoleAndNoToken() async throws {
+        let running = try await Self.start()
+        let routes = running.service.access.sorted { $0.key.description < $1.key.description }
+        #expect(routes.count >= 20)
+        let stranger = try APIToken.generate()  // well-formed, unknown
+        for (route, rule) in routes {
+            let name = "\(route.method.rawValue) \(route.pattern)"
+            guard let expected = Self.specRoles[name] else {
+                Issue.record("\(name) is not in the SPEC 9 role table of AuthMatrixTests: decide its roles")
+                continue
+            }
+            #expect(rule.isPublic == (expected == nil), "\(name) public")
+            if let expected { #expect(rule.allowed == expected, "\(name) roles") }
+            let path = route.pattern.replacingOccurrences(of: "{id}", with: "acme")
+
+            let anonymous = try await running.send(route.method, path, token: nil)
+            let unknown = try await running.send(route.method, path, token: stranger)
+            if rule.isPublic {
+                #expect(![401, 403].contains(anonymous.status.code), "\(name) without a token")
+            } else {
+                #expect(anonymous.status == .unauthorized, "\(name) without a token")
+                #expect(anonymous.headers["WWW-Authenticate"] == "Bearer", "\(name)")
+                #expect(unknown.status == .unauthorized, "\(name) with an unknown token")
+            }
+            for role in Role.allCases {
+                let response = try await running.send(route.method, path, token: running.tokens[role])
+                if rule.isPublic || rule.allowed.contains(role) {
+                    #expect(![401, 403].contains(response.status.code), "\(name) as \(role): \(response.status)")
+                } else {
+                    #expect(response.status == .forbidden, "\(name) as \(role)")
+                    let error = try JSON.parse(response.body)["error"]
+                    #expect(error?["code"] == "forbidden")
+                }
+            }
+        }
+        await running.stop()
+    }
+
+    @Test func malformedAndRevokedTokensAreRefused() async throws {
+        let running = try await Self.start()
+        for header in ["Basic abc", "Bearer", "Bearer not-a-token", "bearer " + String(repeating: "a", count: 58)] {
+            let response = try await running.client.execute(
+                HTTPClientRequest(
+                    url: "http://127.0.0.1:\(running.service.port)/v1/tenants", headers: ["Authorization": header]))
+            #expect(response.status == .unauthorized, "\(header)")
+            #expect(!String(decoding: response.body, as: UTF8.self).contains("not-a-token"))
+        }
+        let operatorToken = try #require(running.tokens[.operator])
+        #expect(try await running.send(.get, "/v1/tenants", token: operatorToken).status == .ok)
+        let listing = try await running.send(.get, "/v1/tokens", token: running.tokens[.admin])
+        let tokens = try #require(try JSON.parse(listing.body)["tokens"]?.arrayValue)
+        #expect(!String(decoding: listing.body, as: UTF8.self).contains(operatorToken))
+        let id = try #require(tokens.first { $0["name"] == "operator-bot" }?["id"]?.stringValue)
+        let revoked = try await running.send(.delete, "/v1/tokens/\(id)", token: running.tokens[.admin])
+        #expect(revoked.status == .ok)
+        // Revocation through this process applies to the very next request (no cache delay).
+        let refused = try await running.send(.get, "/v1/tenants", token: operatorToken)
+        #expect(refused.status == .unauthorized)
+        #expect(try JSON.parse(refused.body)["error"]?["message"] == "unknown or revoked token")
+        await running.stop()
+    }
+
+    @Test func firstStartWritesTheAdminTokenOnceAndTheDatabaseNeverHoldsATokenOrLogsIt() async throws {
+        let running = try await Self.start()
+        let admin = try #require(running.tokens[.admin])
+        #expect(APIToken.isWellFormed(admin))
+        #expect(running.announced.count == 1)
+        #expect(running.announced.first?.contains(admin) == true)
+        let attributes = try FileManager.default.attributesOfItem(atPath: running.directory + "/admin-token")
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        // Use every token, so last_used and the cache have seen them.
+        for token in running.tokens.values { _ = try await running.send(.get, "/v1/alerts", token: token) }
+        await running.stop()
+
+        // A restart neither creates another admin token nor touches the file.
+        let again = Mutex<[String]>([])
+        let service = try await AllotService.start(
+            ServeConfiguration(port: 0, dataDirectory: running.directory, policies: .embedded), logger: .disabled,
+            announce: { line in again.withLock { $0.append(line) } })
+        #expect(try await service.context.operators.tokens.count() == 4)
+        await service.shutdown(gracePeriod: .seconds(1))
+        #expect(again.withLock { $0 }.isEmpty)
+        #expect(
+            try String(contentsOfFile: running.directory + "/admin-token", encoding: .utf8) == admin + "\n")
+
+        // Scan every byte of the database files: hashes yes, tokens never.
+        var bytes: [UInt8] = []
+        for file in try FileManager.default.contentsOfDirectory(atPath: running.directory)
+        where file.hasPrefix("allot.sqlite") {
+            bytes += Array(try Data(contentsOf: URL(fileURLWithPath: running.directory + "/" + file)))
+        }
+        #expect(bytes.count > 10_000)
+        func contains(_ needle: String) -> Bool {
+            let pattern = Array(needle.utf8)
+            guard pattern.count <= bytes.count else { return false }
+            return (0...(bytes.count - pattern.count)).contains { start in
+                bytes[start] == pattern[0] && Array(bytes[start..<(start + pattern.count)]) == pattern
+            }
+        }
+        for token in running.tokens.values {
+            #expect(!contains(token))
+            #expect(!contains(String(token.dropFirst(APIToken.prefix.count))))
+            #expect(contains(APIToken.storageHash(of: token)))
+        }
+        let logs = running.logs.lines.joined(separator: "\n")
+        #expect(!logs.isEmpty)
+        for token in running.tokens.values { #expect(!logs.contains(token)) }
+    }
+}

@@ -1,0 +1,162 @@
+import AllotCore
+import AllotHTTP
+import AllotJSON
+import AllotServer
+import AllotStore
+import AllotTime
+import Testing
+
+/// Overrides with expiry on a virtual clock (SPEC 6.8), bursts (6.5), and the audit record every
+/// mutation leaves (SPEC 8).
+@Suite struct OverrideAndAuditTests {
+    @Test func overrideAppliesAtTheNextTickAndExpires() async throws {
+        let harness = try await OperatorHarness.make()
+        await harness.tick()
+        let set = await harness.send(
+            .put, "/v1/tenants/beta/override", as: .operator, json: #"{"weight":3,"reason":"QBR promise","ttl_s":600}"#)
+        #expect(set.status == .ok)
+        #expect(set.jsonBody["status"] == "applied")
+        #expect(set.jsonBody["override"]?["actor"] == "operator-user")
+        #expect(set.jsonBody["override"]?["expires_at"]?.stringValue == RFC3339.format(harness.clock.now + 600))
+        #expect(set.jsonBody["previous"] == .null)
+
+        await harness.tick()
+        var detail = await harness.send(.get, "/v1/tenants/beta", as: .operator)
+        #expect(detail.jsonBody["upstreams"]?[0]?["override"]?["weight"]?.doubleValue == 3)
+        #expect(detail.jsonBody["override"]?["reason"] == "QBR promise")
+        let listed = await harness.send(.get, "/v1/tenants?override=true", as: .operator)
+        #expect(listed.jsonBody["tenants"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == ["beta"])
+
+        // 600 s later it no longer applies, and the next tick prunes it.
+        harness.clock.advance(by: 600)
+        #expect(try await harness.console.store.overrides(now: harness.clock.now).isEmpty)
+        await harness.tick()
+        detail = await harness.send(.get, "/v1/tenants/beta", as: .operator)
+        #expect(detail.jsonBody["override"] == .null)
+        #expect(detail.jsonBody["upstreams"]?[0]?["override"] == .null)
+        let rows = try await harness.pool.read { try $0.queryValue("SELECT count(*) FROM overrides")?.int64 }
+        #expect(rows == 0)
+        await harness.close()
+    }
+
+    @Test func overrideValidationNamesTheField() async throws {
+        let harness = try await OperatorHarness.make()
+        let cases: [(String, String, String)] = [
+            (#"{"weight":2,"ttl_s":60}"#, "missing_field", "reason"),
+            (#"{"weight":-1,"reason":"x","ttl_s":60}"#, "negative", "weight"),
+            (#"{"weight":2,"reason":"x"}"#, "missing_field", "ttl_s"),
+            (#"{"tier":"platinum","reason":"x","ttl_s":60}"#, "unknown_tier", "tier"),
+            (#"{"floor":{"rpm":50},"ceiling":{"rpm":10},"reason":"x","ttl_s":60}"#, "floor_above_ceiling", "floor.rpm"),
+            (#"{"weight":2,"reason":"x","ttl_s":60,"colour":"red"}"#, "unknown_field", "colour"),
+        ]
+        for (body, code, field) in cases {
+            let response = await harness.send(.put, "/v1/tenants/acme/override", as: .operator, json: body)
+            #expect(response.status == .badRequest, "\(body)")
+            #expect(response.jsonBody["error"]?["code"]?.stringValue == code, "\(body)")
+            #expect(response.jsonBody["error"]?["field"]?.stringValue == field, "\(body)")
+        }
+        let notJSON = await harness.send(.put, "/v1/tenants/acme/override", as: .operator, json: "{weight")
+        #expect(notJSON.jsonBody["error"]?["code"] == "invalid_json")
+        let form = await harness.send(
+            .put, "/v1/tenants/acme/override", as: .operator, json: "{}",
+            headers: ["Content-Type": "application/x-www-form-urlencoded"])
+        #expect(form.status == .unsupportedMediaType)
+        let badID = await harness.send(.put, "/v1/tenants/a%20b/override", as: .operator, json: "{}")
+        #expect(badID.jsonBody["error"]?["field"] == "id")
+        #expect(await harness.send(.delete, "/v1/tenants/acme/override", as: .operator).status == .notFound)
+        await harness.close()
+    }
+
+    @Test func burstRequestIsPendingUntilTheNextTickDecidesIt() async throws {
+        let harness = try await OperatorHarness.make()
+        await harness.tick()
+        let posted = await harness.send(
+            .post, "/v1/tenants/beta/bursts", as: .gateway,
+            json: #"{"calls":60,"tokens":60000,"ttl_s":120,"task_id":"t-9"}"#)
+        #expect(posted.status == .accepted)
+        #expect(posted.jsonBody["burst"]?["status"] == "pending")
+        #expect(posted.jsonBody["burst"]?["upstream"]?.stringValue == OperatorHarness.upstream)
+        #expect(posted.jsonBody["burst"]?["requested_by"] == "gateway-user")
+        let id = try #require(posted.jsonBody["burst"]?["id"]?.stringValue)
+        await harness.tick()
+        let stored = try #require(try await harness.console.store.burst(id: id))
+        #expect(stored.status != "pending")
+        let listed = await harness.send(.get, "/v1/tenants/beta/bursts", as: .operator)
+        #expect(listed.jsonBody["bursts"]?[0]?["id"]?.stringValue == id)
+        #expect(listed.jsonBody["bursts"]?[0]?["status"]?.stringValue == stored.status)
+
+        let invalid = await harness.send(.post, "/v1/tenants/beta/bursts", as: .operator, json: #"{"calls":5}"#)
+        #expect(invalid.jsonBody["error"]?["field"] == "ttl_s")
+        let empty = await harness.send(.post, "/v1/tenants/beta/bursts", as: .operator, json: #"{"ttl_s":60}"#)
+        #expect(empty.jsonBody["error"]?["field"] == "calls")
+        await harness.close()
+    }
+
+    @Test func everyMutationIsAudited() async throws {
+        let harness = try await OperatorHarness.make()
+        await harness.tick()
+        _ = await harness.send(
+            .put, "/v1/tenants/beta/override", as: .operator, json: #"{"weight":3,"reason":"first","ttl_s":600}"#)
+        _ = await harness.send(
+            .put, "/v1/tenants/beta/override", as: .operator, json: #"{"weight":4,"reason":"second","ttl_s":600}"#)
+        _ = await harness.send(.delete, "/v1/tenants/beta/override", as: .operator, json: #"{"reason":"done"}"#)
+        let proposed = await harness.send(
+            .put, "/v1/tenants/example-premium/override", as: .operator,
+            json: #"{"ceiling":{"rpm":5},"reason":"cap","ttl_s":600}"#)
+        let overrideProposal = try #require(proposed.jsonBody["proposal"]?["id"]?.stringValue)
+        _ = await harness.send(.post, "/v1/proposals/\(overrideProposal)/reject", as: .sre, json: #"{"reason":"no"}"#)
+        let engine = await harness.send(.get, "/v1/proposals?source=engine", as: .sre)
+        let engineProposal = try #require(engine.jsonBody["proposals"]?[0]?["id"]?.stringValue)
+        _ = await harness.send(.post, "/v1/proposals/\(engineProposal)/approve", as: .admin, json: #"{"reason":"ok"}"#)
+        _ = await harness.send(.post, "/v1/tenants/beta/bursts", as: .operator, json: #"{"calls":10,"ttl_s":60}"#)
+        let created = await harness.send(.post, "/v1/tokens", as: .admin, json: #"{"name":"ci","role":"gateway"}"#)
+        #expect(created.status == .created)
+        let tokenID = try #require(created.jsonBody["id"]?.stringValue)
+        #expect(created.jsonBody["token"]?.stringValue?.hasPrefix("allot_") == true)
+        _ = await harness.send(.delete, "/v1/tokens/\(tokenID)", as: .admin)
+        await harness.console.recordPolicyReload(
+            source: "policies", from: ("aaaa", ["a.json"]), to: ("bbbb", ["a.json", "b.json"]))
+
+        let audit = await harness.send(.get, "/v1/audit?limit=50", as: .sre)
+        #expect(audit.status == .ok)
+        let entries = try #require(audit.jsonBody["entries"]?.arrayValue)
+        let actions = entries.compactMap { $0["action"]?.stringValue }
+        #expect(
+            Array(actions.prefix(10)) == [
+                "policy.reload", "token.revoke", "token.create", "burst.request", "proposal.approve", "proposal.reject",
+                "override.propose", "override.delete", "override.set", "override.set",
+            ])
+        func entry(_ action: String) -> JSON? { entries.first { $0["action"]?.stringValue == action } }
+        #expect(entry("override.delete")?["before"]?["override"]?["weight"]?.doubleValue == 4)
+        #expect(entry("override.delete")?["after"] == .null)
+        #expect(entry("override.delete")?["reason"] == "done")
+        #expect(entry("override.delete")?["actor"] == "operator-user")
+        #expect(entry("override.delete")?["actor_role"] == "operator")
+        let sets = entries.filter { $0["action"] == "override.set" }
+        #expect(sets.first?["before"]?["weight"]?.doubleValue == 3)
+        #expect(sets.first?["after"]?["weight"]?.doubleValue == 4)
+        #expect(sets.first?["tenant"] == "beta")
+        #expect(entry("proposal.reject")?["before"]?["status"] == "pending")
+        #expect(entry("proposal.reject")?["after"]?["status"] == "rejected")
+        #expect(entry("proposal.approve")?["actor"] == "admin-user")
+        #expect(entry("token.revoke")?["after"]?["revoked"] == true)
+        #expect(entry("policy.reload")?["after"]?["version"] == "bbbb")
+        // No secret in the log, ever.
+        #expect(!audit.bodyText.contains(created.jsonBody["token"]?.stringValue ?? "-"))
+
+        // Filters and paging.
+        let family = await harness.send(.get, "/v1/audit?action=override", as: .sre)
+        #expect(family.jsonBody["entries"]?.arrayValue?.count == 4)
+        let page = await harness.send(.get, "/v1/audit?limit=3", as: .sre)
+        let cursor = try #require(page.jsonBody["next_cursor"]?.stringValue)
+        let next = await harness.send(.get, "/v1/audit?limit=3&cursor=\(cursor)", as: .sre)
+        #expect(next.jsonBody["entries"]?[0]?["action"] == "burst.request")
+        let tenant = await harness.send(.get, "/v1/audit?tenant=example-premium", as: .sre)
+        #expect(
+            tenant.jsonBody["entries"]?.arrayValue?.compactMap { $0["action"]?.stringValue } == [
+                "proposal.reject", "override.propose",
+            ])
+        #expect(await harness.send(.get, "/v1/audit", as: .operator).status == .forbidden)
+        await harness.close()
+    }
+}

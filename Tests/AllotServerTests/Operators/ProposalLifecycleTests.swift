@@ -1,0 +1,189 @@
+import AllotCore
+import AllotHTTP
+import AllotJSON
+import AllotServer
+import AllotStore
+import Testing
+
+/// Engine and override proposals through the API on a virtual clock (SPEC 6.7, 6.8): approval
+/// applies at the next tick, rejection suppresses for the cool-down, pending proposals expire.
+@Suite struct ProposalLifecycleTests {
+    /// acme (standard, guard_max 100 RPM) wants 1,000 RPM: the engine clamps it and files a proposal.
+    func pendingProposal(_ harness: OperatorHarness) async throws -> JSON {
+        await harness.tick()
+        let list = await harness.send(.get, "/v1/proposals", as: .sre)
+        #expect(list.status == .ok)
+        let proposals = try #require(list.jsonBody["proposals"]?.arrayValue)
+        let proposal = try #require(proposals.first { $0["tenant"] == "acme" && $0["dimension"] == "rpm" })
+        #expect(proposal["kind"] == "raise_above_guard_max")
+        #expect(proposal["source"] == "engine")
+        #expect(proposal["status"] == "pending")
+        #expect(proposal["guardrail"]?.doubleValue == 100)
+        #expect((proposal["value"]?.doubleValue ?? 0) > 100)
+        #expect(proposal["evidence"]?["guard_max"]?.doubleValue == 100)
+        #expect(proposal["expires_at"]?.stringValue != nil)
+        return proposal
+    }
+
+    func acmeRPM(_ harness: OperatorHarness) async throws -> (rate: Double, reason: String) {
+        let detail = await harness.send(.get, "/v1/tenants/acme", as: .operator)
+        #expect(detail.status == .ok)
+        let allocation = try #require(detail.jsonBody["upstreams"]?[0]?["allocation"]?["rpm"])
+        return (try #require(allocation["rate"]?.doubleValue), try #require(allocation["reason"]?.stringValue))
+    }
+
+    @Test func approvalAppliesAtTheNextTick() async throws {
+        let harness = try await OperatorHarness.make()
+        let proposal = try await pendingProposal(harness)
+        let id = try #require(proposal["id"]?.stringValue)
+        let clamped = try await acmeRPM(harness)
+        #expect(clamped.rate == 100)
+        #expect(clamped.reason == "guardrail_clamped")
+
+        let approved = await harness.send(.post, "/v1/proposals/\(id)/approve", as: .sre, json: #"{"reason":"QBR"}"#)
+        #expect(approved.status == .ok)
+        #expect(approved.jsonBody["proposal"]?["status"] == "approved")
+        #expect(approved.jsonBody["proposal"]?["decided_by"] == "sre-user")
+        // Not applied before the next tick.
+        #expect(try await acmeRPM(harness).rate == 100)
+
+        await harness.tick()
+        let after = try await acmeRPM(harness)
+        #expect(after.rate > 100)
+        #expect(after.reason != "guardrail_clamped")
+        let record = try #require(try await harness.console.store.proposal(id: id))
+        #expect(record.storedStatus == "approved")
+        #expect(try await harness.console.store.inputs(now: harness.clock.now).resolutions.isEmpty)
+
+        let again = await harness.send(.post, "/v1/proposals/\(id)/approve", as: .sre)
+        #expect(again.status == .conflict)
+        #expect(again.jsonBody["error"]?["code"] == "proposal_resolved")
+        #expect(await harness.send(.post, "/v1/proposals/p-nope/approve", as: .sre).status == .notFound)
+        // Operators read everything but cannot decide proposals.
+        #expect(await harness.send(.post, "/v1/proposals/\(id)/reject", as: .operator).status == .forbidden)
+        await harness.close()
+    }
+
+    @Test func rejectionSuppressesTheProposalForTheCoolDown() async throws {
+        let harness = try await OperatorHarness.make()
+        let id = try #require(try await pendingProposal(harness)["id"]?.stringValue)
+        let rejected = await harness.send(.post, "/v1/proposals/\(id)/reject", as: .sre)
+        #expect(rejected.status == .ok)
+        #expect(rejected.jsonBody["status"] == "rejected")
+
+        for _ in 0..<3 { await harness.tick() }
+        #expect(try await acmeRPM(harness).rate == 100)
+        let pending = await harness.send(.get, "/v1/proposals?status=pending&tenant=acme", as: .sre)
+        #expect(pending.jsonBody["proposals"]?.arrayValue?.count == 0)
+        let record = try #require(try await harness.console.store.proposal(id: id))
+        #expect(record.storedStatus == "rejected")
+
+        // After the cool-down (reject_cooldown_s = 3600) the condition files a new proposal.
+        harness.clock.advance(by: harness.policy.proposals.rejectCooldownSeconds)
+        await harness.tick()
+        await harness.tick()
+        let refiled = await harness.send(.get, "/v1/proposals?tenant=acme", as: .sre)
+        let ids = refiled.jsonBody["proposals"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
+        #expect(ids.count == 1)
+        #expect(ids.first != id)
+        await harness.close()
+    }
+
+    @Test func pendingProposalsExpire() async throws {
+        let harness = try await OperatorHarness.make()
+        let id = try #require(try await pendingProposal(harness)["id"]?.stringValue)
+        harness.clock.advance(by: harness.policy.proposals.ttlSeconds)
+        // Before a tick records it, the expiry already shows.
+        let late = await harness.send(.post, "/v1/proposals/\(id)/approve", as: .sre)
+        #expect(late.status == .conflict)
+        #expect(late.jsonBody["error"]?["code"] == "proposal_expired")
+        await harness.tick()
+        let record = try #require(try await harness.console.store.proposal(id: id))
+        #expect(record.storedStatus == "expired")
+        let expired = await harness.send(.get, "/v1/proposals?status=expired", as: .sre)
+        #expect(expired.jsonBody["proposals"]?.arrayValue?.contains { $0["id"]?.stringValue == id } == true)
+        await harness.close()
+    }
+
+    @Test func anOverrideCrossingAGuardrailWaitsForAnSRE() async throws {
+        let harness = try await OperatorHarness.make()
+        await harness.tick()
+        // premium guard_min is 1% of C = 95 RPM: a 10 RPM ceiling crosses it.
+        let body = #"{"upstream":"openai/gpt-4o","ceiling":{"rpm":10},"reason":"abuse report 42","ttl_s":7200}"#
+        let filed = await harness.send(.put, "/v1/tenants/example-premium/override", as: .operator, json: body)
+        #expect(filed.status == .accepted)
+        #expect(filed.jsonBody["status"] == "proposed")
+        let proposal = try #require(filed.jsonBody["proposal"])
+        #expect(proposal["kind"] == "override")
+        #expect(proposal["crossings"]?[0]?["kind"] == "ceiling_below_guard_min")
+        #expect(proposal["crossings"]?[0]?["guardrail"]?.doubleValue == 95)
+        #expect(proposal["override"]?["actor"] == "operator-user")
+        let id = try #require(proposal["id"]?.stringValue)
+
+        let twice = await harness.send(.put, "/v1/tenants/example-premium/override", as: .operator, json: body)
+        #expect(twice.status == .conflict)
+        #expect(twice.jsonBody["error"]?["code"] == "proposal_pending")
+        // Nothing applies while it waits.
+        await harness.tick()
+        #expect(try await harness.console.store.overrides(now: harness.clock.now).isEmpty)
+
+        let approved = await harness.send(.post, "/v1/proposals/\(id)/approve", as: .sre)
+        #expect(approved.status == .ok)
+        #expect(approved.jsonBody["proposal"]?["override"]?["approved"] == true)
+        let inForce = try await harness.console.store.overrides(now: harness.clock.now)
+        #expect(inForce.map(\.override.approved) == [true])
+        #expect(inForce.first?.proposalID == id)
+
+        await harness.tick()
+        let detail = await harness.send(.get, "/v1/tenants/example-premium", as: .operator)
+        let entry = try #require(detail.jsonBody["upstreams"]?[0])
+        #expect(entry["override"]?["approved"] == true)
+        let rpm = try #require(entry["allocation"]?["rpm"])
+        #expect(rpm["reason"] == "override")
+        // The "why": the ceiling is 10, but hi = max(floor, min(ceiling, …)) keeps the premium floor
+        // (0.5% of C = 47.5), and the guardrail no longer lifts it to guard_min (95).
+        #expect(rpm["why"]?["ceiling"]?.doubleValue == 10)
+        #expect(rpm["why"]?["guard_min"]?.doubleValue == 0)
+        #expect(rpm["rate"]?.doubleValue == 47.5)
+        #expect(rpm["why"]?["snapshot_version"]?.int64Value == detail.jsonBody["snapshot_version"]?.int64Value)
+        #expect(detail.jsonBody["override"]?["proposal_id"]?.stringValue == id)
+        await harness.close()
+    }
+
+    @Test func aRejectedOverrideCannotBeProposedAgainDuringTheCoolDown() async throws {
+        let harness = try await OperatorHarness.make()
+        let body = #"{"ceiling":{"rpm":5},"reason":"cost control","ttl_s":3600}"#
+        let filed = await harness.send(.put, "/v1/tenants/example-premium/override", as: .operator, json: body)
+        let id = try #require(filed.jsonBody["proposal"]?["id"]?.stringValue)
+        let rejected = await harness.send(
+            .post, "/v1/proposals/\(id)/reject", as: .sre, json: #"{"reason":"talk to the account manager"}"#)
+        #expect(rejected.status == .ok)
+
+        let again = await harness.send(.put, "/v1/tenants/example-premium/override", as: .operator, json: body)
+        #expect(again.status == .conflict)
+        #expect(again.jsonBody["error"]?["code"] == "proposal_rejected")
+        #expect(again.jsonBody["error"]?["message"]?.stringValue?.contains("rejected by sre-user") == true)
+
+        harness.clock.advance(by: harness.policy.proposals.rejectCooldownSeconds + 1)
+        let later = await harness.send(.put, "/v1/tenants/example-premium/override", as: .operator, json: body)
+        #expect(later.status == .accepted)
+        await harness.close()
+    }
+
+    @Test func deletingTheOverrideWithdrawsItsPendingProposal() async throws {
+        let harness = try await OperatorHarness.make()
+        let body = #"{"ceiling":{"rpm":5},"reason":"cost control","ttl_s":3600}"#
+        let filed = await harness.send(.put, "/v1/tenants/example-premium/override", as: .operator, json: body)
+        let id = try #require(filed.jsonBody["proposal"]?["id"]?.stringValue)
+        let deleted = await harness.send(.delete, "/v1/tenants/example-premium/override?reason=mistake", as: .operator)
+        #expect(deleted.status == .ok)
+        #expect(deleted.jsonBody["removed"] == .null)
+        #expect(deleted.jsonBody["withdrawn"]?["status"] == "withdrawn")
+        let approve = await harness.send(.post, "/v1/proposals/\(id)/approve", as: .sre)
+        #expect(approve.status == .conflict)
+        #expect(
+            approve.jsonBody["error"]?["message"]?.stringValue?.hasPrefix(
+                "proposal \(id) was already withdrawn by operator-user at ") == true)
+        await harness.close()
+    }
+}

@@ -1,0 +1,210 @@
+import AllotCore
+import AllotHTTP
+import AllotJSON
+import AllotStore
+import AllotTime
+import Testing
+
+@testable import AllotServer
+
+/// The read side of the operator API, router-level: tenants (filters, sorting, paging, the "why"),
+/// upstreams, gateways, alerts, costs, and the report metrics.
+@Suite struct ReadRoutesTests {
+    func ids(_ response: HTTPResponse) -> [String] {
+        response.jsonBody["tenants"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
+    }
+
+    @Test func tenantListFiltersSortsAndPages() async throws {
+        let harness = try await OperatorHarness.make()
+        await harness.classifier.setStarved(["beta"])
+        await harness.tick()
+        let all = await harness.send(.get, "/v1/tenants", as: .operator)
+        #expect(all.status == .ok)
+        // The three observed tenants plus the policy's named ones.
+        #expect(ids(all) == ["acme", "beta", "example-critical", "example-free", "example-premium"])
+        #expect(all.jsonBody["total"] == 5)
+        let acme = try #require(all.jsonBody["tenants"]?[0])
+        #expect(acme["tier"] == "standard")
+        #expect(acme["class"] == "steady")
+        #expect(acme["demand"]?["rpm"]?.doubleValue == 1000)
+        #expect(acme["allocation"]?["rpm"]?.doubleValue == 100)
+        #expect(acme["reason"]?["rpm"] == "guardrail_clamped")
+        #expect(acme["upstreams"] == [.string(OperatorHarness.upstream)])
+
+        #expect(ids(await harness.send(.get, "/v1/tenants?tier=premium", as: .operator)) == ["example-premium"])
+        #expect(ids(await harness.send(.get, "/v1/tenants?starved=true", as: .operator)) == ["beta"])
+        #expect(ids(await harness.send(.get, "/v1/tenants?alert=starved", as: .operator)) == ["beta"])
+        #expect(ids(await harness.send(.get, "/v1/tenants?search=EXAMPLE-p", as: .operator)) == ["example-premium"])
+        #expect(
+            ids(await harness.send(.get, "/v1/tenants?upstream=openai/gpt-4o&sort=-demand_rpm", as: .operator))
+                == ["acme", "example-premium", "beta"])
+        #expect(
+            ids(await harness.send(.get, "/v1/tenants?sort=tier&order=desc&limit=2", as: .operator))
+                == ["example-free", "acme"])
+        let page = await harness.send(.get, "/v1/tenants?limit=2&offset=2", as: .operator)
+        #expect(ids(page) == ["example-critical", "example-free"])
+        #expect(page.jsonBody["next_offset"] == 4)
+
+        let typo = await harness.send(.get, "/v1/tenants?teir=premium", as: .operator)
+        #expect(typo.status == .badRequest)
+        #expect(typo.jsonBody["error"]?["field"] == "teir")
+        let badSort = await harness.send(.get, "/v1/tenants?sort=size", as: .operator)
+        #expect(badSort.jsonBody["error"]?["field"] == "sort")
+        let badLimit = await harness.send(.get, "/v1/tenants?limit=0", as: .operator)
+        #expect(badLimit.jsonBody["error"]?["field"] == "limit")
+        await harness.close()
+    }
+
+    @Test func tenantDetailExplainsTheAllocation() async throws {
+        let harness = try await OperatorHarness.make()
+        await harness.tick()
+        await harness.tick()
+        let detail = await harness.send(.get, "/v1/tenants/beta", as: .operator)
+        #expect(detail.status == .ok)
+        let body = detail.jsonBody
+        #expect(body["tier"] == "standard")
+        #expect(body["tier_source"] == "default")
+        #expect(body["tick"] == 2)
+        let entry = try #require(body["upstreams"]?[0])
+        #expect(entry["upstream"]?.stringValue == OperatorHarness.upstream)
+        #expect(entry["class"] == "steady")
+        let why = try #require(entry["allocation"]?["rpm"]?["why"])
+        // Inputs (capacity, weight, floor, ceiling, demand), the fair-share level, the damping step.
+        #expect(why["capacity"]?.doubleValue == 9500)
+        #expect(why["capacity_estimate"]?.doubleValue == 10_000)
+        #expect(why["weight"]?.doubleValue == 2)
+        #expect(why["demand"]?.doubleValue == 50)
+        #expect(why["level"]?.doubleValue != nil)
+        #expect(why["step"]?.doubleValue != nil)
+        #expect(why["damping"]?.stringValue != nil)
+        #expect(why["snapshot_version"]?.int64Value == body["snapshot_version"]?.int64Value)
+        #expect(body["snapshot_version"]?.int64Value != nil)
+        #expect(entry["burst_account"]?["debt"]?["calls"]?.doubleValue == 0)
+        #expect(body["history"]?["points"]?.arrayValue != nil)
+
+        let unknown = await harness.send(.get, "/v1/tenants/nobody", as: .operator)
+        #expect(unknown.status == .notFound)
+        #expect(unknown.jsonBody["error"]?["field"] == "id")
+        await harness.close()
+    }
+
+    @Test func historyAndCostsComeFromTheRollups() async throws {
+        let harness = try await OperatorHarness.make()
+        let now = harness.clock.now
+        let ms = EpochTime.milliseconds(fromSeconds: now - 120)
+        var lines: [String] = []
+        for (tenant, upstream, prompt, completion) in [
+            ("acme", "openai/gpt-4o", 1_000_000, 100_000), ("beta", "openai/gpt-4o", 200_000, 0),
+            ("beta", "mystery/model", 1_000_000, 0),
+        ] {
+            lines.append(
+                #"{"ts":\#(ms),"gateway":"gw-1","tenant":"\#(tenant)","upstream":"\#(upstream)","status":200,"#
+                    + #""prompt_tokens":\#(prompt),"completion_tokens":\#(completion),"task_class":"batch"}"#)
+        }
+        _ = try await harness.telemetry.ingest(
+            body: Array(lines.joined(separator: "\n").utf8), format: .ndjson, defaultTier: "standard", now: now)
+
+        let costs = await harness.send(.get, "/v1/costs", as: .operator)
+        #expect(costs.status == .ok)
+        let rows = try #require(costs.jsonBody["rows"]?.arrayValue)
+        // acme: 1M input × 2.5 + 0.1M output × 10 = 3.5; beta: 0.2M × 2.5 = 0.5 plus 1M at the
+        // default price (15) on an unpriced model = 15.5, marked unpriced.
+        #expect(rows.map { $0["tenant"]?.stringValue ?? "" } == ["beta", "acme"])
+        #expect(rows[0]["cost"]?.doubleValue == 15.5)
+        #expect(rows[0]["priced"] == false)
+        #expect(rows[0]["unpriced_cost"]?.doubleValue == 15)
+        #expect(rows[1]["cost"]?.doubleValue == 3.5)
+        #expect(rows[1]["tier"] == "standard")
+        #expect(costs.jsonBody["total"]?["cost"]?.doubleValue == 19)
+        #expect(costs.jsonBody["currency"] == "USD")
+
+        let byUpstream = await harness.send(.get, "/v1/costs?group_by=upstream", as: .operator)
+        #expect(
+            byUpstream.jsonBody["rows"]?.arrayValue?.compactMap { $0["upstream"]?.stringValue } == [
+                "mystery/model", "openai/gpt-4o",
+            ])
+        let csv = await harness.send(
+            .get, "/v1/costs?group_by=task_class", as: .operator, headers: ["Accept": "text/csv"])
+        #expect(csv.headers["Content-Type"] == "text/csv; charset=utf-8")
+        #expect(
+            csv.bodyText
+                == "task_class,requests,prompt_tokens,completion_tokens,cost,currency,priced\r\nbatch,3,2200000,100000,19.0,USD,false\r\n"
+        )
+        let empty = await harness.send(
+            .get, "/v1/costs?from=2020-01-01T00:00:00Z&to=2020-01-02T00:00:00Z", as: .operator)
+        #expect(empty.jsonBody["rows"] == [])
+        let backwards = await harness.send(
+            .get, "/v1/costs?from=2021-01-01T00:00:00Z&to=2020-01-01T00:00:00Z", as: .operator)
+        #expect(backwards.jsonBody["error"]?["field"] == "from")
+        #expect(CostsRoute.field("=SUM(A1)") == "'=SUM(A1)")
+        #expect(CostsRoute.field("a,b") == "\"a,b\"")
+
+        let detail = await harness.send(.get, "/v1/tenants/acme?history_minutes=10", as: .operator)
+        let points = try #require(detail.jsonBody["history"]?["points"]?.arrayValue)
+        #expect(points.count == 1)
+        #expect(points.first?["prompt_tokens"] == 1_000_000)
+        await harness.close()
+    }
+
+    @Test func upstreamsGatewaysAndAlerts() async throws {
+        let harness = try await OperatorHarness.make()
+        await harness.classifier.setStarved(["beta"])
+        await harness.tick()
+        await harness.tick()
+        let upstreams = await harness.send(.get, "/v1/upstreams?history_minutes=60", as: .operator)
+        #expect(upstreams.status == .ok)
+        let list = try #require(upstreams.jsonBody["upstreams"]?.arrayValue)
+        // The observed pool plus the policy's other declared pools.
+        let poolIDs = list.compactMap { $0["id"]?.stringValue }
+        #expect(poolIDs.contains(OperatorHarness.upstream))
+        let pool = try #require(list.first { $0["id"]?.stringValue == OperatorHarness.upstream })
+        #expect(pool["state"] == "healthy")
+        #expect(pool["estimate"]?["rpm"]?.doubleValue == 10_000)
+        #expect(pool["capacity"]?["rpm"]?.doubleValue == 9500)
+        #expect(pool["latency"]?["short"]?["p95_ms"]?.doubleValue == 900)
+        #expect(pool["outcomes"]?["quota_exhausted"] == 5)
+        #expect(pool["tenants"] == 3)
+        #expect(pool["history"]?["capacity"]?.arrayValue?.count == 1)
+        let declaredOnly = try #require(list.first { $0["id"] == "google/gemini-pro" })
+        #expect(declaredOnly["declared"]?["rpm"]?.doubleValue == 1000)
+        #expect(declaredOnly["allocated"] == .null)
+
+        let gateways = await harness.send(.get, "/v1/gateways", as: .operator)
+        #expect(gateways.status == .ok)
+        #expect(gateways.jsonBody["gateways"] == [])
+
+        _ = await harness.send(
+            .put, "/v1/tenants/example-premium/override", as: .operator,
+            json: #"{"ceiling":{"rpm":5},"reason":"cap","ttl_s":600}"#)
+        let alerts = await harness.send(.get, "/v1/alerts", as: .operator)
+        let kinds = alerts.jsonBody["alerts"]?.arrayValue?.compactMap { $0["kind"]?.stringValue } ?? []
+        #expect(kinds.contains("starved"))
+        #expect(kinds.contains("override_proposal"))
+        #expect(alerts.jsonBody["by_severity"]?["warning"] == 1)
+        let starved = await harness.send(.get, "/v1/alerts?kind=starved&tenant=beta", as: .operator)
+        #expect(starved.jsonBody["count"] == 1)
+        #expect(await harness.send(.get, "/v1/alerts?severity=loud", as: .operator).status == .badRequest)
+        await harness.close()
+    }
+
+    @Test func metricsExposeTheReports() async throws {
+        let harness = try await OperatorHarness.make()
+        await harness.classifier.setStarved(["beta"])
+        await harness.tick()
+        let text = harness.metrics.render()
+        for line in [
+            #"allot_upstream_capacity_estimate_per_minute{upstream="openai/gpt-4o",dimension="rpm"} 10000"#,
+            #"allot_upstream_capacity_effective_per_minute{upstream="openai/gpt-4o",dimension="rpm"} 9500"#,
+            #"allot_upstream_state{upstream="openai/gpt-4o",state="healthy"} 1"#,
+            #"allot_upstream_window_attempts{upstream="openai/gpt-4o",outcome="quota_exhausted"} 5"#,
+            #"allot_upstream_latency_seconds{upstream="openai/gpt-4o",window="short",quantile="0.95"} 0.9"#,
+            #"allot_tenant_allocation_per_minute{tenant="acme",upstream="openai/gpt-4o",dimension="rpm"} 100"#,
+            #"allot_tenant_starved{tenant="beta",upstream="openai/gpt-4o"} 1"#,
+            #"allot_tenants{class="steady"} 3"#, "allot_tenants_starved 1", "allot_tenant_series_omitted 0",
+            #"allot_alerts{kind="starved",severity="warning"} 1"#, #"allot_proposals{status="pending"} 1"#,
+        ] {
+            #expect(text.contains(line + "\n"), "missing \(line)")
+        }
+        await harness.close()
+    }
+}

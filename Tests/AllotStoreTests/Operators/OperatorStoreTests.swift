@@ -1,0 +1,99 @@
+import AllotCore
+import AllotSQLite
+import AllotStore
+import Testing
+
+/// The operators' tables (migration 0003) without HTTP: tokens, audit log filters and paging,
+/// overrides, override proposals and their conflicts.
+@Suite struct OperatorStoreTests {
+    static let now = 1_795_000_000.0
+
+    func entry(_ action: String, subject: String = "acme", tenant: String? = "acme", at offset: Int64 = 0) -> AuditEntry
+    {
+        AuditEntry(
+            atMs: Int64(Self.now * 1000) + offset, actor: "alice", action: action, subject: subject, tenant: tenant)
+    }
+
+    @Test func auditFiltersByFamilyLiterallyAndPagesNewestFirst() async throws {
+        let log = AuditLog(pool: try await StoreDatabase.temporary())
+        for (index, action) in [
+            "override.set", "override_x.set", "overrides.set", "proposal.approve", "override.delete",
+        ]
+        .enumerated() {
+            try await log.append(entry(action, at: Int64(index)))
+        }
+        let family = try await log.entries(AuditQuery(action: "override"))
+        #expect(family.map(\.action) == ["override.delete", "override.set"])
+        let exact = try await log.entries(AuditQuery(action: "override.set"))
+        #expect(exact.map(\.action) == ["override.set"])
+        let first = try await log.entries(AuditQuery(limit: 2))
+        #expect(first.map(\.action) == ["override.delete", "proposal.approve"])
+        let next = try await log.entries(AuditQuery(beforeID: first.last?.id, limit: 2))
+        #expect(next.map(\.action) == ["overrides.set", "override_x.set"])
+        let window = try await log.entries(
+            AuditQuery(fromMs: Int64(Self.now * 1000) + 1, toMs: Int64(Self.now * 1000) + 3))
+        #expect(window.map(\.action) == ["overrides.set", "override_x.set"])
+        #expect(try await log.count() == 5)
+    }
+
+    @Test func tokensAreFoundByHashAndRevokedOnce() async throws {
+        let pool = try await StoreDatabase.temporary()
+        let tokens = TokenStore(pool: pool)
+        let hash = String(repeating: "ab", count: 32)
+        let record = TokenRecord(id: "tok-1", name: "gw", role: "gateway", createdMs: 1, createdBy: "cli")
+        #expect(try await tokens.createFirst(record, hash: hash, audit: entry("token.create", subject: "tok-1")))
+        var second = record
+        second.id = "tok-2"
+        #expect(!(try await tokens.createFirst(second, hash: String(repeating: "cd", count: 32), audit: entry("x"))))
+        #expect(try await tokens.token(hash: hash)?.record.id == "tok-1")
+        #expect(try await tokens.token(hash: String(repeating: "ef", count: 32)) == nil)
+        // A hash that is not 64 characters is refused by the schema.
+        await #expect(throws: (any Error).self) {
+            try await tokens.create(second, hash: "short", audit: self.entry("token.create"))
+        }
+        let audit = AuditLog(pool: pool)
+        let revoked = try await tokens.revoke(id: "tok-1", atMs: 5, by: "admin") { _, _ in self.entry("token.revoke") }
+        #expect(revoked?.after.revokedMs == 5)
+        let again = try await tokens.revoke(id: "tok-1", atMs: 9, by: "admin") { _, _ in self.entry("token.revoke") }
+        #expect(again?.after.revokedMs == 5)
+        #expect(try await tokens.revoke(id: "tok-9", atMs: 9, by: "admin") { _, _ in self.entry("x") } == nil)
+        #expect(try await audit.entries(AuditQuery(action: "token.revoke")).count == 1)
+        try await tokens.touch(id: "tok-1", atMs: 7)
+        try await tokens.touch(id: "tok-1", atMs: 6)  // never goes back
+        #expect(try await tokens.token(id: "tok-1")?.lastUsedMs == 7)
+    }
+
+    @Test func overridesExpireAndProposalsConflict() async throws {
+        let store = OperatorStore(pool: try await StoreDatabase.temporary())
+        let override = Override(
+            tenant: "acme", weight: 2, actor: "bob", reason: "promise", createdAt: Self.now, expiresAt: Self.now + 60)
+        let previous = try await store.setOverride(override, now: Self.now) { _ in self.entry("override.set") }
+        #expect(previous == nil)
+        #expect(try await store.overrides(now: Self.now + 59).map(\.override) == [override])
+        #expect(try await store.overrides(now: Self.now + 60).isEmpty)
+        #expect(try await store.inputs(now: Self.now + 1).overrides == [override])
+
+        var ceiling = override
+        ceiling.ceiling = PerDimension(rpm: .absolute(1), tpm: nil)
+        let proposal = Proposal.forOverride(ceiling, crossings: [], settings: ProposalSettings())
+        try await store.fileOverrideProposal(proposal, now: Self.now, audit: entry("override.propose"))
+        await #expect(throws: OperatorStoreError.self) {
+            try await store.fileOverrideProposal(proposal, now: Self.now, audit: self.entry("override.propose"))
+        }
+        // While it waits, no direct override of the same tenant and upstream either.
+        await #expect(throws: OperatorStoreError.self) {
+            try await store.setOverride(override, now: Self.now) { _ in self.entry("override.set") }
+        }
+        let rejected = try await store.resolve(
+            id: proposal.id, verdict: .reject, actor: "sre", now: Self.now + 1, settings: ProposalSettings()
+        ) { _, _ in self.entry("proposal.reject") }
+        #expect(rejected.storedStatus == "rejected")
+        #expect(rejected.proposal.expiresAt == Self.now + 1 + ProposalSettings().rejectCooldownSeconds)
+        do {
+            try await store.fileOverrideProposal(proposal, now: Self.now + 2, audit: entry("override.propose"))
+            Issue.record("a rejected proposal was filed again during its cool-down")
+        } catch let error as OperatorStoreError {
+            #expect(error.code == "proposal_rejected")
+        }
+    }
+}
