@@ -66,9 +66,9 @@ public final class HTTPClient: Sendable {
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation {
                 (continuation: CheckedContinuation<Result<HTTPClientResponse, HTTPClientError>, Never>) in
-                pending.completion = { continuation.resume(returning: $0) }
+                pending.install { continuation.resume(returning: $0) }
                 if !loop.execute({ core.start(pending) }) {
-                    continuation.resume(returning: .failure(HTTPClientError(.shutDown, "the client was shut down")))
+                    pending.complete(.failure(HTTPClientError(.shutDown, "the client was shut down")))
                 }
             }
         } onCancel: {

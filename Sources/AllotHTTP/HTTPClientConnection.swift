@@ -3,18 +3,25 @@ import Glibc
 
 /// A request on its way through the client's event loop.
 final class PendingClientRequest: @unchecked Sendable {
-    // Safe to share: `completion` is set once before the request is handed to the loop; the mutable
-    // fields below are only touched on the loop thread; `cancelled` is behind a lock because the
-    // cancellation handler sets it from the cancelling thread.
+    // Safe to share: the delivery state (`completion`, a result that arrived before it) and
+    // `cancelled` are behind locks, because a cancellation handler can complete the request before
+    // the caller has installed its completion; the other mutable fields are only touched on the
+    // loop thread.
     let key: String
     let addresses: [SocketAddress]
     let method: HTTPMethod
     let head: [UInt8]
     let body: [UInt8]
     let deadline: UInt64
-    var completion: (@Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void)?
+    typealias Completion = @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void
+    private struct Delivery {
+        var completion: Completion?
+        /// A result that arrived before `completion` was installed.
+        var early: Result<HTTPClientResponse, HTTPClientError>?
+        var completed = false
+    }
+    private let delivery = Locked(Delivery())
     private let cancelled = Locked(false)
-    private var completed = false
     /// Loop thread: whether it was already retried on a fresh connection, and which address is next.
     var retried = false
     var addressIndex = 0
@@ -33,15 +40,36 @@ final class PendingClientRequest: @unchecked Sendable {
     var isCancelled: Bool { cancelled.withLock { $0 } }
     func markCancelled() { cancelled.withLock { $0 = true } }
 
-    /// Resumes the caller, once. Loop thread only.
-    func complete(_ result: Result<HTTPClientResponse, HTTPClientError>) {
-        guard !completed else { return }
-        completed = true
-        completion?(result)
-        completion = nil
+    /// Installs the caller's completion. If the request already completed (cancelled before it
+    /// started), the stored result is delivered at once, so the caller can never wait forever.
+    func install(_ completion: @escaping Completion) {
+        let early: Result<HTTPClientResponse, HTTPClientError>? = delivery.withLock { state in
+            if let result = state.early {
+                state.early = nil
+                return result
+            }
+            state.completion = completion
+            return nil
+        }
+        if let early { completion(early) }
     }
 
-    var isCompleted: Bool { completed }
+    /// Resumes the caller, once (later results are ignored).
+    func complete(_ result: Result<HTTPClientResponse, HTTPClientError>) {
+        let completion: Completion? = delivery.withLock { state in
+            guard !state.completed else { return nil }
+            state.completed = true
+            guard let completion = state.completion else {
+                state.early = result
+                return nil
+            }
+            state.completion = nil
+            return completion
+        }
+        completion?(result)
+    }
+
+    var isCompleted: Bool { delivery.withLock { $0.completed } }
 }
 
 /// The client's pool of connections and its requests in flight, on the loop thread.

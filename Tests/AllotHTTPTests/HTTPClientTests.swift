@@ -45,6 +45,24 @@ import Testing
         }
     }
 
+    /// A request whose task is cancelled before (or while) it starts must still return: the
+    /// cancellation can complete the request before the caller installed its completion.
+    @Test func requestsCancelledAtStartAlwaysReturn() async throws {
+        try await withServer { port, _ in
+            try await withClient { client in
+                for round in 0..<300 {
+                    let task = Task { try await client.get("http://127.0.0.1:\(port)/tenants/x\(round)") }
+                    if round % 2 == 0 { task.cancel() } else { Task { task.cancel() } }
+                    // Either a response (it won the race) or `.cancelled`; never a hang.
+                    switch await task.result {
+                    case .success(let response): #expect(response.status == .ok)
+                    case .failure(let error): #expect((error as? HTTPClientError)?.kind == .cancelled, "\(error)")
+                    }
+                }
+            }
+        }
+    }
+
     @Test func postsABody() async throws {
         try await withServer { port, _ in
             try await withClient { client in
