@@ -3,81 +3,39 @@ import AllotSignals
 import AllotStore
 
 extension TenantTrack {
-    /// Counts one event into the tick; returns what its served usage cost (0 otherwise).
-    mutating func ingest(
-        _ event: StoredEvent, at: Double, weight: Float, nearEmpty: Int64, price: Price, names: TelemetryNames
-    ) -> Double {
-        if at > lastSeenAt { lastSeenAt = at }
-        tick.events += 1
-        if let retry = event.retry, retry > 0 { tick.retries += 1 }
-        if let wait = event.queueMs, wait.isFinite, wait >= 0 { queueWait.add(wait, weight: weight) }
-        let known = event.promptTokens != nil || event.completionTokens != nil
-        let prompt = Double(max(0, event.promptTokens ?? 0))
-        let completion = Double(max(0, event.completionTokens ?? 0))
-        let estimated = Double(max(0, event.estimatedTokens ?? 0))
-        var cost = 0.0
-        var demand = false
-        var served = false
-        switch event.outcome {
-        case .ok:
-            let tokens = known ? prompt + completion : estimated
-            tick.servedRequests += 1
-            tick.servedTokens += tokens
-            tick.promptTokens += prompt
-            tick.completionTokens += completion
-            if known, prompt + completion <= Double(nearEmpty) { tick.nearEmpty += 1 }
-            if let tokens = event.completionTokens, tokens >= 0 { completionTokens.add(Double(tokens), weight: weight) }
-            cost = price.cost(inputTokens: prompt, outputTokens: completion, requests: 1)
-            tick.cost += cost
-            demand = true
-            served = true
-        case .deniedLocal:
-            tick.denied += 1
-            tick.deniedTokens += event.estimatedTokens != nil || !known ? estimated : prompt + completion
-            demand = true
-        case .queued:
-            tick.queued += 1
-            tick.queuedTokens += event.estimatedTokens != nil || !known ? estimated : prompt + completion
-            demand = true
-        default:
-            break
+    /// Adds one gateway's counts of the tick (demand requests, served requests and tokens), after
+    /// `fold` decayed every gateway: the same exact EWMA, `v·e^(−Δ/τ) + r·(1 − e^(−Δ/τ))`, in two steps.
+    mutating func countGateway(
+        _ name: String, demand: Double, served: Double, tokens: Double, fold: Fold, now: Double
+    ) {
+        var index = gateways.firstIndex { $0.name == name }
+        if index == nil {
+            gateways.append(GatewayTrack(name: name, lastSeenAt: now))
+            index = gateways.count - 1
         }
-        if demand {
-            samples += 1
-            if lastActivityAt == nil || at > lastActivityAt! { lastActivityAt = at }
-        }
-
-        let gateway = gatewayIndex(event.gateway, names: names, at: at)
-        if let gateway {
-            if at > gateways[gateway].lastSeenAt { gateways[gateway].lastSeenAt = at }
-            if demand { gateways[gateway].tickDemand += 1 }
-            if served {
-                gateways[gateway].tickServed.rpm += 1
-                gateways[gateway].tickServed.tpm += known ? prompt + completion : estimated
-            }
-        }
-        return cost
-    }
-
-    private mutating func gatewayIndex(_ ref: Int64, names: TelemetryNames, at: Double) -> Int? {
-        for index in gateways.indices where gateways[index].ref == ref { return index }
-        guard let name = names.gateway(ref) else { return nil }
-        if let index = gateways.firstIndex(where: { $0.name == name }) {
-            gateways[index].ref = ref
-            return index
-        }
-        gateways.append(GatewayTrack(name: name, ref: ref, lastSeenAt: at))
-        return gateways.count - 1
+        let weight = fold.short * 60 / fold.elapsed
+        gateways[index!].demand += weight * demand
+        gateways[index!].served.rpm += weight * served
+        gateways[index!].served.tpm += weight * tokens
+        gateways[index!].lastSeenAt = now
     }
 
     /// Folds the tick's counts into the rates (see ``ConsumptionClassification``) and forgets gateways
     /// not seen for the long window.
-    mutating func fold(_ fold: Fold, now: Double, longWindow: Double) {
+    mutating func fold(_ fold: Fold, tick: TickCounts, now: Double, longWindow: Double) {
         let perMinute = 60 / fold.elapsed
         let short = fold.short
         let long = fold.long
         func ewma(_ value: inout Double, _ count: Double, _ weight: Double) {
             value += weight * (count * perMinute - value)
+        }
+        func ewma(_ value: inout Double, _ count: Float, _ weight: Double) {
+            value += weight * (Double(count) * perMinute - value)
+        }
+        if tick.lastSeenAt > lastSeenAt { lastSeenAt = tick.lastSeenAt }
+        if tick.samples > 0 {
+            samples += Int(tick.samples)
+            if lastActivityAt == nil || tick.lastActivityAt > lastActivityAt! { lastActivityAt = tick.lastActivityAt }
         }
         ewma(&servedShort.rpm, tick.servedRequests, short)
         ewma(&servedShort.tpm, tick.servedTokens, short)
@@ -96,20 +54,17 @@ extension TenantTrack {
         ewma(&promptLong, tick.promptTokens, long)
         ewma(&completionLong, tick.completionTokens, long)
         peakDemand = max(demandShort.rpm, peakDemand * fold.longDecay)
-        tick = TickCounts()
 
         if gateways.contains(where: { $0.lastSeenAt < now - longWindow }) {
             gateways.removeAll { $0.lastSeenAt < now - longWindow }
         }
-        for index in gateways.indices {
-            ewma(&gateways[index].demand, gateways[index].tickDemand, short)
-            ewma(&gateways[index].served.rpm, gateways[index].tickServed.rpm, short)
-            ewma(&gateways[index].served.tpm, gateways[index].tickServed.tpm, short)
-            gateways[index].tickDemand = 0
-            gateways[index].tickServed = PerDimension(0)
+        for index in gateways.indices {  // decay; `countGateway` adds this tick's counts
+            gateways[index].demand *= 1 - short
+            gateways[index].served.rpm *= 1 - short
+            gateways[index].served.tpm *= 1 - short
         }
-        completionTokens.refresh(integral: true)
-        queueWait.refresh(integral: false)
+        completionTokens.refresh(integral: true, now: now)
+        queueWait.refresh(integral: false, now: now)
     }
 
     struct Classification {
