@@ -64,14 +64,43 @@ struct TickCounts: Sendable, Hashable {
     var costHour = 0.0
     var costDay = 0.0
     var costMonth = 0.0
+    /// The first gateways' counts, inline (most tenants are seen by a few gateways); more go to the
+    /// classification's overflow buffer.
+    var gateways = InlineGateways()
 
     var demandRequests: Double { Double(servedRequests) + Double(denied) + Double(queued) }
     var demandTokens: Double { Double(servedTokens) + Double(deniedTokens) + Double(queuedTokens) }
     var cost: Double { costHour + costDay + costMonth }
 }
 
-/// One event's contribution to a gateway's view of a tenant, buffered in event order and grouped by
-/// track at the tick's end (transient).
+/// Up to four gateways' counts for one tenant and upstream in the tick in progress (transient).
+struct InlineGateways: Sendable, Hashable {
+    static let capacity = 4
+    /// Gateway slots (see `ConsumptionClassification.gatewayNames`), −1 when free.
+    var slots = SIMD4<Int32>(repeating: -1)
+    var demand = SIMD4<Float>(repeating: 0)
+    var served = SIMD4<Float>(repeating: 0)
+    var tokens = SIMD4<Float>(repeating: 0)
+
+    /// Counts one event for `slot`; false when all four places hold other gateways.
+    mutating func count(slot: Int32, demand isDemand: Bool, served isServed: Bool, tokens servedTokens: Float) -> Bool {
+        for place in 0..<Self.capacity {
+            if slots[place] == slot || slots[place] < 0 {
+                slots[place] = slot
+                if isDemand { demand[place] += 1 }
+                if isServed {
+                    served[place] += 1
+                    tokens[place] += servedTokens
+                }
+                return true
+            }
+        }
+        return false
+    }
+}
+
+/// One event's contribution to a gateway's view of a tenant beyond the inline four, buffered in event
+/// order and grouped by track at the tick's end (transient).
 struct GatewaySample: Sendable, Hashable {
     var track: UInt32
     var gateway: UInt16

@@ -74,8 +74,14 @@ public struct ConsumptionClassification: Sendable {
 
     /// Histogram weights are rescaled beyond this.
     static let weightLimit = 1e20
-    /// Refs below this are looked up in direct tables.
-    static let directRefLimit: Int64 = 1 << 24
+    /// Refs below this are looked up in direct tables (larger ones in dictionaries), and a direct table
+    /// never grows beyond 16 entries per track plus this: a database whose refs ran far ahead of its
+    /// active tenants (churn) does not cost a table per ref ever issued.
+    static let directRefLimit: Int64 = 1 << 16
+
+    private func direct(_ ref: Int64) -> Bool {
+        ref >= 0 && ref < Self.directRefLimit + Int64(16 * stored.tracks.count)
+    }
 
     struct RefPair: Hashable {
         var tenant: Int64
@@ -170,9 +176,9 @@ public struct ConsumptionClassification: Sendable {
         // One pass over the tracks, in report order: fold the tick's counts in, then classify (each
         // track's memory is touched once per tick).
         let weight = fold != nil ? histogramWeight(now: now) : 1
-        let completions = SampleRuns(completionSamples, tracks: stored.tracks.count)
-        let waits = SampleRuns(queueSamples, tracks: stored.tracks.count)
-        let gateways = GatewayRuns(gatewaySamples, tracks: stored.tracks.count)
+        let completions = SampleRuns(completionSamples, tracks: completionSamples.isEmpty ? 0 : stored.tracks.count)
+        let waits = SampleRuns(queueSamples, tracks: queueSamples.isEmpty ? 0 : stored.tracks.count)
+        let gateways = GatewayRuns(gatewaySamples, tracks: gatewaySamples.isEmpty ? 0 : stored.tracks.count)
         var perGateway: [(slot: Int, demand: Double, served: Double, tokens: Double)] = []
         for index in order ?? [] {
             if let fold {
@@ -180,10 +186,19 @@ public struct ConsumptionClassification: Sendable {
                 ticks[index] = TickCounts()
                 if !trackPrice[index].known, tick.cost > 0 { markUnpriced(stored.tracks[index].key.upstream, now: now) }
                 stored.accounts[trackAccount[index]].charge(tick, at: tick.lastSeenAt)
-                completions.forEach(track: index) { stored.tracks[index].completionTokens.add(bucket: $0, weight: weight) }
+                completions.forEach(track: index) {
+                    stored.tracks[index].completionTokens.add(bucket: $0, weight: weight)
+                }
                 waits.forEach(track: index) { stored.tracks[index].queueWait.add(bucket: $0, weight: weight) }
                 stored.tracks[index].fold(fold, tick: tick, now: now, longWindow: settings.longWindowSeconds)
                 perGateway.removeAll(keepingCapacity: true)
+                for place in 0..<InlineGateways.capacity where tick.gateways.slots[place] >= 0 {
+                    perGateway.append(
+                        (
+                            Int(tick.gateways.slots[place]), Double(tick.gateways.demand[place]),
+                            Double(tick.gateways.served[place]), Double(tick.gateways.tokens[place])
+                        ))
+                }
                 gateways.forEach(track: index) { sample in
                     let slot = Int(sample.gateway)
                     var position = perGateway.firstIndex { $0.slot == slot }
@@ -292,7 +307,10 @@ public struct ConsumptionClassification: Sendable {
                     ticks[index].samples += 1
                     if at > ticks[index].lastActivityAt { ticks[index].lastActivityAt = at }
                 }
-                if let gateway = gatewaySlot(events[position].gateway, names: delta.names) {
+                if let gateway = gatewaySlot(events[position].gateway, names: delta.names),
+                    !ticks[index].gateways.count(
+                        slot: Int32(gateway), demand: demand, served: outcome == .ok, tokens: Float(servedTokens))
+                {
                     gatewaySamples.append(
                         GatewaySample(
                             track: UInt32(index), gateway: UInt16(gateway), demand: demand, served: outcome == .ok,
@@ -310,7 +328,9 @@ public struct ConsumptionClassification: Sendable {
             // and a short loop body lets the processor overlap those cache misses.
             for sample in taskSamples {
                 let taskClass = events[Int(sample.event)].taskClass
-                taskTable.count(sample.hash, tokens: sample.tokens, at: sample.at, budget: taskBudgets[taskClass.ordinal]) {
+                taskTable.count(
+                    sample.hash, tokens: sample.tokens, at: sample.at, budget: taskBudgets[taskClass.ordinal]
+                ) {
                     let key = stored.tracks[Int(sample.track)].key
                     return TaskTable.Info(
                         tenant: key.tenant, task: events[Int(sample.event)].taskID ?? "", upstream: key.upstream,
@@ -348,10 +368,11 @@ public struct ConsumptionClassification: Sendable {
         let at = now
         let index = track(for: AllocationKey(tenant: tenantName, upstream: upstreamName), at: at, now: now)
         trackUpstreamRef[index] = upstream
-        if tenant >= 0, tenant < Self.directRefLimit {
+        if direct(tenant) {
             if Int(tenant) >= trackByTenantRef.count {
                 trackByTenantRef.append(
-                    contentsOf: repeatElement(-1, count: max(Int(tenant) + 1, trackByTenantRef.count * 2) - trackByTenantRef.count))
+                    contentsOf: repeatElement(
+                        -1, count: max(Int(tenant) + 1, trackByTenantRef.count * 2) - trackByTenantRef.count))
             }
             nextSameTenant[index] = trackByTenantRef[Int(tenant)]
             trackByTenantRef[Int(tenant)] = Int32(index)
@@ -461,7 +482,9 @@ public struct ConsumptionClassification: Sendable {
     private mutating func rebuildTaskTable(_ tasks: [TaskTrack]) {
         let now = stored.lastClassifyAt ?? 0
         var accounts: [String: Int] = [:]
-        for task in tasks where accounts[task.tenant] == nil { accounts[task.tenant] = account(for: task.tenant, now: now) }
+        for task in tasks where accounts[task.tenant] == nil {
+            accounts[task.tenant] = account(for: task.tenant, now: now)
+        }
         taskTable = TaskTable(tasks) { accounts[$0] ?? 0 }
     }
 
@@ -592,6 +615,7 @@ struct SampleRuns {
     }
 
     func forEach(track: Int, _ body: (Int) -> Void) {
+        guard track + 1 < starts.count else { return }
         for position in Int(starts[track])..<Int(starts[track + 1]) { body(Int(buckets[position])) }
     }
 }
@@ -614,6 +638,7 @@ struct GatewayRuns {
     }
 
     func forEach(track: Int, _ body: (GatewaySample) -> Void) {
+        guard track + 1 < starts.count else { return }
         for position in Int(starts[track])..<Int(starts[track + 1]) { body(samples[position]) }
     }
 }

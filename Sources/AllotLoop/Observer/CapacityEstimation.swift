@@ -126,7 +126,7 @@ public struct CapacityEstimation: Sendable {
     }
 
     private mutating func bind(ref: Int64, to index: Int) {
-        if ref >= 0, ref < 1 << 20 {
+        if ref >= 0, ref < 1 << 16 {  // pools are few: larger refs go to the dictionary
             if Int(ref) >= poolByRef.count {
                 poolByRef.append(contentsOf: repeatElement(-1, count: Int(ref) + 1 - poolByRef.count))
             }
@@ -188,7 +188,8 @@ extension PoolTrack {
     /// The event is read through a pointer into the delta's buffer: a `StoredEvent` is several hundred
     /// bytes and this runs for every event of a tick.
     mutating func ingest(
-        _ pointer: UnsafePointer<StoredEvent>, now: Double, windows: PerDimension<Double>, names: borrowing TelemetryNames
+        _ pointer: UnsafePointer<StoredEvent>, now: Double, windows: PerDimension<Double>,
+        names: borrowing TelemetryNames
     ) {
         let at = min(Double(pointer.pointee.timestampMs) / 1000, now)
         if firstEventAt == nil || at < firstEventAt! { firstEventAt = at }
@@ -226,7 +227,8 @@ extension PoolTrack {
         if outcome == .quotaExhausted, !requestsHit, !tokensHit {
             requestsHit = signals.pointee.remainingRequests == 0
             tokensHit =
-                signals.pointee.remainingTokens == 0 || signals.pointee.remainingInputTokens == 0 || signals.pointee.remainingOutputTokens == 0
+                signals.pointee.remainingTokens == 0 || signals.pointee.remainingInputTokens == 0
+                || signals.pointee.remainingOutputTokens == 0
             if !requestsHit, !tokensHit, signals.pointee.family == .google {
                 // Google names the violated quota: its limit is stored on the dimension it counts.
                 requestsHit = signals.pointee.limitRequests != nil
