@@ -40,7 +40,7 @@ public struct ClassifierState: Sendable, Hashable, Codable {
 /// Kept apart from ``TenantTrack`` and compact (counts as `Float`, exact up to 2^24 per tick): the
 /// per-event loop updates one of these at random, and a small array stays in cache. Never persisted:
 /// it is empty between ticks.
-struct TickCounts: Sendable, Hashable {
+struct TickCounts: Sendable {
     var servedRequests: Float = 0
     var servedTokens: Float = 0
     var promptTokens: Float = 0
@@ -67,6 +67,12 @@ struct TickCounts: Sendable, Hashable {
     /// The first gateways' counts, inline (most tenants are seen by a few gateways); more go to the
     /// classification's overflow buffer.
     var gateways = InlineGateways()
+    /// The pool's price (not reset between ticks: kept beside the counters it prices).
+    var price: ConsumptionClassification.TokenPrice
+
+    init(price: ConsumptionClassification.TokenPrice) {
+        self.price = price
+    }
 
     var demandRequests: Double { Double(servedRequests) + Double(denied) + Double(queued) }
     var demandTokens: Double { Double(servedTokens) + Double(deniedTokens) + Double(queuedTokens) }

@@ -50,10 +50,9 @@ public struct ConsumptionClassification: Sendable {
     private var trackUpstreamRef: [Int64] = []
     /// Refs too large for a direct table.
     private var farRefs: [RefPair: Int] = [:]
-    /// Per track: the tick's counters, its spend account and price.
+    /// Per track: the tick's counters (with the pool's price) and its spend account.
     private var ticks: [TickCounts] = []
     private var trackAccount: [Int] = []
-    private var trackPrice: [TokenPrice] = []
     private var accountByTenant: [String: Int] = [:]
     /// Gateways by interned ref (their slot in `gatewayNames`), and the tick's per-gateway samples.
     private var gatewayByRef: [Int32] = []
@@ -66,6 +65,8 @@ public struct ConsumptionClassification: Sendable {
     /// Task positions by hash of tenant account and task id, and the task budgets by `TaskClass.ordinal`.
     private var taskTable = TaskTable()
     private var taskSamples: [TaskSample] = []
+    /// The tick's compact event records (see `ingest`).
+    private var records: [EventRecord] = []
     private var taskBudgets: [(calls: Int, tokens: Int64)] = []
     /// `stored.accounts` indices in tenant order; nil after the set of accounts changed.
     private var accountOrder: [Int]?
@@ -89,7 +90,7 @@ public struct ConsumptionClassification: Sendable {
     }
 
     /// A pool's price per token (and per request), for the per-event loop.
-    struct TokenPrice {
+    struct TokenPrice: Sendable {
         var input: Double
         var output: Double
         var request: Double
@@ -183,8 +184,8 @@ public struct ConsumptionClassification: Sendable {
         for index in order ?? [] {
             if let fold {
                 let tick = ticks[index]
-                ticks[index] = TickCounts()
-                if !trackPrice[index].known, tick.cost > 0 { markUnpriced(stored.tracks[index].key.upstream, now: now) }
+                ticks[index] = TickCounts(price: tick.price)
+                if !tick.price.known, tick.cost > 0 { markUnpriced(stored.tracks[index].key.upstream, now: now) }
                 stored.accounts[trackAccount[index]].charge(tick, at: tick.lastSeenAt)
                 completions.forEach(track: index) {
                     stored.tracks[index].completionTokens.add(bucket: $0, weight: weight)
@@ -242,18 +243,22 @@ public struct ConsumptionClassification: Sendable {
 
     // MARK: Ingest
 
-    /// The per-event loop: counters only (see the type's note on speed).
+    /// The per-event work, in two passes (see the type's note on speed). The first streams the
+    /// delta's events — several hundred bytes each — and keeps what the counters need in a compact
+    /// record per event; the second applies the records to the per-track counters, whose table then
+    /// stays in cache instead of being evicted by the event stream.
     private mutating func ingest(_ delta: TelemetryDelta, now: Double) {
         let hourStart = BudgetWindow.hour.interval(containing: now).start
         let dayStart = BudgetWindow.day.interval(containing: now).start
         let monthStart = BudgetWindow.month.interval(containing: now).start
         let nearEmpty = Double(rules.nearEmptyTokens)
         let scale = LogLinearScale.compact
+        records.removeAll(keepingCapacity: true)
+        records.reserveCapacity(delta.events.count)
         delta.events.withUnsafeBufferPointer { events in
             for position in events.indices {
                 guard let index = trackIndex(events[position].tenant, events[position].upstream, delta: delta, now: now)
                 else { continue }
-                let at = min(Double(events[position].timestampMs) / 1000, now)
                 let outcome = events[position].outcome
                 let prompt = events[position].promptTokens
                 let completion = events[position].completionTokens
@@ -261,71 +266,42 @@ public struct ConsumptionClassification: Sendable {
                 let promptCount = Double(max(0, prompt ?? 0))
                 let completionCount = Double(max(0, completion ?? 0))
                 let estimated = Double(max(0, events[position].estimatedTokens ?? 0))
-                var demand = false
-                var servedTokens = 0.0
-                ticks[index].events += 1
-                if at > ticks[index].lastSeenAt { ticks[index].lastSeenAt = at }
-                if let retry = events[position].retry, retry > 0 { ticks[index].retries += 1 }
-                if let wait = events[position].queueMs, wait.isFinite, wait >= 0 {
-                    queueSamples.append(UInt32(index) << 8 | UInt32(scale.bucket(of: wait)))
-                }
+                var flags: UInt8 = 0
+                if let retry = events[position].retry, retry > 0 { flags |= EventRecord.retry }
+                var tokens = 0.0
                 switch outcome {
                 case .ok:
-                    servedTokens = known ? promptCount + completionCount : estimated
-                    ticks[index].servedRequests += 1
-                    ticks[index].servedTokens += Float(servedTokens)
-                    ticks[index].promptTokens += Float(promptCount)
-                    ticks[index].completionTokens += Float(completionCount)
-                    if known, promptCount + completionCount <= nearEmpty { ticks[index].nearEmpty += 1 }
+                    tokens = known ? promptCount + completionCount : estimated
+                    if known, promptCount + completionCount <= nearEmpty { flags |= EventRecord.nearEmpty }
                     if let completion, completion >= 0 {
                         completionSamples.append(UInt32(index) << 8 | UInt32(scale.bucket(of: Double(completion))))
                     }
-                    let price = trackPrice[index]
-                    let cost = promptCount * price.input + completionCount * price.output + price.request
-                    if at >= hourStart {
-                        ticks[index].costHour += cost
-                    } else if at >= dayStart {
-                        ticks[index].costDay += cost
-                    } else if at >= monthStart {
-                        ticks[index].costMonth += cost
-                    }
-                    demand = true
-                case .deniedLocal:
-                    ticks[index].denied += 1
-                    ticks[index].deniedTokens += Float(
-                        events[position].estimatedTokens != nil || !known ? estimated : promptCount + completionCount)
-                    demand = true
-                case .queued:
-                    ticks[index].queued += 1
-                    ticks[index].queuedTokens += Float(
-                        events[position].estimatedTokens != nil || !known ? estimated : promptCount + completionCount)
-                    demand = true
+                case .deniedLocal, .queued:
+                    tokens =
+                        events[position].estimatedTokens != nil || !known ? estimated : promptCount + completionCount
                 default:
                     break
                 }
-                if demand {
-                    ticks[index].samples += 1
-                    if at > ticks[index].lastActivityAt { ticks[index].lastActivityAt = at }
+                if let wait = events[position].queueMs, wait.isFinite, wait >= 0 {
+                    queueSamples.append(UInt32(index) << 8 | UInt32(scale.bucket(of: wait)))
                 }
-                if let gateway = gatewaySlot(events[position].gateway, names: delta.names),
-                    !ticks[index].gateways.count(
-                        slot: Int32(gateway), demand: demand, served: outcome == .ok, tokens: Float(servedTokens))
-                {
-                    gatewaySamples.append(
-                        GatewaySample(
-                            track: UInt32(index), gateway: UInt16(gateway), demand: demand, served: outcome == .ok,
-                            tokens: Float(servedTokens)))
-                }
+                let gateway = gatewaySlot(events[position].gateway, names: delta.names).map { Int32($0) } ?? -1
+                records.append(
+                    EventRecord(
+                        at: min(Double(events[position].timestampMs) / 1000, now), tokens: Float(tokens),
+                        prompt: Float(promptCount), completion: Float(completionCount), track: Int32(index),
+                        gateway: gateway, outcome: UInt8(outcome.ordinal), flags: flags))
                 if outcome.reachedUpstream, let task = events[position].taskID {
                     taskSamples.append(
                         TaskSample(
                             hash: TaskTable.hash(account: Int32(trackAccount[index]), task: task),
-                            tokens: (prompt ?? 0) + (completion ?? 0), at: at, event: Int32(position),
+                            tokens: (prompt ?? 0) + (completion ?? 0),
+                            at: min(Double(events[position].timestampMs) / 1000, now), event: Int32(position),
                             track: Int32(index)))
                 }
             }
-            // The task counters in a second, tight loop: their table is large and touched at random,
-            // and a short loop body lets the processor overlap those cache misses.
+            // The task counters in a tight loop of their own: their table is large and touched at
+            // random, and a short loop body lets the processor overlap those cache misses.
             for sample in taskSamples {
                 let taskClass = events[Int(sample.event)].taskClass
                 taskTable.count(
@@ -339,6 +315,80 @@ public struct ConsumptionClassification: Sendable {
             }
             taskSamples.removeAll(keepingCapacity: true)
         }
+        count(records, hourStart: hourStart, dayStart: dayStart, monthStart: monthStart)
+    }
+
+    /// The second pass: the compact records into the per-track counters.
+    private mutating func count(_ records: [EventRecord], hourStart: Double, dayStart: Double, monthStart: Double) {
+        let ok = UInt8(Outcome.ok.ordinal)
+        let denied = UInt8(Outcome.deniedLocal.ordinal)
+        let queued = UInt8(Outcome.queued.ordinal)
+        for record in records {
+            let index = Int(record.track)
+            let at = record.at
+            ticks[index].events += 1
+            if at > ticks[index].lastSeenAt { ticks[index].lastSeenAt = at }
+            if record.flags & EventRecord.retry != 0 { ticks[index].retries += 1 }
+            var demand = true
+            switch record.outcome {
+            case ok:
+                ticks[index].servedRequests += 1
+                ticks[index].servedTokens += record.tokens
+                ticks[index].promptTokens += record.prompt
+                ticks[index].completionTokens += record.completion
+                if record.flags & EventRecord.nearEmpty != 0 { ticks[index].nearEmpty += 1 }
+                let price = ticks[index].price
+                let cost =
+                    Double(record.prompt) * price.input + Double(record.completion) * price.output + price.request
+                if at >= hourStart {
+                    ticks[index].costHour += cost
+                } else if at >= dayStart {
+                    ticks[index].costDay += cost
+                } else if at >= monthStart {
+                    ticks[index].costMonth += cost
+                }
+            case denied:
+                ticks[index].denied += 1
+                ticks[index].deniedTokens += record.tokens
+            case queued:
+                ticks[index].queued += 1
+                ticks[index].queuedTokens += record.tokens
+            default:
+                demand = false
+            }
+            if demand {
+                ticks[index].samples += 1
+                if at > ticks[index].lastActivityAt { ticks[index].lastActivityAt = at }
+            }
+            if record.gateway >= 0 {
+                let served = record.outcome == ok
+                let tokens = served ? record.tokens : 0
+                if !ticks[index].gateways.count(slot: record.gateway, demand: demand, served: served, tokens: tokens) {
+                    gatewaySamples.append(
+                        GatewaySample(
+                            track: UInt32(index), gateway: UInt16(record.gateway), demand: demand, served: served,
+                            tokens: tokens))
+                }
+            }
+        }
+    }
+
+    /// What the counters need of one event (32 bytes instead of a `StoredEvent`'s several hundred).
+    struct EventRecord {
+        var at: Double
+        /// Served: prompt + completion (else the estimate); denied and queued: their demand tokens.
+        var tokens: Float
+        var prompt: Float
+        var completion: Float
+        var track: Int32
+        /// The gateway's slot, −1 when unknown.
+        var gateway: Int32
+        /// `Outcome.ordinal`.
+        var outcome: UInt8
+        var flags: UInt8
+
+        static let retry: UInt8 = 1
+        static let nearEmpty: UInt8 = 2
     }
 
     /// One event's call of a task, buffered during the per-event loop.
@@ -417,10 +467,9 @@ public struct ConsumptionClassification: Sendable {
     /// Grows the per-track transient tables for track `index`.
     private mutating func appendTransients(for index: Int, now: Double) {
         let key = stored.tracks[index].key
-        ticks.append(TickCounts())
-        trackAccount.append(account(for: key.tenant, now: now))
         let (price, known) = policy.price(ofUpstream: key.upstream)
-        trackPrice.append(TokenPrice(price, known: known))
+        ticks.append(TickCounts(price: TokenPrice(price, known: known)))
+        trackAccount.append(account(for: key.tenant, now: now))
         trackUpstreamRef.append(.min)
         nextSameTenant.append(-1)
     }
@@ -460,7 +509,6 @@ public struct ConsumptionClassification: Sendable {
         farRefs = [:]
         ticks = []
         trackAccount = []
-        trackPrice = []
         trackUpstreamRef = []
         nextSameTenant = []
         gatewayByRef = []
