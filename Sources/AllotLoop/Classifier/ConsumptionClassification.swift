@@ -31,8 +31,9 @@ import Foundation
 /// - **Runaway tasks**: upstream calls and tokens per `task_id` against the task class's `task_budgets`
 ///   entry → `runaway_task` while the task keeps running.
 ///
-/// Speed (SPEC 13): the per-event loop touches only small, contiguous, ref-indexed tables (the tick's
-/// counters, a per-gateway matrix, sample buffers); everything per tenant happens once per tick.
+/// Speed (SPEC 13): the per-event work touches only small, contiguous, ref-indexed tables (the tick's
+/// counters, sample buffers grouped later by counting sort, a task counter table), in two passes (see
+/// `ingest`); everything per tenant happens once per tick, in one pass over the tenants.
 public struct ConsumptionClassification: Sendable {
     /// The state, minus the tasks (held in `taskTable`).
     private var stored: ClassifierState
@@ -68,10 +69,15 @@ public struct ConsumptionClassification: Sendable {
     /// The tick's compact event records (see `ingest`).
     private var records: [EventRecord] = []
     private var taskBudgets: [(calls: Int, tokens: Int64)] = []
-    /// `stored.accounts` indices in tenant order; nil after the set of accounts changed.
+    /// `stored.accounts` indices in tenant order; nil after accounts were removed; new ones wait in
+    /// `unorderedAccounts` (like `order`).
     private var accountOrder: [Int]?
-    /// `stored.tracks` indices in key order; nil after the set of tracks changed.
+    private var unorderedAccounts: [Int] = []
+    /// `stored.tracks` indices in key order; nil after tracks were removed. Tracks created since the
+    /// last report wait in `unordered` and are merged in (a full sort of 10,000 string keys every
+    /// tick a new tenant appears would cost more than classifying them).
     private var order: [Int]?
+    private var unordered: [Int] = []
 
     /// Histogram weights are rescaled beyond this.
     static let weightLimit = 1e20
@@ -165,9 +171,7 @@ public struct ConsumptionClassification: Sendable {
                 long: 1 - exp(-elapsed / settings.longWindowSeconds),
                 longDecay: exp(-elapsed / settings.longWindowSeconds))
             : nil
-        if order == nil {
-            order = stored.tracks.indices.sorted { stored.tracks[$0].key < stored.tracks[$1].key }
-        }
+        sortTracks()
         var tenants: [TenantObservation] = []
         var statuses: [TenantStatus] = []
         var alerts: [LoopAlert] = []
@@ -460,7 +464,7 @@ public struct ConsumptionClassification: Sendable {
         let index = stored.tracks.count - 1
         indexByKey[key] = index
         appendTransients(for: index, now: now)
-        order = nil
+        unordered.append(index)
         return index
     }
 
@@ -478,7 +482,7 @@ public struct ConsumptionClassification: Sendable {
         if let index = accountByTenant[tenant] { return index }
         stored.accounts.append(SpendAccount(tenant: tenant, now: now))
         accountByTenant[tenant] = stored.accounts.count - 1
-        accountOrder = nil
+        unorderedAccounts.append(stored.accounts.count - 1)
         return stored.accounts.count - 1
     }
 
@@ -524,7 +528,41 @@ public struct ConsumptionClassification: Sendable {
             policy.taskBudgets[taskClass].map { ($0.maxCalls, Int64($0.maxTokens)) } ?? (.max, .max)
         }
         accountOrder = nil
+        unorderedAccounts = []
         order = nil
+        unordered = []
+    }
+
+    /// Brings `order` up to date: a full sort after removals, else a merge of the new tracks.
+    private mutating func sortTracks() {
+        let tracks = stored.tracks
+        func before(_ a: Int, _ b: Int) -> Bool { tracks[a].key < tracks[b].key }
+        guard let current = order else {
+            order = tracks.indices.sorted(by: before)
+            unordered = []
+            return
+        }
+        guard !unordered.isEmpty else { return }
+        order = Self.merge(current, unordered.sorted(by: before), by: before)
+        unordered = []
+    }
+
+    /// Two sorted lists as one.
+    static func merge(_ a: [Int], _ b: [Int], by before: (Int, Int) -> Bool) -> [Int] {
+        var merged: [Int] = []
+        merged.reserveCapacity(a.count + b.count)
+        var i = 0
+        var j = 0
+        while i < a.count || j < b.count {
+            if j == b.count || (i < a.count && before(a[i], b[j])) {
+                merged.append(a[i])
+                i += 1
+            } else {
+                merged.append(b[j])
+                j += 1
+            }
+        }
+        return merged
     }
 
     private mutating func rebuildTaskTable(_ tasks: [TaskTrack]) {
@@ -568,9 +606,16 @@ public struct ConsumptionClassification: Sendable {
     // MARK: Report pieces
 
     private mutating func spend() -> [TenantSpend] {
-        if accountOrder == nil {
-            accountOrder = stored.accounts.indices.sorted { stored.accounts[$0].tenant < stored.accounts[$1].tenant }
+        let accounts = stored.accounts
+        func before(_ a: Int, _ b: Int) -> Bool { accounts[a].tenant < accounts[b].tenant }
+        if let current = accountOrder {
+            if !unorderedAccounts.isEmpty {
+                accountOrder = Self.merge(current, unorderedAccounts.sorted(by: before), by: before)
+            }
+        } else {
+            accountOrder = accounts.indices.sorted(by: before)
         }
+        unorderedAccounts = []
         var result: [TenantSpend] = []
         result.reserveCapacity(stored.accounts.count * BudgetWindow.allCases.count)
         for index in accountOrder ?? [] {
@@ -700,12 +745,19 @@ struct Fold {
     var longDecay: Double
 }
 
-/// What every track's classification needs besides its own stored.
+/// What every track's classification needs besides its own state, for one tick.
 struct TrackContext {
     let policy: Policy
     let rules: ClassificationRules
     let now: Double
     let capacities: [String: PerDimension<Double?>]
+    /// Cold-start priors by tier (in `tenant`) and pool, computed once per tick.
+    let priors = PriorMemo()
+}
+
+/// A memo filled during one `classify` call and dropped with it (never shared across threads).
+final class PriorMemo {
+    var values: [AllocationKey: PerDimension<Double>] = [:]
 }
 
 extension SpendAccount {

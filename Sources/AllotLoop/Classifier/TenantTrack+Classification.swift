@@ -156,22 +156,30 @@ extension TenantTrack {
             samples: samples, retryRatio: eventsLong > 0 ? retriesLong / eventsLong : 0, queueWaitP95Ms: queueWait.p95,
             completionTokensP50: completionTokens.p50, completionTokensP95: completionTokens.p95, starved: starved,
             starvedSince: starved ? starvingSince : nil, gatewayShares: gatewayShares(rules: rules),
-            gatewayServed: Dictionary(uniqueKeysWithValues: gateways.map { ($0.name, $0.served) }))
+            gatewayServed: gatewayServed())
         return Classification(observation: observation, status: status, alerts: alerts)
     }
 
     /// The tier's `cold_start_demand`, a percentage resolving against the pool's capacity (the
     /// Observer's estimate, else the declared one) after the safety margin, like every quantity.
+    /// Computed once per tier and pool per tick (`context.priors`).
     private func coldStartPrior(context: TrackContext) -> PerDimension<Double> {
         let policy = context.policy
-        guard let tier = policy.tier(named: policy.tierName(ofTenant: key.tenant)) else { return PerDimension(0) }
-        let estimated = context.capacities[key.upstream] ?? PerDimension(nil)
-        let declared = policy.upstream(key.upstream)?.capacity ?? PerDimension(nil)
-        let margin = 1 - policy.allocation.safetyMargin
-        return PerDimension { dimension in
-            let capacity = estimated[dimension] ?? declared[dimension] ?? 0
-            return max(0, tier.coldStartDemand[dimension].resolved(capacity: capacity * margin))
+        let tierName = policy.tierName(ofTenant: key.tenant)
+        let memo = AllocationKey(tenant: tierName, upstream: key.upstream)
+        if let known = context.priors.values[memo] { return known }
+        var prior = PerDimension<Double>(0)
+        if let tier = policy.tier(named: tierName) {
+            let estimated = context.capacities[key.upstream] ?? PerDimension(nil)
+            let declared = policy.upstream(key.upstream)?.capacity ?? PerDimension(nil)
+            let margin = 1 - policy.allocation.safetyMargin
+            prior = PerDimension { dimension in
+                let capacity = estimated[dimension] ?? declared[dimension] ?? 0
+                return max(0, tier.coldStartDemand[dimension].resolved(capacity: capacity * margin))
+            }
         }
+        context.priors.values[memo] = prior
+        return prior
     }
 
     /// Each gateway's share of the tenant's demand: the short-window EWMAs normalised, every gateway
@@ -179,14 +187,22 @@ extension TenantTrack {
     /// history yet still needs a slice), then normalised again so the shares sum to 1.
     private func gatewayShares(rules: ClassificationRules) -> [String: Double] {
         guard !gateways.isEmpty else { return [:] }
-        let total = gateways.reduce(0) { $0 + $1.demand }
-        var lifted: [Double] = gateways.map { gateway in
-            let share = total > 0 ? gateway.demand / total : 1 / Double(gateways.count)
-            return max(rules.minimumGatewayShare, share)
+        var total = 0.0
+        for gateway in gateways { total += gateway.demand }
+        func lifted(_ gateway: GatewayTrack) -> Double {
+            max(rules.minimumGatewayShare, total > 0 ? gateway.demand / total : 1 / Double(gateways.count))
         }
-        let sum = lifted.reduce(0, +)
-        for index in lifted.indices { lifted[index] /= sum }
-        return Dictionary(uniqueKeysWithValues: zip(gateways.map(\.name), lifted))
+        var sum = 0.0
+        for gateway in gateways { sum += lifted(gateway) }
+        var shares = [String: Double](minimumCapacity: gateways.count)
+        for gateway in gateways { shares[gateway.name] = lifted(gateway) / sum }
+        return shares
+    }
+
+    private func gatewayServed() -> [String: PerDimension<Double>] {
+        var served = [String: PerDimension<Double>](minimumCapacity: gateways.count)
+        for gateway in gateways { served[gateway.name] = gateway.served }
+        return served
     }
 
     // MARK: Suspect patterns
