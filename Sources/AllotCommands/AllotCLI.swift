@@ -50,6 +50,10 @@ public enum AllotCLI {
         switch command.path {
         case ["migrate"]:
             return try await MigrateCommand.run(command, output: output)
+        case ["serve"]:
+            return try await ServeCommand.run(command, output: output)
+        case ["plan"]:
+            return try await PlanCommand.run(command, output: output)
         default:
             // A group without a subcommand (`allot tokens`) or the bare program: show its help.
             let parser = CommandParser(root: CommandTree.root)

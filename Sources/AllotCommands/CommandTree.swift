@@ -93,8 +93,10 @@ enum CommandTree {
             """,
         options: [
             OptionSpec(
-                "policy", value: "DIR", help: "Policy directory whose tiers and settings fill what the plan leaves out.",
-                default: "policies/ when it exists, else the built-in policies", environment: "ALLOT_POLICIES")
+                "policy", value: "DIR",
+                help: "Policy directory whose tiers and settings fill what the plan leaves out. Default: ./policies "
+                    + "when it exists, else the policies built into the binary.",
+                environment: "ALLOT_POLICIES")
         ],
         flags: [FlagSpec("pretty", help: "Indent the JSON output.")],
         positionals: [PositionalSpec("file", help: "Plan JSON file, or - for standard input.")])

@@ -361,7 +361,7 @@ import Testing
     }
 
     @Test func hugeStringsAreRejectedByTheirBound() {
-        let huge = String(repeating: "a", count: 5_000_000)
+        let huge = String(repeating: "a", count: 2_000_000)
         let error = rejection(F.array([F.event(["tenant": .string(huge)])]))
         #expect(error?.field == "[0].tenant")
     }
@@ -397,7 +397,7 @@ import Testing
         let base = F.array([F.event(), F.event(["outcome": nil, "status": 429]), F.event(["tenant": "beta"])])
         let alphabet = Array("{}[]\",:.-+eE0123456789tfnul \\/\nx".utf8) + [0x00, 0xFF, 0xC3]
         var accepted = 0
-        for _ in 0..<3_000 {
+        for _ in 0..<1_000 {
             var bytes = base
             for _ in 0..<Int.random(in: 1...3, using: &rng) {
                 let position = Int.random(in: 0..<bytes.count, using: &rng)

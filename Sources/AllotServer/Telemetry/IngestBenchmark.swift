@@ -129,9 +129,11 @@ public enum IngestBenchmark {
                 "  HTTP ingest (median):        \(Self.rate(eventsPerSecond)) events/s, p50 \(Self.fixed(p50Milliseconds, 1)) ms, "
                     + "p99 \(Self.fixed(p99Milliseconds, 1)) ms per batch, \(Self.fixed(cpuMicrosecondsPerEvent, 1)) µs CPU per event"
             )
-            lines.append("  store without HTTP (median): \(Self.rate(storeEventsPerSecond)) events/s")
-            lines.append("  decode + validate, 1 core:   \(Self.rate(decodeEventsPerSecond)) events/s")
-            lines.append("  plain bulk insert (limit):   \(Self.rate(bulkInsertRowsPerSecond)) rows/s")
+            if bulkInsertRowsPerSecond > 0 {
+                lines.append("  store without HTTP (median): \(Self.rate(storeEventsPerSecond)) events/s")
+                lines.append("  decode + validate, 1 core:   \(Self.rate(decodeEventsPerSecond)) events/s")
+                lines.append("  plain bulk insert (limit):   \(Self.rate(bulkInsertRowsPerSecond)) rows/s")
+            }
             lines.append("  verified: \(verified ? "yes" : "NO")")
             return lines.joined(separator: "\n")
         }

@@ -11,30 +11,101 @@ import AllotSignals
 public struct EventSignals: Sendable, Hashable {
     /// The header convention seen; nil when the event carried no `headers` and no `error_body`.
     public var family: HeaderFamily?
-    public var limitRequests: Int64?
-    public var remainingRequests: Int64?
+    public var limitRequests: Int64? {
+        get { Self.value(stored.0) }
+        set { stored.0 = Self.store(newValue) }
+    }
+    public var remainingRequests: Int64? {
+        get { Self.value(stored.1) }
+        set { stored.1 = Self.store(newValue) }
+    }
     /// Milliseconds from the response until the request limit is fully replenished.
-    public var resetRequestsMs: Int64?
+    public var resetRequestsMs: Int64? {
+        get { Self.value(stored.2) }
+        set { stored.2 = Self.store(newValue) }
+    }
     /// The request limit's window when the signal said so (Google `…PerDay…`), in ms; nil means the
     /// pool's configured window (`HeaderWindows`, per minute by default).
-    public var windowRequestsMs: Int64?
-    public var limitTokens: Int64?
-    public var remainingTokens: Int64?
+    public var windowRequestsMs: Int64? {
+        get { Self.value(stored.3) }
+        set { stored.3 = Self.store(newValue) }
+    }
+    public var limitTokens: Int64? {
+        get { Self.value(stored.4) }
+        set { stored.4 = Self.store(newValue) }
+    }
+    public var remainingTokens: Int64? {
+        get { Self.value(stored.5) }
+        set { stored.5 = Self.store(newValue) }
+    }
     /// Milliseconds from the response until the token limit is fully replenished.
-    public var resetTokensMs: Int64?
+    public var resetTokensMs: Int64? {
+        get { Self.value(stored.6) }
+        set { stored.6 = Self.store(newValue) }
+    }
     /// The token limit's window when the signal said so, in ms.
-    public var windowTokensMs: Int64?
+    public var windowTokensMs: Int64? {
+        get { Self.value(stored.7) }
+        set { stored.7 = Self.store(newValue) }
+    }
     /// Anthropic's separate input-token limit and remainder.
-    public var limitInputTokens: Int64?
-    public var remainingInputTokens: Int64?
+    public var limitInputTokens: Int64? {
+        get { Self.value(stored.8) }
+        set { stored.8 = Self.store(newValue) }
+    }
+    public var remainingInputTokens: Int64? {
+        get { Self.value(stored.9) }
+        set { stored.9 = Self.store(newValue) }
+    }
     /// Anthropic's separate output-token limit and remainder.
-    public var limitOutputTokens: Int64?
-    public var remainingOutputTokens: Int64?
+    public var limitOutputTokens: Int64? {
+        get { Self.value(stored.10) }
+        set { stored.10 = Self.store(newValue) }
+    }
+    public var remainingOutputTokens: Int64? {
+        get { Self.value(stored.11) }
+        set { stored.11 = Self.store(newValue) }
+    }
     /// How long the provider asked the caller to wait (`retry-after-ms` before `retry-after`, or
     /// Google's `retryDelay`), in ms.
-    public var retryAfterMs: Int64?
+    public var retryAfterMs: Int64? {
+        get { Self.value(stored.12) }
+        set { stored.12 = Self.store(newValue) }
+    }
     /// Azure's deployment utilisation, 0…1.
-    public var utilization: Double?
+    public var utilization: Double? {
+        get { utilizationBits == Self.absentBits ? nil : Double(bitPattern: utilizationBits) }
+        set { utilizationBits = newValue?.bitPattern ?? Self.absentBits }
+    }
+
+    // Stored without `Optional`: an `Int64?` takes 16 bytes where an `Int64` takes 8, and events
+    // are copied by the thousand on the ingest path. `Int64.min` stands for "not said" (no header
+    // value can be it: the parser reads at most 18 digits), and a NaN bit pattern the parser never
+    // produces for the utilisation.
+    private var stored: (Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64) = (
+        .min, .min, .min, .min, .min, .min, .min, .min, .min, .min, .min, .min, .min
+    )
+    private var utilizationBits: UInt64 = EventSignals.absentBits
+    private static let absentBits: UInt64 = .max
+
+    @inline(__always)
+    private static func value(_ raw: Int64) -> Int64? { raw == .min ? nil : raw }
+    @inline(__always)
+    private static func store(_ value: Int64?) -> Int64 { value ?? .min }
+
+    public static func == (lhs: EventSignals, rhs: EventSignals) -> Bool {
+        lhs.family == rhs.family && lhs.utilizationBits == rhs.utilizationBits && lhs.stored.0 == rhs.stored.0
+            && lhs.stored.1 == rhs.stored.1 && lhs.stored.2 == rhs.stored.2 && lhs.stored.3 == rhs.stored.3
+            && lhs.stored.4 == rhs.stored.4 && lhs.stored.5 == rhs.stored.5 && lhs.stored.6 == rhs.stored.6
+            && lhs.stored.7 == rhs.stored.7 && lhs.stored.8 == rhs.stored.8 && lhs.stored.9 == rhs.stored.9
+            && lhs.stored.10 == rhs.stored.10 && lhs.stored.11 == rhs.stored.11 && lhs.stored.12 == rhs.stored.12
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(family)
+        hasher.combine(utilizationBits)
+        withUnsafeBytes(of: stored) { hasher.combine(bytes: $0) }
+    }
 
     public init(
         family: HeaderFamily? = nil, limitRequests: Int64? = nil, remainingRequests: Int64? = nil,

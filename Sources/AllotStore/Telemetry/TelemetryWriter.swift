@@ -105,10 +105,10 @@ enum TelemetryWriter {
 
         let insert = try connection.cachedStatement(insertEventSQL)
         var firstID: Int64 = 0
-        for (position, event) in batch.events.enumerated() {
+        for position in batch.events.indices {
             let model = batch.eventModel[position]
             try bind(
-                event, to: insert, tenant: tenantRefs[Int(batch.eventTenant[position])],
+                batch.events[position], to: insert, tenant: tenantRefs[Int(batch.eventTenant[position])],
                 upstream: upstreamRefs[Int(batch.eventUpstream[position])],
                 gateway: gatewayRefs[Int(batch.eventGateway[position])], model: model < 0 ? nil : modelRefs[Int(model)])
             try insert.step()

@@ -1,1 +1,0 @@
-// AllotServer — see README.md, "Architecture".

@@ -1,0 +1,111 @@
+import AllotAssets
+import AllotCore
+import AllotCrypto
+import Foundation
+
+/// Where policies come from (SPEC 10 and 13: `--policies DIR`, default `./policies` when it exists,
+/// else the defaults built into the binary).
+public enum PolicySource: Sendable, Equatable, CustomStringConvertible {
+    /// `*.json` files of a directory, re-read when they change.
+    case directory(String)
+    /// The shipped `policies/*.json`, compiled into the binary (never change).
+    case embedded
+
+    /// The source for a `--policies` value: the directory when given; otherwise `./policies`
+    /// when it exists (a checkout), else the embedded defaults (an installed binary).
+    public static func resolve(_ option: String?, currentDirectory: String = FileManager.default.currentDirectoryPath)
+        -> PolicySource
+    {
+        if let option, !option.isEmpty { return .directory(option) }
+        let local = currentDirectory + "/policies"
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: local, isDirectory: &isDirectory), isDirectory.boolValue {
+            return .directory("policies")
+        }
+        return .embedded
+    }
+
+    public var description: String {
+        switch self {
+        case .directory(let path): return path
+        case .embedded: return "built-in policies"
+        }
+    }
+
+    /// The policy files, sorted by name.
+    public func files() throws(PolicyLoadError) -> [PolicyFile] {
+        switch self {
+        case .embedded:
+            return AllotAssets.defaultPolicies.map { PolicyFile(name: $0.name, bytes: $0.bytes) }
+        case .directory(let path):
+            let names: [String]
+            do {
+                names = try FileManager.default.contentsOfDirectory(atPath: path)
+            } catch {
+                throw PolicyLoadError(message: "cannot read policy directory \(path): \(error.localizedDescription)")
+            }
+            var files: [PolicyFile] = []
+            for name in names.sorted() where name.hasSuffix(".json") && !name.hasPrefix(".") {
+                guard let data = FileManager.default.contents(atPath: path + "/" + name) else {
+                    throw PolicyLoadError(message: "cannot read policy file \(path)/\(name)")
+                }
+                files.append(PolicyFile(name: name, bytes: [UInt8](data)))
+            }
+            if files.isEmpty { throw PolicyLoadError(message: "policy directory \(path) has no .json files") }
+            return files
+        }
+    }
+
+    /// A cheap fingerprint of the directory (names, sizes, modification times) so a watcher only
+    /// re-reads and re-validates when something changed.
+    public func fingerprint() -> String {
+        guard case .directory(let path) = self else { return "embedded" }
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return "unreadable" }
+        var parts: [String] = []
+        for name in names.sorted() where name.hasSuffix(".json") && !name.hasPrefix(".") {
+            let attributes = try? FileManager.default.attributesOfItem(atPath: path + "/" + name)
+            let size = (attributes?[.size] as? NSNumber)?.int64Value ?? -1
+            let modified = (attributes?[.modificationDate] as? Date)?.timeIntervalSince1970 ?? -1
+            parts.append("\(name):\(size):\(modified)")
+        }
+        return parts.joined(separator: "|")
+    }
+
+    /// Reads and validates the policy; every problem is reported with file, JSON path and reason.
+    public func load() throws(PolicyLoadError) -> LoadedPolicy {
+        let files = try files()
+        do {
+            let policy = try Policy.load(files: files)
+            return LoadedPolicy(policy: policy, files: files.map(\.name))
+        } catch {
+            throw PolicyLoadError(message: "policy rejected:\n" + error.description, issues: error.issues)
+        }
+    }
+}
+
+/// A validated policy with its version: the first 16 hex digits of the SHA-256 of its canonical
+/// form, so the same rules give the same `policy_version` whatever the file layout.
+public struct LoadedPolicy: Sendable {
+    public var policy: Policy
+    public var version: String
+    public var files: [String]
+
+    public init(policy: Policy, files: [String]) {
+        self.policy = policy
+        self.files = files
+        self.version = String(SHA256.hash(policy.canonicalBytes).hex.prefix(16))
+    }
+}
+
+/// A policy could not be loaded; the previous one (if any) stays in force.
+public struct PolicyLoadError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public var issues: [PolicyIssue]
+
+    public init(message: String, issues: [PolicyIssue] = []) {
+        self.message = message
+        self.issues = issues
+    }
+
+    public var description: String { message }
+}

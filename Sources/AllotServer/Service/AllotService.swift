@@ -1,0 +1,152 @@
+import AllotAssets
+import AllotCore
+import AllotHTTP
+import AllotJSON
+import AllotLog
+import AllotMetrics
+import AllotSQLite
+import AllotStore
+import AllotTime
+import Foundation
+import Synchronization
+
+/// The running service: database, policies, ingest, loop and HTTP server wired together.
+///
+/// `allot serve` calls ``start(_:clock:logger:announce:)`` and, on SIGTERM/SIGINT,
+/// ``shutdown(gracePeriod:)``. Tests start it the same way on an ephemeral port.
+public final class AllotService: Sendable {
+    public let configuration: ServeConfiguration
+    /// The bound port (useful with port 0).
+    public let port: Int
+    public let context: ServiceContext
+    /// Every route with its access rule (for the auth-matrix and OpenAPI tests).
+    public let access: [HTTPRoute: Access]
+    private let server: HTTPServer
+    private let background: Locked<[Task<Void, Never>]>
+
+    private init(
+        configuration: ServeConfiguration, port: Int, context: ServiceContext, access: [HTTPRoute: Access],
+        server: HTTPServer, background: [Task<Void, Never>]
+    ) {
+        self.configuration = configuration
+        self.port = port
+        self.context = context
+        self.access = access
+        self.server = server
+        self.background = Locked(background)
+    }
+
+    /// Opens the data directory and database (migrating it), loads the policies, starts the loop
+    /// and the HTTP server. Throws a message fit for the operator on any failure.
+    /// - Parameter announce: receives one-time notices meant for the person starting the service
+    ///   (the first admin token).
+    public static func start(
+        _ configuration: ServeConfiguration, clock: any AllotClock = SystemClock(), logger: Logger,
+        announce: @escaping @Sendable (String) -> Void = { _ in }
+    ) async throws(ServiceStartError) -> AllotService {
+        if configuration.dev && !configuration.isLoopback {
+            throw ServiceStartError(
+                "--dev disables authentication and is refused on \(configuration.host); listen on a loopback address "
+                    + "(127.0.0.1, ::1, localhost) or drop --dev")
+        }
+        let metrics = MetricsRegistry()
+        try? ProcessMetrics.register(on: metrics)
+
+        let directory = DataDirectory(path: configuration.dataDirectory)
+        let pool: DatabasePool
+        do {
+            let opened = try await directory.openDatabase(
+                configuration: SQLiteConfiguration(synchronous: configuration.synchronous))
+            pool = opened.pool
+            for migration in opened.applied {
+                logger.notice("migration applied", ["file": "\(migration.fileName)"])
+            }
+        } catch {
+            throw ServiceStartError(error.message)
+        }
+
+        let policyBox = Locked<LoadedPolicy?>(nil)
+        let watcher: PolicyWatcher
+        do {
+            watcher = try PolicyWatcher(source: configuration.policies, logger: logger, metrics: metrics) { _, new in
+                policyBox.value = new
+            }
+        } catch {
+            await pool.close()
+            throw ServiceStartError("\(configuration.policies): \(error.message)")
+        }
+        let initialPolicy = await watcher.current
+        policyBox.value = initialPolicy
+        logger.notice(
+            "policy loaded",
+            ["source": "\(configuration.policies)", "version": "\(initialPolicy.version)",
+             "files": "\(initialPolicy.files.joined(separator: ","))"])
+
+        let telemetry = TelemetryStore(pool: pool, clock: clock)
+        let context = ServiceContext(
+            configuration: configuration, clock: clock, logger: logger, metrics: metrics, directory: directory,
+            pool: pool, telemetry: telemetry, policyWatcher: watcher, policyBox: policyBox)
+
+        let authenticator: any Authenticator = configuration.dev ? DevAuthenticator() : context.makeAuthenticator()
+        var table = RouteTable(authenticator: authenticator)
+        ServiceRoutes.register(in: &table, context: context)
+        let httpMetrics = HTTPMetrics(registry: metrics, logger: logger)
+        table.observe { httpMetrics.record($0) }
+
+        let serverConfiguration = HTTPServerConfiguration(
+            host: configuration.host, port: configuration.port, maxConnections: configuration.maxConnections,
+            maxBodyBytes: configuration.maxBodyBytes,
+            headerReadTimeout: .milliseconds(Int64(configuration.headerTimeoutSeconds * 1000)),
+            idleTimeout: .milliseconds(Int64(configuration.idleTimeoutSeconds * 1000)),
+            log: HTTPServerConfiguration.logging(to: logger.labelled("http")))
+        let server = HTTPServer(configuration: serverConfiguration, responder: table.router)
+        httpMetrics.registerServerGauges(server)
+        let port: Int
+        do {
+            port = try await server.start()
+        } catch {
+            await pool.close()
+            throw ServiceStartError("cannot listen on \(configuration.host):\(configuration.port): \(error)")
+        }
+
+        var tasks: [Task<Void, Never>] = []
+        tasks.append(Task { await watcher.run(clock: clock) })
+        let pruner = RetentionPruner(
+            pool: pool,
+            policy: RetentionPolicy(
+                rawEvents: configuration.eventRetentionSeconds, rollups: configuration.rollupRetentionSeconds))
+        tasks.append(
+            Task {
+                await pruner.run(clock: clock) { error in
+                    logger.warning("retention pruning failed; retrying next interval", ["error": "\(error)"])
+                }
+            })
+        logger.notice(
+            "allot listening",
+            ["address": "\(configuration.host):\(port)", "data": "\(configuration.dataDirectory)",
+             "auth": configuration.dev ? "disabled (--dev)" : "bearer tokens"])
+        return AllotService(
+            configuration: configuration, port: port, context: context, access: table.access, server: server,
+            background: tasks)
+    }
+
+    /// Graceful shutdown (SPEC 13): stop accepting, answer held long-polls, let in-flight
+    /// requests finish, stop the loop and background work, flush and close the database.
+    public func shutdown(gracePeriod: Duration = .seconds(10)) async {
+        context.logger.notice("shutting down")
+        await server.shutdown(gracePeriod: gracePeriod)
+        let tasks = background.withLock { tasks in
+            defer { tasks.removeAll() }
+            return tasks
+        }
+        for task in tasks { task.cancel() }
+        for task in tasks { await task.value }
+        do {
+            try await context.telemetry.close()
+        } catch {
+            context.logger.error("could not flush telemetry rollups at shutdown", ["error": "\(error)"])
+        }
+        await context.pool.close()
+        context.logger.notice("stopped")
+    }
+}

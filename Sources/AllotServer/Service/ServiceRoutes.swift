@@ -1,0 +1,63 @@
+import AllotAssets
+import AllotHTTP
+import AllotJSON
+import AllotSQLite
+
+/// The HTTP API of SPEC section 9, route by route with its access rule. Handlers live next to
+/// the component they serve; this file is the table of contents.
+enum ServiceRoutes {
+    static func register(in table: inout RouteTable, context: ServiceContext) {
+        // Operations: no token (a load balancer or Kubernetes probe has none).
+        table.get("/healthz", .public) { _, _ in .json(["status": "ok"]) }
+        table.get("/readyz", .public) { _, _ in await readiness(context) }
+        table.get("/metrics", context.configuration.metricsRequireToken ? Access(Set(Role.allCases)) : .public) { _, _ in
+            await metrics(context)
+        }
+        table.get("/openapi.json", .public) { _, _ in asset("openapi.json", contentType: "application/json") }
+        table.get("/", .public) { _, _ in asset("dashboard.html", contentType: "text/html; charset=utf-8") }
+
+        // Gateways.
+        let telemetry = TelemetryRoute(
+            store: context.telemetry, defaultTier: { context.policy.policy.defaultTier }, clock: context.clock)
+        table.post(TelemetryRoute.path, .gateway) { request, _ in await telemetry.respond(to: request) }
+
+        // SREs.
+        let plan = PlanRoute(policy: { context.policy.policy })
+        table.post(PlanRoute.path, .sre) { request, _ in try await plan.respond(to: request) }
+    }
+
+    /// `GET /readyz`: 200 when the database answers and a snapshot exists and the policy files
+    /// on disk are valid; otherwise 503 naming every failing check.
+    static func readiness(_ context: ServiceContext) async -> HTTPResponse {
+        var checks = JSONObject()
+        var ready = true
+        do {
+            try await context.pool.reader.access { (connection) throws(SQLiteError) in try connection.probe() }
+            checks["database"] = ["ok": true]
+        } catch {
+            ready = false
+            checks["database"] = ["ok": false, "error": .string(error.description)]
+        }
+        if let error = await context.policyWatcher.lastError {
+            ready = false
+            checks["policy"] = ["ok": false, "error": .string(error.message)]
+        } else {
+            checks["policy"] = ["ok": true, "version": .string(context.policy.version)]
+        }
+        let body: JSON = ["status": .string(ready ? "ready" : "not_ready"), "checks": .object(checks)]
+        return .json(body, status: ready ? .ok : .serviceUnavailable)
+    }
+
+    static func metrics(_ context: ServiceContext) async -> HTTPResponse {
+        HTTPResponse(
+            status: .ok, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
+            body: Array(context.metrics.render().utf8))
+    }
+
+    static func asset(_ name: String, contentType: String) -> HTTPResponse {
+        guard let file = AllotAssets.file(name) else {
+            return HTTPError.notFound("\(name) is not built into this binary").response
+        }
+        return HTTPResponse(status: .ok, headers: ["Content-Type": contentType], body: file.bytes)
+    }
+}

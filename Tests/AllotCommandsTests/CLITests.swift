@@ -1,0 +1,121 @@
+import AllotCommands
+import Foundation
+import Synchronization
+import Testing
+
+/// Captures what a command writes to stdout and stderr.
+final class CapturedOutput: Sendable {
+    private let lines = Mutex<(out: [String], err: [String])>(([], []))
+
+    var output: CommandOutput {
+        CommandOutput(
+            out: { text in self.lines.withLock { $0.out.append(text) } },
+            err: { text in self.lines.withLock { $0.err.append(text) } })
+    }
+
+    var out: String { lines.withLock { $0.out.joined(separator: "\n") } }
+    var err: String { lines.withLock { $0.err.joined(separator: "\n") } }
+}
+
+func runCLI(_ arguments: [String], environment: [String: String] = [:]) async -> (code: Int32, out: String, err: String) {
+    let captured = CapturedOutput()
+    let code = await AllotCLI.run(arguments: arguments, environment: environment, output: captured.output)
+    return (code, captured.out, captured.err)
+}
+
+func temporaryDirectory() throws -> String {
+    let path = NSTemporaryDirectory() + "allot-cli-\(UUID().uuidString)"
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+@Suite struct CLITests {
+    @Test func topLevelHelpListsEveryCommand() async {
+        let result = await runCLI(["--help"])
+        #expect(result.code == 0)
+        for command in ["serve", "migrate", "plan", "simulate", "tokens", "drain", "bench"] {
+            #expect(result.out.contains("\n  \(command) "), "missing \(command)")
+        }
+    }
+
+    @Test func serveHelpShowsEveryFlagWithDefaultsAndEnvironment() async {
+        let result = await runCLI(["serve", "--help"])
+        #expect(result.code == 0)
+        for flag in ["--listen", "--data", "--policies", "--log-level", "--dev", "--max-body-bytes"] {
+            #expect(result.out.contains(flag), "missing \(flag)")
+        }
+        for variable in ["ALLOT_LISTEN", "ALLOT_DATA", "ALLOT_POLICIES", "ALLOT_LOG_LEVEL", "ALLOT_DEV"] {
+            #expect(result.out.contains(variable), "missing \(variable)")
+        }
+        #expect(result.out.contains("127.0.0.1:8080"))
+        #expect(result.out.contains("./allot-data"))
+    }
+
+    @Test func unknownCommandAndFlagExitTwoWithUsage() async {
+        let command = await runCLI(["serv"])
+        #expect(command.code == 2)
+        #expect(command.err.contains("serve"))  // suggestion
+        let flag = await runCLI(["serve", "--bogus"])
+        #expect(flag.code == 2)
+        #expect(flag.err.contains("unknown option '--bogus'"))
+        #expect(flag.err.contains("Usage: allot serve"))
+    }
+
+    @Test func badValueNamesTheFlagAndItsSource() async {
+        let result = await runCLI(["serve"], environment: ["ALLOT_LISTEN": "nowhere"])
+        #expect(result.code == 2)
+        #expect(result.err.contains("--listen"))
+        #expect(result.err.contains("ALLOT_LISTEN"))
+    }
+
+    @Test func devIsRefusedOffLoopback() async throws {
+        let data = try temporaryDirectory()
+        let result = await runCLI(["serve", "--dev", "--listen", "0.0.0.0:0", "--data", data])
+        #expect(result.code == 1)
+        #expect(result.err.contains("--dev disables authentication and is refused on 0.0.0.0"))
+    }
+
+    @Test func migrateAppliesOnceThenReportsUpToDate() async throws {
+        let data = try temporaryDirectory()
+        let first = await runCLI(["migrate", "--data", data])
+        #expect(first.code == 0)
+        #expect(first.out.contains("applied 0001_telemetry.sql"))
+        let second = await runCLI(["migrate", "--data", data])
+        #expect(second.code == 0)
+        #expect(second.out.hasSuffix("up to date"))
+        let status = await runCLI(["migrate", "--data", data, "--status"])
+        #expect(status.out.contains("applied  0001_telemetry"))
+        #expect(!status.out.contains("pending"))
+    }
+
+    @Test func planPrintsTheSpecExample() async throws {
+        let directory = try temporaryDirectory()
+        let file = directory + "/plan.json"
+        try """
+        {"capacity": {"rpm": 1000, "tpm": 200000},
+         "settings": {"safety_margin": 0, "demand_headroom": 0, "surplus": "hold"},
+         "tenants": [{"id": "a", "tier": "premium", "weight": 2, "floor": {"rpm": 10}, "ceiling": {"rpm": 500},
+                      "demand": {"rpm": 300, "tpm": 50000}}]}
+        """.write(toFile: file, atomically: true, encoding: .utf8)
+        let result = await runCLI(["plan", file])
+        #expect(result.code == 0)
+        #expect(
+            result.out
+                == #"{"allocations":[{"id":"a","rpm":300.0,"tpm":50000.0,"reason":{"rpm":"demand","tpm":"demand"}}],"unallocated":{"rpm":700.0,"tpm":150000.0},"degraded":{"rpm":false,"tpm":false}}"#
+        )
+    }
+
+    @Test func planRejectsBadInputNamingTenantAndField() async throws {
+        let directory = try temporaryDirectory()
+        let file = directory + "/plan.json"
+        try #"{"capacity": {"rpm": 100}, "tenants": [{"id": "x", "floor": {"rpm": 50}, "ceiling": {"rpm": 10}}]}"#
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let result = await runCLI(["plan", file])
+        #expect(result.code == 1)
+        #expect(result.err.contains("x"))
+        #expect(result.err.contains("floor"))
+        let missing = await runCLI(["plan", directory + "/absent.json"])
+        #expect(missing.code == 1)
+        #expect(missing.err.contains("cannot read"))
+    }
+}
