@@ -11,7 +11,8 @@ import Foundation
 /// - **Rates** are exact continuous-time EWMAs for irregular ticks: over a tick of `Δ` seconds with
 ///   `n` events, `r ← r·e^(−Δ/τ) + (n/Δ)·(1 − e^(−Δ/τ))` (the solution for a rate constant within the
 ///   tick), per minute, with `τ` the policy's short or long window. Events are counted in the tick that
-///   reads them, whatever their time (late events are not lost); the first tick's `Δ` is the loop interval.
+///   reads them, whatever their time (late events are not lost); the first tick's `Δ` is the loop
+///   interval. A tick with `Δ ≤ 0` (the same `now` twice) only accumulates.
 /// - **Demand** = served + denied locally + queued (SPEC 5): what the tenant wanted. Served tokens are
 ///   prompt + completion; denied and queued requests count their `estimated_tokens`.
 /// - **Classes**, first match: `idle` (no demand event for `idle_after_s`), `cold_start` (fewer than
@@ -29,40 +30,100 @@ import Foundation
 ///   month; the burn rate is the long-window EWMA of currency per second.
 /// - **Runaway tasks**: upstream calls and tokens per `task_id` against the task class's `task_budgets`
 ///   entry → `runaway_task` while the task keeps running.
+///
+/// Speed (SPEC 13): the per-event work touches only small, contiguous, ref-indexed tables (the tick's
+/// counters, sample buffers grouped later by counting sort, a task counter table), in two passes (see
+/// `ingest`); everything per tenant happens once per tick, in one pass over the tenants.
 public struct ConsumptionClassification: Sendable {
-    public private(set) var state: ClassifierState
+    /// The state, minus the tasks (held in `taskTable`).
+    private var stored: ClassifierState
     public private(set) var policy: Policy
     public var rules: ClassificationRules
 
-    /// Track position by interned refs and by key (rebuilt, never persisted: refs belong to a database).
-    private var indexByRefs: [RefPair: Int] = [:]
+    // Transient tables, rebuilt on init, policy change and when tracks are forgotten (refs belong to a
+    // database; positions follow `stored.tracks`).
+
+    /// Track position by key, and by interned refs: `trackByTenantRef[ref]` is the first track of that
+    /// tenant ref (−1: none), chained through `nextSameTenant`, matched on `trackUpstreamRef`.
     private var indexByKey: [AllocationKey: Int] = [:]
-    private var accountByTenant: [String: Int] = [:]
-    /// Parallel to `state.tracks`: the spend account and the price of each track.
+    private var trackByTenantRef: [Int32] = []
+    private var nextSameTenant: [Int32] = []
+    private var trackUpstreamRef: [Int64] = []
+    /// Refs too large for a direct table.
+    private var farRefs: [RefPair: Int] = [:]
+    /// Per track: the tick's counters (with the pool's price) and its spend account.
+    private var ticks: [TickCounts] = []
     private var trackAccount: [Int] = []
-    private var trackPrice: [Price] = []
-    private var trackPriced: [Bool] = []
-    /// `state.tracks` indices in key order; nil after the set of tracks changed.
+    private var accountByTenant: [String: Int] = [:]
+    /// Gateways by interned ref (their slot in `gatewayNames`), and the tick's per-gateway samples.
+    private var gatewayByRef: [Int32] = []
+    private var gatewayNames: [String] = []
+    private var gatewaySlotByName: [String: Int] = [:]
+    private var gatewaySamples: [GatewaySample] = []
+    /// The tick's histogram samples, `track << 8 | bucket` (on `LogLinearScale.compact`).
+    private var completionSamples: [UInt32] = []
+    private var queueSamples: [UInt32] = []
+    /// Task positions by hash of tenant account and task id, and the task budgets by `TaskClass.ordinal`.
+    private var taskTable = TaskTable()
+    private var taskSamples: [TaskSample] = []
+    /// The tick's compact event records (see `ingest`).
+    private var records: [EventRecord] = []
+    private var taskBudgets: [(calls: Int, tokens: Int64)] = []
+    /// `stored.accounts` indices in tenant order; nil after accounts were removed; new ones wait in
+    /// `unorderedAccounts` (like `order`).
+    private var accountOrder: [Int]?
+    private var unorderedAccounts: [Int] = []
+    /// `stored.tracks` indices in key order; nil after tracks were removed. Tracks created since the
+    /// last report wait in `unordered` and are merged in (a full sort of 10,000 string keys every
+    /// tick a new tenant appears would cost more than classifying them).
     private var order: [Int]?
+    private var unordered: [Int] = []
 
     /// Histogram weights are rescaled beyond this.
     static let weightLimit = 1e20
+    /// Refs below this are looked up in direct tables (larger ones in dictionaries), and a direct table
+    /// never grows beyond 16 entries per track plus this: a database whose refs ran far ahead of its
+    /// active tenants (churn) does not cost a table per ref ever issued.
+    static let directRefLimit: Int64 = 1 << 16
+
+    private func direct(_ ref: Int64) -> Bool {
+        ref >= 0 && ref < Self.directRefLimit + Int64(16 * stored.tracks.count)
+    }
 
     struct RefPair: Hashable {
         var tenant: Int64
         var upstream: Int64
     }
 
+    /// A pool's price per token (and per request), for the per-event loop.
+    struct TokenPrice: Sendable {
+        var input: Double
+        var output: Double
+        var request: Double
+        var known: Bool
+
+        init(_ price: Price, known: Bool) {
+            input = price.inputPerMillionTokens / 1_000_000
+            output = price.outputPerMillionTokens / 1_000_000
+            request = price.perRequest
+            self.known = known
+        }
+    }
+
     public init(policy: Policy, state: ClassifierState? = nil, rules: ClassificationRules = ClassificationRules()) {
         self.policy = policy
         self.rules = rules
-        self.state = state ?? ClassifierState()
-        for track in self.state.tracks.indices {
-            for gateway in self.state.tracks[track].gateways.indices {
-                self.state.tracks[track].gateways[gateway].ref = nil
-            }
-        }
-        reindex()
+        stored = state ?? ClassifierState()
+        let tasks = stored.tasks
+        stored.tasks = []
+        reindex(tasks: tasks)
+    }
+
+    /// The state to persist (and to restore with `init(policy:state:rules:)`).
+    public var state: ClassifierState {
+        var state = stored
+        state.tasks = taskTable.tasks
+        return state
     }
 
     /// Swaps in a reloaded policy (windows, thresholds, prices, tiers, task budgets).
@@ -76,10 +137,10 @@ public struct ConsumptionClassification: Sendable {
     public mutating func seedSpend(_ spent: [String: [BudgetWindow: Double]], now: Double) {
         for (tenant, windows) in spent {
             let index = account(for: tenant, now: now)
-            state.accounts[index].roll(to: now)
+            stored.accounts[index].roll(to: now)
             for (position, window) in BudgetWindow.allCases.enumerated() {
                 if let amount = windows[window], amount.isFinite {
-                    state.accounts[index].spent[position] = max(0, amount)
+                    stored.accounts[index].spent[position] = max(0, amount)
                 }
             }
         }
@@ -97,11 +158,12 @@ public struct ConsumptionClassification: Sendable {
         capacities: [String: PerDimension<Double?>] = [:], now: Double
     ) -> ClassifierReport {
         let settings = policy.classifier
-        for index in state.accounts.indices { state.accounts[index].roll(to: now) }
-        let weight = histogramWeight(now: now)
-        ingest(delta, now: now, weight: weight)
+        let previousTick = stored.lastClassifyAt ?? -Double.infinity
+        forgetTracks(now: now)
+        for index in stored.accounts.indices { stored.accounts[index].roll(to: now) }
+        ingest(delta, now: now)
 
-        let elapsed = state.lastClassifyAt.map { now - $0 } ?? policy.loop.intervalSeconds
+        let elapsed = stored.lastClassifyAt.map { now - $0 } ?? policy.loop.intervalSeconds
         let fold =
             elapsed > 0
             ? Fold(
@@ -109,172 +171,455 @@ public struct ConsumptionClassification: Sendable {
                 long: 1 - exp(-elapsed / settings.longWindowSeconds),
                 longDecay: exp(-elapsed / settings.longWindowSeconds))
             : nil
-
-        forgetTracks(now: now)
-        if order == nil {
-            order = state.tracks.indices.sorted { state.tracks[$0].key < state.tracks[$1].key }
-        }
+        sortTracks()
         var tenants: [TenantObservation] = []
         var statuses: [TenantStatus] = []
         var alerts: [LoopAlert] = []
-        tenants.reserveCapacity(state.tracks.count)
-        statuses.reserveCapacity(state.tracks.count)
-        let context = TrackContext(
-            policy: policy, rules: rules, now: now, capacities: capacities)
+        tenants.reserveCapacity(stored.tracks.count)
+        statuses.reserveCapacity(stored.tracks.count)
+        let context = TrackContext(policy: policy, rules: rules, now: now, capacities: capacities)
+        // One pass over the tracks, in report order: fold the tick's counts in, then classify (each
+        // track's memory is touched once per tick).
+        let weight = fold != nil ? histogramWeight(now: now) : 1
+        let completions = SampleRuns(completionSamples, tracks: completionSamples.isEmpty ? 0 : stored.tracks.count)
+        let waits = SampleRuns(queueSamples, tracks: queueSamples.isEmpty ? 0 : stored.tracks.count)
+        let gateways = GatewayRuns(gatewaySamples, tracks: gatewaySamples.isEmpty ? 0 : stored.tracks.count)
+        var perGateway: [(slot: Int, demand: Double, served: Double, tokens: Double)] = []
         for index in order ?? [] {
             if let fold {
-                if !trackPriced[index], state.tracks[index].tick.cost > 0 {
-                    markUnpriced(state.tracks[index].key.upstream, now: now)
+                let tick = ticks[index]
+                ticks[index] = TickCounts(price: tick.price)
+                if !tick.price.known, tick.cost > 0 { markUnpriced(stored.tracks[index].key.upstream, now: now) }
+                stored.accounts[trackAccount[index]].charge(tick, at: tick.lastSeenAt)
+                completions.forEach(track: index) {
+                    stored.tracks[index].completionTokens.add(bucket: $0, weight: weight)
                 }
-                state.tracks[index].fold(fold, now: now, longWindow: settings.longWindowSeconds)
+                waits.forEach(track: index) { stored.tracks[index].queueWait.add(bucket: $0, weight: weight) }
+                stored.tracks[index].fold(fold, tick: tick, now: now, longWindow: settings.longWindowSeconds)
+                perGateway.removeAll(keepingCapacity: true)
+                for place in 0..<InlineGateways.capacity where tick.gateways.slots[place] >= 0 {
+                    perGateway.append(
+                        (
+                            Int(tick.gateways.slots[place]), Double(tick.gateways.demand[place]),
+                            Double(tick.gateways.served[place]), Double(tick.gateways.tokens[place])
+                        ))
+                }
+                gateways.forEach(track: index) { sample in
+                    let slot = Int(sample.gateway)
+                    var position = perGateway.firstIndex { $0.slot == slot }
+                    if position == nil {
+                        perGateway.append((slot, 0, 0, 0))
+                        position = perGateway.count - 1
+                    }
+                    if sample.demand { perGateway[position!].demand += 1 }
+                    if sample.served {
+                        perGateway[position!].served += 1
+                        perGateway[position!].tokens += Double(sample.tokens)
+                    }
+                }
+                for entry in perGateway {
+                    stored.tracks[index].countGateway(
+                        gatewayNames[entry.slot], demand: entry.demand, served: entry.served, tokens: entry.tokens,
+                        fold: fold, now: now)
+                }
             }
-            let allocation = allocations[state.tracks[index].key]
-            let result = state.tracks[index].classify(allocation: allocation, advance: fold != nil, context: context)
+            let allocation = allocations[stored.tracks[index].key]
+            let result = stored.tracks[index].classify(allocation: allocation, advance: fold != nil, context: context)
             tenants.append(result.observation)
             statuses.append(result.status)
             alerts.append(contentsOf: result.alerts)
         }
         if let fold {
-            for index in state.accounts.indices { state.accounts[index].fold(fold) }
-            state.lastClassifyAt = now
+            gatewaySamples.removeAll(keepingCapacity: true)
+            completionSamples.removeAll(keepingCapacity: true)
+            queueSamples.removeAll(keepingCapacity: true)
+            for index in stored.accounts.indices { stored.accounts[index].fold(fold) }
+            stored.lastClassifyAt = now
         }
-        alerts.append(contentsOf: taskAlerts(now: now))
         alerts.append(contentsOf: unpricedAlerts(now: now))
-        forgetAccounts(now: now)
+        alerts.append(contentsOf: taskAlerts(now: now, previousTick: previousTick))
+        if fold != nil {
+            // Compactions rebuild the transient tables: only between ticks (no counters pending).
+            forgetAccounts(now: now)
+        }
         return ClassifierReport(tenants: tenants, spend: spend(), statuses: statuses, alerts: alerts)
     }
 
     // MARK: Ingest
 
-    private mutating func ingest(_ delta: TelemetryDelta, now: Double, weight: Float) {
-        var last = RefPair(tenant: .min, upstream: .min)
-        var lastIndex = -1
-        let budgets = policy.taskBudgets
-        let nearEmpty = rules.nearEmptyTokens
-        for event in delta.events {
-            let pair = RefPair(tenant: event.tenant, upstream: event.upstream)
-            let index: Int
-            if pair == last {
-                index = lastIndex
-            } else if let found = indexByRefs[pair] {
-                index = found
-            } else {
-                // An unresolvable ref means the names were read before it was registered: skip it.
-                guard let tenant = delta.names.tenant(event.tenant), let upstream = delta.names.upstream(event.upstream)
+    /// The per-event work, in two passes (see the type's note on speed). The first streams the
+    /// delta's events — several hundred bytes each — and keeps what the counters need in a compact
+    /// record per event; the second applies the records to the per-track counters, whose table then
+    /// stays in cache instead of being evicted by the event stream.
+    private mutating func ingest(_ delta: TelemetryDelta, now: Double) {
+        let hourStart = BudgetWindow.hour.interval(containing: now).start
+        let dayStart = BudgetWindow.day.interval(containing: now).start
+        let monthStart = BudgetWindow.month.interval(containing: now).start
+        let nearEmpty = Double(rules.nearEmptyTokens)
+        let scale = LogLinearScale.compact
+        records.removeAll(keepingCapacity: true)
+        records.reserveCapacity(delta.events.count)
+        delta.events.withUnsafeBufferPointer { events in
+            for position in events.indices {
+                guard let index = trackIndex(events[position].tenant, events[position].upstream, delta: delta, now: now)
                 else { continue }
-                let at = min(Double(event.timestampMs) / 1000, now)
-                index = track(for: AllocationKey(tenant: tenant, upstream: upstream), at: at, now: now)
-                indexByRefs[pair] = index
+                let outcome = events[position].outcome
+                let prompt = events[position].promptTokens
+                let completion = events[position].completionTokens
+                let known = prompt != nil || completion != nil
+                let promptCount = Double(max(0, prompt ?? 0))
+                let completionCount = Double(max(0, completion ?? 0))
+                let estimated = Double(max(0, events[position].estimatedTokens ?? 0))
+                var flags: UInt8 = 0
+                if let retry = events[position].retry, retry > 0 { flags |= EventRecord.retry }
+                var tokens = 0.0
+                switch outcome {
+                case .ok:
+                    tokens = known ? promptCount + completionCount : estimated
+                    if known, promptCount + completionCount <= nearEmpty { flags |= EventRecord.nearEmpty }
+                    if let completion, completion >= 0 {
+                        completionSamples.append(UInt32(index) << 8 | UInt32(scale.bucket(of: Double(completion))))
+                    }
+                case .deniedLocal, .queued:
+                    tokens =
+                        events[position].estimatedTokens != nil || !known ? estimated : promptCount + completionCount
+                default:
+                    break
+                }
+                if let wait = events[position].queueMs, wait.isFinite, wait >= 0 {
+                    queueSamples.append(UInt32(index) << 8 | UInt32(scale.bucket(of: wait)))
+                }
+                let gateway = gatewaySlot(events[position].gateway, names: delta.names).map { Int32($0) } ?? -1
+                records.append(
+                    EventRecord(
+                        at: min(Double(events[position].timestampMs) / 1000, now), tokens: Float(tokens),
+                        prompt: Float(promptCount), completion: Float(completionCount), track: Int32(index),
+                        gateway: gateway, outcome: UInt8(outcome.ordinal), flags: flags))
+                if outcome.reachedUpstream, let task = events[position].taskID {
+                    taskSamples.append(
+                        TaskSample(
+                            hash: TaskTable.hash(account: Int32(trackAccount[index]), task: task),
+                            tokens: (prompt ?? 0) + (completion ?? 0),
+                            at: min(Double(events[position].timestampMs) / 1000, now), event: Int32(position),
+                            track: Int32(index)))
+                }
             }
-            last = pair
-            lastIndex = index
-            let at = min(Double(event.timestampMs) / 1000, now)
-            let cost = state.tracks[index].ingest(
-                event, at: at, weight: weight, nearEmpty: nearEmpty, price: trackPrice[index], names: delta.names)
-            if cost > 0 { state.accounts[trackAccount[index]].charge(cost, at: at) }
-            if let task = event.taskID, event.outcome.reachedUpstream {
-                countTask(task, event: event, at: at, track: index, budgets: budgets)
+            // The task counters in a tight loop of their own: their table is large and touched at
+            // random, and a short loop body lets the processor overlap those cache misses.
+            for sample in taskSamples {
+                let taskClass = events[Int(sample.event)].taskClass
+                taskTable.count(
+                    sample.hash, tokens: sample.tokens, at: sample.at, budget: taskBudgets[taskClass.ordinal]
+                ) {
+                    let key = stored.tracks[Int(sample.track)].key
+                    return TaskTable.Info(
+                        tenant: key.tenant, task: events[Int(sample.event)].taskID ?? "", upstream: key.upstream,
+                        taskClass: taskClass, firstSeenAt: sample.at)
+                }
+            }
+            taskSamples.removeAll(keepingCapacity: true)
+        }
+        count(records, hourStart: hourStart, dayStart: dayStart, monthStart: monthStart)
+    }
+
+    /// The second pass: the compact records into the per-track counters.
+    private mutating func count(_ records: [EventRecord], hourStart: Double, dayStart: Double, monthStart: Double) {
+        let ok = UInt8(Outcome.ok.ordinal)
+        let denied = UInt8(Outcome.deniedLocal.ordinal)
+        let queued = UInt8(Outcome.queued.ordinal)
+        for record in records {
+            let index = Int(record.track)
+            let at = record.at
+            ticks[index].events += 1
+            if at > ticks[index].lastSeenAt { ticks[index].lastSeenAt = at }
+            if record.flags & EventRecord.retry != 0 { ticks[index].retries += 1 }
+            var demand = true
+            switch record.outcome {
+            case ok:
+                ticks[index].servedRequests += 1
+                ticks[index].servedTokens += record.tokens
+                ticks[index].promptTokens += record.prompt
+                ticks[index].completionTokens += record.completion
+                if record.flags & EventRecord.nearEmpty != 0 { ticks[index].nearEmpty += 1 }
+                let price = ticks[index].price
+                let cost =
+                    Double(record.prompt) * price.input + Double(record.completion) * price.output + price.request
+                if at >= hourStart {
+                    ticks[index].costHour += cost
+                } else if at >= dayStart {
+                    ticks[index].costDay += cost
+                } else if at >= monthStart {
+                    ticks[index].costMonth += cost
+                }
+            case denied:
+                ticks[index].denied += 1
+                ticks[index].deniedTokens += record.tokens
+            case queued:
+                ticks[index].queued += 1
+                ticks[index].queuedTokens += record.tokens
+            default:
+                demand = false
+            }
+            if demand {
+                ticks[index].samples += 1
+                if at > ticks[index].lastActivityAt { ticks[index].lastActivityAt = at }
+            }
+            if record.gateway >= 0 {
+                let served = record.outcome == ok
+                let tokens = served ? record.tokens : 0
+                if !ticks[index].gateways.count(slot: record.gateway, demand: demand, served: served, tokens: tokens) {
+                    gatewaySamples.append(
+                        GatewaySample(
+                            track: UInt32(index), gateway: UInt16(record.gateway), demand: demand, served: served,
+                            tokens: tokens))
+                }
             }
         }
     }
 
-    private mutating func countTask(
-        _ task: String, event: StoredEvent, at: Double, track: Int, budgets: [TaskClass: TaskBudgetPolicy]
-    ) {
-        let key = TaskKey(tenant: state.tracks[track].key.tenant, task: task)
-        let tokens = (event.promptTokens ?? 0) + (event.completionTokens ?? 0)
-        let upstream = state.tracks[track].key.upstream
-        state.tasks[
-            key, default: TaskTrack(taskClass: event.taskClass, upstream: upstream, firstSeenAt: at, lastSeenAt: at)
-        ]
-        .count(tokens: tokens, upstream: upstream, at: at, budget: budgets[event.taskClass])
+    /// What the counters need of one event (32 bytes instead of a `StoredEvent`'s several hundred).
+    struct EventRecord {
+        var at: Double
+        /// Served: prompt + completion (else the estimate); denied and queued: their demand tokens.
+        var tokens: Float
+        var prompt: Float
+        var completion: Float
+        var track: Int32
+        /// The gateway's slot, −1 when unknown.
+        var gateway: Int32
+        /// `Outcome.ordinal`.
+        var outcome: UInt8
+        var flags: UInt8
+
+        static let retry: UInt8 = 1
+        static let nearEmpty: UInt8 = 2
+    }
+
+    /// One event's call of a task, buffered during the per-event loop.
+    struct TaskSample {
+        var hash: UInt64
+        var tokens: Int64
+        var at: Double
+        var event: Int32
+        var track: Int32
+    }
+
+    /// The track of a tenant ref and upstream ref, created on first sight; nil when the refs do not
+    /// resolve (names read before the ref was registered: the event is skipped).
+    private mutating func trackIndex(_ tenant: Int64, _ upstream: Int64, delta: TelemetryDelta, now: Double) -> Int? {
+        if tenant >= 0, tenant < Int64(trackByTenantRef.count) {
+            var index = trackByTenantRef[Int(tenant)]
+            while index >= 0 {
+                if trackUpstreamRef[Int(index)] == upstream { return Int(index) }
+                index = nextSameTenant[Int(index)]
+            }
+        } else if let index = farRefs[RefPair(tenant: tenant, upstream: upstream)] {
+            return index
+        }
+        guard let tenantName = delta.names.tenant(tenant), let upstreamName = delta.names.upstream(upstream) else {
+            return nil
+        }
+        let at = now
+        let index = track(for: AllocationKey(tenant: tenantName, upstream: upstreamName), at: at, now: now)
+        trackUpstreamRef[index] = upstream
+        if direct(tenant) {
+            if Int(tenant) >= trackByTenantRef.count {
+                trackByTenantRef.append(
+                    contentsOf: repeatElement(
+                        -1, count: max(Int(tenant) + 1, trackByTenantRef.count * 2) - trackByTenantRef.count))
+            }
+            nextSameTenant[index] = trackByTenantRef[Int(tenant)]
+            trackByTenantRef[Int(tenant)] = Int32(index)
+        } else {
+            farRefs[RefPair(tenant: tenant, upstream: upstream)] = index
+        }
+        return index
+    }
+
+    /// The gateway's slot in `gatewayNames`, added on first sight.
+    private mutating func gatewaySlot(_ ref: Int64, names: TelemetryNames) -> Int? {
+        if ref >= 0, ref < Int64(gatewayByRef.count), gatewayByRef[Int(ref)] >= 0 { return Int(gatewayByRef[Int(ref)]) }
+        guard let name = names.gateway(ref) else { return nil }
+        let slot: Int
+        if let known = gatewaySlotByName[name] {
+            slot = known
+        } else {
+            guard gatewayNames.count < Int(UInt16.max) else { return nil }
+            gatewayNames.append(name)
+            slot = gatewayNames.count - 1
+            gatewaySlotByName[name] = slot
+        }
+        if ref >= 0, ref < Self.directRefLimit {
+            if Int(ref) >= gatewayByRef.count {
+                gatewayByRef.append(contentsOf: repeatElement(-1, count: Int(ref) + 1 - gatewayByRef.count))
+            }
+            gatewayByRef[Int(ref)] = Int32(slot)
+        }
+        return slot
     }
 
     private mutating func track(for key: AllocationKey, at: Double, now: Double) -> Int {
         if let index = indexByKey[key] { return index }
-        state.tracks.append(TenantTrack(key: key, at: at))
-        let index = state.tracks.count - 1
+        stored.tracks.append(TenantTrack(key: key, at: at))
+        let index = stored.tracks.count - 1
         indexByKey[key] = index
-        trackAccount.append(account(for: key.tenant, now: now))
-        let (price, known) = policy.price(ofUpstream: key.upstream)
-        trackPrice.append(price)
-        trackPriced.append(known)
-        order = nil
+        appendTransients(for: index, now: now)
+        unordered.append(index)
         return index
+    }
+
+    /// Grows the per-track transient tables for track `index`.
+    private mutating func appendTransients(for index: Int, now: Double) {
+        let key = stored.tracks[index].key
+        let (price, known) = policy.price(ofUpstream: key.upstream)
+        ticks.append(TickCounts(price: TokenPrice(price, known: known)))
+        trackAccount.append(account(for: key.tenant, now: now))
+        trackUpstreamRef.append(.min)
+        nextSameTenant.append(-1)
     }
 
     private mutating func account(for tenant: String, now: Double) -> Int {
         if let index = accountByTenant[tenant] { return index }
-        state.accounts.append(SpendAccount(tenant: tenant, now: now))
-        accountByTenant[tenant] = state.accounts.count - 1
-        return state.accounts.count - 1
+        stored.accounts.append(SpendAccount(tenant: tenant, now: now))
+        accountByTenant[tenant] = stored.accounts.count - 1
+        unorderedAccounts.append(stored.accounts.count - 1)
+        return stored.accounts.count - 1
     }
 
     /// The weight of this tick's histogram samples (see ``DecayingHistogram``), rescaling every
     /// histogram when it would grow past `weightLimit`.
     private mutating func histogramWeight(now: Double) -> Float {
-        let epoch = state.histogramEpoch ?? now
-        state.histogramEpoch = epoch
+        let epoch = stored.histogramEpoch ?? now
+        stored.histogramEpoch = epoch
         let weight = exp(max(0, now - epoch) / policy.classifier.longWindowSeconds)
         guard weight > Self.weightLimit else { return Float(weight) }
         let factor = Float(1 / weight)
-        for index in state.tracks.indices {
-            state.tracks[index].completionTokens.rescale(factor)
-            state.tracks[index].queueWait.rescale(factor)
+        for index in stored.tracks.indices {
+            stored.tracks[index].completionTokens.rescale(factor)
+            stored.tracks[index].queueWait.rescale(factor)
         }
-        state.histogramEpoch = now
+        stored.histogramEpoch = now
         return 1
     }
 
-    private mutating func reindex() {
-        indexByRefs = [:]
-        indexByKey = Dictionary(uniqueKeysWithValues: state.tracks.enumerated().map { ($0.element.key, $0.offset) })
+    /// Rebuilds every transient table from the state (the tick in progress must be empty); `tasks`
+    /// replaces the task table's content.
+    private mutating func reindex(tasks: [TaskTrack]? = nil) {
+        let tasks = tasks ?? taskTable.tasks
+        indexByKey = Dictionary(uniqueKeysWithValues: stored.tracks.enumerated().map { ($0.element.key, $0.offset) })
         accountByTenant = Dictionary(
-            uniqueKeysWithValues: state.accounts.enumerated().map { ($0.element.tenant, $0.offset) })
+            uniqueKeysWithValues: stored.accounts.enumerated().map { ($0.element.tenant, $0.offset) })
+        trackByTenantRef = []
+        farRefs = [:]
+        ticks = []
         trackAccount = []
-        trackPrice = []
-        trackPriced = []
-        let now = state.lastClassifyAt ?? 0
-        for track in state.tracks {
-            trackAccount.append(account(for: track.key.tenant, now: now))
-            let (price, known) = policy.price(ofUpstream: track.key.upstream)
-            trackPrice.append(price)
-            trackPriced.append(known)
+        trackUpstreamRef = []
+        nextSameTenant = []
+        gatewayByRef = []
+        gatewayNames = []
+        gatewaySlotByName = [:]
+        gatewaySamples = []
+        completionSamples = []
+        queueSamples = []
+        let now = stored.lastClassifyAt ?? 0
+        for index in stored.tracks.indices { appendTransients(for: index, now: now) }
+        rebuildTaskTable(tasks)
+        taskBudgets = TaskClass.allCases.map { taskClass in
+            policy.taskBudgets[taskClass].map { ($0.maxCalls, Int64($0.maxTokens)) } ?? (.max, .max)
         }
+        accountOrder = nil
+        unorderedAccounts = []
         order = nil
+        unordered = []
+    }
+
+    /// Brings `order` up to date: a full sort after removals, else a merge of the new tracks.
+    private mutating func sortTracks() {
+        let tracks = stored.tracks
+        func before(_ a: Int, _ b: Int) -> Bool { tracks[a].key < tracks[b].key }
+        guard let current = order else {
+            order = tracks.indices.sorted(by: before)
+            unordered = []
+            return
+        }
+        guard !unordered.isEmpty else { return }
+        order = Self.merge(current, unordered.sorted(by: before), by: before)
+        unordered = []
+    }
+
+    /// Two sorted lists as one.
+    static func merge(_ a: [Int], _ b: [Int], by before: (Int, Int) -> Bool) -> [Int] {
+        var merged: [Int] = []
+        merged.reserveCapacity(a.count + b.count)
+        var i = 0
+        var j = 0
+        while i < a.count || j < b.count {
+            if j == b.count || (i < a.count && before(a[i], b[j])) {
+                merged.append(a[i])
+                i += 1
+            } else {
+                merged.append(b[j])
+                j += 1
+            }
+        }
+        return merged
+    }
+
+    private mutating func rebuildTaskTable(_ tasks: [TaskTrack]) {
+        let now = stored.lastClassifyAt ?? 0
+        var accounts: [String: Int] = [:]
+        for task in tasks where accounts[task.tenant] == nil {
+            accounts[task.tenant] = account(for: task.tenant, now: now)
+        }
+        taskTable = TaskTable(tasks) { accounts[$0] ?? 0 }
     }
 
     // MARK: Forgetting
 
-    /// Drops tenants not seen for `forget_after_s` (the engine forgets them too).
+    /// Drops tenants not seen for `forget_after_s` (the engine forgets them too). Runs before a tick's
+    /// events are read, so no counters are pending.
     private mutating func forgetTracks(now: Double) {
         let horizon = now - policy.loop.forgetAfterSeconds
-        guard state.tracks.contains(where: { $0.lastSeenAt < horizon }) else { return }
-        state.tracks.removeAll { $0.lastSeenAt < horizon }
+        guard stored.tracks.contains(where: { $0.lastSeenAt < horizon }) else { return }
+        stored.tracks.removeAll { $0.lastSeenAt < horizon }
         reindex()
     }
 
     /// Drops spend accounts with nothing spent in any window in progress, no tenant left and no spend
     /// for `forget_after_s`.
     private mutating func forgetAccounts(now: Double) {
+        var used = [Bool](repeating: false, count: stored.accounts.count)
+        for account in trackAccount { used[account] = true }
+        guard used.contains(false) else { return }
         let horizon = now - policy.loop.forgetAfterSeconds
-        let idle = state.accounts.indices.filter { index in
-            let account = state.accounts[index]
-            return account.spent.allSatisfy { $0 == 0 } && (account.lastSpendAt ?? -Double.infinity) < horizon
-                && !state.tracks.indices.contains { trackAccount[$0] == index }
+        for task in taskTable.infos { if let index = accountByTenant[task.tenant] { used[index] = true } }
+        let idle = stored.accounts.indices.filter { index in
+            !used[index] && stored.accounts[index].spent.allSatisfy { $0 == 0 }
+                && (stored.accounts[index].lastSpendAt ?? -Double.infinity) < horizon
         }
         guard !idle.isEmpty else { return }
         let drop = Set(idle)
-        state.accounts = state.accounts.enumerated().filter { !drop.contains($0.offset) }.map(\.element)
+        stored.accounts = stored.accounts.enumerated().filter { !drop.contains($0.offset) }.map(\.element)
         reindex()
     }
 
     // MARK: Report pieces
 
-    private func spend() -> [TenantSpend] {
+    private mutating func spend() -> [TenantSpend] {
+        let accounts = stored.accounts
+        func before(_ a: Int, _ b: Int) -> Bool { accounts[a].tenant < accounts[b].tenant }
+        if let current = accountOrder {
+            if !unorderedAccounts.isEmpty {
+                accountOrder = Self.merge(current, unorderedAccounts.sorted(by: before), by: before)
+            }
+        } else {
+            accountOrder = accounts.indices.sorted(by: before)
+        }
+        unorderedAccounts = []
         var result: [TenantSpend] = []
-        result.reserveCapacity(state.accounts.count * BudgetWindow.allCases.count)
-        for account in state.accounts.sorted(by: { $0.tenant < $1.tenant }) {
+        result.reserveCapacity(stored.accounts.count * BudgetWindow.allCases.count)
+        for index in accountOrder ?? [] {
+            let account = stored.accounts[index]
             for (position, window) in BudgetWindow.allCases.enumerated() {
                 result.append(
                     TenantSpend(
@@ -286,59 +631,108 @@ public struct ConsumptionClassification: Sendable {
     }
 
     private mutating func markUnpriced(_ upstream: String, now: Double) {
-        if var usage = state.unpriced[upstream] {
+        if var usage = stored.unpriced[upstream] {
             usage.lastAt = now
-            state.unpriced[upstream] = usage
+            stored.unpriced[upstream] = usage
         } else {
-            state.unpriced[upstream] = UnpricedUsage(since: now, lastAt: now)
+            stored.unpriced[upstream] = UnpricedUsage(since: now, lastAt: now)
         }
     }
 
     /// `unpriced_upstream` while usage on a pool without a price was charged within the long window.
     private mutating func unpricedAlerts(now: Double) -> [LoopAlert] {
         let horizon = now - policy.classifier.longWindowSeconds
-        state.unpriced = state.unpriced.filter { $0.value.lastAt >= horizon && policy.upstream($0.key)?.price == nil }
+        stored.unpriced = stored.unpriced.filter { $0.value.lastAt >= horizon && policy.upstream($0.key)?.price == nil }
         let price = policy.costs.defaultPrice
-        return state.unpriced.keys.sorted().map { upstream in
+        return stored.unpriced.keys.sorted().map { upstream in
             LoopAlert(
                 kind: "unpriced_upstream", severity: .warning, upstream: upstream,
                 message: "\(upstream) has no price in the policy: its usage is charged at the default price "
                     + "(\(SignalText.number(price.inputPerMillionTokens, digits: 4)) / "
                     + "\(SignalText.number(price.outputPerMillionTokens, digits: 4)) "
                     + "\(policy.costs.currency) per million input / output tokens)",
-                since: state.unpriced[upstream]?.since ?? now)
+                since: stored.unpriced[upstream]?.since ?? now)
         }
     }
 
     /// `runaway_task` for tasks over their class's budget that were still running within the short
     /// window; forgets tasks idle for `taskExpirySeconds` and keeps at most `maximumTrackedTasks`.
-    private mutating func taskAlerts(now: Double) -> [LoopAlert] {
+    private mutating func taskAlerts(now: Double, previousTick: Double) -> [LoopAlert] {
         let expiry = now - rules.taskExpirySeconds
-        if state.tasks.values.contains(where: { $0.lastSeenAt < expiry }) {
-            state.tasks = state.tasks.filter { $0.value.lastSeenAt >= expiry }
-        }
-        if state.tasks.count > rules.maximumTrackedTasks {
-            let keep = state.tasks.sorted {
-                $0.value.lastSeenAt != $1.value.lastSeenAt
-                    ? $0.value.lastSeenAt > $1.value.lastSeenAt
-                    : ($0.key.tenant, $0.key.task) < ($1.key.tenant, $1.key.task)
-            }.prefix(rules.maximumTrackedTasks)
-            state.tasks = Dictionary(uniqueKeysWithValues: keep.map { ($0.key, $0.value) })
+        // Expired tasks are swept once a minute, at the first tick of each UTC minute (a full scan of
+        // the table; deterministic across restarts), overflow at once.
+        let sweep = (now / 60).rounded(.down) != (previousTick / 60).rounded(.down)
+        if (sweep && taskTable.oldestSeen < expiry) || taskTable.count > rules.maximumTrackedTasks {
+            var tasks = taskTable.tasks.filter { $0.lastSeenAt >= expiry }
+            if tasks.count > rules.maximumTrackedTasks {
+                let keep = tasks.indices.sorted {
+                    tasks[$0].lastSeenAt != tasks[$1].lastSeenAt ? tasks[$0].lastSeenAt > tasks[$1].lastSeenAt : $0 < $1
+                }.prefix(rules.maximumTrackedTasks).sorted()
+                tasks = keep.map { tasks[$0] }
+            }
+            rebuildTaskTable(tasks)
         }
         let running = now - policy.classifier.shortWindowSeconds
         var alerts: [LoopAlert] = []
-        for (key, task) in state.tasks {
-            guard let exceeded = task.exceededAt, task.lastSeenAt >= running else { continue }
-            let budget = policy.taskBudgets[task.taskClass]
+        taskTable.forEachExceeded(seenSince: running) { info, slot in
+            let budget = policy.taskBudgets[info.taskClass]
             let limits = budget.map { " (budget \($0.maxCalls) calls, \($0.maxTokens) tokens)" } ?? ""
             alerts.append(
                 LoopAlert(
-                    kind: "runaway_task", severity: .warning, upstream: task.upstream, tenant: key.tenant,
-                    message: "task \(key.task) (\(task.taskClass.rawValue)) of \(key.tenant) fanned out into "
-                        + "\(task.calls) calls and \(task.tokens) tokens\(limits)",
-                    since: exceeded))
+                    kind: "runaway_task", severity: .warning, upstream: info.upstream, tenant: info.tenant,
+                    message: "task \(info.task) (\(info.taskClass.rawValue)) of \(info.tenant) fanned out into "
+                        + "\(slot.calls) calls and \(slot.tokens) tokens\(limits)",
+                    since: slot.exceededAt))
         }
         return alerts.sorted { ($0.tenant ?? "", $0.message) < ($1.tenant ?? "", $1.message) }
+    }
+}
+
+/// A tick's histogram samples grouped by track (a counting sort: two passes, no comparison sort).
+struct SampleRuns {
+    /// `starts[track] ..< starts[track + 1]` in `buckets`.
+    private var starts: [Int32]
+    private var buckets: [UInt8]
+
+    init(_ samples: [UInt32], tracks: Int) {
+        starts = [Int32](repeating: 0, count: tracks + 1)
+        for sample in samples { starts[Int(sample >> 8) + 1] += 1 }
+        for index in 0..<tracks { starts[index + 1] += starts[index] }
+        var next = starts
+        buckets = [UInt8](repeating: 0, count: samples.count)
+        for sample in samples {
+            let track = Int(sample >> 8)
+            buckets[Int(next[track])] = UInt8(sample & 0xFF)
+            next[track] += 1
+        }
+    }
+
+    func forEach(track: Int, _ body: (Int) -> Void) {
+        guard track + 1 < starts.count else { return }
+        for position in Int(starts[track])..<Int(starts[track + 1]) { body(Int(buckets[position])) }
+    }
+}
+
+/// A tick's per-gateway samples grouped by track (a counting sort, like ``SampleRuns``).
+struct GatewayRuns {
+    private var starts: [Int32]
+    private var samples: [GatewaySample]
+
+    init(_ buffered: [GatewaySample], tracks: Int) {
+        starts = [Int32](repeating: 0, count: tracks + 1)
+        for sample in buffered { starts[Int(sample.track) + 1] += 1 }
+        for index in 0..<tracks { starts[index + 1] += starts[index] }
+        var next = starts
+        samples = buffered
+        for sample in buffered {
+            samples[Int(next[Int(sample.track)])] = sample
+            next[Int(sample.track)] += 1
+        }
+    }
+
+    func forEach(track: Int, _ body: (GatewaySample) -> Void) {
+        guard track + 1 < starts.count else { return }
+        for position in Int(starts[track])..<Int(starts[track + 1]) { body(samples[position]) }
     }
 }
 
@@ -351,12 +745,19 @@ struct Fold {
     var longDecay: Double
 }
 
-/// What every track's classification needs besides its own state.
+/// What every track's classification needs besides its own state, for one tick.
 struct TrackContext {
     let policy: Policy
     let rules: ClassificationRules
     let now: Double
     let capacities: [String: PerDimension<Double?>]
+    /// Cold-start priors by tier (in `tenant`) and pool, computed once per tick.
+    let priors = PriorMemo()
+}
+
+/// A memo filled during one `classify` call and dropped with it (never shared across threads).
+final class PriorMemo {
+    var values: [AllocationKey: PerDimension<Double>] = [:]
 }
 
 extension SpendAccount {
@@ -364,6 +765,18 @@ extension SpendAccount {
     mutating func fold(_ fold: Fold) {
         burnPerSecond += fold.long * (tickCost / fold.elapsed - burnPerSecond)
         tickCost = 0
+    }
+}
+
+extension TaskClass {
+    /// Position in `allCases`: an array index.
+    var ordinal: Int {
+        switch self {
+        case .realtime: 0
+        case .interactive: 1
+        case .batch: 2
+        case .background: 3
+        }
     }
 }
 

@@ -10,13 +10,23 @@ struct DecayingHistogram: Sendable, Hashable, Codable {
     private(set) var counts: [Float] = []
     private(set) var p50: Double?
     private(set) var p95: Double?
+    /// When the quantiles were last computed (they are recomputed at most every `refreshSeconds`).
+    private var refreshedAt: Double?
     private var stale = false
+
+    /// The token estimate and queue-wait figures need no per-tick freshness; a scan per tenant per
+    /// tick would cost more than all the rest of its tick.
+    static let refreshSeconds = 15.0
 
     init() {}
 
     mutating func add(_ value: Double, weight: Float) {
+        add(bucket: LogLinearScale.compact.bucket(of: value), weight: weight)
+    }
+
+    mutating func add(bucket: Int, weight: Float) {
         if counts.isEmpty { counts = Array(repeating: 0, count: LogLinearScale.compact.count) }
-        counts[LogLinearScale.compact.bucket(of: value)] += weight
+        counts[bucket] += weight
         stale = true
     }
 
@@ -25,17 +35,19 @@ struct DecayingHistogram: Sendable, Hashable, Codable {
         for index in counts.indices { counts[index] *= factor }
     }
 
-    /// Recomputes the cached quantiles after new samples. `integral`: the samples are whole numbers.
-    mutating func refresh(integral: Bool) {
-        guard stale else { return }
+    /// Recomputes the cached quantiles after new samples, at most every `refreshSeconds` once known.
+    /// `integral`: the samples are whole numbers.
+    mutating func refresh(integral: Bool, now: Double) {
+        guard stale, p50 == nil || now - (refreshedAt ?? -Double.infinity) >= Self.refreshSeconds else { return }
         stale = false
+        refreshedAt = now
         let total = counts.reduce(0.0) { $0 + Double($1) }
         p50 = LogLinearScale.compact.quantile(0.5, of: counts, total: total, integral: integral)
         p95 = LogLinearScale.compact.quantile(0.95, of: counts, total: total, integral: integral)
     }
 
     private enum CodingKeys: String, CodingKey {
-        case buckets, p50, p95
+        case buckets, p50, p95, refreshedAt = "refreshed_at", stale
     }
 
     /// Sparse: `[[bucket, weight], …]` (most of a tenant's buckets are empty).
@@ -50,6 +62,8 @@ struct DecayingHistogram: Sendable, Hashable, Codable {
         }
         p50 = try container.decodeIfPresent(Double.self, forKey: .p50)
         p95 = try container.decodeIfPresent(Double.self, forKey: .p95)
+        refreshedAt = try container.decodeIfPresent(Double.self, forKey: .refreshedAt)
+        stale = try container.decodeIfPresent(Bool.self, forKey: .stale) ?? false
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -58,5 +72,7 @@ struct DecayingHistogram: Sendable, Hashable, Codable {
             counts.indices.filter { counts[$0] > 0 }.map { [Float($0), counts[$0]] }, forKey: .buckets)
         try container.encodeIfPresent(p50, forKey: .p50)
         try container.encodeIfPresent(p95, forKey: .p95)
+        try container.encodeIfPresent(refreshedAt, forKey: .refreshedAt)
+        if stale { try container.encode(stale, forKey: .stale) }
     }
 }

@@ -3,81 +3,39 @@ import AllotSignals
 import AllotStore
 
 extension TenantTrack {
-    /// Counts one event into the tick; returns what its served usage cost (0 otherwise).
-    mutating func ingest(
-        _ event: StoredEvent, at: Double, weight: Float, nearEmpty: Int64, price: Price, names: TelemetryNames
-    ) -> Double {
-        if at > lastSeenAt { lastSeenAt = at }
-        tick.events += 1
-        if let retry = event.retry, retry > 0 { tick.retries += 1 }
-        if let wait = event.queueMs, wait.isFinite, wait >= 0 { queueWait.add(wait, weight: weight) }
-        let known = event.promptTokens != nil || event.completionTokens != nil
-        let prompt = Double(max(0, event.promptTokens ?? 0))
-        let completion = Double(max(0, event.completionTokens ?? 0))
-        let estimated = Double(max(0, event.estimatedTokens ?? 0))
-        var cost = 0.0
-        var demand = false
-        var served = false
-        switch event.outcome {
-        case .ok:
-            let tokens = known ? prompt + completion : estimated
-            tick.servedRequests += 1
-            tick.servedTokens += tokens
-            tick.promptTokens += prompt
-            tick.completionTokens += completion
-            if known, prompt + completion <= Double(nearEmpty) { tick.nearEmpty += 1 }
-            if let tokens = event.completionTokens, tokens >= 0 { completionTokens.add(Double(tokens), weight: weight) }
-            cost = price.cost(inputTokens: prompt, outputTokens: completion, requests: 1)
-            tick.cost += cost
-            demand = true
-            served = true
-        case .deniedLocal:
-            tick.denied += 1
-            tick.deniedTokens += event.estimatedTokens != nil || !known ? estimated : prompt + completion
-            demand = true
-        case .queued:
-            tick.queued += 1
-            tick.queuedTokens += event.estimatedTokens != nil || !known ? estimated : prompt + completion
-            demand = true
-        default:
-            break
+    /// Adds one gateway's counts of the tick (demand requests, served requests and tokens), after
+    /// `fold` decayed every gateway: the same exact EWMA, `v·e^(−Δ/τ) + r·(1 − e^(−Δ/τ))`, in two steps.
+    mutating func countGateway(
+        _ name: String, demand: Double, served: Double, tokens: Double, fold: Fold, now: Double
+    ) {
+        var index = gateways.firstIndex { $0.name == name }
+        if index == nil {
+            gateways.append(GatewayTrack(name: name, lastSeenAt: now))
+            index = gateways.count - 1
         }
-        if demand {
-            samples += 1
-            if lastActivityAt == nil || at > lastActivityAt! { lastActivityAt = at }
-        }
-
-        let gateway = gatewayIndex(event.gateway, names: names, at: at)
-        if let gateway {
-            if at > gateways[gateway].lastSeenAt { gateways[gateway].lastSeenAt = at }
-            if demand { gateways[gateway].tickDemand += 1 }
-            if served {
-                gateways[gateway].tickServed.rpm += 1
-                gateways[gateway].tickServed.tpm += known ? prompt + completion : estimated
-            }
-        }
-        return cost
-    }
-
-    private mutating func gatewayIndex(_ ref: Int64, names: TelemetryNames, at: Double) -> Int? {
-        for index in gateways.indices where gateways[index].ref == ref { return index }
-        guard let name = names.gateway(ref) else { return nil }
-        if let index = gateways.firstIndex(where: { $0.name == name }) {
-            gateways[index].ref = ref
-            return index
-        }
-        gateways.append(GatewayTrack(name: name, ref: ref, lastSeenAt: at))
-        return gateways.count - 1
+        let weight = fold.short * 60 / fold.elapsed
+        gateways[index!].demand += weight * demand
+        gateways[index!].served.rpm += weight * served
+        gateways[index!].served.tpm += weight * tokens
+        gateways[index!].lastSeenAt = now
     }
 
     /// Folds the tick's counts into the rates (see ``ConsumptionClassification``) and forgets gateways
     /// not seen for the long window.
-    mutating func fold(_ fold: Fold, now: Double, longWindow: Double) {
+    mutating func fold(_ fold: Fold, tick: TickCounts, now: Double, longWindow: Double) {
         let perMinute = 60 / fold.elapsed
         let short = fold.short
         let long = fold.long
         func ewma(_ value: inout Double, _ count: Double, _ weight: Double) {
             value += weight * (count * perMinute - value)
+        }
+        func ewma(_ value: inout Double, _ count: Float, _ weight: Double) {
+            value += weight * (Double(count) * perMinute - value)
+        }
+        if tick.lastSeenAt > lastSeenAt { lastSeenAt = tick.lastSeenAt }
+        if tick.samples > 0 {
+            samples += Int(tick.samples)
+            if lastActivityAt == nil || tick.lastActivityAt > lastActivityAt! { lastActivityAt = tick.lastActivityAt }
         }
         ewma(&servedShort.rpm, tick.servedRequests, short)
         ewma(&servedShort.tpm, tick.servedTokens, short)
@@ -96,20 +54,17 @@ extension TenantTrack {
         ewma(&promptLong, tick.promptTokens, long)
         ewma(&completionLong, tick.completionTokens, long)
         peakDemand = max(demandShort.rpm, peakDemand * fold.longDecay)
-        tick = TickCounts()
 
         if gateways.contains(where: { $0.lastSeenAt < now - longWindow }) {
             gateways.removeAll { $0.lastSeenAt < now - longWindow }
         }
-        for index in gateways.indices {
-            ewma(&gateways[index].demand, gateways[index].tickDemand, short)
-            ewma(&gateways[index].served.rpm, gateways[index].tickServed.rpm, short)
-            ewma(&gateways[index].served.tpm, gateways[index].tickServed.tpm, short)
-            gateways[index].tickDemand = 0
-            gateways[index].tickServed = PerDimension(0)
+        for index in gateways.indices {  // decay; `countGateway` adds this tick's counts
+            gateways[index].demand *= 1 - short
+            gateways[index].served.rpm *= 1 - short
+            gateways[index].served.tpm *= 1 - short
         }
-        completionTokens.refresh(integral: true)
-        queueWait.refresh(integral: false)
+        completionTokens.refresh(integral: true, now: now)
+        queueWait.refresh(integral: false, now: now)
     }
 
     struct Classification {
@@ -201,22 +156,30 @@ extension TenantTrack {
             samples: samples, retryRatio: eventsLong > 0 ? retriesLong / eventsLong : 0, queueWaitP95Ms: queueWait.p95,
             completionTokensP50: completionTokens.p50, completionTokensP95: completionTokens.p95, starved: starved,
             starvedSince: starved ? starvingSince : nil, gatewayShares: gatewayShares(rules: rules),
-            gatewayServed: Dictionary(uniqueKeysWithValues: gateways.map { ($0.name, $0.served) }))
+            gatewayServed: gatewayServed())
         return Classification(observation: observation, status: status, alerts: alerts)
     }
 
     /// The tier's `cold_start_demand`, a percentage resolving against the pool's capacity (the
     /// Observer's estimate, else the declared one) after the safety margin, like every quantity.
+    /// Computed once per tier and pool per tick (`context.priors`).
     private func coldStartPrior(context: TrackContext) -> PerDimension<Double> {
         let policy = context.policy
-        guard let tier = policy.tier(named: policy.tierName(ofTenant: key.tenant)) else { return PerDimension(0) }
-        let estimated = context.capacities[key.upstream] ?? PerDimension(nil)
-        let declared = policy.upstream(key.upstream)?.capacity ?? PerDimension(nil)
-        let margin = 1 - policy.allocation.safetyMargin
-        return PerDimension { dimension in
-            let capacity = estimated[dimension] ?? declared[dimension] ?? 0
-            return max(0, tier.coldStartDemand[dimension].resolved(capacity: capacity * margin))
+        let tierName = policy.tierName(ofTenant: key.tenant)
+        let memo = AllocationKey(tenant: tierName, upstream: key.upstream)
+        if let known = context.priors.values[memo] { return known }
+        var prior = PerDimension<Double>(0)
+        if let tier = policy.tier(named: tierName) {
+            let estimated = context.capacities[key.upstream] ?? PerDimension(nil)
+            let declared = policy.upstream(key.upstream)?.capacity ?? PerDimension(nil)
+            let margin = 1 - policy.allocation.safetyMargin
+            prior = PerDimension { dimension in
+                let capacity = estimated[dimension] ?? declared[dimension] ?? 0
+                return max(0, tier.coldStartDemand[dimension].resolved(capacity: capacity * margin))
+            }
         }
+        context.priors.values[memo] = prior
+        return prior
     }
 
     /// Each gateway's share of the tenant's demand: the short-window EWMAs normalised, every gateway
@@ -224,14 +187,22 @@ extension TenantTrack {
     /// history yet still needs a slice), then normalised again so the shares sum to 1.
     private func gatewayShares(rules: ClassificationRules) -> [String: Double] {
         guard !gateways.isEmpty else { return [:] }
-        let total = gateways.reduce(0) { $0 + $1.demand }
-        var lifted: [Double] = gateways.map { gateway in
-            let share = total > 0 ? gateway.demand / total : 1 / Double(gateways.count)
-            return max(rules.minimumGatewayShare, share)
+        var total = 0.0
+        for gateway in gateways { total += gateway.demand }
+        func lifted(_ gateway: GatewayTrack) -> Double {
+            max(rules.minimumGatewayShare, total > 0 ? gateway.demand / total : 1 / Double(gateways.count))
         }
-        let sum = lifted.reduce(0, +)
-        for index in lifted.indices { lifted[index] /= sum }
-        return Dictionary(uniqueKeysWithValues: zip(gateways.map(\.name), lifted))
+        var sum = 0.0
+        for gateway in gateways { sum += lifted(gateway) }
+        var shares = [String: Double](minimumCapacity: gateways.count)
+        for gateway in gateways { shares[gateway.name] = lifted(gateway) / sum }
+        return shares
+    }
+
+    private func gatewayServed() -> [String: PerDimension<Double>] {
+        var served = [String: PerDimension<Double>](minimumCapacity: gateways.count)
+        for gateway in gateways { served[gateway.name] = gateway.served }
+        return served
     }
 
     // MARK: Suspect patterns

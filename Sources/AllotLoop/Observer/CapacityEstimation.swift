@@ -44,6 +44,7 @@ public struct CapacityEstimation: Sendable {
     public private(set) var policy: Policy
     /// Pool position by interned upstream ref and by name (rebuilt, never persisted: refs belong to a database).
     private var indexByRef: [Int64: Int] = [:]
+    private var poolByRef: [Int32] = []
     private var indexByName: [String: Int] = [:]
 
     /// Below this utilisation there is no evidence the estimate is too low (SPEC 4).
@@ -98,23 +99,40 @@ public struct CapacityEstimation: Sendable {
         var lastRef = Int64.min
         var lastIndex = -1
         var windows: [PerDimension<Double>] = state.pools.map { headerWindows(of: $0.upstream) }
-        for event in delta.events {
-            let index: Int
-            if event.upstream == lastRef {
-                index = lastIndex
-            } else if let found = indexByRef[event.upstream] {
-                index = found
-            } else {
-                // A ref the names do not resolve belongs to a name registered after they were read;
-                // the loop reads fresh names, so this is a broken delta: skip rather than invent a pool.
-                guard let name = delta.names.upstream(event.upstream) else { continue }
-                index = indexByName[name] ?? addPool(name)
-                indexByRef[event.upstream] = index
-                if windows.count <= index { windows.append(headerWindows(of: name)) }
+        delta.events.withUnsafeBufferPointer { events in
+            for position in events.indices {
+                let ref = events[position].upstream
+                let index: Int
+                if ref == lastRef {
+                    index = lastIndex
+                } else if ref >= 0, ref < Int64(poolByRef.count), poolByRef[Int(ref)] >= 0 {
+                    index = Int(poolByRef[Int(ref)])
+                } else if let found = indexByRef[ref] {
+                    index = found
+                } else {
+                    // A ref the names do not resolve belongs to a name registered after they were read;
+                    // the loop reads fresh names, so this is a broken delta: skip rather than invent a pool.
+                    guard let name = delta.names.upstream(ref) else { continue }
+                    index = indexByName[name] ?? addPool(name)
+                    bind(ref: ref, to: index)
+                    if windows.count <= index { windows.append(headerWindows(of: name)) }
+                }
+                lastRef = ref
+                lastIndex = index
+                state.pools[index].ingest(
+                    events.baseAddress! + position, now: now, windows: windows[index], names: delta.names)
             }
-            lastRef = event.upstream
-            lastIndex = index
-            state.pools[index].ingest(event, now: now, windows: windows[index], names: delta.names)
+        }
+    }
+
+    private mutating func bind(ref: Int64, to index: Int) {
+        if ref >= 0, ref < 1 << 16 {  // pools are few: larger refs go to the dictionary
+            if Int(ref) >= poolByRef.count {
+                poolByRef.append(contentsOf: repeatElement(-1, count: Int(ref) + 1 - poolByRef.count))
+            }
+            poolByRef[Int(ref)] = Int32(index)
+        } else {
+            indexByRef[ref] = index
         }
     }
 
@@ -141,6 +159,7 @@ public struct CapacityEstimation: Sendable {
         indexByName = Dictionary(
             uniqueKeysWithValues: state.pools.enumerated().map { ($0.element.upstream, $0.offset) })
         indexByRef = [:]
+        poolByRef = []
     }
 
     /// Rebuilds slice rings whose geometry no longer matches the policy's windows.
@@ -165,26 +184,32 @@ public struct CapacityEstimation: Sendable {
 extension PoolTrack {
     /// Adds one event to the pool's windows and signals. `now` bounds event times (a gateway clock
     /// ahead of ours must not create the future).
-    mutating func ingest(_ event: StoredEvent, now: Double, windows: PerDimension<Double>, names: TelemetryNames) {
-        let at = min(Double(event.timestampMs) / 1000, now)
+    ///
+    /// The event is read through a pointer into the delta's buffer: a `StoredEvent` is several hundred
+    /// bytes and this runs for every event of a tick.
+    mutating func ingest(
+        _ pointer: UnsafePointer<StoredEvent>, now: Double, windows: PerDimension<Double>,
+        names: borrowing TelemetryNames
+    ) {
+        let at = min(Double(pointer.pointee.timestampMs) / 1000, now)
         if firstEventAt == nil || at < firstEventAt! { firstEventAt = at }
         if lastEventAt == nil || at > lastEventAt! { lastEventAt = at }
-        let outcome = event.outcome
+        let outcome = pointer.pointee.outcome
         let position = fine.slot(for: fine.index(of: at))
         if let position {
             fine.slots[position].outcomes[outcome.ordinal] &+= 1
-            if event.unparseableHeaders > 0 {
-                fine.slots[position].unparseableHeaders &+= Int32(event.unparseableHeaders)
+            if pointer.pointee.unparseableHeaders > 0 {
+                fine.slots[position].unparseableHeaders &+= Int32(pointer.pointee.unparseableHeaders)
             }
         }
         if outcome == .ok {
-            let tokens = Double((event.promptTokens ?? 0) + (event.completionTokens ?? 0))
-            let served = tokens > 0 ? tokens : Double(event.estimatedTokens ?? 0)
+            let tokens = Double((pointer.pointee.promptTokens ?? 0) + (pointer.pointee.completionTokens ?? 0))
+            let served = tokens > 0 ? tokens : Double(pointer.pointee.estimatedTokens ?? 0)
             if let position {
                 fine.slots[position].servedRequests += 1
                 fine.slots[position].servedTokens += served
             }
-            if let latency = event.latencyMs, latency.isFinite, latency >= 0 {
+            if let latency = pointer.pointee.latencyMs, latency.isFinite, latency >= 0 {
                 let bucket = LogLinearScale.latency.bucket(of: latency)
                 if let position { fine.slots[position].latency.add(bucket: bucket) }
                 if let coarsePosition = coarse.slot(for: coarse.index(of: at)) {
@@ -193,20 +218,21 @@ extension PoolTrack {
             }
         }
 
-        let signals = event.signals
-        if signals.family != nil { readLimits(signals, at: at, windows: windows) }
+        if pointer.pointee.signals.family != nil { readLimits(pointer, at: at, windows: windows) }
+        let signals = UnsafePointer<EventSignals>(pointer.pointer(to: \.signals)!)
 
         // Quota evidence: a 429 with quota semantics, or `remaining = 0` with a reset still ahead.
-        var requestsHit = signals.remainingRequests == 0 && (signals.resetRequestsMs ?? 0) > 0
-        var tokensHit = signals.remainingTokens == 0 && (signals.resetTokensMs ?? 0) > 0
+        var requestsHit = signals.pointee.remainingRequests == 0 && (signals.pointee.resetRequestsMs ?? 0) > 0
+        var tokensHit = signals.pointee.remainingTokens == 0 && (signals.pointee.resetTokensMs ?? 0) > 0
         if outcome == .quotaExhausted, !requestsHit, !tokensHit {
-            requestsHit = signals.remainingRequests == 0
+            requestsHit = signals.pointee.remainingRequests == 0
             tokensHit =
-                signals.remainingTokens == 0 || signals.remainingInputTokens == 0 || signals.remainingOutputTokens == 0
-            if !requestsHit, !tokensHit, signals.family == .google {
+                signals.pointee.remainingTokens == 0 || signals.pointee.remainingInputTokens == 0
+                || signals.pointee.remainingOutputTokens == 0
+            if !requestsHit, !tokensHit, signals.pointee.family == .google {
                 // Google names the violated quota: its limit is stored on the dimension it counts.
-                requestsHit = signals.limitRequests != nil
-                tokensHit = signals.limitTokens != nil
+                requestsHit = signals.pointee.limitRequests != nil
+                tokensHit = signals.pointee.limitTokens != nil
             }
         }
         if requestsHit {
@@ -228,13 +254,13 @@ extension PoolTrack {
         case .spendCap:
             if lastSpendCapAt == nil || at >= lastSpendCapAt! {
                 lastSpendCapAt = at
-                spendCapErrorType = event.errorType
+                spendCapErrorType = pointer.pointee.errorType
             }
         default:
             break
         }
 
-        if let ref = event.modelVersion, ref != modelVersionRef, let name = names.modelVersion(ref) {
+        if let ref = pointer.pointee.modelVersion, ref != modelVersionRef, let name = names.modelVersion(ref) {
             modelVersionRef = ref
             if name != modelVersion {
                 if modelVersion != nil, !seenVersions.contains(name) {
@@ -251,7 +277,8 @@ extension PoolTrack {
     }
 
     /// Header limits (per minute) and `remaining` statements, newest event time wins.
-    private mutating func readLimits(_ signals: EventSignals, at: Double, windows: PerDimension<Double>) {
+    private mutating func readLimits(_ event: UnsafePointer<StoredEvent>, at: Double, windows: PerDimension<Double>) {
+        let signals = event.pointee.signals
         var tokenLimit = signals.limitTokens
         var tokenRemaining = signals.remainingTokens
         if tokenLimit == nil, let input = signals.limitInputTokens, let output = signals.limitOutputTokens {

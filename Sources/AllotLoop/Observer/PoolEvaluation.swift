@@ -41,7 +41,7 @@ struct PoolEvaluation {
             self.slices = slices
             for (slice, span) in slices {
                 coverage += span
-                for index in outcomes.indices { outcomes[index] += Int(slice.outcomes[index]) }
+                for index in outcomes.indices { outcomes[index] += Int(slice.outcomes[index]) }  // 8 outcomes
                 served.rpm += slice.servedRequests
                 served.tpm += slice.servedTokens
                 unparseable += Int(slice.unparseableHeaders)

@@ -67,8 +67,8 @@ protocol TimeSlice: Sendable, Codable, Hashable {
 /// Per-slice counters of one upstream pool (the fine ring, covering the short window).
 struct CountSlice: TimeSlice {
     var index: Int64 = .min
-    /// Attempts by outcome (indexed by `Outcome.ordinal`).
-    var outcomes: [Int32] = Array(repeating: 0, count: Outcome.allCases.count)
+    /// Attempts by outcome (indexed by `Outcome.ordinal`), inline (no nested array to copy-check per event).
+    var outcomes = SIMD8<Int32>(repeating: 0)
     /// Served (outcome `ok`) requests and tokens.
     var servedRequests: Double = 0
     var servedTokens: Double = 0
@@ -86,7 +86,7 @@ struct CountSlice: TimeSlice {
 
     mutating func reset(index: Int64) {
         self.index = index
-        for position in outcomes.indices { outcomes[position] = 0 }
+        outcomes = SIMD8(repeating: 0)
         servedRequests = 0
         servedTokens = 0
         quotaRPM = 0

@@ -128,8 +128,8 @@ struct ClassifierCostTests {
         let tasks = run.classification.state.tasks
         #expect(tasks.count == 100)
         // The most recently seen are kept.
-        #expect(tasks.keys.contains(TaskKey(tenant: "acme", task: "task-249")))
-        #expect(!tasks.keys.contains(TaskKey(tenant: "acme", task: "task-0")))
+        #expect(tasks.contains { $0.tenant == "acme" && $0.task == "task-249" })
+        #expect(!tasks.contains { $0.task == "task-0" })
     }
 
     @Test func stateRoundTripsThroughCodableWithIdenticalReports() throws {
