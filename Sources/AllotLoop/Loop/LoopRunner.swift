@@ -193,7 +193,7 @@ public actor LoopRunner {
         let latest = self.latest
         let clock = self.clock
         try? registry.registerCollector([byState, lag]) {
-            let statuses = publisher.gatewayStatuses(now: clock.now, policy: latest.current.policy)
+            let statuses = publisher.gatewayStatuses(now: clock.now, policy: latest.current.policy, tenants: false)
             var samples = GatewayStatus.State.allCases.map { state in
                 CollectedSample(
                     family: byState.name, labelValues: [state.rawValue],

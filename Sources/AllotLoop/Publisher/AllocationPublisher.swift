@@ -411,7 +411,12 @@ public actor AllocationPublisher {
     }
 
     /// Every gateway heard from (`GET /v1/gateways`), sorted by id.
-    public nonisolated func gatewayStatuses(now: Double, policy: Policy) -> [GatewayStatus] {
+    ///
+    /// - Parameter tenants: Whether to list the tenants each gateway receives slices of (left empty
+    ///   when false: alerts and metrics do not need them).
+    public nonisolated func gatewayStatuses(now: Double, policy: Policy, tenants withTenants: Bool = true)
+        -> [GatewayStatus]
+    {
         let current = board.current
         let refresh = policy.loop.intervalSeconds
         return registry.contacts.map { contact in
@@ -435,7 +440,7 @@ public actor AllocationPublisher {
                 state = .unknown
             }
             var tenants: [String] = []
-            if let current {
+            if withTenants, let current {
                 var seen = Set<String>()
                 for index in current.tenantIndices(forGateway: contact.id) {
                     let id = current.snapshot.tenants[index].id
@@ -459,7 +464,7 @@ public actor AllocationPublisher {
     ) -> [LoopAlert] {
         registry.forget(before: now - policy.loop.forgetAfterSeconds)
         var alerts: [LoopAlert] = []
-        for status in gatewayStatuses(now: now, policy: policy) {
+        for status in gatewayStatuses(now: now, policy: policy, tenants: false) {
             switch status.state {
             case .silent:
                 alerts.append(
