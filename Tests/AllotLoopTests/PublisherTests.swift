@@ -85,9 +85,10 @@ import Testing
         await harness.tick()
         let before = try servedSnapshot(harness.publisher)
         #expect(before.version == 2)
-        let stored = try await SnapshotStore(pool: harness.pool.value!).latest()
-        #expect(stored?.version == 2)
-        #expect(stored?.body == harness.publisher.current?.body)
+        let stored = try #require(try await SnapshotStore(pool: harness.pool.value!).latest())
+        #expect(stored.version == 2)
+        #expect(try SnapshotContent(stored: stored) == harness.publisher.current?.content)
+        let bytes = try #require(harness.publisher.current?.body)
         await harness.close()
 
         // Restart: served before any tick, byte for byte.
@@ -95,6 +96,7 @@ import Testing
         let restored = try #require(harness.publisher.current)
         #expect(restored.version == 2)
         #expect(try servedSnapshot(harness.publisher) == before)
+        #expect(restored.body == bytes)  // byte for byte
         guard
             case .notModified(let same) = await harness.publisher.poll(
                 gateway: "gw-1", condition: SnapshotCondition.parse("\"2\""), wait: 0)

@@ -31,7 +31,7 @@ import Testing
         -> Double
     {
         let record = try #require(try await SnapshotStore(pool: harness.pool.value!).snapshot(version: version))
-        let snapshot = try Snapshot(decoding: record.body)
+        let snapshot = try SnapshotContent(stored: record).snapshot
         #expect(snapshot.version == version)
         // Rebuild the gateway's slice the way the publisher serves it.
         if harness.publisher.current?.version == version {

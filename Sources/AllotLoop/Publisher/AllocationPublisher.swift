@@ -118,7 +118,7 @@ public actor AllocationPublisher {
         nextVersion = max(nextVersion, try await store.newestVersion() + 1)
         guard let record = try await store.latest() else { return nil }
         let content = try Self.content(body: record.body, slices: record.slices)
-        let snapshot = PublishedSnapshot(content: content, kind: record.kind, body: record.body)
+        let snapshot = PublishedSnapshot(content: content, kind: record.kind)
         board.publish(snapshot)
         if let stored = record.pending {
             let target = try Self.content(body: stored.body, slices: stored.slices)
@@ -139,15 +139,19 @@ public actor AllocationPublisher {
         return snapshot
     }
 
-    /// Rebuilds a version's content from its stored JSON and slice plan.
+    /// Rebuilds a version's content from its stored form (``SnapshotContent/binarySnapshot()``, or
+    /// the JSON document gateways receive) and slice plan.
     static func content(body: [UInt8], slices: [UInt8]) throws(LoopStateError) -> SnapshotContent {
+        let plan = try SlicePlan(decoding: slices)
+        if body.starts(with: SnapshotContent.binaryMagic) {
+            return try SnapshotContent(binarySnapshot: body, plan: plan)
+        }
         let snapshot: Snapshot
         do {
             snapshot = try Snapshot(decoding: body)
         } catch {
             throw LoopStateError(component: "snapshot", message: error.description)
         }
-        let plan = try SlicePlan(decoding: slices)
         guard plan.tenants.count == snapshot.tenants.count || plan.tenants.isEmpty else {
             throw LoopStateError(
                 component: "slice plan",
@@ -298,8 +302,8 @@ public actor AllocationPublisher {
             let record = SnapshotRecord(
                 version: snapshot.version, generatedMs: EpochTime.milliseconds(fromSeconds: now),
                 expiresMs: EpochTime.milliseconds(fromSeconds: content.snapshot.expiresAt), kind: kind,
-                policyVersion: content.snapshot.policyVersion, body: snapshot.body, slices: content.plan.encoded(),
-                pending: pending.map { ($0.snapshot.encoded(), $0.plan.encoded()) })
+                policyVersion: content.snapshot.policyVersion, body: content.binarySnapshot(),
+                slices: content.plan.encoded(), pending: pending.map { ($0.binarySnapshot(), $0.plan.encoded()) })
             do {
                 try await store.save(record, keep: configuration.keepSnapshots)
             } catch let error as SnapshotVersionError where attempt == 0 {
@@ -311,6 +315,10 @@ public actor AllocationPublisher {
             }
             board.publish(snapshot)
             published(snapshot)
+            if board.wantsGlobalView(now: clock.now) {
+                // Someone reads the global view: have its JSON ready before they ask, off this actor.
+                Task.detached(priority: .utility) { _ = snapshot.body }
+            }
             return snapshot
         }
     }
@@ -386,6 +394,7 @@ public actor AllocationPublisher {
         if let gateway, registry.record(gateway, enforcing: condition.enforcedVersion, now: now) {
             Task { await self.barrierCleared() }
         }
+        if gateway == nil { board.noteGlobalView(now: now) }
         guard let current = board.current else { return .unavailable }
         guard condition.matches(current.version) else {
             return .modified(current, body: current.body(forGateway: gateway))

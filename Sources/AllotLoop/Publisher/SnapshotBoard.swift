@@ -20,6 +20,8 @@ final class SnapshotBoard: Sendable {
         var isShutDown = false
         /// (version, generated_at) of recent versions, oldest first: how long a gateway has lagged.
         var history: [(version: Int64, at: Double)] = []
+        /// When the global view (no `gateway`) was last requested.
+        var globalViewAt: Double?
     }
 
     private let state = Locked(State())
@@ -31,6 +33,17 @@ final class SnapshotBoard: Sendable {
 
     /// Waiters currently held.
     var watcherCount: Int { state.withLock { $0.waiters.values.filter { $0.continuation != nil }.count } }
+
+    /// Records a request for the global view.
+    func noteGlobalView(now: Double) {
+        state.withLock { $0.globalViewAt = now }
+    }
+
+    /// Whether the global view was requested within the last ten minutes: then each version's JSON
+    /// is encoded ahead of the first request.
+    func wantsGlobalView(now: Double) -> Bool {
+        state.withLock { state in state.globalViewAt.map { now - $0 < 600 } ?? false }
+    }
 
     /// Makes `snapshot` current (if it is newer) and wakes every waiter it satisfies.
     func publish(_ snapshot: PublishedSnapshot) {
