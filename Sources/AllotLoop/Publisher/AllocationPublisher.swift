@@ -58,6 +58,8 @@ public actor AllocationPublisher {
         public var published: [PublishedSnapshot]
         /// Growth was held back for make-before-break: the target follows later.
         public var held: Bool
+        /// Seconds spent persisting (inside the publish).
+        public var persistSeconds: Double = 0
     }
 
     /// A make-before-break transition in progress: the shrink is published, the target waits.
@@ -83,6 +85,8 @@ public actor AllocationPublisher {
     private var gate = SerialGate()
     private var drift = DriftMonitor()
     private var published: @Sendable (PublishedSnapshot) -> Void = { _ in }
+    /// Seconds spent in `store.save` since the last `publish` began.
+    private var persistSeconds = 0.0
 
     /// - Parameters:
     ///   - store: Where snapshots are persisted (``AllotStore/SnapshotStore`` on the service's database).
@@ -174,6 +178,7 @@ public actor AllocationPublisher {
     public func publish(_ target: SnapshotContent, now: Double) async throws -> Outcome {
         await enter()
         defer { leave() }
+        persistSeconds = 0
         guard drainedAt == nil else { return Outcome(published: [], held: false) }
         var startedAt = now
         var stillWaiting = Set<String>()
@@ -194,7 +199,7 @@ public actor AllocationPublisher {
             : Transition.Step(publish: target, held: false, shrunkGateways: [])
         guard step.held else {
             let version = try await commit(target, kind: .tick, now: now)
-            return Outcome(published: [version], held: false)
+            return Outcome(published: [version], held: false, persistSeconds: persistSeconds)
         }
         let shrink = try await commit(step.publish, kind: .shrink, now: now, pending: target)
         let refresh = Double(target.snapshot.refreshMs) / 1000
@@ -208,13 +213,14 @@ public actor AllocationPublisher {
         }
         if registry.setBarrier(version: shrink.version, gateways: waitFor) || deadline <= now {
             let growth = try await completePending(now: now)
-            return Outcome(published: [shrink] + (growth.map { [$0] } ?? []), held: true)
+            return Outcome(
+                published: [shrink] + (growth.map { [$0] } ?? []), held: true, persistSeconds: persistSeconds)
         }
         scheduleDeadline(deadline, version: shrink.version)
         logger.debug(
             "growth held for make-before-break",
             ["version": .int(shrink.version), "waiting_gateways": .int(Int64(waitFor.count))])
-        return Outcome(published: [shrink], held: true)
+        return Outcome(published: [shrink], held: true, persistSeconds: persistSeconds)
     }
 
     /// Publishes the held growth now if the gateways have all confirmed the shrink (called when a
@@ -304,6 +310,8 @@ public actor AllocationPublisher {
                 expiresMs: EpochTime.milliseconds(fromSeconds: content.snapshot.expiresAt), kind: kind,
                 policyVersion: content.snapshot.policyVersion, body: content.binarySnapshot(),
                 slices: content.plan.encoded(), pending: pending.map { ($0.binarySnapshot(), $0.plan.encoded()) })
+            let saving = MonotonicClock.now()
+            defer { persistSeconds += MonotonicClock.seconds(since: saving) }
             do {
                 try await store.save(record, keep: configuration.keepSnapshots)
             } catch let error as SnapshotVersionError where attempt == 0 {
