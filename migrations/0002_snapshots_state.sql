@@ -17,12 +17,15 @@ CREATE TABLE snapshots (
     -- held back); growth: its second half; drain: a lease that has already expired.
     kind           TEXT    NOT NULL CHECK (kind IN ('tick', 'shrink', 'growth', 'drain')),
     policy_version TEXT    NOT NULL,
-    -- The global view exactly as served (the JSON document of SPEC section 7).
+    -- The global view, in AllotLoop's binary form of the snapshot (SnapshotContent+Binary.swift:
+    -- 'ASC1', a string table, then every field). Not the JSON itself: encoding 10,000 tenants' JSON
+    -- takes most of a tick, so it is encoded only when first served; the encoder is deterministic,
+    -- so a restart serves byte for byte what was served before. (A JSON document is read too.)
     body           BLOB    NOT NULL,
     -- How each tenant's allocation is split between gateways (per-gateway slices); binary, see
     -- AllotLoop's SlicePlan codec.
     slices         BLOB    NOT NULL,
-    -- For a 'shrink' row: the target (JSON body, then slices) to publish once the gateways enforcing
+    -- For a 'shrink' row: the target (body and slices, same forms) to publish once the gateways enforcing
     -- the shrunk tenants have polled this version; NULL otherwise.
     pending_body   BLOB,
     pending_slices BLOB

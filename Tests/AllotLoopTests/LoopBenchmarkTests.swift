@@ -27,7 +27,7 @@ import Testing
         let configuration = LoopBenchmark.Configuration(
             tenants: Int(environment["ALLOT_BENCH_TENANTS"] ?? "") ?? 10_000,
             windowEvents: Int(environment["ALLOT_BENCH_WINDOW"] ?? "") ?? 1_000_000,
-            tickEvents: Int(environment["ALLOT_BENCH_TICK_EVENTS"] ?? "") ?? 50_000,
+            tickEvents: Int(environment["ALLOT_BENCH_TICK_EVENTS"] ?? ""),
             runs: Int(environment["ALLOT_BENCH_RUNS"] ?? "") ?? 5)
         let report = try await LoopBenchmark.tick(configuration, estimators: .standard) { print($0) }
         print(report.text)

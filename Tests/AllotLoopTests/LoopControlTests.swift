@@ -1,5 +1,7 @@
 import AllotCore
+import AllotLog
 import AllotLoop
+import AllotMetrics
 import AllotProtocol
 import AllotStore
 import AllotTime
@@ -171,5 +173,74 @@ extension LoopHarness {
             store: TelemetryStore(pool: database, clock: clock), policy: policy,
             policyVersion: LoopRunner.policyVersion(of: policy), clock: clock, estimators: estimators.factory,
             operators: operators)
+    }
+}
+
+@Suite struct LoopObservabilityTests {
+    @Test func driftIsAlertedWhenGatewaysTogetherAdmitMoreThanTheAllocationForTheWindow() async throws {
+        let harness = try LoopHarness()
+        try await harness.open()
+        // Allocated 30 RPM; the two gateways together admit 36 (20 % over; the threshold is 10 %).
+        await harness.classifier.setDemand(
+            "acme", rpm: 30, tpm: 20_000, shares: ["gw-a": 0.5, "gw-b": 0.5],
+            served: ["gw-a": PerDimension(rpm: 18, tpm: 5000), "gw-b": PerDimension(rpm: 18, tpm: 5000)])
+        await harness.tick()
+        for _ in 0..<11 { await harness.tick() }  // 55 s over: not yet
+        #expect(!harness.runner.view.alerts.contains { $0.kind == "drift" })
+        await harness.tick()  // 60 s (drift_window_s)
+        let alert = try #require(harness.runner.view.alerts.first { $0.kind == "drift" })
+        #expect(alert.tenant == "acme")
+        #expect(alert.upstream == pool4o)
+        #expect(alert.message.contains("admitted 36 rpm"))
+        #expect(alert.message.contains("20% over"))
+        #expect(alert.since == harness.clock.now - 60)
+        // Back within the allocation: the alert ends.
+        await harness.classifier.setDemand(
+            "acme", rpm: 30, tpm: 20_000, shares: ["gw-a": 0.5, "gw-b": 0.5],
+            served: ["gw-a": PerDimension(rpm: 15, tpm: 5000), "gw-b": PerDimension(rpm: 15, tpm: 5000)])
+        await harness.tick()
+        #expect(!harness.runner.view.alerts.contains { $0.kind == "drift" })
+        await harness.close()
+    }
+
+    @Test func slowTicksAreAlertedAndEveryTickIsLoggedAndMeasured() async throws {
+        let harness = try LoopHarness()
+        let registry = MetricsRegistry()
+        let sink = CapturingLogSink()
+        let database = try await StoreDatabase.open(path: harness.directory.databasePath)
+        harness.pool.value = database
+        let policy = loopPolicy()
+        harness.loop.value = try await LoopRunner.open(
+            store: TelemetryStore(pool: database, clock: harness.clock), policy: policy, policyVersion: "v1",
+            clock: harness.clock, estimators: harness.estimators.factory,
+            configuration: LoopConfiguration(slowTickFraction: 0), metrics: registry,
+            logger: Logger(label: "test", minimumLevel: .debug, sink: sink, clock: harness.clock))
+        await harness.classifier.setDemand("acme", rpm: 30, tpm: 20_000)
+        await harness.tick()
+        _ = await harness.publisher.poll(gateway: "gw-1", condition: SnapshotCondition(versions: [1]), wait: 0)
+        await harness.tick()
+        // Every tick is "slow" against a threshold of 0 s.
+        let slow = try #require(harness.runner.view.alerts.first { $0.kind == "tick_slow" })
+        #expect(slow.message.contains("tick 2 took"))
+        let lines = sink.lines
+        let tickLines = lines.filter { $0.contains("\"msg\":\"slow tick\"") }
+        #expect(tickLines.count == 2)
+        #expect(tickLines.last?.contains("\"logger\":\"loop\"") == true)
+        #expect(tickLines.last?.contains("\"tick\":2") == true)
+        #expect(tickLines.last?.contains("\"versions\":\"2\"") == true)
+        #expect(tickLines.last?.contains("\"total_ms\":") == true)
+        #expect(tickLines.last?.contains("\"classify_ms\":") == true)
+
+        let text = registry.render()
+        #expect(text.contains("allot_tick_duration_seconds_count{phase=\"total\"} 2"))
+        #expect(text.contains("allot_tick_duration_seconds_count{phase=\"publish\"} 2"))
+        #expect(text.contains("allot_ticks_total{outcome=\"ok\"} 2"))
+        #expect(text.contains("allot_snapshot_version 2"))
+        #expect(text.contains("allot_snapshots_published_total{kind=\"tick\"} 2"))
+        #expect(text.contains("allot_tick_last_timestamp_seconds \(Int(harness.clock.now))"))
+        #expect(text.contains("allot_gateways{state=\"behind\"} 1"))
+        #expect(text.contains("allot_gateway_lag_versions_max 1"))
+        #expect(text.contains("allot_snapshot_watchers 0"))
+        await harness.close()
     }
 }

@@ -276,3 +276,8 @@ func isClose(_ value: Double?, _ expected: Double) -> Bool {
     guard let value else { return false }
     return abs(value - expected) <= 1e-9 * max(1, abs(expected))
 }
+
+/// Returns once `count` long-polls are parked on `publisher` (their deadlines then have a sweeper).
+func waitForWatchers(_ publisher: AllocationPublisher, _ count: Int) async {
+    while publisher.watcherCount < count { await Task.yield() }
+}

@@ -85,9 +85,10 @@ import Testing
         await harness.tick()
         let before = try servedSnapshot(harness.publisher)
         #expect(before.version == 2)
-        let stored = try await SnapshotStore(pool: harness.pool.value!).latest()
-        #expect(stored?.version == 2)
-        #expect(stored?.body == harness.publisher.current?.body)
+        let stored = try #require(try await SnapshotStore(pool: harness.pool.value!).latest())
+        #expect(stored.version == 2)
+        #expect(try SnapshotContent(stored: stored) == harness.publisher.current?.content)
+        let bytes = try #require(harness.publisher.current?.body)
         await harness.close()
 
         // Restart: served before any tick, byte for byte.
@@ -95,6 +96,7 @@ import Testing
         let restored = try #require(harness.publisher.current)
         #expect(restored.version == 2)
         #expect(try servedSnapshot(harness.publisher) == before)
+        #expect(restored.body == bytes)  // byte for byte
         guard
             case .notModified(let same) = await harness.publisher.poll(
                 gateway: "gw-1", condition: SnapshotCondition.parse("\"2\""), wait: 0)
@@ -115,8 +117,8 @@ import Testing
         await harness.tick()
         let publisher = harness.publisher
         let poll = Task { await publisher.poll(gateway: "gw-1", condition: SnapshotCondition.parse("\"1\""), wait: 30) }
-        // The poll parks, with its deadline timer asleep on the virtual clock.
-        await harness.clock.waitForSleepers(1)
+        // The poll parks.
+        await waitForWatchers(publisher, 1)
         #expect(publisher.watcherCount == 1)
         await harness.classifier.setDemand("acme", rpm: 40, tpm: 20_000)
         await harness.tick(by: 1)
@@ -136,6 +138,7 @@ import Testing
         await harness.tick()
         let publisher = harness.publisher
         let poll = Task { await publisher.poll(gateway: "gw-1", condition: SnapshotCondition.parse("1"), wait: 10) }
+        await waitForWatchers(publisher, 1)
         await harness.clock.waitForSleepers(1)
         harness.clock.advance(by: 9.9)
         #expect(publisher.watcherCount == 1)
@@ -149,6 +152,54 @@ import Testing
         await harness.close()
     }
 
+    @Test func longPollDeadlinesExpireInOrderAndCancelledPollsLeave() async throws {
+        let harness = try LoopHarness()
+        try await harness.open()
+        await harness.tick()
+        let publisher = harness.publisher
+        let condition = SnapshotCondition(versions: [1])
+        let ten = Task { await publisher.poll(gateway: "gw-10", condition: condition, wait: 10) }
+        await waitForWatchers(publisher, 1)
+        let five = Task { await publisher.poll(gateway: "gw-5", condition: condition, wait: 5) }
+        await waitForWatchers(publisher, 2)
+        let twenty = Task { await publisher.poll(gateway: "gw-20", condition: condition, wait: 20) }
+        await waitForWatchers(publisher, 3)
+        let cancelled = Task { await publisher.poll(gateway: "gw-x", condition: condition, wait: 15) }
+        await waitForWatchers(publisher, 4)
+        cancelled.cancel()
+        guard case .notModified = await cancelled.value else {
+            Issue.record("a cancelled poll ends with 304")
+            return
+        }
+        #expect(publisher.watcherCount == 3)
+        // One sweeper sleeps for all of them, until the earliest deadline.
+        await harness.clock.waitForSleepers(1)
+        #expect(harness.clock.sleeperCount == 1)
+        #expect(harness.clock.nextDeadline == harness.clock.now + 5)
+        harness.clock.advance(by: 5)
+        guard case .notModified = await five.value else {
+            Issue.record("expected 304")
+            return
+        }
+        await harness.clock.waitForSleepers(1)
+        #expect(publisher.watcherCount == 2)
+        harness.clock.advance(by: 5)
+        guard case .notModified = await ten.value else {
+            Issue.record("expected 304")
+            return
+        }
+        await harness.clock.waitForSleepers(1)
+        #expect(publisher.watcherCount == 1)
+        harness.clock.advance(by: 10)
+        guard case .notModified = await twenty.value else {
+            Issue.record("expected 304")
+            return
+        }
+        #expect(publisher.watcherCount == 0)
+        await harness.close()
+        #expect(harness.clock.sleeperCount == 0)
+    }
+
     @Test func shutdownAnswersLongPollsAtOnce() async throws {
         let harness = try LoopHarness()
         try await harness.open()
@@ -157,7 +208,7 @@ import Testing
         let polls = (0..<3).map { index in
             Task { await publisher.poll(gateway: "gw-\(index)", condition: SnapshotCondition.parse("\"1\""), wait: 60) }
         }
-        await harness.clock.waitForSleepers(3)
+        await waitForWatchers(publisher, 3)
         publisher.shutDown()
         for poll in polls {
             guard case .notModified(let snapshot) = await poll.value else {

@@ -157,3 +157,83 @@ struct SeededGenerator: RandomNumberGenerator {
         }
     }
 }
+
+@Suite struct StoredSnapshotTests {
+    static func content() -> SnapshotContent {
+        let limits = RateLimits(rpm: Bucket(rate: 1, burst: 1), tpm: Bucket(rate: 1000, burst: 166.5))
+        return SnapshotContent(
+            snapshot: Snapshot(
+                version: 42, generatedAt: 1_800_000_000.125, expiresAt: 1_800_000_300.125, refreshMs: 5000,
+                policyVersion: "p-ü", gateway: "gw-1",
+                upstreams: [
+                    UpstreamEntry(
+                        id: pool4o, state: "overloaded", capacity: DimensionValues(rpm: 100, tpm: 1e12),
+                        circuitOpen: true, shed: ["background", "batch"]),
+                    UpstreamEntry(id: "x/y", state: "healthy", capacity: DimensionValues(rpm: 0, tpm: 0)),
+                ],
+                tenants: [
+                    TenantEntry(
+                        id: "acme", upstream: pool4o, tier: "premium", priority: 1,
+                        rpm: Bucket(rate: 30.5, burst: 5.1), tpm: Bucket(rate: 2e4, burst: 3e3), queueWeight: 4,
+                        reason: Reasons(rpm: "burst_credit", tpm: "no_capacity"),
+                        burstCredit: BurstCredit(calls: 3, tokens: 900, expiresAt: 1_800_000_060),
+                        mode: "shadow", maxConcurrency: Int(Int32.max),
+                        tokenEstimate: TokenEstimate(p50: 120, p95: 480),
+                        deny: "budget_exhausted"),
+                    TenantEntry(
+                        id: "globex", upstream: pool4o, tier: "standard", priority: 2, rpm: Bucket(rate: 0, burst: 0),
+                        tpm: Bucket(rate: 0, burst: 0), queueWeight: 1, reason: Reasons(rpm: "demand", tpm: "demand"),
+                        maxConcurrency: 16),
+                ],
+                defaultLimits: limits,
+                fallback: Fallback(
+                    tenants: [
+                        FallbackEntry(id: "acme", upstream: pool4o, rpm: Bucket(rate: 2, burst: 1), tpm: limits.tpm)
+                    ],
+                    defaultLimits: limits),
+                taskBudgets: [
+                    "batch": TaskBudget(maxCalls: 500, maxTokens: 5_000_000),
+                    "realtime": TaskBudget(maxCalls: 20, maxTokens: 1),
+                ]),
+            plan: SlicePlan(gateways: ["gw-1"], tenants: [[.init(gateway: 0, rpm: 30, tpm: 2e4)], nil]))
+    }
+
+    @Test func theStoredFormRoundTripsEveryField() throws {
+        let content = Self.content()
+        let record = SnapshotRecord(
+            version: 42, generatedMs: 0, expiresMs: 0, kind: .tick, policyVersion: "p", body: content.binarySnapshot(),
+            slices: content.plan.encoded())
+        let restored = try SnapshotContent(stored: record)
+        #expect(restored == content)
+        // The JSON served after a restart is the JSON served before.
+        #expect(restored.snapshot.encoded() == content.snapshot.encoded())
+        // A row holding the JSON document itself is read too.
+        var json = record
+        json.body = content.snapshot.encoded()
+        #expect(try SnapshotContent(stored: json) == content)
+    }
+
+    @Test func damagedStoredSnapshotsAreErrorsNotTraps() throws {
+        let content = Self.content()
+        let body = content.binarySnapshot()
+        let slices = content.plan.encoded()
+        func record(_ body: [UInt8]) -> SnapshotRecord {
+            SnapshotRecord(
+                version: 1, generatedMs: 0, expiresMs: 0, kind: .tick, policyVersion: "p", body: body, slices: slices)
+        }
+        #expect(throws: LoopStateError.self) { try SnapshotContent(stored: record([])) }
+        for cut in stride(from: 1, to: body.count, by: 5) {
+            #expect(throws: LoopStateError.self) { try SnapshotContent(stored: record(Array(body.prefix(cut)))) }
+        }
+        var random = SeededGenerator(seed: 5)
+        for _ in 0..<2000 {
+            var damaged = body
+            damaged[Int.random(in: 4..<damaged.count, using: &random)] = UInt8.random(in: 0...255, using: &random)
+            _ = try? SnapshotContent(stored: record(damaged))
+        }
+        // A plan that does not match the tenants is refused.
+        var mismatched = record(body)
+        mismatched.slices = SlicePlan(gateways: [], tenants: [nil]).encoded()
+        #expect(throws: LoopStateError.self) { try SnapshotContent(stored: mismatched) }
+    }
+}

@@ -31,7 +31,7 @@ import Testing
         -> Double
     {
         let record = try #require(try await SnapshotStore(pool: harness.pool.value!).snapshot(version: version))
-        let snapshot = try Snapshot(decoding: record.body)
+        let snapshot = try SnapshotContent(stored: record).snapshot
         #expect(snapshot.version == version)
         // Rebuild the gateway's slice the way the publisher serves it.
         if harness.publisher.current?.version == version {
@@ -45,7 +45,7 @@ import Testing
         let publisher = harness.publisher
         // gw-b long-polls on version 1.
         let gwB = Task { await publisher.poll(gateway: "gw-b", condition: SnapshotCondition(versions: [1]), wait: 60) }
-        await harness.clock.waitForSleepers(1)
+        await waitForWatchers(publisher, 1)
 
         // Demand moves 20 RPM from a to b.
         await harness.classifier.setDemand("a", rpm: 40, tpm: 10_000, shares: ["gw-a": 1])
@@ -73,7 +73,7 @@ import Testing
 
         // gw-b now long-polls on version 2; gw-a confirms version 2: the growth follows at once.
         let gwB2 = Task { await publisher.poll(gateway: "gw-b", condition: SnapshotCondition(versions: [2]), wait: 60) }
-        await harness.clock.waitForSleepers(2)  // gw-b's deadline and the make-before-break deadline
+        await waitForWatchers(publisher, 1)
         try await confirm(harness, "gw-a", version: 2)
         guard case .modified(let grown, let bodyGrown) = await gwB2.value else {
             Issue.record("gw-b should receive the growth")
@@ -101,7 +101,8 @@ import Testing
         let watcher = Task {
             await publisher.poll(gateway: "gw-b", condition: SnapshotCondition(versions: [2]), wait: 60)
         }
-        await harness.clock.waitForSleepers(2)
+        await waitForWatchers(publisher, 1)
+        await harness.clock.waitForSleepers(2)  // the make-before-break deadline and the poll's
         harness.clock.advance(by: 4.9)
         #expect(publisher.current?.version == 2)
         harness.clock.advance(by: 0.1)  // refresh_ms = 5,000 after the shrink

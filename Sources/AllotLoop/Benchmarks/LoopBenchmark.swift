@@ -14,8 +14,9 @@ import Foundation
 /// tenants on one upstream pool through `gateways` gateways. The loop reads and folds all of them
 /// into the Observer's and the Classifier's state first (catch-up ticks, at most
 /// ``LoopConfiguration/maxEventsPerTick`` rows each; their time is reported as "fold"). Then each
-/// measured tick is one interval later and reads the `tickEvents` (50,000: 10,000 events/s for
-/// 5 s) rows ingested since the previous tick: read → observe → classify → decide → publish (a
+/// measured tick is one interval later and reads the rows ingested since the previous tick: by
+/// default the window's rate, 1,000,000 / 900 s × 5 s ≈ 5,556 rows (a window of 1,000,000 events
+/// *is* that rate), or `tickEvents`: read → observe → classify → decide → publish (a
 /// 10,000-tenant snapshot encoded, persisted in SQLite and made visible) → review. The tick's
 /// wall-clock duration is what is measured (goal ≤ 250 ms, release build); the report gives each
 /// phase too, the cost of a checkpoint of the estimators' and the engine's state, and the
@@ -26,27 +27,37 @@ public enum LoopBenchmark {
         public var gateways: Int
         /// Rows in the window before the measured ticks.
         public var windowEvents: Int
-        /// New rows per measured tick.
-        public var tickEvents: Int
+        /// New rows per measured tick; nil: the window's rate (`windowEvents` × 5 / 900).
+        public var tickEvents: Int?
         /// Measured ticks (the report gives medians).
         public var runs: Int
 
         /// - Parameters: defaults `tenants` 10,000, `gateways` 20, `windowEvents` 1,000,000,
-        ///   `tickEvents` 50,000, `runs` 5.
+        ///   `tickEvents` nil (the window's rate), `runs` 5.
         public init(
-            tenants: Int = 10_000, gateways: Int = 20, windowEvents: Int = 1_000_000, tickEvents: Int = 50_000,
+            tenants: Int = 10_000, gateways: Int = 20, windowEvents: Int = 1_000_000, tickEvents: Int? = nil,
             runs: Int = 5
         ) {
             self.tenants = max(1, tenants)
             self.gateways = max(1, gateways)
             self.windowEvents = max(0, windowEvents)
-            self.tickEvents = max(0, tickEvents)
+            self.tickEvents = tickEvents.map { max(0, $0) }
             self.runs = max(1, runs)
+        }
+
+        /// The rows each measured tick reads, for an interval of `interval` seconds.
+        public func eventsPerTick(interval: Double) -> Int {
+            tickEvents ?? Int((Double(windowEvents) * interval / LoopBenchmark.window).rounded())
         }
     }
 
+    /// The window the stored events span: the Classifier's long window (15 minutes).
+    public static let window = 900.0
+
     public struct Report: Sendable {
         public var configuration: Configuration
+        /// Rows per measured tick.
+        public var eventsPerTick: Int
         /// Seconds to store the window's rows (ingest, not the loop).
         public var ingestSeconds: Double
         /// Seconds the catch-up ticks took to fold the window into the estimators, and how many.
@@ -54,9 +65,13 @@ public enum LoopBenchmark {
         public var foldTicks: Int
         /// The measured ticks.
         public var ticks: [TickReport]
-        /// A checkpoint (capture, encode, save) of every component's state, seconds and bytes.
+        /// A checkpoint (capture, encode, save) of every component's state, seconds and bytes per component.
         public var checkpointSeconds: Double
         public var checkpointBytes: Int
+        public var checkpointParts: (observer: Int, classifier: Int, engine: Int)
+        /// Resident memory (bytes) once the window is folded in, and after the measured ticks.
+        public var residentAfterFold: Double
+        public var residentAfterTicks: Double
         /// Tenants allocated and the size of the global snapshot document.
         public var allocatedTenants: Int
         public var snapshotBytes: Int
@@ -73,7 +88,7 @@ public enum LoopBenchmark {
             let c = configuration
             var lines = [
                 "tick over \(c.tenants) tenants, \(c.windowEvents) events in the window (15 min, folded into the "
-                    + "estimators first), \(c.tickEvents) new events per tick, \(c.gateways) gateways",
+                    + "estimators first), \(eventsPerTick) new events per tick, \(c.gateways) gateways",
                 "  setup: ingest \(Self.s(ingestSeconds)), fold \(Self.s(foldSeconds)) in \(foldTicks) catch-up ticks",
             ]
             for (index, tick) in ticks.enumerated() {
@@ -90,15 +105,19 @@ public enum LoopBenchmark {
                     + phases.joined(separator: ", "))
             lines.append(
                 "  snapshot: \(allocatedTenants) tenants, \(snapshotBytes / 1024) KiB; checkpoint: "
-                    + "\(Self.ms(checkpointSeconds)), \(checkpointBytes / 1024) KiB")
+                    + "\(Self.ms(checkpointSeconds)), \(checkpointBytes / 1024) KiB (observer "
+                    + "\(checkpointParts.observer / 1024) KiB, classifier \(checkpointParts.classifier / 1024) KiB, "
+                    + "engine \(checkpointParts.engine / 1024) KiB)")
             lines.append(
-                "  resident memory: \(Int(residentBytes / 1_048_576)) MiB now, peak \(Int(peakResidentBytes / 1_048_576)) MiB "
+                "  resident memory: \(Self.mib(residentAfterFold)) after the fold, \(Self.mib(residentAfterTicks)) after "
+                    + "the ticks, \(Self.mib(residentBytes)) after the checkpoint; peak \(Self.mib(peakResidentBytes)) "
                     + "(goal ≤ 256 MB at 10,000 tenants)")
             return lines.joined(separator: "\n")
         }
 
         static func ms(_ seconds: Double) -> String { "\(Int((seconds * 1000).rounded())) ms" }
         static func s(_ seconds: Double) -> String { "\((seconds * 10).rounded() / 10) s" }
+        static func mib(_ bytes: Double) -> String { "\(Int((bytes / 1_048_576).rounded())) MiB" }
     }
 
     /// Runs the tick benchmark (see the type's documentation).
@@ -137,13 +156,15 @@ public enum LoopBenchmark {
             if let failure = report.failure { throw BenchmarkError(message: "fold tick failed: \(failure.message)") }
         }
         let foldSeconds = MonotonicClock.seconds(since: started)
+        let residentAfterFold = residentMemory().current
+        let eventsPerTick = configuration.eventsPerTick(interval: policy.loop.intervalSeconds)
 
         var ticks: [TickReport] = []
         var now = start
         for run in 0...configuration.runs {
             let interval = policy.loop.intervalSeconds
             try await generator.store(
-                count: configuration.tickEvents, from: now, to: now + interval, into: store,
+                count: eventsPerTick, from: now, to: now + interval, into: store,
                 defaultTier: policy.defaultTier)
             now += interval
             clock.advance(to: now)
@@ -156,6 +177,7 @@ public enum LoopBenchmark {
             }
         }
 
+        let residentAfterTicks = residentMemory().current
         started = MonotonicClock.now()
         await loop.checkpoint()
         let checkpointSeconds = MonotonicClock.seconds(since: started)
@@ -166,8 +188,11 @@ public enum LoopBenchmark {
         await loop.shutdown()
         await pool.close()
         return Report(
-            configuration: configuration, ingestSeconds: ingestSeconds, foldSeconds: foldSeconds, foldTicks: foldTicks,
-            ticks: ticks, checkpointSeconds: checkpointSeconds, checkpointBytes: checkpointBytes,
+            configuration: configuration, eventsPerTick: eventsPerTick, ingestSeconds: ingestSeconds,
+            foldSeconds: foldSeconds, foldTicks: foldTicks, ticks: ticks, checkpointSeconds: checkpointSeconds,
+            checkpointBytes: checkpointBytes,
+            checkpointParts: (saved?.observer.count ?? 0, saved?.classifier.count ?? 0, saved?.engine.count ?? 0),
+            residentAfterFold: residentAfterFold, residentAfterTicks: residentAfterTicks,
             allocatedTenants: current?.snapshot.tenants.count ?? 0, snapshotBytes: current?.body.count ?? 0,
             residentBytes: memory.current, peakResidentBytes: memory.peak)
     }

@@ -24,8 +24,9 @@ struct LoopMetrics: Sendable {
         tickDuration = family {
             try $0.histogram(
                 "allot_tick_duration_seconds",
-                help: "Duration of the loop's ticks by phase (inputs, read, observe, classify, decide, publish, "
-                    + "review, total)", labelNames: ["phase"], buckets: phaseBuckets)
+                help: "Duration of the loop's ticks by phase (inputs, read, observe, classify, decide, assemble, "
+                    + "publish, persist (part of publish), review, total)", labelNames: ["phase"], buckets: phaseBuckets
+            )
         }
         ticks = family {
             try $0.counter("allot_ticks_total", help: "Ticks run, by outcome (ok, failed)", labelNames: ["outcome"])

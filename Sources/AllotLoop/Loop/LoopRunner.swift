@@ -193,7 +193,7 @@ public actor LoopRunner {
         let latest = self.latest
         let clock = self.clock
         try? registry.registerCollector([byState, lag]) {
-            let statuses = publisher.gatewayStatuses(now: clock.now, policy: latest.current.policy)
+            let statuses = publisher.gatewayStatuses(now: clock.now, policy: latest.current.policy, tenants: false)
             var samples = GatewayStatus.State.allCases.map { state in
                 CollectedSample(
                     family: byState.name, labelValues: [state.rawValue],
@@ -457,10 +457,12 @@ public actor LoopRunner {
             decision: decision, observer: observed, classifier: classified, policy: policy,
             policyVersion: policyVersion, gateways: publisher.gatewaySet(now: now, policy: policy),
             minimumShare: configuration.publisher.minimumGatewayShare)
+        lap(.assemble)
         do {
             let outcome = try await publisher.publish(content, now: now)
             report.published = outcome.published.map(\.version)
             report.heldGrowth = outcome.held
+            report.durations[.persist] = outcome.persistSeconds
             metrics.held.set(outcome.held ? 1 : 0)
         } catch {
             componentAlerts = observed.alerts + classified.alerts + engineAlerts.convert(decision.alerts, now: now)

@@ -36,8 +36,12 @@ public enum TickPhase: String, Sendable, Hashable, CaseIterable {
     case observe
     case classify
     case decide
-    /// Assembling, persisting and publishing the snapshot.
+    /// Building the snapshot's content from the decision (entries, slices, fallback).
+    case assemble
+    /// Make-before-break, persisting and making the version visible.
     case publish
+    /// The part of `publish` spent writing to SQLite (a sub-phase: not added to `total` twice).
+    case persist
     /// Gateway lag and drift alerts.
     case review
     case total

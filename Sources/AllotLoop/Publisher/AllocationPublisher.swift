@@ -58,6 +58,8 @@ public actor AllocationPublisher {
         public var published: [PublishedSnapshot]
         /// Growth was held back for make-before-break: the target follows later.
         public var held: Bool
+        /// Seconds spent persisting (inside the publish).
+        public var persistSeconds: Double = 0
     }
 
     /// A make-before-break transition in progress: the shrink is published, the target waits.
@@ -83,6 +85,8 @@ public actor AllocationPublisher {
     private var gate = SerialGate()
     private var drift = DriftMonitor()
     private var published: @Sendable (PublishedSnapshot) -> Void = { _ in }
+    /// Seconds spent in `store.save` since the last `publish` began.
+    private var persistSeconds = 0.0
 
     /// - Parameters:
     ///   - store: Where snapshots are persisted (``AllotStore/SnapshotStore`` on the service's database).
@@ -118,7 +122,7 @@ public actor AllocationPublisher {
         nextVersion = max(nextVersion, try await store.newestVersion() + 1)
         guard let record = try await store.latest() else { return nil }
         let content = try Self.content(body: record.body, slices: record.slices)
-        let snapshot = PublishedSnapshot(content: content, kind: record.kind, body: record.body)
+        let snapshot = PublishedSnapshot(content: content, kind: record.kind)
         board.publish(snapshot)
         if let stored = record.pending {
             let target = try Self.content(body: stored.body, slices: stored.slices)
@@ -139,15 +143,19 @@ public actor AllocationPublisher {
         return snapshot
     }
 
-    /// Rebuilds a version's content from its stored JSON and slice plan.
+    /// Rebuilds a version's content from its stored form (``SnapshotContent/binarySnapshot()``, or
+    /// the JSON document gateways receive) and slice plan.
     static func content(body: [UInt8], slices: [UInt8]) throws(LoopStateError) -> SnapshotContent {
+        let plan = try SlicePlan(decoding: slices)
+        if body.starts(with: SnapshotContent.binaryMagic) {
+            return try SnapshotContent(binarySnapshot: body, plan: plan)
+        }
         let snapshot: Snapshot
         do {
             snapshot = try Snapshot(decoding: body)
         } catch {
             throw LoopStateError(component: "snapshot", message: error.description)
         }
-        let plan = try SlicePlan(decoding: slices)
         guard plan.tenants.count == snapshot.tenants.count || plan.tenants.isEmpty else {
             throw LoopStateError(
                 component: "slice plan",
@@ -170,6 +178,7 @@ public actor AllocationPublisher {
     public func publish(_ target: SnapshotContent, now: Double) async throws -> Outcome {
         await enter()
         defer { leave() }
+        persistSeconds = 0
         guard drainedAt == nil else { return Outcome(published: [], held: false) }
         var startedAt = now
         var stillWaiting = Set<String>()
@@ -190,7 +199,7 @@ public actor AllocationPublisher {
             : Transition.Step(publish: target, held: false, shrunkGateways: [])
         guard step.held else {
             let version = try await commit(target, kind: .tick, now: now)
-            return Outcome(published: [version], held: false)
+            return Outcome(published: [version], held: false, persistSeconds: persistSeconds)
         }
         let shrink = try await commit(step.publish, kind: .shrink, now: now, pending: target)
         let refresh = Double(target.snapshot.refreshMs) / 1000
@@ -204,13 +213,14 @@ public actor AllocationPublisher {
         }
         if registry.setBarrier(version: shrink.version, gateways: waitFor) || deadline <= now {
             let growth = try await completePending(now: now)
-            return Outcome(published: [shrink] + (growth.map { [$0] } ?? []), held: true)
+            return Outcome(
+                published: [shrink] + (growth.map { [$0] } ?? []), held: true, persistSeconds: persistSeconds)
         }
         scheduleDeadline(deadline, version: shrink.version)
         logger.debug(
             "growth held for make-before-break",
             ["version": .int(shrink.version), "waiting_gateways": .int(Int64(waitFor.count))])
-        return Outcome(published: [shrink], held: true)
+        return Outcome(published: [shrink], held: true, persistSeconds: persistSeconds)
     }
 
     /// Publishes the held growth now if the gateways have all confirmed the shrink (called when a
@@ -298,8 +308,10 @@ public actor AllocationPublisher {
             let record = SnapshotRecord(
                 version: snapshot.version, generatedMs: EpochTime.milliseconds(fromSeconds: now),
                 expiresMs: EpochTime.milliseconds(fromSeconds: content.snapshot.expiresAt), kind: kind,
-                policyVersion: content.snapshot.policyVersion, body: snapshot.body, slices: content.plan.encoded(),
-                pending: pending.map { ($0.snapshot.encoded(), $0.plan.encoded()) })
+                policyVersion: content.snapshot.policyVersion, body: content.binarySnapshot(),
+                slices: content.plan.encoded(), pending: pending.map { ($0.binarySnapshot(), $0.plan.encoded()) })
+            let saving = MonotonicClock.now()
+            defer { persistSeconds += MonotonicClock.seconds(since: saving) }
             do {
                 try await store.save(record, keep: configuration.keepSnapshots)
             } catch let error as SnapshotVersionError where attempt == 0 {
@@ -311,6 +323,10 @@ public actor AllocationPublisher {
             }
             board.publish(snapshot)
             published(snapshot)
+            if board.wantsGlobalView(now: clock.now) {
+                // Someone reads the global view: have its JSON ready before they ask, off this actor.
+                Task.detached(priority: .utility) { _ = snapshot.body }
+            }
             return snapshot
         }
     }
@@ -386,6 +402,7 @@ public actor AllocationPublisher {
         if let gateway, registry.record(gateway, enforcing: condition.enforcedVersion, now: now) {
             Task { await self.barrierCleared() }
         }
+        if gateway == nil { board.noteGlobalView(now: now) }
         guard let current = board.current else { return .unavailable }
         guard condition.matches(current.version) else {
             return .modified(current, body: current.body(forGateway: gateway))
@@ -411,7 +428,12 @@ public actor AllocationPublisher {
     }
 
     /// Every gateway heard from (`GET /v1/gateways`), sorted by id.
-    public nonisolated func gatewayStatuses(now: Double, policy: Policy) -> [GatewayStatus] {
+    ///
+    /// - Parameter tenants: Whether to list the tenants each gateway receives slices of (left empty
+    ///   when false: alerts and metrics do not need them).
+    public nonisolated func gatewayStatuses(now: Double, policy: Policy, tenants withTenants: Bool = true)
+        -> [GatewayStatus]
+    {
         let current = board.current
         let refresh = policy.loop.intervalSeconds
         return registry.contacts.map { contact in
@@ -435,7 +457,7 @@ public actor AllocationPublisher {
                 state = .unknown
             }
             var tenants: [String] = []
-            if let current {
+            if withTenants, let current {
                 var seen = Set<String>()
                 for index in current.tenantIndices(forGateway: contact.id) {
                     let id = current.snapshot.tenants[index].id
@@ -459,7 +481,7 @@ public actor AllocationPublisher {
     ) -> [LoopAlert] {
         registry.forget(before: now - policy.loop.forgetAfterSeconds)
         var alerts: [LoopAlert] = []
-        for status in gatewayStatuses(now: now, policy: policy) {
+        for status in gatewayStatuses(now: now, policy: policy, tenants: false) {
             switch status.state {
             case .silent:
                 alerts.append(

@@ -1,30 +1,42 @@
 import AllotProtocol
 import AllotStore
 
-/// One published snapshot version: immutable, with its JSON encoded once (SPEC 7, and SPEC 13's
-/// 20,000 conditional requests per second: requests are answered from these bytes, never by
-/// encoding again).
+/// One published snapshot version: immutable, served from bytes encoded once (SPEC 7, and SPEC 13's
+/// 20,000 conditional requests per second: a request never encodes).
 ///
-/// Per-gateway slices are encoded lazily, once per (version, gateway), and cached here; the cache
-/// dies with the version.
+/// The global view's JSON is encoded once per version, when first needed (or ahead of time when
+/// global-view clients are about: ``AllocationPublisher`` warms it); per-gateway slices are encoded
+/// lazily, once per (version, gateway). Both are cached here and die with the version.
 public final class PublishedSnapshot: Sendable {
     /// The global view, with its version and lease.
     public let content: SnapshotContent
     public let kind: SnapshotRecord.Kind
-    /// The global view's JSON (what `GET /v1/snapshot` without `gateway` returns).
-    public let body: [UInt8]
     /// The version quoted as an entity tag (RFC 9110 section 8.8.3), e.g. `"42"`.
     public let etag: String
     private let cache = Locked(SliceCache())
 
-    /// - Parameter body: The already encoded global view (a restored snapshot's stored bytes);
-    ///   encoded from `content` when nil.
+    /// - Parameter body: The global view's JSON when it is already at hand.
     init(content: SnapshotContent, kind: SnapshotRecord.Kind, body: [UInt8]? = nil) {
         self.content = content
         self.kind = kind
-        self.body = body ?? content.snapshot.encoded()
         self.etag = "\"\(content.snapshot.version)\""
+        if let body { cache.withLock { $0.global = body } }
     }
+
+    /// The global view's JSON (what `GET /v1/snapshot` without `gateway` returns): encoded on first
+    /// use, then cached. Two first uses at once may both encode; the result is the same.
+    public var body: [UInt8] {
+        if let encoded = cache.withLock({ $0.global }) { return encoded }
+        let encoded = content.snapshot.encoded()
+        return cache.withLock { cache in
+            if let first = cache.global { return first }
+            cache.global = encoded
+            return encoded
+        }
+    }
+
+    /// Whether the global view's JSON has been encoded.
+    var hasEncodedBody: Bool { cache.withLock { $0.global != nil } }
 
     public var snapshot: Snapshot { content.snapshot }
     public var version: Int64 { content.snapshot.version }
@@ -131,6 +143,7 @@ public final class PublishedSnapshot: Sendable {
     }
 
     private struct SliceCache {
+        var global: [UInt8]?
         var index: SliceIndex?
         var bodies: [String: [UInt8]] = [:]
     }

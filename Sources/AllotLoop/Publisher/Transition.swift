@@ -38,13 +38,9 @@ enum Transition {
         guard let current else { return Step(publish: target, held: false, shrunkGateways: []) }
         let old = current.snapshot
         let new = target.snapshot
-        var oldIndex: [Key: Int] = [:]
-        oldIndex.reserveCapacity(old.tenants.count)
-        for (position, entry) in old.tenants.enumerated() {
-            oldIndex[Key(upstream: entry.upstream, id: entry.id)] = position
-        }
+        let match = matches(old: old.tenants, new: new.tenants)
 
-        if !holdGrowth, fits(current: current, target: target, oldIndex: oldIndex) {
+        if !holdGrowth, fits(current: current, target: target, match: match) {
             return Step(publish: target, held: false, shrunkGateways: [])
         }
 
@@ -55,7 +51,7 @@ enum Transition {
         var kept = Set<Int>()
         tenants.reserveCapacity(new.tenants.count)
         for (position, entry) in new.tenants.enumerated() {
-            guard let oldPosition = oldIndex[Key(upstream: entry.upstream, id: entry.id)] else {
+            guard let oldPosition = match[position] else {
                 held = true  // a new tenant: growth from `default`
                 continue
             }
@@ -146,50 +142,154 @@ enum Transition {
         return Step(publish: SnapshotContent(snapshot: snapshot, plan: plan), held: true, shrunkGateways: shrunk)
     }
 
+    /// For each tenant entry of `new`, the position of the same tenant and upstream in `old`. Both
+    /// lists are sorted by upstream then tenant (the engine's order), so a merge finds them without
+    /// hashing 10,000 keys; a dictionary is the fallback for unsorted input.
+    static func matches(old: [TenantEntry], new: [TenantEntry]) -> [Int?] {
+        func before(_ a: TenantEntry, _ b: TenantEntry) -> Bool {
+            a.upstream != b.upstream ? a.upstream < b.upstream : a.id < b.id
+        }
+        func sorted(_ list: [TenantEntry]) -> Bool {
+            zip(list, list.dropFirst()).allSatisfy { before($0, $1) }
+        }
+        var result = [Int?](repeating: nil, count: new.count)
+        guard sorted(old), sorted(new) else {
+            var index: [Key: Int] = [:]
+            for (position, entry) in old.enumerated() { index[Key(upstream: entry.upstream, id: entry.id)] = position }
+            for (position, entry) in new.enumerated() {
+                result[position] = index[Key(upstream: entry.upstream, id: entry.id)]
+            }
+            return result
+        }
+        var i = 0
+        for (position, entry) in new.enumerated() {
+            while i < old.count, before(old[i], entry) { i += 1 }
+            if i < old.count, old[i].upstream == entry.upstream, old[i].id == entry.id { result[position] = i }
+        }
+        return result
+    }
+
     /// Whether every pool still fits its capacity with each tenant (and each gateway slice) at the
     /// larger of its current and target values.
-    private static func fits(current: SnapshotContent, target: SnapshotContent, oldIndex: [Key: Int]) -> Bool {
+    private static func fits(current: SnapshotContent, target: SnapshotContent, match: [Int?]) -> Bool {
         let old = current.snapshot
         let new = target.snapshot
         var capacity: [String: DimensionValues] = [:]
         for upstream in new.upstreams { capacity[upstream.id] = upstream.capacity }
-        var global: [String: (rpm: Double, tpm: Double)] = [:]
-        var sliced: [String: (rpm: Double, tpm: Double)] = [:]
-        var matched = Set<Int>()
+        let sameGateways = current.plan.gateways == target.plan.gateways
+        var sums = PoolSums()
+        var matched = [Bool](repeating: false, count: old.tenants.count)
         for (position, entry) in new.tenants.enumerated() {
-            var rpm = entry.rpm.rate
-            var tpm = entry.tpm.rate
-            var parts = target.plan.materialized(position, rpm: rpm, tpm: tpm)
-            if let oldPosition = oldIndex[Key(upstream: entry.upstream, id: entry.id)] {
-                matched.insert(oldPosition)
-                let before = old.tenants[oldPosition]
-                rpm = max(rpm, before.rpm.rate)
-                tpm = max(tpm, before.tpm.rate)
-                parts = maxima(
-                    current.plan.materialized(oldPosition, rpm: before.rpm.rate, tpm: before.tpm.rate), parts)
+            guard let oldPosition = match[position] else {
+                let parts = target.plan.materialized(position, rpm: entry.rpm.rate, tpm: entry.tpm.rate)
+                sums.add(
+                    entry.upstream, global: (entry.rpm.rate, entry.tpm.rate),
+                    sliced: parts.reduce((0, 0)) { ($0.0 + $1.rpm, $0.1 + $1.tpm) })
+                continue
             }
-            global[entry.upstream, default: (0, 0)].rpm += rpm
-            global[entry.upstream, default: (0, 0)].tpm += tpm
-            for part in parts {
-                sliced[entry.upstream, default: (0, 0)].rpm += part.rpm
-                sliced[entry.upstream, default: (0, 0)].tpm += part.tpm
-            }
+            matched[oldPosition] = true
+            let before = old.tenants[oldPosition]
+            sums.add(
+                entry.upstream, global: (max(entry.rpm.rate, before.rpm.rate), max(entry.tpm.rate, before.tpm.rate)),
+                sliced: slicedMaximum(
+                    current.plan, oldPosition, before, target.plan, position, entry, sameGateways: sameGateways))
         }
-        for (position, entry) in old.tenants.enumerated() where !matched.contains(position) {
-            global[entry.upstream, default: (0, 0)].rpm += entry.rpm.rate
-            global[entry.upstream, default: (0, 0)].tpm += entry.tpm.rate
-            for part in current.plan.materialized(position, rpm: entry.rpm.rate, tpm: entry.tpm.rate) {
-                sliced[entry.upstream, default: (0, 0)].rpm += part.rpm
-                sliced[entry.upstream, default: (0, 0)].tpm += part.tpm
-            }
+        for (position, entry) in old.tenants.enumerated() where !matched[position] {
+            let parts = current.plan.materialized(position, rpm: entry.rpm.rate, tpm: entry.tpm.rate)
+            sums.add(
+                entry.upstream, global: (entry.rpm.rate, entry.tpm.rate),
+                sliced: parts.reduce((0, 0)) { ($0.0 + $1.rpm, $0.1 + $1.tpm) })
         }
-        for sums in [global, sliced] {
-            for (upstream, sum) in sums {
-                guard let limit = capacity[upstream] else { continue }
-                if exceeds(sum.rpm, limit.rpm) || exceeds(sum.tpm, limit.tpm) { return false }
+        for (upstream, sum) in sums.finished() {
+            guard let limit = capacity[upstream] else { continue }
+            if exceeds(sum.global.rpm, limit.rpm) || exceeds(sum.global.tpm, limit.tpm)
+                || exceeds(sum.sliced.rpm, limit.rpm) || exceeds(sum.sliced.tpm, limit.tpm)
+            {
+                return false
             }
         }
         return true
+    }
+
+    /// The sum over gateways of the larger of each gateway's current and target slice of one tenant.
+    /// The common cases — both split evenly over the same gateways, or both listed against the same
+    /// gateway list — need no intermediate arrays.
+    private static func slicedMaximum(
+        _ currentPlan: SlicePlan, _ oldPosition: Int, _ before: TenantEntry, _ targetPlan: SlicePlan, _ position: Int,
+        _ entry: TenantEntry, sameGateways: Bool
+    ) -> (Double, Double) {
+        let was = oldPosition < currentPlan.tenants.count ? currentPlan.tenants[oldPosition] : nil
+        let will = position < targetPlan.tenants.count ? targetPlan.tenants[position] : nil
+        if sameGateways {
+            switch (was, will) {
+            case (nil, nil):
+                let count = targetPlan.gateways.count
+                return (
+                    SlicePlan.evenPart(max(before.rpm.rate, entry.rpm.rate), count: count) * Double(count),
+                    SlicePlan.evenPart(max(before.tpm.rate, entry.tpm.rate), count: count) * Double(count)
+                )
+            case (let a?, let b?):
+                var rpm = 0.0
+                var tpm = 0.0
+                var i = 0
+                var j = 0
+                while i < a.count || j < b.count {
+                    if j >= b.count || (i < a.count && a[i].gateway < b[j].gateway) {
+                        rpm += a[i].rpm
+                        tpm += a[i].tpm
+                        i += 1
+                    } else if i >= a.count || b[j].gateway < a[i].gateway {
+                        rpm += b[j].rpm
+                        tpm += b[j].tpm
+                        j += 1
+                    } else {
+                        rpm += max(a[i].rpm, b[j].rpm)
+                        tpm += max(a[i].tpm, b[j].tpm)
+                        i += 1
+                        j += 1
+                    }
+                }
+                return (rpm, tpm)
+            default:
+                break
+            }
+        }
+        let parts = maxima(
+            currentPlan.materialized(oldPosition, rpm: before.rpm.rate, tpm: before.tpm.rate),
+            targetPlan.materialized(position, rpm: entry.rpm.rate, tpm: entry.tpm.rate))
+        return parts.reduce((0, 0)) { ($0.0 + $1.rpm, $0.1 + $1.tpm) }
+    }
+
+    /// Per-pool sums, accumulated run by run (tenants come grouped by upstream).
+    private struct PoolSums {
+        private var done: [String: (global: (rpm: Double, tpm: Double), sliced: (rpm: Double, tpm: Double))] = [:]
+        private var upstream: String?
+        private var global = (rpm: 0.0, tpm: 0.0)
+        private var sliced = (rpm: 0.0, tpm: 0.0)
+
+        mutating func add(_ pool: String, global add: (Double, Double), sliced addSliced: (Double, Double)) {
+            if pool != upstream {
+                flush()
+                upstream = pool
+                let previous = done[pool]
+                global = previous?.global ?? (0, 0)
+                sliced = previous?.sliced ?? (0, 0)
+            }
+            global.rpm += add.0
+            global.tpm += add.1
+            sliced.rpm += addSliced.0
+            sliced.tpm += addSliced.1
+        }
+
+        private mutating func flush() {
+            if let upstream { done[upstream] = (global, sliced) }
+        }
+
+        mutating func finished() -> [String: (global: (rpm: Double, tpm: Double), sliced: (rpm: Double, tpm: Double))] {
+            flush()
+            upstream = nil
+            return done
+        }
     }
 
     private static func exceeds(_ sum: Double, _ limit: Double) -> Bool {

@@ -131,66 +131,66 @@ public enum SnapshotBenchmark {
 
     // MARK: Long-poll wake-up
 
-    /// Measures how long one publish takes to answer every held long-poll.
+    /// Measures how long one publish takes to answer every held long-poll. The watchers are plain
+    /// sockets read by one thread (``LongPollWatchers``), so the figure is the server's.
     public static func longPoll(_ configuration: Configuration, log: @Sendable (String) -> Void = { _ in }) async throws
         -> WakeReport
     {
         let bench = try await Bench.start(configuration, connections: configuration.watchers)
         defer { bench.stopSync() }
-        let client = try HTTPClient(
-            configuration: HTTPClientConfiguration(
-                timeout: .seconds(120), maxConnectionsPerHost: configuration.watchers + 16,
-                maxIdleConnectionsPerHost: configuration.watchers + 16, idleConnectionTimeout: .seconds(600)))
+        let watchers = try LongPollWatchers(count: configuration.watchers, port: bench.port)
         let visibleAt = Box<UInt64>(0)
         await bench.publisher.onPublish { _ in visibleAt.value = MonotonicClock.now() }
         var runs: [WakeRun] = []
         for run in 0...configuration.runs {
             let version = bench.publisher.current?.version ?? 0
-            let watchers = (0..<configuration.watchers).map { index in
-                let url = bench.url + "?gateway=\(Bench.gateway(index))&wait=60"
-                return Task { () -> (UInt64, Int, Bool) in
-                    do {
-                        let response = try await client.get(
-                            url, headers: ["If-None-Match": "\"\(version)\""], timeout: .seconds(90))
-                        return (MonotonicClock.now(), response.body.count, response.status == .ok)
-                    } catch {
-                        return (MonotonicClock.now(), 0, false)
-                    }
-                }
+            try watchers.send { index in
+                Array(
+                    ("GET \(SnapshotRoute.path)?gateway=\(Bench.gateway(index))&wait=60 HTTP/1.1\r\n"
+                        + "Host: 127.0.0.1\r\nIf-None-Match: \"\(version)\"\r\n\r\n").utf8)
             }
             let deadline = MonotonicClock.now() + 60_000_000_000
             while bench.publisher.watcherCount < configuration.watchers, MonotonicClock.now() < deadline {
                 try await Task.sleep(nanoseconds: 10_000_000)
             }
             log("run \(run): \(bench.publisher.watcherCount) long-polls held; publishing")
+            // The reader thread waits in poll(2) before the publish, so it notes each answer as it lands.
+            let collected = Box<[LongPollWatchers.Response]>([])
+            let finished = DispatchSemaphore(value: 0)
+            let reader = Thread {
+                collected.value = watchers.collect(timeout: 60)
+                finished.signal()
+            }
+            reader.start()
+            try await Task.sleep(nanoseconds: 20_000_000)
             let started = MonotonicClock.now()
             try await bench.publish()
             let publishSeconds = MonotonicClock.seconds(since: started)
-            var latencies: [Double] = []
-            var sizes: [Int] = []
-            var answered = 0
-            for watcher in watchers {
-                let (done, size, ok) = await watcher.value
-                guard ok else { continue }
-                answered += 1
-                latencies.append(done > visibleAt.value ? Double(done - visibleAt.value) / 1e9 : 0)
-                sizes.append(size)
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().async {
+                    finished.wait()
+                    continuation.resume()
+                }
             }
+            let answered = collected.value.filter { $0.status == 200 && $0.completedAt > 0 }
+            var latencies = answered.map {
+                $0.completedAt > visibleAt.value ? Double($0.completedAt - visibleAt.value) / 1e9 : 0
+            }
+            var sizes = answered.map(\.bodyBytes)
             latencies.sort()
             sizes.sort()
             let result = WakeRun(
-                answered: answered, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99),
+                answered: answered.count, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99),
                 max: latencies.last ?? 0, publishSeconds: publishSeconds,
                 bodyBytes: sizes.isEmpty ? 0 : sizes[sizes.count / 2])
             // Run 0 warms up: connections, slice caches, code paths.
             if run > 0 {
                 runs.append(result)
                 log(
-                    "run \(run): p50 \(ms(result.p50)) p99 \(ms(result.p99)) max \(ms(result.max)), answered \(answered)"
+                    "run \(run): p50 \(ms(result.p50)) p99 \(ms(result.p99)) max \(ms(result.max)), answered \(answered.count)"
                 )
             }
         }
-        await client.shutdown()
         await bench.stop()
         return WakeReport(configuration: configuration, runs: runs)
     }
@@ -305,12 +305,14 @@ public enum SnapshotBenchmark {
         let publisher: AllocationPublisher
         let configuration: Configuration
         let url: String
+        let port: Int
         let version = Box<Int>(0)
 
         private init(server: HTTPServer, publisher: AllocationPublisher, configuration: Configuration, port: Int) {
             self.server = server
             self.publisher = publisher
             self.configuration = configuration
+            self.port = port
             self.url = "http://127.0.0.1:\(port)\(SnapshotRoute.path)"
         }
 

@@ -2,9 +2,8 @@ import AllotSQLite
 
 /// One persisted allocation snapshot (a row of `snapshots`, `migrations/0002_snapshots_state.sql`).
 ///
-/// The store keeps bytes only: the JSON document exactly as gateways receive it and the
-/// publisher's slice plan. The loop (`AllotLoop`) owns their meaning, so storage does not depend
-/// on the wire model.
+/// The store keeps bytes only: the snapshot and its slice plan in AllotLoop's binary forms. The
+/// loop owns their meaning, so storage does not depend on the wire model.
 public struct SnapshotRecord: Sendable, Equatable {
     /// How a version came to be published (SPEC section 7).
     public enum Kind: String, Sendable, CaseIterable {
@@ -23,7 +22,7 @@ public struct SnapshotRecord: Sendable, Equatable {
     public var expiresMs: Int64
     public var kind: Kind
     public var policyVersion: String
-    /// The global view, exactly the served JSON.
+    /// The global view (AllotLoop's binary form of the snapshot).
     public var body: [UInt8]
     /// The per-gateway slice plan (binary, written and read by AllotLoop).
     public var slices: [UInt8]

@@ -149,7 +149,7 @@ struct SnapshotFixture {
         let waiting = Task {
             await fixture.get("/v1/snapshot?gateway=gw-1&wait=30", headers: ["If-None-Match": "\"1\""])
         }
-        await fixture.clock.waitForSleepers(1)
+        while fixture.publisher.watcherCount < 1 { await Task.yield() }
         try await fixture.publish(rpm: 80)
         let woken = await waiting.value
         #expect(woken.status == .ok)
@@ -159,6 +159,7 @@ struct SnapshotFixture {
         let timingOut = Task {
             await fixture.get("/v1/snapshot?gateway=gw-1&wait=2.5", headers: ["If-None-Match": "2"])
         }
+        while fixture.publisher.watcherCount < 1 { await Task.yield() }
         await fixture.clock.waitForSleepers(1)
         fixture.clock.advance(by: 2.5)
         let timedOut = await timingOut.value
@@ -175,7 +176,7 @@ struct SnapshotFixture {
             try await route.respond(
                 to: HTTPRequest(target: "/v1/snapshot?wait=60", headers: ["If-None-Match": "\"1\""]))
         }
-        await fixture.clock.waitForSleepers(1)
+        while fixture.publisher.watcherCount < 1 { await Task.yield() }
         signal.trigger()
         let response = try await held.value
         #expect(response.status == .notModified)
