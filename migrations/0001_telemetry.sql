@@ -159,7 +159,7 @@ CREATE INDEX rollups_minute_by_time ON rollups_minute (minute_ms);
 
 -- How far rollups_minute has counted the events: every event with id <= last_event_id is in the
 -- rollups, none above. TelemetryStore sums new events into rollup rows in memory and writes them
--- about once a second (and before every rollup read), moving this mark in the same transaction;
+-- every few seconds (and before every rollup read), moving this mark in the same transaction;
 -- upserting the rollup rows with every batch would cost more than storing the events, because a
 -- batch from many tenants touches almost one rollup row per event. After a crash the store counts
 -- the events above the mark in SQL before anything else, so the rollups lose nothing.

@@ -91,7 +91,8 @@ struct BatchStrings {
         }
     }
 
-    /// A fast 64-bit hash of short byte strings: eight bytes at a time, multiply and fold.
+    /// A fast 64-bit hash of short byte strings: eight bytes at a time, multiply and fold, then mix all
+    /// bits into all bits. Not keyed: see the type's documentation for why that is safe here.
     @inline(__always)
     static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
         let multiplier: UInt64 = 0x9E37_79B9_7F4A_7C15
@@ -118,6 +119,13 @@ struct BatchStrings {
             }
         }
         hash = (hash ^ tail) &* multiplier
-        return hash ^ (hash >> 29)
+        // Final avalanche (as in MurmurHash3's fmix64): tables index by the low bits, and a product's
+        // low bits depend only on its operands' low bits, which names like `tenant-17` / `tenant-42`
+        // share; without this they all collide.
+        hash ^= hash >> 33
+        hash &*= 0xFF51_AFD7_ED55_8CCD
+        hash ^= hash >> 33
+        hash &*= 0xC4CE_B9FE_1A85_EC53
+        return hash ^ (hash >> 33)
     }
 }

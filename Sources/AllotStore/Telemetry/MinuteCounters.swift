@@ -42,6 +42,19 @@ public struct MinuteCounters: Sendable, Hashable {
             (bucket4, bucket5, bucket6, bucket7) = (newValue[4], newValue[5], newValue[6], newValue[7])
         }
     }
+    /// Calls `body` with each bucket's index and count, in order, without making an array (the
+    /// rollup flush binds them for every row it writes).
+    func forEachLatencyBucket<E: Error>(_ body: (Int, Int64) throws(E) -> Void) throws(E) {
+        try body(0, bucket0)
+        try body(1, bucket1)
+        try body(2, bucket2)
+        try body(3, bucket3)
+        try body(4, bucket4)
+        try body(5, bucket5)
+        try body(6, bucket6)
+        try body(7, bucket7)
+    }
+
     // Stored as fields, not an array: counters are built per rollup key per batch on the hot path,
     // and a fixed-size value needs no allocation.
     private var bucket0: Int64 = 0

@@ -24,6 +24,7 @@ public enum TelemetryBulkInsert {
                 var position = 0
                 let many = try connection.cachedStatement(TelemetryWriter.insertEventsSQL)
                 while position + rows <= slice.count {
+                    many.clearBindings()
                     for row in 0..<rows {
                         try TelemetryWriter.bind(
                             slice[position + row], to: many, offset: row * columns, tenant: 1, upstream: 1, gateway: 1,
@@ -35,6 +36,7 @@ public enum TelemetryBulkInsert {
                 }
                 let one = try connection.cachedStatement(TelemetryWriter.insertEventSQL)
                 for event in slice[position...] {
+                    one.clearBindings()
                     try TelemetryWriter.bind(event, to: one, tenant: 1, upstream: 1, gateway: 1, model: nil)
                     try one.step()
                     one.reset()

@@ -67,7 +67,7 @@ extension TelemetryStore {
     ///
     /// - Parameter tenant: Only this tenant; nil for all.
     public nonisolated func usage(fromMs: Int64, toMs: Int64, tenant: String? = nil) async throws -> [UsageTotal] {
-        try? await flushRollups()  // exact when the database can be written; a second stale at worst
+        try? await flushRollups()  // exact when the database can be written; one flush interval stale at worst
         return try await pool.read { connection in
             let sql = tenant == nil ? Self.usageSQL : Self.usageForTenantSQL
             var bindings: [(any SQLiteBindable)?] = [fromMs, toMs]
@@ -91,7 +91,7 @@ extension TelemetryStore {
     public nonisolated func rollups(fromMs: Int64, toMs: Int64, tenant: String? = nil) async throws
         -> [MinuteRollup]
     {
-        try? await flushRollups()  // exact when the database can be written; a second stale at worst
+        try? await flushRollups()  // exact when the database can be written; one flush interval stale at worst
         return try await pool.read { connection in
             let sql = tenant == nil ? Self.rollupsSQL : Self.rollupsForTenantSQL
             var bindings: [(any SQLiteBindable)?] = [fromMs, toMs]

@@ -142,6 +142,7 @@ enum TelemetryWriter {
         if events.count >= rowsPerInsert {
             let insert = try connection.cachedStatement(insertEventsSQL)
             while position + rowsPerInsert <= events.count {
+                insert.clearBindings()
                 for row in 0..<rowsPerInsert { try refs.bind(position + row, to: insert, offset: row * columns) }
                 try insert.step()
                 insert.reset()
@@ -152,6 +153,7 @@ enum TelemetryWriter {
         if position < events.count {
             let insert = try connection.cachedStatement(insertEventSQL)
             while position < events.count {
+                insert.clearBindings()
                 try refs.bind(position, to: insert, offset: 0)
                 try insert.step()
                 insert.reset()
@@ -193,6 +195,9 @@ enum TelemetryWriter {
         "INSERT INTO events (\(eventColumns.joined(separator: ", "))) VALUES "
         + Array(repeating: eventTuple, count: rowsPerInsert).joined(separator: ", ")
 
+    /// Binds `event` to the row at parameter `offset + 1…` of an insert statement. Only present values
+    /// are bound: the statement's parameters must have been cleared (``AllotSQLite/SQLiteStatement/clearBindings()``)
+    /// since it last ran, so that absent ones are NULL.
     @inline(__always)
     static func bind(
         _ event: TelemetryEvent, to statement: SQLiteStatement, offset: Int = 0, tenant: Int64, upstream: Int64, gateway: Int64,
@@ -233,19 +238,23 @@ enum TelemetryWriter {
         try statement.bind(Int64(event.unparseableHeaders), at: offset + 32)
     }
 
+    // Absent values are not bound: they stay NULL from `clearBindings()`, which the caller runs once per
+    // statement execution. Half of a typical row is NULL, and one `sqlite3_clear_bindings` costs less
+    // than those `sqlite3_bind_null` calls.
+
     @inline(__always)
     static func bindOptional(_ value: Int64?, _ statement: SQLiteStatement, _ index: Int) throws(SQLiteError) {
-        if let value { try statement.bind(value, at: index) } else { try statement.bindNull(at: index) }
+        if let value { try statement.bind(value, at: index) }
     }
 
     @inline(__always)
     static func bindOptional(_ value: Double?, _ statement: SQLiteStatement, _ index: Int) throws(SQLiteError) {
-        if let value { try statement.bind(value, at: index) } else { try statement.bindNull(at: index) }
+        if let value { try statement.bind(value, at: index) }
     }
 
     @inline(__always)
     static func bindOptional(_ value: String?, _ statement: SQLiteStatement, _ index: Int) throws(SQLiteError) {
-        if let value { try statement.bind(value, at: index) } else { try statement.bindNull(at: index) }
+        if let value { try statement.bind(value, at: index) }
     }
 
     // MARK: Rollups
@@ -330,29 +339,32 @@ enum TelemetryWriter {
     private static func bind(_ counters: MinuteCounters, to statement: SQLiteStatement, key: RollupRowKey)
         throws(SQLiteError)
     {
+        // Bound one by one, in `rollupCounterColumns` order (no arrays: this runs for every rollup row).
         try statement.bind(key.tenant, at: 1)
         try statement.bind(key.minuteMs, at: 2)
         try statement.bind(key.upstream, at: 3)
         try statement.bind(Int64(key.taskClass), at: 4)
-        let integers: [Int64] = [
-            counters.requests, counters.ok, counters.quotaExhausted, counters.spendCap, counters.overloaded,
-            counters.serverError, counters.timeout, counters.deniedLocal, counters.queued, counters.retries,
-            counters.promptTokens, counters.completionTokens, counters.estimatedTokens, counters.latencyCount,
-        ]
-        var index = 5
-        for value in integers {
-            try statement.bind(value, at: index)
-            index += 1
-        }
-        try statement.bind(counters.latencySumMs, at: index)
-        try statement.bind(counters.latencyMaxMs, at: index + 1)
-        try statement.bind(counters.queueCount, at: index + 2)
-        try statement.bind(counters.queueSumMs, at: index + 3)
-        try statement.bind(counters.queueMaxMs, at: index + 4)
-        index += 5
-        for value in counters.latencyBuckets {
-            try statement.bind(value, at: index)
-            index += 1
+        try statement.bind(counters.requests, at: 5)
+        try statement.bind(counters.ok, at: 6)
+        try statement.bind(counters.quotaExhausted, at: 7)
+        try statement.bind(counters.spendCap, at: 8)
+        try statement.bind(counters.overloaded, at: 9)
+        try statement.bind(counters.serverError, at: 10)
+        try statement.bind(counters.timeout, at: 11)
+        try statement.bind(counters.deniedLocal, at: 12)
+        try statement.bind(counters.queued, at: 13)
+        try statement.bind(counters.retries, at: 14)
+        try statement.bind(counters.promptTokens, at: 15)
+        try statement.bind(counters.completionTokens, at: 16)
+        try statement.bind(counters.estimatedTokens, at: 17)
+        try statement.bind(counters.latencyCount, at: 18)
+        try statement.bind(counters.latencySumMs, at: 19)
+        try statement.bind(counters.latencyMaxMs, at: 20)
+        try statement.bind(counters.queueCount, at: 21)
+        try statement.bind(counters.queueSumMs, at: 22)
+        try statement.bind(counters.queueMaxMs, at: 23)
+        try counters.forEachLatencyBucket { (offset, value) throws(SQLiteError) in
+            try statement.bind(value, at: 24 + offset)
         }
     }
 }
@@ -372,8 +384,8 @@ private struct Interner {
 
     /// The tenant's ref and whether it was registered just now (with `tier`).
     mutating func tenant(_ name: String, tier: String, seen: PreparedBatch.SeenRange) throws -> (Int64, Bool) {
-        if let entry = learned.tenants[name] ?? cache.tenants[name] {
-            learned.tenants[name] = try touch(entry, seen, table: "tenants")
+        if let entry = known(name, learned.tenants, cache.tenants) {
+            try remember(touch(entry, seen, table: "tenants"), was: entry, name, in: &learned.tenants)
             return (entry.ref, false)
         }
         if let entry = try lookUp(name, table: "tenants") {
@@ -389,8 +401,8 @@ private struct Interner {
     }
 
     mutating func upstream(_ name: String, seen: PreparedBatch.SeenRange) throws -> Int64 {
-        if let entry = learned.upstreams[name] ?? cache.upstreams[name] {
-            learned.upstreams[name] = try touch(entry, seen, table: "upstreams")
+        if let entry = known(name, learned.upstreams, cache.upstreams) {
+            try remember(touch(entry, seen, table: "upstreams"), was: entry, name, in: &learned.upstreams)
             return entry.ref
         }
         if let entry = try lookUp(name, table: "upstreams") {
@@ -406,8 +418,8 @@ private struct Interner {
 
     mutating func gateway(_ name: String, receivedMs: Int64) throws -> Int64 {
         let seen = PreparedBatch.SeenRange(first: receivedMs, last: receivedMs)
-        if let entry = learned.gateways[name] ?? cache.gateways[name] {
-            learned.gateways[name] = try touch(entry, seen, table: "gateways")
+        if let entry = known(name, learned.gateways, cache.gateways) {
+            try remember(touch(entry, seen, table: "gateways"), was: entry, name, in: &learned.gateways)
             return entry.ref
         }
         if let entry = try lookUp(name, table: "gateways") {
@@ -422,7 +434,8 @@ private struct Interner {
     }
 
     mutating func model(_ name: String, firstSeenMs: Int64) throws -> Int64 {
-        if let ref = learned.models[name] ?? cache.models[name] { return ref }
+        if !learned.models.isEmpty, let ref = learned.models[name] { return ref }
+        if let ref = cache.models[name] { return ref }
         if let ref = try connection.queryOne("SELECT ref FROM model_versions WHERE id = ?", name, map: { $0.int64(0) })
         {
             learned.models[name] = ref
@@ -432,6 +445,26 @@ private struct Interner {
         let ref = connection.lastInsertRowID
         learned.models[name] = ref
         return ref
+    }
+
+    /// The entry for `name` from what this transaction learnt, else from the cache. (`learned` is
+    /// usually empty or small: only new and touched names go there.)
+    @inline(__always)
+    private func known(_ name: String, _ learned: [String: NameCache.Entry], _ cache: [String: NameCache.Entry])
+        -> NameCache.Entry?
+    {
+        if !learned.isEmpty, let entry = learned[name] { return entry }
+        return cache[name]
+    }
+
+    /// Keeps `entry` for the cache when it differs from what the cache has (`previous`): an unchanged
+    /// name costs no dictionary write here nor in the store's merge after commit.
+    @inline(__always)
+    private func remember(
+        _ entry: NameCache.Entry, was previous: NameCache.Entry, _ name: String,
+        in learned: inout [String: NameCache.Entry]
+    ) {
+        if entry != previous { learned[name] = entry }
     }
 
     private func lookUp(_ name: String, table: StaticString) throws -> NameCache.Entry? {
