@@ -33,8 +33,12 @@ struct BatchStrings {
     /// Slots a lookup inspects before it gives up interning (see the type's documentation).
     static let maxProbes = 8
 
-    init() {
+    /// The hash used; replaceable so that tests can make every name collide.
+    private let hash: (UnsafeBufferPointer<UInt8>) -> UInt64
+
+    init(hash: @escaping (UnsafeBufferPointer<UInt8>) -> UInt64 = BatchStrings.hash) {
         slots = Array(repeating: -1, count: 64)
+        self.hash = hash
     }
 
     /// How many distinct strings are held.
@@ -46,7 +50,7 @@ struct BatchStrings {
     /// counting), and making one costs less than looking it up, so those are not interned.
     mutating func intern(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
         if bytes.count <= Self.smallStringBytes { return String(decoding: bytes, as: UTF8.self) }
-        let hash = Self.hash(bytes)
+        let hash = self.hash(bytes)
         let mask = slots.count - 1
         var slot = Int(truncatingIfNeeded: hash) & mask
         for _ in 0..<Self.maxProbes {

@@ -19,7 +19,11 @@ struct NameIndex {
     /// Names whose probe sequence was full (see the type's documentation).
     private var overflow: [String: Int32] = [:]
 
-    init(capacity: Int = 16) {
+    /// The hash used; replaceable so that tests can make every name collide.
+    private let hash: (UnsafeBufferPointer<UInt8>) -> UInt64
+
+    init(capacity: Int = 16, hash: @escaping (UnsafeBufferPointer<UInt8>) -> UInt64 = BatchStrings.hash) {
+        self.hash = hash
         var size = 16
         while size < capacity * 2 { size *= 2 }
         slots = Array(repeating: -1, count: size)
@@ -33,7 +37,7 @@ struct NameIndex {
     @inline(__always)
     mutating func index(of name: String) -> (index: Int32, isNew: Bool) {
         var name = name
-        let hash = name.withUTF8 { BatchStrings.hash($0) }
+        let hash = name.withUTF8 { self.hash($0) }
         let mask = slots.count - 1
         var slot = Int(truncatingIfNeeded: hash) & mask
         for _ in 0..<BatchStrings.maxProbes {

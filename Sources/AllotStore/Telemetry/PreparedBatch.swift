@@ -23,6 +23,14 @@ struct PreparedBatch: Sendable {
         var upstream: Int32
         var taskClass: Int32
         var minuteMs: Int64
+
+        /// One word into the hasher (see ``RollupRowKey/hash(into:)``).
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(
+                (UInt64(UInt32(bitPattern: tenant)) << 32 | UInt64(UInt32(bitPattern: upstream)))
+                    &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(bitPattern: minuteMs) &* 0xC2B2_AE3D_27D4_EB4F
+                    ^ UInt64(UInt32(bitPattern: taskClass)))
+        }
     }
 
     var events: [TelemetryEvent]
