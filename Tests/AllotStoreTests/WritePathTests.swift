@@ -97,8 +97,8 @@ import Testing
     @Test func eachBlockOfIdsKnowsTheRangeOfItsTimes() async throws {
         var rng = SeededGenerator(seed: 0x7B10C)
         let store = try await F.makeStore()
-        // 5,000 events in one batch span blocks 0 (ids 1-4095) and 1; the next batch extends block 1.
-        for count in [5_000, 700] {
+        // 4,200 events in one batch span blocks 0 (ids 1-4095) and 1; the next batch extends block 1.
+        for count in [4_200, 300] {
             let events = Self.randomEvents(count, rng: &rng)
             _ = try await store.ingest(TelemetryBatch(events: events), defaultTier: "standard", now: F.now)
         }
@@ -112,7 +112,7 @@ import Testing
         let store = try await F.makeStore()
         // Times rise batch by batch, with late deliveries mixed in (ts is not monotonic in id).
         for batch in 0..<6 {
-            var events = Self.randomEvents(1_500, rng: &rng, baseMs: F.nowMs - 3_600_000 + Int64(batch) * 600_000)
+            var events = Self.randomEvents(750, rng: &rng, baseMs: F.nowMs - 3_600_000 + Int64(batch) * 600_000)
             for index in stride(from: 0, to: events.count, by: 97) { events[index].timestampMs -= 2_400_000 }
             _ = try await store.ingest(TelemetryBatch(events: events), defaultTier: "standard", now: F.now)
         }
@@ -132,22 +132,23 @@ import Testing
         var rng = SeededGenerator(seed: 0x9A7E)
         let store = try await F.makeStore()
         let hour: Int64 = 3_600_000
-        // Blocks 0 and 1: old events; then recent events carrying late old ones.
+        // Old events fill block 0 (ids 1-4095) and start block 1; recent events carrying late old
+        // ones follow in block 1.
         _ = try await store.ingest(
-            TelemetryBatch(events: Self.randomEvents(6_000, rng: &rng, baseMs: F.nowMs - 30 * hour)),
+            TelemetryBatch(events: Self.randomEvents(4_200, rng: &rng, baseMs: F.nowMs - 30 * hour)),
             defaultTier: "standard", now: F.now)
-        var recent = Self.randomEvents(3_000, rng: &rng, baseMs: F.nowMs - hour)
-        let late = [10, 1_234, 2_500]  // ids 6,011, 7,235 and 8,501 (blocks 1 and 2)
+        var recent = Self.randomEvents(600, rng: &rng, baseMs: F.nowMs - hour)
+        let late = [10, 300, 500]  // ids 4,211, 4,501 and 4,701
         for index in late { recent[index].timestampMs = F.nowMs - 26 * hour }
         let result = try await store.ingest(TelemetryBatch(events: recent), defaultTier: "standard", now: F.now)
         try await store.flushRollups()
 
-        let report = try await RetentionPruner(pool: store.pool, policy: RetentionPolicy(chunkRows: 2_500))
+        let report = try await RetentionPruner(pool: store.pool, policy: RetentionPolicy(chunkRows: 1_500))
             .prune(now: F.now)
-        #expect(report.eventsDeleted == 6_000 + late.count)
-        #expect(report.chunks == 3 + 1)  // 2,500 + 2,500 + 1,003 events, then the rollups' one
+        #expect(report.eventsDeleted == 4_200 + late.count)
+        #expect(report.chunks == 3 + 1)  // 1,500 + 1,500 + 1,203 events, then the rollups' one
         let left = try await store.events(afterID: 0, limit: 10_000)
-        #expect(left.count == 3_000 - late.count)
+        #expect(left.count == 600 - late.count)
         #expect(left.allSatisfy { $0.timestampMs > F.nowMs - 24 * hour })
         #expect(left.first?.id == result.firstID)
         let bounds = try await Self.blockBounds(store.pool)
