@@ -238,8 +238,16 @@ final class HTTPServerConnection: EventLoopHandler, @unchecked Sendable {
                     dispatch(head, body: [])
                 case .length(let length):
                     guard inbound.count - inboundStart >= length else { return }
-                    let body = Array(inbound[inboundStart..<(inboundStart + length)])
-                    inboundStart += length
+                    let body: [UInt8]
+                    if inboundStart == 0 && inbound.count == length {
+                        // The buffer holds exactly the body (`beginBody` moved the head out): hand it
+                        // over instead of copying it (telemetry batches are hundreds of kilobytes).
+                        body = inbound
+                        inbound = []
+                    } else {
+                        body = Array(inbound[inboundStart..<(inboundStart + length)])
+                        inboundStart += length
+                    }
                     dispatch(head, body: body)
                 case .chunked:
                     guard var decoder = chunkedDecoder else { return }
@@ -273,6 +281,14 @@ final class HTTPServerConnection: EventLoopHandler, @unchecked Sendable {
         state = .readingBody
         guard parsed.framing != .none else { return }
         loop.setDeadline(loop.now + context.bodyReadTimeout, for: fd)
+        if case .length(let length) = parsed.framing, inbound.count - inboundStart < length {
+            // The body is still arriving: drop the head and make room for the whole body once (the
+            // length is within `maxBodyBytes`, and untouched capacity costs no memory), so that it
+            // is neither copied as the buffer doubles nor copied out at the end.
+            inbound.removeFirst(inboundStart)
+            inboundStart = 0
+            inbound.reserveCapacity(length)
+        }
         if case .chunked = parsed.framing {
             chunkedDecoder = ChunkedDecoder(
                 maxBodyBytes: context.limits.maxBodyBytes, maxTrailerBytes: context.limits.maxHeaderBytes)

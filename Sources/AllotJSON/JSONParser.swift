@@ -87,10 +87,18 @@ extension JSON {
 }
 
 /// A parse failure before line and column are known (computed only when an error escapes).
+@usableFromInline
 struct JSONFailure: Error {
-    var offset: Int
-    var message: String
+    @usableFromInline var offset: Int
+    @usableFromInline var message: String
 
+    @usableFromInline
+    init(offset: Int, message: String) {
+        self.offset = offset
+        self.message = message
+    }
+
+    @usableFromInline
     func error(in buffer: UnsafeBufferPointer<UInt8>, record: Int?) -> JSONParseError {
         var line = 1
         var lineStart = 0
@@ -107,15 +115,20 @@ struct JSONFailure: Error {
 }
 
 /// A recursive-descent parser over a byte range. Recursion depth is bounded by `maxDepth`.
+///
+/// `@usableFromInline` (with its hot members `@inlinable`) because ``JSONScanner``'s inlinable
+/// methods run on it in their callers' modules.
+@usableFromInline
 struct JSONByteParser {
-    let buffer: UnsafeBufferPointer<UInt8>
-    var index: Int
-    let end: Int
-    let maxDepth: Int
-    var depth = 0
+    @usableFromInline let buffer: UnsafeBufferPointer<UInt8>
+    @usableFromInline var index: Int
+    @usableFromInline let end: Int
+    @usableFromInline let maxDepth: Int
+    @usableFromInline var depth = 0
     /// Scratch space reused for strings that contain escapes.
-    var scratch: [UInt8] = []
+    @usableFromInline var scratch: [UInt8] = []
 
+    @usableFromInline
     init(buffer: UnsafeBufferPointer<UInt8>, start: Int, end: Int, maxDepth: Int) {
         self.buffer = buffer
         self.index = start
@@ -142,16 +155,17 @@ struct JSONByteParser {
         return value
     }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     mutating func skipWhitespace() {
         while index < end {
-            switch buffer[index] {
-            case 0x20, 0x09, 0x0A, 0x0D: index += 1
-            default: return
-            }
+            let byte = buffer[index]
+            // Most calls find no whitespace at all: one comparison decides that.
+            guard byte <= 0x20, byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 else { return }
+            index += 1
         }
     }
 
+    @usableFromInline
     mutating func parseValue() throws(JSONFailure) -> JSON {
         guard index < end else { throw JSONFailure(offset: index, message: "expected a JSON value, found end of input") }
         switch buffer[index] {
@@ -178,9 +192,15 @@ struct JSONByteParser {
         }
     }
 
+    @inlinable
     mutating func enter() throws(JSONFailure) {
         depth += 1
-        if depth > maxDepth { throw JSONFailure(offset: index, message: "nesting too deep (more than \(maxDepth) levels)") }
+        if depth > maxDepth { throw tooDeep() }
+    }
+
+    @usableFromInline @inline(never)
+    func tooDeep() -> JSONFailure {
+        JSONFailure(offset: index, message: "nesting too deep (more than \(maxDepth) levels)")
     }
 
     mutating func parseObject() throws(JSONFailure) -> JSON {
@@ -253,6 +273,7 @@ struct JSONByteParser {
 
     /// Parses a string starting at its opening quote. Strings without escapes are decoded straight
     /// from the input bytes; UTF-8 is validated either way.
+    @usableFromInline
     mutating func parseString() throws(JSONFailure) -> String {
         let open = index
         index += 1
@@ -428,9 +449,10 @@ struct JSONByteParser {
         return .double(value)
     }
 
-    @inline(__always)
+    @inlinable
     func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
 
+    @usableFromInline
     func describe(_ byte: UInt8) -> String {
         if byte >= 0x20 && byte < 0x7F { return "character '\(Character(Unicode.Scalar(byte)))'" }
         return "byte 0x\(String(byte, radix: 16, uppercase: true))"
@@ -446,7 +468,9 @@ struct JSONByteParser {
 ///
 /// Written out rather than using `String(validating:as:)`, whose generic entry point costs a
 /// runtime metadata lookup per call — measurable when ingest decodes millions of strings.
+@usableFromInline
 enum UTF8Validation {
+    @usableFromInline
     static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var index = 0
         let count = bytes.count

@@ -35,24 +35,24 @@ extension ProviderSignals {
     ///   - body: the error body, when the caller has it (gateways do; telemetry carries only `error_type`).
     ///   - now: the response time in seconds since the epoch, for absolute resets and HTTP dates.
     public init(headers: [String: String], body: ProviderErrorBody? = nil, now: Double) {
-        var parser = SignalParser(now: now)
+        var parser = SignalParser()
         for (name, value) in headers { parser.header(name, value) }
-        self = parser.finish(body: body)
+        self = parser.finish(body: body, now: now)
     }
 
     /// `init(headers:body:now:)` for header fields as ordered pairs (a
     /// gateway's HTTP client; repeated names: the last readable value wins).
     public init(headerFields: some Sequence<(String, String)>, body: ProviderErrorBody? = nil, now: Double) {
-        var parser = SignalParser(now: now)
+        var parser = SignalParser()
         for (name, value) in headerFields { parser.header(name, value) }
-        self = parser.finish(body: body)
+        self = parser.finish(body: body, now: now)
     }
 
     /// `init(headers:body:now:)` for the telemetry event's `headers` object
     /// (SPEC §3) without copying it into a dictionary. A JSON number is read as its decimal text; any other
     /// non-string value of a recognised header is unparseable.
     public init(headers: JSONObject, body: ProviderErrorBody? = nil, now: Double) {
-        var parser = SignalParser(now: now)
+        var parser = SignalParser()
         headers.forEachMember { name, value in
             switch value {
             case .string(let text): parser.header(name, text)
@@ -61,7 +61,7 @@ extension ProviderSignals {
             default: parser.unreadable(name)
             }
         }
-        self = parser.finish(body: body)
+        self = parser.finish(body: body, now: now)
     }
 }
 
@@ -121,37 +121,62 @@ enum HeaderField {
     @inline(__always)
     static func match(_ name: String) -> HeaderField? {
         let length = name.utf8.count
-        guard length <= maxLength else { return nil }
-        let candidates = byLength[length]
-        guard !candidates.isEmpty else { return nil }
-        return ByteScan.withBytes(name) { bytes in
-            for (literal, field) in candidates where ByteScan.equalsLowercaseBackwards(bytes, literal) {
-                return field
-            }
-            return nil
+        guard length <= maxLength, !byLength[length].isEmpty else { return nil }
+        return ByteScan.withBytes(name) { match(bytes: $0) }
+    }
+
+    /// ``match(_:)`` over the name's raw bytes.
+    static func match(bytes: UnsafeBufferPointer<UInt8>) -> HeaderField? {
+        guard bytes.count <= maxLength else { return nil }
+        for (literal, field) in byLength[bytes.count] where ByteScan.equalsLowercaseBackwards(bytes, literal) {
+            return field
         }
+        return nil
     }
 }
 
-/// Accumulates one response's signals; `ProviderSignals`'s initialisers drive it.
+/// Accumulates one response's signals; `ProviderSignals`'s initialisers and ``ProviderSignalsReader`` drive it.
+///
+/// The response time `now` is only needed to turn absolute instants (Anthropic's RFC 3339 resets, an HTTP-date
+/// `retry-after`) into durations, so those are kept as read and resolved in ``finish(body:now:)``: a caller that
+/// streams headers out of a telemetry event may meet them before the event's `ts`.
 struct SignalParser {
-    let now: Double
     var signals = ProviderSignals()
     var retryAfterMilliseconds: Double?
-    var retryAfterSeconds: Double?
+    var retryAfter: PendingRetryAfter?
+    /// Absolute reset instants (seconds since the epoch) per dimension, set instead of the dimension's `reset`
+    /// (the later header wins, as for relative resets).
+    var resetInstants = PendingResets()
     var sawOpenAI = false
     var sawAnthropic = false
     var sawAzure = false
 
-    init(now: Double) {
-        self.now = now
+    /// `retry-after` as read: seconds, or an HTTP date (its bytes and header name, parsed again against `now` at
+    /// the end, since `now` places an RFC 850 two-digit year).
+    enum PendingRetryAfter {
+        case seconds(Double)
+        case date([UInt8], name: String)
+    }
+
+    struct PendingResets {
+        var requests: Double?
+        var tokens: Double?
+        var inputTokens: Double?
+        var outputTokens: Double?
     }
 
     /// Reads one header field; unrecognised names are ignored.
     mutating func header(_ name: String, _ value: String) {
         guard let field = HeaderField.match(name) else { return }
-        let readable = ByteScan.withBytes(value) { apply(field, ByteScan.trimmed($0)) }
+        let readable = ByteScan.withBytes(value) { apply(field, ByteScan.trimmed($0), name: { name }) }
         if !readable { signals.unparseableHeaders.append(name) }
+    }
+
+    /// ``header(_:_:)`` over raw bytes: the name becomes a `String` only if its value is unparseable.
+    mutating func header(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        guard let field = HeaderField.match(bytes: name) else { return }
+        let name = { String(decoding: name, as: UTF8.self) }
+        if !apply(field, ByteScan.trimmed(value), name: name) { signals.unparseableHeaders.append(name()) }
     }
 
     /// Records a recognised header whose value is not text at all.
@@ -163,8 +188,11 @@ struct SignalParser {
         }
     }
 
-    /// Applies a value to its field; false when the value is unparseable.
-    private mutating func apply(_ field: HeaderField, _ value: UnsafeBufferPointer<UInt8>) -> Bool {
+    /// Applies a value to its field; false when the value is unparseable. `name` gives the header's name as a
+    /// `String` in the rare case that it must be kept.
+    private mutating func apply(_ field: HeaderField, _ value: UnsafeBufferPointer<UInt8>, name: () -> String)
+        -> Bool
+    {
         switch field {
         case .openAI(let kind, let dimension):
             sawOpenAI = true
@@ -178,7 +206,7 @@ struct SignalParser {
                 set(kind, dimension, count: count)
             case .reset:
                 guard let seconds = GoDuration.parse(utf8: value) ?? ByteScan.wholeDecimal(value) else { return false }
-                update(dimension) { $0.reset = seconds }
+                setReset(dimension, seconds: seconds)
             }
         case .anthropic(let kind, let dimension):
             sawAnthropic = true
@@ -189,8 +217,7 @@ struct SignalParser {
                 set(kind, dimension, count: count)
             case .reset:
                 guard let instant = RFC3339.parse(utf8: value) else { return false }
-                let seconds = max(0, instant - now)
-                update(dimension) { $0.reset = seconds }
+                setReset(dimension, instant: instant)
             }
         case .utilization:
             sawAzure = true
@@ -205,14 +232,34 @@ struct SignalParser {
             sawAzure = true
         case .retryAfter:
             if let seconds = ByteScan.wholeDecimal(value) {
-                retryAfterSeconds = seconds
-            } else if let date = HTTPDate.parse(utf8: value, now: now) {
-                retryAfterSeconds = max(0, date - now)
+                retryAfter = .seconds(seconds)
+            } else if HTTPDate.parse(utf8: value) != nil {
+                // Valid with or without `now` (which only places a two-digit year); resolved in `finish`.
+                retryAfter = .date(Array(value), name: name())
             } else {
                 return false
             }
         }
         return true
+    }
+
+    private mutating func setReset(_ dimension: HeaderField.Dimension, seconds: Double) {
+        update(dimension) { $0.reset = seconds }
+        setInstant(dimension, nil)
+    }
+
+    private mutating func setReset(_ dimension: HeaderField.Dimension, instant: Double) {
+        update(dimension) { $0.reset = nil }
+        setInstant(dimension, instant)
+    }
+
+    private mutating func setInstant(_ dimension: HeaderField.Dimension, _ instant: Double?) {
+        switch dimension {
+        case .requests: resetInstants.requests = instant
+        case .tokens: resetInstants.tokens = instant
+        case .inputTokens: resetInstants.inputTokens = instant
+        case .outputTokens: resetInstants.outputTokens = instant
+        }
     }
 
     /// `-1`: Azure's (and some proxies') way of saying "not known" (SPEC §4). Never a count.
@@ -239,8 +286,28 @@ struct SignalParser {
         }
     }
 
-    /// Resolves precedence (retry headers before the body), reads a Google body, and names the family.
-    mutating func finish(body: ProviderErrorBody?) -> ProviderSignals {
+    /// Resolves absolute instants against `now` (clamped at 0), precedence (retry headers before the body),
+    /// reads a Google body, and names the family. Leaves the parser as it was (no copy of it is needed to
+    /// finish).
+    func finish(body: ProviderErrorBody?, now: Double) -> ProviderSignals {
+        var signals = self.signals
+        if let instant = resetInstants.requests { signals.requests.reset = max(0, instant - now) }
+        if let instant = resetInstants.tokens { signals.tokens.reset = max(0, instant - now) }
+        if let instant = resetInstants.inputTokens { signals.inputTokens.reset = max(0, instant - now) }
+        if let instant = resetInstants.outputTokens { signals.outputTokens.reset = max(0, instant - now) }
+        var retryAfterSeconds: Double?
+        switch retryAfter {
+        case .seconds(let seconds)?:
+            retryAfterSeconds = seconds
+        case .date(let bytes, let name)?:
+            if let date = bytes.withUnsafeBufferPointer({ HTTPDate.parse(utf8: $0, now: now) }) {
+                retryAfterSeconds = max(0, date - now)
+            } else {
+                signals.unparseableHeaders.append(name)  // a 29 February that `now` puts in a non-leap century
+            }
+        case nil:
+            break
+        }
         var isGoogle = false
         if let body, case .json = body {
             let google = body.googleDetails()

@@ -170,4 +170,30 @@ import Testing
             }
         }
     }
+
+    /// Strings are scanned eight bytes at a time and entered at the first special byte of a word:
+    /// a quote, backslash, control byte or non-ASCII byte at every position of the first words must
+    /// give the parser's result (value or error, with its offset).
+    @Test func specialBytesAtEveryPositionOfAWord() {
+        let specials: [[UInt8]] = [
+            Array(#"\""#.utf8), Array(#"\\"#.utf8), Array(#"\u00e9"#.utf8), [0x1F], [0x7F], Array("é".utf8),
+            [0xC3], [0xFF], [0x22],
+        ]
+        for length in 0..<20 {
+            for position in 0...length {
+                for special in specials {
+                    var content = Array(repeating: UInt8(ascii: "a"), count: length)
+                    content.insert(contentsOf: special, at: position)
+                    let bytes = Array("{\"k\":\"".utf8) + content + Array("\",\"n\":1}".utf8)
+                    let parsed = Result { () throws(JSONParseError) in try JSON.parse(bytes) }
+                    let scanned = Result { () throws(JSONParseError) in try Self.scanDocument(bytes) }
+                    switch (parsed, scanned) {
+                    case (.success(let a), .success(let b)): #expect(a == b)
+                    case (.failure(let a), .failure(let b)): #expect(a.offset == b.offset && a.message == b.message)
+                    default: Issue.record("parser and scanner disagree on \(String(decoding: bytes, as: UTF8.self))")
+                    }
+                }
+            }
+        }
+    }
 }

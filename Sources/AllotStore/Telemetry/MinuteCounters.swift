@@ -42,6 +42,19 @@ public struct MinuteCounters: Sendable, Hashable {
             (bucket4, bucket5, bucket6, bucket7) = (newValue[4], newValue[5], newValue[6], newValue[7])
         }
     }
+    /// Calls `body` with each bucket's index and count, in order, without making an array (the
+    /// rollup flush binds them for every row it writes).
+    func forEachLatencyBucket<E: Error>(_ body: (Int, Int64) throws(E) -> Void) throws(E) {
+        try body(0, bucket0)
+        try body(1, bucket1)
+        try body(2, bucket2)
+        try body(3, bucket3)
+        try body(4, bucket4)
+        try body(5, bucket5)
+        try body(6, bucket6)
+        try body(7, bucket7)
+    }
+
     // Stored as fields, not an array: counters are built per rollup key per batch on the hot path,
     // and a fixed-size value needs no allocation.
     private var bucket0: Int64 = 0
@@ -152,6 +165,15 @@ struct RollupRowKey: Hashable, Sendable {
     var upstream: Int64
     var taskClass: Int32
     var minuteMs: Int64
+
+    /// One word into the hasher instead of four: every event's rollup row is looked up twice (per
+    /// batch, then in the store's pending rows), and each word fed to `Hasher` costs a SipHash round.
+    /// Equality still compares every field.
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(
+            UInt64(bitPattern: tenant) &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(bitPattern: upstream) &* 0xC2B2_AE3D_27D4_EB4F
+                ^ UInt64(bitPattern: minuteMs) &* 0x1656_67B1_9E37_79F9 ^ UInt64(UInt32(bitPattern: taskClass)))
+    }
 }
 
 /// The UTC minute an instant falls in, as its first millisecond.

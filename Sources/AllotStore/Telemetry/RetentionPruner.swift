@@ -38,8 +38,9 @@ public struct PruneReport: Sendable, Equatable {
 
 /// Deletes telemetry older than the ``RetentionPolicy``, in bounded chunks (SPEC section 3).
 ///
-/// Raw events go by `ts_ms` (through the `events_by_time` index), oldest first, but the event with
-/// the largest id is always kept, even when it is old: SQLite gives a new row `max(id) + 1`, so
+/// Raw events go by `ts_ms`: every event older than the cutoff is deleted, found through the per-block
+/// time bounds of ``EventBlocks`` (blocks in id order, i.e. roughly oldest first; each chunk scans only
+/// blocks whose bounds reach below the cutoff). The event with the largest id is always kept, even when it is old: SQLite gives a new row `max(id) + 1`, so
 /// deleting the last row would let the next event reuse an id that the loop has already read past
 /// (see `migrations/0001_telemetry.sql`). Nor does it delete events the rollups have not counted
 /// yet (above the `rollup_progress` mark), which a restart would need to rebuild them. Rollups go
@@ -64,14 +65,15 @@ public struct RetentionPruner: Sendable {
         var report = PruneReport()
         let chunk = Int64(policy.chunkRows)
         let eventCutoff = EpochTime.milliseconds(fromSeconds: now - policy.rawEvents)
+        var resumeAfter: Int64?
         while true {
-            let deleted = try await pool.write { connection -> Int in
-                try connection.run(Self.deleteEventsSQL, eventCutoff, chunk)
-                return connection.changes
+            let (deleted, lastBlock) = try await pool.write { [resumeAfter] connection in
+                try Self.deleteEvents(before: eventCutoff, limit: chunk, after: resumeAfter, connection: connection)
             }
             report.chunks += 1
             report.eventsDeleted += deleted
             if deleted < chunk { break }
+            resumeAfter = lastBlock
             await Task.yield()
         }
         let rollupCutoff = EpochTime.milliseconds(fromSeconds: now - policy.rollups)
@@ -109,11 +111,44 @@ public struct RetentionPruner: Sendable {
         }
     }
 
-    /// One chunk of old events, oldest first, never the newest row.
+    /// Deletes up to `limit` events with `ts_ms < cutoff` in one transaction, block by block from the
+    /// first block after `after` whose bounds reach below the cutoff; never the newest row nor rows
+    /// above the rollup mark. Returns how many it deleted and the last block it finished (every old
+    /// event below that block that may be deleted is gone, so the next chunk starts after it).
+    ///
+    /// A block the chunk finished gets its bounds recomputed (or its row deleted when empty), so a
+    /// block whose remaining events are all recent stops being visited.
+    static func deleteEvents(before cutoff: Int64, limit: Int64, after: Int64?, connection: SQLiteConnection)
+        throws -> (deleted: Int, lastBlock: Int64?)
+    {
+        let newest = try connection.queryOne("SELECT max(id) FROM events") { $0.optionalInt64(0) } ?? nil
+        guard let newest else { return (0, nil) }
+        let counted = try connection.queryOne("SELECT last_event_id FROM rollup_progress") { $0.int64(0) } ?? 0
+        let deletable = min(newest - 1, counted)  // ids above this must stay
+        var deleted = 0
+        var finished = after
+        var block = after
+        while deleted < limit,
+            let next = try EventBlocks.nextBlock(after: block, withEventsBefore: cutoff, connection: connection),
+            next <= EventBlocks.block(of: deletable)
+        {
+            block = next
+            let range = EventBlocks.ids(of: next)
+            let wanted = limit - Int64(deleted)
+            try connection.run(
+                deleteEventsSQL, range.lowerBound, min(range.upperBound, deletable), cutoff, wanted)
+            deleted += connection.changes
+            guard connection.changes < wanted else { break }  // the limit may have cut the block short
+            try EventBlocks.refresh(next, connection: connection)
+            finished = next
+        }
+        return (deleted, finished)
+    }
+
+    /// Old events of one block's id range, in id order, at most `?4` of them.
     static let deleteEventsSQL = """
         DELETE FROM events WHERE id IN
-        (SELECT id FROM events WHERE ts_ms < ?1 AND id < (SELECT max(id) FROM events)
-         AND id <= (SELECT last_event_id FROM rollup_progress) ORDER BY ts_ms LIMIT ?2)
+        (SELECT id FROM events WHERE id BETWEEN ?1 AND ?2 AND ts_ms < ?3 ORDER BY id LIMIT ?4)
         """
 
     /// One chunk of old rollup rows, oldest first.

@@ -1,7 +1,8 @@
 import AllotSQLite
 
 /// The physical limit of the telemetry write path: the same `events` rows inserted with the same
-/// prepared statement, without JSON, validation, interning or rollups, and without HTTP.
+/// prepared statements (``TelemetryWriter/rowsPerInsert`` rows per INSERT), without JSON, validation,
+/// interning, time bounds or rollups, and without HTTP.
 ///
 /// The ingest benchmark reports it beside the HTTP figure so that the cost of everything above
 /// SQLite can be read off directly (SPEC section 13 asks for 100,000 events/s through HTTP).
@@ -18,11 +19,27 @@ public enum TelemetryBulkInsert {
         while start < events.count {
             let slice = Array(events[start..<min(start + step, events.count)])
             inserted += try await pool.write { connection in
-                let statement = try connection.cachedStatement(TelemetryWriter.insertEventSQL)
-                for event in slice {
-                    try TelemetryWriter.bind(event, to: statement, tenant: 1, upstream: 1, gateway: 1, model: nil)
-                    try statement.step()
-                    statement.reset()
+                let rows = TelemetryWriter.rowsPerInsert
+                let columns = TelemetryWriter.eventColumns.count
+                var position = 0
+                let many = try connection.cachedStatement(TelemetryWriter.insertEventsSQL)
+                while position + rows <= slice.count {
+                    many.clearBindings()
+                    for row in 0..<rows {
+                        try TelemetryWriter.bind(
+                            slice[position + row], to: many, offset: row * columns, tenant: 1, upstream: 1, gateway: 1,
+                            model: nil)
+                    }
+                    try many.step()
+                    many.reset()
+                    position += rows
+                }
+                let one = try connection.cachedStatement(TelemetryWriter.insertEventSQL)
+                for event in slice[position...] {
+                    one.clearBindings()
+                    try TelemetryWriter.bind(event, to: one, tenant: 1, upstream: 1, gateway: 1, model: nil)
+                    try one.step()
+                    one.reset()
                 }
                 return slice.count
             }

@@ -47,7 +47,10 @@ import AllotTime
 /// which some JSON encoders produce; `1200.5` is refused.
 ///
 /// Decoding walks the bytes once with ``AllotJSON/JSONScanner`` straight into the event struct,
-/// never building a JSON tree per event (SPEC section 13: 100,000 events/s).
+/// never building a JSON tree per event (SPEC section 13: 100,000 events/s). Member names, outcomes
+/// and task classes are matched on their bytes; rate-limit headers go from the body's bytes straight
+/// into ``AllotSignals/ProviderSignalsReader``; names that repeat across a batch (gateway, tenant,
+/// upstream, model version, error type) become one `String` per batch (``BatchStrings``).
 public struct TelemetryDecoder: Sendable {
     public var validation: TelemetryValidation
 
@@ -67,7 +70,7 @@ public struct TelemetryDecoder: Sendable {
         -> TelemetryBatch
     {
         let result = body.withUnsafeBufferPointer { buffer -> Result<TelemetryBatch, TelemetryRejection> in
-            var state = DecodingState(validation: validation, now: now)
+            var state = DecodingState(validation: validation, now: now, body: buffer)
             // Events are a few hundred bytes each; reserving avoids copying the array as it grows.
             state.batch.events.reserveCapacity(min(validation.maxEvents, body.count / 200 + 1))
             do {
@@ -96,7 +99,10 @@ enum TelemetryField: Int, CaseIterable {
     case ts, gateway, tenant, upstream, outcome, status, latencyMs, queueMs, promptTokens, completionTokens
     case estimatedTokens, taskClass, taskID, modelVersion, retry, headers, errorType, errorBody
 
-    var name: String {
+    var name: String { "\(wireName)" }
+
+    /// The member name as sent.
+    var wireName: StaticString {
         switch self {
         case .ts: "ts"
         case .gateway: "gateway"
@@ -120,115 +126,142 @@ enum TelemetryField: Int, CaseIterable {
     }
 
     /// The field a member name denotes (exact, case-sensitive match), or nil.
+    ///
+    /// Runs for every member of every event, so instead of hashing the name it picks the one
+    /// candidate its length and a byte or two allow, then compares the bytes.
     @inline(__always)
     static func match(_ name: UnsafeBufferPointer<UInt8>) -> TelemetryField? {
-        guard let candidate = ByteNameTable.fields.candidate(name, caseInsensitive: false) else { return nil }
-        return TelemetryField(rawValue: candidate)
-    }
-}
-
-/// A small open-addressed table from names to indices for matching raw bytes without building a
-/// `String` or hashing with `Hasher`: the first slot is chosen from the length and the first and
-/// last bytes, collisions probe the following slots, and a full comparison confirms a match.
-struct ByteNameTable: Sendable {
-    private let names: [[UInt8]]
-    private var slots: [Int16]
-    private static let mask = 1_023
-
-    init(_ names: [String]) {
-        self.names = names.map { Array($0.lowercased().utf8) }
-        slots = Array(repeating: -1, count: Self.mask + 1)
-        for (index, name) in self.names.enumerated() {
-            var slot = Self.slot(count: name.count, first: name[0], last: name[name.count - 1])
-            while slots[slot] != -1 { slot = (slot + 1) & Self.mask }
-            slots[slot] = Int16(index)
-        }
-    }
-
-    @inline(__always)
-    private static func slot(count: Int, first: UInt8, last: UInt8) -> Int {
-        (count &* 67 &+ Int(first) &* 5 &+ Int(last) &* 11) & mask
-    }
-
-    /// The index of the name equal to `bytes` (in any letter case when `caseInsensitive`; the names
-    /// were given in lower case), or nil.
-    @inline(__always)
-    func candidate(_ bytes: UnsafeBufferPointer<UInt8>, caseInsensitive: Bool) -> Int? {
-        guard let first = bytes.first, let last = bytes.last else { return nil }
-        let fold: (UInt8) -> UInt8 = { caseInsensitive && $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
-        var slot = Self.slot(count: bytes.count, first: fold(first), last: fold(last))
-        while true {
-            let index = slots[slot]
-            if index < 0 { return nil }
-            let name = names[Int(index)]
-            if name.count == bytes.count {
-                var equal = true
-                for position in 0..<bytes.count where fold(bytes[position]) != name[position] {
-                    equal = false
-                    break
-                }
-                if equal { return Int(index) }
+        guard name.count >= 2 else { return nil }
+        let first = name[0]
+        let candidate: TelemetryField
+        switch name.count {
+        case 2: candidate = .ts
+        case 5: candidate = .retry
+        case 6: candidate = first == UInt8(ascii: "t") ? .tenant : .status
+        case 7:
+            switch first {
+            case UInt8(ascii: "g"): candidate = .gateway
+            case UInt8(ascii: "o"): candidate = .outcome
+            case UInt8(ascii: "h"): candidate = .headers
+            default: candidate = .taskID
             }
-            slot = (slot + 1) & Self.mask
+        case 8: candidate = first == UInt8(ascii: "u") ? .upstream : .queueMs
+        case 10:
+            switch first {
+            case UInt8(ascii: "l"): candidate = .latencyMs
+            case UInt8(ascii: "t"): candidate = .taskClass
+            default: candidate = name[6] == UInt8(ascii: "t") ? .errorType : .errorBody
+            }
+        case 13: candidate = first == UInt8(ascii: "p") ? .promptTokens : .modelVersion
+        case 16: candidate = .estimatedTokens
+        case 17: candidate = .completionTokens
+        default: return nil
         }
+        return WireName.equals(name, candidate.wireName) ? candidate : nil
     }
-
-    /// Member names of an event object.
-    static let fields = ByteNameTable(TelemetryField.allCases.map(\.name))
-    /// Outcome wire names, in `Outcome.allCases` order.
-    static let outcomes = ByteNameTable(Outcome.allCases.map(\.rawValue))
-    /// Task class wire names, in `TaskClass.allCases` order.
-    static let taskClasses = ByteNameTable(TaskClass.allCases.map(\.rawValue))
-    /// Rate-limit header names (``RateLimitHeaderName``).
-    static let headers = ByteNameTable(RateLimitHeaderName.names)
 }
 
-/// The rate-limit header names of SPEC section 4, so that a header name in a batch becomes one of
-/// these shared strings instead of a new allocation per event (the names are longer than Swift's
-/// inline small strings). Matching is case-insensitive; the canonical lower-case name is returned,
-/// which ``AllotSignals/ProviderSignals`` reads the same way. Names not listed here are still passed
-/// on as sent: this table only saves allocations, it decides nothing.
-enum RateLimitHeaderName {
-    static let names: [String] = {
-        var names = [
-            "retry-after", "retry-after-ms", "azure-openai-deployment-utilization",
-        ]
-        for kind in ["limit", "remaining", "reset"] {
-            for dimension in ["requests", "tokens"] { names.append("x-ratelimit-\(kind)-\(dimension)") }
-        }
-        for dimension in ["requests", "tokens", "input-tokens", "output-tokens"] {
-            for kind in ["limit", "remaining", "reset"] { names.append("anthropic-ratelimit-\(dimension)-\(kind)") }
-        }
-        return names
-    }()
-
-    /// The shared string for `bytes` when it is a known name in any letter case.
+/// Byte comparisons of wire names against `StaticString` literals, without making `String`s.
+enum WireName {
     @inline(__always)
-    static func match(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
-        ByteNameTable.headers.candidate(bytes, caseInsensitive: true).map { names[$0] }
+    static func equals(_ bytes: UnsafeBufferPointer<UInt8>, _ literal: StaticString) -> Bool {
+        let count = literal.utf8CodeUnitCount
+        guard bytes.count == count else { return false }
+        let pointer = literal.utf8Start
+        for position in 0..<count where bytes[position] != pointer[position] { return false }
+        return true
+    }
+
+    /// The outcome whose wire name is exactly `bytes` (SPEC section 3).
+    @inline(__always)
+    static func outcome(_ bytes: UnsafeBufferPointer<UInt8>) -> Outcome? {
+        let candidate: Outcome
+        switch bytes.count {
+        case 2: candidate = .ok
+        case 6: candidate = .queued
+        case 7: candidate = .timeout
+        case 9: candidate = .spendCap
+        case 10: candidate = .overloaded
+        case 12: candidate = bytes[0] == UInt8(ascii: "s") ? .serverError : .deniedLocal
+        case 15: candidate = .quotaExhausted
+        default: return nil
+        }
+        return equals(bytes, wireName(candidate)) ? candidate : nil
+    }
+
+    static func wireName(_ outcome: Outcome) -> StaticString {
+        switch outcome {
+        case .ok: "ok"
+        case .quotaExhausted: "quota_exhausted"
+        case .spendCap: "spend_cap"
+        case .overloaded: "overloaded"
+        case .serverError: "server_error"
+        case .timeout: "timeout"
+        case .deniedLocal: "denied_local"
+        case .queued: "queued"
+        }
+    }
+
+    /// The task class whose wire name is exactly `bytes`.
+    @inline(__always)
+    static func taskClass(_ bytes: UnsafeBufferPointer<UInt8>) -> TaskClass? {
+        let candidate: TaskClass
+        switch bytes.count {
+        case 5: candidate = .batch
+        case 8: candidate = .realtime
+        case 10: candidate = .background
+        case 11: candidate = .interactive
+        default: return nil
+        }
+        return equals(bytes, wireName(candidate)) ? candidate : nil
+    }
+
+    static func wireName(_ taskClass: TaskClass) -> StaticString {
+        switch taskClass {
+        case .realtime: "realtime"
+        case .interactive: "interactive"
+        case .batch: "batch"
+        case .background: "background"
+        }
     }
 }
 
-/// Byte classes for identifiers (one table lookup per byte).
-enum IdentifierCharset {
+/// The bytes allowed in an identifier, as two 64-bit masks over ASCII (bit `b` of `low` for byte `b`
+/// below 64, bit `b - 64` of `high` for the rest), so that checking a byte is a shift and a test
+/// rather than a table lookup. The tests check the masks against the character classes spelt out in
+/// ``description``.
+struct IdentifierCharset: Sendable {
+    let low: UInt64
+    let high: UInt64
+    let description: StaticString
+
     /// SPEC section 3 tenant ids: `[A-Za-z0-9._:-]`.
-    static let tenant = table(extra: "._:-")
+    static var tenant: IdentifierCharset {
+        IdentifierCharset(low: 0x07FF_6000_0000_0000, high: 0x07FF_FFFE_87FF_FFFE, description: "[A-Za-z0-9._:-]")
+    }
     /// Gateway ids: tenant characters plus `/` (instance ids such as `eu-west/gw-3`).
-    static let gateway = table(extra: "._:-/")
+    static var gateway: IdentifierCharset {
+        IdentifierCharset(low: 0x07FF_E000_0000_0000, high: 0x07FF_FFFE_87FF_FFFE, description: "[A-Za-z0-9._:/-]")
+    }
     /// Upstream pools: `provider/model` names with versions: `[A-Za-z0-9._:/@+-]`.
-    static let upstream = table(extra: "._:-/@+")
+    static var upstream: IdentifierCharset {
+        IdentifierCharset(
+            low: 0x07FF_E800_0000_0000, high: 0x07FF_FFFE_87FF_FFFF, description: "[A-Za-z0-9._:/@+-]")
+    }
 
-    static let tenantDescription = "[A-Za-z0-9._:-]"
-    static let gatewayDescription = "[A-Za-z0-9._:/-]"
-    static let upstreamDescription = "[A-Za-z0-9._:/@+-]"
+    /// True when every byte is in the set.
+    @inline(__always)
+    func allows(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        for byte in bytes {
+            let mask = byte < 64 ? low : byte < 128 ? high : 0
+            if mask & (1 &<< UInt64(byte & 63)) == 0 { return false }
+        }
+        return true
+    }
 
-    private static func table(extra: String) -> [Bool] {
-        var allowed = [Bool](repeating: false, count: 256)
-        for byte in UInt8(ascii: "a")...UInt8(ascii: "z") { allowed[Int(byte)] = true }
-        for byte in UInt8(ascii: "A")...UInt8(ascii: "Z") { allowed[Int(byte)] = true }
-        for byte in UInt8(ascii: "0")...UInt8(ascii: "9") { allowed[Int(byte)] = true }
-        for byte in extra.utf8 { allowed[Int(byte)] = true }
-        return allowed
+    /// True for `byte` in the set (for tests).
+    func allows(_ byte: UInt8) -> Bool {
+        withUnsafeBytes(of: byte) { allows($0.bindMemory(to: UInt8.self)) }
     }
 }
 
@@ -238,13 +271,17 @@ private struct DecodingState {
     let now: Double
     let latestTimestampMs: Int64
     let earliestTimestampMs: Int64
+    /// The whole body: header names that lie in it can be kept by pointer until their value is read.
+    let body: UnsafeBufferPointer<UInt8>
     var batch = TelemetryBatch(events: [])
     /// The event being decoded, for error messages.
     var index: Int?
+    var strings = BatchStrings()
 
-    init(validation: TelemetryValidation, now: Double) {
+    init(validation: TelemetryValidation, now: Double, body: UnsafeBufferPointer<UInt8>) {
         self.validation = validation
         self.now = now
+        self.body = body
         self.latestTimestampMs = EpochTime.milliseconds(fromSeconds: now + validation.maxFutureSkew)
         self.earliestTimestampMs = EpochTime.milliseconds(fromSeconds: validation.earliestTimestamp)
     }
@@ -356,143 +393,158 @@ private struct DecodingState {
             seen |= bit
             try read(field, into: &fields, from: &scanner, index: index)
         }
-        let event = try finishEvent(fields, index: index)
-        batch.unparseableHeaders += event.unparseableHeaders
-        if event.outcomeWasClassified { batch.classifiedOutcomes += 1 }
-        batch.events.append(event)
+        try appendEvent(&fields, index: index)
     }
 
-    private func read(
+    private mutating func read(
         _ field: TelemetryField, into fields: inout EventFields, from scanner: inout JSONScanner, index: Int
     ) throws {
-        if scanner.peekKind() == .null {
+        let kind = scanner.peekKind()
+        if kind == .null {
             try scanner.skipValue()
             return  // `null` is absent; required fields then fail as missing
         }
         switch field {
         case .ts:
-            fields.timestampMs = try readTimestamp(&scanner, index: index)
+            fields.timestampMs = try readTimestamp(&scanner, kind: kind, index: index)
         case .gateway:
-            fields.gateway = try readIdentifier(
-                &scanner, index: index, field: field, allowed: IdentifierCharset.gateway,
-                description: IdentifierCharset.gatewayDescription)
+            fields.gateway = try readIdentifier(&scanner, kind: kind, index: index, field: field, charset: .gateway)
         case .tenant:
-            fields.tenant = try readIdentifier(
-                &scanner, index: index, field: field, allowed: IdentifierCharset.tenant,
-                description: IdentifierCharset.tenantDescription)
+            fields.tenant = try readIdentifier(&scanner, kind: kind, index: index, field: field, charset: .tenant)
         case .upstream:
-            fields.upstream = try readIdentifier(
-                &scanner, index: index, field: field, allowed: IdentifierCharset.upstream,
-                description: IdentifierCharset.upstreamDescription)
+            fields.upstream = try readIdentifier(&scanner, kind: kind, index: index, field: field, charset: .upstream)
         case .outcome:
-            try expectString(&scanner, index: index, field: field)
-            let outcome = try scanner.readString { bytes in
-                ByteNameTable.outcomes.candidate(bytes, caseInsensitive: false).map { Outcome.allCases[$0] }
-            }
-            guard let outcome else {
+            try expectString(&scanner, kind: kind, index: index, field: field)
+            guard let outcome = try scanner.readString({ WireName.outcome($0) }) else {
                 let names = Outcome.allCases.map(\.rawValue).joined(separator: ", ")
                 throw TelemetryRejection.invalidField(index, field.name, "must be one of \(names)")
             }
             fields.outcome = outcome
         case .status:
-            let status = try readInteger(&scanner, index: index, field: field, range: 100...599)
+            let status = try readInteger(&scanner, kind: kind, index: index, field: field, range: 100...599)
             fields.status = Int(status)
         case .latencyMs:
-            fields.latencyMs = try readDuration(&scanner, index: index, field: field)
+            fields.latencyMs = try readDuration(&scanner, kind: kind, index: index, field: field)
         case .queueMs:
-            fields.queueMs = try readDuration(&scanner, index: index, field: field)
+            fields.queueMs = try readDuration(&scanner, kind: kind, index: index, field: field)
         case .promptTokens:
-            fields.promptTokens = try readInteger(&scanner, index: index, field: field, range: 0...validation.maxTokens)
+            fields.promptTokens = try readInteger(
+                &scanner, kind: kind, index: index, field: field, range: 0...validation.maxTokens)
         case .completionTokens:
             fields.completionTokens = try readInteger(
-                &scanner, index: index, field: field, range: 0...validation.maxTokens)
+                &scanner, kind: kind, index: index, field: field, range: 0...validation.maxTokens)
         case .estimatedTokens:
             fields.estimatedTokens = try readInteger(
-                &scanner, index: index, field: field, range: 0...validation.maxTokens)
+                &scanner, kind: kind, index: index, field: field, range: 0...validation.maxTokens)
         case .retry:
             fields.retry = Int(
-                try readInteger(&scanner, index: index, field: field, range: 0...Int64(validation.maxRetry)))
+                try readInteger(&scanner, kind: kind, index: index, field: field, range: 0...Int64(validation.maxRetry)))
         case .taskClass:
-            try expectString(&scanner, index: index, field: field)
-            let taskClass = try scanner.readString { bytes in
-                ByteNameTable.taskClasses.candidate(bytes, caseInsensitive: false).map { TaskClass.allCases[$0] }
-            }
-            guard let taskClass else {
+            try expectString(&scanner, kind: kind, index: index, field: field)
+            guard let taskClass = try scanner.readString({ WireName.taskClass($0) }) else {
                 throw TelemetryRejection.invalidField(
                     index, field.name, "must be one of realtime, interactive, batch, background")
             }
             fields.taskClass = taskClass
         case .taskID:
-            fields.taskID = try readLabel(&scanner, index: index, field: field, maxBytes: validation.maxTaskIDBytes)
+            fields.taskID = try readLabel(
+                &scanner, kind: kind, index: index, field: field, maxBytes: validation.maxTaskIDBytes, intern: false)
         case .modelVersion:
             fields.modelVersion = try readLabel(
-                &scanner, index: index, field: field, maxBytes: validation.maxLabelBytes)
+                &scanner, kind: kind, index: index, field: field, maxBytes: validation.maxLabelBytes, intern: true)
         case .errorType:
-            fields.errorType = try readLabel(&scanner, index: index, field: field, maxBytes: validation.maxLabelBytes)
+            fields.errorType = try readLabel(
+                &scanner, kind: kind, index: index, field: field, maxBytes: validation.maxLabelBytes, intern: true)
         case .headers:
-            fields.headers = try readHeaders(&scanner, index: index)
+            try readHeaders(&scanner, kind: kind, index: index, into: &fields.headers)
             fields.hasHeaders = true
         case .errorBody:
-            fields.errorBody = try readErrorBody(&scanner, index: index)
+            fields.errorBody = try readErrorBody(&scanner, kind: kind, index: index)
         }
     }
 
-    private func finishEvent(_ fields: EventFields, index: Int) throws -> TelemetryEvent {
+    /// `fields` is taken apart: its strings move into the event instead of being copied. (Copying
+    /// them, or even comparing an optional string with nil, went through generic value witnesses
+    /// at a few hundred instructions each: 5% of decoding.)
+    ///
+    /// Checks the required members, classifies the outcome if needed, and appends the event (built in
+    /// place: returning it and appending the copy cost a copy and a destruction of the whole event).
+    private mutating func appendEvent(_ fields: inout EventFields, index: Int) throws {
         guard let timestampMs = fields.timestampMs else {
             throw TelemetryRejection.invalidField(index, "ts", "is required")
         }
-        guard let gateway = fields.gateway else {
+        guard let gateway = fields.gateway.take() else {
             throw TelemetryRejection.invalidField(index, "gateway", "is required")
         }
-        guard let tenant = fields.tenant else { throw TelemetryRejection.invalidField(index, "tenant", "is required") }
-        guard let upstream = fields.upstream else {
+        guard let tenant = fields.tenant.take() else {
+            throw TelemetryRejection.invalidField(index, "tenant", "is required")
+        }
+        guard let upstream = fields.upstream.take() else {
             throw TelemetryRejection.invalidField(index, "upstream", "is required")
         }
+        let errorType = fields.errorType.take()
+        let errorBody = fields.errorBody.take()
+        var hasErrorBody = false
+        if case .some = errorBody { hasErrorBody = true }
         let outcome: Outcome
         let classified: Bool
         if let reported = fields.outcome {
             outcome = reported
             classified = false
         } else {
-            guard fields.status != nil || fields.errorType != nil || fields.errorBody != nil else {
+            var hasErrorType = false
+            if case .some = errorType { hasErrorType = true }
+            guard fields.status != nil || hasErrorType || hasErrorBody else {
                 throw TelemetryRejection.invalidField(
                     index, "outcome", "is required when 'status', 'error_type' and 'error_body' are all absent")
             }
-            outcome = ErrorClassifier.classify(
-                status: fields.status, errorType: fields.errorType, body: fields.errorBody)
+            outcome = ErrorClassifier.classify(status: fields.status, errorType: errorType, body: errorBody)
             classified = true
         }
         var signals = EventSignals()
         var unparseable = 0
-        if fields.hasHeaders || fields.errorBody != nil {
-            let parsed = ProviderSignals(
-                headerFields: fields.headers, body: fields.errorBody,
-                now: EpochTime.seconds(fromMilliseconds: timestampMs))
+        if fields.hasHeaders || hasErrorBody {
+            // Only now is the event's time certain (`ts` may follow `headers`): resets are relative to it.
+            let parsed = fields.headers.signals(body: errorBody, now: EpochTime.seconds(fromMilliseconds: timestampMs))
             signals = EventSignals(parsed)
             unparseable = parsed.unparseableCount
         }
-        return TelemetryEvent(
-            timestampMs: timestampMs, gateway: gateway, tenant: tenant, upstream: upstream, outcome: outcome,
-            outcomeWasClassified: classified, status: fields.status, latencyMs: fields.latencyMs,
-            queueMs: fields.queueMs, promptTokens: fields.promptTokens, completionTokens: fields.completionTokens,
-            estimatedTokens: fields.estimatedTokens, taskClass: fields.taskClass, taskID: fields.taskID,
-            modelVersion: fields.modelVersion, retry: fields.retry, errorType: fields.errorType, signals: signals,
-            unparseableHeaders: unparseable)
+        batch.unparseableHeaders += unparseable
+        if classified { batch.classifiedOutcomes += 1 }
+        batch.events.append(
+            TelemetryEvent(
+                timestampMs: timestampMs, gateway: gateway, tenant: tenant, upstream: upstream, outcome: outcome,
+                outcomeWasClassified: classified, status: fields.status, latencyMs: fields.latencyMs,
+                queueMs: fields.queueMs, promptTokens: fields.promptTokens, completionTokens: fields.completionTokens,
+                estimatedTokens: fields.estimatedTokens, taskClass: fields.taskClass, taskID: fields.taskID.take(),
+                modelVersion: fields.modelVersion.take(), retry: fields.retry, errorType: errorType, signals: signals,
+                unparseableHeaders: unparseable))
     }
 
     // MARK: Values
 
-    private func expectString(_ scanner: inout JSONScanner, index: Int, field: TelemetryField) throws {
-        let kind = scanner.peekKind()
-        guard kind == .string else {
-            guard let kind else { _ = try scanner.readValue(); return }
-            throw TelemetryRejection.invalidField(index, field.name, "must be a string, found \(Self.name(kind))")
-        }
+    /// Throws unless the value is a string. `kind` is the scanner's ``JSONScanner/peekKind()``; nil
+    /// (no value can start here) throws the syntax error.
+    @inline(__always)
+    private func expectString(
+        _ scanner: inout JSONScanner, kind: JSONScanner.Kind?, index: Int, field: TelemetryField
+    ) throws {
+        guard kind == .string else { try Self.notAString(&scanner, kind: kind, index: index, field: field.name) }
     }
 
-    private func readTimestamp(_ scanner: inout JSONScanner, index: Int) throws -> Int64 {
+    private static func notAString(
+        _ scanner: inout JSONScanner, kind: JSONScanner.Kind?, index: Int, field: String
+    ) throws -> Never {
+        guard let kind else {
+            _ = try scanner.readValue()  // throws the syntax error: no JSON value starts here
+            throw TelemetryRejection.invalidField(index, field, "must be a string")
+        }
+        throw TelemetryRejection.invalidField(index, field, "must be a string, found \(Self.name(kind))")
+    }
+
+    private func readTimestamp(_ scanner: inout JSONScanner, kind: JSONScanner.Kind?, index: Int) throws -> Int64 {
         let milliseconds: Int64
-        switch scanner.peekKind() {
+        switch kind {
         case .string:
             let seconds = try scanner.readString { RFC3339.parse(utf8: $0) }
             guard let seconds, seconds.isFinite, abs(seconds) < 1e14 else {
@@ -501,7 +553,7 @@ private struct DecodingState {
             }
             milliseconds = Int64((seconds * 1_000).rounded())
         case .number:
-            guard let value = try scanner.readValue().int64Value else {
+            guard let value = Self.int64(try scanner.readValue()) else {
                 throw TelemetryRejection.invalidField(index, "ts", "must be integer epoch milliseconds")
             }
             milliseconds = value
@@ -524,30 +576,36 @@ private struct DecodingState {
         return milliseconds
     }
 
-    private func readIdentifier(
-        _ scanner: inout JSONScanner, index: Int, field: TelemetryField, allowed: [Bool], description: String
+    private mutating func readIdentifier(
+        _ scanner: inout JSONScanner, kind: JSONScanner.Kind?, index: Int, field: TelemetryField,
+        charset: IdentifierCharset
     ) throws -> String {
-        try expectString(&scanner, index: index, field: field)
+        try expectString(&scanner, kind: kind, index: index, field: field)
         let value = try scanner.readString { bytes -> String? in
-            guard !bytes.isEmpty, bytes.count <= TelemetryValidation.maxIdentifierLength else { return nil }
-            for byte in bytes where !allowed[Int(byte)] { return nil }
-            return String(decoding: bytes, as: UTF8.self)
+            guard !bytes.isEmpty, bytes.count <= TelemetryValidation.maxIdentifierLength, charset.allows(bytes) else {
+                return nil
+            }
+            return strings.intern(bytes)
         }
         guard let value else {
             throw TelemetryRejection.invalidField(
-                index, field.name, "must be 1-\(TelemetryValidation.maxIdentifierLength) characters of \(description)")
+                index, field.name,
+                "must be 1-\(TelemetryValidation.maxIdentifierLength) characters of \(charset.description)")
         }
         return value
     }
 
-    private func readLabel(_ scanner: inout JSONScanner, index: Int, field: TelemetryField, maxBytes: Int) throws
-        -> String
-    {
-        try expectString(&scanner, index: index, field: field)
+    /// A free-text label. `intern`: the label repeats across a batch (model versions, error types), so it is
+    /// made a `String` once per batch.
+    private mutating func readLabel(
+        _ scanner: inout JSONScanner, kind: JSONScanner.Kind?, index: Int, field: TelemetryField, maxBytes: Int,
+        intern: Bool
+    ) throws -> String {
+        try expectString(&scanner, kind: kind, index: index, field: field)
         let value = try scanner.readString { bytes -> String? in
             guard !bytes.isEmpty, bytes.count <= maxBytes else { return nil }
             for byte in bytes where byte < 0x20 || byte == 0x7F { return nil }
-            return String(decoding: bytes, as: UTF8.self)
+            return intern ? strings.intern(bytes) : String(decoding: bytes, as: UTF8.self)
         }
         guard let value else {
             throw TelemetryRejection.invalidField(
@@ -557,84 +615,117 @@ private struct DecodingState {
     }
 
     private func readInteger(
-        _ scanner: inout JSONScanner, index: Int, field: TelemetryField, range: ClosedRange<Int64>
+        _ scanner: inout JSONScanner, kind: JSONScanner.Kind?, index: Int, field: TelemetryField,
+        range: ClosedRange<Int64>
     ) throws -> Int64 {
         func reason() -> String { "must be an integer from \(range.lowerBound) to \(range.upperBound)" }
-        guard let kind = scanner.peekKind() else { _ = try scanner.readValue(); return 0 }
+        guard let kind else { _ = try scanner.readValue(); return 0 }
         guard kind == .number else {
             throw TelemetryRejection.invalidField(index, field.name, "\(reason()), found \(Self.name(kind))")
         }
-        guard let value = try scanner.readValue().int64Value, range.contains(value) else {
+        guard let value = Self.int64(try scanner.readValue()), range.contains(value) else {
             throw TelemetryRejection.invalidField(index, field.name, reason())
         }
         return value
     }
 
-    private func readDuration(_ scanner: inout JSONScanner, index: Int, field: TelemetryField) throws -> Double {
+    private func readDuration(
+        _ scanner: inout JSONScanner, kind: JSONScanner.Kind?, index: Int, field: TelemetryField
+    ) throws -> Double {
         let maxDurationMs = validation.maxDurationMs
         func reason() -> String { "must be a number of milliseconds from 0 to \(Self.number(maxDurationMs))" }
-        guard let kind = scanner.peekKind() else { _ = try scanner.readValue(); return 0 }
+        guard let kind else { _ = try scanner.readValue(); return 0 }
         guard kind == .number else {
             throw TelemetryRejection.invalidField(index, field.name, "\(reason()), found \(Self.name(kind))")
         }
-        guard let value = try scanner.readValue().doubleValue, value.isFinite, value >= 0, value <= maxDurationMs
-        else {
+        let value: Double?
+        switch try scanner.readValue() {
+        case .int(let number): value = Double(number)
+        case .double(let number): value = number
+        default: value = nil
+        }
+        guard let value, value.isFinite, value >= 0, value <= maxDurationMs else {
             throw TelemetryRejection.invalidField(index, field.name, reason())
         }
         return value
     }
 
-    private func readHeaders(_ scanner: inout JSONScanner, index: Int) throws -> [(String, String)] {
-        guard let kind = scanner.peekKind() else { _ = try scanner.readValue(); return [] }
+    /// ``AllotJSON/JSON/int64Value`` with the common case (an integer) decided inline.
+    @inline(__always)
+    private static func int64(_ value: JSON) -> Int64? {
+        if case .int(let number) = value { return number }
+        return value.int64Value
+    }
+
+    /// Reads the `headers` object straight into `reader`: names and values go from the body's bytes to the
+    /// signal parser, with no `String` per header. A name is only kept by pointer while its value is read, and
+    /// only when it lies in the body itself; a name with escapes is decoded into the scanner's scratch space,
+    /// which the value may reuse, so it is copied.
+    private func readHeaders(
+        _ scanner: inout JSONScanner, kind: JSONScanner.Kind?, index: Int, into reader: inout ProviderSignalsReader
+    ) throws {
+        guard let kind else { _ = try scanner.readValue(); return }
         guard kind == .object else {
             throw TelemetryRejection.invalidField(
                 index, "headers", "must be an object of header name to string value, found \(Self.name(kind))")
         }
-        var headers: [(String, String)] = []
-        headers.reserveCapacity(8)
         let maxName = validation.maxHeaderNameBytes
+        let maxValue = validation.maxHeaderValueBytes
+        let body = self.body
+        var count = 0
         try scanner.beginObject()
-        while let name = try scanner.nextKey({ bytes -> String? in
+        while let name = try scanner.nextKey({ bytes -> HeaderName? in
             if bytes.isEmpty || bytes.count > maxName { return nil }
-            return RateLimitHeaderName.match(bytes) ?? String(decoding: bytes, as: UTF8.self)
+            if let start = bytes.baseAddress, let base = body.baseAddress, start >= base,
+                start + bytes.count <= base + body.count
+            {
+                return .inBody(bytes)
+            }
+            return .copied(Array(bytes))
         }) {
             guard let name else {
                 throw TelemetryRejection.invalidField(index, "headers", "header names must be 1-\(maxName) bytes")
             }
-            guard headers.count < validation.maxHeaders else {
+            guard count < validation.maxHeaders else {
                 throw TelemetryRejection.invalidField(
                     index, "headers", "must have at most \(validation.maxHeaders) entries")
             }
-            var field: String { "headers.\(name)" }
+            count += 1
             switch scanner.peekKind() {
             case .string:
-                let maxValue = validation.maxHeaderValueBytes
-                let value = try scanner.readString { bytes in
-                    bytes.count > maxValue ? nil : String(decoding: bytes, as: UTF8.self)
+                let fits = try scanner.readString { value -> Bool in
+                    guard value.count <= maxValue else { return false }
+                    name.withBytes { reader.read(name: $0, value: value) }
+                    return true
                 }
-                guard let value else {
-                    throw TelemetryRejection.invalidField(index, field, "must be at most \(maxValue) bytes")
+                guard fits else {
+                    throw TelemetryRejection.invalidField(
+                        index, "headers.\(name.string)", "must be at most \(maxValue) bytes")
                 }
-                headers.append((name, value))
             case .number:
+                // A number is read as its decimal text, as a header would carry it.
+                var text: String
                 switch try scanner.readValue() {
-                case .int(let number): headers.append((name, String(number)))
-                case .double(let number): headers.append((name, number.description))
-                default: break
+                case .int(let number): text = String(number)
+                case .double(let number): text = number.description
+                default: continue
                 }
+                text.withUTF8 { value in name.withBytes { reader.read(name: $0, value: value) } }
             case let kind?:
-                throw TelemetryRejection.invalidField(index, field, "must be a string, found \(Self.name(kind))")
+                throw TelemetryRejection.invalidField(
+                    index, "headers.\(name.string)", "must be a string, found \(Self.name(kind))")
             case nil:
                 _ = try scanner.readValue()
             }
         }
-        return headers
     }
 
-    private func readErrorBody(_ scanner: inout JSONScanner, index: Int) throws -> ProviderErrorBody {
+    private func readErrorBody(_ scanner: inout JSONScanner, kind: JSONScanner.Kind?, index: Int) throws
+        -> ProviderErrorBody
+    {
         let limit = validation.maxErrorBodyBytes
         let reason = "must be a JSON object or a string of at most \(limit) bytes"
-        switch scanner.peekKind() {
+        switch kind {
         case .string:
             let text = try scanner.readString { bytes in
                 bytes.count > limit ? nil : String(decoding: bytes, as: UTF8.self)
@@ -675,6 +766,25 @@ private struct DecodingState {
     }
 }
 
+/// A header name held while its value is read.
+private enum HeaderName {
+    /// A slice of the request body (valid for the whole decode).
+    case inBody(UnsafeBufferPointer<UInt8>)
+    /// A name that was decoded from escapes.
+    case copied([UInt8])
+
+    @inline(__always)
+    func withBytes<T>(_ body: (UnsafeBufferPointer<UInt8>) -> T) -> T {
+        switch self {
+        case .inBody(let bytes): body(bytes)
+        case .copied(let bytes): bytes.withUnsafeBufferPointer(body)
+        }
+    }
+
+    /// The name for messages.
+    var string: String { withBytes { String(decoding: $0, as: UTF8.self) } }
+}
+
 /// The members of one event object as read, before the required ones are checked.
 private struct EventFields {
     var timestampMs: Int64?
@@ -693,7 +803,7 @@ private struct EventFields {
     var modelVersion: String?
     var retry: Int?
     var errorType: String?
-    var headers: [(String, String)] = []
+    var headers = ProviderSignalsReader()
     var hasHeaders = false
     var errorBody: ProviderErrorBody?
 }

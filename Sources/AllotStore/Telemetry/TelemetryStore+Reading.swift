@@ -24,6 +24,16 @@ extension TelemetryStore {
         }
     }
 
+    /// The id of the first event whose `ts` is at or after `milliseconds` (epoch ms), or nil when there is
+    /// none: where a loop without a checkpoint may start reading recent history instead of the whole
+    /// retention window. Found through the per-block time bounds (``EventBlocks``), scanning only the
+    /// block that holds the answer, so it stays cheap without an index on `ts_ms`.
+    public nonisolated func firstEventID(atOrAfterMs milliseconds: Int64) async throws -> Int64? {
+        try await pool.read { connection in
+            try EventBlocks.firstEventID(atOrAfter: milliseconds, connection: connection)
+        }
+    }
+
     /// Every interned name (tenants with their tiers, upstreams, gateways, model versions).
     public nonisolated func names() async throws -> TelemetryNames {
         try await pool.read { connection in
@@ -57,7 +67,7 @@ extension TelemetryStore {
     ///
     /// - Parameter tenant: Only this tenant; nil for all.
     public nonisolated func usage(fromMs: Int64, toMs: Int64, tenant: String? = nil) async throws -> [UsageTotal] {
-        try? await flushRollups()  // exact when the database can be written; a second stale at worst
+        try? await flushRollups()  // exact when the database can be written; one flush interval stale at worst
         return try await pool.read { connection in
             let sql = tenant == nil ? Self.usageSQL : Self.usageForTenantSQL
             var bindings: [(any SQLiteBindable)?] = [fromMs, toMs]
@@ -81,7 +91,7 @@ extension TelemetryStore {
     public nonisolated func rollups(fromMs: Int64, toMs: Int64, tenant: String? = nil) async throws
         -> [MinuteRollup]
     {
-        try? await flushRollups()  // exact when the database can be written; a second stale at worst
+        try? await flushRollups()  // exact when the database can be written; one flush interval stale at worst
         return try await pool.read { connection in
             let sql = tenant == nil ? Self.rollupsSQL : Self.rollupsForTenantSQL
             var bindings: [(any SQLiteBindable)?] = [fromMs, toMs]
