@@ -109,7 +109,7 @@ let package = Package(
         .testTarget(name: "AllotEnforcementTests", dependencies: ["AllotEnforcement", "AllotHTTP", "AllotJSON"]),
         .testTarget(
             name: "AllotServerTests",
-            dependencies: ["AllotServer", "AllotHTTP", "AllotStore", "AllotLoop", "AllotCore", "AllotJSON", "AllotCrypto"]
+            dependencies: ["AllotServer", "AllotHTTP", "AllotStore", "AllotLoop", "AllotCore", "AllotJSON", "AllotCrypto", "AllotTime", "AllotAssets", "AllotLog"]
         ),
         .testTarget(name: "AllotSimulationTests", dependencies: ["AllotSimulation", "AllotJSON"]),
         .testTarget(

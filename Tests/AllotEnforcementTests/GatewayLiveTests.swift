@@ -67,7 +67,8 @@ import Testing
     @Test func serverStoppedKeepsTheLastGoodSnapshotUntilTheLeaseEndsThenFallback() async throws {
         let server = StubServer(stub: AllotStub())
         try await server.start()
-        server.stub.publish(Self.snapshot(version: 1, lease: 0.8))
+        // A lease long enough that a loaded CI machine still checks the "before expiry" state in time.
+        server.stub.publish(Self.snapshot(version: 1, lease: 4))
         let collector = EventCollector()
         let gateway = try makeGateway(server, collector: collector)
         gateway.start()
@@ -81,7 +82,7 @@ import Testing
         for _ in 0..<5 { #expect(gateway.tryAdmit(.make(tokens: 10)).ticket != nil) }
         #expect(collector.events.contains { if case .pollFailed = $0 { true } else { false } })
         // The lease ends: the gateway switches to the fallback floors by itself.
-        #expect(await eventually { gateway.status.inFallback })
+        #expect(await eventually(timeout: 15) { gateway.status.inFallback })
         // (Events are delivered just after the switch, possibly on the queue timer's task.)
         let expiry = gateway.enforcer.snapshot!.expiresAt
         #expect(await eventually { collector.events.contains(.leaseExpired(version: 1, expiresAt: expiry)) })

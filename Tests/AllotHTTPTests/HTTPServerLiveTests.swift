@@ -245,18 +245,17 @@ import Testing
     }
 
     @Test func slowClientIsTimedOutWhileAnotherIsServedPromptly() async throws {
-        try await withServer(.test(headerReadTimeout: .milliseconds(300))) { port, server in
+        // No wall-clock bound (CI machines stall): the fast client must be answered while the slow
+        // one is still waiting out its header timeout, i.e. before any connection has timed out.
+        try await withServer(.test(headerReadTimeout: .seconds(3))) { port, server in
             let slow = try await onThread { () -> RawSocket in
                 let socket = try RawSocket(port: port)
                 try socket.send("GET /hello HTTP/1.1\r\nHo")
                 return socket
             }
-            let clock = ContinuousClock()
-            let started = clock.now
             let fast = try await exchange(port, get("/hello"))
-            let fastTook = clock.now - started
             #expect(fast?.text == "hello")
-            #expect(fastTook < .milliseconds(250))
+            #expect(server.statistics.timedOutConnections == 0)
             let (response, closed) = try await onThread { (try slow.readResponse(), try slow.isClosedByPeer()) }
             #expect(response?.status == 408)
             #expect(errorParts(response).code == "request_timeout")

@@ -22,17 +22,20 @@ public actor PolicyWatcher {
     private var fingerprint: String
     private let logger: Logger
     private let onChange: @Sendable (LoadedPolicy, LoadedPolicy) async -> Void
+    private let onReject: @Sendable (PolicyLoadError) async -> Void
     private let reloads: CounterFamily?
     private let errorGauge: Gauge?
 
     /// Loads the policy once; throws when it is invalid (there is no previous policy to keep).
     public init(
         source: PolicySource, logger: Logger, metrics: MetricsRegistry? = nil,
+        onReject: @escaping @Sendable (_ error: PolicyLoadError) async -> Void = { _ in },
         onChange: @escaping @Sendable (_ old: LoadedPolicy, _ new: LoadedPolicy) async -> Void
     ) throws(PolicyLoadError) {
         self.source = source
         self.logger = logger
         self.onChange = onChange
+        self.onReject = onReject
         fingerprint = source.fingerprint()
         current = try source.load()
         reloads = try? metrics?.counter(
@@ -72,6 +75,7 @@ public actor PolicyWatcher {
             logger.error(
                 "policy rejected; previous policy stays in force",
                 ["source": .string(source.description), "error": .string(error.message), "version": .string(current.version)])
+            await onReject(error)
             return false
         }
     }

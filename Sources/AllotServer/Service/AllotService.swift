@@ -3,6 +3,7 @@ import AllotCore
 import AllotHTTP
 import AllotJSON
 import AllotLog
+import AllotLoop
 import AllotMetrics
 import AllotSQLite
 import AllotStore
@@ -67,10 +68,16 @@ public final class AllotService: Sendable {
 
         let policyBox = Locked<LoadedPolicy?>(nil)
         let reloadAudit = Locked<OperatorConsole?>(nil)
+        // The loop opens after the watcher (it needs the first policy); reloads reach it through this slot.
+        let loopSlot = Locked<LoopRunner?>(nil)
         let watcher: PolicyWatcher
         do {
-            watcher = try PolicyWatcher(source: configuration.policies, logger: logger, metrics: metrics) { old, new in
+            watcher = try PolicyWatcher(
+                source: configuration.policies, logger: logger, metrics: metrics,
+                onReject: { error in await loopSlot.value?.reportPolicyError(error.message) }
+            ) { old, new in
                 policyBox.value = new
+                await loopSlot.value?.apply(policy: new.policy, version: new.version)
                 await reloadAudit.value?.recordPolicyReload(
                     source: configuration.policies.description, from: (old.version, old.files),
                     to: (new.version, new.files))
@@ -100,9 +107,24 @@ public final class AllotService: Sendable {
             }
         }
 
+        // The loop serves the last persisted snapshot from here on, before its first tick (SPEC 7).
+        let loop: LoopRunner
+        do {
+            loop = try await LoopRunner.open(
+                store: telemetry, policy: initialPolicy.policy, policyVersion: initialPolicy.version, clock: clock,
+                estimators: .standard, operators: context.operators.inputs, configuration: LoopConfiguration(),
+                metrics: metrics, logger: logger)
+        } catch {
+            await pool.close()
+            throw ServiceStartError("cannot open the loop's state in \(configuration.dataDirectory): \(error)")
+        }
+        loopSlot.value = loop
+        context.operators.attach(loop)
+
         let authenticator: any Authenticator = configuration.dev ? DevAuthenticator() : context.makeAuthenticator()
         var table = RouteTable(authenticator: authenticator)
-        ServiceRoutes.register(in: &table, context: context)
+        let shutdownSignal = ShutdownSignal()
+        ServiceRoutes.register(in: &table, context: context, loop: loop, shutdownSignal: shutdownSignal)
         let httpMetrics = HTTPMetrics(registry: metrics, logger: logger)
         table.observe { httpMetrics.record($0) }
 
@@ -112,16 +134,19 @@ public final class AllotService: Sendable {
             headerReadTimeout: .milliseconds(Int64(configuration.headerTimeoutSeconds * 1000)),
             idleTimeout: .milliseconds(Int64(configuration.idleTimeoutSeconds * 1000)),
             log: HTTPServerConfiguration.logging(to: logger.labelled("http")))
-        let server = HTTPServer(configuration: serverConfiguration, responder: table.router)
+        let server = HTTPServer(
+            configuration: serverConfiguration, responder: table.router, shutdownSignal: shutdownSignal)
         httpMetrics.registerServerGauges(server)
         let port: Int
         do {
             port = try await server.start()
         } catch {
+            await loop.shutdown()
             await pool.close()
             throw ServiceStartError("cannot listen on \(configuration.host):\(configuration.port): \(error)")
         }
 
+        await loop.start()
         var tasks: [Task<Void, Never>] = []
         tasks.append(Task { await watcher.run(clock: clock) })
         let pruner = RetentionPruner(
@@ -154,6 +179,8 @@ public final class AllotService: Sendable {
         }
         for task in tasks { task.cancel() }
         for task in tasks { await task.value }
+        // The loop's last checkpoint is written before the database closes.
+        await context.operators.loop?.shutdown()
         do {
             try await context.telemetry.close()
         } catch {

@@ -1,12 +1,15 @@
 import AllotAssets
 import AllotHTTP
 import AllotJSON
+import AllotLoop
 import AllotSQLite
 
 /// The HTTP API of SPEC section 9, route by route with its access rule. Handlers live next to
 /// the component they serve; this file is the table of contents.
 enum ServiceRoutes {
-    static func register(in table: inout RouteTable, context: ServiceContext) {
+    static func register(
+        in table: inout RouteTable, context: ServiceContext, loop: LoopRunner, shutdownSignal: ShutdownSignal
+    ) {
         // Operations: no token (a load balancer or Kubernetes probe has none).
         table.get("/healthz", .public) { _, _ in .json(["status": "ok"]) }
         table.get("/readyz", .public) { _, _ in await readiness(context) }
@@ -20,6 +23,13 @@ enum ServiceRoutes {
         let telemetry = TelemetryRoute(
             store: context.telemetry, defaultTier: { context.policy.policy.defaultTier }, clock: context.clock)
         table.post(TelemetryRoute.path, .gateway) { request, _ in await telemetry.respond(to: request) }
+        let snapshot = SnapshotRoute(publisher: loop.publisher, shutdownSignal: shutdownSignal)
+        table.get(SnapshotRoute.path, .snapshot) { request, _ in try await snapshot.respond(to: request) }
+
+        // Admins: drain before maintenance (SPEC 7).
+        let drain = DrainRoute(publisher: loop.publisher, clock: context.clock)
+        table.post(DrainRoute.path, .admin) { request, _ in try await drain.drain(request) }
+        table.delete(DrainRoute.path, .admin) { request, _ in await drain.resume(request) }
 
         // SREs.
         let plan = PlanRoute(policy: { context.policy.policy })
@@ -29,8 +39,8 @@ enum ServiceRoutes {
         OperatorRoutes.register(in: &table, context: context)
     }
 
-    /// `GET /readyz`: 200 when the database answers and a snapshot exists and the policy files
-    /// on disk are valid; otherwise 503 naming every failing check.
+    /// `GET /readyz`: 200 when the database answers, a snapshot is being served and the policy
+    /// files on disk are valid; otherwise 503 naming every failing check.
     static func readiness(_ context: ServiceContext) async -> HTTPResponse {
         var checks = JSONObject()
         var ready = true
@@ -40,6 +50,12 @@ enum ServiceRoutes {
         } catch {
             ready = false
             checks["database"] = ["ok": false, "error": .string(error.description)]
+        }
+        if let version = context.operators.loop?.publisher.current?.version {
+            checks["snapshot"] = ["ok": true, "version": .int(version)]
+        } else {
+            ready = false
+            checks["snapshot"] = ["ok": false, "error": "no snapshot published yet"]
         }
         if let error = await context.policyWatcher.lastError {
             ready = false

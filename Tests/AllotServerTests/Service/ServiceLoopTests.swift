@@ -1,0 +1,191 @@
+import AllotAssets
+import AllotHTTP
+import AllotJSON
+import AllotLoop
+import AllotLog
+import AllotServer
+import AllotTime
+import Foundation
+import Testing
+
+/// `allot serve` as a living system: the loop opened by the service on a virtual clock, the
+/// snapshot and drain routes, readiness, policy hot reload reaching the loop, and a restart that
+/// serves the last snapshot at once with versions continuing above it (SPEC 2, 7, 10).
+@Suite struct ServiceLoopTests {
+    static let start = 1_795_000_000.0
+
+    struct Running {
+        let service: AllotService
+        let client: HTTPClient
+        let clock: ManualClock
+
+        func send(_ method: HTTPMethod, _ path: String, body: String = "") async throws -> HTTPClientResponse {
+            try await client.execute(
+                HTTPClientRequest(
+                    method: method, url: "http://127.0.0.1:\(service.port)\(path)",
+                    headers: body.isEmpty ? [:] : ["Content-Type": "application/json"], body: Array(body.utf8)))
+        }
+
+        func json(_ path: String) async throws -> JSON {
+            let response = try await send(.get, path)
+            return try JSON.parse(response.body)
+        }
+
+        var version: Int64? { service.context.operators.loop?.publisher.current?.version }
+
+        /// Advances the virtual clock by one loop interval and waits (briefly, on real time) until
+        /// the tick it triggers has published a version above `previous`.
+        func tick(after previous: Int64?) async throws -> Int64 {
+            clock.advance(by: 5)
+            for _ in 0..<2000 {
+                if let version, version > previous ?? 0 { return version }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            Issue.record("no tick published after version \(previous ?? 0)")
+            return version ?? 0
+        }
+
+        func stop() async {
+            await client.shutdown()
+            await service.shutdown(gracePeriod: .seconds(1))
+        }
+    }
+
+    static func launch(directory: String, policies: PolicySource = .embedded, at time: Double = start) async throws
+        -> Running
+    {
+        let clock = ManualClock(now: time)
+        let service = try await AllotService.start(
+            ServeConfiguration(port: 0, dataDirectory: directory, policies: policies, dev: true), clock: clock,
+            logger: .disabled)
+        return Running(service: service, client: try HTTPClient(), clock: clock)
+    }
+
+    static func temporaryDirectory() -> String {
+        NSTemporaryDirectory() + "allot-service-loop-\(UUID().uuidString)"
+    }
+
+    static func telemetry(at time: Double, tenants: [String], count: Int) -> String {
+        var events: [String] = []
+        for index in 0..<count {
+            for tenant in tenants {
+                let ts = Int64((time - 30) * 1000) + Int64(index) * 100
+                events.append(
+                    #"{"ts":\#(ts),"gateway":"gw-1","tenant":"\#(tenant)","upstream":"openai/gpt-4o","outcome":"ok","#
+                        + #""status":200,"latency_ms":800,"prompt_tokens":500,"completion_tokens":200}"#)
+            }
+        }
+        return "[" + events.joined(separator: ",") + "]"
+    }
+
+    @Test func telemetryInSnapshotOutAndReadinessNeedsASnapshot() async throws {
+        let running = try await Self.launch(directory: Self.temporaryDirectory())
+        // Nothing was published before: the loop ticks at once, so the service is ready.
+        let first = try await running.tick(after: nil)
+        #expect(first == 1)
+        let ready = try await running.json("/readyz")
+        #expect(ready["status"] == "ready")
+        #expect(ready["checks"]?["snapshot"]?["version"] == .int(first))
+
+        let stored = try await running.send(
+            .post, "/v1/telemetry", body: Self.telemetry(at: running.clock.now, tenants: ["acme", "globex"], count: 100))
+        #expect(stored.status == .ok)
+        let second = try await running.tick(after: first)
+        let snapshot = try await running.send(.get, "/v1/snapshot?gateway=gw-1")
+        #expect(snapshot.status == .ok)
+        #expect(snapshot.headers["ETag"] == "\"\(second)\"")
+        let body = try JSON.parse(snapshot.body)
+        let tenants = body["tenants"]?.arrayValue ?? []
+        #expect(Set(tenants.compactMap { $0["id"]?.stringValue }) == ["acme", "globex"])
+        for tenant in tenants {
+            #expect(tenant["upstream"] == "openai/gpt-4o")
+            #expect((tenant["rpm"]?["rate"]?.doubleValue ?? 0) > 0)
+        }
+        // The conditional request for the same version is a 304.
+        let unchanged = try await running.client.execute(
+            HTTPClientRequest(
+                method: .get, url: "http://127.0.0.1:\(running.service.port)/v1/snapshot?gateway=gw-1",
+                headers: ["If-None-Match": "\"\(second)\""]))
+        #expect(unchanged.status == .notModified)
+        // The poll is recorded: the gateway is listed with its tenants.
+        let gateways = try await running.json("/v1/gateways")
+        #expect(gateways["gateways"]?.arrayValue?.first?["id"] == "gw-1")
+        await running.stop()
+    }
+
+    @Test func drainPublishesAnExpiredLeaseAndARestartServesTheLastSnapshotAtOnce() async throws {
+        let directory = Self.temporaryDirectory()
+        let running = try await Self.launch(directory: directory)
+        let first = try await running.tick(after: nil)
+        let drained = try await running.send(.post, "/v1/drain")
+        #expect(drained.status == .ok)
+        let answer = try JSON.parse(drained.body)
+        #expect(answer["drained"] == true)
+        #expect(answer["version"] == .int(first + 1))
+        #expect(answer["expires_at"] == answer["generated_at"])
+        let snapshot = try await running.json("/v1/snapshot")
+        #expect(snapshot["version"] == .int(first + 1))
+        #expect(snapshot["expires_at"] == snapshot["generated_at"])
+        let resumed = try await running.send(.delete, "/v1/drain")
+        #expect(try JSON.parse(resumed.body)["drained"] == false)
+        let afterDrain = try await running.tick(after: first + 1)
+        await running.stop()
+
+        // Restarted: the last persisted snapshot is served before any tick, and the next version is above it.
+        let again = try await Self.launch(directory: directory, at: Self.start + 60)
+        #expect(again.version == afterDrain)
+        let served = try await again.json("/v1/snapshot")
+        #expect(served["version"] == .int(afterDrain))
+        #expect(try await again.json("/readyz")["status"] == "ready")
+        let next = try await again.tick(after: afterDrain)
+        #expect(next > afterDrain)
+        await again.stop()
+    }
+
+    @Test func aRejectedPolicyKeepsTheOldOneAndAValidOneReachesTheLoop() async throws {
+        let policies = Self.temporaryDirectory() + "-policies"
+        try FileManager.default.createDirectory(atPath: policies, withIntermediateDirectories: true)
+        for file in AllotAssets.defaultPolicies {
+            try Data(file.bytes).write(to: URL(fileURLWithPath: policies + "/" + file.name))
+        }
+        let running = try await Self.launch(directory: Self.temporaryDirectory(), policies: .directory(policies))
+        let first = try await running.tick(after: nil)
+        let original = running.service.context.policy.version
+        #expect(running.service.context.operators.loop?.view.policyVersion == original)
+
+        // A broken file: rejected, the old policy stays in force, readiness fails naming the policy.
+        let engine = policies + "/engine.json"
+        let good = try String(contentsOfFile: engine, encoding: .utf8)
+        try Data(#"{"loop": {"interval_s": -1}}"#.utf8).write(to: URL(fileURLWithPath: engine))
+        running.clock.advance(by: 1)
+        var notReady = JSON.null
+        for _ in 0..<2000 {
+            notReady = try await running.json("/readyz")
+            if notReady["status"] == "not_ready" { break }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(notReady["status"] == "not_ready")
+        #expect(notReady["checks"]?["policy"]?["ok"] == false)
+        #expect(running.service.context.policy.version == original)
+        #expect(running.service.context.operators.loop?.view.alerts.contains { $0.kind == "policy_error" } == true)
+        // The snapshot keeps being served.
+        #expect(try await running.json("/v1/snapshot")["version"] == .int(first))
+
+        // A valid change: swapped in, and the loop publishes under the new policy version.
+        let changed = good.replacingOccurrences(of: "\"safety_margin\": 0.05", with: "\"safety_margin\": 0.1")
+        #expect(changed != good)
+        try Data(changed.utf8).write(to: URL(fileURLWithPath: engine))
+        running.clock.advance(by: 1)
+        for _ in 0..<2000 {
+            if running.service.context.policy.version != original { break }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let reloaded = running.service.context.policy.version
+        #expect(reloaded != original)
+        #expect(running.service.context.operators.loop?.view.policyVersion == reloaded)
+        #expect(running.service.context.operators.loop?.view.alerts.contains { $0.kind == "policy_error" } == false)
+        _ = try await running.tick(after: first)
+        #expect(try await running.json("/v1/snapshot")["policy_version"] == .string(reloaded))
+        await running.stop()
+    }
+}
