@@ -56,6 +56,8 @@ public enum AllotCLI {
             return try await PlanCommand.run(command, output: output)
         case ["tokens", "create"], ["tokens", "list"], ["tokens", "revoke"]:
             return try await TokensCommand.run(command, output: output)
+        case ["drain"]:
+            return try await DrainCommand.run(command, output: output)
         default:
             // A group without a subcommand (`allot tokens`) or the bare program: show its help.
             let parser = CommandParser(root: CommandTree.root)

@@ -139,8 +139,14 @@ enum CommandTree {
 
     static let drain = CommandSpec(
         "drain", abstract: "Publish a snapshot whose lease has already expired (gateways move to fallback)",
-        discussion: "Asks a running server to drain before maintenance. Needs an admin token.",
-        options: [urlOption, tokenOption])
+        discussion: """
+            Asks a running server to drain before maintenance: it publishes the current allocation as \
+            a new version whose lease has already expired, so every gateway switches to its fallback \
+            floors at once. The drain lasts until `allot drain --resume` or a restart. Needs an admin \
+            token (none with a --dev server).
+            """,
+        options: [urlOption, tokenOption],
+        flags: [FlagSpec("resume", help: "End the drain: the next tick publishes a normal snapshot.")])
 
     static let bench = CommandSpec(
         "bench", abstract: "Run a benchmark and print its figures (use a release build)",

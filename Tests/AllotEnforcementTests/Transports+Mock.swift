@@ -69,7 +69,7 @@ final class RecordingTelemetryTransport: TelemetryTransport, @unchecked Sendable
 }
 
 /// Waits (real time, bounded) until `condition` holds: for background tasks on a manual clock to settle.
-func eventually(timeout: Double = 5, _ condition: @Sendable () async -> Bool) async -> Bool {
+func eventually(timeout: Double = 30, _ condition: @Sendable () async -> Bool) async -> Bool {
     let deadline = MonotonicClock.now() + UInt64(timeout * 1e9)
     while MonotonicClock.now() < deadline {
         if await condition() { return true }

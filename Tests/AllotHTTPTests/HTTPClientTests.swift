@@ -7,7 +7,7 @@ import Testing
 /// The client against our server and against scripted byte-level servers.
 @Suite struct HTTPClientTests {
     func withClient(
-        _ configuration: HTTPClientConfiguration = HTTPClientConfiguration(timeout: .seconds(5)),
+        _ configuration: HTTPClientConfiguration = HTTPClientConfiguration(timeout: .seconds(30)),
         _ body: (HTTPClient) async throws -> Void
     ) async throws {
         let client = try HTTPClient(configuration: configuration)
@@ -149,7 +149,7 @@ import Testing
 
     @Test func oversizedResponseIsRefused() async throws {
         try await withServer { port, _ in
-            try await withClient(HTTPClientConfiguration(timeout: .seconds(5), maxResponseBytes: 1000)) { client in
+            try await withClient(HTTPClientConfiguration(timeout: .seconds(30), maxResponseBytes: 1000)) { client in
                 await expectError(.responseTooLarge) { () async throws(HTTPClientError) in
                     try await client.get("http://127.0.0.1:\(port)/big?bytes=5000")
                 }
@@ -238,7 +238,7 @@ import Testing
 
     @Test func manyConcurrentRequestsShareABoundedNumberOfConnections() async throws {
         try await withServer { port, server in
-            try await withClient(HTTPClientConfiguration(timeout: .seconds(5), maxConnectionsPerHost: 8)) { client in
+            try await withClient(HTTPClientConfiguration(timeout: .seconds(30), maxConnectionsPerHost: 8)) { client in
                 try await withThrowingTaskGroup(of: String.self) { group in
                     for i in 0..<200 {
                         group.addTask {
@@ -273,7 +273,7 @@ import Testing
     @Test func queuedRequestTimesOutWhenNoConnectionFrees() async throws {
         let probe = HoldProbe()
         try await withServer(router: .makeTest(probe: probe)) { port, _ in
-            try await withClient(HTTPClientConfiguration(timeout: .seconds(5), maxConnectionsPerHost: 1)) { client in
+            try await withClient(HTTPClientConfiguration(timeout: .seconds(30), maxConnectionsPerHost: 1)) { client in
                 async let held = client.get("http://127.0.0.1:\(port)/hold")
                 try await withDeadline(seconds: 5) { await probe.started.wait() }
                 await expectError(.timedOut) { () async throws(HTTPClientError) in

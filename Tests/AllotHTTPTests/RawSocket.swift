@@ -17,7 +17,7 @@ final class RawSocket: @unchecked Sendable {
         var description: String
     }
 
-    init(port: Int, receiveTimeout: Double = 5) throws {
+    init(port: Int, receiveTimeout: Double = 30) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
         var timeout = timeval(

@@ -36,7 +36,7 @@ final class ScriptedServer: Sendable {
         let thread = Thread {
             let client = accept(fd, nil, nil)
             guard client >= 0 else { return }
-            var timeout = timeval(tv_sec: 5, tv_usec: 0)
+            var timeout = timeval(tv_sec: 30, tv_usec: 0)
             setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             var pending: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 4096)

@@ -230,6 +230,7 @@ extension LoopHarness {
         try await harness.open(policy: Self.policy(rpm: 600, tpm: 10_000_000), estimators: .standard)
         #expect(harness.publisher.current?.version == served.version)
         #expect(harness.publisher.current?.body == served.body)
+        #expect(!harness.runner.view.alerts.contains { $0.kind == "state_restore" })
         let report = try await harness.tick(sending: [
             Traffic(tenant: "acme", perTick: 20), Traffic(tenant: "globex", perTick: 13),
         ])

@@ -56,6 +56,22 @@ import Testing
         #expect(try StateCodec.decode(Outer.self, from: bytes, component: "test") == value)
     }
 
+    /// SIMD vectors (the observer's per-slice outcome counters) decode only when the unkeyed
+    /// container reports its element count.
+    @Test func simdVectorsAndEmptyArraysRoundTrip() throws {
+        struct Counters: Codable, Equatable {
+            var outcomes: SIMD8<Int32>
+            var empty: [SIMD4<Double>]
+            var nested: [[Int]]
+        }
+        let value = Counters(
+            outcomes: SIMD8(1, -2, 3, 4, 5, 6, 7, Int32.max), empty: [], nested: [[], [1, 2], [3]])
+        let bytes = try StateCodec.encode(value)
+        #expect(try StateCodec.decode(Counters.self, from: bytes, component: "test") == value)
+        let wrong = try StateCodec.encode(["outcomes": [1, 2, 3]])
+        #expect(throws: LoopStateError.self) { try StateCodec.decode(Counters.self, from: wrong, component: "test") }
+    }
+
     @Test func nanAndTheSignOfZeroSurvive() throws {
         let bytes = try StateCodec.encode([Double.nan, -0.0, Double.signalingNaN])
         let decoded = try StateCodec.decode([Double].self, from: bytes, component: "test")

@@ -722,7 +722,16 @@ extension BinaryStateCoder {
             self.codingPath = codingPath
             end = offset + 5 + (try reader.containerLength(at: offset + 1))
             position = offset + 5
-            count = nil
+            // The element count is not stored; some types need it (SIMD vectors refuse to decode
+            // without `count == scalarCount`), so count the elements once by skipping over them.
+            var elements = 0
+            var cursor = position
+            while cursor < end {
+                cursor = try reader.skip(cursor)
+                elements += 1
+            }
+            guard cursor == end else { throw reader.corrupt("unkeyed container misaligned", codingPath) }
+            count = elements
         }
 
         var isAtEnd: Bool { position >= end }

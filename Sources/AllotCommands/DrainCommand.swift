@@ -1,0 +1,47 @@
+import AllotArguments
+import AllotHTTP
+import AllotJSON
+
+/// `allot drain [--resume] [--url URL] [--token TOKEN]`: asks a running server to publish a
+/// snapshot whose lease has already expired, so every gateway moves to its fallback floors
+/// before maintenance (SPEC 7); `--resume` ends the drain (the next tick publishes normally).
+/// Needs an admin token (unless the server runs with `--dev`).
+enum DrainCommand {
+    static func run(_ command: ParsedCommand, output: CommandOutput) async throws -> Int32 {
+        let base = (command.string("url") ?? "http://127.0.0.1:8080").trimmingSuffix("/")
+        let resume = command.flag("resume")
+        var headers: HTTPHeaders = [:]
+        if let token = command.string("token"), !token.isEmpty { headers["Authorization"] = "Bearer \(token)" }
+        let client = try HTTPClient()
+        defer { Task { await client.shutdown() } }
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(
+                HTTPClientRequest(method: resume ? .delete : .post, url: base + "/v1/drain", headers: headers),
+                timeout: .seconds(30))
+        } catch {
+            output.err("allot drain: cannot reach \(base): \(error)")
+            return 1
+        }
+        let body = try? JSON.parse(response.body)
+        guard response.status == .ok else {
+            let message = body?["error"]?["message"]?.stringValue ?? String(decoding: response.body, as: UTF8.self)
+            output.err("allot drain: \(response.status.code) \(message)")
+            return 1
+        }
+        if resume {
+            output.out("drain ended; the next tick publishes a normal snapshot")
+        } else {
+            let version = body?["version"]?.int64Value.map(String.init) ?? "?"
+            let expires = body?["expires_at"]?.stringValue ?? "?"
+            output.out("drained: version \(version) published with its lease expired at \(expires); gateways use their fallback")
+        }
+        return 0
+    }
+}
+
+extension String {
+    fileprivate func trimmingSuffix(_ suffix: String) -> String {
+        hasSuffix(suffix) ? String(dropLast(suffix.count)) : self
+    }
+}

@@ -1,0 +1,48 @@
+import AllotCommands
+import AllotLoop
+import AllotServer
+import Foundation
+import Synchronization
+import Testing
+
+/// `allot drain` against a running service with token authentication.
+@Suite struct DrainCommandTests {
+    @Test func drainNeedsAnAdminTokenPublishesAnExpiredLeaseAndResumes() async throws {
+        let directory = try temporaryDirectory()
+        let announced = Mutex<[String]>([])
+        let service = try await AllotService.start(
+            ServeConfiguration(port: 0, dataDirectory: directory, policies: .embedded), logger: .disabled,
+            announce: { line in announced.withLock { $0.append(line) } })
+        let admin = try String(contentsOfFile: directory + "/admin-token", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let url = "http://127.0.0.1:\(service.port)"
+        // The loop's first tick publishes right after start; wait for it (virtual time is not needed).
+        for _ in 0..<2000 where service.context.operators.loop?.publisher.current == nil {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let before = try #require(service.context.operators.loop?.publisher.current?.version)
+
+        let anonymous = await runCLI(["drain", "--url", url])
+        #expect(anonymous.code == 1)
+        #expect(anonymous.err.hasPrefix("allot drain: 401 "))
+        let wrong = await runCLI(["drain", "--url", url, "--token", "allot_nonsense"])
+        #expect(wrong.code == 1)
+        #expect(wrong.err.hasPrefix("allot drain: 401 "))
+
+        let drained = await runCLI(["drain", "--url", url + "/"], environment: ["ALLOT_TOKEN": admin])
+        #expect(drained.code == 0, "\(drained.err)")
+        #expect(drained.out.hasPrefix("drained: version \(before + 1) published with its lease expired at "))
+        let current = try #require(service.context.operators.loop?.publisher.current)
+        #expect(current.version == before + 1)
+        #expect(current.expiresAt == current.generatedAt)
+
+        let resumed = await runCLI(["drain", "--resume", "--url", url, "--token", admin])
+        #expect(resumed.code == 0)
+        #expect(resumed.out == "drain ended; the next tick publishes a normal snapshot")
+        await service.shutdown(gracePeriod: .seconds(1))
+
+        let unreachable = await runCLI(["drain", "--url", url, "--token", admin])
+        #expect(unreachable.code == 1)
+        #expect(unreachable.err.hasPrefix("allot drain: cannot reach \(url): "))
+    }
+}
