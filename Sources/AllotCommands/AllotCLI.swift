@@ -58,6 +58,9 @@ public enum AllotCLI {
             return try await TokensCommand.run(command, output: output)
         case ["drain"]:
             return try await DrainCommand.run(command, output: output)
+        case ["bench", "allocation"], ["bench", "ingest"], ["bench", "tick"], ["bench", "longpoll"],
+            ["bench", "snapshot"], ["bench", "memory"]:
+            return try await BenchCommand.run(command, output: output)
         default:
             // A group without a subcommand (`allot tokens`) or the bare program: show its help.
             let parser = CommandParser(root: CommandTree.root)
