@@ -114,7 +114,7 @@ let package = Package(
         .testTarget(name: "AllotSimulationTests", dependencies: ["AllotSimulation", "AllotJSON"]),
         .testTarget(
             name: "AllotCommandsTests",
-            dependencies: ["AllotCommands", "AllotServer", "AllotEnforcement", "AllotHTTP", "AllotJSON", "AllotLoop"]
+            dependencies: ["AllotCommands", "AllotServer", "AllotEnforcement", "AllotHTTP", "AllotJSON", "AllotLoop", "AllotTime"]
         ),
     ]
 )
