@@ -32,6 +32,7 @@ import Testing
         var service = try await start(directory, port: 0, clock: clock)
         let port = service.port
         #expect(await until { service.context.operators.loop?.publisher.current != nil })
+        await service.context.operators.loop?.checkpoint()  // the whole first tick is over
         let first = try #require(service.context.operators.loop?.publisher.current?.version)
 
         let gateway = try Gateway.connect(
