@@ -72,7 +72,7 @@ let package = Package(
             name: "AllotServer",
             dependencies: [
                 "AllotHTTP", "AllotLoop", "AllotStore", "AllotCore", "AllotCrypto", "AllotMetrics", "AllotLog",
-                "AllotJSON", "AllotAssets", "AllotTime", "AllotSignals", "AllotProtocol",
+                "AllotJSON", "AllotAssets", "AllotTime", "AllotSignals", "AllotProtocol", "CLinux",
             ]
         ),
         .target(

@@ -52,12 +52,20 @@ enum BenchCommand {
                 runs: try command.int("runs", in: 1...1000) ?? 5)
             let report = try await SnapshotBenchmark.longPoll(configuration, log: log)
             output.out(report.text)
+            output.out(
+                verdict(
+                    report.everyWatcherAnswered && report.medianMax <= 0.100,
+                    "every watcher answered within 100 ms of the publish (median of runs' slowest)"))
         case "snapshot":
             let configuration = SnapshotBenchmark.Configuration(
                 connections: try command.int("connections", in: 1...10_000) ?? 64,
                 seconds: try command.double("seconds", in: 0.05...3600) ?? 5)
             let report = try await SnapshotBenchmark.conditional(configuration, log: log)
             output.out(report.text)
+            output.out(
+                verdict(
+                    report.medianPerSecond >= 20_000,
+                    "≥ 20,000 conditional requests/s (\(report.wrk.isEmpty ? "in-process client" : "wrk"))"))
         default:
             output.err("allot bench: unknown benchmark \(command.path.joined(separator: " "))")
             return 2

@@ -27,9 +27,11 @@ import Testing
         let longPoll = await runCLI(["bench", "longpoll", "--watchers", "20", "--runs", "1"])
         #expect(longPoll.code == 0, "\(longPoll.err)")
         #expect(longPoll.out.contains("long-poll wake-up: 20 watchers"))
+        #expect(longPoll.out.contains("goal every watcher answered within 100 ms of the publish"))
         let snapshot = await runCLI(["bench", "snapshot", "--seconds", "0.2", "--connections", "2"])
         #expect(snapshot.code == 0, "\(snapshot.err)")
         #expect(snapshot.out.contains("conditional snapshot requests"))
+        #expect(snapshot.out.contains("goal ≥ 20,000 conditional requests/s"))
     }
 
     @Test func badValuesAreUsageErrors() async {

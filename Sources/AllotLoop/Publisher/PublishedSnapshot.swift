@@ -1,3 +1,5 @@
+import Dispatch
+import Foundation
 import AllotProtocol
 import AllotStore
 
@@ -54,6 +56,31 @@ public final class PublishedSnapshot: Sendable {
         if known { cache.withLock { $0.bodies[gateway] = bytes } }
         return bytes
     }
+
+    /// Encodes and caches the slices of `gateways` (those of the plan) on every core, so that a
+    /// storm of long-polls woken by this version finds its bytes ready.
+    func prepareSlices(forGateways gateways: [String]) {
+        _ = index  // built once, before the workers share it
+        let workers = max(1, min(gateways.count / 64, ProcessInfo.processInfo.activeProcessorCount))
+        let results = SliceResults(count: gateways.count)
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            var position = worker
+            while position < gateways.count {
+                results.store(slice(forGateway: gateways[position]).encoded(), at: position)
+                position += workers
+            }
+        }
+        let encoded = results.take()
+        cache.withLock { cache in
+            cache.bodies.reserveCapacity(cache.bodies.count + gateways.count)
+            for (gateway, bytes) in zip(gateways, encoded) where cache.bodies[gateway] == nil {
+                cache.bodies[gateway] = bytes
+            }
+        }
+    }
+
+    /// Whether `gateway`'s slice is already encoded (prepared ahead of a wake-up, or served once).
+    func hasEncodedSlice(forGateway gateway: String) -> Bool { cache.withLock { $0.bodies[gateway] != nil } }
 
     /// The gateway's slice of this version (SPEC 7): the tenants it serves, each with the gateway's
     /// part of the rates, bucket sizes, burst credit and fallback floors; upstreams, `default` and
@@ -226,4 +253,26 @@ struct Share {
         guard rate > 0 else { return 0 }
         return requests ? max(scaled, min(1, global)) : scaled
     }
+}
+
+/// Slots filled by ``PublishedSnapshot/prepareSlices(forGateways:)``'s workers: each worker writes
+/// only its own positions, and the caller reads them after `concurrentPerform` has returned.
+private final class SliceResults: @unchecked Sendable {
+    private let slots: UnsafeMutablePointer<[UInt8]>
+    private let count: Int
+
+    init(count: Int) {
+        self.count = count
+        slots = .allocate(capacity: count)
+        slots.initialize(repeating: [], count: count)
+    }
+
+    deinit {
+        slots.deinitialize(count: count)
+        slots.deallocate()
+    }
+
+    func store(_ bytes: [UInt8], at position: Int) { slots[position] = bytes }
+
+    func take() -> [[UInt8]] { Array(UnsafeBufferPointer(start: slots, count: count)) }
 }

@@ -42,6 +42,9 @@ final class SnapshotBoard: Sendable {
     /// Waiters currently held.
     var watcherCount: Int { state.withLock { $0.waiters.values.filter { $0.continuation != nil }.count } }
 
+    /// Whether any long-poll is waiting (registered, parked or about to park).
+    var hasWaiters: Bool { state.withLock { !$0.waiters.isEmpty } }
+
     /// Makes `snapshot` current (if it is newer) and wakes every waiter it satisfies.
     func publish(_ snapshot: PublishedSnapshot) {
         let woken: [CheckedContinuation<PublishedSnapshot?, Never>] = state.withLock { state in

@@ -74,6 +74,11 @@ public enum SnapshotBenchmark {
         public var configuration: Configuration
         public var runs: [WakeRun]
 
+        /// The median over runs of the slowest watcher's wake-up, seconds.
+        public var medianMax: Double { median(runs.map(\.max)) }
+        /// Every run answered every watcher.
+        public var everyWatcherAnswered: Bool { runs.allSatisfy { $0.answered == configuration.watchers } }
+
         public var text: String {
             var lines = [
                 "long-poll wake-up: \(configuration.watchers) watchers over loopback, \(configuration.tenants) tenants "
@@ -106,6 +111,10 @@ public enum SnapshotBenchmark {
         public var wrk: [Double]
         /// The `wrk` command used (with the port of the last run).
         public var wrkCommand: String
+
+        /// Requests per second: `wrk`'s median when it ran (an external load generator), else the
+        /// in-process client's median.
+        public var medianPerSecond: Double { wrk.isEmpty ? median(runs.map(\.perSecond)) : median(wrk) }
 
         public var text: String {
             var lines = [
