@@ -79,7 +79,7 @@ let package = Package(
             name: "AllotSimulation",
             dependencies: [
                 "AllotLoop", "AllotEnforcement", "AllotCore", "AllotStore", "AllotSignals", "AllotTime", "AllotJSON",
-                "AllotProtocol", "AllotHTTP",
+                "AllotProtocol", "AllotHTTP", "AllotAssets",
             ]
         ),
         .target(
@@ -111,7 +111,7 @@ let package = Package(
             name: "AllotServerTests",
             dependencies: ["AllotServer", "AllotHTTP", "AllotStore", "AllotLoop", "AllotCore", "AllotJSON", "AllotCrypto", "AllotTime", "AllotAssets", "AllotLog"]
         ),
-        .testTarget(name: "AllotSimulationTests", dependencies: ["AllotSimulation", "AllotJSON"]),
+        .testTarget(name: "AllotSimulationTests", dependencies: ["AllotSimulation", "AllotJSON", "AllotSignals", "AllotCore"]),
         .testTarget(
             name: "AllotCommandsTests",
             dependencies: ["AllotCommands", "AllotServer", "AllotEnforcement", "AllotHTTP", "AllotJSON", "AllotLoop", "AllotTime"]

@@ -5,7 +5,7 @@ import PackagePlugin
 /// `allot` binary needs no files beside it and works from any directory.
 ///
 /// Sources of truth stay where people edit them: `migrations/*.sql` (the schema), `policies/*.json`
-/// (the default policies) and `Sources/AllotAssets/Files/*` (dashboard, OpenAPI document).
+/// (the default policies), `scenarios/*.json` (the simulator's built-in scenarios) and `Sources/AllotAssets/Files/*` (dashboard, OpenAPI document).
 /// The plugin runs on every build; the file list is part of the command, so adding, removing or
 /// editing a file regenerates the embedded copy.
 @main
@@ -15,6 +15,7 @@ struct EmbedAssetsPlugin: BuildToolPlugin {
         let groups: [(name: String, directory: URL, suffix: String?)] = [
             ("migrations", root.appending(path: "migrations"), ".sql"),
             ("policies", root.appending(path: "policies"), ".json"),
+            ("scenarios", root.appending(path: "scenarios"), ".json"),
             ("files", target.directoryURL.appending(path: "Files"), nil),
         ]
         var arguments: [String] = []

@@ -28,6 +28,10 @@ public enum AllotAssets {
     /// policies directory is given and `./policies` does not exist.
     public static let defaultPolicies: [EmbeddedFile] = decode(GeneratedAssets.policies)
 
+    /// `scenarios/*.json`, sorted by file name: the simulator's built-in scenarios
+    /// (`allot simulate --list`), one file per scenario, named after the scenario.
+    public static let scenarios: [EmbeddedFile] = decode(GeneratedAssets.scenarios)
+
     /// Other embedded files (`dashboard.html`, `openapi.json`), by name.
     public static let files: [String: EmbeddedFile] = Dictionary(
         uniqueKeysWithValues: decode(GeneratedAssets.files).map { ($0.name, $0) }

@@ -11,6 +11,7 @@ import Foundation
 public enum AllotCLI {
     public static func main() async {
         let arguments = Array(CommandLine.arguments.dropFirst())
+        MallocTuning.apply(environment: ProcessInfo.processInfo.environment)
         let code = await run(arguments: arguments, environment: ProcessInfo.processInfo.environment)
         exit(code)
     }
@@ -58,6 +59,8 @@ public enum AllotCLI {
             return try await TokensCommand.run(command, output: output)
         case ["drain"]:
             return try await DrainCommand.run(command, output: output)
+        case ["simulate"]:
+            return try await SimulateCommand.run(command, output: output)
         case ["bench", "allocation"], ["bench", "ingest"], ["bench", "tick"], ["bench", "longpoll"],
             ["bench", "snapshot"], ["bench", "memory"]:
             return try await BenchCommand.run(command, output: output)

@@ -105,9 +105,10 @@ enum CommandTree {
         "simulate", abstract: "Run a scenario on a virtual clock against the real loop and compare strategies",
         discussion: """
             Runs the real observer, classifier, engine and publisher (same SQLite schema and ingest \
-            path) on a virtual clock against a simulated upstream and simulated gateways, and prints a \
-            metrics table. With --out it also writes report.json, timeline.csv and timeline.svg. \
-            Deterministic for a seed.
+            path) on a virtual clock against a simulated upstream and simulated gateways (using \
+            AllotEnforcement), and prints a metrics table per strategy. With --out it also writes \
+            report.json, timeline.csv, timeline.svg and results.md. Deterministic for a seed. The \
+            scenario format and the metrics are documented in docs/scenarios.md.
             """,
         options: [
             OptionSpec("scenario", value: "NAME|FILE", help: "Built-in scenario name (see --list) or a scenario JSON file."),
@@ -115,7 +116,7 @@ enum CommandTree {
                 "strategy", value: "S", help: "Strategy to run.", default: "all",
                 choices: ["allot", "static", "fifo-backoff", "equal-split", "all"]),
             OptionSpec("seed", value: "N", help: "Random seed.", default: "1"),
-            OptionSpec("out", value: "DIR", help: "Write report.json, timeline.csv and timeline.svg here."),
+            OptionSpec("out", value: "DIR", help: "Write report.json, timeline.csv, timeline.svg and results.md here."),
         ],
         flags: [FlagSpec("list", help: "Print the built-in scenario names, one per line, and exit.")])
 

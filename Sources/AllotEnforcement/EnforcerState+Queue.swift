@@ -70,12 +70,19 @@ extension EnforcerState {
         account.setTag(tag, rank: rank)
         account.waiting[rank] += 1
         queueAccounts[key] = account
-        let waiter = Waiter(
+        var waiter = Waiter(
             id: id, request: request, key: key, estimate: estimate, enqueuedAt: now, deadline: now + maxWait,
             tag: tag, failure: failure, retryAt: failure.fromRefill ? failure.retryAfter.map { now + $0 } : nil,
             onDecision: onDecision)
+        if let keyID = queueKeyIDs[key] {
+            waiter.keyID = keyID
+        } else {
+            waiter.keyID = queueKeyIDs.count
+            queueKeyIDs[key] = waiter.keyID
+        }
         insert(waiter)
         let due = min(waiter.deadline, waiter.retryAt ?? .infinity)
+        queueWake = min(queueWake, due)
         if armedWake.map({ due < $0 }) ?? true { effects.wakeEarlier = true }
         return .queued(id)
     }
@@ -89,6 +96,7 @@ extension EnforcerState {
             if waiters[middle].precedes(waiter) { low = middle + 1 } else { high = middle }
         }
         waiters.insert(waiter, at: low)
+        waiterSlots.insert(WaiterSlot(keyID: waiter.keyID, deadline: waiter.deadline), at: low)
     }
 
     func virtualTime(rank: Int) -> Double {
@@ -114,20 +122,36 @@ extension EnforcerState {
     /// rest. Once a waiter of a (tenant, upstream) stays, the later waiters of that pair stay too.
     mutating func pump(now: Double, effects: inout Effects) {
         checkLease(now: now, effects: &effects)
-        guard !waiters.isEmpty else { return }
-        var kept: [Waiter] = []
-        kept.reserveCapacity(waiters.count)
-        var blocked = Set<TenantKey>()
-        for var waiter in waiters {
-            let waited = now - waiter.enqueuedAt
-            if blocked.contains(waiter.key) {
-                if now >= waiter.deadline {
+        guard !waiters.isEmpty else {
+            queueWake = .infinity
+            return
+        }
+        // In place: kept waiters move down to `write`; a blocked tenant's waiters are skipped by their key id
+        // without being copied, so a pump over a long queue costs little more than a pass over an array.
+        var blocked = [Bool](repeating: false, count: queueKeyIDs.count)
+        var write = 0
+        var due = Double.infinity
+        for read in waiters.indices {
+            let slot = waiterSlots[read]
+            if blocked[slot.keyID] {
+                if now >= slot.deadline {
+                    let waiter = waiters[read]
                     finish(waiter, failure: expired(waiter), now: now, effects: &effects)
                 } else {
-                    kept.append(waiter)
+                    // Behind a waiter of its own tenant that stays: it cannot go before that one, so its own
+                    // refill time means nothing (a stale one would make nextWakeTime() lie in the past).
+                    waiters[read].retryAt = nil
+                    due = min(due, slot.deadline)
+                    if write != read {
+                        waiters.swapAt(write, read)
+                        waiterSlots.swapAt(write, read)
+                    }
+                    write += 1
                 }
                 continue
             }
+            var waiter = waiters[read]
+            let waited = now - waiter.enqueuedAt
             let index = stateIndex(waiter.key, now: now)
             switch evaluate(
                 waiter.request, key: waiter.key, at: index, estimate: waiter.estimate, now: now, waiting: true)
@@ -147,12 +171,20 @@ extension EnforcerState {
                     finish(waiter, failure: expired(waiter), now: now, effects: &effects)
                 } else {
                     waiter.retryAt = failure.fromRefill ? failure.retryAfter.map { now + $0 } : nil
-                    blocked.insert(waiter.key)
-                    kept.append(waiter)
+                    blocked[waiter.keyID] = true
+                    due = min(due, waiter.deadline, waiter.retryAt ?? .infinity)
+                    waiters[read] = waiter
+                    if write != read {
+                        waiters.swapAt(write, read)
+                        waiterSlots.swapAt(write, read)
+                    }
+                    write += 1
                 }
             }
         }
-        waiters = kept
+        waiters.removeLast(waiters.count - write)
+        waiterSlots.removeLast(waiterSlots.count - write)
+        queueWake = due
     }
 
     private func expired(_ waiter: Waiter) -> Failure {
@@ -186,6 +218,7 @@ extension EnforcerState {
     mutating func cancel(_ id: UInt64, now: Double, effects: inout Effects) -> Bool {
         guard let index = waiters.firstIndex(where: { $0.id == id }) else { return false }
         let waiter = waiters.remove(at: index)
+        waiterSlots.remove(at: index)
         leaveQueue(waiter)
         statistics.cancelledWhileQueued += 1
         let waited = now - waiter.enqueuedAt
@@ -214,6 +247,8 @@ extension EnforcerState {
     mutating func denyAllWaiting(now: Double, effects: inout Effects) {
         let leaving = waiters
         waiters = []
+        waiterSlots = []
+        queueWake = .infinity
         for waiter in leaving {
             var failure = waiter.failure
             failure.code = "gateway_stopping"
@@ -225,11 +260,7 @@ extension EnforcerState {
     /// The earliest instant at which the queue or the lease needs attention: a waiter's refill time or
     /// deadline, or the lease end. nil when nothing is pending.
     func nextWakeTime() -> Double? {
-        var next = table.leaseEnd ?? .infinity
-        for waiter in waiters {
-            next = min(next, waiter.deadline)
-            if let retryAt = waiter.retryAt { next = min(next, retryAt) }
-        }
+        let next = min(table.leaseEnd ?? .infinity, waiters.isEmpty ? .infinity : queueWake)
         return next.isFinite ? next : nil
     }
 }

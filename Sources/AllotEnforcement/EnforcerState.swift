@@ -203,6 +203,9 @@ struct Waiter: Sendable {
     /// When the refill alone would admit it (nil when unknown: concurrency, queue order, no snapshot).
     var retryAt: Double?
     var onDecision: @Sendable (Admission) -> Void
+    /// A small integer standing for `key` (``EnforcerState/queueKeyIDs``), so ``EnforcerState/pump(now:effects:)``
+    /// can skip the waiters of a blocked tenant without hashing its key.
+    var keyID: Int = 0
 
     /// Strict service order: task class first, then the fair-queuing tag, then arrival.
     func precedes(_ other: Waiter) -> Bool {
@@ -212,6 +215,12 @@ struct Waiter: Sendable {
         if tag != other.tag { return tag < other.tag }
         return id < other.id
     }
+}
+
+/// A waiter's key id and deadline (see ``EnforcerState/waiterSlots``).
+struct WaiterSlot: Sendable {
+    var keyID: Int
+    var deadline: Double
 }
 
 /// What a state change asks the ``Enforcer`` to do once its lock is released.
@@ -238,6 +247,14 @@ struct EnforcerState {
     var upstreamInFlight: [String: Int] = [:]
     /// Waiting requests in service order.
     var waiters: [Waiter] = []
+    /// `waiters`' key ids and deadlines, index for index: what a pump reads for a blocked tenant's waiters,
+    /// kept apart so that reading them does not copy a whole ``Waiter``.
+    var waiterSlots: [WaiterSlot] = []
+    /// Ids of the (tenant, upstream) keys that ever queued, for ``Waiter/keyID``.
+    var queueKeyIDs: [TenantKey: Int] = [:]
+    /// The earliest deadline or refill time among `waiters` (exact after a pump, never later than the true
+    /// minimum otherwise), so ``nextWakeTime()`` does not scan the queue.
+    var queueWake: Double = .infinity
     /// Per task class rank: the tag of the last waiter served (weighted fair queuing's virtual time).
     var virtualTime = (0.0, 0.0, 0.0, 0.0)
     var nextID: UInt64 = 1

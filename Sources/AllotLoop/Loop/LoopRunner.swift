@@ -635,6 +635,8 @@ public actor LoopRunner {
                 since: loopAlerts["checkpoint_failed"]?.since ?? capture.now)
             logger.error("checkpoint failed", ["error": .string("\(error)")])
         }
+        // The encoded blobs are freed by now (they lived in the `do` scope).
+        FreedMemory.returnToSystem()
     }
 
     /// Returns once the checkpoint being written in the background (if any) is saved.

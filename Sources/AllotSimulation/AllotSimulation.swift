@@ -1,1 +1,0 @@
-// AllotSimulation — see README.md, "Architecture".

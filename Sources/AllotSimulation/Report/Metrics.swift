@@ -1,0 +1,319 @@
+/// The quality metrics of one run (SPEC 12), computed from its ``SimulationTrace`` alone, by the
+/// same rules for every strategy. docs/scenarios.md ("Metrics") defines each one.
+public struct RunMetrics: Sendable, Equatable {
+    public var strategy: String
+    /// Served ÷ true capacity in the binding dimension, averaged over the intervals in which demand
+    /// exceeded the true capacity; nil when demand never did.
+    public var utilisation: Double?
+    /// Upstream 429s ÷ upstream attempts.
+    public var upstream429Rate: Double
+    public var upstreamAttempts: Int
+    public var upstream429s: Int
+    public var starvationTenantMinutes: Double
+    /// Percent of the pool's capacity reallocated per minute (Σ|Δ allocation|); nil without
+    /// per-tenant allocations (fifo-backoff).
+    public var totalVariation: Double?
+    /// Seconds after a capacity change until the served rate stays within ±10% of
+    /// min(true capacity, demand) (the worst change); nil when it never settles or nothing changed.
+    public var convergenceSeconds: Double?
+    /// Whether the scenario has a capacity change at all (convergence is then measured).
+    public var hasCapacityChange: Bool
+    /// Mean seconds from a tenant's first request to its first allocation; nil when no tenant got one.
+    public var timeToFirstAllocation: Double?
+    public var tiers: [String: TierMetrics]
+
+    public init(
+        strategy: String, utilisation: Double?, upstream429Rate: Double, upstreamAttempts: Int, upstream429s: Int,
+        starvationTenantMinutes: Double, totalVariation: Double?, convergenceSeconds: Double?,
+        hasCapacityChange: Bool, timeToFirstAllocation: Double?, tiers: [String: TierMetrics]
+    ) {
+        self.strategy = strategy
+        self.utilisation = utilisation
+        self.upstream429Rate = upstream429Rate
+        self.upstreamAttempts = upstreamAttempts
+        self.upstream429s = upstream429s
+        self.starvationTenantMinutes = starvationTenantMinutes
+        self.totalVariation = totalVariation
+        self.convergenceSeconds = convergenceSeconds
+        self.hasCapacityChange = hasCapacityChange
+        self.timeToFirstAllocation = timeToFirstAllocation
+        self.tiers = tiers
+    }
+
+    /// The value of a headline metric (nil: not measured / never).
+    public func value(of metric: String, tier: String?) -> Double? {
+        switch metric {
+        case "utilisation": return utilisation
+        case "upstream_429_rate": return upstream429Rate
+        case "starvation_tenant_minutes": return starvationTenantMinutes
+        case "total_variation": return totalVariation
+        case "convergence_s": return convergenceSeconds
+        case "time_to_first_allocation_s": return timeToFirstAllocation
+        default:
+            guard let tier, let metrics = tiers[tier] else { return nil }
+            switch metric {
+            case "slo_attainment": return metrics.sloAttainment
+            case "task_latency_p50_s": return metrics.latencyP50
+            case "task_latency_p95_s": return metrics.latencyP95
+            case "task_latency_p99_s": return metrics.latencyP99
+            case "jain": return metrics.jain
+            default: return nil
+            }
+        }
+    }
+}
+
+public struct TierMetrics: Sendable, Equatable {
+    /// Tasks whose deadline fell inside the run that finished by it ÷ those tasks.
+    public var sloAttainment: Double?
+    /// Task latency percentiles (s); a task that never finished counts as infinitely late, so a
+    /// percentile it reaches is nil ("never").
+    public var latencyP50: Double?
+    public var latencyP95: Double?
+    public var latencyP99: Double?
+    /// Jain's fairness index of served ÷ entitled among the tier's tenants.
+    public var jain: Double?
+    public var tasks: Int
+
+    public init(
+        sloAttainment: Double?, latencyP50: Double?, latencyP95: Double?, latencyP99: Double?, jain: Double?, tasks: Int
+    ) {
+        self.sloAttainment = sloAttainment
+        self.latencyP50 = latencyP50
+        self.latencyP95 = latencyP95
+        self.latencyP99 = latencyP99
+        self.jain = jain
+        self.tasks = tasks
+    }
+}
+
+extension RunMetrics {
+    /// Starvation is judged over a trailing window this long, so that a quiet 10 s in a Poisson
+    /// stream is not mistaken for starvation.
+    public static let starvationWindowSeconds = 60.0
+    /// Served below this fraction of the entitlement (and throttled) is starvation.
+    public static let starvationRatio = 0.7
+
+    public init(trace: SimulationTrace) {
+        let interval = trace.sampleIntervalSeconds
+        let samples = trace.samples
+        let tenantCount = trace.tenants.count
+        let poolIndex = Dictionary(uniqueKeysWithValues: trace.pools.enumerated().map { ($0.element.id, $0.offset) })
+        let tenantPool = trace.tenants.map { poolIndex[$0.pool] ?? 0 }
+
+        // Entitlements: weighted max-min fair shares of the TRUE capacity given demand and ceilings.
+        var entitledRPM: [[Double]] = []
+        var entitledTPM: [[Double]] = []
+        for sample in samples {
+            var rpm = Array(repeating: 0.0, count: tenantCount)
+            var tpm = Array(repeating: 0.0, count: tenantCount)
+            for (p, pool) in sample.pools.enumerated() {
+                let members = (0..<tenantCount).filter { tenantPool[$0] == p }
+                let weights = members.map { trace.tenants[$0].weight }
+                let r = WaterFill.shares(
+                    capacity: pool.trueRPM, weights: weights,
+                    limits: members.map { min(sample.tenants[$0].demandRPM, trace.tenants[$0].ceilingRPM ?? .infinity) })
+                let t = WaterFill.shares(
+                    capacity: pool.trueTPM, weights: weights,
+                    limits: members.map { min(sample.tenants[$0].demandTPM, trace.tenants[$0].ceilingTPM ?? .infinity) })
+                for (k, m) in members.enumerated() {
+                    rpm[m] = r[k]
+                    tpm[m] = t[k]
+                }
+            }
+            entitledRPM.append(rpm)
+            entitledTPM.append(tpm)
+        }
+
+        // Utilisation while demand exceeds the true capacity (binding dimension).
+        var utilisationSum = 0.0
+        var utilisationCount = 0
+        var contended = Array(repeating: Array(repeating: false, count: trace.pools.count), count: samples.count)
+        for (k, sample) in samples.enumerated() {
+            for (p, pool) in sample.pools.enumerated() {
+                let rpmRatio = pool.trueRPM > 0 ? pool.demandRPM / pool.trueRPM : 0
+                let tpmRatio = pool.trueTPM > 0 ? pool.demandTPM / pool.trueTPM : 0
+                guard max(rpmRatio, tpmRatio) > 1 else { continue }
+                contended[k][p] = true
+                utilisationSum += rpmRatio >= tpmRatio ? pool.servedRPM / pool.trueRPM : pool.servedTPM / pool.trueTPM
+                utilisationCount += 1
+            }
+        }
+        let attempts = samples.reduce(0) { $0 + $1.pools.reduce(0) { $0 + $1.upstreamAttempts } }
+        let rejected = samples.reduce(0) { $0 + $1.pools.reduce(0) { $0 + $1.upstream429s } }
+
+        // Starvation tenant-minutes over trailing windows.
+        let window = max(1, Int((Self.starvationWindowSeconds / interval).rounded()))
+        var starvedSamples = 0
+        for tenant in 0..<tenantCount {
+            var served = (rpm: 0.0, tpm: 0.0)
+            var entitled = (rpm: 0.0, tpm: 0.0)
+            var demand = 0.0
+            var throttled = 0
+            for k in samples.indices {
+                let s = samples[k].tenants[tenant]
+                served.rpm += s.servedRPM
+                served.tpm += s.servedTPM
+                entitled.rpm += entitledRPM[k][tenant]
+                entitled.tpm += entitledTPM[k][tenant]
+                demand += s.demandRPM
+                throttled += s.denials + s.upstream429s
+                if k >= window {
+                    let old = samples[k - window].tenants[tenant]
+                    served.rpm -= old.servedRPM
+                    served.tpm -= old.servedTPM
+                    entitled.rpm -= entitledRPM[k - window][tenant]
+                    entitled.tpm -= entitledTPM[k - window][tenant]
+                    demand -= old.demandRPM
+                    throttled -= old.denials + old.upstream429s
+                }
+                guard k + 1 >= window, throttled > 0, demand > served.rpm else { continue }
+                let starvedRPM = entitled.rpm <= 1e-9 || served.rpm < Self.starvationRatio * entitled.rpm
+                let starvedTPM = entitled.tpm <= 1e-9 || served.tpm < Self.starvationRatio * entitled.tpm
+                if starvedRPM && starvedTPM && (entitled.rpm > 1e-9 || entitled.tpm > 1e-9) { starvedSamples += 1 }
+            }
+        }
+
+        // Total variation of allocations, as percent of capacity per minute.
+        var variation = 0.0
+        var hasAllocations = false
+        for p in trace.pools.indices {
+            let members = (0..<tenantCount).filter { tenantPool[$0] == p }
+            let meanRPM = samples.reduce(0) { $0 + $1.pools[p].trueRPM } / Double(max(1, samples.count))
+            let meanTPM = samples.reduce(0) { $0 + $1.pools[p].trueTPM } / Double(max(1, samples.count))
+            var moved = 0.0
+            for m in members {
+                var previous: (Double, Double)?
+                for sample in samples {
+                    guard let r = sample.tenants[m].allocationRPM, let t = sample.tenants[m].allocationTPM else { continue }
+                    hasAllocations = true
+                    if let (pr, pt) = previous { moved += (abs(r - pr) / meanRPM + abs(t - pt) / meanTPM) / 2 }
+                    previous = (r, t)
+                }
+            }
+            variation += moved
+        }
+        let minutes = trace.durationSeconds / 60
+
+        // Convergence after capacity changes: served within ±10% of min(true, demand), 30 s means.
+        var convergence: Double?
+        var converged = true
+        for change in trace.capacityChangeTimes {
+            guard let first = samples.firstIndex(where: { $0.start >= change }) else { continue }
+            let next = trace.capacityChangeTimes.first(where: { $0 > change }) ?? trace.durationSeconds
+            let last = samples.lastIndex(where: { $0.start < next }) ?? first
+            let smooth = max(1, Int((30 / interval).rounded()))
+            var settledAt: Int?
+            for k in stride(from: last, through: first, by: -1) {
+                var within = true
+                for p in trace.pools.indices {
+                    let lo = max(first, k - smooth + 1)
+                    let span = Double(k - lo + 1)
+                    let served = (lo...k).reduce(0.0) { $0 + samples[$1].pools[p].servedRPM } / span
+                    let target = (lo...k).reduce(0.0) {
+                        $0 + min(samples[$1].pools[p].trueRPM, samples[$1].pools[p].demandRPM)
+                    } / span
+                    let servedT = (lo...k).reduce(0.0) { $0 + samples[$1].pools[p].servedTPM } / span
+                    let targetT = (lo...k).reduce(0.0) {
+                        $0 + min(samples[$1].pools[p].trueTPM, samples[$1].pools[p].demandTPM)
+                    } / span
+                    let rpmOK = target <= 0 || abs(served - target) <= 0.1 * target
+                    let tpmOK = targetT <= 0 || abs(servedT - targetT) <= 0.1 * targetT
+                    if !(rpmOK || tpmOK) { within = false }
+                }
+                if within { settledAt = k } else { break }
+            }
+            if let settledAt, settledAt < last || last == first {
+                let seconds = max(0, samples[settledAt].start + interval - change)
+                convergence = max(convergence ?? 0, seconds)
+            } else {
+                converged = false
+            }
+        }
+
+        // Time to first allocation.
+        let waits = trace.tenants.compactMap { tenant -> Double? in
+            guard let request = tenant.firstRequestAt, let allocation = tenant.firstAllocationAt else { return nil }
+            return max(0, allocation - request)
+        }
+
+        // Per tier.
+        var tiers: [String: TierMetrics] = [:]
+        let tierNames = Set(trace.tenants.map(\.tier))
+        for tier in tierNames.sorted() {
+            let members = Set((0..<tenantCount).filter { trace.tenants[$0].tier == tier })
+            var latencies: [Double] = []
+            var met = 0
+            var judged = 0
+            for task in trace.tasks where members.contains(task.tenant) && task.deadline <= trace.durationSeconds {
+                judged += 1
+                if task.metSLO { met += 1 }
+                latencies.append(task.finished.map { $0 - task.arrival } ?? .infinity)
+            }
+            latencies.sort()
+            func percentile(_ q: Double) -> Double? {
+                guard !latencies.isEmpty else { return nil }
+                let value = latencies[min(latencies.count - 1, Int((q * Double(latencies.count)).rounded(.up)) - 1)]
+                return value.isFinite ? value : nil
+            }
+            // Jain over served ÷ entitled, using the intervals in which the tenant's pool was contended.
+            var ratios: [Double] = []
+            for m in members.sorted() {
+                var served = 0.0
+                var entitled = 0.0
+                for k in samples.indices where contended[k][tenantPool[m]] {
+                    let s = samples[k].tenants[m]
+                    served += s.servedRPM / max(1e-9, samples[k].pools[tenantPool[m]].trueRPM)
+                        + s.servedTPM / max(1e-9, samples[k].pools[tenantPool[m]].trueTPM)
+                    entitled += entitledRPM[k][m] / max(1e-9, samples[k].pools[tenantPool[m]].trueRPM)
+                        + entitledTPM[k][m] / max(1e-9, samples[k].pools[tenantPool[m]].trueTPM)
+                }
+                if entitled > 0 { ratios.append(served / entitled) }
+            }
+            let sum = ratios.reduce(0, +)
+            let squares = ratios.reduce(0) { $0 + $1 * $1 }
+            let jain = ratios.isEmpty || squares == 0 ? nil : sum * sum / (Double(ratios.count) * squares)
+            tiers[tier] = TierMetrics(
+                sloAttainment: judged > 0 ? Double(met) / Double(judged) : nil, latencyP50: percentile(0.5),
+                latencyP95: percentile(0.95), latencyP99: percentile(0.99), jain: jain, tasks: judged)
+        }
+
+        self.init(
+            strategy: trace.strategy, utilisation: utilisationCount > 0 ? utilisationSum / Double(utilisationCount) : nil,
+            upstream429Rate: attempts > 0 ? Double(rejected) / Double(attempts) : 0, upstreamAttempts: attempts,
+            upstream429s: rejected, starvationTenantMinutes: Double(starvedSamples) * interval / 60,
+            totalVariation: hasAllocations ? 100 * variation / max(minutes, 1e-9) : nil,
+            convergenceSeconds: converged ? convergence : nil, hasCapacityChange: !trace.capacityChangeTimes.isEmpty,
+            timeToFirstAllocation: waits.isEmpty ? nil : waits.reduce(0, +) / Double(waits.count), tiers: tiers)
+    }
+}
+
+/// Weighted max-min fair shares (water-filling): `x_i = min(limit_i, f · w_i)` with `f` chosen
+/// so that Σx = capacity, or everyone at their limit when the capacity covers all limits.
+public enum WaterFill {
+    public static func shares(capacity: Double, weights: [Double], limits: [Double]) -> [Double] {
+        let n = weights.count
+        guard n > 0 else { return [] }
+        var shares = Array(repeating: 0.0, count: n)
+        var remaining = max(0, capacity)
+        var open = Array(0..<n).filter { weights[$0] > 0 && limits[$0] > 0 }
+        while !open.isEmpty, remaining > 1e-12 {
+            let totalWeight = open.reduce(0) { $0 + weights[$1] }
+            let fill = remaining / totalWeight
+            var capped: [Int] = []
+            for i in open where limits[i] - shares[i] <= fill * weights[i] { capped.append(i) }
+            if capped.isEmpty {
+                for i in open { shares[i] += fill * weights[i] }
+                remaining = 0
+                break
+            }
+            for i in capped {
+                remaining -= limits[i] - shares[i]
+                shares[i] = limits[i]
+            }
+            let cappedSet = Set(capped)
+            open.removeAll { cappedSet.contains($0) }
+        }
+        return shares
+    }
+}

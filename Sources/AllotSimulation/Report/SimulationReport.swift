@@ -1,0 +1,225 @@
+import AllotJSON
+
+/// A scenario's results over one or more strategies: `report.json` (SPEC 12's shape and more),
+/// the table printed on stdout, and the headline verdict.
+public struct SimulationReport: Sendable {
+    public var scenario: String
+    public var seed: UInt64
+    public var headline: ScenarioHeadline
+    public var traces: [SimulationTrace]
+    public var metrics: [RunMetrics]
+
+    public init(scenario: Scenario, seed: UInt64, traces: [SimulationTrace]) {
+        self.scenario = scenario.name
+        self.seed = seed
+        self.headline = scenario.headline
+        self.traces = traces
+        self.metrics = traces.map(RunMetrics.init(trace:))
+    }
+
+    /// The strategy that does best on the headline metric (nil values lose; ties go to the first
+    /// strategy listed), and whether `allot` beats every other strategy strictly.
+    public var headlineWinner: String? {
+        var best: (String, Double)?
+        for run in metrics {
+            guard let value = headlineValue(run) else { continue }
+            if let current = best {
+                if headline.higherIsBetter ? value > current.1 : value < current.1 { best = (run.strategy, value) }
+            } else {
+                best = (run.strategy, value)
+            }
+        }
+        return best?.0
+    }
+
+    /// The headline value, with "never" (nil latency or convergence) counted as the worst.
+    func headlineValue(_ run: RunMetrics) -> Double? {
+        run.value(of: headline.metric, tier: headline.tier)
+    }
+
+    /// Whether `allot` is strictly better than every baseline on the headline (a baseline with no
+    /// value — never converged, no allocation — counts as worse).
+    public var allotWinsHeadline: Bool? {
+        guard let allot = metrics.first(where: { $0.strategy == "allot" }), metrics.count > 1 else { return nil }
+        guard let mine = headlineValue(allot) else { return false }
+        for other in metrics where other.strategy != "allot" {
+            guard let theirs = headlineValue(other) else { continue }
+            if headline.higherIsBetter ? !(mine > theirs) : !(mine < theirs) { return false }
+        }
+        return true
+    }
+
+    // MARK: report.json
+
+    /// `report.json`: sorted keys, numbers rounded to 6 significant digits, so the bytes are a
+    /// function of the run.
+    public func json() -> String {
+        var strategies = JSONObject()
+        for run in metrics {
+            var tiers = JSONObject()
+            for (name, tier) in run.tiers.sorted(by: { $0.key < $1.key }) {
+                tiers[name] = .object([
+                    "slo_attainment": Self.number(tier.sloAttainment),
+                    "task_latency_p50_s": Self.number(tier.latencyP50),
+                    "task_latency_p95_s": Self.number(tier.latencyP95),
+                    "task_latency_p99_s": Self.number(tier.latencyP99),
+                    "jain": Self.number(tier.jain),
+                    "tasks": .int(Int64(tier.tasks)),
+                ])
+            }
+            strategies[run.strategy] = .object([
+                "utilisation": Self.number(run.utilisation),
+                "upstream_429_rate": Self.number(run.upstream429Rate),
+                "upstream_attempts": .int(Int64(run.upstreamAttempts)),
+                "upstream_429s": .int(Int64(run.upstream429s)),
+                "starvation_tenant_minutes": Self.number(run.starvationTenantMinutes),
+                "total_variation": Self.number(run.totalVariation),
+                "convergence_s": Self.number(run.convergenceSeconds),
+                "time_to_first_allocation_s": Self.number(run.timeToFirstAllocation),
+                "tiers": .object(tiers),
+            ])
+        }
+        var headlineObject: JSONObject = [
+            "metric": .string(headline.metric), "better": .string(headline.higherIsBetter ? "higher" : "lower"),
+            "tier": headline.tier.map(JSON.string) ?? .null,
+            "winner": headlineWinner.map(JSON.string) ?? .null,
+        ]
+        if let wins = allotWinsHeadline { headlineObject["allot_wins"] = .bool(wins) }
+        var values = JSONObject()
+        for run in metrics { values[run.strategy] = Self.number(headlineValue(run)) }
+        headlineObject["values"] = .object(values)
+        let root: JSON = .object([
+            "scenario": .string(scenario), "seed": .int(Int64(seed)), "strategies": .object(strategies),
+            "headline": .object(headlineObject),
+        ])
+        return root.serializedString(sortedKeys: true, pretty: true) + "\n"
+    }
+
+    static func number(_ value: Double?) -> JSON {
+        guard let value, value.isFinite else { return .null }
+        return .double(round6(value))
+    }
+
+    static func round6(_ value: Double) -> Double {
+        guard value != 0 else { return 0 }
+        let magnitude = (abs(value)).exponentBase10
+        let scale = pow10(5 - magnitude)
+        return (value * scale).rounded() / scale
+    }
+
+    // MARK: the table
+
+    /// One line per strategy: the global metrics, then per tier SLO attainment, p95 latency and Jain.
+    public func table() -> String {
+        let tiers = Array(Set(metrics.flatMap { $0.tiers.keys })).sorted { Self.tierOrder($0) < Self.tierOrder($1) }
+        var header = ["strategy", "util", "429 rate", "starved min", "TV %/min", "converge s", "1st alloc s"]
+        for tier in tiers { header += ["\(tier) SLO", "\(tier) p95 s", "\(tier) jain"] }
+        var rows = [header]
+        for run in metrics {
+            var row = [
+                run.strategy, Self.percent(run.utilisation), Self.percent(run.upstream429Rate, digits: 2),
+                Self.fixed(run.starvationTenantMinutes, 1), Self.fixed(run.totalVariation, 2),
+                run.hasCapacityChange ? (run.convergenceSeconds.map { Self.fixed($0, 0) } ?? "never") : "-",
+                Self.fixed(run.timeToFirstAllocation, 1),
+            ]
+            for tier in tiers {
+                let t = run.tiers[tier]
+                row += [
+                    Self.percent(t?.sloAttainment),
+                    t?.tasks == 0 ? "-" : (t?.latencyP95.map { Self.fixed($0, 1) } ?? "never"), Self.fixed(t?.jain, 3),
+                ]
+            }
+            rows.append(row)
+        }
+        var widths = Array(repeating: 0, count: header.count)
+        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
+        var text = "scenario \(scenario), seed \(seed); headline \(headline.label) (\(headline.higherIsBetter ? "higher" : "lower") is better)"
+        text += ": winner \(headlineWinner ?? "none")\n"
+        for row in rows {
+            text += row.enumerated().map { i, cell in
+                i == 0 ? cell.padding(toLength: widths[i]) : String(repeating: " ", count: widths[i] - cell.count) + cell
+            }.joined(separator: "  ") + "\n"
+        }
+        return text
+    }
+
+    static func tierOrder(_ tier: String) -> Int {
+        ["critical": 0, "premium": 1, "standard": 2, "free": 3][tier] ?? 9
+    }
+
+    static func percent(_ value: Double?, digits: Int = 1) -> String {
+        guard let value else { return "-" }
+        return fixed(value * 100, digits) + "%"
+    }
+
+    static func fixed(_ value: Double?, _ digits: Int) -> String {
+        guard let value, value.isFinite else { return "-" }
+        let scale = pow10(digits)
+        let rounded = (abs(value) * scale).rounded()
+        let whole = Int64(rounded / scale)
+        let fraction = Int64(rounded - Double(whole) * scale)
+        let sign = value < 0 && rounded > 0 ? "-" : ""
+        guard digits > 0 else { return sign + String(whole) }
+        let fractionText = String(fraction)
+        return sign + String(whole) + "." + String(repeating: "0", count: digits - fractionText.count) + fractionText
+    }
+
+    static func pow10(_ exponent: Int) -> Double {
+        var value = 1.0
+        if exponent >= 0 { for _ in 0..<exponent { value *= 10 } } else { for _ in 0..<(-exponent) { value /= 10 } }
+        return value
+    }
+}
+
+extension Double {
+    /// floor(log10(|self|)) for a finite non-zero value, without Foundation.
+    fileprivate var exponentBase10: Int {
+        var exponent = 0
+        var value = abs(self)
+        while value >= 10 {
+            value /= 10
+            exponent += 1
+        }
+        while value < 1 {
+            value *= 10
+            exponent -= 1
+        }
+        return exponent
+    }
+}
+
+extension String {
+    fileprivate func padding(toLength length: Int) -> String {
+        count >= length ? self : self + String(repeating: " ", count: length - count)
+    }
+}
+
+extension SimulationReport {
+    /// The README results table's header (`results.md`).
+    public static let markdownHeader = """
+        | scenario | headline (better) | strategy | headline value | utilisation | 429 rate | starved tenant-min | TV %/min | SLO (all tiers) |
+        |---|---|---|---:|---:|---:|---:|---:|---:|
+        """
+
+    /// This scenario's rows of the results table, one per strategy; the headline winner in bold.
+    public func markdownRows() -> String {
+        let winner = headlineWinner
+        var text = ""
+        for run in metrics {
+            let value = headlineValue(run)
+            let isRate = ["utilisation", "upstream_429_rate", "slo_attainment"].contains(headline.metric)
+            var valueText = isRate ? Self.percent(value, digits: 1) : Self.fixed(value, 2)
+            if value == nil, ["convergence_s", "task_latency_p50_s", "task_latency_p95_s", "task_latency_p99_s"].contains(headline.metric) {
+                valueText = "never"
+            }
+            if run.strategy == winner { valueText = "**\(valueText)**" }
+            let judged = run.tiers.values.reduce(0) { $0 + $1.tasks }
+            let met = run.tiers.values.reduce(0.0) { $0 + ($1.sloAttainment ?? 0) * Double($1.tasks) }
+            text += "| \(scenario) | \(headline.label) (\(headline.higherIsBetter ? "higher" : "lower")) | \(run.strategy) | \(valueText) | "
+            text += "\(Self.percent(run.utilisation)) | \(Self.percent(run.upstream429Rate, digits: 2)) | "
+            text += "\(Self.fixed(run.starvationTenantMinutes, 1)) | \(Self.fixed(run.totalVariation, 2)) | "
+            text += "\(judged > 0 ? Self.percent(met / Double(judged)) : "-") |\n"
+        }
+        return text
+    }
+}

@@ -1,0 +1,346 @@
+import AllotAssets
+import AllotCore
+import AllotJSON
+import Foundation
+
+/// A scenario that cannot be used: which file, which JSON path, why (docs/scenarios.md).
+public struct ScenarioError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The file or built-in name.
+    public var source: String
+    /// JSON path of the value at fault (`tenants[2].task.calls.min`), empty for the whole file.
+    public var path: String
+    public var reason: String
+
+    public init(source: String, path: String, reason: String) {
+        self.source = source
+        self.path = path
+        self.reason = reason
+    }
+
+    public var description: String { path.isEmpty ? "\(source): \(reason)" : "\(source): \(path): \(reason)" }
+}
+
+extension Scenario {
+    /// The built-in scenarios' names (`scenarios/*.json`, embedded), sorted.
+    public static var builtinNames: [String] {
+        AllotAssets.scenarios.map { String($0.name.dropLast(".json".count)) }.sorted()
+    }
+
+    /// A built-in scenario by name.
+    public static func builtin(named name: String) throws(ScenarioError) -> Scenario {
+        guard let file = AllotAssets.scenarios.first(where: { $0.name == name + ".json" }) else {
+            throw ScenarioError(
+                source: name, path: "",
+                reason: "no built-in scenario of that name (built-ins: \(builtinNames.joined(separator: ", ")))")
+        }
+        return try decode(file.bytes, source: name)
+    }
+
+    /// A built-in name, else a file path.
+    public static func load(_ nameOrPath: String) throws(ScenarioError) -> Scenario {
+        if builtinNames.contains(nameOrPath) { return try builtin(named: nameOrPath) }
+        guard let data = FileManager.default.contents(atPath: nameOrPath) else {
+            throw ScenarioError(
+                source: nameOrPath, path: "",
+                reason: "neither a built-in scenario nor a readable file (built-ins: \(builtinNames.joined(separator: ", ")))")
+        }
+        return try decode([UInt8](data), source: nameOrPath)
+    }
+
+    /// The tier names scenarios may use: the default policy's.
+    static var knownTiers: Set<String> {
+        Set(((try? SimulationPolicy.defaultPolicy()) ?? Policy()).tiers.map(\.name))
+    }
+
+    /// Decodes and validates a scenario (the format of docs/scenarios.md); every error names its JSON path.
+    public static func decode(_ bytes: [UInt8], source: String) throws(ScenarioError) -> Scenario {
+        let json: JSON
+        do {
+            json = try JSON.parse(bytes)
+        } catch {
+            throw ScenarioError(source: source, path: "", reason: "not valid JSON: \(error)")
+        }
+        var reader = ScenarioReader(source: source)
+        return try reader.scenario(json)
+    }
+}
+
+/// Reads the JSON tree, collecting the path for errors.
+private struct ScenarioReader {
+    let source: String
+
+    func fail(_ path: String, _ reason: String) -> ScenarioError {
+        ScenarioError(source: source, path: path, reason: reason)
+    }
+
+    func object(_ json: JSON?, _ path: String, keys: [String], required: [String]) throws(ScenarioError) -> JSONObject {
+        guard let json else { throw fail(path, "missing") }
+        guard let object = json.objectValue else { throw fail(path, "must be an object, not \(json.typeName)") }
+        for key in object.keys where !keys.contains(key) {
+            throw fail(join(path, key), "unknown field (allowed: \(keys.joined(separator: ", ")))")
+        }
+        for key in required where object[key] == nil {
+            throw fail(join(path, key), "missing")
+        }
+        return object
+    }
+
+    func join(_ path: String, _ key: String) -> String { path.isEmpty ? key : path + "." + key }
+
+    func string(_ json: JSON?, _ path: String) throws(ScenarioError) -> String {
+        guard let json else { throw fail(path, "missing") }
+        guard let value = json.stringValue else { throw fail(path, "must be a string, not \(json.typeName)") }
+        return value
+    }
+
+    func number(_ json: JSON?, _ path: String, _ range: ClosedRange<Double>, default value: Double? = nil)
+        throws(ScenarioError) -> Double
+    {
+        guard let json, !json.isNull else {
+            if let value { return value }
+            throw fail(path, "missing")
+        }
+        guard let number = json.doubleValue else { throw fail(path, "must be a number, not \(json.typeName)") }
+        guard range.contains(number) else {
+            throw fail(path, "must be between \(Self.format(range.lowerBound)) and \(Self.format(range.upperBound)), not \(Self.format(number))")
+        }
+        return number
+    }
+
+    func integer(_ json: JSON?, _ path: String, _ range: ClosedRange<Int>, default value: Int? = nil)
+        throws(ScenarioError) -> Int
+    {
+        guard let json, !json.isNull else {
+            if let value { return value }
+            throw fail(path, "missing")
+        }
+        guard let number = json.intValue else { throw fail(path, "must be an integer, not \(json.typeName)") }
+        guard range.contains(number) else {
+            throw fail(path, "must be between \(range.lowerBound) and \(range.upperBound), not \(number)")
+        }
+        return number
+    }
+
+    func array(_ json: JSON?, _ path: String, count: ClosedRange<Int>) throws(ScenarioError) -> [JSON] {
+        guard let json else { throw fail(path, "missing") }
+        guard let items = json.arrayValue else { throw fail(path, "must be an array, not \(json.typeName)") }
+        guard count.contains(items.count) else {
+            throw fail(path, "must have \(count.lowerBound) to \(count.upperBound) entries, not \(items.count)")
+        }
+        return items
+    }
+
+    func identifier(_ json: JSON?, _ path: String, extra: String) throws(ScenarioError) -> String {
+        let value = try string(json, path)
+        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789-" + extra)
+        guard (1...64).contains(value.count), value.allSatisfy({ allowed.contains($0) }) else {
+            throw fail(path, "must be 1 to 64 characters of a-z, 0-9, '-'\(extra.isEmpty ? "" : ", '\(extra)'"), not \"\(value)\"")
+        }
+        return value
+    }
+
+    static func format(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+    }
+
+    static let maxSeconds = 7 * 86_400.0
+
+    mutating func scenario(_ json: JSON) throws(ScenarioError) -> Scenario {
+        let root = try object(
+            json, "",
+            keys: ["name", "description", "headline", "duration_s", "sample_interval_s", "gateways", "policy", "pools", "tenants"],
+            required: ["name", "description", "headline", "duration_s", "pools", "tenants"])
+        let name = try identifier(root["name"], "name", extra: "")
+        let description = try string(root["description"], "description")
+        let duration = try number(root["duration_s"], "duration_s", 60...86_400)
+        let interval = try number(root["sample_interval_s"], "sample_interval_s", 1...300, default: 10)
+        let gateways = try integer(root["gateways"], "gateways", 1...32, default: 3)
+        var tick: Double?
+        if let policy = root["policy"] {
+            let object = try object(policy, "policy", keys: ["tick_interval_s"], required: [])
+            if object["tick_interval_s"] != nil {
+                tick = try number(object["tick_interval_s"], "policy.tick_interval_s", 1...60)
+            }
+        }
+        let pools = try array(root["pools"], "pools", count: 1...8).enumerated().map { (index, json) throws(ScenarioError) in
+            try pool(json, "pools[\(index)]")
+        }
+        var seenPools = Set<String>()
+        for (index, pool) in pools.enumerated() where !seenPools.insert(pool.id).inserted {
+            throw fail("pools[\(index)].id", "duplicate pool id \"\(pool.id)\"")
+        }
+        let tiers = Scenario.knownTiers
+        var tenants: [ScenarioTenant] = []
+        for (index, json) in try array(root["tenants"], "tenants", count: 1...1000).enumerated() {
+            tenants += try tenant(json, "tenants[\(index)]", pools: seenPools, tiers: tiers)
+        }
+        guard tenants.count <= 1000 else { throw fail("tenants", "more than 1000 tenants after expanding count") }
+        var seenTenants = Set<String>()
+        for tenant in tenants where !seenTenants.insert(tenant.id).inserted {
+            throw fail("tenants", "duplicate tenant id \"\(tenant.id)\" (after expanding count)")
+        }
+        let headline = try headline(root["headline"], "headline", tiers: tiers)
+        return Scenario(
+            name: name, description: description, headline: headline, durationSeconds: duration,
+            sampleIntervalSeconds: interval, gateways: gateways, tickIntervalSeconds: tick, pools: pools, tenants: tenants)
+    }
+
+    func headline(_ json: JSON?, _ path: String, tiers: Set<String>) throws(ScenarioError) -> ScenarioHeadline {
+        let object = try object(json, path, keys: ["metric", "tier", "better"], required: ["metric", "better"])
+        let metric = try string(object["metric"], path + ".metric")
+        let better = try string(object["better"], path + ".better")
+        guard better == "lower" || better == "higher" else {
+            throw fail(path + ".better", "must be \"lower\" or \"higher\", not \"\(better)\"")
+        }
+        var tier: String?
+        if let json = object["tier"], !json.isNull { tier = try string(json, path + ".tier") }
+        if ScenarioHeadline.tierMetrics.contains(metric) {
+            guard let tier else { throw fail(path + ".tier", "missing: \(metric) is measured per tier") }
+            guard tiers.contains(tier) else {
+                throw fail(path + ".tier", "unknown tier \"\(tier)\" (tiers: \(tiers.sorted().joined(separator: ", ")))")
+            }
+        } else if ScenarioHeadline.globalMetrics.contains(metric) {
+            if tier != nil { throw fail(path + ".tier", "\(metric) is not a per-tier metric") }
+        } else {
+            throw fail(
+                path + ".metric",
+                "unknown metric \"\(metric)\" (one of \((ScenarioHeadline.globalMetrics + ScenarioHeadline.tierMetrics).joined(separator: ", ")))")
+        }
+        return ScenarioHeadline(metric: metric, tier: tier, higherIsBetter: better == "higher")
+    }
+
+    func pool(_ json: JSON, _ path: String) throws(ScenarioError) -> ScenarioPool {
+        let object = try object(
+            json, path,
+            keys: ["id", "provider", "declared_rpm", "declared_tpm", "capacity", "latency", "latency_warning_s", "overload", "noise"],
+            required: ["id", "provider", "declared_rpm", "declared_tpm", "capacity"])
+        let id = try identifier(object["id"], path + ".id", extra: "./_")
+        let providerName = try string(object["provider"], path + ".provider")
+        guard let provider = ProviderStyle(rawValue: providerName) else {
+            throw fail(path + ".provider", "must be \"openai\" or \"anthropic\", not \"\(providerName)\"")
+        }
+        let declaredRPM = try number(object["declared_rpm"], path + ".declared_rpm", 1...10_000_000)
+        let declaredTPM = try number(object["declared_tpm"], path + ".declared_tpm", 1...10_000_000_000)
+        var steps: [CapacityStep] = []
+        for (index, json) in try array(object["capacity"], path + ".capacity", count: 1...1000).enumerated() {
+            let stepPath = "\(path).capacity[\(index)]"
+            let step = try self.object(json, stepPath, keys: ["at_s", "rpm", "tpm"], required: ["at_s", "rpm", "tpm"])
+            let at = try number(step["at_s"], stepPath + ".at_s", 0...Self.maxSeconds)
+            if index == 0, at != 0 { throw fail(stepPath + ".at_s", "the first capacity step must start at 0") }
+            if let last = steps.last, at <= last.at { throw fail(stepPath + ".at_s", "must be after the previous step's at_s") }
+            steps.append(
+                CapacityStep(
+                    at: at, rpm: try number(step["rpm"], stepPath + ".rpm", 1...10_000_000),
+                    tpm: try number(step["tpm"], stepPath + ".tpm", 1...10_000_000_000)))
+        }
+        var latency = LatencyModel()
+        if let json = object["latency"] {
+            let lp = path + ".latency"
+            let l = try self.object(json, lp, keys: ["base_ms", "per_1k_output_tokens_ms", "knee", "max_factor"], required: [])
+            latency.baseMs = try number(l["base_ms"], lp + ".base_ms", 1...600_000, default: latency.baseMs)
+            latency.perThousandOutputTokensMs = try number(
+                l["per_1k_output_tokens_ms"], lp + ".per_1k_output_tokens_ms", 0...600_000,
+                default: latency.perThousandOutputTokensMs)
+            latency.knee = try number(l["knee"], lp + ".knee", 0...1, default: latency.knee)
+            latency.maxFactor = try number(l["max_factor"], lp + ".max_factor", 1...100, default: latency.maxFactor)
+        }
+        let warning = try number(object["latency_warning_s"], path + ".latency_warning_s", 0...3600, default: 0)
+        var overload: [OverloadWindow] = []
+        if let json = object["overload"] {
+            for (index, json) in try array(json, path + ".overload", count: 0...1000).enumerated() {
+                let wp = "\(path).overload[\(index)]"
+                let w = try self.object(json, wp, keys: ["from_s", "to_s", "rate"], required: ["from_s", "to_s", "rate"])
+                let from = try number(w["from_s"], wp + ".from_s", 0...Self.maxSeconds)
+                let to = try number(w["to_s"], wp + ".to_s", 0...Self.maxSeconds)
+                guard to > from else { throw fail(wp + ".to_s", "must be after from_s") }
+                overload.append(OverloadWindow(from: from, to: to, rate: try number(w["rate"], wp + ".rate", 0...1)))
+            }
+        }
+        var jitter = 0.0
+        var missing = 0.0
+        if let json = object["noise"] {
+            let np = path + ".noise"
+            let n = try self.object(json, np, keys: ["header_jitter", "header_missing"], required: [])
+            jitter = try number(n["header_jitter"], np + ".header_jitter", 0...1, default: 0)
+            missing = try number(n["header_missing"], np + ".header_missing", 0...1, default: 0)
+        }
+        return ScenarioPool(
+            id: id, provider: provider, declaredRPM: declaredRPM, declaredTPM: declaredTPM, capacity: steps,
+            latency: latency, latencyWarningSeconds: warning, overload: overload, headerJitter: jitter,
+            headerMissing: missing)
+    }
+
+    func tenant(_ json: JSON, _ path: String, pools: Set<String>, tiers: Set<String>) throws(ScenarioError)
+        -> [ScenarioTenant]
+    {
+        let object = try object(
+            json, path, keys: ["id", "count", "tier", "pool", "arrivals", "task", "behaviour", "max_retries"],
+            required: ["id", "tier", "pool", "arrivals", "task"])
+        let id = try identifier(object["id"], path + ".id", extra: "._")
+        let count = try integer(object["count"], path + ".count", 1...1000, default: 1)
+        let tier = try string(object["tier"], path + ".tier")
+        guard tiers.contains(tier) else {
+            throw fail(path + ".tier", "unknown tier \"\(tier)\" (tiers: \(tiers.sorted().joined(separator: ", ")))")
+        }
+        let pool = try string(object["pool"], path + ".pool")
+        guard pools.contains(pool) else {
+            throw fail(path + ".pool", "unknown pool \"\(pool)\" (pools: \(pools.sorted().joined(separator: ", ")))")
+        }
+        var arrivals: [ArrivalStep] = []
+        for (index, json) in try array(object["arrivals"], path + ".arrivals", count: 1...1000).enumerated() {
+            let ap = "\(path).arrivals[\(index)]"
+            let a = try self.object(json, ap, keys: ["at_s", "tasks_per_min"], required: ["at_s", "tasks_per_min"])
+            let at = try number(a["at_s"], ap + ".at_s", 0...Self.maxSeconds)
+            if let last = arrivals.last, at <= last.at { throw fail(ap + ".at_s", "must be after the previous step's at_s") }
+            arrivals.append(ArrivalStep(at: at, tasksPerMinute: try number(a["tasks_per_min"], ap + ".tasks_per_min", 0...100_000)))
+        }
+        let task = try taskShape(object["task"], path + ".task")
+        var behaviour = TenantBehaviour.honest
+        if let json = object["behaviour"] {
+            let name = try string(json, path + ".behaviour")
+            guard let value = TenantBehaviour(rawValue: name) else {
+                throw fail(path + ".behaviour", "must be \"honest\" or \"gaming\", not \"\(name)\"")
+            }
+            behaviour = value
+        }
+        let retries = try integer(object["max_retries"], path + ".max_retries", 0...100, default: 6)
+        let digits = max(2, String(count).count)
+        return (1...count).map { n in
+            let suffix = String(repeating: "0", count: digits - String(n).count) + String(n)
+            return ScenarioTenant(
+                id: count == 1 ? id : "\(id)-\(suffix)", tier: tier, pool: pool, arrivals: arrivals, task: task,
+                behaviour: behaviour, maxRetries: retries)
+        }
+    }
+
+    func taskShape(_ json: JSON?, _ path: String) throws(ScenarioError) -> TaskShape {
+        let object = try object(
+            json, path,
+            keys: ["class", "calls", "parallelism", "prompt_tokens", "completion_tokens", "deadline_s", "think_ms"],
+            required: ["class", "calls", "parallelism", "prompt_tokens", "completion_tokens", "deadline_s"])
+        let className = try string(object["class"], path + ".class")
+        guard let taskClass = TaskClass(rawValue: className) else {
+            throw fail(
+                path + ".class",
+                "must be one of \(TaskClass.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(className)\"")
+        }
+        let calls = try self.object(object["calls"], path + ".calls", keys: ["min", "max"], required: ["min", "max"])
+        let minCalls = try integer(calls["min"], path + ".calls.min", 1...500)
+        let maxCalls = try integer(calls["max"], path + ".calls.max", 1...500)
+        guard maxCalls >= minCalls else { throw fail(path + ".calls.max", "must be at least calls.min (\(minCalls))") }
+        return TaskShape(
+            taskClass: taskClass, minCalls: minCalls, maxCalls: maxCalls,
+            parallelism: try integer(object["parallelism"], path + ".parallelism", 1...500),
+            promptTokens: try tokens(object["prompt_tokens"], path + ".prompt_tokens"),
+            completionTokens: try tokens(object["completion_tokens"], path + ".completion_tokens"),
+            deadlineSeconds: try number(object["deadline_s"], path + ".deadline_s", 1...Self.maxSeconds),
+            thinkSeconds: try number(object["think_ms"], path + ".think_ms", 0...3_600_000, default: 0) / 1000)
+    }
+
+    func tokens(_ json: JSON?, _ path: String) throws(ScenarioError) -> TokenShape {
+        let object = try object(json, path, keys: ["mean", "sd"], required: ["mean"])
+        return TokenShape(
+            mean: try number(object["mean"], path + ".mean", 1...2_000_000),
+            sd: try number(object["sd"], path + ".sd", 0...2_000_000, default: 0))
+    }
+}

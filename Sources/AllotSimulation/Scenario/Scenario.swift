@@ -1,0 +1,239 @@
+import AllotCore
+
+/// One simulated story (docs/scenarios.md): upstream pools with a hidden true capacity, agentic
+/// tenants, how many gateways, and the metric the story is about. Decoded and validated from JSON
+/// by ``Scenario/decode(_:source:)``; `count` is already expanded into individual tenants.
+public struct Scenario: Sendable, Equatable {
+    public var name: String
+    public var description: String
+    public var headline: ScenarioHeadline
+    /// Simulated seconds.
+    public var durationSeconds: Double
+    public var sampleIntervalSeconds: Double
+    public var gateways: Int
+    /// The loop's tick interval (also `equal-split`'s); nil: the default policy's.
+    public var tickIntervalSeconds: Double?
+    public var pools: [ScenarioPool]
+    public var tenants: [ScenarioTenant]
+
+    public init(
+        name: String, description: String, headline: ScenarioHeadline, durationSeconds: Double,
+        sampleIntervalSeconds: Double = 10, gateways: Int = 3, tickIntervalSeconds: Double? = nil,
+        pools: [ScenarioPool], tenants: [ScenarioTenant]
+    ) {
+        self.name = name
+        self.description = description
+        self.headline = headline
+        self.durationSeconds = durationSeconds
+        self.sampleIntervalSeconds = sampleIntervalSeconds
+        self.gateways = gateways
+        self.tickIntervalSeconds = tickIntervalSeconds
+        self.pools = pools
+        self.tenants = tenants
+    }
+}
+
+/// The metric a scenario's story is judged by, and which direction is better.
+public struct ScenarioHeadline: Sendable, Equatable {
+    /// A report metric key: `utilisation`, `upstream_429_rate`, `starvation_tenant_minutes`,
+    /// `total_variation`, `convergence_s`, `time_to_first_allocation_s`, or a per-tier one
+    /// (`slo_attainment`, `task_latency_p50_s`, `task_latency_p95_s`, `task_latency_p99_s`, `jain`)
+    /// with ``tier``.
+    public var metric: String
+    public var tier: String?
+    public var higherIsBetter: Bool
+
+    public init(metric: String, tier: String? = nil, higherIsBetter: Bool) {
+        self.metric = metric
+        self.tier = tier
+        self.higherIsBetter = higherIsBetter
+    }
+
+    public static let globalMetrics = [
+        "utilisation", "upstream_429_rate", "starvation_tenant_minutes", "total_variation", "convergence_s",
+        "time_to_first_allocation_s",
+    ]
+    public static let tierMetrics = [
+        "slo_attainment", "task_latency_p50_s", "task_latency_p95_s", "task_latency_p99_s", "jain",
+    ]
+
+    /// `metric` or `metric[tier]`, for tables.
+    public var label: String { tier.map { "\(metric)[\($0)]" } ?? metric }
+}
+
+/// Which provider's headers and error statuses the simulated upstream speaks.
+public enum ProviderStyle: String, Sendable, Equatable, CaseIterable {
+    case openai, anthropic
+}
+
+/// One upstream pool of a scenario.
+public struct ScenarioPool: Sendable, Equatable {
+    public var id: String
+    public var provider: ProviderStyle
+    public var declaredRPM: Double
+    public var declaredTPM: Double
+    /// The hidden true capacity, piecewise constant; the first step starts at 0.
+    public var capacity: [CapacityStep]
+    public var latency: LatencyModel
+    /// Seconds before each capacity drop during which latency already rises.
+    public var latencyWarningSeconds: Double
+    public var overload: [OverloadWindow]
+    public var headerJitter: Double
+    public var headerMissing: Double
+
+    public init(
+        id: String, provider: ProviderStyle, declaredRPM: Double, declaredTPM: Double, capacity: [CapacityStep],
+        latency: LatencyModel = LatencyModel(), latencyWarningSeconds: Double = 0, overload: [OverloadWindow] = [],
+        headerJitter: Double = 0, headerMissing: Double = 0
+    ) {
+        self.id = id
+        self.provider = provider
+        self.declaredRPM = declaredRPM
+        self.declaredTPM = declaredTPM
+        self.capacity = capacity
+        self.latency = latency
+        self.latencyWarningSeconds = latencyWarningSeconds
+        self.overload = overload
+        self.headerJitter = headerJitter
+        self.headerMissing = headerMissing
+    }
+
+    /// The true capacity step in force at `time`.
+    public func capacity(at time: Double) -> CapacityStep {
+        var current = capacity[0]
+        for step in capacity where step.at <= time { current = step }
+        return current
+    }
+}
+
+public struct CapacityStep: Sendable, Equatable {
+    public var at: Double
+    public var rpm: Double
+    public var tpm: Double
+
+    public init(at: Double, rpm: Double, tpm: Double) {
+        self.at = at
+        self.rpm = rpm
+        self.tpm = tpm
+    }
+}
+
+/// Latency of one call: `base + per-1k-output × completion/1000`, times a factor that grows
+/// linearly from 1 at utilisation `knee` to `maxFactor` at utilisation 1 (queueing upstream).
+public struct LatencyModel: Sendable, Equatable {
+    public var baseMs: Double
+    public var perThousandOutputTokensMs: Double
+    public var knee: Double
+    public var maxFactor: Double
+
+    public init(baseMs: Double = 600, perThousandOutputTokensMs: Double = 20, knee: Double = 0.8, maxFactor: Double = 4) {
+        self.baseMs = baseMs
+        self.perThousandOutputTokensMs = perThousandOutputTokensMs
+        self.knee = knee
+        self.maxFactor = maxFactor
+    }
+}
+
+/// A window in which a fraction of attempts is answered with an overload error (529 / 503).
+public struct OverloadWindow: Sendable, Equatable {
+    public var from: Double
+    public var to: Double
+    public var rate: Double
+
+    public init(from: Double, to: Double, rate: Double) {
+        self.from = from
+        self.to = to
+        self.rate = rate
+    }
+}
+
+/// How a tenant's clients behave when denied.
+public enum TenantBehaviour: String, Sendable, Equatable, CaseIterable {
+    /// Waits the denial's retry-after, declares honest token estimates.
+    case honest
+    /// Retries a denial at once, ignores retry-after, and declares half its real token estimate.
+    case gaming
+}
+
+/// One tenant (after `count` expansion).
+public struct ScenarioTenant: Sendable, Equatable {
+    public var id: String
+    public var tier: String
+    public var pool: String
+    /// Piecewise-constant task arrival rate; zero before the first step.
+    public var arrivals: [ArrivalStep]
+    public var task: TaskShape
+    public var behaviour: TenantBehaviour
+    public var maxRetries: Int
+
+    public init(
+        id: String, tier: String, pool: String, arrivals: [ArrivalStep], task: TaskShape,
+        behaviour: TenantBehaviour = .honest, maxRetries: Int = 6
+    ) {
+        self.id = id
+        self.tier = tier
+        self.pool = pool
+        self.arrivals = arrivals
+        self.task = task
+        self.behaviour = behaviour
+        self.maxRetries = maxRetries
+    }
+
+    /// Tasks per minute at `time`.
+    public func arrivalRate(at time: Double) -> Double {
+        var rate = 0.0
+        for step in arrivals where step.at <= time { rate = step.tasksPerMinute }
+        return rate
+    }
+}
+
+public struct ArrivalStep: Sendable, Equatable {
+    public var at: Double
+    public var tasksPerMinute: Double
+
+    public init(at: Double, tasksPerMinute: Double) {
+        self.at = at
+        self.tasksPerMinute = tasksPerMinute
+    }
+}
+
+/// What one agentic task does: `calls` LLM calls, `parallelism` of them in flight at once.
+public struct TaskShape: Sendable, Equatable {
+    public var taskClass: TaskClass
+    public var minCalls: Int
+    public var maxCalls: Int
+    public var parallelism: Int
+    public var promptTokens: TokenShape
+    public var completionTokens: TokenShape
+    public var deadlineSeconds: Double
+    public var thinkSeconds: Double
+
+    public init(
+        taskClass: TaskClass, minCalls: Int, maxCalls: Int, parallelism: Int, promptTokens: TokenShape,
+        completionTokens: TokenShape, deadlineSeconds: Double, thinkSeconds: Double = 0
+    ) {
+        self.taskClass = taskClass
+        self.minCalls = minCalls
+        self.maxCalls = maxCalls
+        self.parallelism = parallelism
+        self.promptTokens = promptTokens
+        self.completionTokens = completionTokens
+        self.deadlineSeconds = deadlineSeconds
+        self.thinkSeconds = thinkSeconds
+    }
+
+    /// Mean tokens (prompt + completion) of one call.
+    public var meanTokensPerCall: Double { promptTokens.mean + completionTokens.mean }
+    public var meanCalls: Double { Double(minCalls + maxCalls) / 2 }
+}
+
+/// A normal distribution of token counts, clamped to at least 1.
+public struct TokenShape: Sendable, Equatable {
+    public var mean: Double
+    public var sd: Double
+
+    public init(mean: Double, sd: Double) {
+        self.mean = mean
+        self.sd = sd
+    }
+}

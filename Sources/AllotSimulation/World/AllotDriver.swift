@@ -1,0 +1,99 @@
+import AllotCore
+import AllotEnforcement
+import AllotLoop
+import AllotProtocol
+import AllotSQLite
+import AllotStore
+import AllotTime
+import Foundation
+
+/// The `allot` strategy's control plane: the real ``LoopRunner`` on a temporary SQLite database
+/// (migrated with the embedded migrations), fed the gateways' telemetry through the same decoder
+/// and store `POST /v1/telemetry` uses, ticked on a ``ManualClock``; its gateways take their
+/// slices the way `GET /v1/snapshot?gateway=ID` hands them out.
+final class AllotDriver {
+    let clock: ManualClock
+    let runner: LoopRunner
+    let database: DatabasePool
+    let directory: String
+    let sink = TelemetryCollector()
+    let epoch: Double
+    private let decoder = TelemetryDecoder()
+    private let defaultTier: String
+
+    init(policy: Policy, epoch: Double) async throws {
+        self.epoch = epoch
+        clock = ManualClock(now: epoch)
+        directory = NSTemporaryDirectory() + "allot-sim-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        database = try await StoreDatabase.open(
+            path: directory + "/allot.sqlite", configuration: SQLiteConfiguration(synchronous: .off))
+        defaultTier = policy.defaultTier
+        runner = try await LoopRunner.open(
+            store: TelemetryStore(pool: database, clock: clock), policy: policy,
+            policyVersion: LoopRunner.policyVersion(of: policy), clock: clock, estimators: .standard,
+            configuration: LoopConfiguration(checkpointEveryTicks: 1_000_000))
+    }
+
+    /// Delivers the telemetry collected since the last call, then runs one tick at simulated `time`.
+    func tick(at time: Double) async throws {
+        clock.advance(to: epoch + time)
+        let records = sink.take()
+        if !records.isEmpty {
+            let body = TelemetryRecord.encodeBatch(records)
+            let batch = try decoder.decode(body, format: .jsonArray, now: epoch + time)
+            _ = try await runner.telemetry.ingest(batch, defaultTier: defaultTier, now: epoch + time)
+        }
+        _ = await runner.tick(now: epoch + time)
+    }
+
+    /// Polls for `gateway` as the snapshot route does, with the version it enforces; returns a newer
+    /// snapshot (its slice) if there is one.
+    func poll(gateway: String, enforcing version: Int64?) async throws -> Snapshot? {
+        let condition = SnapshotCondition(versions: version.map { [$0] } ?? [])
+        switch await runner.publisher.poll(gateway: gateway, condition: condition, wait: 0) {
+        case .modified(_, let body): return try Snapshot(decoding: body)
+        case .notModified, .unavailable: return nil
+        }
+    }
+
+    /// Publishes growth held for make-before-break once every gateway confirmed the shrink.
+    func releaseHeldGrowth(at time: Double) async throws {
+        if await runner.publisher.isHoldingGrowth {
+            try await runner.publisher.releaseHeldGrowth(now: epoch + time)
+        }
+    }
+
+    /// The Observer's capacity estimate of `pool`, per minute.
+    func estimate(pool: String) -> (rpm: Double?, tpm: Double?) {
+        guard let observation = runner.view.observer?.pools.first(where: { $0.upstream == pool }) else {
+            return (nil, nil)
+        }
+        return (observation.capacity.rpm, observation.capacity.tpm)
+    }
+
+    func close() async {
+        await runner.shutdown()
+        await database.close()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// The gateways' telemetry, collected in-process between ticks (what their reporters would post).
+///
+/// `@unchecked Sendable`: `records` is only touched while holding `lock`.
+final class TelemetryCollector: TelemetrySink, @unchecked Sendable {
+    private let lock = NSLock()
+    private var records: [TelemetryRecord] = []
+
+    func record(_ event: TelemetryRecord) {
+        lock.withLock { records.append(event) }
+    }
+
+    func take() -> [TelemetryRecord] {
+        lock.withLock {
+            defer { records.removeAll(keepingCapacity: true) }
+            return records
+        }
+    }
+}

@@ -1,0 +1,706 @@
+import AllotCore
+import AllotEnforcement
+import AllotProtocol
+import AllotSignals
+import Foundation
+
+/// One strategy's run of one scenario: a discrete-event simulation on a virtual clock.
+///
+/// Tenants' tasks arrive (Poisson, by the scenario's piecewise rate) and fan out into calls, at
+/// most `parallelism` in flight per task. Each call goes through one of the scenario's gateways
+/// (round-robin per tenant), each an `AllotEnforcement.Enforcer` whose limits come from the
+/// strategy (the real loop's slices for `allot`; fixed, re-divided or global buckets for the
+/// baselines). Admitted calls go to the simulated upstream; answers come back after their latency;
+/// 429s and overloads are retried per the strategy's client and the tenant's behaviour. Every
+/// `sample_interval_s` the counters become one ``TraceSample``.
+///
+/// Not `Sendable`: it lives in the one task that runs the simulation.
+final class SimulationRun {
+    let scenario: Scenario
+    let strategy: SimulationStrategy
+    let seed: UInt64
+    let policy: Policy
+    let tickInterval: Double
+    let epoch = 1_800_000_000.0
+
+    private var queue = EventQueue()
+    private var upstreams: [SimUpstream]
+    private var tenants: [TenantRun]
+    private var tasks: [TaskRun] = []
+    private var calls: [CallRun] = []
+    private let gateways: [Enforcer]
+    private var wakeScheduled: [Double?]
+    private let inbox = DecisionInbox()
+    private var allot: AllotDriver?
+    private var baselineVersion: Int64 = 0
+    private var retryRandom: SimRandom
+    private var poolIndex: [String: Int] = [:]
+    /// Per tenant: the allocation summed over gateways (per minute), as of the last tick.
+    private var allocation: [(rpm: Double, tpm: Double)?]
+    /// Per tenant: simulated time of the last call it wanted to make (equal-split's "active").
+    private var lastDemandAt: [Double]
+
+    // Sampling.
+    private var samples: [TraceSample] = []
+    private var sampleIndex = 0
+    private var tenantCounters: [TenantCounters]
+    private var poolCounters: [PoolCounters]
+    private var now = 0.0
+
+    init(scenario: Scenario, strategy: SimulationStrategy, seed: UInt64) async throws {
+        self.scenario = scenario
+        self.strategy = strategy
+        self.seed = seed
+        policy = try SimulationPolicy.policy(for: scenario)
+        tickInterval = policy.loop.intervalSeconds
+        for (index, pool) in scenario.pools.enumerated() { poolIndex[pool.id] = index }
+        upstreams = scenario.pools.enumerated().map { index, pool in
+            SimUpstream(pool: pool, epoch: 1_800_000_000, seed: seed, stream: UInt64(index))
+        }
+        let pools = poolIndex
+        tenants = scenario.tenants.enumerated().map { index, tenant in
+            TenantRun(spec: tenant, pool: pools[tenant.pool]!, seed: seed, index: index)
+        }
+        retryRandom = SimRandom(seed: seed, stream: 0x7E7E)
+        allocation = Array(repeating: nil, count: scenario.tenants.count)
+        lastDemandAt = Array(repeating: -.infinity, count: scenario.tenants.count)
+        tenantCounters = Array(repeating: TenantCounters(), count: scenario.tenants.count)
+        poolCounters = Array(repeating: PoolCounters(), count: scenario.pools.count)
+        wakeScheduled = Array(repeating: nil, count: scenario.gateways)
+        if strategy == .allot {
+            allot = try await AllotDriver(policy: policy, epoch: epoch)
+        }
+        let sink = allot?.sink
+        gateways = (0..<scenario.gateways).map { index in
+            Enforcer(
+                configuration: GatewayConfiguration(gatewayID: "gw-\(index + 1)", maxQueueLength: 100_000),
+                telemetry: sink)
+        }
+    }
+
+    // MARK: Running
+
+    func execute() async throws -> SimulationTrace {
+        do {
+            let trace = try await loop()
+            await allot?.close()
+            return trace
+        } catch {
+            await allot?.close()
+            throw error
+        }
+    }
+
+    private func loop() async throws -> SimulationTrace {
+        for index in tenants.indices { scheduleNextArrival(index, after: 0) }
+        queue.push(0, .tick)
+        let end = scenario.durationSeconds
+        let debug = ProcessInfo.processInfo.environment["ALLOT_SIM_DEBUG"] != nil
+        var processed = 0
+        var kinds = [0, 0, 0, 0, 0]
+        var nextReport = 60.0
+        while let event = queue.pop() {
+            if event.time >= end { break }
+            processed += 1
+            if debug {
+                switch event.kind {
+                case .arrival: kinds[0] += 1
+                case .ready: kinds[1] += 1
+                case .done: kinds[2] += 1
+                case .wake: kinds[3] += 1
+                case .tick: kinds[4] += 1
+                }
+            }
+            if debug, event.time >= nextReport {
+                nextReport += 60
+                let waiting = gateways.map { ($0.status(now: epoch + event.time).queueLength, $0.statistics.deniedTotal) }
+                FileHandle.standardError.write(Data("t=\(Int(event.time)) events=\(processed) pending=\(queue.count) kinds=\(kinds) waiting=\(waiting)\n".utf8))
+            }
+            closeSamples(upTo: event.time)
+            now = event.time
+            switch event.kind {
+            case .arrival(let tenant): arrive(tenant)
+            case .ready(let call): dispatch(call)
+            case .done(let call): finish(call)
+            case .wake(let gateway):
+                // A wake superseded by an earlier one is stale: that one already pumped and re-armed.
+                guard wakeScheduled[gateway] == event.time else { continue }
+                wakeScheduled[gateway] = nil
+                gateways[gateway].pump(now: epoch + now)
+                drainInbox()
+                scheduleWake(gateway)
+            case .tick:
+                try await tick()
+                queue.push(now + tickInterval, .tick)
+            }
+        }
+        closeSamples(upTo: end)
+        return trace()
+    }
+
+    // MARK: Tasks and calls
+
+    private func scheduleNextArrival(_ tenant: Int, after time: Double) {
+        var t = time
+        let spec = tenants[tenant].spec
+        while t < scenario.durationSeconds {
+            let rate = spec.arrivalRate(at: t)
+            let nextStep = spec.arrivals.first(where: { $0.at > t })?.at ?? .infinity
+            if rate <= 0 {
+                guard nextStep.isFinite else { return }
+                t = nextStep
+                continue
+            }
+            let gap = tenants[tenant].arrivals.exponential(mean: 60 / rate)
+            if t + gap < nextStep {
+                queue.push(t + gap, .arrival(tenant))
+                return
+            }
+            // The rate changes before the next arrival: memorylessness lets us restart there.
+            t = nextStep
+        }
+    }
+
+    private func arrive(_ tenant: Int) {
+        scheduleNextArrival(tenant, after: now)
+        let shape = tenants[tenant].spec.task
+        var random = tenants[tenant].work
+        let count = random.int(in: shape.minCalls...shape.maxCalls)
+        tenants[tenant].work = random
+        let task = tasks.count
+        tasks.append(
+            TaskRun(
+                tenant: tenant, arrival: now, deadline: now + shape.deadlineSeconds,
+                giveUpAt: now + 2 * shape.deadlineSeconds, calls: count))
+        for _ in 0..<min(shape.parallelism, count) { startCall(task, at: now) }
+    }
+
+    private func startCall(_ task: Int, at time: Double) {
+        let tenant = tasks[task].tenant
+        let shape = tenants[tenant].spec.task
+        var random = tenants[tenant].work
+        let prompt = max(1, Int(random.normal(mean: shape.promptTokens.mean, sd: shape.promptTokens.sd).rounded()))
+        let completion = max(
+            1, Int(random.normal(mean: shape.completionTokens.mean, sd: shape.completionTokens.sd).rounded()))
+        tenants[tenant].work = random
+        tasks[task].started += 1
+        let id = calls.count
+        calls.append(CallRun(task: task, tenant: tenant, prompt: prompt, completion: completion))
+        queue.push(time, .ready(id))
+    }
+
+    private func dispatch(_ id: Int) {
+        let call = calls[id]
+        let tenant = call.tenant
+        guard !tasks[call.task].isOver else { return }
+        if now >= tasks[call.task].giveUpAt {
+            failTask(call.task)
+            return
+        }
+        if tenants[tenant].firstRequestAt == nil {
+            tenants[tenant].firstRequestAt = now
+            if strategy == .static { tenants[tenant].firstAllocationAt = now }
+        }
+        lastDemandAt[tenant] = now
+        let gateway = tenants[tenant].nextGateway(of: gateways.count)
+        calls[id].gateway = gateway
+        let spec = tenants[tenant].spec
+        let request = AdmissionRequest(
+            tenant: strategy == .fifoBackoff ? Self.sharedTenant : spec.id, upstream: spec.pool,
+            taskClass: strategy == .fifoBackoff ? .batch : spec.task.taskClass,
+            estimatedTokens: spec.behaviour == .gaming ? (call.prompt + call.completion) / 2 : nil,
+            promptTokens: call.prompt, taskID: "task-\(call.task)", retry: call.attempts)
+        let inbox = self.inbox
+        let submission = gateways[gateway].submit(request, now: epoch + now) { admission in
+            inbox.post(id, admission)
+        }
+        switch submission {
+        case .decided(let admission): decided(id, admission)
+        case .queued: break
+        }
+        drainInbox()
+        scheduleWake(gateway)
+    }
+
+    private func drainInbox() {
+        while let (id, admission) = inbox.next() { decided(id, admission) }
+    }
+
+    private func scheduleWake(_ gateway: Int) {
+        guard let next = gateways[gateway].nextWakeTime else { return }
+        // A wake due now was just handled by the pump that preceded this call: the next one is later.
+        let time = max(now + Self.wakeResolution, next - epoch)
+        if let scheduled = wakeScheduled[gateway], scheduled <= time { return }
+        wakeScheduled[gateway] = time
+        queue.push(time, .wake(gateway))
+    }
+
+    private func decided(_ id: Int, _ admission: Admission) {
+        let call = calls[id]
+        switch admission {
+        case .admitted(let ticket):
+            guard !tasks[call.task].isOver else {
+                gateways[call.gateway].release(ticket, now: epoch + now)
+                return
+            }
+            calls[id].ticket = ticket
+            let pool = tenants[call.tenant].pool
+            let response = upstreams[pool].attempt(at: now, promptTokens: call.prompt, completionTokens: call.completion)
+            calls[id].response = response
+            poolCounters[pool].attempts += 1
+            queue.push(now + response.latency, .done(id))
+        case .denied(let denial):
+            tenantCounters[call.tenant].denials += 1
+            let behaviour = tenants[call.tenant].spec.behaviour
+            let wait: Double
+            if behaviour == .gaming {
+                wait = 0.2
+            } else if strategy == .fifoBackoff {
+                wait = backoff(attempt: calls[id].denials)
+            } else {
+                wait = (denial.retryAfter ?? 1) * (1 + 0.1 * retryRandom.unit())
+            }
+            calls[id].denials += 1
+            queue.push(now + max(0.01, wait), .ready(id))
+        }
+    }
+
+    private func finish(_ id: Int) {
+        let call = calls[id]
+        guard let response = call.response, let ticket = call.ticket else { return }
+        calls[id].ticket = nil
+        calls[id].response = nil
+        let success = response.kind == .success
+        gateways[call.gateway].complete(
+            ticket,
+            AttemptResult(
+                status: response.status, promptTokens: success ? call.prompt : nil,
+                completionTokens: success ? call.completion : nil, latency: response.latency,
+                headers: response.headers, errorType: response.errorType),
+            now: epoch + now)
+        drainInbox()
+        scheduleWake(call.gateway)
+        let pool = tenants[call.tenant].pool
+        switch response.kind {
+        case .success:
+            tenantCounters[call.tenant].servedRequests += 1
+            tenantCounters[call.tenant].servedTokens += Double(call.prompt + call.completion)
+            poolCounters[pool].servedRequests += 1
+            poolCounters[pool].servedTokens += Double(call.prompt + call.completion)
+            completeCall(call.task)
+        case .quota, .overloaded:
+            if response.kind == .quota {
+                tenantCounters[call.tenant].upstream429s += 1
+                poolCounters[pool].upstream429s += 1
+            } else {
+                poolCounters[pool].overloaded += 1
+            }
+            calls[id].attempts += 1
+            let spec = tenants[call.tenant].spec
+            guard calls[id].attempts <= spec.maxRetries, !tasks[call.task].isOver else {
+                failTask(call.task)
+                return
+            }
+            let wait: Double
+            if spec.behaviour == .gaming {
+                wait = 0.2
+            } else if response.kind == .quota, strategy != .fifoBackoff, let advised = ProviderSignals(headerFields: response.headers, now: epoch + now).retryAfter {
+                wait = advised * (1 + 0.1 * retryRandom.unit())
+            } else {
+                wait = backoff(attempt: calls[id].attempts - 1)
+            }
+            queue.push(now + wait, .ready(id))
+        }
+    }
+
+    /// Exponential backoff with full jitter: uniform in [0, min(32, 0.5 · 2^attempt)] seconds.
+    private func backoff(attempt: Int) -> Double {
+        let cap = min(32, 0.5 * pow(2, Double(min(attempt, 10))))
+        return max(0.05, cap * retryRandom.unit())
+    }
+
+    private func completeCall(_ task: Int) {
+        guard !tasks[task].isOver else { return }
+        tasks[task].done += 1
+        if tasks[task].done == tasks[task].calls {
+            tasks[task].finished = now
+            return
+        }
+        if tasks[task].started < tasks[task].calls {
+            let think = tenants[tasks[task].tenant].spec.task.thinkSeconds
+            startCall(task, at: now + think)
+        }
+    }
+
+    private func failTask(_ task: Int) {
+        tasks[task].failed = true
+    }
+
+    // MARK: Strategy ticks
+
+    static let sharedTenant = "shared-pool"
+    /// The smallest step between two wakes of one gateway's queue (1 ms of simulated time).
+    static let wakeResolution = 0.001
+
+    private func tick() async throws {
+        switch strategy {
+        case .allot:
+            guard let allot else { return }
+            try await allot.tick(at: now)
+            // Take the new version; poll again enforcing it, which confirms a make-before-break shrink;
+            // then publish the held growth here, at this instant, rather than from the publisher's own
+            // task at an instant that would depend on scheduling; and take that too.
+            try await syncGateways(allot)
+            try await syncGateways(allot)
+            try await allot.releaseHeldGrowth(at: now)
+            try await syncGateways(allot)
+        case .static:
+            if baselineVersion == 0 { applyBaseline(staticLimits()) }
+        case .equalSplit:
+            applyBaseline(equalSplitLimits())
+        case .fifoBackoff:
+            if baselineVersion == 0 { applyBaseline(globalLimits()) }
+        }
+        for gateway in gateways.indices {
+            gateways[gateway].pump(now: epoch + now)
+            drainInbox()
+            scheduleWake(gateway)
+        }
+        refreshAllocations()
+    }
+
+    /// Every gateway polls once, as `GET /v1/snapshot?gateway=ID` with the version it enforces, and applies
+    /// what it gets.
+    private func syncGateways(_ allot: AllotDriver) async throws {
+        for (index, gateway) in gateways.enumerated() {
+            if let snapshot = try await allot.poll(gateway: "gw-\(index + 1)", enforcing: gateway.enforcedVersion) {
+                gateway.apply(snapshot, now: epoch + now)
+            }
+        }
+    }
+
+    /// Per-tenant limits (per minute, whole tenant) for a baseline.
+    private struct Limits {
+        var tenant: String
+        var pool: String
+        var tier: String
+        var rpm: Double
+        var tpm: Double
+    }
+
+    private func staticLimits() -> [Limits] {
+        var limits: [Limits] = []
+        for (poolIndex, pool) in scenario.pools.enumerated() {
+            let members = tenants.filter { $0.pool == poolIndex }
+            let total = members.reduce(0) { $0 + weight(of: $1.spec) }
+            for member in members {
+                let share = weight(of: member.spec) / total
+                limits.append(
+                    Limits(
+                        tenant: member.spec.id, pool: pool.id, tier: member.spec.tier, rpm: pool.declaredRPM * share,
+                        tpm: pool.declaredTPM * share))
+            }
+        }
+        return limits
+    }
+
+    private func equalSplitLimits() -> [Limits] {
+        var limits: [Limits] = []
+        for (poolIndex, pool) in scenario.pools.enumerated() {
+            let active = tenants.indices.filter { tenants[$0].pool == poolIndex && now - lastDemandAt[$0] <= 60 }
+            guard !active.isEmpty else { continue }
+            let share = 1 / Double(active.count)
+            for index in active {
+                let spec = tenants[index].spec
+                limits.append(
+                    Limits(
+                        tenant: spec.id, pool: pool.id, tier: spec.tier, rpm: pool.declaredRPM * share,
+                        tpm: pool.declaredTPM * share))
+                if tenants[index].firstAllocationAt == nil, tenants[index].firstRequestAt != nil {
+                    tenants[index].firstAllocationAt = now
+                }
+            }
+        }
+        return limits
+    }
+
+    private func globalLimits() -> [Limits] {
+        scenario.pools.map {
+            Limits(tenant: Self.sharedTenant, pool: $0.id, tier: "standard", rpm: $0.declaredRPM, tpm: $0.declaredTPM)
+        }
+    }
+
+    private func weight(of tenant: ScenarioTenant) -> Double {
+        policy.tier(named: tenant.tier)?.weight ?? 1
+    }
+
+    /// Hands each gateway an equal slice of `limits` as a snapshot (buckets of 10 s, like Allot's
+    /// default), with no lease expiry.
+    private func applyBaseline(_ limits: [Limits]) {
+        baselineVersion += 1
+        let share = 1 / Double(gateways.count)
+        let entries = limits.map { limit in
+            TenantEntry(
+                id: limit.tenant, upstream: limit.pool, tier: limit.tier, priority: 0,
+                rpm: Bucket(rate: limit.rpm * share, burst: limit.rpm * share / 6),
+                tpm: Bucket(rate: limit.tpm * share, burst: limit.tpm * share / 6), queueWeight: 1,
+                reason: Reasons(rpm: strategy.rawValue, tpm: strategy.rawValue), maxConcurrency: 1_000_000)
+        }
+        let none = RateLimits(rpm: Bucket(rate: 0, burst: 0), tpm: Bucket(rate: 0, burst: 0))
+        for gateway in gateways {
+            let snapshot = Snapshot(
+                version: baselineVersion, generatedAt: epoch + now, expiresAt: epoch + 1e9, refreshMs: 5_000,
+                policyVersion: strategy.rawValue,
+                upstreams: scenario.pools.map {
+                    UpstreamEntry(id: $0.id, state: "healthy", capacity: DimensionValues(rpm: $0.declaredRPM, tpm: $0.declaredTPM))
+                },
+                tenants: entries, defaultLimits: none, fallback: Fallback(tenants: [], defaultLimits: none))
+            gateway.apply(snapshot, now: epoch + now)
+        }
+    }
+
+    /// Each tenant's allocation summed over gateways, from the snapshots they enforce.
+    private func refreshAllocations() {
+        guard strategy != .fifoBackoff else { return }
+        var byKey: [String: (rpm: Double, tpm: Double, idle: Bool)] = [:]
+        for gateway in gateways {
+            guard let snapshot = gateway.snapshot else { continue }
+            for entry in snapshot.tenants {
+                let key = entry.id + "\u{1}" + entry.upstream
+                var sum = byKey[key] ?? (0, 0, true)
+                sum.rpm += entry.rpm.rate
+                sum.tpm += entry.tpm.rate
+                sum.idle = sum.idle && entry.reason.rpm == "idle"
+                byKey[key] = sum
+            }
+        }
+        for index in tenants.indices {
+            let spec = tenants[index].spec
+            if let sum = byKey[spec.id + "\u{1}" + spec.pool] {
+                allocation[index] = (sum.rpm, sum.tpm)
+                if strategy == .allot, !sum.idle, sum.rpm > 0, tenants[index].firstRequestAt != nil,
+                    tenants[index].firstAllocationAt == nil
+                {
+                    tenants[index].firstAllocationAt = now
+                }
+            } else {
+                allocation[index] = (0, 0)
+            }
+        }
+    }
+
+    // MARK: Samples
+
+    private func closeSamples(upTo time: Double) {
+        let interval = scenario.sampleIntervalSeconds
+        while Double(sampleIndex + 1) * interval <= time || (time >= scenario.durationSeconds
+            && Double(sampleIndex) * interval < scenario.durationSeconds)
+        {
+            let start = Double(sampleIndex) * interval
+            let length = min(interval, scenario.durationSeconds - start)
+            let perMinute = 60 / length
+            var tenantSamples: [TenantSample] = []
+            tenantSamples.reserveCapacity(tenants.count)
+            var poolDemand = Array(repeating: (rpm: 0.0, tpm: 0.0), count: scenario.pools.count)
+            for index in tenants.indices {
+                let spec = tenants[index].spec
+                let tasksPerMinute = averageRate(spec, from: start, length: length)
+                let demandRPM = tasksPerMinute * spec.task.meanCalls
+                let demandTPM = demandRPM * spec.task.meanTokensPerCall
+                poolDemand[tenants[index].pool].rpm += demandRPM
+                poolDemand[tenants[index].pool].tpm += demandTPM
+                let counters = tenantCounters[index]
+                tenantSamples.append(
+                    TenantSample(
+                        demandRPM: demandRPM, demandTPM: demandTPM, servedRPM: Double(counters.servedRequests) * perMinute,
+                        servedTPM: counters.servedTokens * perMinute, allocationRPM: allocation[index]?.rpm,
+                        allocationTPM: allocation[index]?.tpm, denials: counters.denials,
+                        upstream429s: counters.upstream429s))
+            }
+            let poolSamples = scenario.pools.indices.map { index in
+                let pool = scenario.pools[index]
+                let capacity = averageCapacity(pool, from: start, length: length)
+                let counters = poolCounters[index]
+                let estimate = allot?.estimate(pool: pool.id)
+                return PoolSample(
+                    trueRPM: capacity.rpm, trueTPM: capacity.tpm, demandRPM: poolDemand[index].rpm,
+                    demandTPM: poolDemand[index].tpm, servedRPM: Double(counters.servedRequests) * perMinute,
+                    servedTPM: counters.servedTokens * perMinute, upstreamAttempts: counters.attempts,
+                    upstream429s: counters.upstream429s, upstreamOverloaded: counters.overloaded,
+                    estimatedRPM: estimate?.rpm, estimatedTPM: estimate?.tpm)
+            }
+            samples.append(TraceSample(start: start, pools: poolSamples, tenants: tenantSamples))
+            for index in tenantCounters.indices { tenantCounters[index] = TenantCounters() }
+            for index in poolCounters.indices { poolCounters[index] = PoolCounters() }
+            sampleIndex += 1
+        }
+    }
+
+    /// Time-weighted mean task arrival rate over `[start, start + length)`.
+    private func averageRate(_ tenant: ScenarioTenant, from start: Double, length: Double) -> Double {
+        var total = 0.0
+        var t = start
+        let end = start + length
+        while t < end {
+            let next = min(end, tenant.arrivals.first(where: { $0.at > t })?.at ?? end)
+            total += tenant.arrivalRate(at: t) * (next - t)
+            t = next
+        }
+        return total / length
+    }
+
+    private func averageCapacity(_ pool: ScenarioPool, from start: Double, length: Double) -> (rpm: Double, tpm: Double) {
+        var rpm = 0.0
+        var tpm = 0.0
+        var t = start
+        let end = start + length
+        while t < end {
+            let next = min(end, pool.capacity.first(where: { $0.at > t })?.at ?? end)
+            let step = pool.capacity(at: t)
+            rpm += step.rpm * (next - t)
+            tpm += step.tpm * (next - t)
+            t = next
+        }
+        return (rpm / length, tpm / length)
+    }
+
+    private func trace() -> SimulationTrace {
+        var changes: [Double] = []
+        for pool in scenario.pools {
+            for step in pool.capacity.dropFirst() where step.at < scenario.durationSeconds { changes.append(step.at) }
+        }
+        return SimulationTrace(
+            scenario: scenario.name, strategy: strategy.rawValue, seed: seed, durationSeconds: scenario.durationSeconds,
+            sampleIntervalSeconds: scenario.sampleIntervalSeconds,
+            pools: scenario.pools.map { TracePool(id: $0.id, declaredRPM: $0.declaredRPM, declaredTPM: $0.declaredTPM) },
+            tenants: tenants.map { tenant in
+                let tier = policy.tier(named: tenant.spec.tier)
+                let pool = scenario.pools[tenant.pool]
+                func quantity(_ q: Quantity?, _ capacity: Double) -> Double? { q.map { $0.resolved(capacity: capacity) } }
+                return TraceTenant(
+                    id: tenant.spec.id, tier: tenant.spec.tier, pool: tenant.spec.pool, weight: tier?.weight ?? 1,
+                    floorRPM: quantity(tier?.floor.rpm, pool.declaredRPM) ?? 0,
+                    floorTPM: quantity(tier?.floor.tpm, pool.declaredTPM) ?? 0,
+                    ceilingRPM: quantity(tier?.ceiling.rpm, pool.declaredRPM).flatMap { $0.isFinite ? $0 : nil },
+                    ceilingTPM: quantity(tier?.ceiling.tpm, pool.declaredTPM).flatMap { $0.isFinite ? $0 : nil },
+                    firstRequestAt: tenant.firstRequestAt, firstAllocationAt: tenant.firstAllocationAt)
+            },
+            samples: samples,
+            tasks: tasks.map {
+                TaskOutcome(
+                    tenant: $0.tenant, taskClass: tenants[$0.tenant].spec.task.taskClass.rawValue, arrival: $0.arrival,
+                    deadline: $0.deadline, finished: $0.finished)
+            },
+            capacityChangeTimes: changes.sorted())
+    }
+}
+
+/// Admissions decided later (a queued request admitted or denied), handed from the enforcer's
+/// callback to the simulation loop.
+///
+/// `@unchecked Sendable`: `items` is only touched while holding `lock`.
+final class DecisionInbox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [(Int, Admission)] = []
+    private var head = 0
+
+    func post(_ call: Int, _ admission: Admission) {
+        lock.withLock { items.append((call, admission)) }
+    }
+
+    func next() -> (Int, Admission)? {
+        lock.withLock {
+            guard head < items.count else {
+                if head > 0 {
+                    items.removeAll(keepingCapacity: true)
+                    head = 0
+                }
+                return nil
+            }
+            defer { head += 1 }
+            return items[head]
+        }
+    }
+}
+
+struct TenantRun {
+    let spec: ScenarioTenant
+    let pool: Int
+    /// Task arrivals.
+    var arrivals: SimRandom
+    /// Call counts and token sizes.
+    var work: SimRandom
+    var firstRequestAt: Double?
+    var firstAllocationAt: Double?
+    private var gatewayCursor = 0
+
+    init(spec: ScenarioTenant, pool: Int, seed: UInt64, index: Int) {
+        self.spec = spec
+        self.pool = pool
+        arrivals = SimRandom(seed: seed, stream: 0x1000_0000 &+ UInt64(index))
+        work = SimRandom(seed: seed, stream: 0x2000_0000 &+ UInt64(index))
+        gatewayCursor = index
+    }
+
+    mutating func nextGateway(of count: Int) -> Int {
+        defer { gatewayCursor &+= 1 }
+        return gatewayCursor % count
+    }
+}
+
+struct TaskRun {
+    let tenant: Int
+    let arrival: Double
+    let deadline: Double
+    let giveUpAt: Double
+    let calls: Int
+    var started = 0
+    var done = 0
+    var finished: Double?
+    var failed = false
+
+    init(tenant: Int, arrival: Double, deadline: Double, giveUpAt: Double, calls: Int) {
+        self.tenant = tenant
+        self.arrival = arrival
+        self.deadline = deadline
+        self.giveUpAt = giveUpAt
+        self.calls = calls
+    }
+
+    var isOver: Bool { finished != nil || failed }
+}
+
+struct CallRun {
+    let task: Int
+    let tenant: Int
+    let prompt: Int
+    let completion: Int
+    var gateway = 0
+    /// Upstream failures so far (429s and overloads).
+    var attempts = 0
+    var denials = 0
+    var ticket: Ticket?
+    var response: SimUpstream.Response?
+
+    init(task: Int, tenant: Int, prompt: Int, completion: Int) {
+        self.task = task
+        self.tenant = tenant
+        self.prompt = prompt
+        self.completion = completion
+    }
+}
+
+struct TenantCounters {
+    var servedRequests = 0
+    var servedTokens = 0.0
+    var denials = 0
+    var upstream429s = 0
+}
+
+struct PoolCounters {
+    var servedRequests = 0
+    var servedTokens = 0.0
+    var attempts = 0
+    var upstream429s = 0
+    var overloaded = 0
+}

@@ -1,0 +1,55 @@
+import Foundation
+import Testing
+
+@Suite struct SimulateCommandTests {
+    @Test func listPrintsTheBuiltInsOnePerLine() async {
+        let result = await runCLI(["simulate", "--list"])
+        #expect(result.code == 0)
+        let names = result.out.split(separator: "\n").map(String.init)
+        #expect(names.contains("silent-starvation"))
+        #expect(names.contains("fleet-hour"))
+        #expect(names.count >= 9)
+    }
+
+    @Test func aBadScenarioFileNamesThePathAtFault() async throws {
+        let path = NSTemporaryDirectory() + "bad-scenario-\(UUID().uuidString).json"
+        try Data(#"{"name": "x", "description": "d", "headline": {"metric": "utilisation", "better": "up"}, "duration_s": 60, "pools": [], "tenants": []}"#.utf8)
+            .write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let result = await runCLI(["simulate", "--scenario", path])
+        #expect(result.code == 1)
+        #expect(result.err.contains("pools: must have 1 to 8 entries, not 0"))
+        let unknown = await runCLI(["simulate", "--scenario", "no-such-scenario"])
+        #expect(unknown.code == 1)
+        #expect(unknown.err.contains("neither a built-in scenario nor a readable file"))
+        let strategy = await runCLI(["simulate", "--scenario", "gaming", "--strategy", "random"])
+        #expect(strategy.code == 2)
+    }
+
+    @Test func outWritesTheReportFiles() async throws {
+        let directory = NSTemporaryDirectory() + "allot-sim-out-\(UUID().uuidString)"
+        let path = directory + ".json"
+        try Data(
+            """
+            {"name": "tiny", "description": "test", "headline": {"metric": "upstream_429_rate", "better": "lower"},
+             "duration_s": 60, "pools": [{"id": "p", "provider": "anthropic", "declared_rpm": 120, "declared_tpm": 200000,
+               "capacity": [{"at_s": 0, "rpm": 120, "tpm": 200000}]}],
+             "tenants": [{"id": "a", "tier": "standard", "pool": "p", "arrivals": [{"at_s": 0, "tasks_per_min": 6}],
+               "task": {"class": "batch", "calls": {"min": 2, "max": 3}, "parallelism": 1,
+                        "prompt_tokens": {"mean": 300}, "completion_tokens": {"mean": 50}, "deadline_s": 30}}]}
+            """.utf8
+        ).write(to: URL(fileURLWithPath: path))
+        defer {
+            try? FileManager.default.removeItem(atPath: path)
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        let result = await runCLI(["simulate", "--scenario", path, "--strategy", "static", "--seed", "3", "--out", directory])
+        #expect(result.code == 0, "\(result.err)")
+        #expect(result.out.contains("scenario tiny, seed 3"))
+        for file in ["report.json", "timeline.csv", "timeline.svg", "results.md"] {
+            #expect(FileManager.default.fileExists(atPath: directory + "/" + file), "\(file)")
+        }
+        let report = try String(contentsOfFile: directory + "/report.json", encoding: .utf8)
+        #expect(report.contains("\"static\""))
+    }
+}

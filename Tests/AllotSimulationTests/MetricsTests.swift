@@ -1,0 +1,108 @@
+import Testing
+
+@testable import AllotSimulation
+
+@Suite struct MetricsTests {
+    @Test func waterFillingGivesWeightedMaxMinShares() {
+        // Capacity 100, weights 1:1:2, the first capped at 10: f = 90 / 3 = 30 → 10, 30, 60.
+        #expect(WaterFill.shares(capacity: 100, weights: [1, 1, 2], limits: [10, 1000, 1000]) == [10, 30, 60])
+        // Enough for everyone: everyone at their limit.
+        #expect(WaterFill.shares(capacity: 100, weights: [1, 1], limits: [20, 30]) == [20, 30])
+        #expect(WaterFill.shares(capacity: 100, weights: [], limits: []) == [])
+    }
+
+    /// Two tenants of one pool (true 100 rpm / 100,000 tpm), four 15-s intervals.
+    static func trace(
+        served: [(Double, Double)], allocations: [(Double?, Double?)], denials: Int = 1, demand: (Double, Double) = (80, 80)
+    ) -> SimulationTrace {
+        let samples = served.indices.map { k in
+            TraceSample(
+                start: Double(k) * 15,
+                pools: [
+                    PoolSample(
+                        trueRPM: 100, trueTPM: 100_000, demandRPM: demand.0 + demand.1, demandTPM: (demand.0 + demand.1) * 1000,
+                        servedRPM: served[k].0 + served[k].1, servedTPM: (served[k].0 + served[k].1) * 1000,
+                        upstreamAttempts: 10, upstream429s: k == 0 ? 1 : 0, upstreamOverloaded: 0, estimatedRPM: nil,
+                        estimatedTPM: nil)
+                ],
+                tenants: [
+                    TenantSample(
+                        demandRPM: demand.0, demandTPM: demand.0 * 1000, servedRPM: served[k].0, servedTPM: served[k].0 * 1000,
+                        allocationRPM: allocations[k].0, allocationTPM: allocations[k].0.map { $0 * 1000 }, denials: denials,
+                        upstream429s: 0),
+                    TenantSample(
+                        demandRPM: demand.1, demandTPM: demand.1 * 1000, servedRPM: served[k].1, servedTPM: served[k].1 * 1000,
+                        allocationRPM: allocations[k].1, allocationTPM: allocations[k].1.map { $0 * 1000 }, denials: denials,
+                        upstream429s: 0),
+                ])
+        }
+        return SimulationTrace(
+            scenario: "t", strategy: "s", seed: 1, durationSeconds: 60, sampleIntervalSeconds: 15,
+            pools: [TracePool(id: "p", declaredRPM: 100, declaredTPM: 100_000)],
+            tenants: ["a", "b"].map {
+                TraceTenant(
+                    id: $0, tier: "standard", pool: "p", weight: 1, floorRPM: 0, floorTPM: 0, ceilingRPM: nil,
+                    ceilingTPM: nil, firstRequestAt: 0, firstAllocationAt: $0 == "a" ? 5 : 15)
+            },
+            samples: samples,
+            tasks: [
+                TaskOutcome(tenant: 0, taskClass: "batch", arrival: 0, deadline: 30, finished: 10),
+                TaskOutcome(tenant: 0, taskClass: "batch", arrival: 0, deadline: 30, finished: 40),
+                TaskOutcome(tenant: 1, taskClass: "batch", arrival: 0, deadline: 30, finished: nil),
+                TaskOutcome(tenant: 1, taskClass: "batch", arrival: 0, deadline: 30, finished: 20),
+                // Its deadline falls after the run: not judged.
+                TaskOutcome(tenant: 1, taskClass: "batch", arrival: 50, deadline: 100, finished: nil),
+            ],
+            capacityChangeTimes: [])
+    }
+
+    @Test func fairRunIsNotStarvedAndFullyUsed() {
+        let metrics = RunMetrics(
+            trace: Self.trace(served: Array(repeating: (50, 50), count: 4), allocations: Array(repeating: (50, 50), count: 4)))
+        #expect(metrics.utilisation == 1)
+        #expect(metrics.upstream429Rate == 1.0 / 40)
+        #expect(metrics.starvationTenantMinutes == 0)
+        #expect(metrics.totalVariation == 0)
+        #expect(metrics.timeToFirstAllocation == 10)  // (5 + 15) / 2
+        let tier = metrics.tiers["standard"]!
+        #expect(tier.tasks == 4)
+        #expect(tier.sloAttainment == 0.5)
+        #expect(tier.latencyP50 == 20)
+        #expect(tier.latencyP95 == nil)  // the unfinished task is the slowest: "never"
+        #expect(tier.jain == 1)
+    }
+
+    @Test func starvedTenantIsCountedOverTheTrailingMinute() {
+        // Entitled 50 each; b gets 10 (< 0.7 × 50) while throttled, in the one full 60-s window.
+        let metrics = RunMetrics(
+            trace: Self.trace(served: Array(repeating: (90, 10), count: 4), allocations: Array(repeating: (90, 10), count: 4)))
+        #expect(metrics.starvationTenantMinutes == 0.25)  // one 15-s interval with a full window behind it
+        let jain = metrics.tiers["standard"]!.jain!
+        #expect(abs(jain - (2.0 * 2.0) / (2 * (1.8 * 1.8 + 0.2 * 0.2))) < 1e-12)
+        // Without throttling (no denials, no 429s) a tenant that got little did not want more.
+        let quiet = RunMetrics(
+            trace: Self.trace(
+                served: Array(repeating: (90, 10), count: 4), allocations: Array(repeating: (90, 10), count: 4), denials: 0))
+        #expect(quiet.starvationTenantMinutes == 0)
+    }
+
+    @Test func totalVariationIsPercentOfCapacityMovedPerMinute() {
+        // a: 50 → 70 → 50 → 50 and b: 50 → 30 → 50 → 50, both dimensions alike: 80 rpm moved over
+        // capacity 100 in one minute = 80 %/min.
+        let metrics = RunMetrics(
+            trace: Self.trace(
+                served: Array(repeating: (50, 50), count: 4), allocations: [(50, 50), (70, 30), (50, 50), (50, 50)]))
+        #expect(abs(metrics.totalVariation! - 80) < 1e-9)
+        let none = RunMetrics(
+            trace: Self.trace(served: Array(repeating: (50, 50), count: 4), allocations: Array(repeating: (nil, nil), count: 4)))
+        #expect(none.totalVariation == nil)
+    }
+
+    @Test func utilisationIsMeasuredOnlyWhileDemandExceedsCapacity() {
+        let metrics = RunMetrics(
+            trace: Self.trace(
+                served: Array(repeating: (20, 20), count: 4), allocations: Array(repeating: (50, 50), count: 4),
+                demand: (20, 20)))
+        #expect(metrics.utilisation == nil)
+    }
+}

@@ -1,0 +1,132 @@
+import AllotCore
+import Testing
+
+@testable import AllotSimulation
+
+/// A small valid scenario; `edit` changes its JSON text before decoding.
+func scenarioJSON(
+    duration: Int = 120, tenants: String? = nil, pools: String? = nil, extra: String = ""
+) -> String {
+    let pools =
+        pools ?? """
+        [{"id": "openai/gpt-4o", "provider": "openai", "declared_rpm": 600, "declared_tpm": 1000000,
+          "capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}]}]
+        """
+    let tenants =
+        tenants ?? """
+        [{"id": "acme", "count": 2, "tier": "premium", "pool": "openai/gpt-4o",
+          "arrivals": [{"at_s": 0, "tasks_per_min": 6}],
+          "task": {"class": "interactive", "calls": {"min": 2, "max": 4}, "parallelism": 2,
+                   "prompt_tokens": {"mean": 500, "sd": 100}, "completion_tokens": {"mean": 100, "sd": 20},
+                   "deadline_s": 60}}]
+        """
+    return """
+        {"name": "tiny", "description": "test", "headline": {"metric": "utilisation", "better": "higher"},
+         "duration_s": \(duration), "pools": \(pools), "tenants": \(tenants)\(extra)}
+        """
+}
+
+func decode(_ text: String) throws(ScenarioError) -> Scenario {
+    try Scenario.decode(Array(text.utf8), source: "test.json")
+}
+
+@Suite struct ScenarioDecodingTests {
+    @Test func decodesDefaultsAndExpandsCount() throws {
+        let scenario = try decode(scenarioJSON())
+        #expect(scenario.name == "tiny")
+        #expect(scenario.sampleIntervalSeconds == 10)
+        #expect(scenario.gateways == 3)
+        #expect(scenario.tenants.map(\.id) == ["acme-01", "acme-02"])
+        #expect(scenario.tenants[0].maxRetries == 6)
+        #expect(scenario.tenants[0].behaviour == .honest)
+        #expect(scenario.tenants[0].task.taskClass == .interactive)
+        #expect(scenario.pools[0].latency == LatencyModel())
+        #expect(scenario.headline == ScenarioHeadline(metric: "utilisation", higherIsBetter: true))
+    }
+
+    @Test func everyBuiltInDecodes() throws {
+        #expect(Scenario.builtinNames.count >= 9)
+        for name in [
+            "night-collision", "silent-starvation", "capacity-drop", "cold-start", "gaming", "burst-vs-sustained",
+            "tpm-vs-rpm", "noisy-signals", "fleet-hour",
+        ] {
+            let scenario = try Scenario.builtin(named: name)
+            #expect(scenario.name == name)
+        }
+        #expect(try Scenario.builtin(named: "fleet-hour").tenants.count == 50)
+        #expect(try Scenario.builtin(named: "fleet-hour").durationSeconds == 3600)
+    }
+
+    @Test(arguments: [
+        (scenarioJSON(extra: #", "colour": 1"#), "colour", "unknown field"),
+        (scenarioJSON().replacingOccurrences(of: #""duration_s": 120, "#, with: ""), "duration_s", "missing"),
+        (scenarioJSON(duration: 10), "duration_s", "must be between 60 and 86400, not 10"),
+        (
+            scenarioJSON().replacingOccurrences(of: #""provider": "openai""#, with: #""provider": "azure""#),
+            "pools[0].provider", #"must be "openai" or "anthropic", not "azure""#
+        ),
+        (
+            scenarioJSON().replacingOccurrences(of: #"{"at_s": 0, "rpm": 600"#, with: #"{"at_s": 5, "rpm": 600"#),
+            "pools[0].capacity[0].at_s", "the first capacity step must start at 0"
+        ),
+        (
+            scenarioJSON().replacingOccurrences(of: #""pool": "openai/gpt-4o""#, with: #""pool": "nope""#),
+            "tenants[0].pool", #"unknown pool "nope""#
+        ),
+        (
+            scenarioJSON().replacingOccurrences(of: #""tier": "premium""#, with: #""tier": "gold""#),
+            "tenants[0].tier", #"unknown tier "gold""#
+        ),
+        (
+            scenarioJSON().replacingOccurrences(of: #""max": 4"#, with: #""max": 1"#),
+            "tenants[0].task.calls.max", "must be at least calls.min (2)"
+        ),
+        (
+            scenarioJSON().replacingOccurrences(of: #""class": "interactive""#, with: #""class": "urgent""#),
+            "tenants[0].task.class", "must be one of realtime, interactive, batch, background"
+        ),
+        (
+            scenarioJSON().replacingOccurrences(of: #""metric": "utilisation""#, with: #""metric": "slo_attainment""#),
+            "headline.tier", "missing: slo_attainment is measured per tier"
+        ),
+        (scenarioJSON().replacingOccurrences(of: #""count": 2, "#, with: #""count": "two", "#), "tenants[0].count", "must be an integer, not string"),
+    ])
+    func rejectsWithThePathAndReason(text: String, path: String, reason: String) {
+        do {
+            _ = try decode(text)
+            Issue.record("accepted a scenario that should fail at \(path)")
+        } catch {
+            #expect(error.source == "test.json")
+            #expect(error.path == path)
+            #expect(error.reason.hasPrefix(reason), "\(error.reason)")
+        }
+    }
+
+    @Test func duplicateTenantsAfterExpansionAreRejected() {
+        func tenant(_ id: String, count: Int) -> String {
+            """
+            {"id": "\(id)", "count": \(count), "tier": "free", "pool": "openai/gpt-4o",
+             "arrivals": [{"at_s": 0, "tasks_per_min": 1}],
+             "task": {"class": "batch", "calls": {"min": 1, "max": 1}, "parallelism": 1,
+                      "prompt_tokens": {"mean": 10}, "completion_tokens": {"mean": 10}, "deadline_s": 60}}
+            """
+        }
+        let text = scenarioJSON(tenants: "[\(tenant("acme", count: 2)), \(tenant("acme-01", count: 1))]")
+        #expect(
+            throws: ScenarioError(
+                source: "test.json", path: "tenants", reason: #"duplicate tenant id "acme-01" (after expanding count)"#)
+        ) {
+            try decode(text)
+        }
+    }
+
+    @Test func notJSONAndUnknownBuiltIns() {
+        #expect(throws: ScenarioError.self) { try decode("{") }
+        do {
+            _ = try Scenario.load("/nonexistent/scenario.json")
+            Issue.record("loaded a missing file")
+        } catch {
+            #expect(error.reason.hasPrefix("neither a built-in scenario nor a readable file"))
+        }
+    }
+}
