@@ -88,7 +88,7 @@ public final class Enforcer: @unchecked Sendable {
             return EnforcementStatus(
                 version: state.table.version, inFallback: state.table.inFallback,
                 expiresAt: state.table.snapshot?.expiresAt, policyVersion: state.table.snapshot?.policyVersion,
-                queueLength: state.waiters.count, inFlight: state.tickets.count, trackedTenants: state.states.count,
+                queueLength: state.queue.count, inFlight: state.tickets.count, trackedTenants: state.states.count,
                 trackedTasks: state.tasks.count)
         }
     }

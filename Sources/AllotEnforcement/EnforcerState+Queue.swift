@@ -48,7 +48,7 @@ extension EnforcerState {
                 + "\(request.taskClass.rawValue) requests"
             queueable = false
         }
-        if queueable, waiters.count >= configuration.maxQueueLength {
+        if queueable, queue.count >= configuration.maxQueueLength {
             failure.code = "queue_full"
             failure.message =
                 "the admission queue is full (\(configuration.maxQueueLength) requests); "
@@ -70,33 +70,15 @@ extension EnforcerState {
         account.setTag(tag, rank: rank)
         account.waiting[rank] += 1
         queueAccounts[key] = account
-        var waiter = Waiter(
+        let waiter = Waiter(
             id: id, request: request, key: key, estimate: estimate, enqueuedAt: now, deadline: now + maxWait,
-            tag: tag, failure: failure, retryAt: failure.fromRefill ? failure.retryAfter.map { now + $0 } : nil,
-            onDecision: onDecision)
-        if let keyID = queueKeyIDs[key] {
-            waiter.keyID = keyID
-        } else {
-            waiter.keyID = queueKeyIDs.count
-            queueKeyIDs[key] = waiter.keyID
-        }
-        insert(waiter)
-        let due = min(waiter.deadline, waiter.retryAt ?? .infinity)
+            tag: tag, failure: failure, onDecision: onDecision)
+        queue.insert(waiter)
+        let retryAt = failure.fromRefill ? failure.retryAfter.map { now + $0 } : nil
+        let due = min(waiter.deadline, retryAt ?? .infinity)
         queueWake = min(queueWake, due)
         if armedWake.map({ due < $0 }) ?? true { effects.wakeEarlier = true }
         return .queued(id)
-    }
-
-    private mutating func insert(_ waiter: Waiter) {
-        // Binary search for the first waiter that the new one precedes (arrivals are mostly at the end).
-        var low = 0
-        var high = waiters.count
-        while low < high {
-            let middle = (low + high) / 2
-            if waiters[middle].precedes(waiter) { low = middle + 1 } else { high = middle }
-        }
-        waiters.insert(waiter, at: low)
-        waiterSlots.insert(WaiterSlot(keyID: waiter.keyID, deadline: waiter.deadline), at: low)
     }
 
     func virtualTime(rank: Int) -> Double {
@@ -117,74 +99,73 @@ extension EnforcerState {
         }
     }
 
-    /// Re-examines every waiter in service order at `now`: admits those that fit, denies those whose maximum
+    /// Re-examines the queue in service order at `now`: admits the waiters that fit, denies those whose maximum
     /// wait is over (or that hit a limit waiting cannot clear, e.g. a new snapshot set `deny`), and keeps the
-    /// rest. Once a waiter of a (tenant, upstream) stays, the later waiters of that pair stay too.
+    /// rest. Once a waiter of a (tenant, upstream) stays, the later waiters of that pair stay too, unless their
+    /// maximum wait is over.
+    ///
+    /// Only each pair's head and the expired waiters are visited (``WaitQueue``), merged in service order, so a
+    /// pump costs O(waiting pairs + decisions), not O(waiters), and decides the same waiters in the same order
+    /// as a pass over the whole queue: shared limits (the gateway's cap per upstream, task budgets) see the
+    /// same sequence of admissions, and the decisions reach their callers in the same order.
     mutating func pump(now: Double, effects: inout Effects) {
         checkLease(now: now, effects: &effects)
-        guard !waiters.isEmpty else {
+        guard !queue.isEmpty else {
             queueWake = .infinity
             return
         }
-        // In place: kept waiters move down to `write`; a blocked tenant's waiters are skipped by their key id
-        // without being copied, so a pump over a long queue costs little more than a pass over an array.
-        var blocked = [Bool](repeating: false, count: queueKeyIDs.count)
-        var write = 0
+        var visits = MinHeap<QueuePlace>()
+        swap(&visits, &pumpVisits)
+        queue.beginPump(now: now, into: &visits)
+        // The earliest refill time of a head that stays (the other waiters cannot go before their head, so their
+        // own refill times mean nothing).
         var due = Double.infinity
-        for read in waiters.indices {
-            let slot = waiterSlots[read]
-            if blocked[slot.keyID] {
-                if now >= slot.deadline {
-                    let waiter = waiters[read]
-                    finish(waiter, failure: expired(waiter), now: now, effects: &effects)
-                } else {
-                    // Behind a waiter of its own tenant that stays: it cannot go before that one, so its own
-                    // refill time means nothing (a stale one would make nextWakeTime() lie in the past).
-                    waiters[read].retryAt = nil
-                    due = min(due, slot.deadline)
-                    if write != read {
-                        waiters.swapAt(write, read)
-                        waiterSlots.swapAt(write, read)
-                    }
-                    write += 1
-                }
+        while let place = visits.popMin() {
+            // A head whose deadline is over is listed twice; the second visit finds it decided.
+            guard queue.holds(place) else { continue }
+            let keyID = queue[place.slot].keyID
+            if queue.isBlocked(keyID) {
+                // Behind a waiter of its own pair that stays: listed only because its maximum wait is over.
+                let waiter = queue.remove(place)
+                finish(waiter, failure: expired(waiter), now: now, effects: &effects)
                 continue
             }
-            var waiter = waiters[read]
+            // Not blocked: every earlier waiter of its pair has left, so it is the pair's head.
+            let waiter = queue[place.slot]
             let waited = now - waiter.enqueuedAt
             let index = stateIndex(waiter.key, now: now)
             switch evaluate(
                 waiter.request, key: waiter.key, at: index, estimate: waiter.estimate, now: now, waiting: true)
             {
             case .admit(let charge):
+                queue.remove(place)
                 leaveQueue(waiter)
                 advanceVirtualTime(to: waiter.tag, rank: waiter.request.taskClass.rank)
                 let ticket = admit(
                     waiter.request, key: waiter.key, at: index!, estimate: waiter.estimate, charge: charge, now: now,
                     waited: waited)
                 effects.decisions.append((waiter.onDecision, .admitted(ticket)))
+                if let next = queue.head(ofLane: keyID) { visits.push(next) }
             case .deny(let failure):
-                waiter.failure = failure
                 if !failure.limit.isWaitable || failure.code == "zero_allocation" {
+                    queue.remove(place)
                     finish(waiter, failure: failure, now: now, effects: &effects)
+                    if let next = queue.head(ofLane: keyID) { visits.push(next) }
                 } else if now >= waiter.deadline {
+                    var waiter = queue.remove(place)
+                    waiter.failure = failure
                     finish(waiter, failure: expired(waiter), now: now, effects: &effects)
+                    if let next = queue.head(ofLane: keyID) { visits.push(next) }
                 } else {
-                    waiter.retryAt = failure.fromRefill ? failure.retryAfter.map { now + $0 } : nil
-                    blocked[waiter.keyID] = true
-                    due = min(due, waiter.deadline, waiter.retryAt ?? .infinity)
-                    waiters[read] = waiter
-                    if write != read {
-                        waiters.swapAt(write, read)
-                        waiterSlots.swapAt(write, read)
-                    }
-                    write += 1
+                    queue[place.slot].failure = failure
+                    queue.block(keyID)
+                    if failure.fromRefill, let delay = failure.retryAfter { due = min(due, now + delay) }
                 }
             }
         }
-        waiters.removeLast(waiters.count - write)
-        waiterSlots.removeLast(waiterSlots.count - write)
-        queueWake = due
+        visits.removeAll()
+        pumpVisits = visits
+        queueWake = min(due, queue.earliestDeadline())
     }
 
     private func expired(_ waiter: Waiter) -> Failure {
@@ -206,7 +187,7 @@ extension EnforcerState {
         effects.decisions.append((waiter.onDecision, .denied(denial)))
     }
 
-    /// Updates the waiting counts of a waiter that left the queue (the caller removes it from `waiters`).
+    /// Updates the waiting counts of a waiter that left the queue (the caller removes it from `queue`).
     private mutating func leaveQueue(_ waiter: Waiter) {
         guard var account = queueAccounts[waiter.key] else { return }
         account.waiting[waiter.request.taskClass.rank] -= 1
@@ -216,9 +197,8 @@ extension EnforcerState {
     /// Removes a waiter whose caller gave up; reports it as `queued` (demand that was neither served nor
     /// denied). False when it already left the queue.
     mutating func cancel(_ id: UInt64, now: Double, effects: inout Effects) -> Bool {
-        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return false }
-        let waiter = waiters.remove(at: index)
-        waiterSlots.remove(at: index)
+        guard let place = queue.place(of: id) else { return false }
+        let waiter = queue.remove(place)
         leaveQueue(waiter)
         statistics.cancelledWhileQueued += 1
         let waited = now - waiter.enqueuedAt
@@ -245,9 +225,7 @@ extension EnforcerState {
 
     /// Denies every waiting request (the gateway is stopping: nothing would wake them any more).
     mutating func denyAllWaiting(now: Double, effects: inout Effects) {
-        let leaving = waiters
-        waiters = []
-        waiterSlots = []
+        let leaving = queue.removeAll()
         queueWake = .infinity
         for waiter in leaving {
             var failure = waiter.failure
@@ -260,7 +238,7 @@ extension EnforcerState {
     /// The earliest instant at which the queue or the lease needs attention: a waiter's refill time or
     /// deadline, or the lease end. nil when nothing is pending.
     func nextWakeTime() -> Double? {
-        let next = min(table.leaseEnd ?? .infinity, waiters.isEmpty ? .infinity : queueWake)
+        let next = min(table.leaseEnd ?? .infinity, queue.isEmpty ? .infinity : queueWake)
         return next.isFinite ? next : nil
     }
 }

@@ -200,27 +200,9 @@ struct Waiter: Sendable {
     var tag: Double
     /// What blocked it at its last evaluation.
     var failure: Failure
-    /// When the refill alone would admit it (nil when unknown: concurrency, queue order, no snapshot).
-    var retryAt: Double?
     var onDecision: @Sendable (Admission) -> Void
-    /// A small integer standing for `key` (``EnforcerState/queueKeyIDs``), so ``EnforcerState/pump(now:effects:)``
-    /// can skip the waiters of a blocked tenant without hashing its key.
+    /// Its (tenant, upstream)'s lane in ``WaitQueue`` (set when it is inserted there).
     var keyID: Int = 0
-
-    /// Strict service order: task class first, then the fair-queuing tag, then arrival.
-    func precedes(_ other: Waiter) -> Bool {
-        let rank = request.taskClass.rank
-        let otherRank = other.request.taskClass.rank
-        if rank != otherRank { return rank < otherRank }
-        if tag != other.tag { return tag < other.tag }
-        return id < other.id
-    }
-}
-
-/// A waiter's key id and deadline (see ``EnforcerState/waiterSlots``).
-struct WaiterSlot: Sendable {
-    var keyID: Int
-    var deadline: Double
 }
 
 /// What a state change asks the ``Enforcer`` to do once its lock is released.
@@ -245,15 +227,12 @@ struct EnforcerState {
     var tickets: [UInt64: TicketRecord] = [:]
     /// Requests in flight per upstream (all of them, charged or not): the gateway's own cap counts these.
     var upstreamInFlight: [String: Int] = [:]
-    /// Waiting requests in service order.
-    var waiters: [Waiter] = []
-    /// `waiters`' key ids and deadlines, index for index: what a pump reads for a blocked tenant's waiters,
-    /// kept apart so that reading them does not copy a whole ``Waiter``.
-    var waiterSlots: [WaiterSlot] = []
-    /// Ids of the (tenant, upstream) keys that ever queued, for ``Waiter/keyID``.
-    var queueKeyIDs: [TenantKey: Int] = [:]
-    /// The earliest deadline or refill time among `waiters` (exact after a pump, never later than the true
-    /// minimum otherwise), so ``nextWakeTime()`` does not scan the queue.
+    /// Waiting requests, one lane per (tenant, upstream).
+    var queue = WaitQueue()
+    /// The places a pump visits, kept between pumps so that their storage is reused.
+    var pumpVisits = MinHeap<QueuePlace>()
+    /// The earliest deadline among the waiters or refill time of a pair's head (exact after a pump, never
+    /// later than the true minimum otherwise), so ``nextWakeTime()`` does not scan the queue.
     var queueWake: Double = .infinity
     /// Per task class rank: the tag of the last waiter served (weighted fair queuing's virtual time).
     var virtualTime = (0.0, 0.0, 0.0, 0.0)
@@ -444,7 +423,8 @@ struct EnforcerState {
         {
             // Never overtake a waiting request of the same tenant and equal or higher priority: it would take the
             // tokens the waiter is accumulating for, and a large request could starve behind small ones.
-            let ahead = waiters.first { $0.key == key && $0.request.taskClass.rank <= request.taskClass.rank }
+            // The lane is in service order, task class first, so its head is the most urgent of them.
+            let ahead = queue.head(of: key)
             var failure =
                 ahead?.failure
                 ?? Failure(
