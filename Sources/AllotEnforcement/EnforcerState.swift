@@ -165,13 +165,70 @@ struct TicketRecord: Sendable {
 struct Failure: Sendable {
     var limit: LimitKind
     var code: String
-    var message: String
+    /// The message, formatted when read.
+    var text: FailureText
     /// Advised retry, seconds.
     var retryAfter: Double?
     /// True when `retryAfter` is the bucket's exact refill time (a lower bound on the wait).
     var fromRefill: Bool
     /// False for failures that apply whatever the tenant's mode (circuit, the gateway's own cap, queue order).
     var shadowable: Bool
+
+    init(
+        limit: LimitKind, code: String, message: String, retryAfter: Double?, fromRefill: Bool, shadowable: Bool
+    ) {
+        self.init(
+            limit: limit, code: code, text: .plain(message), retryAfter: retryAfter, fromRefill: fromRefill,
+            shadowable: shadowable)
+    }
+
+    init(
+        limit: LimitKind, code: String, text: FailureText, retryAfter: Double?, fromRefill: Bool, shadowable: Bool
+    ) {
+        self.limit = limit
+        self.code = code
+        self.text = text
+        self.retryAfter = retryAfter
+        self.fromRefill = fromRefill
+        self.shadowable = shadowable
+    }
+
+    var message: String {
+        get { text.formatted }
+        set { text = .plain(newValue) }
+    }
+}
+
+/// A failure's message, kept as its parts for the failures a pump meets on every waiting pair's head (a
+/// bucket without room, a concurrency cap): a pump re-evaluates each head and keeps its failure, but the
+/// message is read only when a denial is built, so formatting it every time was most of a pump's cost.
+enum FailureText: Sendable {
+    case plain(String)
+    /// A bucket without room for `amount` (tokens, or one request) for another `delay` seconds.
+    case bucket(key: TenantKey, limit: LimitKind, parameters: Bucket, amount: Double, delay: Double)
+    /// The tenant's own `max_concurrency`.
+    case tenantConcurrency(key: TenantKey, inFlight: Int, maximum: Int)
+    /// The gateway's own cap per upstream.
+    case gatewayConcurrency(upstream: String, cap: Int)
+
+    var formatted: String {
+        switch self {
+        case .plain(let message):
+            return message
+        case .bucket(let key, let limit, let parameters, let amount, let delay):
+            let useTPM = limit == .tpm
+            let unit = useTPM ? "tokens" : "requests"
+            let what = useTPM ? "\(Int(amount.rounded(.up))) tokens" : "a request"
+            return "tenant \(key.tenant) on \(key.upstream): \(limit.rawValue) limit "
+                + "\(EnforcerState.format(parameters.rate)) \(unit)/min (burst \(EnforcerState.format(parameters.burst))) "
+                + "has no room for \(what); retry in \(EnforcerState.format(delay)) s"
+        case .tenantConcurrency(let key, let inFlight, let maximum):
+            return "tenant \(key.tenant) has \(inFlight) requests in flight on \(key.upstream) "
+                + "(max_concurrency \(maximum))"
+        case .gatewayConcurrency(let upstream, let cap):
+            return "this gateway has \(cap) requests in flight on \(upstream), its maximum"
+        }
+    }
 }
 
 /// The outcome of evaluating a request against the limits.
@@ -440,8 +497,7 @@ struct EnforcerState {
         if let maxConcurrency, tenantState.inFlight >= maxConcurrency {
             let failure = Failure(
                 limit: .concurrency, code: "concurrency_limited",
-                message: "tenant \(key.tenant) has \(tenantState.inFlight) requests in flight on \(key.upstream) "
-                    + "(max_concurrency \(maxConcurrency))",
+                text: .tenantConcurrency(key: key, inFlight: tenantState.inFlight, maximum: maxConcurrency),
                 retryAfter: configuration.defaultRetryAfter, fromRefill: false, shadowable: true)
             if let verdict = check(failure) { return verdict }
         }
@@ -449,7 +505,7 @@ struct EnforcerState {
             return .deny(
                 Failure(
                     limit: .concurrency, code: "gateway_concurrency_limited",
-                    message: "this gateway has \(cap) requests in flight on \(key.upstream), its maximum",
+                    text: .gatewayConcurrency(upstream: key.upstream, cap: cap),
                     retryAfter: configuration.defaultRetryAfter, fromRefill: false, shadowable: false))
         }
         var charge = Charge()
@@ -490,16 +546,10 @@ struct EnforcerState {
         let limit: LimitKind = useTPM ? .tpm : .rpm
         let bucket = useTPM ? state.tpm : state.rpm
         let delay = useTPM ? tpmDelay! : rpmDelay!
-        let unit = useTPM ? "tokens" : "requests"
-        let parameters = bucket.parameters
         if let delay {
-            let what = useTPM ? "\(Int(amount.rounded(.up))) tokens" : "a request"
             return Failure(
                 limit: limit, code: "rate_limited",
-                message:
-                    "tenant \(key.tenant) on \(key.upstream): \(limit.rawValue) limit \(Self.format(parameters.rate)) "
-                    + "\(unit)/min (burst \(Self.format(parameters.burst))) has no room for \(what); retry in "
-                    + "\(Self.format(delay)) s",
+                text: .bucket(key: key, limit: limit, parameters: bucket.parameters, amount: amount, delay: delay),
                 retryAfter: delay, fromRefill: true, shadowable: true)
         }
         return Failure(
