@@ -1,0 +1,264 @@
+import AllotProtocol
+import AllotSignals
+import Testing
+
+@testable import AllotEnforcement
+
+/// The per-(tenant, upstream) lanes of the admission queue: the structure on its own, then through the
+/// ``Enforcer`` with many tenants, blocked and unblocked.
+@Suite struct WaitQueueTests {
+    /// A small deterministic generator (the tests must not depend on the system's random source).
+    struct Generator {
+        var state: UInt64
+
+        mutating func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+    }
+
+    static let classes: [TaskClass] = [.realtime, .interactive, .batch, .background]
+
+    static func waiter(id: UInt64, tenant: String, taskClass: TaskClass, tag: Double, deadline: Double) -> Waiter {
+        Waiter(
+            id: id, request: .make(tenant, taskClass: taskClass), key: TenantKey(tenant: tenant, upstream: "u"),
+            estimate: 100, enqueuedAt: 0, deadline: deadline, tag: tag,
+            failure: Failure(
+                limit: .rpm, code: "rate_limited", message: "", retryAfter: nil, fromRefill: false,
+                shadowable: false),
+            onDecision: { _ in })
+    }
+
+    /// Waiters of 13 tenants in random classes, tags and deadlines (tags repeat, so ties go to the id).
+    static func randomWaiters(count: Int, seed: UInt64) -> [Waiter] {
+        var generator = Generator(state: seed)
+        return (0..<count).map { index in
+            waiter(
+                id: UInt64(index + 1), tenant: "t\(generator.next(13))", taskClass: classes[generator.next(4)],
+                tag: Double(generator.next(8)), deadline: Double(generator.next(100)))
+        }
+    }
+
+    /// Checks the lanes against the waiters that should be in the queue.
+    static func expectConsistent(_ queue: WaitQueue, holding expected: [Waiter]) {
+        #expect(queue.count == expected.count)
+        var ids: [Int: [UInt64]] = [:]
+        for waiter in expected.sorted(by: { QueuePlace($0, slot: 0) < QueuePlace($1, slot: 0) }) {
+            ids[queue.keyIDs[waiter.key]!, default: []].append(waiter.id)
+        }
+        for (keyID, lane) in queue.lanes.enumerated() {
+            #expect(lane.places[lane.start...].map(\.id) == ids[keyID, default: []])
+            #expect(queue.activeLanes.contains(keyID) == !lane.isEmpty)
+            if !lane.isEmpty { #expect(queue.activeLanes[lane.activeIndex] == keyID) }
+        }
+        #expect(Set(queue.activeLanes).count == queue.activeLanes.count)
+    }
+
+    @Test func lanesKeepEachPairInServiceOrderAndMergeToTheGlobalOrder() {
+        var queue = WaitQueue()
+        let waiters = Self.randomWaiters(count: 400, seed: 7)
+        for waiter in waiters { queue.insert(waiter) }
+        Self.expectConsistent(queue, holding: waiters)
+        // Taking the smallest head again and again gives the single list's order.
+        let global = waiters.map { QueuePlace($0, slot: 0) }.sorted().map(\.id)
+        var merged: [UInt64] = []
+        var heads = MinHeap<QueuePlace>()
+        for keyID in queue.activeLanes { heads.push(queue.head(ofLane: keyID)!) }
+        while let place = heads.popMin() {
+            let waiter = queue.remove(place)
+            merged.append(waiter.id)
+            if let next = queue.head(ofLane: waiter.keyID) { heads.push(next) }
+        }
+        #expect(merged == global)
+        #expect(queue.isEmpty)
+        #expect(queue.activeLanes.isEmpty)
+        #expect(queue.earliestDeadline() == .infinity)
+    }
+
+    @Test func removalsAnywhereKeepTheLanesAndTheEarliestDeadlineRight() {
+        var queue = WaitQueue()
+        var waiting = Self.randomWaiters(count: 300, seed: 11)
+        var places: [UInt64: QueuePlace] = [:]
+        for waiter in waiting { places[waiter.id] = queue.insert(waiter) }
+        var generator = Generator(state: 3)
+        var nextID: UInt64 = 1_000
+        for round in 0..<250 {
+            // Remove one from anywhere (heads and middles alike), sometimes add one.
+            let leaving = waiting.remove(at: generator.next(waiting.count))
+            #expect(queue.holds(places[leaving.id]!))
+            #expect(queue.remove(places[leaving.id]!).id == leaving.id)
+            #expect(!queue.holds(places[leaving.id]!))
+            if round % 3 == 0 {
+                let arrival = Self.waiter(
+                    id: nextID, tenant: "t\(generator.next(13))", taskClass: Self.classes[generator.next(4)],
+                    tag: Double(generator.next(8)), deadline: Double(generator.next(100)))
+                nextID += 1
+                places[arrival.id] = queue.insert(arrival)
+                waiting.append(arrival)
+            }
+            #expect(queue.earliestDeadline() == waiting.map(\.deadline).min() ?? .infinity)
+        }
+        Self.expectConsistent(queue, holding: waiting)
+        for waiter in waiting { #expect(queue.place(of: waiter.id)?.slot == places[waiter.id]?.slot) }
+        #expect(queue.place(of: 999) == nil)
+        // removeAll hands them back in service order.
+        let all = queue.removeAll().map(\.id)
+        #expect(all == waiting.map { QueuePlace($0, slot: 0) }.sorted().map(\.id))
+        #expect(queue.isEmpty)
+    }
+
+    @Test func aPumpVisitsEachPairsHeadAndTheExpiredWaitersOnly() {
+        var queue = WaitQueue()
+        let waiters = Self.randomWaiters(count: 200, seed: 5)
+        for waiter in waiters { queue.insert(waiter) }
+        var visits = MinHeap<QueuePlace>()
+        queue.beginPump(now: 20, into: &visits)
+        var visited: [UInt64] = []
+        while let place = visits.popMin() { visited.append(place.id) }
+        let heads = Set(queue.activeLanes.map { queue.head(ofLane: $0)!.id })
+        let expired = Set(waiters.filter { $0.deadline <= 20 }.map(\.id))
+        // In service order; a head that expired is listed twice (the pump skips the second).
+        #expect(Set(visited) == heads.union(expired))
+        #expect(visited.count == heads.count + expired.count)
+        let order = waiters.map { QueuePlace($0, slot: 0) }.sorted().map(\.id)
+        let rank = Dictionary(uniqueKeysWithValues: order.enumerated().map { ($1, $0) })
+        #expect(zip(visited, visited.dropFirst()).allSatisfy { rank[$0]! <= rank[$1]! })
+        // The deadlines already listed are not listed again.
+        var again = MinHeap<QueuePlace>()
+        queue.beginPump(now: 20, into: &again)
+        #expect(again.count == heads.count)
+    }
+
+    // MARK: Through the enforcer
+
+    static let patient = GatewayConfiguration(gatewayID: "gw-1", maxWait: PerTaskClass(all: 60))
+
+    @Test func headsOfManyTenantsAreDecidedInServiceOrderAcrossTenantsAndClasses() throws {
+        // 12 tenants at one request per second (burst 1), each with its token spent: every pump admits each
+        // tenant's head, and the one behind it stays (its tenant's bucket is empty again).
+        let tenants = (0..<12).map { "t\($0)" }
+        let entries = tenants.map { TenantEntry.make($0, rpm: Bucket(rate: 60, burst: 1)) }
+        let enforcer = Enforcer.make(.make(tenants: entries), configuration: Self.patient)
+        let log = DecisionLog()
+        for tenant in tenants { _ = try enforcer.mustAdmit(.make(tenant), now: 1_000) }
+        // Odd tenants queue batch then interactive; even ones interactive then batch.
+        for (index, tenant) in tenants.enumerated() {
+            let order: [TaskClass] = index % 2 == 1 ? [.batch, .interactive] : [.interactive, .batch]
+            for taskClass in order {
+                let submission = enforcer.submit(
+                    .make(tenant, taskClass: taskClass), now: 1_000, onDecision: log.callback("\(tenant)-\(taskClass)"))
+                guard case .queued = submission else {
+                    Issue.record("\(tenant) \(taskClass) was not queued: \(submission)")
+                    return
+                }
+            }
+        }
+        #expect(enforcer.status(now: 1_000).queueLength == 24)
+        #expect(enforcer.nextWakeTime == 1_001)
+        enforcer.pump(now: 1_001)
+        // Every tenant's interactive request (its head: class before arrival), tenants in arrival order.
+        #expect(log.labels == tenants.map { "\($0)-interactive" })
+        #expect(enforcer.nextWakeTime == 1_002)
+        enforcer.pump(now: 1_001.5)
+        #expect(log.labels.count == 12)
+        enforcer.pump(now: 1_002)
+        #expect(log.labels.suffix(12) == tenants.map { "\($0)-batch" })
+        #expect(enforcer.status(now: 1_002).queueLength == 0)
+    }
+
+    @Test func aSharedCapServesWaitersAcrossTenantsByClassThenFairTagThenArrival() throws {
+        let tenants = (0..<10).map { "t\($0)" }
+        let enforcer = Enforcer.make(
+            .make(tenants: tenants.map { TenantEntry.make($0) }),
+            configuration: GatewayConfiguration(
+                gatewayID: "gw-1", maxWait: PerTaskClass(all: 60), maxInFlightPerUpstream: 1))
+        let log = DecisionLog()
+        var current = try enforcer.mustAdmit(.make("t0"), now: 1_000)
+        // Each tenant: two batch, then one interactive. Equal weights: tags 1, 2 per class and tenant.
+        for tenant in tenants {
+            for (label, taskClass) in [("b1", TaskClass.batch), ("b2", .batch), ("i", .interactive)] {
+                _ = enforcer.submit(
+                    .make(tenant, taskClass: taskClass), now: 1_000, onDecision: log.callback("\(tenant)-\(label)"))
+            }
+        }
+        let capped = try enforcer.mustDeny(.make("t0", taskClass: .realtime), now: 1_000)
+        #expect(capped.message == "this gateway has 1 requests in flight on \(Snapshot.defaultUpstream), its maximum")
+        var now = 1_000.0
+        for _ in 0..<30 {
+            now += 0.1
+            enforcer.complete(current, AttemptResult(status: 200, promptTokens: 50, completionTokens: 50), now: now)
+            current = try #require(log.decisions.last?.1.ticket)
+        }
+        let expected =
+            tenants.map { "\($0)-i" } + tenants.map { "\($0)-b1" } + tenants.map { "\($0)-b2" }
+        #expect(log.labels == expected)  // round robin within a class, FIFO within a tenant
+    }
+
+    @Test func waitersBehindABlockedHeadExpireOnTimeWhileOtherTenantsAreServed() throws {
+        // "slow" gets one request per 10 s; its interactive head waits for the refill, its batch request
+        // behind it (maximum wait 5 s) cannot go first and expires. "fast" is served meanwhile.
+        let slow = TenantEntry.make("slow", rpm: Bucket(rate: 6, burst: 1))
+        let fast = TenantEntry.make("fast", rpm: Bucket(rate: 60, burst: 1))
+        let configuration = GatewayConfiguration(
+            gatewayID: "gw-1", maxWait: PerTaskClass(realtime: 1, interactive: 30, batch: 5, background: 60))
+        let enforcer = Enforcer.make(.make(tenants: [slow, fast]), configuration: configuration)
+        let log = DecisionLog()
+        _ = try enforcer.mustAdmit(.make("slow"), now: 1_000)
+        _ = try enforcer.mustAdmit(.make("fast"), now: 1_000)
+        _ = enforcer.submit(.make("slow"), now: 1_000, onDecision: log.callback("slow-head"))
+        _ = enforcer.submit(.make("slow", taskClass: .batch), now: 1_000, onDecision: log.callback("slow-batch"))
+        for second in 0..<4 {
+            _ = enforcer.submit(
+                .make("fast", taskClass: .batch), now: 1_000, onDecision: log.callback("fast-\(second)"))
+        }
+        // The earliest of: fast's refill (1001), the batch deadlines (1005), slow's refill (1010).
+        #expect(enforcer.nextWakeTime == 1_001)
+        for second in 1...4 { enforcer.pump(now: 1_000 + Double(second)) }
+        #expect(log.labels == ["fast-0", "fast-1", "fast-2", "fast-3"])
+        #expect(enforcer.nextWakeTime == 1_005)
+        enforcer.pump(now: 1_005)
+        let denial = try #require(log.admission("slow-batch")?.denial)
+        #expect(denial.code == "max_wait_exceeded")
+        #expect(denial.limit == .rpm)
+        #expect(denial.waited == 5)
+        #expect(
+            denial.message
+                == "waited the 5 s maximum of batch requests; requests of tenant slow on \(Snapshot.defaultUpstream) "
+                + "are queued ahead (rpm)")
+        #expect(log.admission("slow-head") == nil)
+        #expect(enforcer.nextWakeTime == 1_010)
+        enforcer.pump(now: 1_010)
+        #expect(log.admission("slow-head")?.ticket?.waited == 10)
+        #expect(enforcer.status(now: 1_010).queueLength == 0)
+    }
+
+    @Test func anExpiredHeadIsDeniedWithItsLatestFailureAndTheNextWaiterIsEvaluatedInTheSamePump() throws {
+        let configuration = GatewayConfiguration(
+            gatewayID: "gw-1", maxWait: PerTaskClass(realtime: 1, interactive: 8, batch: 30, background: 60))
+        let enforcer = Enforcer.make(
+            .make(tenants: [TenantEntry.make("slow", rpm: Bucket(rate: 60, burst: 1))]), configuration: configuration)
+        let log = DecisionLog()
+        _ = try enforcer.mustAdmit(.make("slow"), now: 1_000)
+        _ = enforcer.submit(.make("slow"), now: 1_000, onDecision: log.callback("head"))
+        _ = enforcer.submit(.make("slow", taskClass: .batch), now: 1_000, onDecision: log.callback("next"))
+        // Half a token has come back when the rate drops to 3/min (no refill on the swap): the other half takes
+        // 10 s more, past the head's 8 s maximum.
+        let slower = TenantEntry.make("slow", rpm: Bucket(rate: 3, burst: 1))
+        enforcer.apply(.make(version: 2, tenants: [slower]), now: 1_000.5)
+        #expect(enforcer.nextWakeTime == 1_008)  // the head's deadline comes before the refill
+        enforcer.pump(now: 1_008)
+        let denial = try #require(log.admission("head")?.denial)
+        #expect(denial.code == "max_wait_exceeded")
+        #expect(
+            denial.message
+                == "waited the 8 s maximum of interactive requests; tenant slow on \(Snapshot.defaultUpstream): rpm "
+                + "limit 3 requests/min (burst 1) has no room for a request; retry in 2.5 s")
+        #expect(approx(denial.retryAfter, 2.5))
+        // The batch request is the head now: evaluated in the same pump, it waits for the refill.
+        #expect(log.labels == ["head"])
+        let refill = try #require(enforcer.nextWakeTime)
+        #expect(approx(refill, 1_010.5))
+        enforcer.pump(now: refill)
+        #expect(log.labels == ["head", "next"])
+    }
+}
