@@ -95,12 +95,17 @@ public struct TenantObservation: Sendable, Hashable {
     /// Share of the tenant's tokens on this pool that are input (prompt) tokens, in `[0, 1]`: prices
     /// a budget throttle's token rate.
     public var inputTokenShare: Double
+    /// The most requests and tokens the tenant asked for within one tick lately (its clump: an agent's
+    /// parallel fan-out): the engine sizes the tenant's bucket to hold at least one clump, capped at a
+    /// minute of its rate, so a low-rate tenant's fan-out is not queued call by call. 0: unknown.
+    public var clump: PerDimension<Double>
 
     public init(
         tenant: String, upstream: String, tenantClass: TenantClass = .steady, suspect: Bool = false,
         demand: PerDimension<Double>, served: PerDimension<Double> = PerDimension(0), samples: Int = 100,
-        confidence: Double = 1, inputTokenShare: Double = 0.5
+        confidence: Double = 1, inputTokenShare: Double = 0.5, clump: PerDimension<Double> = PerDimension(0)
     ) {
+        self.clump = clump
         self.tenant = tenant
         self.upstream = upstream
         self.tenantClass = tenantClass

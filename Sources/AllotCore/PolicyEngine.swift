@@ -397,7 +397,8 @@ private struct PoolTick {
                 explanation.reason = reason(
                     base: allocation.reasons[index], credit: credit, terms: terms,
                     tenantClass: observation.tenantClass)
-                let bucket = max(published * tier.bucketSeconds / 60, dimension == .rpm ? 1 : 0)
+                let clump = min(observation.clump[dimension], published)
+                let bucket = max(published * tier.bucketSeconds / 60, clump, dimension == .rpm ? 1 : 0)
                 results[last][dimensionAllocation: dimension] = DimensionAllocation(
                     rate: published, burst: bucket, reason: explanation.reason, explanation: explanation)
                 results[last].fallback[dimension] = claim.floor * fallbackScale[dimension]

@@ -38,6 +38,26 @@ public struct ClassificationRules: Sendable, Hashable, Codable {
     /// A gateway seeing a tenant gets at least this share of its slices (before renormalising to 1).
     public var minimumGatewayShare: Double
 
+    /// Demand of a sparse tenant: a short-window rate estimated from fewer than this many requests is
+    /// mostly noise (a tenant with one task a minute reads 0 between tasks), so the long-window rate is
+    /// then a lower bound of the demand reported.
+    public var sparseSamples: Double
+    /// A tenant is *constrained* when, over the short window, on average at least this many of its
+    /// requests wait in gateway queues (Little's law: the `queue_ms` reported, summed, per second)…
+    public var constrainedWaiting: Double
+    /// …or at least this share of its demand is denied or abandoned in a queue.
+    public var constrainedDeniedShare: Double
+    /// A constrained tenant's demand is at least its allocation × (1 + this), in the dimensions it uses
+    /// (served at least 75 % of the most used one): an agent whose calls wait in a queue issues no
+    /// more, so what it is served understates what it wants — without this its allocation would
+    /// follow its own throttling down (the silent-starvation loop). Water-filling still caps it at
+    /// its fair share; dampening bounds the step.
+    public var constrainedProbe: Double
+    /// A dimension is claimed only where the tenant is served at least this share of its allocation: a
+    /// tenant that waits while most of its allocation goes unused is held back by something else (its
+    /// burst, the split over gateways), and more rate would sit idle.
+    public var constrainedUse: Double
+
     /// Runaway-task accounting: a `task_id` not seen for this long is forgotten…
     public var taskExpirySeconds: Double
     /// …and at most this many tasks are tracked (the least recently seen are dropped first).
@@ -49,7 +69,8 @@ public struct ClassificationRules: Sendable, Hashable, Codable {
         followMinimumRises: Int = 6, followShare: Double = 0.75, floodMinimumRPM: Double = 10,
         floodShare: Double = 0.5, floodRetryShare: Double = 0.05, nearEmptyTokens: Int64 = 16,
         nearEmptyMinimumRPM: Double = 10, nearEmptyShare: Double = 0.5, minimumGatewayShare: Double = 0.05,
-        taskExpirySeconds: Double = 3600, maximumTrackedTasks: Int = 200_000
+        sparseSamples: Double = 20, constrainedWaiting: Double = 0.5, constrainedDeniedShare: Double = 0.02,
+        constrainedProbe: Double = 0.25, constrainedUse: Double = 0.6, taskExpirySeconds: Double = 3600, maximumTrackedTasks: Int = 200_000
     ) {
         self.burstRatio = burstRatio
         self.burstMinimumRPM = burstMinimumRPM
@@ -65,6 +86,11 @@ public struct ClassificationRules: Sendable, Hashable, Codable {
         self.nearEmptyMinimumRPM = nearEmptyMinimumRPM
         self.nearEmptyShare = nearEmptyShare
         self.minimumGatewayShare = minimumGatewayShare
+        self.sparseSamples = sparseSamples
+        self.constrainedWaiting = constrainedWaiting
+        self.constrainedDeniedShare = constrainedDeniedShare
+        self.constrainedProbe = constrainedProbe
+        self.constrainedUse = constrainedUse
         self.taskExpirySeconds = taskExpirySeconds
         self.maximumTrackedTasks = maximumTrackedTasks
     }

@@ -51,6 +51,8 @@ struct TickCounts: Sendable {
     var deniedTokens: Float = 0
     var queued: Float = 0
     var queuedTokens: Float = 0
+    /// Seconds the tick's requests waited in gateway queues (their `queue_ms`, summed).
+    var waitSeconds: Float = 0
     /// Every event (attempts, denials, queueing), and those that were retries.
     var events: Float = 0
     var retries: Float = 0
@@ -169,6 +171,12 @@ struct TenantTrack: Sendable, Hashable, Codable {
     var demandLong = PerDimension<Double>(0)
     var deniedShort = 0.0
     var queuedShort = 0.0
+    /// Requests waiting in gateway queues on average (short window; Little's law over `queue_ms`).
+    /// Optional: checkpoints written before it existed decode without it.
+    var waitingShort: Double?
+    /// The most demand (requests, tokens) seen in one tick, decaying over the long window (the clump
+    /// of ``TenantObservation/clump``). Optional: older checkpoints decode without it.
+    var clump: PerDimension<Double>?
     var deniedLong = 0.0
     var eventsLong = 0.0
     var retriesLong = 0.0

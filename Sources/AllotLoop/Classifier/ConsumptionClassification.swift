@@ -14,7 +14,15 @@ import Foundation
 ///   reads them, whatever their time (late events are not lost); the first tick's `Δ` is the loop
 ///   interval. A tick with `Δ ≤ 0` (the same `now` twice) only accumulates.
 /// - **Demand** = served + denied locally + queued (SPEC 5): what the tenant wanted. Served tokens are
-///   prompt + completion; denied and queued requests count their `estimated_tokens`.
+///   prompt + completion; denied and queued requests count their `estimated_tokens`. The demand the
+///   engine sees is this short-window rate, with two corrections for agents (closed-loop clients, whose
+///   calls wait for earlier ones, so that what they send follows what they are let through):
+///   a *sparse* tenant (fewer than `sparseSamples` requests in the short window) reports at least its
+///   long-window rate, and a *constrained* tenant (requests waiting in gateway queues — Little's law
+///   over the `queue_ms` reported — or denied) claims its allocation × (1 + `constrainedProbe`) in the
+///   dimensions it fills (``ClassificationRules``).
+/// - **Clump**: the most requests and tokens asked for within one tick, decaying over the long window;
+///   the engine's buckets hold at least one clump (``TenantObservation/clump``).
 /// - **Classes**, first match: `idle` (no demand event for `idle_after_s`), `cold_start` (fewer than
 ///   `cold_start_samples` demand events: the demand reported is `c·observed + (1 − c)·prior` with
 ///   `c = samples / cold_start_samples` and the prior the tier's `cold_start_demand`, a percentage
@@ -288,6 +296,7 @@ public struct ConsumptionClassification: Sendable {
                 }
                 if let wait = events[position].queueMs, wait.isFinite, wait >= 0 {
                     queueSamples.append(UInt32(index) << 8 | UInt32(scale.bucket(of: wait)))
+                    if wait > 0 { ticks[index].waitSeconds += Float(wait / 1000) }
                 }
                 let gateway = gatewaySlot(events[position].gateway, names: delta.names).map { Int32($0) } ?? -1
                 records.append(

@@ -47,6 +47,8 @@ extension TenantTrack {
         ewma(&demandLong.tpm, tick.demandTokens, long)
         ewma(&deniedShort, tick.denied, short)
         ewma(&queuedShort, tick.queued, short)
+        let waiting = waitingShort ?? 0
+        waitingShort = waiting + short * (Double(tick.waitSeconds) / fold.elapsed - waiting)
         ewma(&deniedLong, tick.denied, long)
         ewma(&eventsLong, tick.events, long)
         ewma(&retriesLong, tick.retries, long)
@@ -54,6 +56,10 @@ extension TenantTrack {
         ewma(&promptLong, tick.promptTokens, long)
         ewma(&completionLong, tick.completionTokens, long)
         peakDemand = max(demandShort.rpm, peakDemand * fold.longDecay)
+        let lastClump = clump ?? PerDimension(0)
+        clump = PerDimension(
+            rpm: max(tick.demandRequests, lastClump.rpm * fold.longDecay),
+            tpm: max(tick.demandTokens, lastClump.tpm * fold.longDecay))
 
         if gateways.contains(where: { $0.lastSeenAt < now - longWindow }) {
             gateways.removeAll { $0.lastSeenAt < now - longWindow }
@@ -106,9 +112,6 @@ extension TenantTrack {
         starvingSince = starving ? (starvingSince ?? now) : nil
         let starved = starvingSince.map { now - $0 >= policy.alerts.starvationWindowSeconds } ?? false
 
-        if advance { judgeRatchet(allocation: allocation, rules: rules) }
-        suspectReasons = suspectPatterns(rules: rules)
-
         let idle = lastActivityAt.map { now - $0 >= settings.idleAfterSeconds } ?? true
         let coldStart = samples < settings.coldStartSamples
         let sustained = overSince.map { now - $0 >= settings.sustainedOverSeconds } ?? false
@@ -121,10 +124,20 @@ extension TenantTrack {
 
         let confidence = settings.coldStartSamples > 0 ? min(1, Double(samples) / Double(settings.coldStartSamples)) : 1
         var demand = demandShort
+        if demandShort.rpm * settings.shortWindowSeconds / 60 < rules.sparseSamples {
+            demand = PerDimension { max(demandShort[$0], demandLong[$0]) }
+        }
         if coldStart, !idle {
             let prior = coldStartPrior(context: context)
-            demand = PerDimension { confidence * demandShort[$0] + (1 - confidence) * prior[$0] }
+            demand = PerDimension { confidence * demand[$0] + (1 - confidence) * prior[$0] }
         }
+        if !idle, let allocation, let claim = constrainedClaim(allocation: allocation, rules: rules) {
+            demand = PerDimension { max(demand[$0], claim[$0]) }
+        }
+        // The ratchet judges the demand the engine sees: a constrained tenant's allocation rises because
+        // it asked (its claim), not because it games.
+        if advance { judgeRatchet(allocation: allocation, demand: demand, rules: rules) }
+        suspectReasons = suspectPatterns(rules: rules)
         let inputShare = promptLong + completionLong > 0 ? promptLong / (promptLong + completionLong) : 0.5
         let suspect = !suspectReasons.isEmpty
 
@@ -146,7 +159,8 @@ extension TenantTrack {
 
         let observation = TenantObservation(
             tenant: key.tenant, upstream: key.upstream, tenantClass: tenantClass, suspect: suspect, demand: demand,
-            served: servedShort, samples: samples, confidence: confidence, inputTokenShare: inputShare)
+            served: servedShort, samples: samples, confidence: confidence, inputTokenShare: inputShare,
+            clump: clump ?? PerDimension(0))
         let status = TenantStatus(
             key: key, tenantClass: tenantClass, suspect: suspect, suspectReasons: suspectReasons, demand: demand,
             servedShort: servedShort, servedLong: servedLong, deniedRPM: deniedShort, queuedRPM: queuedShort,
@@ -158,6 +172,31 @@ extension TenantTrack {
             starvedSince: starved ? starvingSince : nil, gatewayShares: gatewayShares(rules: rules),
             gatewayServed: gatewayServed())
         return Classification(observation: observation, status: status, alerts: alerts)
+    }
+
+    /// What a constrained tenant claims (see ``ClassificationRules/constrainedProbe``): per dimension it
+    /// fills — served at least ``ClassificationRules/constrainedUse`` of the allocation there, and at
+    /// least 75 % as much as of the most used one — the allocation ×
+    /// (1 + probe); 0 elsewhere. Nil when the tenant is not constrained: fewer than
+    /// ``ClassificationRules/constrainedWaiting`` requests waiting on average and fewer than
+    /// ``ClassificationRules/constrainedDeniedShare`` of its demand denied or abandoned.
+    func constrainedClaim(allocation: PerDimension<Double>, rules: ClassificationRules) -> PerDimension<Double>? {
+        let refused = demandShort.rpm > 0 ? (deniedShort + queuedShort) / demandShort.rpm : 0
+        guard (waitingShort ?? 0) >= rules.constrainedWaiting || refused >= rules.constrainedDeniedShare else {
+            return nil
+        }
+        func usage(_ dimension: RateDimension) -> Double? {
+            let allocated = allocation[dimension]
+            guard allocated > 0, allocated.isFinite else { return nil }
+            return servedShort[dimension] / allocated
+        }
+        let most = max(usage(.rpm) ?? 0, usage(.tpm) ?? 0)
+        func claimed(_ dimension: RateDimension) -> Double {
+            guard let used = usage(dimension), used >= rules.constrainedUse, used >= 0.75 * most else { return 0 }
+            return allocation[dimension] * (1 + rules.constrainedProbe)
+        }
+        let claim = PerDimension(rpm: claimed(.rpm), tpm: claimed(.tpm))
+        return claim.rpm > 0 || claim.tpm > 0 ? claim : nil
     }
 
     /// The tier's `cold_start_demand`, a percentage resolving against the pool's capacity (the
@@ -212,14 +251,16 @@ extension TenantTrack {
     /// before (within 5 %: the rise was not demand-driven), followed or not within `followTicks` by a
     /// demand rise of at least `followFraction` of the allocation's rise and at least 5 %. One dimension
     /// is judged: RPM when allocated, else TPM.
-    private mutating func judgeRatchet(allocation: PerDimension<Double>?, rules: ClassificationRules) {
+    private mutating func judgeRatchet(
+        allocation: PerDimension<Double>?, demand demands: PerDimension<Double>, rules: ClassificationRules
+    ) {
         guard let allocation else {
             ratchet.previousAllocation = nil
             return
         }
         let dimension: RateDimension = allocation.rpm > 0 ? .rpm : .tpm
         let allocated = allocation[dimension]
-        let demand = demandShort[dimension]
+        let demand = demands[dimension]
         if let before = ratchet.pendingDemandBefore {
             if demand >= before + rules.followFraction * ratchet.pendingRise, demand >= 1.05 * before {
                 ratchet.record(followed: true)

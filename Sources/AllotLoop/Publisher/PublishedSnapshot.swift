@@ -218,16 +218,22 @@ struct Share {
         self.tpm = byTPM ?? byRPM ?? even
     }
 
-    /// The tenant entry with the slice's rates; bucket sizes and burst credit scaled by the share
-    /// (an RPM bucket keeps room for one request, as the engine's buckets do).
+    /// The tenant entry with the slice's rates; bucket sizes scaled by the share plus room for one
+    /// more request (in tokens: the tenant's tokens per request, from its rates), never above the
+    /// tenant's own bucket — a clump spread over the gateways rounds up to whole requests on each, so a
+    /// low-rate tenant is not held to one call per refill everywhere; the slices' buckets together
+    /// exceed the tenant's by at most one request per gateway. Burst credit is scaled by the share.
     func apply(to entry: TenantEntry, rpm: Double, tpm: Double) -> TenantEntry {
         var sliced = entry
+        let tokensPerRequest = entry.rpm.rate > 0 && entry.tpm.rate > 0 ? entry.tpm.rate / entry.rpm.rate : 0
         sliced.rpm = Bucket(
-            rate: rpm, burst: Self.burst(entry.rpm.burst * self.rpm, rate: rpm, requests: true, global: entry.rpm.burst)
-        )
+            rate: rpm,
+            burst: Self.burst(
+                entry.rpm.burst * self.rpm + 1, rate: rpm, requests: true, global: entry.rpm.burst))
         sliced.tpm = Bucket(
             rate: tpm,
-            burst: Self.burst(entry.tpm.burst * self.tpm, rate: tpm, requests: false, global: entry.tpm.burst))
+            burst: Self.burst(
+                entry.tpm.burst * self.tpm + tokensPerRequest, rate: tpm, requests: false, global: entry.tpm.burst))
         if let credit = entry.burstCredit {
             sliced.burstCredit = AllotProtocol.BurstCredit(
                 calls: credit.calls * self.rpm, tokens: credit.tokens * self.tpm, expiresAt: credit.expiresAt)
@@ -251,7 +257,8 @@ struct Share {
 
     private static func burst(_ scaled: Double, rate: Double, requests: Bool, global: Double) -> Double {
         guard rate > 0 else { return 0 }
-        return requests ? max(scaled, min(1, global)) : scaled
+        let bounded = min(scaled, global)
+        return requests ? max(bounded, min(1, global)) : bounded
     }
 }
 
