@@ -91,6 +91,38 @@ import Testing
         await harness.close()
     }
 
+    /// What the simulator relies on to be deterministic: the confirming poll is answered with the
+    /// version current when it arrived (the shrink), never with the growth its own confirmation
+    /// set off in the background; a release asked for next returns once the growth is visible,
+    /// whether or not that background release got there first.
+    @Test func theConfirmingPollGetsTheShrinkAndAReleaseReturnsOnceTheGrowthIsVisible() async throws {
+        let harness = try await startFullPool()
+        let publisher = harness.publisher
+        await harness.classifier.setDemand("a", rpm: 40, tpm: 10_000, shares: ["gw-a": 1])
+        await harness.classifier.setDemand("b", rpm: 60, tpm: 10_000, shares: ["gw-b": 1])
+        #expect(await harness.tick().published == [2])
+        #expect(publisher.waitingGateways == ["gw-a"])
+        let answer = await publisher.poll(gateway: "gw-a", condition: SnapshotCondition(versions: [2]), wait: 0)
+        guard case .notModified(let held) = answer else {
+            Issue.record("the confirming poll should be answered with the shrink it holds")
+            return
+        }
+        #expect(held.version == 2)
+        try await publisher.releaseHeldGrowth(now: harness.clock.now)
+        #expect(publisher.current?.version == 3)
+        #expect(publisher.current?.kind == .growth)
+        #expect(await publisher.isHoldingGrowth == false)
+        guard
+            case .modified(let grown, _) = await publisher.poll(
+                gateway: "gw-a", condition: SnapshotCondition(versions: [2]), wait: 0)
+        else {
+            Issue.record("the next poll should get the growth")
+            return
+        }
+        #expect(grown.version == 3)
+        await harness.close()
+    }
+
     @Test func growthIsPublishedAfterOneRefreshWhenTheShrinkIsNotConfirmed() async throws {
         let harness = try await startFullPool()
         let publisher = harness.publisher

@@ -393,11 +393,16 @@ public actor AllocationPublisher {
 
     /// One `GET /v1/snapshot` (SPEC 7), without HTTP.
     ///
-    /// Records the poll (gateway contact and the version it enforces, from `condition`), then: no
-    /// snapshot yet → ``SnapshotPollResult/unavailable``; the gateway does not hold the current
-    /// version → the current one (its slice when `gateway` is given); it does and `wait` is 0 →
-    /// not modified; else waits up to `wait` seconds for a newer version (answered at once on
-    /// shutdown) → that version, or not modified.
+    /// Records the poll (gateway contact and the version it enforces, from `condition`), then, with
+    /// the version current when the poll arrived: no snapshot yet → ``SnapshotPollResult/unavailable``;
+    /// the gateway does not hold the current version → the current one (its slice when `gateway` is
+    /// given); it does and `wait` is 0 → not modified; else waits up to `wait` seconds for a newer
+    /// version (answered at once on shutdown) → that version, or not modified.
+    ///
+    /// The version is read before the poll is recorded: a poll that confirms a make-before-break
+    /// shrink starts the release of the held growth in the background, and whether that growth
+    /// became visible in time for this very answer would depend on scheduling. A long-poll gets the
+    /// growth as soon as it is published; a poll without `wait` gets it next time.
     ///
     /// - Parameters:
     ///   - gateway: The polling gateway's id (registers it); nil for the global view.
@@ -407,11 +412,12 @@ public actor AllocationPublisher {
         -> SnapshotPollResult
     {
         let now = clock.now
+        let arrived = board.current
         if let gateway, registry.record(gateway, enforcing: condition.enforcedVersion, now: now) {
             Task { await self.barrierCleared() }
         }
         if gateway == nil { board.noteGlobalView(now: now) }
-        guard let current = board.current else { return .unavailable }
+        guard let current = arrived else { return .unavailable }
         guard condition.matches(current.version) else {
             return .modified(current, body: current.body(forGateway: gateway))
         }

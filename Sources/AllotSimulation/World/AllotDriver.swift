@@ -38,6 +38,10 @@ final class AllotDriver {
     /// Delivers the telemetry collected since the last call, then runs one tick at simulated `time`.
     func tick(at time: Double) async throws {
         clock.advance(to: epoch + time)
+        // Growth whose make-before-break wait is over by now is published here, before the tick,
+        // rather than by the publisher's deadline task, which the advance just woke and which would
+        // otherwise race the tick's own publish.
+        try await releaseHeldGrowth(at: time)
         let records = sink.take()
         if !records.isEmpty {
             let body = TelemetryRecord.encodeBatch(records)
@@ -57,11 +61,15 @@ final class AllotDriver {
         }
     }
 
-    /// Publishes growth held for make-before-break once every gateway confirmed the shrink.
+    /// Publishes growth held for make-before-break once every gateway confirmed the shrink; returns
+    /// once it is visible.
+    ///
+    /// Always through the publisher's gate, never after a look at `isHoldingGrowth`: the poll that
+    /// confirmed the shrink has already started a release of its own, which clears the held growth
+    /// before its version is persisted and visible, so whether the gateways' next poll saw that
+    /// version depended on scheduling. Queued behind that release, this call returns after it.
     func releaseHeldGrowth(at time: Double) async throws {
-        if await runner.publisher.isHoldingGrowth {
-            try await runner.publisher.releaseHeldGrowth(now: epoch + time)
-        }
+        try await runner.publisher.releaseHeldGrowth(now: epoch + time)
     }
 
     /// The Observer's capacity estimate of `pool`, per minute.
