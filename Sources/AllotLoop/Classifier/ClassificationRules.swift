@@ -70,7 +70,8 @@ public struct ClassificationRules: Sendable, Hashable, Codable {
         floodShare: Double = 0.5, floodRetryShare: Double = 0.05, nearEmptyTokens: Int64 = 16,
         nearEmptyMinimumRPM: Double = 10, nearEmptyShare: Double = 0.5, minimumGatewayShare: Double = 0.05,
         sparseSamples: Double = 20, constrainedWaiting: Double = 0.5, constrainedDeniedShare: Double = 0.02,
-        constrainedProbe: Double = 0.25, constrainedUse: Double = 0.6, taskExpirySeconds: Double = 3600, maximumTrackedTasks: Int = 200_000
+        constrainedProbe: Double = 0.25, constrainedUse: Double = 0.6, taskExpirySeconds: Double = 3600,
+        maximumTrackedTasks: Int = 200_000
     ) {
         self.burstRatio = burstRatio
         self.burstMinimumRPM = burstMinimumRPM

@@ -180,7 +180,8 @@ extension TenantTrack {
     /// (1 + probe); 0 elsewhere. Nil when the tenant is not constrained: fewer than
     /// ``ClassificationRules/constrainedWaiting`` requests waiting on average and fewer than
     /// ``ClassificationRules/constrainedDeniedShare`` of its demand denied or abandoned.
-    func constrainedClaim(allocation: PerDimension<Double>, rules: ClassificationRules) -> PerDimension<Double>? {
+    private func constrainedClaim(allocation: PerDimension<Double>, rules: ClassificationRules) -> PerDimension<Double>?
+    {
         let refused = demandShort.rpm > 0 ? (deniedShort + queuedShort) / demandShort.rpm : 0
         guard (waitingShort ?? 0) >= rules.constrainedWaiting || refused >= rules.constrainedDeniedShare else {
             return nil

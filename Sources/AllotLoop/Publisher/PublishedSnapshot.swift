@@ -1,7 +1,7 @@
-import Dispatch
-import Foundation
 import AllotProtocol
 import AllotStore
+import Dispatch
+import Foundation
 
 /// One published snapshot version: immutable, served from bytes encoded once (SPEC 7, and SPEC 13's
 /// 20,000 conditional requests per second: a request never encodes).
