@@ -6,6 +6,8 @@ public struct EnforcementStatistics: Sendable, Equatable {
     public var admitted = 0
     /// Of those, admitted after waiting in the queue.
     public var admittedAfterWaiting = 0
+    /// Of those, admitted on allocation other tenants left idle (``GatewayConfiguration/borrowIdle``).
+    public var borrowed = 0
     /// Requests denied, by the limit that denied them.
     public var denied: [LimitKind: Int] = [:]
     /// Shadow mode: requests that would have been denied, by limit (they were admitted).

@@ -71,8 +71,16 @@ struct TenantState: Sendable {
     /// Takes an admitted request's call and tokens from the buckets or the burst credit.
     mutating func charge(_ charge: Charge, amount: Double, now: Double) {
         inFlight += 1
-        if charge.rpmFromCredit { credit!.usedCalls += 1 } else { rpm.take(1, at: now) }
-        if charge.tpmFromCredit { credit!.usedTokens += amount } else { tpm.take(amount, at: now) }
+        if charge.rpmFromCredit {
+            credit!.usedCalls += 1
+        } else if !charge.rpmBorrowed {
+            rpm.take(1, at: now)
+        }
+        if charge.tpmFromCredit {
+            credit!.usedTokens += amount
+        } else if !charge.tpmBorrowed {
+            tpm.take(amount, at: now)
+        }
     }
 
     /// Applies a new policy's parameters at `instant` without refilling (``TokenBucket/retune(to:at:)``), and
@@ -157,6 +165,9 @@ struct TicketRecord: Sendable {
     var charged: Bool
     var rpmFromCredit: Bool
     var tpmFromCredit: Bool
+    /// Borrowed from the upstream's idle allocation (``IdleCapacity``) instead of the tenant's own bucket.
+    var rpmBorrowed = false
+    var tpmBorrowed = false
     /// The credit grant drawn from (its expiry identifies it), so a refund goes back to the same grant.
     var creditExpiry: Double?
 }
@@ -241,6 +252,9 @@ enum Verdict: Sendable {
 struct Charge: Sendable {
     var rpmFromCredit = false
     var tpmFromCredit = false
+    /// Borrowed from the upstream's idle allocation (``IdleCapacity``).
+    var rpmBorrowed = false
+    var tpmBorrowed = false
     /// Shadow mode: the would-be denial; the request is admitted uncharged.
     var shadowFailure: Failure?
 }
@@ -284,6 +298,8 @@ struct EnforcerState {
     var tickets: [UInt64: TicketRecord] = [:]
     /// Requests in flight per upstream (all of them, charged or not): the gateway's own cap counts these.
     var upstreamInFlight: [String: Int] = [:]
+    /// Per upstream: the allocation this gateway's tenants leave idle, which others may borrow.
+    var idle: [String: IdleCapacity] = [:]
     /// Waiting requests, one lane per (tenant, upstream).
     var queue = WaitQueue()
     /// The places a pump visits, kept between pumps so that their storage is reused.
@@ -326,6 +342,17 @@ struct EnforcerState {
             guard let policy = newTable.policy(for: states.keys[index]) else { continue }
             states.values[index].retune(to: policy, at: instant)
         }
+        guard configuration.borrowIdle else { return }
+        let parameters = IdleCapacity.parameters(
+            for: newTable.tenants.lazy.map { (upstream: $0.key.upstream, limits: $0.value.limits) },
+            window: configuration.borrowWindow)
+        var next: [String: IdleCapacity] = [:]
+        for (upstream, buckets) in parameters where buckets.rpm != nil || buckets.tpm != nil {
+            var capacity = idle[upstream] ?? IdleCapacity()
+            capacity.retune(rpm: buckets.rpm, tpm: buckets.tpm, at: instant)
+            next[upstream] = capacity
+        }
+        idle = next
     }
 
     mutating func apply(_ snapshot: Snapshot, now: Double, effects: inout Effects) -> SnapshotApplyResult {
@@ -516,11 +543,34 @@ struct EnforcerState {
             let credit = tenantState.credit
             charge.rpmFromCredit = !rpmFits && (credit?.calls(at: now) ?? 0) >= 1
             charge.tpmFromCredit = !tpmFits && (credit?.tokens(at: now) ?? 0) >= amount
-            let rpmOK = rpmFits || charge.rpmFromCredit
-            let tpmOK = tpmFits || charge.tpmFromCredit
+            var rpmOK = rpmFits || charge.rpmFromCredit
+            var tpmOK = tpmFits || charge.tpmFromCredit
+            var lender: IdleCapacity?
+            if !rpmOK || !tpmOK, !idle.isEmpty, policy.deny == nil, !tenantState.rpm.isClosed,
+                !tenantState.tpm.isClosed
+            {
+                // Work conservation: what the others leave idle (never from their own buckets).
+                lender = idle[key.upstream]
+                let rpmBorrow = !rpmOK && IdleCapacity.lends(lender?.rpm, 1, at: now)
+                let tpmBorrow = !tpmOK && IdleCapacity.lends(lender?.tpm, amount, at: now)
+                if (rpmOK || rpmBorrow) && (tpmOK || tpmBorrow) {
+                    charge.rpmBorrowed = rpmBorrow
+                    charge.tpmBorrowed = tpmBorrow
+                    rpmOK = true
+                    tpmOK = true
+                }
+            }
             if !rpmOK || !tpmOK {
-                let failure = bucketFailure(
+                var failure = bucketFailure(
                     tenantState, key: key, amount: amount, rpmOK: rpmOK, tpmOK: tpmOK, now: now)
+                if let lender, failure.fromRefill, let own = failure.retryAfter {
+                    // Idle allocation may come sooner than the own refill (a lower bound: others draw on it too).
+                    let rpmDelay = rpmOK ? 0 : IdleCapacity.delay(lender.rpm, 1, at: now)
+                    let tpmDelay = tpmOK ? 0 : IdleCapacity.delay(lender.tpm, amount, at: now)
+                    if let rpmDelay, let tpmDelay {
+                        failure.retryAfter = min(own, max(rpmDelay, tpmDelay, Self.borrowRecheck))
+                    }
+                }
                 if let verdict = check(failure) { return verdict }
                 charge = Charge()
             }
@@ -558,6 +608,10 @@ struct EnforcerState {
             retryAfter: table.refreshInterval, fromRefill: false, shadowable: true)
     }
 
+    /// The shortest retry-after advised for idle allocation (seconds): others' admissions also draw on it, so
+    /// its refill time is a lower bound, and a pump must not spin.
+    static let borrowRecheck = 0.05
+
     static func format(_ value: Double) -> String {
         if value == value.rounded() && abs(value) < 1e15 { return String(Int64(value)) }
         return String((value * 1000).rounded() / 1000)
@@ -575,6 +629,10 @@ struct EnforcerState {
         if charged {
             let amount = Double(estimate)
             states.values[index].charge(charge, amount: amount, now: now)
+            if !idle.isEmpty, idle[key.upstream] != nil {
+                idle[key.upstream]!.take(calls: 1, tokens: amount, at: now)
+                if charge.rpmBorrowed || charge.tpmBorrowed { statistics.borrowed += 1 }
+            }
             if charge.rpmFromCredit || charge.tpmFromCredit {
                 creditExpiry = states.values[index].credit?.grant.expiresAt
             }
@@ -600,7 +658,8 @@ struct EnforcerState {
             snapshotVersion: table.version, shadowDenial: charge.shadowFailure?.limit)
         tickets[id] = TicketRecord(
             ticket: ticket, key: key, estimate: Double(estimate), charged: charged,
-            rpmFromCredit: charge.rpmFromCredit, tpmFromCredit: charge.tpmFromCredit, creditExpiry: creditExpiry)
+            rpmFromCredit: charge.rpmFromCredit, tpmFromCredit: charge.tpmFromCredit,
+            rpmBorrowed: charge.rpmBorrowed, tpmBorrowed: charge.tpmBorrowed, creditExpiry: creditExpiry)
         return ticket
     }
 
@@ -666,9 +725,10 @@ struct EnforcerState {
                 if states.values[index].credit?.grant.expiresAt == record.creditExpiry {
                     states.values[index].credit!.usedCalls -= 1
                 }
-            } else {
+            } else if !record.rpmBorrowed {
                 states.values[index].rpm.refund(1, at: now)
             }
+            if !idle.isEmpty, idle[record.key.upstream] != nil { idle[record.key.upstream]!.refund(calls: 1, tokens: 0, at: now) }
             refundTokens(record, record.estimate, at: index, now: now)
             if let taskID = ticket.taskID {
                 let taskKey = TaskKey(tenant: record.key.tenant, taskID: taskID)
@@ -686,7 +746,10 @@ struct EnforcerState {
         states.values[index].inFlight -= 1
         let delta = actual - record.estimate
         if delta > 0 {
-            states.values[index].tpm.take(delta, at: now)
+            if !record.tpmBorrowed { states.values[index].tpm.take(delta, at: now) }
+            if !idle.isEmpty, idle[record.key.upstream] != nil {
+                idle[record.key.upstream]!.take(calls: 0, tokens: delta, at: now)
+            }
             statistics.debtTokens += delta
         } else if delta < 0 {
             refundTokens(record, -delta, at: index, now: now)
@@ -705,6 +768,10 @@ struct EnforcerState {
     /// or the TPM bucket, never above its burst.
     private mutating func refundTokens(_ record: TicketRecord, _ amount: Double, at index: StateIndex, now: Double) {
         guard amount > 0 else { return }
+        if !idle.isEmpty, idle[record.key.upstream] != nil {
+            idle[record.key.upstream]!.refund(calls: 0, tokens: amount, at: now)
+        }
+        if record.tpmBorrowed { return }
         if record.tpmFromCredit {
             if let credit = states.values[index].credit, credit.grant.expiresAt == record.creditExpiry {
                 states.values[index].credit!.usedTokens = max(0, credit.usedTokens - amount)

@@ -30,6 +30,13 @@ public struct GatewayConfiguration: Sendable {
     public var maxTrackedTasks: Int
     /// A task unseen for this long is forgotten (seconds). Default 3,600.
     public var taskIdleTimeout: Double
+    /// Work conservation: a tenant whose own bucket is empty may borrow the allocation other tenants leave
+    /// idle on the same upstream at this gateway (``IdleCapacity``), so that allocation nobody uses is not
+    /// wasted while someone waits. The gateway still admits at most the sum of its slices in the long run.
+    /// Default true.
+    public var borrowIdle: Bool
+    /// The idle buckets' size in seconds of the summed rate (at least the largest tenant's burst). Default 5.
+    public var borrowWindow: Double
     /// Receives notable events (snapshot applied or rejected, lease expired, poll failures, telemetry drops),
     /// for the gateway's logs and metrics. Called synchronously, outside the enforcer's lock.
     public var onEvent: (@Sendable (GatewayEvent) -> Void)?
@@ -46,6 +53,8 @@ public struct GatewayConfiguration: Sendable {
     ///   - defaultRetryAfter: advised retry when no refill rate tells.
     ///   - maxTrackedTasks: task ids tracked for task budgets.
     ///   - taskIdleTimeout: seconds after which an idle task is forgotten.
+    ///   - borrowIdle: whether tenants may borrow allocation left idle by others on the same upstream.
+    ///   - borrowWindow: the idle buckets' size in seconds of the summed rate.
     ///   - onEvent: event handler.
     public init(
         gatewayID: String,
@@ -53,7 +62,8 @@ public struct GatewayConfiguration: Sendable {
         maxQueueLength: Int = 10_000, defaultCompletionEstimate: Int = 500,
         estimatePercentile: EstimatePercentile = .p50, defaultMaxConcurrency: Int? = nil,
         maxInFlightPerUpstream: Int? = nil, bootstrapLimits: RateLimits? = nil, defaultRetryAfter: Double = 1,
-        maxTrackedTasks: Int = 100_000, taskIdleTimeout: Double = 3_600,
+        maxTrackedTasks: Int = 100_000, taskIdleTimeout: Double = 3_600, borrowIdle: Bool = true,
+        borrowWindow: Double = 5,
         onEvent: (@Sendable (GatewayEvent) -> Void)? = nil
     ) {
         self.gatewayID = gatewayID
@@ -67,6 +77,8 @@ public struct GatewayConfiguration: Sendable {
         self.defaultRetryAfter = defaultRetryAfter
         self.maxTrackedTasks = maxTrackedTasks
         self.taskIdleTimeout = taskIdleTimeout
+        self.borrowIdle = borrowIdle
+        self.borrowWindow = borrowWindow
         self.onEvent = onEvent
     }
 }

@@ -199,8 +199,10 @@ import Testing
         // behind it (maximum wait 5 s) cannot go first and expires. "fast" is served meanwhile.
         let slow = TenantEntry.make("slow", rpm: Bucket(rate: 6, burst: 1))
         let fast = TenantEntry.make("fast", rpm: Bucket(rate: 60, burst: 1))
+        // Without borrowing: slow would otherwise borrow what fast leaves idle (IdleCapacityTests).
         let configuration = GatewayConfiguration(
-            gatewayID: "gw-1", maxWait: PerTaskClass(realtime: 1, interactive: 30, batch: 5, background: 60))
+            gatewayID: "gw-1", maxWait: PerTaskClass(realtime: 1, interactive: 30, batch: 5, background: 60),
+            borrowIdle: false)
         let enforcer = Enforcer.make(.make(tenants: [slow, fast]), configuration: configuration)
         let log = DecisionLog()
         _ = try enforcer.mustAdmit(.make("slow"), now: 1_000)

@@ -203,6 +203,34 @@ extension LoopHarness {
         await harness.close()
     }
 
+    @Test func aTenantAboveItsAllocationOnIdleAllocationOfOthersIsNotDrift() async throws {
+        let harness = try LoopHarness()
+        try await harness.open()
+        // acme is allocated 30 RPM and admitted 40; beta is allocated 30 and uses 10: the gateways lent acme
+        // what beta left idle (the upstream admits 50 of 60), which is not drift.
+        await harness.classifier.setDemand(
+            "acme", rpm: 30, tpm: 20_000, shares: ["gw-a": 1],
+            served: ["gw-a": PerDimension(rpm: 40, tpm: 10_000)])
+        await harness.classifier.setDemand(
+            "beta", rpm: 30, tpm: 20_000, shares: ["gw-a": 1],
+            served: ["gw-a": PerDimension(rpm: 10, tpm: 5_000)])
+        for _ in 0..<14 { await harness.tick() }  // 65 s
+        #expect(!harness.runner.view.alerts.contains { $0.kind == "drift" })
+        // beta comes back to its whole allocation: the upstream is now 17 % over (70 of 60; the threshold is
+        // 10 %), and acme's excess is drift once it lasts the window.
+        await harness.classifier.setDemand(
+            "beta", rpm: 30, tpm: 20_000, shares: ["gw-a": 1],
+            served: ["gw-a": PerDimension(rpm: 30, tpm: 5_000)])
+        for _ in 0..<12 { await harness.tick() }
+        #expect(!harness.runner.view.alerts.contains { $0.kind == "drift" })
+        await harness.tick()
+        let alert = try #require(harness.runner.view.alerts.first { $0.kind == "drift" })
+        #expect(alert.tenant == "acme")
+        #expect(alert.message.contains("admitted 40 rpm"))
+        #expect(!harness.runner.view.alerts.contains { $0.kind == "drift" && $0.tenant == "beta" })
+        await harness.close()
+    }
+
     @Test func slowTicksAreAlertedAndEveryTickIsLoggedAndMeasured() async throws {
         let harness = try LoopHarness()
         let registry = MetricsRegistry()

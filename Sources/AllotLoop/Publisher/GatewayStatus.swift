@@ -46,6 +46,12 @@ public struct GatewayStatus: Sendable, Hashable {
 /// tenant admitted above `allocation × (1 + drift_ratio)` continuously for `drift_window_s`
 /// raises a `drift` alert — gateways enforcing stale versions, slices summing wrong, or a gateway
 /// that does not enforce at all.
+///
+/// Gateways lend allocation one tenant leaves idle to another on the same upstream (work
+/// conservation, `AllotEnforcement.IdleCapacity`), so a tenant above its own allocation is drift
+/// only while the upstream as a whole is too: everything admitted on the upstream above the sum of
+/// its tenants' allowances × (1 + `drift_ratio`) in that dimension. Borrowing alone never gets
+/// there; a gateway that over-admits does as soon as the idle allocation is used up.
 struct DriftMonitor {
     private var since: [AllocationKey: Double] = [:]
 
@@ -57,16 +63,44 @@ struct DriftMonitor {
     ) -> [LoopAlert] {
         var alerts: [LoopAlert] = []
         var next: [AllocationKey: Double] = [:]
-        for status in statuses where !status.gatewayServed.isEmpty {
-            guard let limit = allowance[status.key] else { continue }
+        func servedTotal(_ status: TenantStatus) -> PerDimension<Double> {
             var served = PerDimension<Double>(0)
             for value in status.gatewayServed.values {
                 served.rpm += value.rpm.isFinite ? value.rpm : 0
                 served.tpm += value.tpm.isFinite ? value.tpm : 0
             }
+            return served
+        }
+        // Per upstream and dimension: admitted above the summed allowances (nil: not allocated).
+        var upstreamOver: [String: PerDimension<Bool>] = [:]
+        var sums: [String: (served: PerDimension<Double>, allowed: PerDimension<Double?>)] = [:]
+        for (key, limit) in allowance {
+            var sum = sums[key.upstream] ?? (PerDimension(0), PerDimension(rpm: 0, tpm: 0))
+            sum.allowed = PerDimension(
+                rpm: sum.allowed.rpm.flatMap { total in limit.rpm.map { total + $0 } },
+                tpm: sum.allowed.tpm.flatMap { total in limit.tpm.map { total + $0 } })
+            sums[key.upstream] = sum
+        }
+        for status in statuses where !status.gatewayServed.isEmpty && allowance[status.key] != nil {
+            let served = servedTotal(status)
+            sums[status.key.upstream]?.served.rpm += served.rpm
+            sums[status.key.upstream]?.served.tpm += served.tpm
+        }
+        for (upstream, sum) in sums {
+            func over(_ dimension: RateDimension) -> Bool {
+                guard let allowed = sum.allowed[dimension] else { return true }
+                return sum.served[dimension] > allowed * (1 + thresholds.driftRatio)
+            }
+            upstreamOver[upstream] = PerDimension(rpm: over(.rpm), tpm: over(.tpm))
+        }
+        for status in statuses where !status.gatewayServed.isEmpty {
+            guard let limit = allowance[status.key] else { continue }
+            let served = servedTotal(status)
             var worst: (dimension: RateDimension, served: Double, allowed: Double)?
             for dimension in RateDimension.allCases {
-                guard let allowed = limit[dimension], served[dimension] > allowed * (1 + thresholds.driftRatio) else {
+                guard let allowed = limit[dimension], served[dimension] > allowed * (1 + thresholds.driftRatio),
+                    upstreamOver[status.key.upstream]?[dimension] ?? true
+                else {
                     continue
                 }
                 let ratio = allowed > 0 ? served[dimension] / allowed : .infinity

@@ -71,9 +71,14 @@ final class SimulationRun {
             allot = try await AllotDriver(policy: policy, epoch: epoch)
         }
         let sink = allot?.sink
+        // Lending idle allocation between tenants is part of Allot's enforcement. The baselines keep what
+        // they are: `static` and `equal-split` enforce fixed per-tenant quotas (a tenant never gets more
+        // than its quota), and `fifo-backoff` has a single shared bucket (nothing to lend).
+        let borrowIdle = strategy == .allot
         gateways = (0..<scenario.gateways).map { index in
             Enforcer(
-                configuration: GatewayConfiguration(gatewayID: "gw-\(index + 1)", maxQueueLength: 100_000),
+                configuration: GatewayConfiguration(
+                    gatewayID: "gw-\(index + 1)", maxQueueLength: 100_000, borrowIdle: borrowIdle),
                 telemetry: sink)
         }
     }

@@ -1,0 +1,118 @@
+import AllotProtocol
+import Testing
+
+@testable import AllotEnforcement
+
+/// Work conservation: a tenant whose own bucket is empty borrows what others leave idle on the same upstream,
+/// never from the lenders' own buckets, and the gateway never admits more than its slices in the long run.
+@Suite struct IdleCapacityTests {
+    /// Two tenants of 60 RPM with a 1-request burst: the idle buckets refill at 120 RPM (2 per second) and
+    /// hold max(5 s × 120 / 60, 1) = 10 requests.
+    static let busy = TenantEntry.make("busy", rpm: Bucket(rate: 60, burst: 1), tpm: Bucket(rate: 60_000, burst: 10_000))
+    static let quiet = TenantEntry.make("quiet", rpm: Bucket(rate: 60, burst: 1), tpm: Bucket(rate: 60_000, burst: 10_000))
+
+    @Test func idleBucketsSumTheSlicesPerUpstreamAndSkipUnlimitedDimensions() {
+        let parameters = IdleCapacity.parameters(
+            for: [
+                (upstream: "a", limits: .make(rpm: 60, rpmBurst: 1, tpm: 60_000, tpmBurst: 10_000)),
+                (upstream: "a", limits: .make(rpm: 30, rpmBurst: 20, tpm: 1e12, tpmBurst: 1e12)),
+                (upstream: "b", limits: .make(rpm: 6, rpmBurst: 1, tpm: 600, tpmBurst: 100)),
+            ], window: 5)
+        #expect(parameters["a"]?.rpm == Bucket(rate: 90, burst: 20))  // 5 s of 90 RPM is 7.5 < the largest burst
+        #expect(parameters["a"]?.tpm == nil)  // one tenant is unlimited in tokens: nothing to lend there
+        #expect(parameters["b"]?.rpm == Bucket(rate: 6, burst: 1))
+        #expect(parameters["b"]?.tpm == Bucket(rate: 600, burst: 100))
+    }
+
+    @Test func aBusyTenantBorrowsWhatAnotherLeavesIdleAndTheLenderKeepsItsBucket() throws {
+        let enforcer = Enforcer.make(.make(tenants: [Self.busy, Self.quiet]))
+        // The idle buckets start empty at the snapshot (1000): busy's own burst only.
+        _ = try enforcer.mustAdmit(.make("busy"), now: 1_000)
+        #expect(try enforcer.mustDeny(.make("busy"), now: 1_000).limit == .rpm)
+        // Ten seconds later quiet has left 10 s of its allocation idle; busy's own bucket is full again (1).
+        // The idle level is −1 + 10 s × 2/s = 19, capped at 10; busy's own admission takes one (9 left), then
+        // it borrows nine.
+        for _ in 0..<10 { _ = try enforcer.mustAdmit(.make("busy"), now: 1_010) }
+        #expect(try enforcer.mustDeny(.make("busy"), now: 1_010).limit == .rpm)
+        #expect(enforcer.statistics.borrowed == 9)
+        let busy = try #require(enforcer.tenantStatus(tenant: "busy", upstream: Snapshot.defaultUpstream, now: 1_010))
+        #expect(busy.rpm.level == 0)  // borrowed requests are not charged to its own bucket (no debt)
+        // The lender comes back: its own bucket is untouched.
+        let quiet = try #require(
+            enforcer.tenantStatus(tenant: "quiet", upstream: Snapshot.defaultUpstream, now: 1_010))
+        #expect(quiet.rpm.level == 1)
+        _ = try enforcer.mustAdmit(.make("quiet"), now: 1_010)
+    }
+
+    @Test func inTheLongRunTheGatewayAdmitsNoMoreThanItsSlices() throws {
+        let enforcer = Enforcer.make(.make(tenants: [Self.busy, Self.quiet]))
+        var busyAdmitted = 0
+        var quietAdmitted = 0
+        // busy asks ten times a second for a minute; quiet asks once every two seconds (half its allocation).
+        for step in 0..<600 {
+            let now = 1_000 + Double(step) / 10
+            if case .admitted = enforcer.tryAdmit(.make("busy"), now: now) { busyAdmitted += 1 }
+            if step % 20 == 5, case .admitted = enforcer.tryAdmit(.make("quiet"), now: now) { quietAdmitted += 1 }
+        }
+        // quiet gets every request it asks for: lending never takes from its own bucket.
+        #expect(quietAdmitted == 30)
+        // busy: its own 60 RPM (its burst of 1 at the start, then one a second) and what quiet left idle.
+        #expect(busyAdmitted == 89)
+        // Together never more than the slices (120 in the minute) plus busy's initial burst.
+        #expect(busyAdmitted + quietAdmitted <= 121)
+        #expect(enforcer.statistics.borrowed == 29)
+        
+    }
+
+    @Test func aWaiterIsAdmittedOnIdleAllocationBeforeItsOwnRefill() throws {
+        // slow refills one request per 10 s, beyond the interactive class's 5 s maximum wait; fast (60 RPM)
+        // sends nothing, so the idle buckets refill at 66 RPM = 1.1/s with 5.5 requests of room. Without
+        // borrowing, slow's second request would be denied at once.
+        let slow = TenantEntry.make("slow", rpm: Bucket(rate: 6, burst: 1))
+        let fast = TenantEntry.make("fast", rpm: Bucket(rate: 60, burst: 1))
+        let enforcer = Enforcer.make(.make(tenants: [slow, fast]))
+        let log = DecisionLog()
+        _ = try enforcer.mustAdmit(.make("slow"), now: 1_000)  // idle level −1
+        guard case .queued = enforcer.submit(.make("slow"), now: 1_000, onDecision: log.callback("slow")) else {
+            Issue.record("expected the request to wait for idle allocation")
+            return
+        }
+        // The wake is when the idle level reaches one request again: 2 / 1.1 s, long before slow's own refill.
+        let wake = try #require(enforcer.nextWakeTime)
+        #expect(abs(wake - (1_000 + 2 / 1.1)) < 1e-9)
+        enforcer.pump(now: wake)
+        let ticket = try #require(log.admission("slow")?.ticket)
+        #expect(abs(ticket.waited - 2 / 1.1) < 1e-9)
+        #expect(enforcer.statistics.borrowed == 1)
+    }
+
+    @Test func zeroAllocationsDenialsAndDisabledBorrowingNeverBorrow() throws {
+        let zero = TenantEntry.make("zero", rpm: Bucket(rate: 0, burst: 0))
+        let denied = TenantEntry.make("denied", deny: "budget_exhausted")
+        let enforcer = Enforcer.make(.make(tenants: [Self.quiet, zero, denied]))
+        enforcer.pump(now: 1_030)  // 30 s of quiet's allocation idle
+        #expect(try enforcer.mustDeny(.make("zero"), now: 1_030).code == "zero_allocation")
+        #expect(try enforcer.mustDeny(.make("denied"), now: 1_030).code == "budget_exhausted")
+        #expect(enforcer.statistics.borrowed == 0)
+
+        let isolated = Enforcer.make(
+            .make(tenants: [Self.busy, Self.quiet]),
+            configuration: GatewayConfiguration(gatewayID: "gw-1", borrowIdle: false))
+        _ = try isolated.mustAdmit(.make("busy"), now: 1_030)
+        #expect(try isolated.mustDeny(.make("busy"), now: 1_030).limit == .rpm)
+    }
+
+    @Test func aReleasedBorrowedTicketGoesBackToTheIdleBucketsNotTheOwnBucket() throws {
+        let enforcer = Enforcer.make(.make(tenants: [Self.busy, Self.quiet]))
+        _ = try enforcer.mustAdmit(.make("busy"), now: 1_010)  // own: idle 10 → 9
+        let borrowed = try enforcer.mustAdmit(.make("busy"), now: 1_010)  // borrowed: idle 8
+        #expect(enforcer.statistics.borrowed == 1)
+        enforcer.release(borrowed, now: 1_010)
+        let busy = try #require(enforcer.tenantStatus(tenant: "busy", upstream: Snapshot.defaultUpstream, now: 1_010))
+        #expect(busy.rpm.level == 0)  // the own bucket was not refunded: it was never charged
+        // The idle buckets got it back: eight more borrows fit (9 after the refund, the last leaves 0… then 1
+        // more is denied).
+        for _ in 0..<9 { _ = try enforcer.mustAdmit(.make("busy"), now: 1_010) }
+        #expect(try enforcer.mustDeny(.make("busy"), now: 1_010).limit == .rpm)
+    }
+}
