@@ -19,7 +19,7 @@ public struct AllocationSettings: Sendable, Hashable, Codable {
     public var burstReserve: Double
 
     public init(
-        safetyMargin: Double = 0.05, demandHeadroom: Double = 0.2, surplus: SurplusMode = .distribute,
+        safetyMargin: Double = 0.02, demandHeadroom: Double = 0.2, surplus: SurplusMode = .distribute,
         burstReserve: Double = 0.1
     ) {
         self.safetyMargin = safetyMargin

@@ -54,7 +54,7 @@ struct PlanTests {
             """)
         #expect(
             output
-                == #"{"allocations":[{"id":"acme","rpm":890.0,"reason":{"rpm":"fair_share"}},{"id":"globex","rpm":120.0,"reason":{"rpm":"demand"}},{"id":"initech","rpm":445.0,"reason":{"rpm":"fair_share"}},{"id":"hooli","rpm":445.0,"reason":{"rpm":"fair_share"}}],"unallocated":{"rpm":0.0},"degraded":{"rpm":false}}"#
+                == #"{"allocations":[{"id":"acme","rpm":920.0,"reason":{"rpm":"fair_share"}},{"id":"globex","rpm":120.0,"reason":{"rpm":"demand"}},{"id":"initech","rpm":460.0,"reason":{"rpm":"fair_share"}},{"id":"hooli","rpm":460.0,"reason":{"rpm":"fair_share"}}],"unallocated":{"rpm":0.0},"degraded":{"rpm":false}}"#
         )
         let full = try Self.run(
             """
@@ -66,26 +66,26 @@ struct PlanTests {
             """)
         #expect(
             full
-                == #"{"allocations":[{"id":"acme","rpm":4690.0,"reason":{"rpm":"fair_share"}},{"id":"globex","rpm":120.0,"reason":{"rpm":"demand"}},{"id":"initech","rpm":2345.0,"reason":{"rpm":"fair_share"}},{"id":"hooli","rpm":2345.0,"reason":{"rpm":"fair_share"}}],"unallocated":{"rpm":0.0},"degraded":{"rpm":false}}"#
+                == #"{"allocations":[{"id":"acme","rpm":4840.0,"reason":{"rpm":"fair_share"}},{"id":"globex","rpm":120.0,"reason":{"rpm":"demand"}},{"id":"initech","rpm":2420.0,"reason":{"rpm":"fair_share"}},{"id":"hooli","rpm":2420.0,"reason":{"rpm":"fair_share"}}],"unallocated":{"rpm":0.0},"degraded":{"rpm":false}}"#
         )
     }
 
-    /// The README's guardrail variant: had premium a `guard_max` of 40 %, the engine would hold acme
+    /// The README's guardrail variant: had premium a `guard_max` of 40 % (of C = 1,960), the engine would hold acme
     /// there and share what it frees among the others.
     @Test func readmeWorkedExampleWithGuardMax() throws {
         let premium = try #require(Self.policy.tier(named: "premium"))
         let standard = try #require(Self.policy.tier(named: "standard"))
         let claims = [(premium, 5000.0), (standard, 100), (standard, 3000), (standard, 3000)].map { tier, demand in
             AllocationClaim(
-                weight: tier.weight, floor: tier.floor.rpm.resolved(capacity: 1900), demand: demand,
-                guardMin: tier.guardMin.rpm.resolved(capacity: 1900),
-                guardMax: tier.name == "premium" ? 760 : .infinity)
+                weight: tier.weight, floor: tier.floor.rpm.resolved(capacity: 1960), demand: demand,
+                guardMin: tier.guardMin.rpm.resolved(capacity: 1960),
+                guardMax: tier.name == "premium" ? 784 : .infinity)
         }
         let result = PoolAllocation.compute(capacityEstimate: 2000, settings: Self.policy.allocation, claims: claims)
-        #expect(result.unclamped == [890, 120, 445, 445])
+        #expect(result.unclamped == [920, 120, 460, 460])
         #expect(result.guardClamped == [true, false, false, false])
-        #expect(result.allocations == [760, 120, 510, 510])
-        #expect(result.level == 255)
+        #expect(result.allocations == [784, 120, 528, 528])
+        #expect(result.level == 264)
         #expect(result.reasons == [.guardrailClamped, .demand, .fairShare, .fairShare])
     }
 
@@ -113,14 +113,14 @@ struct PlanTests {
     }
 
     @Test func settingsDefaultToThePolicy() throws {
-        // Shipped policy: safety margin 0.05, headroom 0.2, surplus distribute.
+        // Shipped policy: safety margin 0.02, headroom 0.2, surplus distribute.
         let output = try Self.run(
             #"{"capacity": {"rpm": 1000}, "tenants": [{"id": "a", "demand": {"rpm": 100}}, {"id": "b", "demand": {"rpm": 100}}]}"#
         )
-        // C = 950; both get 120, then the surplus 710 is distributed in full (no burst reserve in plans).
+        // C = 980; both get 120, then the surplus 740 is distributed in full (no burst reserve in plans).
         #expect(
             output
-                == #"{"allocations":[{"id":"a","rpm":475.0,"reason":{"rpm":"surplus"}},{"id":"b","rpm":475.0,"reason":{"rpm":"surplus"}}],"unallocated":{"rpm":0.0},"degraded":{"rpm":false}}"#
+                == #"{"allocations":[{"id":"a","rpm":490.0,"reason":{"rpm":"surplus"}},{"id":"b","rpm":490.0,"reason":{"rpm":"surplus"}}],"unallocated":{"rpm":0.0},"degraded":{"rpm":false}}"#
         )
     }
 
@@ -149,7 +149,7 @@ struct PlanTests {
     @Test func emptyTenantListGivesAnEmptyPlan() throws {
         #expect(
             try Self.run(#"{"capacity": {"rpm": 10}, "tenants": []}"#)
-                == #"{"allocations":[],"unallocated":{"rpm":9.5},"degraded":{"rpm":false}}"#)
+                == #"{"allocations":[],"unallocated":{"rpm":9.8},"degraded":{"rpm":false}}"#)
     }
 
     // MARK: Bad input

@@ -19,12 +19,12 @@ struct ClassifierClassesTests {
         var report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) }
         var observation = try #require(F.observation(report))
         let w = F.weight(5, 60)
-        // c = 10 / 30; the prior is 1 % of C = capacity × (1 − 0.05).
+        // c = 10 / 30; the prior is 1 % of C = capacity × (1 − 0.02).
         #expect(observation.tenantClass == .coldStart)
         #expect(observation.samples == 10)
         #expect(F.close(observation.confidence, 1.0 / 3))
-        #expect(F.close(observation.demand.rpm, 120 * w / 3 + 9.5 * 2 / 3))
-        #expect(F.close(observation.demand.tpm, 18_000 * w / 3 + 950 * 2 / 3))
+        #expect(F.close(observation.demand.rpm, 120 * w / 3 + 9.8 * 2 / 3))
+        #expect(F.close(observation.demand.tpm, 18_000 * w / 3 + 980 * 2 / 3))
 
         // The Observer's estimate, where given, replaces the declared capacity for the prior.
         report = run.tick(capacities: [F.pool: PerDimension(rpm: 2000, tpm: nil)]) { script, from, to in
@@ -32,8 +32,8 @@ struct ClassifierClassesTests {
         }
         observation = try #require(F.observation(report))
         let observed = try #require(F.status(report)?.servedShort)
-        #expect(F.close(observation.demand.rpm, observed.rpm * 2 / 3 + 19 * 1 / 3))
-        #expect(F.close(observation.demand.tpm, observed.tpm * 2 / 3 + 950 * 1 / 3))
+        #expect(F.close(observation.demand.rpm, observed.rpm * 2 / 3 + 19.6 * 1 / 3))
+        #expect(F.close(observation.demand.tpm, observed.tpm * 2 / 3 + 980 * 1 / 3))
 
         report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) }
         observation = try #require(F.observation(report))

@@ -70,7 +70,7 @@ import Testing
         #expect(entry["class"] == "steady")
         let why = try #require(entry["allocation"]?["rpm"]?["why"])
         // Inputs (capacity, weight, floor, ceiling, demand), the fair-share level, the damping step.
-        #expect(why["capacity"]?.doubleValue == 9500)
+        #expect(why["capacity"]?.doubleValue == 9800)
         #expect(why["capacity_estimate"]?.doubleValue == 10_000)
         #expect(why["weight"]?.doubleValue == 2)
         #expect(why["demand"]?.doubleValue == 50)
@@ -160,7 +160,7 @@ import Testing
         let pool = try #require(list.first { $0["id"]?.stringValue == OperatorHarness.upstream })
         #expect(pool["state"] == "healthy")
         #expect(pool["estimate"]?["rpm"]?.doubleValue == 10_000)
-        #expect(pool["capacity"]?["rpm"]?.doubleValue == 9500)
+        #expect(pool["capacity"]?["rpm"]?.doubleValue == 9800)
         #expect(pool["latency"]?["short"]?["p95_ms"]?.doubleValue == 900)
         #expect(pool["outcomes"]?["quota_exhausted"] == 5)
         #expect(pool["tenants"] == 3)
@@ -194,7 +194,7 @@ import Testing
         let text = harness.metrics.render()
         for line in [
             #"allot_upstream_capacity_estimate_per_minute{upstream="openai/gpt-4o",dimension="rpm"} 10000"#,
-            #"allot_upstream_capacity_effective_per_minute{upstream="openai/gpt-4o",dimension="rpm"} 9500"#,
+            #"allot_upstream_capacity_effective_per_minute{upstream="openai/gpt-4o",dimension="rpm"} 9800"#,
             #"allot_upstream_state{upstream="openai/gpt-4o",state="healthy"} 1"#,
             #"allot_upstream_window_attempts{upstream="openai/gpt-4o",outcome="quota_exhausted"} 5"#,
             #"allot_upstream_latency_seconds{upstream="openai/gpt-4o",window="short",quantile="0.95"} 0.9"#,

@@ -176,7 +176,7 @@ import Testing
         #expect(try await running.json("/v1/snapshot")["version"] == .int(first))
 
         // A valid change: swapped in, and the loop publishes under the new policy version.
-        let changed = good.replacingOccurrences(of: "\"safety_margin\": 0.05", with: "\"safety_margin\": 0.1")
+        let changed = good.replacingOccurrences(of: "\"safety_margin\": 0.02", with: "\"safety_margin\": 0.1")
         #expect(changed != good)
         try Data(changed.utf8).write(to: URL(fileURLWithPath: engine))
         running.clock.advance(by: 1)
