@@ -298,11 +298,20 @@ extension PoolTrack {
             if headerSeenAt == nil || at > headerSeenAt! { headerSeenAt = at }
             if at >= headerLimitAt[dimension] ?? -Double.infinity {
                 headerLimitAt[dimension] = at
-                headerLimit[dimension] = Double(limit) * 60 / window
+                var limits = recentLimits ?? PerDimension([])
+                limits[dimension].append(Double(limit) * 60 / window)
+                if limits[dimension].count > PoolTrack.statementMemory { limits[dimension].removeFirst() }
+                recentLimits = limits
+                headerLimit[dimension] = PoolTrack.median(limits[dimension])
             }
             if let left = statement.remaining, at >= (remaining[dimension]?.at ?? -Double.infinity) {
-                remaining[dimension] = RemainingSample(
+                let sample = RemainingSample(
                     at: at, limit: Double(limit), remaining: Double(max(0, left)), windowSeconds: window)
+                remaining[dimension] = sample
+                var samples = recentRemaining ?? PerDimension([])
+                samples[dimension].append(sample)
+                if samples[dimension].count > PoolTrack.statementMemory { samples[dimension].removeFirst() }
+                recentRemaining = samples
             }
         }
     }

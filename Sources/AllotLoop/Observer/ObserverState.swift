@@ -57,6 +57,9 @@ struct CapacityAction: Sendable, Hashable, Codable {
 struct PoolTrack: Sendable, Hashable, Codable {
     var upstream: String
 
+    /// Header statements remembered per dimension for the medians (``recentLimits``).
+    static let statementMemory = 61
+
     // MARK: Capacity estimate (per dimension)
 
     /// `C_est`: nil while neither headers nor the policy gave a starting point.
@@ -74,6 +77,12 @@ struct PoolTrack: Sendable, Hashable, Codable {
     var headerSeenAt: Double?
     /// The newest `remaining` statement.
     var remaining: PerDimension<RemainingSample?> = PerDimension(nil)
+    /// The newest header limits (per minute) and `remaining` statements, oldest first, at most
+    /// ``PoolTrack/statementMemory`` each: the estimate starts from their median, so that headers that
+    /// jitter (a provider's or a proxy's noise) do not move it while a real change wins within a few
+    /// statements. nil in checkpoints written before they existed.
+    var recentLimits: PerDimension<[Double]>?
+    var recentRemaining: PerDimension<[RemainingSample]>?
     /// Others' use of a shared key, per minute, inferred from the newest fresh `remaining`.
     var othersUse: PerDimension<Double> = PerDimension(0)
     /// The last multiplicative decrease, and until when further quota errors are attributed to it.
@@ -136,5 +145,15 @@ struct PoolTrack: Sendable, Hashable, Codable {
     /// 15 slices per long window: a 60 s resolution for the default 900 s window.
     static func coarseRing(_ settings: ObserverSettings) -> SliceRing<LatencySlice> {
         SliceRing(window: settings.longWindowSeconds, slices: 15)
+    }
+}
+
+extension PoolTrack {
+    /// The median (the mean of the two middle values for an even count); nil for none.
+    static func median(_ values: [Double]) -> Double? {
+        guard !values.isEmpty else { return nil }
+        let sorted = values.sorted()
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
     }
 }

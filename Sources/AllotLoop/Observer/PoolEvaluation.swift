@@ -235,19 +235,27 @@ struct PoolEvaluation {
     /// (stale statement, a window longer than the short window, a pool not watched for the whole header
     /// window — our own earlier traffic would be missing) or within `shared_tolerance`.
     private func sharedUse(_ dimension: RateDimension) -> Double {
-        guard let sample = pool.remaining[dimension], sample.at >= now - settings.shortWindowSeconds,
-            sample.windowSeconds <= settings.shortWindowSeconds + 1e-9,
-            let first = pool.firstEventAt, first <= sample.at - sample.windowSeconds
-        else { return 0 }
-        let from = pool.fine.index(of: sample.at - sample.windowSeconds)
-        let to = pool.fine.index(of: sample.at)
-        var ours = 0.0
-        for slice in pool.fine.slots where slice.index >= from && slice.index <= to {
-            ours += dimension == .rpm ? slice.servedRequests : slice.servedTokens
+        // The median over the recent fresh statements (one alone before they were remembered), so that
+        // `remaining` values that jitter do not read as another client.
+        let samples = pool.recentRemaining?[dimension] ?? pool.remaining[dimension].map { [$0] } ?? []
+        var others: [Double] = []
+        var limit = 0.0
+        for sample in samples {
+            guard sample.at >= now - settings.shortWindowSeconds,
+                sample.windowSeconds <= settings.shortWindowSeconds + 1e-9,
+                let first = pool.firstEventAt, first <= sample.at - sample.windowSeconds
+            else { continue }
+            let from = pool.fine.index(of: sample.at - sample.windowSeconds)
+            let to = pool.fine.index(of: sample.at)
+            var ours = 0.0
+            for slice in pool.fine.slots where slice.index >= from && slice.index <= to {
+                ours += dimension == .rpm ? slice.servedRequests : slice.servedTokens
+            }
+            others.append(max(0, sample.limit - sample.remaining - ours) * 60 / sample.windowSeconds)
+            limit = max(limit, sample.limit * 60 / sample.windowSeconds)
         }
-        let others = max(0, sample.limit - sample.remaining - ours) * 60 / sample.windowSeconds
-        let limit = sample.limit * 60 / sample.windowSeconds
-        return others > settings.sharedTolerance * limit ? others : 0
+        guard let median = PoolTrack.median(others) else { return 0 }
+        return median > settings.sharedTolerance * limit ? median : 0
     }
 
     // MARK: Latency

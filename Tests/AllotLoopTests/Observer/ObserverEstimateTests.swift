@@ -39,12 +39,40 @@ struct ObserverEstimateTests {
         // Input and output limits add up to the combined TPM the observer allocates.
         #expect(F.status(report, "anthropic/claude")?.estimate == PerDimension(rpm: 50, tpm: 48_000))
 
-        let combined = script.event(
-            at: t0 + 1, upstream: "anthropic/claude",
-            signals: EventSignals(family: .anthropic, limitRequests: 50, limitTokens: 80_000, limitInputTokens: 40_000))
-        report = estimation.observe(script.delta([combined]), now: t0 + 5)
-        // The provider raised the combined limit and no quota decrease happened: the estimate follows.
+        let combined = (1...2).map { second in
+            script.event(
+                at: t0 + Double(second), upstream: "anthropic/claude",
+                signals: EventSignals(
+                    family: .anthropic, limitRequests: 50, limitTokens: 80_000, limitInputTokens: 40_000))
+        }
+        report = estimation.observe(script.delta(combined), now: t0 + 5)
+        // The provider raised the combined limit (the median of the statements: two of three say 80,000)
+        // and no quota decrease happened: the estimate follows.
         #expect(F.status(report, "anthropic/claude")?.estimate == PerDimension(rpm: 50, tpm: 80_000))
+    }
+
+    @Test func jitteringHeaderLimitsGiveTheirMedianAndARealChangeWinsByMajority() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy())
+        // A proxy's noise: the stated limit jitters around 900 RPM.
+        let noisy: [Int64] = [900, 1_170, 630, 990, 810, 1_080, 720]
+        let events = noisy.enumerated().map { index, limit in
+            script.event(
+                at: t0 - 10 + Double(index), latencyMs: 200, prompt: 100, completion: 20,
+                signals: F.openAI(limitRequests: limit, remainingRequests: limit - 1, limitTokens: 90_000, resetMs: 120))
+        }
+        var report = estimation.observe(script.delta(events), now: t0)
+        #expect(F.status(report)?.headerLimit.rpm == 900)
+        #expect(F.status(report)?.estimate.rpm == 900)
+        // The provider halves the limit: once most remembered statements say so, the estimate follows.
+        let halved = (0..<8).map { index in
+            script.event(
+                at: t0 + 1 + Double(index), latencyMs: 200, prompt: 100, completion: 20,
+                signals: F.openAI(limitRequests: 450, remainingRequests: 449, limitTokens: 90_000, resetMs: 120))
+        }
+        report = estimation.observe(script.delta(halved), now: t0 + 10)
+        #expect(F.status(report)?.headerLimit.rpm == 450)
+        #expect(F.status(report)?.estimate.rpm == 450)
     }
 
     @Test func headerWindowsNormaliseToPerMinute() throws {
