@@ -44,4 +44,17 @@ import Testing
             #expect(try metrics(report, baseline).upstream429Rate > 0.05, "\(baseline)")
         }
     }
+
+    /// A token-heavy tenant and request-heavy ones share a pool: `allot` allocates both dimensions,
+    /// starves least, and stays above 95% utilisation (every tenant in its binding dimension).
+    @Test func tpmVersusRpmAllotStarvesLeast() async throws {
+        let report = try await report("tpm-vs-rpm")
+        #expect(report.headlineWinner == "allot")
+        let allot = try metrics(report, "allot")
+        for baseline in ["static", "fifo-backoff", "equal-split"] {
+            #expect(allot.starvationTenantMinutes < (try metrics(report, baseline)).starvationTenantMinutes, "\(baseline)")
+        }
+        #expect((allot.utilisation ?? 0) >= 0.95)
+        #expect(allot.upstream429Rate == 0)
+    }
 }
