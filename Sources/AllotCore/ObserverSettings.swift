@@ -23,8 +23,13 @@ public struct ObserverSettings: Sendable, Hashable, Codable {
     public var probeStep: Double
     /// `degrading` when the short-window p95 latency reaches this multiple of the long-window p95…
     public var latencyRatio: Double
-    /// …and back out of it when the ratio falls below this (hysteresis).
+    /// …and back out of it when the ratio falls below this (hysteresis). A rise is only taken for
+    /// degradation while our own load is steady: when the short window's served rate exceeds the
+    /// baseline's by more than `latencyLoadRise` (a fraction), the latency rise is what our own traffic
+    /// does to the upstream (queueing near its limit), not a warning of lost capacity — quota errors
+    /// still cut the estimate if the load is too much.
     public var latencyRecoverRatio: Double
+    public var latencyLoadRise: Double
     /// Latency samples the short window needs before its p95 is compared.
     public var latencyMinSamples: Int
     /// While latency is degrading, the engine is given the estimate times this (lowered safe capacity
@@ -47,7 +52,8 @@ public struct ObserverSettings: Sendable, Hashable, Codable {
         shortWindowSeconds: Double = 60, longWindowSeconds: Double = 900, decreaseFactor: Double = 0.95,
         decreaseHoldSeconds: Double = 10, capacityFloor: Double = 0.05, probeUtilisation: Double = 0.9,
         probeStep: Double = 0.05, latencyRatio: Double = 1.5, latencyRecoverRatio: Double = 1.2,
-        latencyMinSamples: Int = 20, degradeFactor: Double = 0.8, circuitOpenRatio: Double = 0.2,
+        latencyLoadRise: Double = 0.25, latencyMinSamples: Int = 20, degradeFactor: Double = 0.8,
+        circuitOpenRatio: Double = 0.2,
         circuitSevereRatio: Double = 0.5, circuitMinAttempts: Int = 20, circuitQuietSeconds: Double = 30,
         sharedTolerance: Double = 0.05
     ) {
@@ -60,6 +66,7 @@ public struct ObserverSettings: Sendable, Hashable, Codable {
         self.probeStep = probeStep
         self.latencyRatio = latencyRatio
         self.latencyRecoverRatio = latencyRecoverRatio
+        self.latencyLoadRise = latencyLoadRise
         self.latencyMinSamples = latencyMinSamples
         self.degradeFactor = degradeFactor
         self.circuitOpenRatio = circuitOpenRatio

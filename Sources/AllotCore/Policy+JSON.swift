@@ -50,6 +50,7 @@ extension Policy {
             "probe_utilisation": .number(observer.probeUtilisation), "probe_step": .number(observer.probeStep),
             "latency_ratio": .number(observer.latencyRatio),
             "latency_recover_ratio": .number(observer.latencyRecoverRatio),
+            "latency_load_rise": .number(observer.latencyLoadRise),
             "latency_min_samples": .int(Int64(observer.latencyMinSamples)),
             "degrade_factor": .number(observer.degradeFactor),
             "circuit_open_ratio": .number(observer.circuitOpenRatio),

@@ -19,7 +19,14 @@ import AllotStore
 /// - **Fast down** on quota exhaustion (a 429 `quota_exhausted`, or `remaining = 0` with a future
 ///   reset): `C_est ← max(floor, min(decrease_factor × C_est, served while throttled))`, where
 ///   "served while throttled" is the served rate over the short window's slices that saw quota errors
-///   for the dimension. Quota errors within `decrease_hold_s` of a decrease are attributed to it.
+///   for the dimension and are settled — ended at least the short-window p95 latency of served attempts ago,
+///   so that the successes admitted in them have been reported (a refusal is reported at once, a
+///   success only after the call's latency: an unsettled slice under-counts what was served, and a
+///   few 429s at the edge of a burst would read as a collapse). Before any throttled slice settles the
+///   cut is `decrease_factor` alone. Quota errors within `decrease_hold_s` of a decrease are attributed to it
+///   and cause no further multiplicative cut; but a throttled slice that settles within the hold lowers the
+///   estimate to what it measured (a measurement, which cannot compound), so a storm reaches the served
+///   rate one tick after it is first seen.
 ///   A bare 429 that names no dimension counts against the binding one (the higher utilisation; both
 ///   when within 0.1 of each other).
 /// - **Slow up**: with no quota evidence in the short window, the circuit closed and latency not
@@ -30,7 +37,10 @@ import AllotStore
 /// - **Degrading**: the short-window p95 latency against the baseline p95 (the long window minus the
 ///   short one, so that a rise is not hidden in its own baseline) at or above `latency_ratio` (both with
 ///   at least `latency_min_samples` samples) → `degrading`, and the engine gets `degrade_factor × C_est`
-///   until the ratio falls below `latency_recover_ratio`. Latency is that of served attempts.
+///   until the ratio falls below `latency_recover_ratio`. Latency is that of served attempts. A rise
+///   that comes with our own load rising (served attempts per second above the baseline's by more than
+///   `latency_load_rise`) does not start `degrading`: latency growing with utilisation is queueing at
+///   the upstream, which quota errors judge; a rise at steady load is the early warning.
 /// - **Model version change** (a version the pool has not run before): the estimate restarts from the
 ///   start value, the decrease hold and the latency baseline are cleared, confidence halves for the long window.
 /// - **State**: `overloaded` (circuit not closed, see ``CircuitPhase``) > `throttled` (a quota 429 in

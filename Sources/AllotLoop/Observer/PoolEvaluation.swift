@@ -61,12 +61,20 @@ struct PoolEvaluation {
         func count(_ outcome: Outcome) -> Int { outcomes[outcome.ordinal] }
 
         /// Served per minute over the slices that saw quota errors for `dimension` (or unattributed
-        /// ones, when `unattributed`): the rate the upstream delivered while it was refusing more.
-        func throttledRate(_ dimension: RateDimension, unattributed: Bool) -> Double? {
+        /// ones, when `unattributed`) and ended by `settledBefore`: the rate the upstream delivered while
+        /// it was refusing more. Newer slices are left out because their count of served attempts is
+        /// not complete yet: an event carries its admission time but is reported when the upstream has
+        /// answered, and a refusal answers at once while a success takes the call's latency — the newest
+        /// slices hold their 429s but not yet all their successes, and would read as a collapse.
+        func throttledRate(_ dimension: RateDimension, unattributed: Bool, settledBefore: Double, width: Double)
+            -> Double?
+        {
             var served = 0.0
             var span = 0.0
             for (slice, seconds) in slices
-            where slice.quota(dimension) > 0 || (unattributed && slice.quotaUnattributed > 0) {
+            where (slice.quota(dimension) > 0 || (unattributed && slice.quotaUnattributed > 0))
+                && Double(slice.index + 1) * width <= settledBefore
+            {
                 served += dimension == .rpm ? slice.servedRequests : slice.servedTokens
                 span += seconds
             }
@@ -79,7 +87,7 @@ struct PoolEvaluation {
             pool.fine.window(settings.shortWindowSeconds, now: now, notBefore: pool.firstEventAt ?? now))
         restartOnVersionChange()
         let latency = evaluateLatency(window)
-        estimateCapacity(window)
+        estimateCapacity(window, latencyP95: latency.short.p95)
         let circuitShed = evaluateCircuit(window)
         let state = evaluateHealth(window)
 
@@ -135,8 +143,12 @@ struct PoolEvaluation {
         }
     }
 
-    private mutating func estimateCapacity(_ window: ShortWindow) {
+    /// - Parameter latencyP95: the short window's p95 latency of served attempts (ms): how long the
+    ///   newest slices' successes may still be on their way (see `ShortWindow.throttledRate`).
+    private mutating func estimateCapacity(_ window: ShortWindow, latencyP95: Double?) {
         let short = settings.shortWindowSeconds
+        let width = pool.fine.seconds
+        let settledBefore = now - min(short / 2, (latencyP95 ?? 0) / 1000)
         // A bare 429 counts against the binding dimension(s).
         let utilisation = PerDimension<Double?> { dimension in
             pool.estimate[dimension].flatMap { $0 > 0 ? window.rate(dimension) / $0 : nil }
@@ -191,8 +203,24 @@ struct PoolEvaluation {
             if binding[dimension], let unattributedAt, unattributedAt > (evidence ?? -Double.infinity) {
                 evidence = unattributedAt
             }
+            let served =
+                evidence.map { $0 >= now - short } ?? false
+                ? window.throttledRate(
+                    dimension, unattributed: binding[dimension], settledBefore: settledBefore, width: width) : nil
+            if let evidence, pool.lastDecreaseAt[dimension] != nil,
+                evidence <= pool.holdUntil[dimension] ?? -Double.infinity, let served, max(floor, served) < estimate
+            {
+                // Within the hold, no further multiplicative cut; but throttled slices that have settled since
+                // the cut measure what the upstream delivered, and the estimate comes down to that.
+                pool.estimate[dimension] = max(floor, served)
+                pool.lastAction[dimension] = CapacityAction(
+                    at: now,
+                    text:
+                        "quota exhausted: \(name) estimate \(Self.format(estimate)) → \(Self.format(max(floor, served)))"
+                        + " (served \(Self.format(served)) while throttled, now settled)")
+                continue
+            }
             if let evidence, evidence > pool.holdUntil[dimension] ?? -Double.infinity, evidence >= now - short {
-                let served = window.throttledRate(dimension, unattributed: binding[dimension])
                 let target = min(estimate * settings.decreaseFactor, served ?? estimate * settings.decreaseFactor)
                 let cut = max(floor, target)
                 pool.estimate[dimension] = cut
@@ -268,14 +296,18 @@ struct PoolEvaluation {
         var baseline = [Double](repeating: 0, count: scale.count)
         var longSamples = 0.0
         var baselineSamples = 0.0
+        var baselineSpan = 0.0
         // The baseline excludes the coarse slices the short window overlaps.
         let recent = pool.coarse.index(of: now - settings.shortWindowSeconds)
-        for (slice, _) in pool.coarse.window(settings.longWindowSeconds, now: now, notBefore: -Double.infinity) {
+        for (slice, span) in pool.coarse.window(
+            settings.longWindowSeconds, now: now, notBefore: pool.firstEventAt ?? now)
+        {
             slice.latency.merge(into: &long)
             longSamples += Double(slice.latency.total)
             if slice.index < recent {
                 slice.latency.merge(into: &baseline)
                 baselineSamples += Double(slice.latency.total)
+                baselineSpan += span
             }
         }
         func percentiles(_ counts: [Double], _ total: Double) -> LatencyPercentiles {
@@ -290,14 +322,25 @@ struct PoolEvaluation {
             let baseP95 = scale.quantile(0.95, of: baseline, total: baselineSamples, integral: false), baseP95 > 0
         {
             let ratio = recentP95 / baseP95
-            if !pool.latencyDegrading, ratio >= settings.latencyRatio {
+            // Served attempts per second, now and in the baseline: a latency rise that comes with a
+            // rise of our own load is our queueing at the upstream, not lost capacity.
+            let load = window.coverage > 0 ? window.latencySamples / window.coverage : 0
+            let baselineLoad = baselineSpan > 0 ? baselineSamples / baselineSpan : 0
+            let loadRose = load > (1 + settings.latencyLoadRise) * baselineLoad
+            if !pool.latencyDegrading, ratio >= settings.latencyRatio, loadRose {
+                signals.append(
+                    "short-window p95 \(Self.format(recentP95)) ms vs baseline p95 \(Self.format(baseP95)) ms"
+                        + " (×\(Self.format(ratio, digits: 2))) while served attempts rose "
+                        + "\(Self.format(baselineLoad * 60)) → \(Self.format(load * 60)) per minute: "
+                        + "our own load, not degradation")
+            } else if !pool.latencyDegrading, ratio >= settings.latencyRatio {
                 pool.latencyDegrading = true
                 pool.degradingSince = now
             } else if pool.latencyDegrading, ratio < settings.latencyRecoverRatio {
                 pool.latencyDegrading = false
                 pool.degradingSince = nil
             }
-            if pool.latencyDegrading || ratio >= settings.latencyRecoverRatio {
+            if pool.latencyDegrading || (ratio >= settings.latencyRecoverRatio && !loadRose) {
                 signals.append(
                     "short-window p95 \(Self.format(recentP95)) ms vs baseline p95 \(Self.format(baseP95)) ms"
                         + " (×\(Self.format(ratio, digits: 2)))")

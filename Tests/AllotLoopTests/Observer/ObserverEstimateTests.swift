@@ -59,7 +59,8 @@ struct ObserverEstimateTests {
         let events = noisy.enumerated().map { index, limit in
             script.event(
                 at: t0 - 10 + Double(index), latencyMs: 200, prompt: 100, completion: 20,
-                signals: F.openAI(limitRequests: limit, remainingRequests: limit - 1, limitTokens: 90_000, resetMs: 120))
+                signals: F.openAI(limitRequests: limit, remainingRequests: limit - 1, limitTokens: 90_000, resetMs: 120)
+            )
         }
         var report = estimation.observe(script.delta(events), now: t0)
         #expect(F.status(report)?.headerLimit.rpm == 900)
@@ -147,21 +148,53 @@ struct ObserverEstimateTests {
         status = try #require(F.status(report))
         #expect(status.estimate.rpm == 300)
 
-        // A 429 after the hold cuts again: throttled slices now hold 25 + 25 + 21 + 20 served in 20 s.
+        // A 429 after the hold cuts again: the settled throttled slices now hold 25 + 25 + 20 served in 15 s
+        // (the newest, with the 429 at t0 + 12, is not settled: its successes may still be on their way).
         let after = script.spread(21, from: t0 + 10, to: t0 + 15) { script, at in
             at == t0 + 10 ? script.event(at: at + 2, outcome: .quotaExhausted) : script.event(at: at)
         }
         report = estimation.observe(script.delta(after), now: t0 + 15)
         status = try #require(F.status(report))
-        #expect(status.estimate.rpm == min(0.95 * 300, 90.0 / 20 * 60))
-        #expect(status.estimate.rpm == 270)
+        #expect(status.estimate.rpm == min(0.95 * 300, 70.0 / 15 * 60))
+        #expect(status.estimate.rpm == 280)
+    }
+
+    @Test func aFreshSliceIsNotReadAsACollapse() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
+        // 80 served per 5 s (960 per minute) for 55 s; in the newest slice a burst met the provider's limit:
+        // 5 refusals already reported, but only 10 of its successes (the rest are still answering, 2 s each).
+        var events = script.spread(880, from: t0 - 60, to: t0 - 5) { script, at in script.event(at: at, latencyMs: 2000)
+        }
+        events += script.spread(15, from: t0 - 5, to: t0) { script, at in
+            let index = Int(((at - (t0 - 5)) * 3).rounded())
+            return index % 3 == 2
+                ? script.event(at: at, outcome: .quotaExhausted, status: 429, errorType: "rate_limit_exceeded")
+                : script.event(at: at, latencyMs: 2000)
+        }
+        var report = estimation.observe(script.delta(events), now: t0)
+        var status = try #require(F.status(report))
+        // The throttled slice has not settled (it ended less than the p95 latency ago): decrease_factor alone,
+        // not the 120 per minute it shows so far.
+        #expect(status.estimate.rpm == 950)
+        #expect(status.signals.contains("quota exhausted: rpm estimate 1000 → 950"))
+
+        // Its other successes arrive and the slice settles: 75 served in 5 s while refusing. Within the hold
+        // that is a measurement, not another multiplicative cut: 900, where 120 would have been a collapse.
+        events = script.spread(65, from: t0 - 5, to: t0) { script, at in script.event(at: at, latencyMs: 2000) }
+        report = estimation.observe(script.delta(events), now: t0 + 5)
+        status = try #require(F.status(report))
+        #expect(status.estimate.rpm == 900)
+        #expect(
+            status.signals.contains("quota exhausted: rpm estimate 950 → 900 (served 900 while throttled, now settled)")
+        )
     }
 
     @Test func neverCutsBelowTheFloor() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
         let events = [script.event(at: t0 - 1, outcome: .quotaExhausted)]
-        let report = estimation.observe(script.delta(events), now: t0)
+        let report = estimation.observe(script.delta(events), now: t0 + 1)
         // Nothing served while throttled: the floor, 5 % of the declared capacity.
         #expect(F.status(report)?.estimate.rpm == 50)
     }
@@ -177,7 +210,8 @@ struct ObserverEstimateTests {
             script.event(
                 at: t0 - 0.5, upstream: F.pool, outcome: .quotaExhausted, status: 429,
                 signals: EventSignals(family: .google, limitTokens: 1_000_000, windowTokensMs: 60_000)))
-        var report = estimation.observe(script.delta(events), now: t0)
+        // Observed a second later: the slice has settled (its successes reported, see `settledBefore`).
+        var report = estimation.observe(script.delta(events), now: t0 + 1)
         var status = try #require(F.status(report))
         #expect(status.estimate.rpm == 1000)
         #expect(status.estimate.tpm == 120_000)  // 10,000 tokens in the 5 s slice
@@ -192,14 +226,15 @@ struct ObserverEstimateTests {
                     limitRequests: 1000, remainingRequests: at >= t0 - 1 ? 0 : 5, limitTokens: 100_000,
                     remainingTokens: 90_000, resetMs: 900))
         }
-        report = estimation.observe(script.delta(events), now: t0)
+        report = estimation.observe(script.delta(events), now: t0 + 1)
         status = try #require(F.status(report))
         #expect(status.estimate.rpm == 120)
         #expect(status.estimate.tpm == 100_000)
         #expect(status.state == .healthy)  // evidence, but no 429 answered
     }
 
-    /// A cut to 600 at `t0` (50 served, 5 attributed 429s in the last slice), on a 1000 RPM header limit.
+    /// A cut to 600 once observed at `t0 + 1` (50 served, 5 attributed 429s in the slice before `t0`), on a
+    /// 1000 RPM header limit.
     static func cutTo600(_ script: inout TelemetryScript, t0: Double) -> [StoredEvent] {
         script.spread(55, from: t0 - 5, to: t0) { script, at in
             let index = Int(((at - (t0 - 5)) * 11).rounded())
@@ -219,7 +254,7 @@ struct ObserverEstimateTests {
     @Test func probesUpAdditivelyUnderHighUtilisation() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy())
-        var report = estimation.observe(script.delta { Self.cutTo600(&$0, t0: t0) }, now: t0)
+        var report = estimation.observe(script.delta { Self.cutTo600(&$0, t0: t0) }, now: t0 + 1)
         #expect(F.status(report)?.estimate.rpm == 600)
         var expected = 600.0
         for tick in 1...30 {
@@ -242,7 +277,7 @@ struct ObserverEstimateTests {
     @Test func doesNotMoveUpWithoutEvidence() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy())
-        _ = estimation.observe(script.delta { Self.cutTo600(&$0, t0: t0) }, now: t0)
+        _ = estimation.observe(script.delta { Self.cutTo600(&$0, t0: t0) }, now: t0 + 1)
         for (perSlice, lowSignal) in [(20, true), (35, false)] {  // 240/min = 40 %, 420/min = 70 %
             for tick in 1...20 {
                 let now = t0 + 200 * (lowSignal ? 0 : 1) + Double(tick) * 5

@@ -96,10 +96,29 @@ struct ObserverHealthTests {
         #expect(status.signals.contains("server errors and timeouts: 4 of 40 attempts (10%) in the last 60 s"))
     }
 
-    /// 84 served at 100 ms over `[t0 − 900, t0 − 60)`, then 30 at `recent` ms over the last minute.
+    /// 420 served at 100 ms over `[t0 − 900, t0 − 60)`, then 30 at `recent` ms over the last minute: the
+    /// same load (30 per minute) throughout.
     static func latencyRise(_ script: inout TelemetryScript, t0: Double, recent: Double) -> [StoredEvent] {
-        script.spread(84, from: t0 - 900, to: t0 - 60) { script, at in script.event(at: at, latencyMs: 100) }
+        script.spread(420, from: t0 - 900, to: t0 - 60) { script, at in script.event(at: at, latencyMs: 100) }
             + script.spread(30, from: t0 - 60, to: t0) { script, at in script.event(at: at, latencyMs: recent) }
+    }
+
+    @Test func latencyRisingWithOurOwnLoadIsNotDegradation() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000, tpm: 100_000))
+        // 84 served over 14 minutes (6 per minute), then 30 in the last minute (×5 the load) at ×3 the latency.
+        let events =
+            script.spread(84, from: t0 - 900, to: t0 - 60) { script, at in script.event(at: at, latencyMs: 100) }
+            + script.spread(30, from: t0 - 60, to: t0) { script, at in script.event(at: at, latencyMs: 300) }
+        let report = estimation.observe(script.delta(events), now: t0)
+        let status = try #require(F.status(report))
+        #expect(status.state == .healthy)
+        #expect(status.estimate == PerDimension(rpm: 1000, tpm: 100_000))
+        #expect(F.alerts(report, kind: "upstream_degrading").isEmpty)
+        #expect(
+            status.signals.contains(
+                "short-window p95 296 ms vs baseline p95 102 ms (×2.9) while served attempts rose 6 → 30 per minute: "
+                    + "our own load, not degradation"))
     }
 
     @Test func risingLatencyDegradesBeforeAny429AndLowersSafeCapacity() throws {
@@ -111,7 +130,7 @@ struct ObserverHealthTests {
         #expect(status.outcomes == ["ok": 30])  // the short window's attempts: no 429 at all
         // 100 ms lands in [100, 104) and 300 ms in [288, 304): reported at the buckets' middles.
         #expect(status.latencyShort == LatencyPercentiles(p50: 296, p95: 296, p99: 296, samples: 30))
-        #expect(status.latencyLong == LatencyPercentiles(p50: 102, p95: 296, p99: 296, samples: 114))
+        #expect(status.latencyLong == LatencyPercentiles(p50: 102, p95: 296, p99: 296, samples: 450))
         #expect(status.signals.contains("short-window p95 296 ms vs baseline p95 102 ms (×2.9)"))
         #expect(status.estimate == PerDimension(rpm: 800, tpm: 80_000))
         #expect(report.pools.first?.capacity == PerDimension(rpm: 800, tpm: 80_000))
@@ -151,7 +170,7 @@ struct ObserverHealthTests {
         #expect(F.status(report)?.modelVersion == "gpt-4o-2024-08-06")
 
         events = ObserverEstimateTests.cutTo600(&script, t0: t0 + 10)
-        report = estimation.observe(script.delta(events), now: t0 + 10)
+        report = estimation.observe(script.delta(events), now: t0 + 11)
         #expect(F.status(report)?.estimate.rpm == 600)
         #expect(F.status(report)?.confidence == 0.75)
 
