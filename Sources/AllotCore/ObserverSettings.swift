@@ -21,6 +21,12 @@ public struct ObserverSettings: Sendable, Hashable, Codable {
     public var probeUtilisation: Double
     /// Additive increase per minute while probing, as a fraction of the reference.
     public var probeStep: Double
+    /// While probing below a limit the provider states in its headers (seen within the short window), the
+    /// step per minute is at least this fraction of the gap to that limit: a cut below a stated limit is a
+    /// hypothesis (a hidden lower limit, or a burst that met the provider's bucket), and the stated limit is
+    /// strong evidence, so the estimate returns toward it quickly — if the hypothesis was right, the next
+    /// quota errors cut it again.
+    public var probeRecover: Double
     /// `degrading` when the short-window p95 latency reaches this multiple of the long-window p95…
     public var latencyRatio: Double
     /// …and back out of it when the ratio falls below this (hysteresis). A rise is only taken for
@@ -51,7 +57,8 @@ public struct ObserverSettings: Sendable, Hashable, Codable {
     public init(
         shortWindowSeconds: Double = 60, longWindowSeconds: Double = 900, decreaseFactor: Double = 0.95,
         decreaseHoldSeconds: Double = 10, capacityFloor: Double = 0.05, probeUtilisation: Double = 0.9,
-        probeStep: Double = 0.05, latencyRatio: Double = 1.5, latencyRecoverRatio: Double = 1.2,
+        probeStep: Double = 0.05, probeRecover: Double = 0.5, latencyRatio: Double = 1.5,
+        latencyRecoverRatio: Double = 1.2,
         latencyLoadRise: Double = 0.25, latencyMinSamples: Int = 20, degradeFactor: Double = 0.8,
         circuitOpenRatio: Double = 0.2,
         circuitSevereRatio: Double = 0.5, circuitMinAttempts: Int = 20, circuitQuietSeconds: Double = 30,
@@ -64,6 +71,7 @@ public struct ObserverSettings: Sendable, Hashable, Codable {
         self.capacityFloor = capacityFloor
         self.probeUtilisation = probeUtilisation
         self.probeStep = probeStep
+        self.probeRecover = probeRecover
         self.latencyRatio = latencyRatio
         self.latencyRecoverRatio = latencyRecoverRatio
         self.latencyLoadRise = latencyLoadRise

@@ -48,6 +48,7 @@ extension Policy {
             "decrease_hold_s": .number(observer.decreaseHoldSeconds),
             "capacity_floor": .number(observer.capacityFloor),
             "probe_utilisation": .number(observer.probeUtilisation), "probe_step": .number(observer.probeStep),
+            "probe_recover": .number(observer.probeRecover),
             "latency_ratio": .number(observer.latencyRatio),
             "latency_recover_ratio": .number(observer.latencyRecoverRatio),
             "latency_load_rise": .number(observer.latencyLoadRise),

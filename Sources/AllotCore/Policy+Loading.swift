@@ -65,7 +65,8 @@ enum PolicyFields {
     ]
     static let observer = [
         "short_window_s", "long_window_s", "decrease_factor", "decrease_hold_s", "capacity_floor",
-        "probe_utilisation", "probe_step", "latency_ratio", "latency_recover_ratio", "latency_load_rise",
+        "probe_utilisation", "probe_step", "probe_recover", "latency_ratio", "latency_recover_ratio",
+        "latency_load_rise",
         "latency_min_samples",
         "degrade_factor", "circuit_open_ratio", "circuit_severe_ratio", "circuit_min_attempts", "circuit_quiet_s",
         "shared_tolerance",
@@ -436,6 +437,7 @@ struct PolicyLoader {
             ("decrease_hold_s", .nonNegative, \.decreaseHoldSeconds),
             ("capacity_floor", .fractionAboveZero, \.capacityFloor),
             ("probe_utilisation", .fractionAboveZero, \.probeUtilisation), ("probe_step", .positive, \.probeStep),
+            ("probe_recover", .fraction, \.probeRecover),
             ("latency_ratio", .positive, \.latencyRatio), ("latency_recover_ratio", .positive, \.latencyRecoverRatio),
             ("latency_load_rise", .nonNegative, \.latencyLoadRise),
             ("degrade_factor", .fractionAboveZero, \.degradeFactor),

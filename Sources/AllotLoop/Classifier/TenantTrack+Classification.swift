@@ -175,7 +175,7 @@ extension TenantTrack {
     }
 
     /// What a constrained tenant claims (see ``ClassificationRules/constrainedProbe``): per dimension it
-    /// fills — served at least ``ClassificationRules/constrainedUse`` of the allocation there, and at
+    /// fills — served, plus one request, at least ``ClassificationRules/constrainedUse`` of the allocation there, and at
     /// least 75 % as much as of the most used one — the allocation ×
     /// (1 + probe); 0 elsewhere. Nil when the tenant is not constrained: fewer than
     /// ``ClassificationRules/constrainedWaiting`` requests waiting on average and fewer than
@@ -186,10 +186,13 @@ extension TenantTrack {
         guard (waitingShort ?? 0) >= rules.constrainedWaiting || refused >= rules.constrainedDeniedShare else {
             return nil
         }
+        // Within one request of the allocation counts as filling it: a tenant of 30k-token calls cannot
+        // use the last 20k of a minute's tokens, and one call more or less in the window is noise.
+        let perRequest = PerDimension(rpm: 1, tpm: servedLong.rpm > 0 ? servedLong.tpm / servedLong.rpm : 0)
         func usage(_ dimension: RateDimension) -> Double? {
             let allocated = allocation[dimension]
             guard allocated > 0, allocated.isFinite else { return nil }
-            return servedShort[dimension] / allocated
+            return (servedShort[dimension] + perRequest[dimension]) / allocated
         }
         let most = max(usage(.rpm) ?? 0, usage(.tpm) ?? 0)
         func claimed(_ dimension: RateDimension) -> Double {

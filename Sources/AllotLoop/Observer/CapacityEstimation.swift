@@ -22,8 +22,9 @@ import AllotStore
 ///   for the dimension and are settled — ended at least the short-window p95 latency of served attempts ago,
 ///   so that the successes admitted in them have been reported (a refusal is reported at once, a
 ///   success only after the call's latency: an unsettled slice under-counts what was served, and a
-///   few 429s at the edge of a burst would read as a collapse). Before any throttled slice settles the
-///   cut is `decrease_factor` alone. Quota errors within `decrease_hold_s` of a decrease are attributed to it
+///   few 429s at the edge of a burst would read as a collapse), at least three of them (refusals in one or
+///   two slices are as likely a burst meeting the provider's bucket as a lower limit, which keeps
+///   refusing). Until then the cut is `decrease_factor` alone. Quota errors within `decrease_hold_s` of a decrease are attributed to it
 ///   and cause no further multiplicative cut; but a throttled slice that settles within the hold lowers the
 ///   estimate to what it measured (a measurement, which cannot compound), so a storm reaches the served
 ///   rate one tick after it is first seen.
@@ -31,15 +32,16 @@ import AllotStore
 ///   when within 0.1 of each other).
 /// - **Slow up**: with no quota evidence in the short window, the circuit closed and latency not
 ///   degrading, utilisation (served / `C_est`) at or above `probe_utilisation` raises the estimate by
-///   `probe_step × reference` per minute, up to the ceiling (header limit, else declared; unbounded
+///   `probe_step × reference` per minute — and at least `probe_recover` of the gap to a limit the
+///   provider's headers stated within the short window — up to the ceiling (header limit, else declared; unbounded
 ///   when neither exists). Below 50 % there is no evidence the estimate is too low; in between it holds.
 /// - **Floor**: never below `capacity_floor × reference`.
 /// - **Degrading**: the short-window p95 latency against the baseline p95 (the long window minus the
 ///   short one, so that a rise is not hidden in its own baseline) at or above `latency_ratio` (both with
 ///   at least `latency_min_samples` samples) → `degrading`, and the engine gets `degrade_factor × C_est`
 ///   until the ratio falls below `latency_recover_ratio`. Latency is that of served attempts. A rise
-///   that comes with our own load rising (served attempts per second above the baseline's by more than
-///   `latency_load_rise`) does not start `degrading`: latency growing with utilisation is queueing at
+///   that comes with our own load rising (served attempts or tokens per second above the baseline's by
+///   more than `latency_load_rise`) does not start `degrading`: latency growing with utilisation is queueing at
 ///   the upstream, which quota errors judge; a rise at steady load is the early warning.
 /// - **Model version change** (a version the pool has not run before): the estimate restarts from the
 ///   start value, the decrease hold and the latency baseline are cleared, confidence halves for the long window.
@@ -219,12 +221,14 @@ extension PoolTrack {
                 fine.slots[position].servedRequests += 1
                 fine.slots[position].servedTokens += served
             }
+            let coarsePosition = coarse.slot(for: coarse.index(of: at))
+            if let coarsePosition {
+                coarse.slots[coarsePosition].servedTokens = (coarse.slots[coarsePosition].servedTokens ?? 0) + served
+            }
             if let latency = pointer.pointee.latencyMs, latency.isFinite, latency >= 0 {
                 let bucket = LogLinearScale.latency.bucket(of: latency)
                 if let position { fine.slots[position].latency.add(bucket: bucket) }
-                if let coarsePosition = coarse.slot(for: coarse.index(of: at)) {
-                    coarse.slots[coarsePosition].latency.add(bucket: bucket)
-                }
+                if let coarsePosition { coarse.slots[coarsePosition].latency.add(bucket: bucket) }
             }
         }
 

@@ -62,23 +62,28 @@ struct PoolEvaluation {
 
         /// Served per minute over the slices that saw quota errors for `dimension` (or unattributed
         /// ones, when `unattributed`) and ended by `settledBefore`: the rate the upstream delivered while
-        /// it was refusing more. Newer slices are left out because their count of served attempts is
+        /// it was refusing more. Nil until at least `minimumSlices` such slices have settled: refusals in
+        /// one or two slices are as likely the edge of a burst meeting the provider's bucket (the rate
+        /// was fine, the burst was not) as a lower limit, and the slice that holds a burst's refusals
+        /// holds few of its requests; a limit below our rate keeps refusing, slice after slice. Newer slices are left out because their count of served attempts is
         /// not complete yet: an event carries its admission time but is reported when the upstream has
         /// answered, and a refusal answers at once while a success takes the call's latency — the newest
         /// slices hold their 429s but not yet all their successes, and would read as a collapse.
-        func throttledRate(_ dimension: RateDimension, unattributed: Bool, settledBefore: Double, width: Double)
-            -> Double?
-        {
+        func throttledRate(
+            _ dimension: RateDimension, unattributed: Bool, settledBefore: Double, width: Double, minimumSlices: Int
+        ) -> Double? {
             var served = 0.0
             var span = 0.0
+            var count = 0
             for (slice, seconds) in slices
             where (slice.quota(dimension) > 0 || (unattributed && slice.quotaUnattributed > 0))
                 && Double(slice.index + 1) * width <= settledBefore
             {
                 served += dimension == .rpm ? slice.servedRequests : slice.servedTokens
                 span += seconds
+                count += 1
             }
-            return span > 0 ? served / span * 60 : nil
+            return count >= minimumSlices && span > 0 ? served / span * 60 : nil
         }
     }
 
@@ -143,6 +148,10 @@ struct PoolEvaluation {
         }
     }
 
+    /// Settled throttled slices a served-while-throttled measurement needs (see `ShortWindow.throttledRate`);
+    /// before that a cut is `decrease_factor` alone.
+    static let minimumThrottledSlices = 3
+
     /// - Parameter latencyP95: the short window's p95 latency of served attempts (ms): how long the
     ///   newest slices' successes may still be on their way (see `ShortWindow.throttledRate`).
     private mutating func estimateCapacity(_ window: ShortWindow, latencyP95: Double?) {
@@ -206,7 +215,8 @@ struct PoolEvaluation {
             let served =
                 evidence.map { $0 >= now - short } ?? false
                 ? window.throttledRate(
-                    dimension, unattributed: binding[dimension], settledBefore: settledBefore, width: width) : nil
+                    dimension, unattributed: binding[dimension], settledBefore: settledBefore, width: width,
+                    minimumSlices: Self.minimumThrottledSlices) : nil
             if let evidence, pool.lastDecreaseAt[dimension] != nil,
                 evidence <= pool.holdUntil[dimension] ?? -Double.infinity, let served, max(floor, served) < estimate
             {
@@ -241,7 +251,13 @@ struct PoolEvaluation {
             if quiet, room, pool.circuit == .closed, !pool.latencyDegrading, used >= settings.probeUtilisation,
                 elapsed > 0
             {
-                let step = settings.probeStep * (pool.reference[dimension] ?? estimate) * elapsed / 60
+                // Toward a limit the provider states (freshly), at least `probe_recover` of the gap per minute.
+                let stated =
+                    (pool.headerLimitAt[dimension] ?? -Double.infinity) >= now - short ? ceiling : nil
+                let gap = stated.map { max(0, $0 - estimate) } ?? 0
+                let step =
+                    max(settings.probeStep * (pool.reference[dimension] ?? estimate), settings.probeRecover * gap)
+                    * elapsed / 60
                 let raised = min(ceiling ?? .infinity, estimate + step)
                 pool.estimate[dimension] = raised
                 pool.lastAction[dimension] = CapacityAction(
@@ -297,6 +313,7 @@ struct PoolEvaluation {
         var longSamples = 0.0
         var baselineSamples = 0.0
         var baselineSpan = 0.0
+        var baselineTokens = 0.0
         // The baseline excludes the coarse slices the short window overlaps.
         let recent = pool.coarse.index(of: now - settings.shortWindowSeconds)
         for (slice, span) in pool.coarse.window(
@@ -307,6 +324,7 @@ struct PoolEvaluation {
             if slice.index < recent {
                 slice.latency.merge(into: &baseline)
                 baselineSamples += Double(slice.latency.total)
+                baselineTokens += slice.servedTokens ?? 0
                 baselineSpan += span
             }
         }
@@ -326,13 +344,18 @@ struct PoolEvaluation {
             // rise of our own load is our queueing at the upstream, not lost capacity.
             let load = window.coverage > 0 ? window.latencySamples / window.coverage : 0
             let baselineLoad = baselineSpan > 0 ? baselineSamples / baselineSpan : 0
-            let loadRose = load > (1 + settings.latencyLoadRise) * baselineLoad
+            let tokenLoad = window.coverage > 0 ? window.served.tpm / window.coverage : 0
+            let baselineTokenLoad = baselineSpan > 0 ? baselineTokens / baselineSpan : 0
+            let tokensRose = baselineTokenLoad > 0 && tokenLoad > (1 + settings.latencyLoadRise) * baselineTokenLoad
+            let loadRose = load > (1 + settings.latencyLoadRise) * baselineLoad || tokensRose
             if !pool.latencyDegrading, ratio >= settings.latencyRatio, loadRose {
                 signals.append(
                     "short-window p95 \(Self.format(recentP95)) ms vs baseline p95 \(Self.format(baseP95)) ms"
-                        + " (×\(Self.format(ratio, digits: 2))) while served attempts rose "
-                        + "\(Self.format(baselineLoad * 60)) → \(Self.format(load * 60)) per minute: "
-                        + "our own load, not degradation")
+                        + " (×\(Self.format(ratio, digits: 2))) while "
+                        + (load > (1 + settings.latencyLoadRise) * baselineLoad
+                            ? "served attempts rose \(Self.format(baselineLoad * 60)) → \(Self.format(load * 60))"
+                            : "served tokens rose \(Self.format(baselineTokenLoad * 60)) → \(Self.format(tokenLoad * 60))")
+                        + " per minute: our own load, not degradation")
             } else if !pool.latencyDegrading, ratio >= settings.latencyRatio {
                 pool.latencyDegrading = true
                 pool.degradingSince = now

@@ -99,16 +99,20 @@ struct CountSlice: TimeSlice {
     func quota(_ dimension: RateDimension) -> Int32 { dimension == .rpm ? quotaRPM : quotaTPM }
 }
 
-/// Per-slice latency only (the coarse ring, covering the long window's baseline).
+/// Per-slice latency and served tokens (the coarse ring, covering the long window's baseline).
 struct LatencySlice: TimeSlice {
     var index: Int64 = .min
     var latency: LatencyCounts = LatencyCounts()
+    /// Tokens served in the slice: the baseline token load a latency rise is judged against (a rise
+    /// that comes with a rise of our own load is not degradation). nil in checkpoints written before it.
+    var servedTokens: Double?
 
     init() {}
 
     mutating func reset(index: Int64) {
         self.index = index
         latency.clear()
+        servedTokens = nil
     }
 }
 

@@ -13,8 +13,9 @@ import Testing
 struct ClassifierAgentDemandTests {
     typealias F = ClassifierFixtures
     let t0 = ClassifierFixtures.t0
-    /// 130 RPM allocated (the tenant fills it), TPM far above what it uses.
-    let allocation = PerDimension<Double>(rpm: 130, tpm: 1_000_000)
+    /// 110 RPM allocated (the tenant fills it: ~104 served, within one request of 90 %), TPM far above what it
+    /// uses.
+    let allocation = PerDimension<Double>(rpm: 110, tpm: 1_000_000)
 
     /// 24 ticks of 5 s, 10 served requests each (120 per minute), each having waited `queueMs`.
     private func run(queueMs: Double?) throws -> (TenantObservation, TenantStatus) {
@@ -36,8 +37,8 @@ struct ClassifierAgentDemandTests {
         let (observation, status) = try run(queueMs: 1_000)
         let served = 120 * F.weight(120, 60)  // 24 ticks of 5 s into the 60-s EWMA
         #expect(F.close(status.servedShort.rpm, served))
-        #expect(served / allocation.rpm >= 0.6)  // it fills its RPM allocation…
-        #expect(F.close(observation.demand.rpm, allocation.rpm * 1.25))  // …so it claims 162.5
+        #expect((served + 1) / allocation.rpm >= 0.9)  // it fills its RPM allocation…
+        #expect(F.close(observation.demand.rpm, allocation.rpm * 1.25))  // …so it claims 137.5
         // TPM: served 18,000 of 1,000,000 — not the constraint: the measured demand stands.
         #expect(F.close(observation.demand.tpm, served * 150))
         #expect(status.demand == observation.demand)
@@ -50,6 +51,47 @@ struct ClassifierAgentDemandTests {
         // Waits too short to matter: 10 requests × 0.1 s per 5 s = 0.2 waiting on average (< 0.5).
         let (brief, _) = try run(queueMs: 100)
         #expect(F.close(brief.demand.rpm, status.servedShort.rpm))
+    }
+
+    @Test func aTenantThatWaitsButLeavesItsAllocationUnusedClaimsNothing() throws {
+        // The same traffic and waits against 140 RPM: ~104 served is 75 % of it. Its waits are clumps meeting
+        // its bucket, not a rate it lacks — more rate would sit idle.
+        var run = ClassifierRun(start: t0)
+        var report: ClassifierReport?
+        for _ in 0..<24 {
+            report = run.tick(allocations: [F.acme: PerDimension(rpm: 140, tpm: 1_000_000)]) { script, from, to in
+                script.spread(10, from: from, to: to) { script, at in
+                    script.event(at: at, queueMs: 1_000, prompt: 100, completion: 50)
+                }
+            }
+        }
+        let last = try #require(report)
+        let observation = try #require(F.observation(last))
+        let status = try #require(F.status(last))
+        #expect(F.close(observation.demand.rpm, status.servedShort.rpm))
+    }
+
+    @Test func aTenantOfLargeCallsWithinOneCallOfItsTokensClaimsTokens() throws {
+        // Two 30,000-token calls per 5-s tick (~720,000 TPM after the 60-s EWMA's 2 minutes: 623,000) against
+        // 720,000 TPM: 87 % of it, 91 % once one call's worth is counted — a 30k-token tenant cannot use
+        // the last 20,000 tokens of a minute. It waits, so it claims TPM; its requests are far from their RPM.
+        var run = ClassifierRun(start: t0)
+        var report: ClassifierReport?
+        let tight = PerDimension<Double>(rpm: 1_000, tpm: 720_000)
+        for _ in 0..<24 {
+            report = run.tick(allocations: [F.acme: tight]) { script, from, to in
+                script.spread(2, from: from, to: to) { script, at in
+                    script.event(at: at, queueMs: 2_000, prompt: 29_000, completion: 1_000)
+                }
+            }
+        }
+        let last = try #require(report)
+        let observation = try #require(F.observation(last))
+        let status = try #require(F.status(last))
+        #expect(status.servedShort.tpm < 0.9 * tight.tpm)
+        #expect((status.servedShort.tpm + 30_000) >= 0.9 * tight.tpm)
+        #expect(F.close(observation.demand.tpm, tight.tpm * 1.25))
+        #expect(F.close(observation.demand.rpm, status.servedShort.rpm))
     }
 
     @Test func deniedDemandMakesATenantConstrainedToo() throws {

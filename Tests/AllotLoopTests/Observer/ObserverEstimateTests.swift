@@ -106,13 +106,13 @@ struct ObserverEstimateTests {
         #expect(status.served == PerDimension(0))
     }
 
-    /// Twelve 5 s slices of traffic ending at `t0`: 60 served per slice for 50 s, then two slices of 25
-    /// served and 10 bare 429s each.
+    /// Twelve 5 s slices of traffic ending at `t0`: 60 served per slice for 40 s, then four slices of 25
+    /// served and 10 bare 429s each (at `t0` the newest has not settled: three measure the storm).
     static func storm(_ script: inout TelemetryScript, t0: Double) -> [StoredEvent] {
         var events: [StoredEvent] = []
         for slice in 0..<12 {
             let start = t0 - 60 + Double(slice) * 5
-            let throttled = slice >= 10
+            let throttled = slice >= 8
             events += script.spread(throttled ? 35 : 60, from: start, to: start + 5) { script, at in
                 let index = Int(((at - start) * 7).rounded())
                 return throttled && index % 7 >= 5
@@ -127,15 +127,15 @@ struct ObserverEstimateTests {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
         let events = Self.storm(&script, t0: t0)
-        #expect(events.filter { $0.outcome == .quotaExhausted }.count == 20)
+        #expect(events.filter { $0.outcome == .quotaExhausted }.count == 40)
         var report = estimation.observe(script.delta(events), now: t0)
         var status = try #require(F.status(report))
-        // 50 served in the two throttled slices (10 s) → 300 per minute; min(0.95 × 1000, 300).
+        // 75 served in the three settled throttled slices (15 s) → 300 per minute; min(0.95 × 1000, 300).
         #expect(status.estimate.rpm == 300)
         #expect(report.pools.first?.capacity.rpm == 300)
         #expect(status.state == .throttled)
-        #expect(status.served.rpm == 650)  // (10 × 60 + 2 × 25) over the minute
-        #expect(status.outcomes == ["ok": 650, "quota_exhausted": 20])
+        #expect(status.served.rpm == 580)  // (8 × 60 + 4 × 25) over the minute
+        #expect(status.outcomes == ["ok": 580, "quota_exhausted": 40])
         #expect(status.confidence == 0.6 * 0.75)
         #expect(status.signals.contains { $0.contains("rpm estimate 1000 → 300 (served 300 while throttled)") })
         #expect(F.alerts(report, kind: "upstream_throttled").map(\.since) == [t0])
@@ -148,15 +148,15 @@ struct ObserverEstimateTests {
         status = try #require(F.status(report))
         #expect(status.estimate.rpm == 300)
 
-        // A 429 after the hold cuts again: the settled throttled slices now hold 25 + 25 + 20 served in 15 s
+        // A 429 after the hold cuts again: the settled throttled slices now hold 4 × 25 + 20 served in 25 s
         // (the newest, with the 429 at t0 + 12, is not settled: its successes may still be on their way).
         let after = script.spread(21, from: t0 + 10, to: t0 + 15) { script, at in
             at == t0 + 10 ? script.event(at: at + 2, outcome: .quotaExhausted) : script.event(at: at)
         }
         report = estimation.observe(script.delta(after), now: t0 + 15)
         status = try #require(F.status(report))
-        #expect(status.estimate.rpm == min(0.95 * 300, 70.0 / 15 * 60))
-        #expect(status.estimate.rpm == 280)
+        #expect(status.estimate.rpm == min(0.95 * 300, 120.0 / 25 * 60))
+        #expect(status.estimate.rpm == 285)
     }
 
     @Test func aFreshSliceIsNotReadAsACollapse() throws {
@@ -179,23 +179,23 @@ struct ObserverEstimateTests {
         #expect(status.estimate.rpm == 950)
         #expect(status.signals.contains("quota exhausted: rpm estimate 1000 → 950"))
 
-        // Its other successes arrive and the slice settles: 75 served in 5 s while refusing. Within the hold
-        // that is a measurement, not another multiplicative cut: 900, where 120 would have been a collapse.
+        // Its other successes arrive and the slice settles: one throttled slice is the edge of a burst, not a
+        // measurement of a lower limit (that takes three), and the hold attributes nothing more: 950 stays.
         events = script.spread(65, from: t0 - 5, to: t0) { script, at in script.event(at: at, latencyMs: 2000) }
         report = estimation.observe(script.delta(events), now: t0 + 5)
         status = try #require(F.status(report))
-        #expect(status.estimate.rpm == 900)
-        #expect(
-            status.signals.contains("quota exhausted: rpm estimate 950 → 900 (served 900 while throttled, now settled)")
-        )
+        #expect(status.estimate.rpm == 950)
     }
 
     @Test func neverCutsBelowTheFloor() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
-        let events = [script.event(at: t0 - 1, outcome: .quotaExhausted)]
+        let events = [
+            script.event(at: t0 - 11, outcome: .quotaExhausted), script.event(at: t0 - 6, outcome: .quotaExhausted),
+            script.event(at: t0 - 1, outcome: .quotaExhausted),
+        ]
         let report = estimation.observe(script.delta(events), now: t0 + 1)
-        // Nothing served while throttled: the floor, 5 % of the declared capacity.
+        // Nothing served in three throttled slices: the floor, 5 % of the declared capacity.
         #expect(F.status(report)?.estimate.rpm == 50)
     }
 
@@ -210,11 +210,11 @@ struct ObserverEstimateTests {
             script.event(
                 at: t0 - 0.5, upstream: F.pool, outcome: .quotaExhausted, status: 429,
                 signals: EventSignals(family: .google, limitTokens: 1_000_000, windowTokensMs: 60_000)))
-        // Observed a second later: the slice has settled (its successes reported, see `settledBefore`).
+        // One throttled slice: the multiplicative decrease, in tokens only (a measurement takes three).
         var report = estimation.observe(script.delta(events), now: t0 + 1)
         var status = try #require(F.status(report))
         #expect(status.estimate.rpm == 1000)
-        #expect(status.estimate.tpm == 120_000)  // 10,000 tokens in the 5 s slice
+        #expect(status.estimate.tpm == 0.95 * 1_000_000)
 
         // An `ok` answer with remaining requests 0 and a reset ahead is evidence too (requests only).
         script = TelemetryScript()
@@ -228,16 +228,16 @@ struct ObserverEstimateTests {
         }
         report = estimation.observe(script.delta(events), now: t0 + 1)
         status = try #require(F.status(report))
-        #expect(status.estimate.rpm == 120)
+        #expect(status.estimate.rpm == 950)
         #expect(status.estimate.tpm == 100_000)
         #expect(status.state == .healthy)  // evidence, but no 429 answered
     }
 
-    /// A cut to 600 once observed at `t0 + 1` (50 served, 5 attributed 429s in the slice before `t0`), on a
-    /// 1000 RPM header limit.
+    /// A cut to 600 once observed at `t0 + 1` (50 served and 5 attributed 429s in each of the three slices
+    /// before `t0`), on a 1000 RPM header limit.
     static func cutTo600(_ script: inout TelemetryScript, t0: Double) -> [StoredEvent] {
-        script.spread(55, from: t0 - 5, to: t0) { script, at in
-            let index = Int(((at - (t0 - 5)) * 11).rounded())
+        script.spread(165, from: t0 - 15, to: t0) { script, at in
+            let index = Int(((at - (t0 - 15)) * 11).rounded())
             return index % 11 == 10
                 ? script.event(
                     at: at, outcome: .quotaExhausted, status: 429,
@@ -357,10 +357,18 @@ struct ObserverEstimateTests {
     @Test func lateEventsLandInTheirOwnSlice() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
-        _ = estimation.observe(script.delta { Self.traffic(&$0, perSlice: 10, from: t0 - 5) }, now: t0)
-        // A 429 from 3 s before the previous tick arrives late: it still marks that slice throttled.
-        let late = [script.event(at: t0 - 3, outcome: .quotaExhausted)]
+        _ = estimation.observe(
+            script.delta {
+                Self.traffic(&$0, perSlice: 10, from: t0 - 15) + Self.traffic(&$0, perSlice: 10, from: t0 - 10)
+                    + Self.traffic(&$0, perSlice: 10, from: t0 - 5)
+            }, now: t0)
+        // 429s from each of the three slices before the previous tick arrive late: they still mark those slices
+        // throttled, which measure 10 served per 5 s.
+        let late = [
+            script.event(at: t0 - 13, outcome: .quotaExhausted), script.event(at: t0 - 8, outcome: .quotaExhausted),
+            script.event(at: t0 - 3, outcome: .quotaExhausted),
+        ]
         let report = estimation.observe(script.delta(late), now: t0 + 5)
-        #expect(F.status(report)?.estimate.rpm == 120)  // 10 served in that 5 s slice
+        #expect(F.status(report)?.estimate.rpm == 120)
     }
 }

@@ -162,7 +162,7 @@ struct ObserverHealthTests {
     @Test func modelVersionChangeLowersConfidenceAndRestartsProbing() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy())
-        var events = script.spread(10, from: t0 - 5, to: t0) { script, at in
+        var events = script.spread(10, from: t0 - 10, to: t0 - 5) { script, at in
             script.event(at: at, modelVersion: "gpt-4o-2024-08-06", signals: F.openAI(limitRequests: 1000))
         }
         var report = estimation.observe(script.delta(events), now: t0)
