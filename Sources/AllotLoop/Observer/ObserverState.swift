@@ -83,6 +83,10 @@ struct PoolTrack: Sendable, Hashable, Codable {
     /// statements. nil in checkpoints written before they existed.
     var recentLimits: PerDimension<[Double]>?
     var recentRemaining: PerDimension<[RemainingSample]>?
+    /// Consecutive ticks the header median has stayed beyond its tolerance of the start value (a moved
+    /// median is taken for a new limit once it persists, see ``medianTolerance(_:)``). nil in
+    /// checkpoints written before it.
+    var startPending: PerDimension<Int>?
     /// Others' use of a shared key, per minute, inferred from the newest fresh `remaining`.
     var othersUse: PerDimension<Double> = PerDimension(0)
     /// The last multiplicative decrease, and until when further quota errors are attributed to it.
@@ -155,5 +159,19 @@ extension PoolTrack {
         let sorted = values.sorted()
         let middle = sorted.count / 2
         return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+    }
+
+    /// How far (relative) the median of `values` may move before it is taken for a change rather than
+    /// the noise of the statements: twice its standard error, `1.2533 · σ / √n` with `σ = 1.4826 · MAD`
+    /// (the median absolute deviation, robust to a few wild values), and at least 1 %. Statements that
+    /// all agree give 1 %: a provider's real change of limit is followed at once. A move beyond it is
+    /// followed once it persists for ``startPersistTicks`` ticks, or at once beyond three times it.
+    static let startPersistTicks = 3
+
+    static func medianTolerance(_ values: [Double]) -> Double {
+        guard values.count > 1, let center = median(values), center > 0 else { return 0.01 }
+        guard let mad = median(values.map { abs($0 - center) }) else { return 0.01 }
+        let error = 1.2533 * 1.4826 * mad / Double(values.count).squareRoot()
+        return max(0.01, 2 * error / center)
     }
 }

@@ -172,7 +172,24 @@ struct PoolEvaluation {
             let name = dimension.rawValue
             let others = sharedUse(dimension)
             pool.othersUse[dimension] = others
-            let start = pool.headerLimit[dimension] ?? declared[dimension]
+            var start = pool.headerLimit[dimension] ?? declared[dimension]
+            if let stated = pool.headerLimit[dimension], let previous = pool.startValue[dimension], previous > 0 {
+                // Within the statements' own noise, or beyond it only briefly: not a new limit (headers that
+                // jitter must not move capacity). Far beyond it, or persistently: a new limit.
+                let tolerance = PoolTrack.medianTolerance(pool.recentLimits?[dimension] ?? []) * previous
+                var pending = pool.startPending ?? PerDimension(0)
+                let moved = abs(stated - previous)
+                if moved <= tolerance {
+                    pending[dimension] = 0
+                    start = previous
+                } else if moved <= 3 * tolerance, pending[dimension] + 1 < PoolTrack.startPersistTicks {
+                    pending[dimension] += 1
+                    start = previous
+                } else {
+                    pending[dimension] = 0
+                }
+                pool.startPending = pending
+            }
             let ceiling = start.map { max(0, $0 - others) }
 
             if start != pool.startValue[dimension] {

@@ -76,6 +76,35 @@ struct ObserverEstimateTests {
         #expect(F.status(report)?.estimate.rpm == 450)
     }
 
+    @Test func aHeaderMedianMovingWithinItsNoiseDoesNotMoveTheEstimate() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy())
+        var now = t0
+        // Fills the memory with 61 statements in 5 s: limits jittering ±30 % around `center`.
+        func tick(center: Double, seed: Int) throws -> UpstreamStatus {
+            now += 5
+            let events = (0..<61).map { index in
+                let wobble = Double((index * 37 + seed * 11) % 61) / 60 * 0.6 - 0.3  // −30 % … +30 %
+                let limit = Int64((center * (1 + wobble)).rounded())
+                return script.event(
+                    at: now - 5 + Double(index) * 5 / 61, latencyMs: 200, prompt: 100, completion: 20,
+                    signals: F.openAI(limitRequests: limit, remainingRequests: limit - 1, resetMs: 120))
+            }
+            return try #require(F.status(estimation.observe(script.delta(events), now: now)))
+        }
+        let first = try tick(center: 900, seed: 0)
+        #expect(first.headerLimit.rpm == 900)
+        #expect(first.estimate.rpm == 900)
+        // The spread gives a tolerance of ~7 %: a median 5 % higher is noise, for as long as it lasts.
+        for seed in 1...5 { #expect(try tick(center: 945, seed: seed).estimate.rpm == 900) }
+        // 12 % higher is beyond it: followed once it has persisted for three ticks.
+        #expect(try tick(center: 1_008, seed: 6).estimate.rpm == 900)
+        #expect(try tick(center: 1_008, seed: 7).estimate.rpm == 900)
+        #expect(try tick(center: 1_008, seed: 8).estimate.rpm == 1_008)
+        // Halved: far beyond it, followed at once.
+        #expect(try tick(center: 504, seed: 9).estimate.rpm == 504)
+    }
+
     @Test func headerWindowsNormaliseToPerMinute() throws {
         var script = TelemetryScript()
         var policy = F.policy()
