@@ -104,6 +104,9 @@ public enum DampingAction: String, Sendable, Hashable, Codable, CaseIterable {
     case limited
     /// The rise waited for room: the capacity others still hold (make room first, SPEC 6.6).
     case waitedForRoom = "waited_for_room"
+    /// Held above its target (deadband, persistence, step limit), it gave way toward the target because
+    /// another tenant's rise needed the room.
+    case gaveWay = "gave_way"
     /// Cut at once, past `max_down`: a capacity drop, a ceiling or a budget cap (never above C).
     case cut
 }

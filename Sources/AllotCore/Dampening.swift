@@ -48,7 +48,11 @@ public struct DamperState: Sendable, Hashable, Codable {
 ///
 /// Then across the pool:
 /// 7. Rises wait for room: falls and holds are applied first, entering tenants take their targets,
-///    and the rises share what capacity is left (scaled down proportionally when short).
+///    and the rises share what capacity is left (scaled down proportionally when short). When that is
+///    short, tenants held above their targets (deadband, persistence) first give way toward their
+///    targets (within their own step limit), in proportion to how far above they are, as far as the
+///    rises need: a hold against
+///    noise in one tenant's target must not keep capacity from another whose target rose.
 /// 8. Capacity override: if the published sum still exceeds `C` (capacity dropped, or entering
 ///    tenants need room), the excess is cut at once from the tenants above their new target, in
 ///    proportion to how far above it they are. Because the targets sum to at most `C`, that always
@@ -122,7 +126,36 @@ public enum Dampening {
                 rising += values[i] - previous[i]
             }
         }
-        let room = max(0, capacity - committed)
+        var room = max(0, capacity - committed)
+        if rising > room {
+            // Those held above their target (by the deadband, persistence or the step limit) give way first,
+            // down to their targets, as far as the rises need: their hold is against noise in their own
+            // targets, and it must not keep capacity from a tenant whose target rose.
+            // Never past the step limit: a fall is still at most `max_down` (or `min_step`) per tick.
+            func floor(_ i: Int) -> Double {
+                max(max(0, inputs[i].target), previous[i] - max(settings.maxDown * previous[i], minStep))
+            }
+            var above = 0.0
+            for i in 0..<count where actions[i] != .entered && values[i] <= previous[i] {
+                above += max(0, values[i] - floor(i))
+            }
+            let freed = min(rising - room, above)
+            if freed > 0 {
+                let share = freed / above
+                for i in 0..<count where actions[i] != .entered && values[i] <= previous[i] {
+                    let excess = values[i] - floor(i)
+                    guard excess > 0 else { continue }
+                    values[i] -= excess * share
+                    actions[i] = .gaveWay
+                    next[i].direction = -1
+                    next[i].pendingDirection = 0
+                    next[i].pendingTicks = 0
+                    next[i].driftDirection = 0
+                    next[i].driftTicks = 0
+                }
+                room += freed
+            }
+        }
         if rising > room {
             let share = rising > 0 ? room / rising : 0
             for i in 0..<count where actions[i] != .entered && values[i] > previous[i] {

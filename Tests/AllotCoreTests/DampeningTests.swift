@@ -116,6 +116,33 @@ struct DampeningTests {
         #expect(waited.actions == [.limited, .waitedForRoom])
     }
 
+    @Test func aTenantHeldByItsDeadbandGivesWayToAnotherTenantsRise() {
+        var states: [DamperState?] = [
+            DamperState(published: 500, smoothed: 500), DamperState(published: 470, smoothed: 470),
+        ]
+        // Tenant 0's target moved 4 % (inside its deadband); tenant 1's rose 6.4 %, past its own. Without giving
+        // way tenant 1 would wait for room tenant 0 holds only against noise.
+        let (values, actions) = Self.tick(&states, [480, 500], capacity: 980)
+        #expect(values == [480, 500])
+        #expect(actions == [.gaveWay, .followed])
+        // With room to spare nobody gives way: the deadband holds.
+        states = [DamperState(published: 500, smoothed: 500), DamperState(published: 470, smoothed: 470)]
+        #expect(Self.tick(&states, [480, 500], capacity: 1000) == ([500, 500], [.heldDeadband, .followed]))
+        // Held at 800 by persistence (a reversal not yet confirmed) with a target of 100, tenant 0 gives way as
+        // far as tenant 1's rise needs (50), and never past its own step limit (max_down 10 %: 80).
+        var settings = Self.settings
+        settings.maxDown = 0.1
+        states = [DamperState(published: 800, smoothed: 800, direction: 1), DamperState(published: 200, smoothed: 200)]
+        let held = Self.tick(&states, [100, 900], capacity: 1000, settings: settings)
+        #expect(held.values == [750, 250])
+        #expect(held.actions == [.gaveWay, .limited])
+        settings.maxUp = 1
+        states = [DamperState(published: 800, smoothed: 800, direction: 1), DamperState(published: 200, smoothed: 200)]
+        let limited = Self.tick(&states, [100, 900], capacity: 1000, settings: settings)
+        #expect(limited.values == [720, 280])
+        #expect(limited.actions == [.gaveWay, .waitedForRoom])
+    }
+
     @Test func enteringTenantsTakeRoomFromThoseAboveTarget() {
         var settings = Self.settings
         settings.maxDown = 0.1

@@ -61,6 +61,20 @@ public struct ClassificationRules: Sendable, Hashable, Codable {
     /// when the clumps passed: allocation total variation 19–44 % of capacity per minute in the simulator's
     /// scenarios, 9–29 % at 0.9.
     public var constrainedUse: Double
+    /// With at least this many denials per minute naming a bucket (`error_type` `rpm` or `tpm`), a
+    /// dimension that fewer than a tenth of them name is not claimed.
+    public var constrainedNamedDenials: Double
+
+    /// The demand level (what the engine is given instead of the raw short-window rate, whose noise for
+    /// agents — tasks of tens of calls at once — is ±30 % and moved every allocation of the pool with it)
+    /// moves to the short-window demand when that leaves it by more than `levelNoiseMultiple` standard
+    /// deviations of its own noise (the short rate's spread around the long one) and more than
+    /// `levelDeadband` of the level…
+    public var levelNoiseMultiple: Double
+    public var levelDeadband: Double
+    /// …or when it has stayed beyond the deadband on one side for this many seconds (a real change
+    /// smaller than the noise is followed within a minute).
+    public var levelPersistSeconds: Double
 
     /// Runaway-task accounting: a `task_id` not seen for this long is forgotten…
     public var taskExpirySeconds: Double
@@ -74,7 +88,9 @@ public struct ClassificationRules: Sendable, Hashable, Codable {
         floodShare: Double = 0.5, floodRetryShare: Double = 0.05, nearEmptyTokens: Int64 = 16,
         nearEmptyMinimumRPM: Double = 10, nearEmptyShare: Double = 0.5, minimumGatewayShare: Double = 0.05,
         sparseSamples: Double = 20, constrainedWaiting: Double = 0.5, constrainedDeniedShare: Double = 0.02,
-        constrainedProbe: Double = 0.25, constrainedUse: Double = 0.9, taskExpirySeconds: Double = 3600,
+        constrainedProbe: Double = 0.25, constrainedUse: Double = 0.9, constrainedNamedDenials: Double = 1,
+        levelNoiseMultiple: Double = 2,
+        levelDeadband: Double = 0.1, levelPersistSeconds: Double = 60, taskExpirySeconds: Double = 3600,
         maximumTrackedTasks: Int = 200_000
     ) {
         self.burstRatio = burstRatio
@@ -96,6 +112,10 @@ public struct ClassificationRules: Sendable, Hashable, Codable {
         self.constrainedDeniedShare = constrainedDeniedShare
         self.constrainedProbe = constrainedProbe
         self.constrainedUse = constrainedUse
+        self.constrainedNamedDenials = constrainedNamedDenials
+        self.levelNoiseMultiple = levelNoiseMultiple
+        self.levelDeadband = levelDeadband
+        self.levelPersistSeconds = levelPersistSeconds
         self.taskExpirySeconds = taskExpirySeconds
         self.maximumTrackedTasks = maximumTrackedTasks
     }

@@ -32,9 +32,10 @@ public struct ClassifierState: Sendable, Hashable, Codable {
         histogramEpoch = nil
     }
 
-    /// The smoothed demand per tenant and upstream: what a restart resumes from.
+    /// The demand level per tenant and upstream (the short-window demand before the first tick that set
+    /// one): what a restart resumes from.
     public var demand: [AllocationKey: PerDimension<Double>] {
-        Dictionary(uniqueKeysWithValues: tracks.map { ($0.key, $0.demandShort) })
+        Dictionary(uniqueKeysWithValues: tracks.map { ($0.key, $0.level ?? $0.demandShort) })
     }
 }
 
@@ -77,6 +78,16 @@ struct TickCounts: Sendable {
     init(price: ConsumptionClassification.TokenPrice) {
         self.price = price
     }
+
+    /// Requests wanted: first attempts (retry 0 or unmarked) of every outcome but a spend cap, and their
+    /// tokens (served: used; otherwise estimated) — each request once, however often it was retried.
+    var newRequests: Float = 0
+    var newTokens: Float = 0
+    /// Denials that named the tenant's RPM or TPM bucket.
+    var deniedByRPM: Float = 0
+    var deniedByTPM: Float = 0
+    /// Denials that named no limit at all (other names — concurrency, budgets, circuits — count in neither).
+    var deniedUnnamed: Float = 0
 
     var demandRequests: Double { Double(servedRequests) + Double(denied) + Double(queued) }
     var demandTokens: Double { Double(servedTokens) + Double(deniedTokens) + Double(queuedTokens) }
@@ -185,6 +196,43 @@ struct TenantTrack: Sendable, Hashable, Codable {
     var completionLong = 0.0
     /// The highest short-window demand (RPM), decaying over the long window: the peak of the peak-to-average ratio.
     var peakDemand = 0.0
+    /// Requests (and their tokens) per minute counted once each, at their first attempt, short and long
+    /// window: what the tenant wants, without its retries (``TickCounts/newRequests``). Optional: older
+    /// checkpoints decode without them.
+    /// Seconds of ticks folded into the rates since the track began (capped): a young track's short
+    /// EWMA holds only `1 − e^(−seconds/τ)` of its weight. nil in checkpoints written before it (the
+    /// track is then taken as settled).
+    var foldedSeconds: Double?
+    var wantedShort: PerDimension<Double>?
+    var wantedLong: PerDimension<Double>?
+    /// Denials per minute that named the tenant's RPM and TPM buckets (short window): which dimension
+    /// holds a constrained tenant back. Optional: older checkpoints decode without it.
+    var deniedByLimit: PerDimension<Double>?
+    /// Denials per minute that named no limit (short window). Optional: older checkpoints decode without it.
+    var deniedUnnamed: Double?
+    /// The published allocation averaged like `servedShort` (same window): what a tenant's use is
+    /// compared with when judging whether it fills its allocation — the current allocation would make a
+    /// tenant whose allocation just rose look idle until its served rate catches up. Optional: older
+    /// checkpoints decode without it.
+    var allocatedShort: PerDimension<Double>?
+    /// The demand level the engine is given (see `TenantTrack.moveLevel`): it moves only when the
+    /// short-window demand leaves it by more than its own noise, or stays on one side for a while.
+    /// Optional, like the two below: checkpoints written before it decode without it (the level then
+    /// starts at the short-window demand).
+    var level: PerDimension<Double>?
+    /// Variance of the short-window demand around the long-window one: the level's noise (long window).
+    var levelNoise: PerDimension<Double>?
+    /// Seconds the short-window demand has stayed beyond the level's deadband on one side (+ above,
+    /// − below; 0 when within it).
+    var levelDrift: PerDimension<Double>?
+    /// The same for the long-window demand: a level left off the tenant's mean by the noise it was set
+    /// in is corrected once the long window says so for that long.
+    var levelLongDrift: PerDimension<Double>?
+    /// Long-window means of the requests wanted per tick and of their square: the index of dispersion
+    /// (variance ÷ mean) of the tick counts, 1 for requests arriving independently, the clump size for
+    /// requests in clumps — the level's model of its own noise. Optional: older checkpoints decode without.
+    var tickCountMean: Double?
+    var tickCountSquare: Double?
 
     /// Demand events seen (served, denied, queued).
     var samples = 0
@@ -206,6 +254,7 @@ struct TenantTrack: Sendable, Hashable, Codable {
         self.key = key
         firstSeenAt = at
         lastSeenAt = at
+        foldedSeconds = 0
     }
 }
 

@@ -185,7 +185,7 @@ public struct ConsumptionClassification: Sendable {
         var alerts: [LoopAlert] = []
         tenants.reserveCapacity(stored.tracks.count)
         statuses.reserveCapacity(stored.tracks.count)
-        let context = TrackContext(policy: policy, rules: rules, now: now, capacities: capacities)
+        let context = TrackContext(policy: policy, rules: rules, now: now, capacities: capacities, fold: fold)
         // One pass over the tracks, in report order: fold the tick's counts in, then classify (each
         // track's memory is touched once per tick).
         let weight = fold != nil ? histogramWeight(now: now) : 1
@@ -291,8 +291,18 @@ public struct ConsumptionClassification: Sendable {
                 case .deniedLocal, .queued:
                     tokens =
                         events[position].estimatedTokens != nil || !known ? estimated : promptCount + completionCount
-                default:
+                    // The gateway names the limit that denied (AllotEnforcement writes `rpm`, `tpm`, …).
+                    switch events[position].errorType {
+                    case "rpm"?: flags |= EventRecord.limitRPM
+                    case "tpm"?: flags |= EventRecord.limitTPM
+                    case nil: flags |= EventRecord.limitUnnamed
+                    default: break
+                    }
+                case .spendCap:
                     break
+                default:
+                    // An attempt the upstream refused or failed: its tokens count as wanted (first attempts).
+                    tokens = events[position].estimatedTokens != nil ? estimated : promptCount + completionCount
                 }
                 if let wait = events[position].queueMs, wait.isFinite, wait >= 0 {
                     queueSamples.append(UInt32(index) << 8 | UInt32(scale.bucket(of: wait)))
@@ -336,12 +346,14 @@ public struct ConsumptionClassification: Sendable {
         let ok = UInt8(Outcome.ok.ordinal)
         let denied = UInt8(Outcome.deniedLocal.ordinal)
         let queued = UInt8(Outcome.queued.ordinal)
+        let spendCap = UInt8(Outcome.spendCap.ordinal)
         for record in records {
             let index = Int(record.track)
             let at = record.at
             ticks[index].events += 1
             if at > ticks[index].lastSeenAt { ticks[index].lastSeenAt = at }
-            if record.flags & EventRecord.retry != 0 { ticks[index].retries += 1 }
+            let firstAttempt = record.flags & EventRecord.retry == 0
+            if !firstAttempt { ticks[index].retries += 1 }
             var demand = true
             switch record.outcome {
             case ok:
@@ -363,11 +375,21 @@ public struct ConsumptionClassification: Sendable {
             case denied:
                 ticks[index].denied += 1
                 ticks[index].deniedTokens += record.tokens
+                if record.flags & EventRecord.limitRPM != 0 { ticks[index].deniedByRPM += 1 }
+                if record.flags & EventRecord.limitTPM != 0 { ticks[index].deniedByTPM += 1 }
+                if record.flags & EventRecord.limitUnnamed != 0 { ticks[index].deniedUnnamed += 1 }
             case queued:
                 ticks[index].queued += 1
                 ticks[index].queuedTokens += record.tokens
             default:
                 demand = false
+            }
+            // Demand counts each request once, at its first attempt, whatever became of it: a request
+            // denied three times and then served is one request wanted, not four (clients mark their
+            // retries). A spend-cap refusal is not demand the pool could meet.
+            if firstAttempt, record.outcome != spendCap {
+                ticks[index].newRequests += 1
+                ticks[index].newTokens += record.tokens
             }
             if demand {
                 ticks[index].samples += 1
@@ -402,6 +424,11 @@ public struct ConsumptionClassification: Sendable {
 
         static let retry: UInt8 = 1
         static let nearEmpty: UInt8 = 2
+        /// Denied by the tenant's RPM or TPM bucket (the event's `error_type`).
+        static let limitRPM: UInt8 = 4
+        static let limitTPM: UInt8 = 8
+        /// Denied without a named limit (a gateway that does not say): taken for either rate bucket.
+        static let limitUnnamed: UInt8 = 16
     }
 
     /// One event's call of a task, buffered during the per-event loop.
@@ -760,6 +787,8 @@ struct TrackContext {
     let rules: ClassificationRules
     let now: Double
     let capacities: [String: PerDimension<Double?>]
+    /// The tick's fold (nil when no time passed since the previous one: nothing moves).
+    var fold: Fold?
     /// Cold-start priors by tier (in `tenant`) and pool, computed once per tick.
     let priors = PriorMemo()
 }

@@ -1,6 +1,7 @@
 import AllotCore
 import AllotSignals
 import AllotStore
+import Foundation
 
 extension TenantTrack {
     /// Adds one gateway's counts of the tick (demand requests, served requests and tokens), after
@@ -41,10 +42,29 @@ extension TenantTrack {
         ewma(&servedShort.tpm, tick.servedTokens, short)
         ewma(&servedLong.rpm, tick.servedRequests, long)
         ewma(&servedLong.tpm, tick.servedTokens, long)
+        if let folded = foldedSeconds { foldedSeconds = min(folded + fold.elapsed, 1e6) }
+        let count = Double(tick.newRequests)
+        tickCountMean = (tickCountMean ?? count) + long * (count - (tickCountMean ?? count))
+        tickCountSquare =
+            (tickCountSquare ?? count * count) + long * (count * count - (tickCountSquare ?? count * count))
+        // Checkpoints written before the wanted rates existed start them from the attempts' rates.
+        var wanted = (short: wantedShort ?? demandShort, long: wantedLong ?? demandLong)
         ewma(&demandShort.rpm, tick.demandRequests, short)
         ewma(&demandShort.tpm, tick.demandTokens, short)
         ewma(&demandLong.rpm, tick.demandRequests, long)
         ewma(&demandLong.tpm, tick.demandTokens, long)
+        ewma(&wanted.short.rpm, tick.newRequests, short)
+        ewma(&wanted.short.tpm, tick.newTokens, short)
+        ewma(&wanted.long.rpm, tick.newRequests, long)
+        ewma(&wanted.long.tpm, tick.newTokens, long)
+        (wantedShort, wantedLong) = (wanted.short, wanted.long)
+        var byLimit = deniedByLimit ?? PerDimension(0)
+        ewma(&byLimit.rpm, tick.deniedByRPM, short)
+        ewma(&byLimit.tpm, tick.deniedByTPM, short)
+        deniedByLimit = byLimit
+        var unnamed = deniedUnnamed ?? 0
+        ewma(&unnamed, tick.deniedUnnamed, short)
+        deniedUnnamed = unnamed
         ewma(&deniedShort, tick.denied, short)
         ewma(&queuedShort, tick.queued, short)
         let waiting = waitingShort ?? 0
@@ -123,20 +143,41 @@ extension TenantTrack {
             idle ? .idle : coldStart ? .coldStart : sustained ? .sustainedOver : bursting ? .bursting : .steady
 
         let confidence = settings.coldStartSamples > 0 ? min(1, Double(samples) / Double(settings.coldStartSamples)) : 1
-        var demand = demandShort
+        // What the tenant shows this tick (its measured demand or its claim), before the level's hysteresis.
+        var shown: PerDimension<Double>?
+        if advance, let fold = context.fold {
+            // A constrained tenant's claim is an input of the level like its measured demand: the level's
+            // hysteresis keeps claims that swing with a clumpy tenant's served rate from moving the pool.
+            let claim = !idle ? allocation.flatMap { constrainedClaim(allocation: $0, rules: rules) } : nil
+            shown = moveLevel(
+                fold: fold, now: now, rules: rules,
+                windows: (settings.shortWindowSeconds, settings.longWindowSeconds), claim: claim?.claim,
+                blocked: claim?.blocked ?? false)
+            if let allocation {
+                var averaged = allocatedShort ?? allocation
+                for dimension in RateDimension.allCases where allocation[dimension].isFinite {
+                    averaged[dimension] += fold.short * (allocation[dimension] - averaged[dimension])
+                }
+                allocatedShort = averaged
+            } else {
+                allocatedShort = nil
+            }
+        }
+        var demand = level ?? demandShort
         if demandShort.rpm * settings.shortWindowSeconds / 60 < rules.sparseSamples {
-            demand = PerDimension { max(demandShort[$0], demandLong[$0]) }
+            let long = wantedLong ?? demandLong
+            demand = PerDimension { max(demand[$0], long[$0]) }
         }
         if coldStart, !idle {
+            // The prior raises a new tenant's demand while evidence is thin; it never holds it below what
+            // it has already shown it wants.
             let prior = coldStartPrior(context: context)
-            demand = PerDimension { confidence * demand[$0] + (1 - confidence) * prior[$0] }
-        }
-        if !idle, let allocation, let claim = constrainedClaim(allocation: allocation, rules: rules) {
-            demand = PerDimension { max(demand[$0], claim[$0]) }
+            demand = PerDimension { max(demand[$0], confidence * demand[$0] + (1 - confidence) * prior[$0]) }
         }
         // The ratchet judges the demand the engine sees: a constrained tenant's allocation rises because
         // it asked (its claim), not because it games.
-        if advance { judgeRatchet(allocation: allocation, demand: demand, rules: rules) }
+        // (What it shows, before the level's hysteresis: the detector judges each tick's response.)
+        if advance { judgeRatchet(allocation: allocation, demand: shown ?? demand, rules: rules) }
         suspectReasons = suspectPatterns(rules: rules)
         let inputShare = promptLong + completionLong > 0 ? promptLong / (promptLong + completionLong) : 0.5
         let suspect = !suspectReasons.isEmpty
@@ -174,33 +215,148 @@ extension TenantTrack {
         return Classification(observation: observation, status: status, alerts: alerts)
     }
 
-    /// What a constrained tenant claims (see ``ClassificationRules/constrainedProbe``): per dimension it
-    /// fills — served, plus one request, at least ``ClassificationRules/constrainedUse`` of the allocation there, and at
-    /// least 75 % as much as of the most used one — the allocation ×
-    /// (1 + probe); 0 elsewhere. Nil when the tenant is not constrained: fewer than
-    /// ``ClassificationRules/constrainedWaiting`` requests waiting on average and fewer than
-    /// ``ClassificationRules/constrainedDeniedShare`` of its demand denied or abandoned.
-    private func constrainedClaim(allocation: PerDimension<Double>, rules: ClassificationRules) -> PerDimension<Double>?
-    {
-        let refused = demandShort.rpm > 0 ? (deniedShort + queuedShort) / demandShort.rpm : 0
-        guard (waitingShort ?? 0) >= rules.constrainedWaiting || refused >= rules.constrainedDeniedShare else {
-            return nil
+    /// Moves the demand level the engine is given (see ``ClassificationRules/levelNoiseMultiple``).
+    ///
+    /// The input is the short-window demand, corrected for a young track: an EWMA that started at zero
+    /// `foldedSeconds` ago holds only `1 − e^(−foldedSeconds/τ)` of its weight, so it is divided by that (the exact
+    /// rate of what was seen so far; a new tenant's first ticks would otherwise read as a fraction of
+    /// what it sends, and its first tasks would wait for the average to catch up). The level jumps to it
+    /// when it leaves the level by more than `levelNoiseMultiple` standard deviations of its noise —
+    /// the variance of the short rate around the long one, a long-window EWMA — and by more than
+    /// `levelDeadband` of the level (at least one request, or one request's tokens); or when it has
+    /// stayed beyond the deadband on one side for `levelPersistSeconds` — it, or (with no claim) the
+    /// long-window rate, which then becomes the level. Otherwise the level holds: an
+    /// agent's tasks of tens of calls make its short-window rate swing by a third around a steady
+    /// demand, and every swing moved every allocation of the pool.
+    mutating func moveLevel(
+        fold: Fold, now: Double, rules: ClassificationRules, windows: (short: Double, long: Double),
+        claim: PerDimension<Double>?, blocked: Bool
+    ) -> PerDimension<Double> {
+        let shortWindow = windows.short
+        let filled = foldedSeconds.map { 1 - exp(-$0 / shortWindow) } ?? 1
+        let filledLong = foldedSeconds.map { 1 - exp(-$0 / windows.long) } ?? 1
+        let short = wantedShort ?? demandShort
+        let long = wantedLong ?? demandLong
+        let perRequest = PerDimension(rpm: 1, tpm: long.rpm > 0 ? long.tpm / long.rpm : 0)
+        var current = level ?? PerDimension(0)
+        var noise = levelNoise ?? PerDimension(0)
+        var drift = levelDrift ?? PerDimension(0)
+        var longDrift = levelLongDrift ?? PerDimension(0)
+        var shown = PerDimension<Double>(0)
+        // The noise a steady tenant's short rate shows: requests whose tick counts have an index of
+        // dispersion `I` (1 when independent, the clump size when a task's calls come together) give an
+        // EWMA over τ a variance of about `I · λ · 30 / τ` (λ per minute, τ in seconds). It is a floor under
+        // the measured variance, which starts at zero and takes the long window to learn.
+        let mean = tickCountMean ?? 0
+        let dispersion = mean > 0 ? max(1, ((tickCountSquare ?? 0) - mean * mean) / mean) : 1
+        // A sparse tenant (fewer than `sparseSamples` requests in the short window: a task now and then)
+        // is measured over the long window: its short-window rate is one task's clump rising and decaying.
+        let sparse = short.rpm / max(filled, .leastNonzeroMagnitude) * shortWindow / 60 < rules.sparseSamples
+        for dimension in RateDimension.allCases {
+            let longRate = filledLong > 0 ? long[dimension] / filledLong : long[dimension]
+            let shortRate = filled > 0 ? short[dimension] / filled : short[dimension]
+            let rate = sparse ? longRate : shortRate
+            let deviation = shortRate - longRate
+            noise[dimension] += fold.long * (deviation * deviation - noise[dimension])
+            let size = dimension == .rpm ? 1 : perRequest.tpm
+            let modelled = dispersion * max(longRate, rate) * size * 30 / shortWindow
+            let spread = max(noise[dimension], modelled).squareRoot()
+            let input = max(rate, claim?[dimension] ?? 0)
+            shown[dimension] = input
+            guard level != nil else {
+                current[dimension] = input
+                continue
+            }
+            let gap = input - current[dimension]
+            let deadband = max(rules.levelDeadband * current[dimension], perRequest[dimension])
+            // The long window off the level beyond the deadband, on one side, for `levelPersistSeconds`: the
+            // level was set off the mean by the noise of its moment; it moves to the long-window rate.
+            let longGap = longRate - current[dimension]
+            if abs(longGap) > deadband, claim == nil {
+                let side = longGap > 0 ? 1.0 : -1.0
+                longDrift[dimension] =
+                    longDrift[dimension] * side > 0 ? longDrift[dimension] + side * fold.elapsed : side * fold.elapsed
+            } else {
+                longDrift[dimension] = 0
+            }
+            if abs(gap) <= deadband {
+                drift[dimension] = 0
+                if abs(longDrift[dimension]) >= rules.levelPersistSeconds {
+                    current[dimension] = longRate
+                    longDrift[dimension] = 0
+                }
+                continue
+            }
+            let side = gap > 0 ? 1.0 : -1.0
+            drift[dimension] =
+                drift[dimension] * side > 0 ? drift[dimension] + side * fold.elapsed : side * fold.elapsed
+            // A rise of a blocked tenant (its requests are denied in this dimension) is evidence, not noise:
+            // it passes at once.
+            let evidence = blocked && gap > 0 && (claim?[dimension] ?? 0) > 0
+            if evidence || abs(gap) > rules.levelNoiseMultiple * spread
+                || abs(drift[dimension]) >= rules.levelPersistSeconds
+            {
+                current[dimension] = input
+                drift[dimension] = 0
+                longDrift[dimension] = 0
+            }
         }
+        level = current
+        levelNoise = noise
+        levelDrift = drift
+        levelLongDrift = longDrift
+        return shown
+    }
+
+    /// What a constrained tenant claims (see ``ClassificationRules/constrainedProbe``), per dimension.
+    ///
+    /// A tenant is constrained when its requests wait in gateway queues (at least
+    /// ``ClassificationRules/constrainedWaiting`` on average) or are denied by its rate buckets or given up in
+    /// a queue (at least ``ClassificationRules/constrainedDeniedShare`` of what it wants). Denials name the
+    /// limit (`error_type` `rpm`, `tpm`; one without a name counts for both): other denials — its
+    /// concurrency cap, a budget, an open circuit — are not helped by more rate and do not count. It claims a
+    /// dimension that it fills — served, plus one request, at least ``ClassificationRules/constrainedUse`` of
+    /// the allocation there (averaged like the served rate), and at least 75 % as much as of the most used
+    /// one — and that the denials name (when they name any). It is *blocked* in a dimension whose bucket
+    /// denies at least five times `constrainedDeniedShare` of what it wants. Nil when it claims nothing.
+    private func constrainedClaim(allocation: PerDimension<Double>, rules: ClassificationRules) -> (
+        claim: PerDimension<Double>, blocked: Bool
+    )? {
+        let wanted = max((wantedShort ?? demandShort).rpm, 1)
+        let unnamed = deniedUnnamed ?? 0
+        let byLimit = deniedByLimit ?? PerDimension(0)
+        let rateDenied = PerDimension<Double> { byLimit[$0] + unnamed }
+        guard
+            (waitingShort ?? 0) >= rules.constrainedWaiting
+                || byLimit.rpm + byLimit.tpm + unnamed + queuedShort >= rules.constrainedDeniedShare * wanted
+        else { return nil }
         // Within one request of the allocation counts as filling it: a tenant of 30k-token calls cannot
         // use the last 20k of a minute's tokens, and one call more or less in the window is noise.
         let perRequest = PerDimension(rpm: 1, tpm: servedLong.rpm > 0 ? servedLong.tpm / servedLong.rpm : 0)
+        // Against the allocation averaged over the same window as the served rate (``allocatedShort``).
         func usage(_ dimension: RateDimension) -> Double? {
-            let allocated = allocation[dimension]
+            let allocated = min(allocation[dimension], allocatedShort?[dimension] ?? allocation[dimension])
             guard allocated > 0, allocated.isFinite else { return nil }
             return (servedShort[dimension] + perRequest[dimension]) / allocated
         }
         let most = max(usage(.rpm) ?? 0, usage(.tpm) ?? 0)
+        let named = byLimit.rpm + byLimit.tpm
+        let blocked = PerDimension<Bool> { rateDenied[$0] >= rules.constrainedDeniedShare * 5 * wanted }
         func claimed(_ dimension: RateDimension) -> Double {
             guard let used = usage(dimension), used >= rules.constrainedUse, used >= 0.75 * most else { return 0 }
-            return allocation[dimension] * (1 + rules.constrainedProbe)
+            // Where the denials name one bucket only, the other is not what holds the tenant back.
+            if named >= rules.constrainedNamedDenials, byLimit[dimension] < 0.1 * named { return 0 }
+            // A blocked tenant claims its allocation plus the probe, compounding tick after tick until
+            // water-filling caps it — its served rate, an average over the window, lags every rise. One that
+            // only waits in gateway queues claims what it was served (its own allocation and what it
+            // borrowed) plus the probe: clumps that meet the bucket wait too, and claims on the allocation
+            // ratcheted such tenants up tick after tick while they used less.
+            let served = (servedShort[dimension] + perRequest[dimension]) * (1 + rules.constrainedProbe)
+            return blocked[dimension] ? max(served, allocation[dimension] * (1 + rules.constrainedProbe)) : served
         }
         let claim = PerDimension(rpm: claimed(.rpm), tpm: claimed(.tpm))
-        return claim.rpm > 0 || claim.tpm > 0 ? claim : nil
+        let blockedClaim = (claim.rpm > 0 && blocked.rpm) || (claim.tpm > 0 && blocked.tpm)
+        return claim.rpm > 0 || claim.tpm > 0 ? (claim, blockedClaim) : nil
     }
 
     /// The tier's `cold_start_demand`, a percentage resolving against the pool's capacity (the

@@ -214,7 +214,7 @@ final class SimulationRun {
             tenant: strategy == .fifoBackoff ? Self.sharedTenant : spec.id, upstream: spec.pool,
             taskClass: strategy == .fifoBackoff ? .batch : spec.task.taskClass,
             estimatedTokens: spec.behaviour == .gaming ? (call.prompt + call.completion) / 2 : nil,
-            promptTokens: call.prompt, taskID: "task-\(call.task)", retry: call.attempts)
+            promptTokens: call.prompt, taskID: "task-\(call.task)", retry: call.attempts + call.denials)
         let inbox = self.inbox
         let submission = gateways[gateway].submit(request, now: epoch + now) { admission in
             inbox.post(id, admission)

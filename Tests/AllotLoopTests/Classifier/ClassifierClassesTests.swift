@@ -14,32 +14,41 @@ struct ClassifierClassesTests {
     @Test func coldStartBlendsTheTierPrior() throws {
         let policy = F.policy(
             coldStartSamples: 30,
-            upstreams: [UpstreamPolicy(id: F.pool, capacity: PerDimension(rpm: 1000, tpm: 100_000))])
+            upstreams: [UpstreamPolicy(id: F.pool, capacity: PerDimension(rpm: 10_000, tpm: 1_000_000))])
         var run = ClassifierRun(policy: policy, start: t0)
-        var report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) }
+        // One request in the first 5 s: 12 per minute (1,800 tokens) seen so far.
+        var report = run.tick { script, from, to in F.served(&script, 1, from: from, to: to) }
         var observation = try #require(F.observation(report))
-        let w = F.weight(5, 60)
-        // c = 10 / 30; the prior is 1 % of C = capacity × (1 − 0.02).
+        // c = 1 / 30; the prior is 1 % of C = capacity × (1 − 0.02): 98 per minute, 9,800 tokens.
         #expect(observation.tenantClass == .coldStart)
-        #expect(observation.samples == 10)
-        #expect(F.close(observation.confidence, 1.0 / 3))
-        #expect(F.close(observation.demand.rpm, 120 * w / 3 + 9.8 * 2 / 3))
-        #expect(F.close(observation.demand.tpm, 18_000 * w / 3 + 980 * 2 / 3))
+        #expect(observation.samples == 1)
+        #expect(F.close(observation.confidence, 1.0 / 30))
+        let first: (rpm: Double, tpm: Double) = (12.0 / 30 + 98.0 * 29 / 30, 1_800.0 / 30 + 9_800.0 * 29 / 30)
+        #expect(F.close(observation.demand.rpm, first.rpm))
+        #expect(F.close(observation.demand.tpm, first.tpm))
 
         // The Observer's estimate, where given, replaces the declared capacity for the prior.
-        report = run.tick(capacities: [F.pool: PerDimension(rpm: 2000, tpm: nil)]) { script, from, to in
-            F.served(&script, 10, from: from, to: to)
+        report = run.tick(capacities: [F.pool: PerDimension(rpm: 20_000, tpm: nil)]) { script, from, to in
+            F.served(&script, 1, from: from, to: to)
         }
         observation = try #require(F.observation(report))
-        let observed = try #require(F.status(report)?.servedShort)
-        #expect(F.close(observation.demand.rpm, observed.rpm * 2 / 3 + 19.6 * 1 / 3))
-        #expect(F.close(observation.demand.tpm, observed.tpm * 2 / 3 + 980 * 1 / 3))
+        let second: (rpm: Double, tpm: Double) = (
+            12.0 * 2 / 30 + 196.0 * 28 / 30, 1_800.0 * 2 / 30 + 9_800.0 * 28 / 30
+        )
+        #expect(F.close(observation.demand.rpm, second.rpm))
+        #expect(F.close(observation.demand.tpm, second.tpm))
 
-        report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) }
+        // The prior only raises a newcomer's demand: one that already shows more keeps what it shows.
+        var busy = ClassifierRun(policy: policy, start: t0)
+        report = busy.tick { script, from, to in F.served(&script, 10, from: from, to: to) }
+        observation = try #require(F.observation(report))
+        #expect(F.close(observation.demand.rpm, 120))  // not 120 / 3 + 98 × 2 / 3
+
+        for _ in 0..<28 { report = run.tick { script, from, to in F.served(&script, 1, from: from, to: to) } }
         observation = try #require(F.observation(report))
         #expect(observation.tenantClass != .coldStart)
         #expect(observation.confidence == 1)
-        #expect(observation.demand == F.status(report)?.servedShort)
+        #expect(F.close(observation.demand.rpm, 12))
     }
 
     @Test func idleAfterNoDemandForIdleAfter() throws {
@@ -96,7 +105,9 @@ struct ClassifierClassesTests {
                     }
             }
             let status = try #require(F.status(report))
-            if overFrom == nil, status.demand.rpm > 30 { overFrom = run.now }
+            // `sustained_over` compares what the tenant asks for, every attempt (served + denied + queued).
+            let asked = status.servedShort.rpm + status.deniedRPM + status.queuedRPM
+            if overFrom == nil, asked > 30 { overFrom = run.now }
             let sustained = overFrom.map { run.now - $0 >= 300 } ?? false
             #expect((status.tenantClass == .sustainedOver) == sustained, "tick \(tick)")
         }
@@ -116,7 +127,9 @@ struct ClassifierClassesTests {
                     }
             }
             let status = try #require(F.status(report))
-            if starvingFrom == nil, status.demand.rpm >= 120 { starvingFrom = run.now }
+            // Starvation compares what the tenant asks for, every attempt: a blocked agent asks again and again.
+            let asked = status.servedShort.rpm + status.deniedRPM + status.queuedRPM
+            if starvingFrom == nil, asked >= 120 { starvingFrom = run.now }
             let expected = starvingFrom.map { run.now - $0 >= 300 } ?? false
             #expect(status.starved == expected, "tick \(tick)")
             let alerts = report.alerts.filter { $0.kind == "starved" }
@@ -136,7 +149,8 @@ struct ClassifierClassesTests {
                 F.served(&script, 12, from: from, to: to)
             }
             let status = try #require(F.status(report))
-            if status.servedShort.rpm >= 84 || status.demand.rpm < 120 { cleared = true }
+            let asked = status.servedShort.rpm + status.deniedRPM + status.queuedRPM
+            if status.servedShort.rpm >= 84 || asked < 120 { cleared = true }
             #expect(status.starved == !cleared)
             #expect(report.alerts.contains { $0.kind == "starved" } == !cleared)
         }

@@ -21,7 +21,10 @@ struct ClassifierRatesTests {
         #expect(F.close(status.servedShort.rpm, short))
         #expect(F.close(status.servedLong.rpm, long))
         #expect(F.close(status.servedShort.tpm, short * 150))
-        #expect(F.close(status.demand.rpm, short))
+        // The demand the engine is given is the rate itself: a young track's EWMA is divided by the weight
+        // it has had time to gather (`1 − e^(−5/60)` after one tick), not read as a twelfth of its rate.
+        #expect(F.close(status.demand.rpm, 120))
+        #expect(F.close(status.demand.tpm, 120 * 150))
         #expect(status.samples == 10)
         #expect(status.tenantClass == .bursting)  // from nothing to 120 per minute
 
@@ -61,17 +64,23 @@ struct ClassifierRatesTests {
                     script.event(at: at, outcome: .deniedLocal, estimated: 200)
                 }
                 + [script.event(at: from + 1, outcome: .queued, queueMs: 40, estimated: 300)]
-                // Upstream failures are attempts, not demand (SPEC 5: served + denied + queued).
-                + [script.event(at: from + 2, outcome: .quotaExhausted, status: 429)]
+                // A first attempt refused upstream is a request wanted too; a retry of any request is not.
+                + [script.event(at: from + 2, outcome: .quotaExhausted, status: 429, estimated: 400)]
+                + [script.event(at: from + 3, outcome: .deniedLocal, estimated: 200, retry: 1)]
         }
         let status = try #require(F.status(report))
         let w = F.weight(5, 60)
-        #expect(F.close(status.demand.rpm, 10 * 12 * w))
-        #expect(F.close(status.demand.tpm, (6 * 150 + 3 * 200 + 300) * 12 * w))
+        // Each request once, at its first attempt: 6 + 3 + 1 + 1 in 5 s (the first tick: the rate itself).
+        let tokens: Double = 6 * 150 + 3 * 200 + 300 + 400
+        #expect(F.close(status.demand.rpm, 11.0 * 12))
+        #expect(F.close(status.demand.tpm, tokens * 12))
+        // The attempts themselves (what the starvation alert compares): served + denied + queued, retries too.
+        let asked = status.servedShort.rpm + status.deniedRPM + status.queuedRPM
+        #expect(F.close(asked, 11.0 * 12 * w))
         #expect(F.close(status.servedShort.rpm, 6 * 12 * w))
-        #expect(F.close(status.deniedRPM, 3 * 12 * w))
+        #expect(F.close(status.deniedRPM, 4 * 12 * w))
         #expect(F.close(status.queuedRPM, 12 * w))
-        #expect(status.samples == 10)
+        #expect(status.samples == 11)
         #expect(status.queueWaitP95Ms == 42)  // the middle of the [40, 44) bucket
     }
 

@@ -1,0 +1,95 @@
+import AllotCore
+import AllotSignals
+import AllotStore
+import Foundation
+import Testing
+
+@testable import AllotLoop
+
+/// The demand level the engine is given: what a tenant wants, measured once per request, moved only by
+/// changes its own noise does not explain.
+@Suite("Consumption Classifier: the demand level")
+struct ClassifierLevelTests {
+    typealias F = ClassifierFixtures
+    let t0 = ClassifierFixtures.t0
+
+    /// An agent's 120 calls per minute in clumps (tasks of many calls at once): 24, 0, 0, 12, 12, 24, 0, 48 and
+    /// four empty ticks, every minute.
+    static let clumps = [24, 0, 0, 12, 12, 24, 0, 48, 0, 0, 0, 0]
+
+    @Test func aClumpyTenantsLevelHoldsWhileItsShortRateSwings() throws {
+        var run = ClassifierRun(start: t0)
+        var demands: [Double] = []
+        var short: [Double] = []
+        for tick in 0..<240 {
+            let report = run.tick { script, from, to in F.served(&script, Self.clumps[tick % 12], from: from, to: to) }
+            guard tick >= 120 else { continue }
+            demands.append(try #require(F.observation(report)).demand.rpm)
+            short.append(try #require(F.status(report)).servedShort.rpm)
+        }
+        // The short-window rate swings by a quarter around 120 (its EWMA over 60 s of clumps)…
+        #expect(short.max()! - short.min()! > 30)
+        // …the level does not move at all in these ten minutes, and it is within its deadband of 120.
+        #expect(Set(demands).count == 1)
+        #expect(abs(demands[0] - 120) <= 12)
+    }
+
+    @Test func aStepBeyondTheNoiseIsFollowedAtOnce() throws {
+        var run = ClassifierRun(start: t0)
+        var report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) }
+        for _ in 0..<119 { report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) } }
+        #expect(F.close(F.observation(report)?.demand.rpm, 120, tolerance: 1e-6))
+        // Three times the rate: beyond twice the noise (clumps of 10: σ² ≈ 120 · 10 / 2) within three ticks.
+        var followedAt: Int?
+        for tick in 1...6 {
+            report = run.tick { script, from, to in F.served(&script, 30, from: from, to: to) }
+            if followedAt == nil, try #require(F.observation(report)).demand.rpm > 160 { followedAt = tick }
+        }
+        #expect(followedAt == 3)
+        // A jump goes to what the short window reads then, and holds while that stays within its band.
+        let level = try #require(F.observation(report)).demand.rpm
+        #expect(level < 360)
+    }
+
+    @Test func aSmallChangeThatPersistsIsFollowedWithinAMinute() throws {
+        var run = ClassifierRun(start: t0)
+        var report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) }
+        for _ in 0..<119 { report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) } }
+        // +20 %: inside the noise, beyond the 10 % deadband once the short window has moved halfway (45 s).
+        var movedAt: Int?
+        for tick in 1...40 {
+            report = run.tick { script, from, to in F.served(&script, 12, from: from, to: to) }
+            let demand = try #require(F.observation(report)).demand.rpm
+            if movedAt == nil, abs(demand - 120) > 1 { movedAt = tick }
+        }
+        let moved = try #require(movedAt)
+        // Not before the short window leaves the 10 % deadband (nine ticks); at the latest twelve ticks (60 s)
+        // after that. This tenant is perfectly regular (tick counts of dispersion 1, σ ≈ 7.7): twice its noise
+        // is crossed first, at tick 14.
+        #expect(moved >= 9)
+        #expect(moved <= 21)
+        #expect(moved == 14)
+        #expect(abs(try #require(F.observation(report)).demand.rpm - 144) <= 0.1 * 144)
+    }
+
+    @Test func aConstrainedTenantsClaimIsEvidenceNotNoise() throws {
+        var run = ClassifierRun(start: t0)
+        let allocation = [F.acme: PerDimension<Double>(rpm: 100, tpm: 1_000_000)]
+        var report = run.tick(allocations: allocation) { script, from, to in F.served(&script, 8, from: from, to: to) }
+        for _ in 0..<119 {
+            report = run.tick(allocations: allocation) { script, from, to in F.served(&script, 8, from: from, to: to) }
+        }
+        #expect(F.close(F.observation(report)?.demand.rpm, 96, tolerance: 1e-6))
+        // It now gets all of its 100 and is denied 6 more requests a tick by its RPM bucket: constrained. Its
+        // claim (what it is served, plus a quarter) passes at once — not after a minute beyond the deadband.
+        report = run.tick(allocations: allocation) { script, from, to in
+            F.served(&script, 9, from: from, to: to)
+                + script.spread(6, from: from, to: to) { script, at in
+                    script.event(at: at, outcome: .deniedLocal, estimated: 150, errorType: "rpm")
+                }
+        }
+        let status = try #require(F.status(report))
+        #expect(F.close(status.demand.rpm, (status.servedShort.rpm + 1) * 1.25, tolerance: 1e-9))
+        #expect(status.demand.rpm > 120)
+    }
+}
