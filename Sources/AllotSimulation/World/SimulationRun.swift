@@ -210,11 +210,19 @@ final class SimulationRun {
         let gateway = tenants[tenant].nextGateway(of: gateways.count)
         calls[id].gateway = gateway
         let spec = tenants[tenant].spec
+        // Every call carries its task's context, as an agent framework's gateway client would: the deadline, and
+        // once one of the task's calls has been admitted, when that was (the task's work began then; until then
+        // its calls rank by arrival, like calls of a task not started yet). For each strategy that enforces
+        // per-tenant limits with the gateway library; fifo-backoff is one global FIFO by definition.
+        let task = tasks[call.task]
+        let withContext = strategy != .fifoBackoff
         let request = AdmissionRequest(
             tenant: strategy == .fifoBackoff ? Self.sharedTenant : spec.id, upstream: spec.pool,
             taskClass: strategy == .fifoBackoff ? .batch : spec.task.taskClass,
             estimatedTokens: spec.behaviour == .gaming ? (call.prompt + call.completion) / 2 : nil,
-            promptTokens: call.prompt, taskID: "task-\(call.task)", retry: call.attempts)
+            promptTokens: call.prompt, taskID: "task-\(call.task)", retry: call.attempts,
+            taskStartedAt: withContext ? task.startedAt.map { epoch + $0 } : nil,
+            taskDeadline: withContext ? epoch + task.deadline : nil)
         let inbox = self.inbox
         let submission = gateways[gateway].submit(request, now: epoch + now) { admission in
             inbox.post(id, admission)
@@ -249,6 +257,7 @@ final class SimulationRun {
                 return
             }
             calls[id].ticket = ticket
+            if tasks[call.task].startedAt == nil { tasks[call.task].startedAt = now }
             let pool = tenants[call.tenant].pool
             let response = upstreams[pool].attempt(at: now, promptTokens: call.prompt, completionTokens: call.completion)
             calls[id].response = response
@@ -663,6 +672,8 @@ struct TaskRun {
     var done = 0
     var finished: Double?
     var failed = false
+    /// When its first call was admitted: its work began then (sent as the calls' `taskStartedAt`).
+    var startedAt: Double?
 
     init(tenant: Int, arrival: Double, deadline: Double, giveUpAt: Double, calls: Int) {
         self.tenant = tenant
