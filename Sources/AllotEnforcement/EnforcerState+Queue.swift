@@ -29,7 +29,11 @@
 ///   resource (``GatewayConfiguration/maxInFlightPerUpstream``) a tenant with weight 4 is served four times as
 ///   often as one with weight 1, and no tenant starves. The tags belong to the places of the tenant's lane, not
 ///   to its calls (``WaitQueue``): reordering a tenant's calls by task age never changes when that tenant is
-///   served relative to the others.
+///   served relative to the others. A call that leaves without a ticket (its maximum wait over, denied,
+///   displaced, cancelled) gives its turn back, so a tenant's turns advance with what it is served, not with
+///   what it queues: a newer task's call overtaken until its maximum wait ends and then retried would
+///   otherwise push its tenant back one turn each time (cold-start: the incumbent whose calls expired most
+///   lost the allocation lent when idle to the other, 1.2 starved tenant-minutes).
 /// - When the queue is full (``GatewayConfiguration/maxQueueLength``), an arrival that ranks ahead of its own
 ///   tenant's last waiter takes that waiter's place (the displaced one is denied `queue_full`), rather than
 ///   being denied itself: it is the newest task's call (or the lowest class) that goes. Other tenants' waiters
@@ -95,11 +99,10 @@ extension EnforcerState {
                 effects: &effects)
             return .decided(.denied(denial))
         }
-        // A displaced waiter of the same class hands its place in the tenant's schedule to the arrival, so a
-        // full queue does not move the tenant's turns.
-        var inherited: (tag: Double, seq: UInt64)?
         if let displaced {
-            let leaving = queue.remove(displaced)
+            // It gives its turn back (``WaitQueue/removeUnserved(_:)``), which the arrival then takes: a full
+            // queue does not move the tenant's turns.
+            let leaving = leaveUnserved(displaced)
             var pushedOut = leaving.failure
             pushedOut.code = "queue_full"
             pushedOut.message =
@@ -108,25 +111,18 @@ extension EnforcerState {
                 + pushedOut.message
             finish(leaving, failure: pushedOut, now: now, effects: &effects)
             statistics.displaced += 1
-            if leaving.request.taskClass.rank == rank { inherited = (leaving.tag, leaving.seq) }
         }
         let id = nextID
         nextID += 1
         let weight = index.map { states.values[$0].policy.queueWeight }.map { $0.isFinite ? max($0, 0.001) : 1 } ?? 1
         var account = queueAccounts[key] ?? QueueAccount()
-        let tag: Double
-        if let inherited {
-            tag = inherited.tag
-        } else {
-            tag = max(virtualTime(rank: rank), account.tag(rank: rank)) + 1 / weight
-            account.setTag(tag, rank: rank)
-        }
+        let tag = max(virtualTime(rank: rank), account.tag(rank: rank)) + 1 / weight
+        account.setTag(tag, rank: rank)
         account.waiting[rank] += 1
         queueAccounts[key] = account
-        var waiter = Waiter(
+        let waiter = Waiter(
             id: id, request: request, key: key, estimate: estimate, enqueuedAt: now, deadline: now + maxWait,
             tag: tag, failure: failure, onDecision: onDecision, position: position)
-        if let inherited { waiter.seq = inherited.seq }
         queue.insert(waiter)
         let retryAt = failure.fromRefill ? failure.retryAfter.map { now + $0 } : nil
         var due = min(waiter.deadline, retryAt ?? .infinity)
@@ -186,7 +182,7 @@ extension EnforcerState {
             let keyID = queue[place.slot].keyID
             if queue.isBlocked(keyID) {
                 // Behind a waiter of its own pair that stays: listed only because its maximum wait is over.
-                let waiter = queue.remove(place)
+                let waiter = leaveUnserved(place)
                 finish(waiter, failure: expired(waiter), now: now, effects: &effects)
                 continue
             }
@@ -208,11 +204,11 @@ extension EnforcerState {
                 if let next = queue.head(ofLane: keyID) { visits.push(next) }
             case .deny(let failure):
                 if !failure.limit.isWaitable || failure.code == "zero_allocation" {
-                    queue.remove(place)
+                    leaveUnserved(place)
                     finish(waiter, failure: failure, now: now, effects: &effects)
                     if let next = queue.head(ofLane: keyID) { visits.push(next) }
                 } else if now >= waiter.deadline {
-                    var waiter = queue.remove(place)
+                    var waiter = leaveUnserved(place)
                     waiter.failure = failure
                     finish(waiter, failure: expired(waiter), now: now, effects: &effects)
                     if let next = queue.head(ofLane: keyID) { visits.push(next) }
@@ -240,7 +236,7 @@ extension EnforcerState {
             let waiter = queue[slot]
             statistics.lateCalls += 1
             if configuration.pastDeadline == .deny, !(states[waiter.key]?.policy.shadow ?? false) {
-                let leaving = queue.remove(QueuePlace(waiter, slot: slot))
+                let leaving = leaveUnserved(QueuePlace(waiter, slot: slot))
                 finish(leaving, failure: deadlinePassed(leaving.request, now: now), now: now, effects: &effects)
             } else {
                 queue.markLate(slot: slot)
@@ -278,6 +274,22 @@ extension EnforcerState {
         effects.decisions.append((waiter.onDecision, .denied(denial)))
     }
 
+    /// Takes a waiter that leaves without a ticket out of `queue`, giving its turn in its tenant's schedule
+    /// back (``WaitQueue/removeUnserved(_:)``): the tenant's last tag in the class goes back to the largest it
+    /// still holds there, or one step before the one that left. So a tenant's turns across tenants advance with
+    /// the calls it is served, not with those that expire and come back.
+    @discardableResult
+    private mutating func leaveUnserved(_ place: QueuePlace) -> Waiter {
+        let (waiter, droppedTag, lastTag) = queue.removeUnserved(place)
+        let rank = waiter.request.taskClass.rank
+        if var account = queueAccounts[waiter.key] {
+            let weight = states[waiter.key].map { $0.policy.queueWeight }.map { $0.isFinite ? max($0, 0.001) : 1 } ?? 1
+            account.setTag(min(account.tag(rank: rank), lastTag ?? (droppedTag - 1 / weight)), rank: rank)
+            queueAccounts[waiter.key] = account
+        }
+        return waiter
+    }
+
     /// Updates the waiting counts of a waiter that left the queue (the caller removes it from `queue`).
     private mutating func leaveQueue(_ waiter: Waiter) {
         guard var account = queueAccounts[waiter.key] else { return }
@@ -289,7 +301,7 @@ extension EnforcerState {
     /// denied). False when it already left the queue.
     mutating func cancel(_ id: UInt64, now: Double, effects: inout Effects) -> Bool {
         guard let place = queue.place(of: id) else { return false }
-        let waiter = queue.remove(place)
+        let waiter = leaveUnserved(place)
         leaveQueue(waiter)
         statistics.cancelledWhileQueued += 1
         let waited = now - waiter.enqueuedAt

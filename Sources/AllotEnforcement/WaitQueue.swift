@@ -299,21 +299,26 @@ struct WaitQueue {
         return lanes[keyID].places.last
     }
 
-    /// Removes the waiter at `place` (which ``holds(_:)``) from its lane and the slab. The places behind it
-    /// keep their (tag, seq): its own leaves with it, as a departure from a FIFO queue leaves a gap.
+    /// Removes the waiter at `place` (which ``holds(_:)``) from its lane and the slab: the one served (the
+    /// places behind it keep their (tag, seq), its own leaves with it). See ``removeUnserved(_:)`` for one
+    /// that leaves without a ticket.
     @discardableResult
     mutating func remove(_ place: QueuePlace) -> Waiter {
-        let waiter = slots[place.slot]!
+        detach(slot: place.slot, at: laneIndex(ofSlot: place.slot))
+    }
+
+    /// Takes the waiter in `slot`, at `index` in its lane, out of the lane and the slab.
+    private mutating func detach(slot: Int, at index: Int) -> Waiter {
+        let waiter = slots[slot]!
         let keyID = waiter.keyID
-        let index = laneIndex(ofSlot: place.slot)
         if index == lanes[keyID].start {
             lanes[keyID].start += 1
         } else {
             lanes[keyID].places.remove(at: index)
         }
         compact(keyID)
-        slots[place.slot] = nil
-        freeSlots.append(place.slot)
+        slots[slot] = nil
+        freeSlots.append(slot)
         count -= 1
         if count == 0 {
             // Nothing waits: every remaining deadline entry is stale.
@@ -321,6 +326,41 @@ struct WaitQueue {
             taskDeadlines = MinHeap()
         }
         return waiter
+    }
+
+    /// Removes the waiter at `place` (which ``holds(_:)``), which leaves without a ticket (its maximum wait
+    /// ended, it was denied, displaced or cancelled), and gives its turn back: the waiters of its class behind
+    /// it in its lane each move one place forward with the pair of the place they take, and the class's
+    /// largest pair leaves instead of its own. Returns the waiter, the tag that left, and the largest tag its
+    /// class still holds in the lane (nil when none is left), for the tenant's fair-queuing account.
+    ///
+    /// Why: a tenant's turns across tenants should advance with the calls it is served, not with the calls
+    /// it queues. A call of a new task overtaken until its maximum wait ends, then retried, would otherwise
+    /// take a fresh turn at the end of the schedule each time and leave its old one empty, pushing its tenant
+    /// back behind the others (wherever tenants compete: the gateway's cap, the allocation lent when idle).
+    @discardableResult
+    mutating func removeUnserved(_ place: QueuePlace) -> (waiter: Waiter, droppedTag: Double, lastTag: Double?) {
+        let keyID = slots[place.slot]!.keyID
+        let index = laneIndex(ofSlot: place.slot)
+        let rank = lanes[keyID].places[index].rank
+        var end = index + 1
+        while end < lanes[keyID].places.count, lanes[keyID].places[end].rank == rank { end += 1 }
+        var carried = (tag: lanes[keyID].places[index].tag, seq: lanes[keyID].places[index].seq)
+        for behind in (index + 1)..<end {
+            let own = (tag: lanes[keyID].places[behind].tag, seq: lanes[keyID].places[behind].seq)
+            lanes[keyID].places[behind].tag = carried.tag
+            lanes[keyID].places[behind].seq = carried.seq
+            let slot = lanes[keyID].places[behind].slot
+            slots[slot]!.tag = carried.tag
+            slots[slot]!.seq = carried.seq
+            carried = own
+        }
+        // The leaving waiter takes the largest pair with it.
+        let lastTag = end - 1 > index ? lanes[keyID].places[end - 1].tag : nil
+        var waiter = detach(slot: place.slot, at: index)
+        waiter.tag = carried.tag
+        waiter.seq = carried.seq
+        return (waiter, carried.tag, lastTag)
     }
 
     /// Marks the waiter in `slot` late (its task's deadline passed) and moves it behind its lane's timely

@@ -319,6 +319,36 @@ import Testing
         #expect(log.labels.filter { $0.hasPrefix("heavy") } == (2...9).reversed().map { "heavy-\($0)" })
     }
 
+    @Test func aCallThatLeavesWithoutATicketGivesItsTenantsTurnBack() throws {
+        // Two tenants of equal weight share a cap of one request in flight. acme's first waiter is cancelled:
+        // its second takes its turn, so acme is served as early as if the first had never queued. (Calls of
+        // new tasks overtaken until their maximum wait ends and then retried would otherwise push their
+        // tenant back a turn each time.)
+        let enforcer = Enforcer.make(
+            .make(tenants: [TenantEntry.make("acme"), TenantEntry.make("globex")]),
+            configuration: GatewayConfiguration(
+                gatewayID: "gw-1", maxWait: PerTaskClass(all: 60), maxInFlightPerUpstream: 1))
+        let log = DecisionLog()
+        var current = try enforcer.mustAdmit(.make("acme"), now: 1_000)
+        let first = enforcer.submit(Self.call("acme"), now: 1_000, onDecision: log.callback("acme-1"))
+        queue(enforcer, Self.call("globex"), now: 1_000, log: log, label: "globex-1")
+        queue(enforcer, Self.call("acme"), now: 1_000, log: log, label: "acme-2")
+        queue(enforcer, Self.call("globex"), now: 1_000, log: log, label: "globex-2")
+        guard case .queued(let id) = first else {
+            Issue.record("acme-1 was not queued")
+            return
+        }
+        #expect(enforcer.cancel(id, now: 1_000.1))
+        queue(enforcer, Self.call("acme"), now: 1_000.2, log: log, label: "acme-3")
+        var now = 1_000.2
+        for _ in 0..<4 {
+            now += 0.1
+            enforcer.complete(current, AttemptResult(status: 200), now: now)
+            current = try #require(log.decisions.last?.1.ticket)
+        }
+        #expect(log.labels == ["acme-1", "acme-2", "globex-1", "globex-2", "acme-3"])
+    }
+
     // MARK: Determinism and a reference model
 
     /// A small deterministic generator (the tests must not depend on the system's random source).

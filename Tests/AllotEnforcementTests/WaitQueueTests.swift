@@ -182,6 +182,30 @@ import Testing
         #expect(Self.lane(queue).map(\.tag) == [1, 3, 1])
     }
 
+    @Test func aWaiterLeavingWithoutATicketGivesItsTurnBack() {
+        var queue = WaitQueue()
+        let places = (1...4).map { queue.insert(Self.taskWaiter(id: UInt64($0), tag: Double($0), started: 0)) }
+        queue.insert(Self.taskWaiter(id: 5, taskClass: .batch, tag: 1, started: 0))
+        // The second leaves unserved: the ones behind it move forward, the class's largest pair leaves.
+        var left = queue.removeUnserved(places[1])
+        #expect(left.waiter.id == 2)
+        #expect(left.droppedTag == 4)
+        #expect(left.lastTag == 3)
+        #expect(Self.lane(queue).map(\.id) == [1, 3, 4, 5])
+        #expect(Self.lane(queue).map(\.tag) == [1, 2, 3, 1])
+        #expect(Self.lane(queue).map(\.seq) == [1, 2, 3, 5])
+        for place in Self.lane(queue) { #expect(queue[place.slot].tag == place.tag) }
+        // The head: the same, and the batch class keeps its own.
+        left = queue.removeUnserved(Self.lane(queue)[0])
+        #expect(left.waiter.id == 1 && left.droppedTag == 3 && left.lastTag == 2)
+        #expect(Self.lane(queue).map(\.tag) == [1, 2, 1])
+        // The last of its class: its own pair leaves, and none is left to report for the batch class.
+        left = queue.removeUnserved(Self.lane(queue)[2])
+        #expect(left.waiter.id == 5 && left.droppedTag == 1 && left.lastTag == nil)
+        #expect(Self.lane(queue).map(\.id) == [3, 4])
+        #expect(queue.count == 2)
+    }
+
     @Test func lanesStayInTaskOrderWithAscendingPairsThroughInsertsRemovalsAndLateMarks() {
         var queue = WaitQueue()
         var generator = Generator(state: 17)
@@ -206,7 +230,12 @@ import Testing
             } else if action < 9 {
                 let id = waiting.keys.sorted()[generator.next(waiting.count)]
                 let slot = waiting.removeValue(forKey: id)!
-                #expect(queue.remove(QueuePlace(queue[slot], slot: slot)).id == id)
+                let place = QueuePlace(queue[slot], slot: slot)
+                if action == 8 {
+                    #expect(queue.removeUnserved(place).waiter.id == id)
+                } else {
+                    #expect(queue.remove(place).id == id)
+                }
             } else {
                 let id = waiting.keys.sorted()[generator.next(waiting.count)]
                 if !queue[waiting[id]!].position.late { queue.markLate(slot: waiting[id]!) }
