@@ -16,13 +16,16 @@ public enum LimitKind: String, Sendable, Hashable, CaseIterable {
     case taskBudget = "task_budget"
     /// The gateway has not received a first snapshot yet and has no bootstrap limits.
     case noSnapshot = "no_snapshot"
+    /// The call's task deadline (``AdmissionRequest/taskDeadline``) has passed and the gateway denies late
+    /// calls (``PastDeadlinePolicy/deny``).
+    case deadline
 
     /// Whether waiting can help: bucket refill, a completion or a first snapshot may admit the request later.
     /// Budget, circuit and task budget denials are final for the current snapshot and are never queued.
     public var isWaitable: Bool {
         switch self {
         case .rpm, .tpm, .concurrency, .noSnapshot: true
-        case .budget, .circuit, .taskBudget: false
+        case .budget, .circuit, .taskBudget, .deadline: false
         }
     }
 }
@@ -33,7 +36,8 @@ public struct Denial: Sendable, Equatable, CustomStringConvertible {
     public var limit: LimitKind
     /// A stable code: `rate_limited` (rpm/tpm), `concurrency_limited`, `gateway_concurrency_limited`,
     /// `gateway_stopping`,
-    /// `max_wait_exceeded`, `queue_full`, `zero_allocation`, `circuit_open`, `task_budget_exceeded`,
+    /// `max_wait_exceeded`, `queue_full` (also for a waiter displaced from a full queue by a call of an older
+    /// task of its tenant), `zero_allocation`, `circuit_open`, `task_budget_exceeded`, `deadline_passed`,
     /// `no_snapshot`, `cancelled`, or for ``LimitKind/budget`` the snapshot's `deny` value verbatim
     /// (e.g. `budget_exhausted`).
     public var code: String
@@ -41,7 +45,7 @@ public struct Denial: Sendable, Equatable, CustomStringConvertible {
     public var message: String
     /// Seconds after which the same request may succeed, computed from the bucket's refill rate (rpm/tpm);
     /// the snapshot's refresh interval when only a new snapshot can help (budget, circuit, zero allocation);
-    /// nil when retrying the same request cannot help (task budget).
+    /// nil when retrying the same request cannot help (task budget, deadline passed).
     public var retryAfter: Double?
     /// The snapshot version that denied (nil before the first snapshot).
     public var snapshotVersion: Int64?

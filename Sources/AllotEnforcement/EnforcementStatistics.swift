@@ -14,6 +14,12 @@ public struct EnforcementStatistics: Sendable, Equatable {
     public var shadowWouldDeny: [LimitKind: Int] = [:]
     /// Waiting requests whose caller gave up.
     public var cancelledWhileQueued = 0
+    /// Waiting requests denied (`queue_full`) to make room in a full queue for a call of an older task of the
+    /// same tenant.
+    public var displaced = 0
+    /// Calls found late (their task deadline passed) on arrival or while waiting: ranked last or denied, per
+    /// ``GatewayConfiguration/pastDeadline``.
+    public var lateCalls = 0
     /// Attempts completed with ``Enforcer/complete(_:_:now:)``.
     public var completed = 0
     /// Tickets handed back unused with ``Enforcer/release(_:now:)``.

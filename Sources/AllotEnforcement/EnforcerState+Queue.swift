@@ -1,17 +1,43 @@
 /// The admission queue: requests that could not be admitted at once wait, in strict order of task class, then
-/// weighted fair queuing by `queue_weight` across tenants, then arrival, until they can be admitted or their
-/// class's maximum wait is over.
+/// weighted fair queuing by `queue_weight` across tenants, then (within a tenant) the age of the agent task
+/// they belong to, until they can be admitted or their class's maximum wait is over.
 ///
 /// Rules, with their reasons:
 /// - Only waitable limits queue (rpm, tpm, concurrency, no snapshot yet). A request whose bucket cannot refill
 ///   within its maximum wait, or whose allocation is zero, is denied at once: waiting could only end in the
 ///   same denial later, and the caller can act now (a smaller model, failing fast).
-/// - Within one (tenant, upstream) nothing overtakes a waiting request of equal or higher priority: otherwise
-///   small requests could keep a large one's tokens from ever accumulating. Higher-priority arrivals go first.
+/// - Within one (tenant, upstream) and task class, calls of tasks that started earlier go first
+///   (``AdmissionRequest/taskStartedAt``; a call without task context, or of a task that has not started,
+///   counts as a task starting when it arrives, so such calls keep arrival order behind the started tasks).
+///   An agent task is worth something only once all its calls are done: when the tenant wants more than it is
+///   given, serving every task alike makes every task late, while finishing the started tasks before starting
+///   new ones delivers about as many on time as the allocation allows (given 70% of its demand, about 70% of
+///   its tasks instead of almost none). The newest tasks' calls are the ones left waiting, so they are the
+///   ones a lane that cannot be served within the maximum wait denies.
+/// - A call whose task deadline (``AdmissionRequest/taskDeadline``) has passed ranks behind every call of its
+///   tenant and class that can still make its deadline, or is denied (``GatewayConfiguration/pastDeadline``):
+///   capacity spent on a task that is late already is taken from one that is not. A waiter whose task deadline
+///   passes while it waits moves back then (found through a heap of task deadlines at the start of the next
+///   pump or arrival, so nothing scans the queue).
+/// - Within one (tenant, upstream) nothing overtakes a waiting request of equal or higher priority (class, then
+///   a task deadline not passed, then an older or the same task): otherwise small requests could keep a large
+///   one's tokens from ever accumulating. Higher-priority arrivals may go first, as calls of a higher class
+///   always did: a call of an older task is tried against the limits at once and, if it must wait, waits
+///   ahead of the newer tasks' calls.
 /// - Across tenants, waiters of one task class are ordered by a start-time-fair-queuing tag
 ///   (`tag = max(virtual time, tenant's last tag) + 1 / queue_weight`), so where tenants compete for a shared
 ///   resource (``GatewayConfiguration/maxInFlightPerUpstream``) a tenant with weight 4 is served four times as
-///   often as one with weight 1, and no tenant starves.
+///   often as one with weight 1, and no tenant starves. The tags belong to the places of the tenant's lane, not
+///   to its calls (``WaitQueue``): reordering a tenant's calls by task age never changes when that tenant is
+///   served relative to the others. A call that leaves without a ticket (its maximum wait over, denied,
+///   displaced, cancelled) gives its turn back, so a tenant's turns advance with what it is served, not with
+///   what it queues: a newer task's call overtaken until its maximum wait ends and then retried would
+///   otherwise push its tenant back one turn each time (cold-start: the incumbent whose calls expired most
+///   lost the allocation lent when idle to the other, 1.2 starved tenant-minutes).
+/// - When the queue is full (``GatewayConfiguration/maxQueueLength``), an arrival that ranks ahead of its own
+///   tenant's last waiter takes that waiter's place (the displaced one is denied `queue_full`), rather than
+///   being denied itself: it is the newest task's call (or the lowest class) that goes. Other tenants' waiters
+///   are never displaced: how much of the queue each tenant holds is not this rule's business.
 /// - A snapshot, a completion or a release re-examines the queue at once; the passage of time (refill,
 ///   deadlines) is handled by ``pump(now:effects:)`` at ``nextWakeTime()``.
 extension EnforcerState {
@@ -27,11 +53,14 @@ extension EnforcerState {
         onDecision: (@Sendable (Admission) -> Void)?, effects: inout Effects
     ) -> Submission {
         checkLease(now: now, effects: &effects)
+        settleLateWaiters(now: now, effects: &effects)
         let key = TenantKey(tenant: request.tenant, upstream: request.upstream)
         let index = stateIndex(key, now: now)
         let estimate = self.estimate(for: request, learned: index.flatMap { states.values[$0].policy.tokenEstimate })
+        let position = request.lanePosition(at: now)
+        if position.late { statistics.lateCalls += 1 }
         var failure: Failure
-        switch evaluate(request, key: key, at: index, estimate: estimate, now: now, waiting: false) {
+        switch evaluate(request, key: key, at: index, estimate: estimate, now: now, arrival: position) {
         case .admit(let charge):
             let ticket = admit(
                 request, key: key, at: index!, estimate: estimate, charge: charge, now: now, waited: 0)
@@ -48,12 +77,21 @@ extension EnforcerState {
                 + "\(request.taskClass.rawValue) requests"
             queueable = false
         }
+        let rank = request.taskClass.rank
+        var displaced: QueuePlace?
         if queueable, queue.count >= configuration.maxQueueLength {
-            failure.code = "queue_full"
-            failure.message =
-                "the admission queue is full (\(configuration.maxQueueLength) requests); "
-                + failure.message
-            queueable = false
+            if let tail = queue.tailPlace(of: key),
+                tail.rank > rank || (tail.rank == rank && position.precedes(tail.position))
+            {
+                // The newest task's call of this tenant makes room for a call of an older one.
+                displaced = tail
+            } else {
+                failure.code = "queue_full"
+                failure.message =
+                    "the admission queue is full (\(configuration.maxQueueLength) requests); "
+                    + failure.message
+                queueable = false
+            }
         }
         guard queueable, let onDecision else {
             let denial = deny(
@@ -61,9 +99,21 @@ extension EnforcerState {
                 effects: &effects)
             return .decided(.denied(denial))
         }
+        if let displaced {
+            // It gives its turn back (``WaitQueue/removeUnserved(_:)``), which the arrival then takes: a full
+            // queue does not move the tenant's turns.
+            let leaving = leaveUnserved(displaced)
+            var pushedOut = leaving.failure
+            pushedOut.code = "queue_full"
+            pushedOut.message =
+                "the admission queue is full (\(configuration.maxQueueLength) requests) and a call of tenant "
+                + "\(key.tenant) that ranks ahead (an older task or a higher class) took this request's place; "
+                + pushedOut.message
+            finish(leaving, failure: pushedOut, now: now, effects: &effects)
+            statistics.displaced += 1
+        }
         let id = nextID
         nextID += 1
-        let rank = request.taskClass.rank
         let weight = index.map { states.values[$0].policy.queueWeight }.map { $0.isFinite ? max($0, 0.001) : 1 } ?? 1
         var account = queueAccounts[key] ?? QueueAccount()
         let tag = max(virtualTime(rank: rank), account.tag(rank: rank)) + 1 / weight
@@ -72,10 +122,15 @@ extension EnforcerState {
         queueAccounts[key] = account
         let waiter = Waiter(
             id: id, request: request, key: key, estimate: estimate, enqueuedAt: now, deadline: now + maxWait,
-            tag: tag, failure: failure, onDecision: onDecision)
+            tag: tag, failure: failure, onDecision: onDecision, position: position)
         queue.insert(waiter)
         let retryAt = failure.fromRefill ? failure.retryAfter.map { now + $0 } : nil
-        let due = min(waiter.deadline, retryAt ?? .infinity)
+        var due = min(waiter.deadline, retryAt ?? .infinity)
+        if configuration.pastDeadline == .deny, !position.late, let taskDeadline = request.taskDeadline,
+            taskDeadline.isFinite
+        {
+            due = min(due, taskDeadline)
+        }
         queueWake = min(queueWake, due)
         if armedWake.map({ due < $0 }) ?? true { effects.wakeEarlier = true }
         return .queued(id)
@@ -110,6 +165,7 @@ extension EnforcerState {
     /// same sequence of admissions, and the decisions reach their callers in the same order.
     mutating func pump(now: Double, effects: inout Effects) {
         checkLease(now: now, effects: &effects)
+        settleLateWaiters(now: now, effects: &effects)
         guard !queue.isEmpty else {
             queueWake = .infinity
             return
@@ -126,7 +182,7 @@ extension EnforcerState {
             let keyID = queue[place.slot].keyID
             if queue.isBlocked(keyID) {
                 // Behind a waiter of its own pair that stays: listed only because its maximum wait is over.
-                let waiter = queue.remove(place)
+                let waiter = leaveUnserved(place)
                 finish(waiter, failure: expired(waiter), now: now, effects: &effects)
                 continue
             }
@@ -135,7 +191,7 @@ extension EnforcerState {
             let waited = now - waiter.enqueuedAt
             let index = stateIndex(waiter.key, now: now)
             switch evaluate(
-                waiter.request, key: waiter.key, at: index, estimate: waiter.estimate, now: now, waiting: true)
+                waiter.request, key: waiter.key, at: index, estimate: waiter.estimate, now: now, arrival: nil)
             {
             case .admit(let charge):
                 queue.remove(place)
@@ -148,11 +204,11 @@ extension EnforcerState {
                 if let next = queue.head(ofLane: keyID) { visits.push(next) }
             case .deny(let failure):
                 if !failure.limit.isWaitable || failure.code == "zero_allocation" {
-                    queue.remove(place)
+                    leaveUnserved(place)
                     finish(waiter, failure: failure, now: now, effects: &effects)
                     if let next = queue.head(ofLane: keyID) { visits.push(next) }
                 } else if now >= waiter.deadline {
-                    var waiter = queue.remove(place)
+                    var waiter = leaveUnserved(place)
                     waiter.failure = failure
                     finish(waiter, failure: expired(waiter), now: now, effects: &effects)
                     if let next = queue.head(ofLane: keyID) { visits.push(next) }
@@ -166,6 +222,37 @@ extension EnforcerState {
         visits.removeAll()
         pumpVisits = visits
         queueWake = min(due, queue.earliestDeadline())
+        if configuration.pastDeadline == .deny { queueWake = min(queueWake, queue.earliestTaskDeadline()) }
+    }
+
+    /// Deals with the waiters whose task deadline has passed since the last look: with
+    /// ``PastDeadlinePolicy/rankLast`` they move behind their lane's timely waiters of their class, with
+    /// ``PastDeadlinePolicy/deny`` they are denied `deadline_passed` (a tenant in shadow mode only moves them).
+    /// Runs before a pump or an arrival looks at any lane's head, so every decision sees the order as of
+    /// `now`. Each waiter is taken at most once, at O(log waiters + its lane's length), like a decision.
+    mutating func settleLateWaiters(now: Double, effects: inout Effects) {
+        guard queue.hasTaskDeadline(atOrBefore: now) else { return }
+        for slot in queue.takeLateTasks(atOrBefore: now) {
+            let waiter = queue[slot]
+            statistics.lateCalls += 1
+            if configuration.pastDeadline == .deny, !(states[waiter.key]?.policy.shadow ?? false) {
+                let leaving = leaveUnserved(QueuePlace(waiter, slot: slot))
+                finish(leaving, failure: deadlinePassed(leaving.request, now: now), now: now, effects: &effects)
+            } else {
+                queue.markLate(slot: slot)
+            }
+        }
+    }
+
+    /// The denial of a call whose task deadline has passed (``PastDeadlinePolicy/deny``): nothing to retry.
+    func deadlinePassed(_ request: AdmissionRequest, now: Double) -> Failure {
+        let task = request.taskID.map { "task \($0)" } ?? "the task"
+        let ago = EnforcerState.format(max(0, now - (request.taskDeadline ?? now)))
+        return Failure(
+            limit: .deadline, code: "deadline_passed",
+            message: "the deadline of \(task) of tenant \(request.tenant) on \(request.upstream) passed \(ago) s "
+                + "ago; calls of late tasks are not admitted",
+            retryAfter: nil, fromRefill: false, shadowable: true)
     }
 
     private func expired(_ waiter: Waiter) -> Failure {
@@ -187,6 +274,22 @@ extension EnforcerState {
         effects.decisions.append((waiter.onDecision, .denied(denial)))
     }
 
+    /// Takes a waiter that leaves without a ticket out of `queue`, giving its turn in its tenant's schedule
+    /// back (``WaitQueue/removeUnserved(_:)``): the tenant's last tag in the class goes back to the largest it
+    /// still holds there, or one step before the one that left. So a tenant's turns across tenants advance with
+    /// the calls it is served, not with those that expire and come back.
+    @discardableResult
+    private mutating func leaveUnserved(_ place: QueuePlace) -> Waiter {
+        let (waiter, droppedTag, lastTag) = queue.removeUnserved(place)
+        let rank = waiter.request.taskClass.rank
+        if var account = queueAccounts[waiter.key] {
+            let weight = states[waiter.key].map { $0.policy.queueWeight }.map { $0.isFinite ? max($0, 0.001) : 1 } ?? 1
+            account.setTag(min(account.tag(rank: rank), lastTag ?? (droppedTag - 1 / weight)), rank: rank)
+            queueAccounts[waiter.key] = account
+        }
+        return waiter
+    }
+
     /// Updates the waiting counts of a waiter that left the queue (the caller removes it from `queue`).
     private mutating func leaveQueue(_ waiter: Waiter) {
         guard var account = queueAccounts[waiter.key] else { return }
@@ -198,7 +301,7 @@ extension EnforcerState {
     /// denied). False when it already left the queue.
     mutating func cancel(_ id: UInt64, now: Double, effects: inout Effects) -> Bool {
         guard let place = queue.place(of: id) else { return false }
-        let waiter = queue.remove(place)
+        let waiter = leaveUnserved(place)
         leaveQueue(waiter)
         statistics.cancelledWhileQueued += 1
         let waited = now - waiter.enqueuedAt

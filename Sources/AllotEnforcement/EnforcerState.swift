@@ -266,14 +266,42 @@ struct Waiter: Sendable {
     var key: TenantKey
     var estimate: Int
     var enqueuedAt: Double
+    /// When its class's maximum wait is over.
     var deadline: Double
-    /// Weighted-fair-queuing finish tag: orders waiters of one task class across tenants by `queue_weight`.
+    /// Weighted-fair-queuing tag of its place in its tenant's schedule: orders waiters of one task class
+    /// across tenants by `queue_weight`. It belongs to the place, not to the request: when a call of an older
+    /// task goes ahead, the waiters behind it move one place back in the schedule with their tags (see
+    /// ``WaitQueue``), so reordering a tenant's own calls never changes when the tenant is served.
     var tag: Double
+    /// The arrival stamp that goes with `tag` (the id of the waiter that was given the tag): breaks ties
+    /// between equal tags by arrival, across tenants as before.
+    var seq: UInt64
+    /// Its rank among its tenant's waiters of its class (task deadline passed, task start).
+    var position: LanePosition
     /// What blocked it at its last evaluation.
     var failure: Failure
     var onDecision: @Sendable (Admission) -> Void
     /// Its (tenant, upstream)'s lane in ``WaitQueue`` (set when it is inserted there).
     var keyID: Int = 0
+
+    /// - Parameter position: nil for the position of a call without task context arriving at `enqueuedAt`.
+    init(
+        id: UInt64, request: AdmissionRequest, key: TenantKey, estimate: Int, enqueuedAt: Double, deadline: Double,
+        tag: Double, failure: Failure, onDecision: @escaping @Sendable (Admission) -> Void,
+        position: LanePosition? = nil
+    ) {
+        self.id = id
+        self.request = request
+        self.key = key
+        self.estimate = estimate
+        self.enqueuedAt = enqueuedAt
+        self.deadline = deadline
+        self.tag = tag
+        self.seq = id
+        self.position = position ?? LanePosition(late: false, started: enqueuedAt)
+        self.failure = failure
+        self.onDecision = onDecision
+    }
 }
 
 /// What a state change asks the ``Enforcer`` to do once its lock is released.
@@ -440,17 +468,19 @@ struct EnforcerState {
         return states.index(forKey: key)
     }
 
-    /// Evaluates `request` against every limit, in the order: budget `deny`, circuit, task budget, queue order
-    /// (for new arrivals), tenant concurrency, the gateway's own cap, then the RPM and TPM buckets (with the
-    /// burst credit as a second source). The non-waitable limits come first so that a request that can never
-    /// pass is told so at once rather than queued.
+    /// Evaluates `request` against every limit, in the order: budget `deny`, circuit, task budget, a passed
+    /// task deadline (with ``PastDeadlinePolicy/deny``), queue order (for new arrivals, at `arrival`; nil for a
+    /// waiter), tenant concurrency, the gateway's own cap, then the RPM and TPM buckets (with the burst credit
+    /// as a second source). The non-waitable limits come first so that a request that can never pass is told
+    /// so at once rather than queued.
     ///
     /// In `shadow` mode the first failure of the tenant's own limits is recorded and the request is admitted
     /// uncharged — exactly what enforcing would have denied, since a denied request would not have consumed
     /// anything either. Limits that are not the tenant's (an open circuit, the gateway's own cap) apply in
     /// every mode.
     func evaluate(
-        _ request: AdmissionRequest, key: TenantKey, at index: StateIndex?, estimate: Int, now: Double, waiting: Bool
+        _ request: AdmissionRequest, key: TenantKey, at index: StateIndex?, estimate: Int, now: Double,
+        arrival: LanePosition?
     ) -> Verdict {
         guard let index else {
             return .deny(
@@ -502,18 +532,19 @@ struct EnforcerState {
                 if let verdict = check(failure) { return verdict }
             }
         }
-        if !waiting, !queueAccounts.isEmpty, let account = queueAccounts[key],
-            account.waiting.atOrAbove(request.taskClass.rank) > 0
+        if configuration.pastDeadline == .deny, request.isLate(at: now) {
+            if let verdict = check(deadlinePassed(request, now: now)) { return verdict }
+        }
+        let rank = request.taskClass.rank
+        if let arrival, !queueAccounts.isEmpty, let account = queueAccounts[key], account.waiting.atOrAbove(rank) > 0,
+            let head = queue.headPlace(of: key), head.rank < rank || !arrival.precedes(head.position)
         {
-            // Never overtake a waiting request of the same tenant and equal or higher priority: it would take the
-            // tokens the waiter is accumulating for, and a large request could starve behind small ones.
-            // The lane is in service order, task class first, so its head is the most urgent of them.
-            let ahead = queue.head(of: key)
-            var failure =
-                ahead?.failure
-                ?? Failure(
-                    limit: .rpm, code: "rate_limited", message: "", retryAfter: nil, fromRefill: false,
-                    shadowable: false)
+            // Never overtake a waiting request of the same tenant and equal or higher priority (class, then a
+            // task deadline not passed, then an older or the same task): it would take the tokens the waiter is
+            // accumulating for, and a large request could starve behind small ones. The lane is in service
+            // order, so its head is the most urgent of them; an arrival that ranks before it goes on to the
+            // limits (a call of an older task goes first, as one of a higher class does).
+            var failure = queue[head.slot].failure
             failure.message =
                 "requests of tenant \(key.tenant) on \(key.upstream) are queued ahead (\(failure.limit.rawValue))"
             failure.fromRefill = false
@@ -728,7 +759,9 @@ struct EnforcerState {
             } else if !record.rpmBorrowed {
                 states.values[index].rpm.refund(1, at: now)
             }
-            if !idle.isEmpty, idle[record.key.upstream] != nil { idle[record.key.upstream]!.refund(calls: 1, tokens: 0, at: now) }
+            if !idle.isEmpty, idle[record.key.upstream] != nil {
+                idle[record.key.upstream]!.refund(calls: 1, tokens: 0, at: now)
+            }
             refundTokens(record, record.estimate, at: index, now: now)
             if let taskID = ticket.taskID {
                 let taskKey = TaskKey(tenant: record.key.tenant, taskID: taskID)

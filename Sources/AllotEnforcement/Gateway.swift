@@ -138,18 +138,26 @@ public final class Gateway: @unchecked Sendable {
     /// Asks to dispatch a request: returns a ticket at once if the limits allow, else waits in the priority
     /// queue up to the task class's maximum wait, and returns a ticket or a denial. Never waits for the network.
     ///
+    /// Agent frameworks should pass the task context: `taskStartedAt` (when the task's first call was
+    /// admitted; nil before) and `taskDeadline` (epoch seconds, as on ``clock``). Under overload the tenant's
+    /// calls of started tasks then go before those of new tasks, and calls of late tasks stop taking capacity
+    /// from timely ones (``AdmissionRequest/taskStartedAt``, ``GatewayConfiguration/pastDeadline``).
+    ///
     /// - Throws: `CancellationError` if the calling task is cancelled (a ticket granted meanwhile is released).
     public func admit(
         tenant: String, upstream: String, taskClass: TaskClass = .interactive, estimatedTokens: Int? = nil,
-        promptTokens: Int? = nil, taskID: String? = nil, retry: Int = 0
+        promptTokens: Int? = nil, taskID: String? = nil, retry: Int = 0, taskStartedAt: Double? = nil,
+        taskDeadline: Double? = nil
     ) async throws(CancellationError) -> Admission {
         try await admit(
             AdmissionRequest(
                 tenant: tenant, upstream: upstream, taskClass: taskClass, estimatedTokens: estimatedTokens,
-                promptTokens: promptTokens, taskID: taskID, retry: retry))
+                promptTokens: promptTokens, taskID: taskID, retry: retry, taskStartedAt: taskStartedAt,
+                taskDeadline: taskDeadline))
     }
 
-    /// ``admit(tenant:upstream:taskClass:estimatedTokens:promptTokens:taskID:retry:)`` for a prepared request.
+    /// ``admit(tenant:upstream:taskClass:estimatedTokens:promptTokens:taskID:retry:taskStartedAt:taskDeadline:)``
+    /// for a prepared request.
     public func admit(_ request: AdmissionRequest) async throws(CancellationError) -> Admission {
         if Task.isCancelled { throw CancellationError() }
         let enforcer = self.enforcer

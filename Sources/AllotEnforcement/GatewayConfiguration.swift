@@ -37,6 +37,9 @@ public struct GatewayConfiguration: Sendable {
     public var borrowIdle: Bool
     /// The idle buckets' size in seconds of the summed rate (at least the largest tenant's burst). Default 5.
     public var borrowWindow: Double
+    /// What happens to a call whose task deadline (``AdmissionRequest/taskDeadline``) has passed when it
+    /// arrives or while it waits. Default ``PastDeadlinePolicy/rankLast``.
+    public var pastDeadline: PastDeadlinePolicy
     /// Receives notable events (snapshot applied or rejected, lease expired, poll failures, telemetry drops),
     /// for the gateway's logs and metrics. Called synchronously, outside the enforcer's lock.
     public var onEvent: (@Sendable (GatewayEvent) -> Void)?
@@ -55,6 +58,7 @@ public struct GatewayConfiguration: Sendable {
     ///   - taskIdleTimeout: seconds after which an idle task is forgotten.
     ///   - borrowIdle: whether tenants may borrow allocation left idle by others on the same upstream.
     ///   - borrowWindow: the idle buckets' size in seconds of the summed rate.
+    ///   - pastDeadline: what happens to calls of tasks whose deadline has passed.
     ///   - onEvent: event handler.
     public init(
         gatewayID: String,
@@ -63,7 +67,7 @@ public struct GatewayConfiguration: Sendable {
         estimatePercentile: EstimatePercentile = .p50, defaultMaxConcurrency: Int? = nil,
         maxInFlightPerUpstream: Int? = nil, bootstrapLimits: RateLimits? = nil, defaultRetryAfter: Double = 1,
         maxTrackedTasks: Int = 100_000, taskIdleTimeout: Double = 3_600, borrowIdle: Bool = true,
-        borrowWindow: Double = 5,
+        borrowWindow: Double = 5, pastDeadline: PastDeadlinePolicy = .rankLast,
         onEvent: (@Sendable (GatewayEvent) -> Void)? = nil
     ) {
         self.gatewayID = gatewayID
@@ -79,8 +83,27 @@ public struct GatewayConfiguration: Sendable {
         self.taskIdleTimeout = taskIdleTimeout
         self.borrowIdle = borrowIdle
         self.borrowWindow = borrowWindow
+        self.pastDeadline = pastDeadline
         self.onEvent = onEvent
     }
+}
+
+/// What the admission queue does with a call whose task deadline has passed (it arrived late, or its task's
+/// deadline passed while it waited). Either way it no longer takes capacity from the tenant's calls that can
+/// still make their deadlines; the policies differ in whether it may use what those calls leave.
+public enum PastDeadlinePolicy: String, Sendable {
+    /// The call ranks behind every call of its tenant and task class whose task can still make its deadline
+    /// (and behind calls without a deadline), oldest task first among the late ones; it is admitted when the
+    /// tenant has nothing more urgent waiting, and waits or is denied like any other call otherwise. The
+    /// default: the gateway cannot know whether a late answer is worthless (deadlines are often SLOs, and a
+    /// late result usually beats a failed task whose earlier calls were already paid for), and ranking it
+    /// last is work-conserving: it only uses capacity no timely call of its tenant is waiting for.
+    case rankLast = "rank_last"
+    /// The call is denied with code `deadline_passed` (limit ``LimitKind/deadline``, no retry-after): at
+    /// arrival, and when its task's deadline passes while it waits. For callers whose deadlines are hard
+    /// (the result is useless once late), so that a late task stops spending the tenant's allocation at all.
+    /// In `shadow` mode the would-be denial is only counted.
+    case deny
 }
 
 /// Which learned completion-token percentile to reserve before a call.

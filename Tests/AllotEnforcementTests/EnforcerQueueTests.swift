@@ -159,13 +159,26 @@ import Testing
         #expect(submit(enforcer, .make(), now: 1_000, log: log, label: "a") == .queued(2))
         guard
             case .decided(.denied(let denial)) = submit(
-                enforcer, .make(taskClass: .realtime), now: 1_000, log: log, label: "b")
+                enforcer, .make(), now: 1_000, log: log, label: "b")
         else {
             Issue.record("expected queue_full")
             return
         }
         #expect(denial.code == "queue_full")
         #expect(denial.limit == .rpm)
+        // A request of the same tenant that ranks higher takes the place of its lowest-ranked waiter rather than
+        // being denied (TaskAwareQueueTests has the rule in full); another tenant's request is still denied.
+        #expect(submit(enforcer, .make(taskClass: .realtime), now: 1_000, log: log, label: "c") == .queued(3))
+        #expect(log.admission("a")?.denial?.code == "queue_full")
+        for _ in 0..<2 { _ = try enforcer.mustAdmit(.make("globex"), now: 1_000) }  // its default burst
+        guard
+            case .decided(.denied(let other)) = submit(
+                enforcer, .make("globex", taskClass: .realtime), now: 1_000, log: log, label: "d")
+        else {
+            Issue.record("expected queue_full")
+            return
+        }
+        #expect(other.code == "queue_full")
     }
 
     @Test func aCancelledWaiterIsReportedAsQueued() throws {

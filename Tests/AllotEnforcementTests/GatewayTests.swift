@@ -37,6 +37,35 @@ import Testing
         await gateway.stop()
     }
 
+    @Test func waitingAdmissionsOfStartedTasksGoBeforeNewOnes() async throws {
+        let clock = ManualClock(now: 1_000)
+        let gateway = makeGateway(clock: clock, collector: EventCollector())
+        gateway.apply(.make(tenants: [Self.oneRPS]))
+        gateway.start()
+        _ = try await gateway.admit(tenant: "acme", upstream: Snapshot.defaultUpstream)
+        // A new task's call waits first; then a call of a task started at 990 arrives and goes ahead of it.
+        let newTask = Task {
+            try await gateway.admit(tenant: "acme", upstream: Snapshot.defaultUpstream, taskDeadline: 1_060)
+        }
+        #expect(await eventually { gateway.status.queueLength == 1 })
+        let started = Task {
+            try await gateway.admit(
+                tenant: "acme", upstream: Snapshot.defaultUpstream, taskID: "t-1", taskStartedAt: 990,
+                taskDeadline: 1_050)
+        }
+        #expect(await eventually { gateway.status.queueLength == 2 })
+        #expect(await eventually { clock.nextDeadline == 1_001 })
+        clock.advance(by: 1)
+        let first = try #require(try await started.value.ticket)
+        #expect(first.taskID == "t-1")
+        #expect(first.admittedAt == 1_001)
+        #expect(gateway.status.queueLength == 1)
+        #expect(await eventually { clock.nextDeadline == 1_002 })
+        clock.advance(by: 1)
+        #expect(try await newTask.value.ticket?.admittedAt == 1_002)
+        await gateway.stop()
+    }
+
     @Test func cancellingAWaitingAdmissionThrowsAndReportsItAsQueued() async throws {
         let clock = ManualClock(now: 1_000)
         let collector = EventCollector()

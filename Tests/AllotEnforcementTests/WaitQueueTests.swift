@@ -129,6 +129,166 @@ import Testing
         #expect(again.count == heads.count)
     }
 
+    // MARK: Task order within a lane
+
+    static func taskWaiter(
+        id: UInt64, tenant: String = "t", taskClass: TaskClass = .interactive, tag: Double, started: Double,
+        late: Bool = false, taskDeadline: Double? = nil
+    ) -> Waiter {
+        var request = AdmissionRequest.make(tenant, taskClass: taskClass)
+        request.taskStartedAt = started
+        request.taskDeadline = taskDeadline
+        return Waiter(
+            id: id, request: request, key: TenantKey(tenant: tenant, upstream: "u"), estimate: 100, enqueuedAt: 0,
+            deadline: 100, tag: tag,
+            failure: Failure(
+                limit: .rpm, code: "rate_limited", message: "", retryAfter: nil, fromRefill: false,
+                shadowable: false),
+            onDecision: { _ in }, position: LanePosition(late: late, started: started))
+    }
+
+    /// The live places of the lane of `tenant`.
+    static func lane(_ queue: WaitQueue, _ tenant: String = "t") -> [QueuePlace] {
+        let lane = queue.lanes[queue.keyIDs[TenantKey(tenant: tenant, upstream: "u")]!]
+        return Array(lane.places[lane.start...])
+    }
+
+    @Test func aCallOfAnOlderTaskTakesThePairOfThePlaceItTakesAndTheOthersMoveOneBack() {
+        var queue = WaitQueue()
+        queue.insert(Self.taskWaiter(id: 1, tag: 1, started: 10))
+        queue.insert(Self.taskWaiter(id: 2, tag: 2, started: 20))
+        let older = queue.insert(Self.taskWaiter(id: 3, tag: 3, started: 5))
+        // It goes first, with the first place's (tag, seq); the others each move to the next place's.
+        #expect(older.tag == 1 && older.seq == 1)
+        var lane = Self.lane(queue)
+        #expect(lane.map(\.id) == [3, 1, 2])
+        #expect(lane.map(\.tag) == [1, 2, 3])
+        #expect(lane.map(\.seq) == [1, 2, 3])
+        for place in lane { #expect(queue[place.slot].tag == place.tag && queue[place.slot].seq == place.seq) }
+        // Its task becomes late: it moves behind the others, the pairs stay where they are.
+        queue.markLate(slot: older.slot)
+        lane = Self.lane(queue)
+        #expect(lane.map(\.id) == [1, 2, 3])
+        #expect(lane.map(\.tag) == [1, 2, 3])
+        #expect(lane.map(\.position.late) == [false, false, true])
+        // A departure takes its own pair with it.
+        queue.remove(lane[1])
+        lane = Self.lane(queue)
+        #expect(lane.map(\.id) == [1, 3])
+        #expect(lane.map(\.tag) == [1, 3])
+        // A class keeps its own pairs: a batch call of the oldest task goes behind the interactive ones.
+        queue.insert(Self.taskWaiter(id: 4, taskClass: .batch, tag: 1, started: 0))
+        #expect(Self.lane(queue).map(\.id) == [1, 3, 4])
+        #expect(Self.lane(queue).map(\.tag) == [1, 3, 1])
+    }
+
+    @Test func aWaiterLeavingWithoutATicketGivesItsTurnBack() {
+        var queue = WaitQueue()
+        let places = (1...4).map { queue.insert(Self.taskWaiter(id: UInt64($0), tag: Double($0), started: 0)) }
+        queue.insert(Self.taskWaiter(id: 5, taskClass: .batch, tag: 1, started: 0))
+        // The second leaves unserved: the ones behind it move forward, the class's largest pair leaves.
+        var left = queue.removeUnserved(places[1])
+        #expect(left.waiter.id == 2)
+        #expect(left.droppedTag == 4)
+        #expect(left.lastTag == 3)
+        #expect(Self.lane(queue).map(\.id) == [1, 3, 4, 5])
+        #expect(Self.lane(queue).map(\.tag) == [1, 2, 3, 1])
+        #expect(Self.lane(queue).map(\.seq) == [1, 2, 3, 5])
+        for place in Self.lane(queue) { #expect(queue[place.slot].tag == place.tag) }
+        // The head: the same, and the batch class keeps its own.
+        left = queue.removeUnserved(Self.lane(queue)[0])
+        #expect(left.waiter.id == 1 && left.droppedTag == 3 && left.lastTag == 2)
+        #expect(Self.lane(queue).map(\.tag) == [1, 2, 1])
+        // The last of its class: its own pair leaves, and none is left to report for the batch class.
+        left = queue.removeUnserved(Self.lane(queue)[2])
+        #expect(left.waiter.id == 5 && left.droppedTag == 1 && left.lastTag == nil)
+        #expect(Self.lane(queue).map(\.id) == [3, 4])
+        #expect(queue.count == 2)
+    }
+
+    @Test func lanesStayInTaskOrderWithAscendingPairsThroughInsertsRemovalsAndLateMarks() {
+        var queue = WaitQueue()
+        var generator = Generator(state: 17)
+        var waiting: [UInt64: Int] = [:]  // id -> slot
+        var lastTag: [String: Double] = [:]
+        var nextID: UInt64 = 1
+        for round in 0..<600 {
+            let action = generator.next(10)
+            if action < 6 || waiting.isEmpty {
+                // Tags as the enforcer issues them: never below the tenant's last one in the class.
+                let tenant = "t\(generator.next(5))"
+                let taskClass = Self.classes[generator.next(4)]
+                let key = "\(tenant)/\(taskClass)"
+                let tag = (lastTag[key] ?? 0) + Double(generator.next(3))
+                lastTag[key] = tag
+                let place = queue.insert(
+                    Self.taskWaiter(
+                        id: nextID, tenant: tenant, taskClass: taskClass, tag: tag,
+                        started: Double(generator.next(50)), late: generator.next(6) == 0))
+                waiting[nextID] = place.slot
+                nextID += 1
+            } else if action < 9 {
+                let id = waiting.keys.sorted()[generator.next(waiting.count)]
+                let slot = waiting.removeValue(forKey: id)!
+                let place = QueuePlace(queue[slot], slot: slot)
+                if action == 8 {
+                    #expect(queue.removeUnserved(place).waiter.id == id)
+                } else {
+                    #expect(queue.remove(place).id == id)
+                }
+            } else {
+                let id = waiting.keys.sorted()[generator.next(waiting.count)]
+                if !queue[waiting[id]!].position.late { queue.markLate(slot: waiting[id]!) }
+            }
+            if round % 50 == 0 || round == 599 {
+                #expect(queue.count == waiting.count)
+                for keyID in queue.activeLanes {
+                    let lane = Array(queue.lanes[keyID].places[queue.lanes[keyID].start...])
+                    for (earlier, later) in zip(lane, lane.dropFirst()) {
+                        #expect(earlier.precedesInLane(later))
+                        if earlier.rank == later.rank { #expect(earlier.pairPrecedes(later)) }
+                    }
+                    for place in lane {
+                        let waiter = queue[place.slot]
+                        #expect(waiter.id == place.id && waiter.tag == place.tag && waiter.seq == place.seq)
+                        #expect(waiter.position == place.position)
+                    }
+                }
+            }
+        }
+        // Merging the heads gives the global order of the places as they now are.
+        var all: [QueuePlace] = []
+        for keyID in queue.activeLanes {
+            all += queue.lanes[keyID].places[queue.lanes[keyID].start...]
+        }
+        var merged: [UInt64] = []
+        var heads = MinHeap<QueuePlace>()
+        for keyID in queue.activeLanes { heads.push(queue.head(ofLane: keyID)!) }
+        while let place = heads.popMin() {
+            let waiter = queue.remove(place)
+            merged.append(waiter.id)
+            if let next = queue.head(ofLane: waiter.keyID) { heads.push(next) }
+        }
+        #expect(merged == all.sorted().map(\.id))
+        #expect(queue.isEmpty)
+    }
+
+    @Test func lateTasksAreTakenOnceInDeadlineOrder() {
+        var queue = WaitQueue()
+        let a = queue.insert(Self.taskWaiter(id: 1, tag: 1, started: 1, taskDeadline: 30))
+        let b = queue.insert(Self.taskWaiter(id: 2, tag: 2, started: 2, taskDeadline: 20))
+        queue.insert(Self.taskWaiter(id: 3, tag: 3, started: 3))  // no deadline
+        queue.insert(Self.taskWaiter(id: 4, tag: 4, started: 4, late: true, taskDeadline: 5))  // late already
+        let e = queue.insert(Self.taskWaiter(id: 5, tag: 5, started: 5, taskDeadline: 25))
+        #expect(queue.earliestTaskDeadline() == 20)
+        #expect(!queue.hasTaskDeadline(atOrBefore: 19))
+        #expect(queue.hasTaskDeadline(atOrBefore: 20))
+        queue.remove(e)
+        #expect(queue.takeLateTasks(atOrBefore: 40) == [b.slot, a.slot])
+        #expect(queue.takeLateTasks(atOrBefore: 40).isEmpty)
+        #expect(queue.earliestTaskDeadline() == .infinity)
+    }
+
     // MARK: Through the enforcer
 
     static let patient = GatewayConfiguration(gatewayID: "gw-1", maxWait: PerTaskClass(all: 60))

@@ -118,8 +118,13 @@ final class SimulationRun {
             }
             if debug, event.time >= nextReport {
                 nextReport += 60
-                let waiting = gateways.map { ($0.status(now: epoch + event.time).queueLength, $0.statistics.deniedTotal) }
-                FileHandle.standardError.write(Data("t=\(Int(event.time)) events=\(processed) pending=\(queue.count) kinds=\(kinds) waiting=\(waiting)\n".utf8))
+                let waiting = gateways.map {
+                    ($0.status(now: epoch + event.time).queueLength, $0.statistics.deniedTotal)
+                }
+                FileHandle.standardError.write(
+                    Data(
+                        "t=\(Int(event.time)) events=\(processed) pending=\(queue.count) kinds=\(kinds) waiting=\(waiting)\n"
+                            .utf8))
             }
             closeSamples(upTo: event.time)
             now = event.time
@@ -210,11 +215,19 @@ final class SimulationRun {
         let gateway = tenants[tenant].nextGateway(of: gateways.count)
         calls[id].gateway = gateway
         let spec = tenants[tenant].spec
+        // Every call carries its task's context, as an agent framework's gateway client would: the deadline, and
+        // once one of the task's calls has been admitted, when that was (the task's work began then; until then
+        // its calls rank by arrival, like calls of a task not started yet). For each strategy that enforces
+        // per-tenant limits with the gateway library; fifo-backoff is one global FIFO by definition.
+        let task = tasks[call.task]
+        let withContext = strategy != .fifoBackoff
         let request = AdmissionRequest(
             tenant: strategy == .fifoBackoff ? Self.sharedTenant : spec.id, upstream: spec.pool,
             taskClass: strategy == .fifoBackoff ? .batch : spec.task.taskClass,
             estimatedTokens: spec.behaviour == .gaming ? (call.prompt + call.completion) / 2 : nil,
-            promptTokens: call.prompt, taskID: "task-\(call.task)", retry: call.attempts + call.denials)
+            promptTokens: call.prompt, taskID: "task-\(call.task)", retry: call.attempts + call.denials,
+            taskStartedAt: withContext ? task.startedAt.map { epoch + $0 } : nil,
+            taskDeadline: withContext ? epoch + task.deadline : nil)
         let inbox = self.inbox
         let submission = gateways[gateway].submit(request, now: epoch + now) { admission in
             inbox.post(id, admission)
@@ -249,8 +262,10 @@ final class SimulationRun {
                 return
             }
             calls[id].ticket = ticket
+            if tasks[call.task].startedAt == nil { tasks[call.task].startedAt = now }
             let pool = tenants[call.tenant].pool
-            let response = upstreams[pool].attempt(at: now, promptTokens: call.prompt, completionTokens: call.completion)
+            let response = upstreams[pool].attempt(
+                at: now, promptTokens: call.prompt, completionTokens: call.completion)
             calls[id].response = response
             poolCounters[pool].attempts += 1
             queue.push(now + response.latency, .done(id))
@@ -309,7 +324,9 @@ final class SimulationRun {
             let wait: Double
             if spec.behaviour == .gaming {
                 wait = 0.2
-            } else if response.kind == .quota, strategy != .fifoBackoff, let advised = ProviderSignals(headerFields: response.headers, now: epoch + now).retryAfter {
+            } else if response.kind == .quota, strategy != .fifoBackoff,
+                let advised = ProviderSignals(headerFields: response.headers, now: epoch + now).retryAfter
+            {
                 wait = advised * (1 + 0.1 * retryRandom.unit())
             } else {
                 wait = backoff(attempt: calls[id].attempts - 1)
@@ -457,7 +474,9 @@ final class SimulationRun {
                 version: baselineVersion, generatedAt: epoch + now, expiresAt: epoch + 1e9, refreshMs: 5_000,
                 policyVersion: strategy.rawValue,
                 upstreams: scenario.pools.map {
-                    UpstreamEntry(id: $0.id, state: "healthy", capacity: DimensionValues(rpm: $0.declaredRPM, tpm: $0.declaredTPM))
+                    UpstreamEntry(
+                        id: $0.id, state: "healthy", capacity: DimensionValues(rpm: $0.declaredRPM, tpm: $0.declaredTPM)
+                    )
                 },
                 tenants: entries, defaultLimits: none, fallback: Fallback(tenants: [], defaultLimits: none))
             gateway.apply(snapshot, now: epoch + now)
@@ -498,8 +517,9 @@ final class SimulationRun {
 
     private func closeSamples(upTo time: Double) {
         let interval = scenario.sampleIntervalSeconds
-        while Double(sampleIndex + 1) * interval <= time || (time >= scenario.durationSeconds
-            && Double(sampleIndex) * interval < scenario.durationSeconds)
+        while Double(sampleIndex + 1) * interval <= time
+            || (time >= scenario.durationSeconds
+                && Double(sampleIndex) * interval < scenario.durationSeconds)
         {
             let start = Double(sampleIndex) * interval
             let length = min(interval, scenario.durationSeconds - start)
@@ -517,7 +537,8 @@ final class SimulationRun {
                 let counters = tenantCounters[index]
                 tenantSamples.append(
                     TenantSample(
-                        demandRPM: demandRPM, demandTPM: demandTPM, servedRPM: Double(counters.servedRequests) * perMinute,
+                        demandRPM: demandRPM, demandTPM: demandTPM,
+                        servedRPM: Double(counters.servedRequests) * perMinute,
                         servedTPM: counters.servedTokens * perMinute, allocationRPM: allocation[index]?.rpm,
                         allocationTPM: allocation[index]?.tpm, denials: counters.denials,
                         upstream429s: counters.upstream429s))
@@ -554,7 +575,8 @@ final class SimulationRun {
         return total / length
     }
 
-    private func averageCapacity(_ pool: ScenarioPool, from start: Double, length: Double) -> (rpm: Double, tpm: Double) {
+    private func averageCapacity(_ pool: ScenarioPool, from start: Double, length: Double) -> (rpm: Double, tpm: Double)
+    {
         var rpm = 0.0
         var tpm = 0.0
         var t = start
@@ -577,11 +599,15 @@ final class SimulationRun {
         return SimulationTrace(
             scenario: scenario.name, strategy: strategy.rawValue, seed: seed, durationSeconds: scenario.durationSeconds,
             sampleIntervalSeconds: scenario.sampleIntervalSeconds,
-            pools: scenario.pools.map { TracePool(id: $0.id, declaredRPM: $0.declaredRPM, declaredTPM: $0.declaredTPM) },
+            pools: scenario.pools.map {
+                TracePool(id: $0.id, declaredRPM: $0.declaredRPM, declaredTPM: $0.declaredTPM)
+            },
             tenants: tenants.map { tenant in
                 let tier = policy.tier(named: tenant.spec.tier)
                 let pool = scenario.pools[tenant.pool]
-                func quantity(_ q: Quantity?, _ capacity: Double) -> Double? { q.map { $0.resolved(capacity: capacity) } }
+                func quantity(_ q: Quantity?, _ capacity: Double) -> Double? {
+                    q.map { $0.resolved(capacity: capacity) }
+                }
                 return TraceTenant(
                     id: tenant.spec.id, tier: tenant.spec.tier, pool: tenant.spec.pool, weight: tier?.weight ?? 1,
                     floorRPM: quantity(tier?.floor.rpm, pool.declaredRPM) ?? 0,
@@ -663,6 +689,8 @@ struct TaskRun {
     var done = 0
     var finished: Double?
     var failed = false
+    /// When its first call was admitted: its work began then (sent as the calls' `taskStartedAt`).
+    var startedAt: Double?
 
     init(tenant: Int, arrival: Double, deadline: Double, giveUpAt: Double, calls: Int) {
         self.tenant = tenant

@@ -29,13 +29,14 @@ struct MinimalGateway {
             ("acme", .interactive, 1_200), ("globex", .batch, 6_000), ("initech", .realtime, 300),
         ]
         let total = Int(environment["REQUESTS"] ?? "") ?? 200
+        let book = TaskBook()
         await withTaskGroup(of: Void.self) { group in
             for index in 0..<total {
                 if index >= 10 { await group.next() }
                 let tenant = tenants[index % tenants.count]
                 group.addTask {
                     await handle(
-                        gateway, tenant: tenant.id, taskClass: tenant.taskClass, tokens: tenant.tokens,
+                        gateway, book: book, tenant: tenant.id, taskClass: tenant.taskClass, tokens: tenant.tokens,
                         taskID: "\(tenant.id)-task-\(index / 30)")
                 }
             }
@@ -44,18 +45,24 @@ struct MinimalGateway {
         await gateway.stop()
     }
 
-    /// One request through the gateway.
-    static func handle(_ gateway: Gateway, tenant: String, taskClass: TaskClass, tokens: Int, taskID: String) async {
+    /// One request through the gateway, with its agent task's context: when a tenant is over its allocation,
+    /// the calls of its tasks that have started go before those of new tasks, and calls of tasks past their
+    /// deadline stop taking capacity from the others.
+    static func handle(
+        _ gateway: Gateway, book: TaskBook, tenant: String, taskClass: TaskClass, tokens: Int, taskID: String
+    ) async {
+        let context = await book.context(of: taskID, now: gateway.clock.now)
         let admission: Admission
         do {
             admission = try await gateway.admit(
                 tenant: tenant, upstream: "openai/gpt-4o", taskClass: taskClass, estimatedTokens: tokens,
-                taskID: taskID)
+                taskID: taskID, taskStartedAt: context.startedAt, taskDeadline: context.deadline)
         } catch {
             return  // cancelled
         }
         switch admission {
         case .admitted(let ticket):
+            await book.admitted(taskID, at: ticket.admittedAt)
             // ↓ Your upstream call goes here. This stand-in takes 50–250 ms and uses 60–140% of the estimate.
             let started = Date()
             try? await Task.sleep(for: .milliseconds(Int.random(in: 50...250)))
@@ -74,5 +81,23 @@ struct MinimalGateway {
                 "\(tenant): \(denial.suggestedStatus) \(denial.limit.rawValue) retry-after=\(retryAfter) v\(version):",
                 denial.message)
         }
+    }
+}
+
+/// Each agent task's context as the gateway wants it: when its first call was admitted (its work began then;
+/// nil before, so a task that has not got anything yet does not jump ahead of the tenant's started tasks), and
+/// its deadline (here two minutes after its first call was asked for).
+actor TaskBook {
+    private var started: [String: Double] = [:]
+    private var deadlines: [String: Double] = [:]
+
+    func context(of taskID: String, now: Double) -> (startedAt: Double?, deadline: Double) {
+        let deadline = deadlines[taskID] ?? now + 120
+        deadlines[taskID] = deadline
+        return (started[taskID], deadline)
+    }
+
+    func admitted(_ taskID: String, at instant: Double) {
+        if started[taskID] == nil { started[taskID] = instant }
     }
 }
