@@ -148,7 +148,11 @@ extension TenantTrack {
         if advance, let fold = context.fold {
             // A constrained tenant's claim is an input of the level like its measured demand: the level's
             // hysteresis keeps claims that swing with a clumpy tenant's served rate from moving the pool.
-            let claim = !idle ? allocation.flatMap { constrainedClaim(allocation: $0, rules: rules) } : nil
+            let claim =
+                !idle
+                ? allocation.flatMap {
+                    constrainedClaim(allocation: $0, rules: rules, headroom: policy.allocation.demandHeadroom)
+                } : nil
             shown = moveLevel(
                 fold: fold, now: now, rules: rules,
                 windows: (settings.shortWindowSeconds, settings.longWindowSeconds), claim: claim?.claim,
@@ -318,10 +322,13 @@ extension TenantTrack {
     /// dimension that it fills — served, plus one request, at least ``ClassificationRules/constrainedUse`` of
     /// the allocation there (averaged like the served rate), and at least 75 % as much as of the most used
     /// one — and that the denials name (when they name any). It is *blocked* in a dimension whose bucket
-    /// denies at least five times `constrainedDeniedShare` of what it wants. Nil when it claims nothing.
-    private func constrainedClaim(allocation: PerDimension<Double>, rules: ClassificationRules) -> (
-        claim: PerDimension<Double>, blocked: Bool
-    )? {
+    /// denies at least five times `constrainedDeniedShare` of what it wants. A claim is what the tenant was
+    /// served × `(1 + constrainedProbe) / (1 + demand_headroom)` (the engine's headroom on top makes the
+    /// probe's step exactly), and when blocked at least its allocation × `(1 + constrainedProbe)`. Nil when it
+    /// claims nothing.
+    private func constrainedClaim(allocation: PerDimension<Double>, rules: ClassificationRules, headroom: Double)
+        -> (claim: PerDimension<Double>, blocked: Bool)?
+    {
         let wanted = max((wantedShort ?? demandShort).rpm, 1)
         let unnamed = deniedUnnamed ?? 0
         let byLimit = deniedByLimit ?? PerDimension(0)
@@ -351,7 +358,12 @@ extension TenantTrack {
             // only waits in gateway queues claims what it was served (its own allocation and what it
             // borrowed) plus the probe: clumps that meet the bucket wait too, and claims on the allocation
             // ratcheted such tenants up tick after tick while they used less.
-            let served = (servedShort[dimension] + perRequest[dimension]) * (1 + rules.constrainedProbe)
+            // The engine adds `demand_headroom` to every demand; for a tenant that only waits the probe is the
+            // whole step its claim asks for, so the claim leaves the headroom out (served × 1.25 became an
+            // allocation of served × 1.5, and clumpy tenants that were served all they asked for took that
+            // from the rest). A blocked tenant's claim keeps it: its requests are being refused.
+            let served =
+                (servedShort[dimension] + perRequest[dimension]) * (1 + rules.constrainedProbe) / (1 + max(0, headroom))
             return blocked[dimension] ? max(served, allocation[dimension] * (1 + rules.constrainedProbe)) : served
         }
         let claim = PerDimension(rpm: claimed(.rpm), tpm: claimed(.tpm))
