@@ -267,7 +267,8 @@ extension TenantTrack {
             let spread = max(noise[dimension], modelled).squareRoot()
             let input = max(rate, claim?[dimension] ?? 0)
             shown[dimension] = input
-            guard level != nil else {
+            // Within its first short window a track is still learning what it wants: the level follows.
+            guard level != nil, (foldedSeconds ?? .infinity) >= shortWindow else {
                 current[dimension] = input
                 continue
             }
