@@ -214,7 +214,8 @@ extension TenantTrack {
             trend: demandLong.rpm > 0 ? demandShort.rpm / demandLong.rpm - 1 : 0, lastActivityAt: lastActivityAt,
             samples: samples, retryRatio: eventsLong > 0 ? retriesLong / eventsLong : 0, queueWaitP95Ms: queueWait.p95,
             completionTokensP50: completionTokens.p50, completionTokensP95: completionTokens.p95, starved: starved,
-            starvedSince: starved ? starvingSince : nil, gatewayShares: gatewayShares(rules: rules),
+            starvedSince: starved ? starvingSince : nil, gatewayShares: gatewayShares(
+                rules: rules, sparse: demandShort.rpm * settings.shortWindowSeconds / 60 < rules.sparseSamples),
             gatewayServed: gatewayServed())
         return Classification(observation: observation, status: status, alerts: alerts)
     }
@@ -397,8 +398,19 @@ extension TenantTrack {
     /// Each gateway's share of the tenant's demand: the short-window EWMAs normalised, every gateway
     /// lifted to `minimumGatewayShare` (a gateway that just started seeing the tenant has almost no
     /// history yet still needs a slice), then normalised again so the shares sum to 1.
-    private func gatewayShares(rules: ClassificationRules) -> [String: Double] {
+    ///
+    /// A sparse tenant (fewer than `sparseSamples` requests in the short window) has no share worth the
+    /// name: where its last task's few calls happened to land is noise, and a gateway that got one of them
+    /// would hold a sliver of its slice while the next task's calls land there too. Its gateways share
+    /// evenly.
+    private func gatewayShares(rules: ClassificationRules, sparse: Bool) -> [String: Double] {
         guard !gateways.isEmpty else { return [:] }
+        if sparse {
+            let even = 1 / Double(gateways.count)
+            var shares = [String: Double](minimumCapacity: gateways.count)
+            for gateway in gateways { shares[gateway.name] = even }
+            return shares
+        }
         var total = 0.0
         for gateway in gateways { total += gateway.demand }
         func lifted(_ gateway: GatewayTrack) -> Double {
