@@ -48,6 +48,20 @@ import Testing
         }
     }
 
+    /// The capacity drop from a provider that states no limit: the new limit is found from the refusals
+    /// alone (one settled slice in which a quarter or more was refused measures it), and probing after the
+    /// cut steps in units of the estimate, not of the declared capacity twice the real one.
+    @Test func blindCapacityDropAllotFindsTheLimitFromRefusals() async throws {
+        let report = try await report("blind-capacity-drop")
+        #expect(report.headlineWinner == "allot")
+        let allot = try metrics(report, "allot")
+        #expect(allot.upstream429Rate <= 0.01)
+        #expect((allot.utilisation ?? 0) >= 0.95)
+        for baseline in ["static", "fifo-backoff", "equal-split"] {
+            #expect(try metrics(report, baseline).upstream429Rate > 0.05, "\(baseline)")
+        }
+    }
+
     /// A token-heavy tenant and request-heavy ones share a pool: `allot` allocates both dimensions,
     /// starves least, and stays above 95% utilisation (every tenant in its binding dimension). (Seed 1: 3.0
     /// starved tenant-minutes against static's 5.5, 95.5%. A burst of 30k-token calls meeting the provider's

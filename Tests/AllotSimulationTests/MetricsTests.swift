@@ -13,26 +13,32 @@ import Testing
 
     /// Two tenants of one pool (true 100 rpm / 100,000 tpm), four 15-s intervals.
     static func trace(
-        served: [(Double, Double)], allocations: [(Double?, Double?)], denials: Int = 1, demand: (Double, Double) = (80, 80)
+        served: [(Double, Double)], allocations: [(Double?, Double?)], denials: Int = 1,
+        demand: (Double, Double) = (80, 80)
     ) -> SimulationTrace {
         let samples = served.indices.map { k in
             TraceSample(
                 start: Double(k) * 15,
                 pools: [
                     PoolSample(
-                        trueRPM: 100, trueTPM: 100_000, demandRPM: demand.0 + demand.1, demandTPM: (demand.0 + demand.1) * 1000,
+                        trueRPM: 100, trueTPM: 100_000, demandRPM: demand.0 + demand.1,
+                        demandTPM: (demand.0 + demand.1) * 1000,
                         servedRPM: served[k].0 + served[k].1, servedTPM: (served[k].0 + served[k].1) * 1000,
                         upstreamAttempts: 10, upstream429s: k == 0 ? 1 : 0, upstreamOverloaded: 0, estimatedRPM: nil,
                         estimatedTPM: nil)
                 ],
                 tenants: [
                     TenantSample(
-                        demandRPM: demand.0, demandTPM: demand.0 * 1000, servedRPM: served[k].0, servedTPM: served[k].0 * 1000,
-                        allocationRPM: allocations[k].0, allocationTPM: allocations[k].0.map { $0 * 1000 }, denials: denials,
+                        demandRPM: demand.0, demandTPM: demand.0 * 1000, servedRPM: served[k].0,
+                        servedTPM: served[k].0 * 1000,
+                        allocationRPM: allocations[k].0, allocationTPM: allocations[k].0.map { $0 * 1000 },
+                        denials: denials,
                         upstream429s: 0),
                     TenantSample(
-                        demandRPM: demand.1, demandTPM: demand.1 * 1000, servedRPM: served[k].1, servedTPM: served[k].1 * 1000,
-                        allocationRPM: allocations[k].1, allocationTPM: allocations[k].1.map { $0 * 1000 }, denials: denials,
+                        demandRPM: demand.1, demandTPM: demand.1 * 1000, servedRPM: served[k].1,
+                        servedTPM: served[k].1 * 1000,
+                        allocationRPM: allocations[k].1, allocationTPM: allocations[k].1.map { $0 * 1000 },
+                        denials: denials,
                         upstream429s: 0),
                 ])
         }
@@ -58,7 +64,8 @@ import Testing
 
     @Test func fairRunIsNotStarvedAndFullyUsed() {
         let metrics = RunMetrics(
-            trace: Self.trace(served: Array(repeating: (50, 50), count: 4), allocations: Array(repeating: (50, 50), count: 4)))
+            trace: Self.trace(
+                served: Array(repeating: (50, 50), count: 4), allocations: Array(repeating: (50, 50), count: 4)))
         #expect(metrics.utilisation == 1)
         #expect(metrics.upstream429Rate == 1.0 / 40)
         #expect(metrics.starvationTenantMinutes == 0)
@@ -75,14 +82,16 @@ import Testing
     @Test func starvedTenantIsCountedOverTheTrailingMinute() {
         // Entitled 50 each; b gets 10 (< 0.7 × 50) while throttled, in the one full 60-s window.
         let metrics = RunMetrics(
-            trace: Self.trace(served: Array(repeating: (90, 10), count: 4), allocations: Array(repeating: (90, 10), count: 4)))
+            trace: Self.trace(
+                served: Array(repeating: (90, 10), count: 4), allocations: Array(repeating: (90, 10), count: 4)))
         #expect(metrics.starvationTenantMinutes == 0.25)  // one 15-s interval with a full window behind it
         let jain = metrics.tiers["standard"]!.jain!
         #expect(abs(jain - (2.0 * 2.0) / (2 * (1.8 * 1.8 + 0.2 * 0.2))) < 1e-12)
         // Without throttling (no denials, no 429s) a tenant that got little did not want more.
         let quiet = RunMetrics(
             trace: Self.trace(
-                served: Array(repeating: (90, 10), count: 4), allocations: Array(repeating: (90, 10), count: 4), denials: 0))
+                served: Array(repeating: (90, 10), count: 4), allocations: Array(repeating: (90, 10), count: 4),
+                denials: 0))
         #expect(quiet.starvationTenantMinutes == 0)
     }
 
@@ -94,7 +103,8 @@ import Testing
                 served: Array(repeating: (50, 50), count: 4), allocations: [(50, 50), (70, 30), (50, 50), (50, 50)]))
         #expect(abs(metrics.totalVariation! - 80) < 1e-9)
         let none = RunMetrics(
-            trace: Self.trace(served: Array(repeating: (50, 50), count: 4), allocations: Array(repeating: (nil, nil), count: 4)))
+            trace: Self.trace(
+                served: Array(repeating: (50, 50), count: 4), allocations: Array(repeating: (nil, nil), count: 4)))
         #expect(none.totalVariation == nil)
     }
 

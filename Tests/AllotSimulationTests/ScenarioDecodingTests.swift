@@ -9,17 +9,17 @@ func scenarioJSON(
 ) -> String {
     let pools =
         pools ?? """
-        [{"id": "openai/gpt-4o", "provider": "openai", "declared_rpm": 600, "declared_tpm": 1000000,
-          "capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}]}]
-        """
+            [{"id": "openai/gpt-4o", "provider": "openai", "declared_rpm": 600, "declared_tpm": 1000000,
+              "capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}]}]
+            """
     let tenants =
         tenants ?? """
-        [{"id": "acme", "count": 2, "tier": "premium", "pool": "openai/gpt-4o",
-          "arrivals": [{"at_s": 0, "tasks_per_min": 6}],
-          "task": {"class": "interactive", "calls": {"min": 2, "max": 4}, "parallelism": 2,
-                   "prompt_tokens": {"mean": 500, "sd": 100}, "completion_tokens": {"mean": 100, "sd": 20},
-                   "deadline_s": 60}}]
-        """
+            [{"id": "acme", "count": 2, "tier": "premium", "pool": "openai/gpt-4o",
+              "arrivals": [{"at_s": 0, "tasks_per_min": 6}],
+              "task": {"class": "interactive", "calls": {"min": 2, "max": 4}, "parallelism": 2,
+                       "prompt_tokens": {"mean": 500, "sd": 100}, "completion_tokens": {"mean": 100, "sd": 20},
+                       "deadline_s": 60}}]
+            """
     return """
         {"name": "tiny", "description": "test", "headline": {"metric": "utilisation", "better": "higher"},
          "duration_s": \(duration), "pools": \(pools), "tenants": \(tenants)\(extra)}
@@ -45,16 +45,17 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
     }
 
     @Test func everyBuiltInDecodes() throws {
-        #expect(Scenario.builtinNames.count >= 9)
+        #expect(Scenario.builtinNames.count >= 10)
         for name in [
             "night-collision", "silent-starvation", "capacity-drop", "cold-start", "gaming", "burst-vs-sustained",
-            "tpm-vs-rpm", "noisy-signals", "fleet-hour",
+            "tpm-vs-rpm", "noisy-signals", "fleet-hour", "blind-capacity-drop",
         ] {
             let scenario = try Scenario.builtin(named: name)
             #expect(scenario.name == name)
         }
         #expect(try Scenario.builtin(named: "fleet-hour").tenants.count == 50)
         #expect(try Scenario.builtin(named: "fleet-hour").durationSeconds == 3600)
+        #expect(try Scenario.builtin(named: "blind-capacity-drop").pools.allSatisfy { $0.headerMissing == 1 })
     }
 
     @Test(arguments: [
@@ -89,7 +90,10 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
             scenarioJSON().replacingOccurrences(of: #""metric": "utilisation""#, with: #""metric": "slo_attainment""#),
             "headline.tier", "missing: slo_attainment is measured per tier"
         ),
-        (scenarioJSON().replacingOccurrences(of: #""count": 2, "#, with: #""count": "two", "#), "tenants[0].count", "must be an integer, not string"),
+        (
+            scenarioJSON().replacingOccurrences(of: #""count": 2, "#, with: #""count": "two", "#), "tenants[0].count",
+            "must be an integer, not string"
+        ),
     ])
     func rejectsWithThePathAndReason(text: String, path: String, reason: String) {
         do {

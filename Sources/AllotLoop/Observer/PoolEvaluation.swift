@@ -62,19 +62,26 @@ struct PoolEvaluation {
 
         /// Served per minute over the slices that saw quota errors for `dimension` (or unattributed
         /// ones, when `unattributed`) and ended by `settledBefore`: the rate the upstream delivered while
-        /// it was refusing more. Nil until at least `minimumSlices` such slices have settled: refusals in
-        /// one or two slices are as likely the edge of a burst meeting the provider's bucket (the rate
-        /// was fine, the burst was not) as a lower limit, and the slice that holds a burst's refusals
-        /// holds few of its requests; a limit below our rate keeps refusing, slice after slice. Newer slices are left out because their count of served attempts is
-        /// not complete yet: an event carries its admission time but is reported when the upstream has
-        /// answered, and a refusal answers at once while a success takes the call's latency — the newest
-        /// slices hold their 429s but not yet all their successes, and would read as a collapse.
+        /// it was refusing more.
+        ///
+        /// - Newer slices are left out: an event carries its admission time but is reported when the
+        ///   upstream has answered, and a refusal answers at once while a success takes the call's
+        ///   latency — the newest slices hold their 429s but not yet all their successes, and would read
+        ///   as a collapse.
+        /// - Nil until at least `minimumSlices` such slices have settled, unless the provider refused at
+        ///   least `heavyShare` of the attempts in them: a few refusals in one or two slices are as likely
+        ///   the edge of a burst meeting the provider's bucket (the rate was fine, the burst was not) as a
+        ///   lower limit, while a limit well below our rate refuses a large share at once, and keeps
+        ///   refusing slice after slice.
         func throttledRate(
-            _ dimension: RateDimension, unattributed: Bool, settledBefore: Double, width: Double, minimumSlices: Int
+            _ dimension: RateDimension, unattributed: Bool, settledBefore: Double, width: Double, minimumSlices: Int,
+            heavyShare: Double
         ) -> Double? {
             var served = 0.0
             var span = 0.0
             var count = 0
+            var refused = 0
+            var attempts = 0
             for (slice, seconds) in slices
             where (slice.quota(dimension) > 0 || (unattributed && slice.quotaUnattributed > 0))
                 && Double(slice.index + 1) * width <= settledBefore
@@ -82,8 +89,13 @@ struct PoolEvaluation {
                 served += dimension == .rpm ? slice.servedRequests : slice.servedTokens
                 span += seconds
                 count += 1
+                refused += Int(slice.outcomes[Outcome.quotaExhausted.ordinal])
+                for outcome in Outcome.allCases where outcome.reachedUpstream {
+                    attempts += Int(slice.outcomes[outcome.ordinal])
+                }
             }
-            return count >= minimumSlices && span > 0 ? served / span * 60 : nil
+            let heavy = attempts > 0 && Double(refused) >= heavyShare * Double(attempts)
+            return (count >= minimumSlices || (count > 0 && heavy)) && span > 0 ? served / span * 60 : nil
         }
     }
 
@@ -151,6 +163,12 @@ struct PoolEvaluation {
     /// Settled throttled slices a served-while-throttled measurement needs (see `ShortWindow.throttledRate`);
     /// before that a cut is `decrease_factor` alone.
     static let minimumThrottledSlices = 3
+    /// …unless the provider refused at least this share of the attempts in the settled throttled slices and
+    /// states no limit in its headers: then one settles it (a burst meeting the provider's bucket refused
+    /// 2–14 % in the simulator's scenarios; a limit halved under our rate refuses a third and more). A
+    /// provider that states its limit is believed first: the refusals right after it lowered it are the
+    /// requests admitted under the old one.
+    static let heavyRefusalShare = 0.25
 
     /// - Parameter latencyP95: the short window's p95 latency of served attempts (ms): how long the
     ///   newest slices' successes may still be on their way (see `ShortWindow.throttledRate`).
@@ -233,7 +251,9 @@ struct PoolEvaluation {
                 evidence.map { $0 >= now - short } ?? false
                 ? window.throttledRate(
                     dimension, unattributed: binding[dimension], settledBefore: settledBefore, width: width,
-                    minimumSlices: Self.minimumThrottledSlices) : nil
+                    minimumSlices: Self.minimumThrottledSlices,
+                    heavyShare: (pool.headerLimitAt[dimension] ?? -Double.infinity) >= now - short
+                        ? .infinity : Self.heavyRefusalShare) : nil
             if let evidence, pool.lastDecreaseAt[dimension] != nil,
                 evidence <= pool.holdUntil[dimension] ?? -Double.infinity, let served, max(floor, served) < estimate
             {
@@ -272,9 +292,14 @@ struct PoolEvaluation {
                 let stated =
                     (pool.headerLimitAt[dimension] ?? -Double.infinity) >= now - short ? ceiling : nil
                 let gap = stated.map { max(0, $0 - estimate) } ?? 0
-                let step =
-                    max(settings.probeStep * (pool.reference[dimension] ?? estimate), settings.probeRecover * gap)
-                    * elapsed / 60
+                // Without any stated limit, after a quota cut within the long window the step is a share of the
+                // estimate, not of the declared capacity: a declared capacity twice the real one made every
+                // probe overshoot by a tenth a minute (blind capacity drop: 107 of 243 refusals).
+                let measured =
+                    pool.headerLimit[dimension] == nil
+                    && (pool.lastDecreaseAt[dimension] ?? -Double.infinity) >= now - settings.longWindowSeconds
+                let unit = measured ? estimate : (pool.reference[dimension] ?? estimate)
+                let step = max(settings.probeStep * unit, settings.probeRecover * gap) * elapsed / 60
                 let raised = min(ceiling ?? .infinity, estimate + step)
                 pool.estimate[dimension] = raised
                 pool.lastAction[dimension] = CapacityAction(

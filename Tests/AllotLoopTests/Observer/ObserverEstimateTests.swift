@@ -216,6 +216,67 @@ struct ObserverEstimateTests {
         #expect(status.estimate.rpm == 950)
     }
 
+    /// 60 served per 5 s for 50 s, then a slice where the provider refuses `refused` of 40 attempts: 40 − refused
+    /// served. Without headers unless `limit` is given.
+    static func heavyRefusals(
+        _ script: inout TelemetryScript, t0: Double, refused: Int, limit: Int64? = nil
+    ) -> [StoredEvent] {
+        let signals = limit.map { F.openAI(limitRequests: $0) } ?? EventSignals()
+        var events = script.spread(600, from: t0 - 60, to: t0 - 10) { script, at in
+            script.event(at: at, latencyMs: 300, signals: signals)
+        }
+        events += script.spread(40, from: t0 - 10, to: t0 - 5) { script, at in
+            let index = Int(((at - (t0 - 10)) * 8).rounded())
+            return index < refused
+                ? script.event(at: at, outcome: .quotaExhausted, status: 429, errorType: "rate_limit_exceeded")
+                : script.event(at: at, latencyMs: 300, signals: signals)
+        }
+        return events
+    }
+
+    @Test func aProviderRefusingAQuarterOrMoreWithoutHeadersIsMeasuredAtOnce() throws {
+        // No headers (Google states no limit): 20 of 40 refused in one settled slice — a limit halved under our
+        // rate, not the edge of a burst. The served rate there (20 per 5 s) is the estimate at once.
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
+        var report = estimation.observe(script.delta { Self.heavyRefusals(&$0, t0: t0, refused: 20) }, now: t0)
+        #expect(F.status(report)?.estimate.rpm == 240)
+        // A few refusals (4 of 40) in one slice are the edge of a burst: the multiplicative decrease alone.
+        script = TelemetryScript()
+        estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
+        report = estimation.observe(script.delta { Self.heavyRefusals(&$0, t0: t0, refused: 4) }, now: t0)
+        #expect(F.status(report)?.estimate.rpm == 950)
+        // A provider that states its limit is believed first: refusals right after it are requests admitted
+        // under the old one, and one slice does not measure it.
+        script = TelemetryScript()
+        estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
+        report = estimation.observe(
+            script.delta { Self.heavyRefusals(&$0, t0: t0, refused: 20, limit: 1000) }, now: t0)
+        #expect(F.status(report)?.estimate.rpm == 950)
+    }
+
+    @Test func withoutAStatedLimitAProbeAfterACutStepsInUnitsOfTheEstimate() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
+        _ = estimation.observe(script.delta { Self.heavyRefusals(&$0, t0: t0, refused: 20) }, now: t0)
+        // The minute after the last refusal (t0 − 7.5 s), then traffic at 96 % of the estimate: +5 % of 240 per
+        // minute, not of the declared 1000 (which would overshoot the real limit by a fifth a minute).
+        var estimate = 240.0
+        for tick in 1...24 {
+            let now = t0 + Double(tick) * 5
+            let report = estimation.observe(
+                script.delta { Self.traffic(&$0, perSlice: Int((estimate * 0.96 / 12).rounded(.up)), from: now - 5) },
+                now: now)
+            let next = try #require(F.status(report)?.estimate.rpm)
+            if tick <= 10 {
+                #expect(next == 240, "tick \(tick)")
+            } else {
+                #expect(abs(next - estimate * (1 + 0.05 * 5 / 60)) < 1e-9, "tick \(tick)")
+            }
+            estimate = next
+        }
+    }
+
     @Test func neverCutsBelowTheFloor() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
