@@ -601,7 +601,7 @@ public struct ConsumptionClassification: Sendable {
         for account in trackAccount { used[account] = true }
         guard used.contains(false) else { return }
         let horizon = now - policy.loop.forgetAfterSeconds
-        for task in taskTable.infos { if let index = accountByTenant[task.tenant] { used[index] = true } }
+        taskTable.forEachInfo { task in if let index = accountByTenant[task.tenant] { used[index] = true } }
         let idle = stored.accounts.indices.filter { index in
             !used[index] && stored.accounts[index].spent.allSatisfy { $0 == 0 }
                 && (stored.accounts[index].lastSpendAt ?? -Double.infinity) < horizon
@@ -671,7 +671,10 @@ public struct ConsumptionClassification: Sendable {
         // Expired tasks are swept once a minute, at the first tick of each UTC minute (a full scan of
         // the table; deterministic across restarts), overflow at once.
         let sweep = (now / 60).rounded(.down) != (previousTick / 60).rounded(.down)
-        if (sweep && taskTable.oldestSeen < expiry) || taskTable.count > rules.maximumTrackedTasks {
+        if (sweep && taskTable.oldestSeen < expiry) || taskTable.count > rules.maximumTrackedTasks,
+            !taskTable.retain(seenSince: expiry, maximum: rules.maximumTrackedTasks)
+        {
+            // Only for a restored table holding two tasks with the same hash (see `TaskTable.retain`).
             var tasks = taskTable.tasks.filter { $0.lastSeenAt >= expiry }
             if tasks.count > rules.maximumTrackedTasks {
                 let keep = tasks.indices.sorted {
@@ -683,15 +686,15 @@ public struct ConsumptionClassification: Sendable {
         }
         let running = now - policy.classifier.shortWindowSeconds
         var alerts: [LoopAlert] = []
-        taskTable.forEachExceeded(seenSince: running) { info, slot in
+        taskTable.forEachExceeded(seenSince: running) { info, counter in
             let budget = policy.taskBudgets[info.taskClass]
             let limits = budget.map { " (budget \($0.maxCalls) calls, \($0.maxTokens) tokens)" } ?? ""
             alerts.append(
                 LoopAlert(
                     kind: "runaway_task", severity: .warning, upstream: info.upstream, tenant: info.tenant,
                     message: "task \(info.task) (\(info.taskClass.rawValue)) of \(info.tenant) fanned out into "
-                        + "\(slot.calls) calls and \(slot.tokens) tokens\(limits)",
-                    since: slot.exceededAt))
+                        + "\(counter.calls) calls and \(counter.tokens) tokens\(limits)",
+                    since: counter.exceededAt))
         }
         return alerts.sorted { ($0.tenant ?? "", $0.message) < ($1.tenant ?? "", $1.message) }
     }

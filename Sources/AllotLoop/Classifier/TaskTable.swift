@@ -3,25 +3,34 @@ import AllotCore
 /// Runaway-task counters (SPEC 6): calls and tokens per tenant and `task_id`, updated for every event
 /// that carries a `task_id` (a third of the traffic in an agentic workload, or all of it).
 ///
-/// Open addressing with linear probing over one flat array of counters keyed by a 64-bit hash of
-/// the tenant and the task id: an update touches one slot (one cache line), with no standard-library
-/// string hashing and no key storage to chase. The names live apart in `infos`, read only for alerts
-/// and persistence.
+/// The tasks are *entries* in the order they were first seen: their counters in one flat array
+/// (`counters`), their names apart in `infos` (read only for alerts and persistence). An open
+/// addressing table with linear probing (`slots`) maps a 64-bit hash of the tenant and the task id
+/// to the entry: an update is a probe in a small array of hashes and one counter, with no
+/// standard-library string hashing and no key storage to chase.
+///
+/// Why the counters are not in the hash slots: a workload with more live tasks than the Classifier
+/// keeps (`ClassificationRules.maximumTrackedTasks`) trims the table every tick, and the trim reads
+/// every task's last sighting. In entry order that is one sequential pass; through the hash table it
+/// was a random access per task, plus a rebuild of the whole table, which cost more than all the
+/// rest of the Classifier's tick. A trim leaves holes in the entries (removed, their names
+/// released) that are squeezed out once they are a fifth of the table.
 ///
 /// A task is identified by its hash alone. Two distinct tasks colliding would share a counter; with
 /// 64 bits the chance is about n²/2⁶⁵ (≈ 10⁻¹⁰ for 65,000 live tasks), far below any other error in
 /// runaway detection, so the strings are not compared.
 struct TaskTable: Sendable {
-    /// One task's counters. `hash == 0` marks an empty slot (hashes are never 0).
-    struct Slot: Sendable {
-        var hash: UInt64 = 0
+    /// One task's counters. `hash == 0` marks a removed entry (hashes are never 0).
+    struct Counter: Sendable {
+        var hash: UInt64
         var tokens: Int64 = 0
-        var lastSeenAt: Double = 0
+        var lastSeenAt: Double
         /// When it first exceeded its budget; NaN while it has not.
         var exceededAt: Double = .nan
         var calls: Int32 = 0
-        /// Position of its names in `infos`.
-        var info: Int32 = 0
+        /// A restored task whose hash a later restored task took (see `init(_:account:)`): listed,
+        /// never counted.
+        var orphan = false
     }
 
     /// What a task is, for alerts and persistence.
@@ -34,29 +43,51 @@ struct TaskTable: Sendable {
         var firstSeenAt: Double
     }
 
+    /// An entry of the hash table. `hash == 0` marks an empty slot.
+    private struct Slot: Sendable {
+        var hash: UInt64 = 0
+        var entry: Int32 = 0
+    }
+
     private var slots: [Slot] = []
-    private(set) var infos: [Info] = []
+    private var counters: [Counter] = []
+    private var infos: [Info] = []
+    /// Entries not removed (orphans included), and orphans.
+    private(set) var count = 0
+    private var orphans = 0
     /// Hashes of the tasks that exceeded their budget (few), so alerts need no full scan.
     private var exceeded: [UInt64] = []
 
-    var count: Int { infos.count }
-
     init() {}
 
-    /// The table holding `tasks` (as persisted).
+    /// The table holding `tasks` (as persisted), in their order.
+    ///
+    /// Two tasks with the same hash (the same tenant and task id twice in a saved state) keep the
+    /// later one's counters, as the table always has; the earlier stays listed as an orphan, with no
+    /// counts.
     init(_ tasks: [TaskTrack], account: (String) -> Int) {
         reserve(tasks.count)
+        counters.reserveCapacity(tasks.count)
+        infos.reserveCapacity(tasks.count)
         for task in tasks {
             let hash = Self.hash(account: Int32(account(task.tenant)), task: task.task)
             let position = insertionSlot(hash)
-            slots[position] = Slot(
-                hash: hash, tokens: task.tokens, lastSeenAt: task.lastSeenAt, exceededAt: task.exceededAt ?? .nan,
-                calls: Int32(clamping: task.calls), info: Int32(infos.count))
+            if slots[position].hash == hash {
+                let earlier = Int(slots[position].entry)
+                counters[earlier] = Counter(hash: hash, lastSeenAt: infos[earlier].firstSeenAt, orphan: true)
+                orphans += 1
+            }
+            slots[position] = Slot(hash: hash, entry: Int32(counters.count))
+            counters.append(
+                Counter(
+                    hash: hash, tokens: task.tokens, lastSeenAt: task.lastSeenAt, exceededAt: task.exceededAt ?? .nan,
+                    calls: Int32(clamping: task.calls)))
             if task.exceededAt != nil { exceeded.append(hash) }
             infos.append(
                 Info(
                     tenant: task.tenant, task: task.task, upstream: task.upstream, taskClass: task.taskClass,
                     firstSeenAt: task.firstSeenAt))
+            count += 1
         }
     }
 
@@ -81,20 +112,23 @@ struct TaskTable: Sendable {
     mutating func count(
         _ hash: UInt64, tokens: Int64, at: Double, budget: (calls: Int, tokens: Int64), info: () -> Info
     ) -> Bool {
-        if (infos.count + 1) * 2 > slots.count { reserve(max(8, infos.count)) }
+        if (count - orphans + 1) * 2 > slots.count { reserve(max(8, count)) }
         let position = insertionSlot(hash)
         let new = slots[position].hash == 0
         if new {
-            slots[position] = Slot(hash: hash, lastSeenAt: at, info: Int32(infos.count))
+            slots[position] = Slot(hash: hash, entry: Int32(counters.count))
+            counters.append(Counter(hash: hash, lastSeenAt: at))
             infos.append(info())
+            count += 1
         }
-        slots[position].calls &+= 1
-        slots[position].tokens &+= tokens
-        if at > slots[position].lastSeenAt { slots[position].lastSeenAt = at }
-        if slots[position].exceededAt.isNaN,
-            Int(slots[position].calls) > budget.calls || slots[position].tokens > budget.tokens
+        let entry = Int(slots[position].entry)
+        counters[entry].calls &+= 1
+        counters[entry].tokens &+= tokens
+        if at > counters[entry].lastSeenAt { counters[entry].lastSeenAt = at }
+        if counters[entry].exceededAt.isNaN,
+            Int(counters[entry].calls) > budget.calls || counters[entry].tokens > budget.tokens
         {
-            slots[position].exceededAt = at
+            counters[entry].exceededAt = at
             exceeded.append(hash)
         }
         return new
@@ -102,36 +136,175 @@ struct TaskTable: Sendable {
 
     /// Every task, in the order they were first seen.
     var tasks: [TaskTrack] {
-        var result = infos.map { info in
-            TaskTrack(
+        var result: [TaskTrack] = []
+        result.reserveCapacity(count)
+        for entry in counters.indices where counters[entry].hash != 0 {
+            let counter = counters[entry]
+            let info = infos[entry]
+            var task = TaskTrack(
                 tenant: info.tenant, task: info.task, taskClass: info.taskClass, upstream: info.upstream,
                 firstSeenAt: info.firstSeenAt, lastSeenAt: info.firstSeenAt)
-        }
-        for slot in slots where slot.hash != 0 {
-            let index = Int(slot.info)
-            result[index].calls = Int(slot.calls)
-            result[index].tokens = slot.tokens
-            result[index].lastSeenAt = slot.lastSeenAt
-            result[index].exceededAt = slot.exceededAt.isNaN ? nil : slot.exceededAt
+            if !counter.orphan {
+                task.calls = Int(counter.calls)
+                task.tokens = counter.tokens
+                task.lastSeenAt = counter.lastSeenAt
+                task.exceededAt = counter.exceededAt.isNaN ? nil : counter.exceededAt
+            }
+            result.append(task)
         }
         return result
     }
 
+    /// Calls `body` with every task's names, in the order they were first seen.
+    func forEachInfo(_ body: (Info) -> Void) {
+        for entry in counters.indices where counters[entry].hash != 0 { body(infos[entry]) }
+    }
+
     /// Calls `body` for each task that exceeded its budget and was seen at or after `since`.
-    func forEachExceeded(seenSince since: Double, _ body: (Info, Slot) -> Void) {
+    func forEachExceeded(seenSince since: Double, _ body: (Info, Counter) -> Void) {
         guard !slots.isEmpty else { return }
         for hash in exceeded {
             let slot = slots[insertionSlot(hash)]
-            if slot.hash == hash, slot.lastSeenAt >= since { body(infos[Int(slot.info)], slot) }
+            guard slot.hash == hash else { continue }
+            let counter = counters[Int(slot.entry)]
+            if counter.lastSeenAt >= since { body(infos[Int(slot.entry)], counter) }
         }
     }
 
     /// The oldest `lastSeenAt`, to decide cheaply whether anything expired.
     var oldestSeen: Double {
         var oldest = Double.infinity
-        for slot in slots where slot.hash != 0 && slot.lastSeenAt < oldest { oldest = slot.lastSeenAt }
+        for counter in counters where counter.hash != 0 && !counter.orphan && counter.lastSeenAt < oldest {
+            oldest = counter.lastSeenAt
+        }
         return oldest
     }
+
+    // MARK: Trimming
+
+    /// Keeps the tasks seen at or after `since`, at most `maximum` of them — the most recently seen,
+    /// and among tasks seen at the same time the first seen — in their order: the table that
+    /// `TaskTable(tasks)` gives for `tasks` filtered and trimmed that way, with the same counters and
+    /// the same order of `exceeded` (see the type's note on why not that rebuild).
+    ///
+    /// Returns false, changing nothing, when the table holds orphans (two restored tasks' hashes
+    /// collided); the caller then rebuilds from `tasks`, which decides that case.
+    mutating func retain(seenSince since: Double, maximum: Int) -> Bool {
+        guard orphans == 0 else { return false }
+        // The cut-off: every task seen after `cutoff` is kept, and of those seen at `cutoff` the
+        // first `ties`.
+        var cutoff = since
+        var ties = Int.max
+        var recent = 0
+        for counter in counters where counter.hash != 0 && counter.lastSeenAt >= since { recent += 1 }
+        if recent > maximum, maximum <= 0 {
+            cutoff = .infinity
+            ties = 0
+        } else if recent > maximum {
+            var seen: [Double] = []
+            seen.reserveCapacity(recent)
+            for counter in counters where counter.hash != 0 && counter.lastSeenAt >= since {
+                seen.append(counter.lastSeenAt)
+            }
+            cutoff = Self.select(&seen, rank: recent - maximum)
+            var newer = 0
+            for value in seen where value > cutoff { newer += 1 }
+            ties = maximum - newer
+        }
+
+        exceeded.removeAll(keepingCapacity: true)
+        for entry in counters.indices where counters[entry].hash != 0 {
+            let counter = counters[entry]
+            var keep = counter.lastSeenAt >= since && counter.lastSeenAt >= cutoff
+            if keep, counter.lastSeenAt == cutoff {
+                keep = ties > 0
+                ties -= 1
+            }
+            if keep {
+                if !counter.exceededAt.isNaN { exceeded.append(counter.hash) }
+            } else {
+                removeSlot(counter.hash)
+                counters[entry].hash = 0
+                infos[entry] = Info(tenant: "", task: "", upstream: "", taskClass: .batch, firstSeenAt: 0)
+                count -= 1
+            }
+        }
+        if (counters.count - count) * 5 > counters.count { compact() }
+        return true
+    }
+
+    /// The value at position `rank` (0-based) of `values` sorted ascending, reordering `values`
+    /// (a selection: expected linear time; none of the values is NaN).
+    static func select(_ values: inout [Double], rank: Int) -> Double {
+        precondition(rank >= 0 && rank < values.count)
+        var low = 0
+        var high = values.count  // the rank lies in low..<high
+        while high - low > 16 {
+            // Median of three as the pivot, then a three-way partition: [< pivot][= pivot][> pivot]
+            // (timestamps repeat, so equal values must not make a side empty forever).
+            let a = values[low]
+            let b = values[low + (high - low) / 2]
+            let c = values[high - 1]
+            let pivot = max(min(a, b), min(max(a, b), c))
+            var less = low
+            var index = low
+            var greater = high
+            while index < greater {
+                let value = values[index]
+                if value < pivot {
+                    values.swapAt(less, index)
+                    less += 1
+                    index += 1
+                } else if value > pivot {
+                    greater -= 1
+                    values.swapAt(index, greater)
+                } else {
+                    index += 1
+                }
+            }
+            if rank < less {
+                high = less
+            } else if rank >= greater {
+                low = greater
+            } else {
+                return pivot
+            }
+        }
+        values[low..<high].sort()
+        return values[rank]
+    }
+
+    /// Squeezes the removed entries out (order kept), into arrays sized for what is left so a table
+    /// that overflowed returns its memory, and renumbers the slots in one pass (a smaller hash table
+    /// is rebuilt instead when this one is more than twice the size it needs).
+    private mutating func compact() {
+        var renumbered = [Int32](repeating: -1, count: counters.count)
+        var keptCounters: [Counter] = []
+        var keptInfos: [Info] = []
+        // Room for the entries that arrive until the next compaction (a fifth more) without growing.
+        keptCounters.reserveCapacity(count + count / 4 + 16)
+        keptInfos.reserveCapacity(count + count / 4 + 16)
+        for entry in counters.indices where counters[entry].hash != 0 {
+            renumbered[entry] = Int32(keptCounters.count)
+            keptCounters.append(counters[entry])
+            keptInfos.append(infos[entry])
+        }
+        counters = keptCounters
+        infos = keptInfos
+        if slots.count > 4 * max(8, count) {
+            slots = []
+            reserve(count)
+            for (entry, counter) in counters.enumerated() {
+                slots[insertionSlot(counter.hash)] = Slot(hash: counter.hash, entry: Int32(entry))
+            }
+        } else {
+            for position in slots.indices where slots[position].hash != 0 {
+                slots[position].entry = renumbered[Int(slots[position].entry)]
+            }
+        }
+    }
+
+    // MARK: Hash table
 
     private func insertionSlot(_ hash: UInt64) -> Int {
         let mask = slots.count - 1
@@ -140,10 +313,30 @@ struct TaskTable: Sendable {
         return position
     }
 
-    /// Room for `extra` more tasks at a load factor of at most one half.
+    /// Removes `hash` (which must be present) by backward shifting: each later slot of the probe run
+    /// whose home is not between the hole and itself moves into the hole, so lookups never need
+    /// tombstones.
+    private mutating func removeSlot(_ hash: UInt64) {
+        let mask = slots.count - 1
+        var hole = insertionSlot(hash)
+        var next = (hole + 1) & mask
+        while slots[next].hash != 0 {
+            let home = Int(truncatingIfNeeded: slots[next].hash) & mask
+            // Distances along the probe order: `next` may fill the hole when its home is no later
+            // than the hole (seen from `next`).
+            if (next &- home) & mask >= (next &- hole) & mask {
+                slots[hole] = slots[next]
+                hole = next
+            }
+            next = (next + 1) & mask
+        }
+        slots[hole] = Slot()
+    }
+
+    /// Room for `extra` more tasks than are in the hash table, at a load factor of at most one half.
     private mutating func reserve(_ extra: Int) {
         var size = max(16, slots.count)
-        while size < (infos.count + extra) * 2 { size *= 2 }
+        while size < (count - orphans + extra) * 2 { size *= 2 }
         guard size > slots.count else { return }
         let old = slots
         slots = [Slot](repeating: Slot(), count: size)
