@@ -238,9 +238,9 @@ public struct ConsumptionClassification: Sendable {
             alerts.append(contentsOf: result.alerts)
         }
         if let fold {
-            gatewaySamples.removeAll(keepingCapacity: true)
-            completionSamples.removeAll(keepingCapacity: true)
-            queueSamples.removeAll(keepingCapacity: true)
+            Self.clearForReuse(&gatewaySamples)
+            Self.clearForReuse(&completionSamples)
+            Self.clearForReuse(&queueSamples)
             for index in stored.accounts.indices { stored.accounts[index].fold(fold) }
             stored.lastClassifyAt = now
         }
@@ -265,7 +265,6 @@ public struct ConsumptionClassification: Sendable {
         let monthStart = BudgetWindow.month.interval(containing: now).start
         let nearEmpty = Double(rules.nearEmptyTokens)
         let scale = LogLinearScale.compact
-        records.removeAll(keepingCapacity: true)
         records.reserveCapacity(delta.events.count)
         delta.events.withUnsafeBufferPointer { events in
             for position in events.indices {
@@ -315,6 +314,7 @@ public struct ConsumptionClassification: Sendable {
             }
             // The task counters in a tight loop of their own: their table is large and touched at
             // random, and a short loop body lets the processor overlap those cache misses.
+            taskTable.reserve(newTasks: taskSamples.count)
             for sample in taskSamples {
                 let taskClass = events[Int(sample.event)].taskClass
                 taskTable.count(
@@ -326,9 +326,17 @@ public struct ConsumptionClassification: Sendable {
                         taskClass: taskClass, firstSeenAt: sample.at)
                 }
             }
-            taskSamples.removeAll(keepingCapacity: true)
+            Self.clearForReuse(&taskSamples)
         }
         count(records, hourStart: hourStart, dayStart: dayStart, monthStart: monthStart)
+        Self.clearForReuse(&records)
+    }
+
+    /// Empties a buffer that every tick refills, keeping its storage for the next tick unless a
+    /// large tick (catching up on a backlog: 250,000 events) left it above a mebibyte, which would
+    /// otherwise stay resident for the life of the process.
+    private static func clearForReuse<Element>(_ buffer: inout [Element]) {
+        buffer.removeAll(keepingCapacity: buffer.capacity * MemoryLayout<Element>.stride <= 1 << 20)
     }
 
     /// The second pass: the compact records into the per-track counters.

@@ -4,7 +4,7 @@ import AllotCore
 /// that carries a `task_id` (a third of the traffic in an agentic workload, or all of it).
 ///
 /// The tasks are *entries* in the order they were first seen: their counters in one flat array
-/// (`counters`), their names apart in `infos` (read only for alerts and persistence). An open
+/// (`counters`), their names apart in `names` (read only for alerts and persistence). An open
 /// addressing table with linear probing (`slots`) maps a 64-bit hash of the tenant and the task id
 /// to the entry: an update is a probe in a small array of hashes and one counter, with no
 /// standard-library string hashing and no key storage to chase.
@@ -43,6 +43,15 @@ struct TaskTable: Sendable {
         var firstSeenAt: Double
     }
 
+    /// An ``Info`` as stored: the tenant and upstream as a position in `keys` (tasks are many, the
+    /// tenants and upstreams they belong to few), 32 bytes instead of 64.
+    private struct Name: Sendable {
+        var task: String
+        var key: Int32
+        var taskClass: TaskClass
+        var firstSeenAt: Double
+    }
+
     /// An entry of the hash table. `hash == 0` marks an empty slot.
     private struct Slot: Sendable {
         var hash: UInt64 = 0
@@ -51,7 +60,10 @@ struct TaskTable: Sendable {
 
     private var slots: [Slot] = []
     private var counters: [Counter] = []
-    private var infos: [Info] = []
+    private var names: [Name] = []
+    /// The tenants and upstreams of the tasks, and their positions.
+    private var keys: [AllocationKey] = []
+    private var keyIndex: [AllocationKey: Int32] = [:]
     /// Entries not removed (orphans included), and orphans.
     private(set) var count = 0
     private var orphans = 0
@@ -66,15 +78,13 @@ struct TaskTable: Sendable {
     /// later one's counters, as the table always has; the earlier stays listed as an orphan, with no
     /// counts.
     init(_ tasks: [TaskTrack], account: (String) -> Int) {
-        reserve(tasks.count)
-        counters.reserveCapacity(tasks.count)
-        infos.reserveCapacity(tasks.count)
+        reserve(newTasks: tasks.count)
         for task in tasks {
             let hash = Self.hash(account: Int32(account(task.tenant)), task: task.task)
             let position = insertionSlot(hash)
             if slots[position].hash == hash {
                 let earlier = Int(slots[position].entry)
-                counters[earlier] = Counter(hash: hash, lastSeenAt: infos[earlier].firstSeenAt, orphan: true)
+                counters[earlier] = Counter(hash: hash, lastSeenAt: names[earlier].firstSeenAt, orphan: true)
                 orphans += 1
             }
             slots[position] = Slot(hash: hash, entry: Int32(counters.count))
@@ -83,10 +93,11 @@ struct TaskTable: Sendable {
                     hash: hash, tokens: task.tokens, lastSeenAt: task.lastSeenAt, exceededAt: task.exceededAt ?? .nan,
                     calls: Int32(clamping: task.calls)))
             if task.exceededAt != nil { exceeded.append(hash) }
-            infos.append(
-                Info(
-                    tenant: task.tenant, task: task.task, upstream: task.upstream, taskClass: task.taskClass,
-                    firstSeenAt: task.firstSeenAt))
+            names.append(
+                name(
+                    Info(
+                        tenant: task.tenant, task: task.task, upstream: task.upstream, taskClass: task.taskClass,
+                        firstSeenAt: task.firstSeenAt)))
             count += 1
         }
     }
@@ -112,13 +123,13 @@ struct TaskTable: Sendable {
     mutating func count(
         _ hash: UInt64, tokens: Int64, at: Double, budget: (calls: Int, tokens: Int64), info: () -> Info
     ) -> Bool {
-        if (count - orphans + 1) * 2 > slots.count { reserve(max(8, count)) }
+        if (count - orphans + 1) * 2 > slots.count { reserve(newTasks: max(8, count)) }
         let position = insertionSlot(hash)
         let new = slots[position].hash == 0
         if new {
             slots[position] = Slot(hash: hash, entry: Int32(counters.count))
             counters.append(Counter(hash: hash, lastSeenAt: at))
-            infos.append(info())
+            names.append(name(info()))
             count += 1
         }
         let entry = Int(slots[position].entry)
@@ -140,7 +151,7 @@ struct TaskTable: Sendable {
         result.reserveCapacity(count)
         for entry in counters.indices where counters[entry].hash != 0 {
             let counter = counters[entry]
-            let info = infos[entry]
+            let info = self.info(entry)
             var task = TaskTrack(
                 tenant: info.tenant, task: info.task, taskClass: info.taskClass, upstream: info.upstream,
                 firstSeenAt: info.firstSeenAt, lastSeenAt: info.firstSeenAt)
@@ -157,7 +168,7 @@ struct TaskTable: Sendable {
 
     /// Calls `body` with every task's names, in the order they were first seen.
     func forEachInfo(_ body: (Info) -> Void) {
-        for entry in counters.indices where counters[entry].hash != 0 { body(infos[entry]) }
+        for entry in counters.indices where counters[entry].hash != 0 { body(info(entry)) }
     }
 
     /// Calls `body` for each task that exceeded its budget and was seen at or after `since`.
@@ -167,8 +178,27 @@ struct TaskTable: Sendable {
             let slot = slots[insertionSlot(hash)]
             guard slot.hash == hash else { continue }
             let counter = counters[Int(slot.entry)]
-            if counter.lastSeenAt >= since { body(infos[Int(slot.entry)], counter) }
+            if counter.lastSeenAt >= since { body(info(Int(slot.entry)), counter) }
         }
+    }
+
+    private func info(_ entry: Int) -> Info {
+        let name = names[entry]
+        let key = keys[Int(name.key)]
+        return Info(
+            tenant: key.tenant, task: name.task, upstream: key.upstream, taskClass: name.taskClass,
+            firstSeenAt: name.firstSeenAt)
+    }
+
+    private mutating func name(_ info: Info) -> Name {
+        let key = AllocationKey(tenant: info.tenant, upstream: info.upstream)
+        var index = keyIndex[key]
+        if index == nil {
+            index = Int32(keys.count)
+            keys.append(key)
+            keyIndex[key] = index
+        }
+        return Name(task: info.task, key: index!, taskClass: info.taskClass, firstSeenAt: info.firstSeenAt)
     }
 
     /// The oldest `lastSeenAt`, to decide cheaply whether anything expired.
@@ -225,7 +255,7 @@ struct TaskTable: Sendable {
             } else {
                 removeSlot(counter.hash)
                 counters[entry].hash = 0
-                infos[entry] = Info(tenant: "", task: "", upstream: "", taskClass: .batch, firstSeenAt: 0)
+                names[entry].task = ""
                 count -= 1
             }
         }
@@ -274,26 +304,40 @@ struct TaskTable: Sendable {
         return values[rank]
     }
 
-    /// Squeezes the removed entries out (order kept), into arrays sized for what is left so a table
-    /// that overflowed returns its memory, and renumbers the slots in one pass (a smaller hash table
-    /// is rebuilt instead when this one is more than twice the size it needs).
+    /// Squeezes the removed entries out (order kept) into arrays sized for what is left, so a table
+    /// that overflowed returns its memory; drops the tenants and upstreams no task refers to any
+    /// more; renumbers the hash slots in one pass, or rebuilds a smaller hash table when this one is
+    /// more than twice the size it needs.
     private mutating func compact() {
         var renumbered = [Int32](repeating: -1, count: counters.count)
         var keptCounters: [Counter] = []
-        var keptInfos: [Info] = []
+        var keptNames: [Name] = []
+        var keptKeys: [AllocationKey] = []
+        var newKey = [Int32](repeating: -1, count: keys.count)
         // Room for the entries that arrive until the next compaction (a fifth more) without growing.
         keptCounters.reserveCapacity(count + count / 4 + 16)
-        keptInfos.reserveCapacity(count + count / 4 + 16)
+        keptNames.reserveCapacity(count + count / 4 + 16)
         for entry in counters.indices where counters[entry].hash != 0 {
             renumbered[entry] = Int32(keptCounters.count)
             keptCounters.append(counters[entry])
-            keptInfos.append(infos[entry])
+            var name = names[entry]
+            let key = Int(name.key)
+            if newKey[key] < 0 {
+                newKey[key] = Int32(keptKeys.count)
+                keptKeys.append(keys[key])
+            }
+            name.key = newKey[key]
+            keptNames.append(name)
         }
         counters = keptCounters
-        infos = keptInfos
+        names = keptNames
+        if keptKeys != keys {
+            keys = keptKeys
+            keyIndex = Dictionary(uniqueKeysWithValues: keys.enumerated().map { ($1, Int32($0)) })
+        }
         if slots.count > 4 * max(8, count) {
             slots = []
-            reserve(count)
+            reserve(newTasks: 0)
             for (entry, counter) in counters.enumerated() {
                 slots[insertionSlot(counter.hash)] = Slot(hash: counter.hash, entry: Int32(entry))
             }
@@ -333,10 +377,18 @@ struct TaskTable: Sendable {
         slots[hole] = Slot()
     }
 
-    /// Room for `extra` more tasks than are in the hash table, at a load factor of at most one half.
-    private mutating func reserve(_ extra: Int) {
+    /// Room for `newTasks` more tasks: the hash table at a load factor of at most one half, and the
+    /// entries' arrays grown once to their size rather than by doubling (the Classifier reserves
+    /// for a tick's task calls before counting them; a catch-up tick brings 250,000).
+    mutating func reserve(newTasks: Int) {
+        let needed = counters.count + newTasks
+        if needed > counters.capacity {
+            let capacity = max(needed, counters.capacity + counters.capacity / 2)
+            counters.reserveCapacity(capacity)
+            names.reserveCapacity(capacity)
+        }
         var size = max(16, slots.count)
-        while size < (count - orphans + extra) * 2 { size *= 2 }
+        while size < (count - orphans + newTasks) * 2 { size *= 2 }
         guard size > slots.count else { return }
         let old = slots
         slots = [Slot](repeating: Slot(), count: size)

@@ -74,14 +74,15 @@ struct TaskTableTests {
         func contains(tenant: String, task: String) -> Bool { positions[[tenant, task]] != nil }
 
         mutating func count(
-            tenant: String, task: String, tokens: Int64, at: Double, budget: (calls: Int, tokens: Int64)
+            tenant: String, task: String, upstream: String, tokens: Int64, at: Double,
+            budget: (calls: Int, tokens: Int64)
         ) {
             var index = positions[[tenant, task]]
             if index == nil {
                 positions[[tenant, task]] = tasks.count
                 tasks.append(
                     TaskTrack(
-                        tenant: tenant, task: task, taskClass: .interactive, upstream: "pool", firstSeenAt: at,
+                        tenant: tenant, task: task, taskClass: .interactive, upstream: upstream, firstSeenAt: at,
                         lastSeenAt: at))
                 index = tasks.count - 1
             }
@@ -136,7 +137,9 @@ struct TaskTableTests {
         var now = 0.0
         for round in 0..<60 {
             for _ in 0..<(tasks / 3) {
-                let tenant = "tenant-\(generator.next(5))"
+                // Tenants come and go (their names leave the table with their last task).
+                let tenant = "tenant-\(generator.next(5) + round / 10)"
+                let upstream = "pool-\(generator.next(2))"
                 let task = "task-\(generator.next(tasks))"
                 let tokens = Int64(generator.next(2_000))
                 let at = now + Double(generator.next(4))
@@ -146,10 +149,11 @@ struct TaskTableTests {
                     budget: budget
                 ) {
                     TaskTable.Info(
-                        tenant: tenant, task: task, upstream: "pool", taskClass: .interactive, firstSeenAt: at)
+                        tenant: tenant, task: task, upstream: upstream, taskClass: .interactive, firstSeenAt: at)
                 }
                 #expect(isNew == !reference.contains(tenant: tenant, task: task))
-                reference.count(tenant: tenant, task: task, tokens: tokens, at: at, budget: budget)
+                reference.count(
+                    tenant: tenant, task: task, upstream: upstream, tokens: tokens, at: at, budget: budget)
             }
             now += 2
             let since = round % 4 == 0 ? now - 10 : -.infinity
