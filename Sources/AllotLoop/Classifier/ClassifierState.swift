@@ -16,7 +16,7 @@ public struct ClassifierState: Sendable, Hashable, Codable {
     /// Spend per tenant.
     var accounts: [SpendAccount]
     /// Calls and tokens per `task_id` (each names its tenant and task).
-    var tasks: [TaskTrack]
+    @TaskColumns var tasks: [TaskTrack]
     /// Upstreams charged at the default price, by id.
     var unpriced: [String: UnpricedUsage]
     /// Histogram weights grow as `exp((now − epoch) / long window)` instead of decaying every bucket
