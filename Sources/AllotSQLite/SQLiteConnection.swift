@@ -243,6 +243,9 @@ public final class SQLiteConnection {
     private func checkIn(_ statement: SQLiteStatement) {
         statement.isInUse = false
         statement.reset()
+        // A cached statement otherwise keeps its bound values until its next use: SQLite's copies
+        // of large blobs (the loop's checkpoint, tens of MB) stayed resident between checkpoints.
+        statement.clearBindings()
     }
 
     // MARK: Running SQL

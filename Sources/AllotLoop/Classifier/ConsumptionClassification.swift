@@ -77,6 +77,8 @@ public struct ConsumptionClassification: Sendable {
     /// The tick's compact event records (see `ingest`).
     private var records: [EventRecord] = []
     private var taskBudgets: [(calls: Int, tokens: Int64)] = []
+    /// Events per chunk of `ingest` (512 KiB of records); tests make it small.
+    var ingestChunk = 16_384
     /// `stored.accounts` indices in tenant order; nil after accounts were removed; new ones wait in
     /// `unorderedAccounts` (like `order`).
     private var accountOrder: [Int]?
@@ -238,9 +240,9 @@ public struct ConsumptionClassification: Sendable {
             alerts.append(contentsOf: result.alerts)
         }
         if let fold {
-            gatewaySamples.removeAll(keepingCapacity: true)
-            completionSamples.removeAll(keepingCapacity: true)
-            queueSamples.removeAll(keepingCapacity: true)
+            Self.clearForReuse(&gatewaySamples)
+            Self.clearForReuse(&completionSamples)
+            Self.clearForReuse(&queueSamples)
             for index in stored.accounts.indices { stored.accounts[index].fold(fold) }
             stored.lastClassifyAt = now
         }
@@ -259,16 +261,43 @@ public struct ConsumptionClassification: Sendable {
     /// delta's events — several hundred bytes each — and keeps what the counters need in a compact
     /// record per event; the second applies the records to the per-track counters, whose table then
     /// stays in cache instead of being evicted by the event stream.
+    ///
+    /// Both passes go a chunk of `ingestChunk` events at a time (a steady tick is one chunk): a
+    /// catch-up tick's 250,000 records and task calls held at once were 16 MB more at the loop's
+    /// peak. Every counter still sees its events in order, so the result is the same.
     private mutating func ingest(_ delta: TelemetryDelta, now: Double) {
         let hourStart = BudgetWindow.hour.interval(containing: now).start
         let dayStart = BudgetWindow.day.interval(containing: now).start
         let monthStart = BudgetWindow.month.interval(containing: now).start
         let nearEmpty = Double(rules.nearEmptyTokens)
         let scale = LogLinearScale.compact
-        records.removeAll(keepingCapacity: true)
-        records.reserveCapacity(delta.events.count)
+        let chunk = max(1, ingestChunk)
+        records.reserveCapacity(min(delta.events.count, chunk))
         delta.events.withUnsafeBufferPointer { events in
+            // The task counters in a tight loop of their own: their table is large and touched at
+            // random, and a short loop body lets the processor overlap those cache misses.
+            func countTasks() {
+                taskTable.reserve(newTasks: taskSamples.count)
+                for sample in taskSamples {
+                    let taskClass = events[Int(sample.event)].taskClass
+                    taskTable.count(
+                        sample.hash, tokens: sample.tokens, at: sample.at, budget: taskBudgets[taskClass.ordinal],
+                        keyHint: Int(sample.track)
+                    ) {
+                        let key = stored.tracks[Int(sample.track)].key
+                        return TaskTable.Info(
+                            tenant: key.tenant, task: events[Int(sample.event)].taskID ?? "", upstream: key.upstream,
+                            taskClass: taskClass, firstSeenAt: sample.at)
+                    }
+                }
+                taskSamples.removeAll(keepingCapacity: true)
+            }
             for position in events.indices {
+                if records.count == chunk {
+                    count(records, hourStart: hourStart, dayStart: dayStart, monthStart: monthStart)
+                    records.removeAll(keepingCapacity: true)
+                }
+                if taskSamples.count == chunk { countTasks() }
                 guard let index = trackIndex(events[position].tenant, events[position].upstream, delta: delta, now: now)
                 else { continue }
                 let outcome = events[position].outcome
@@ -323,22 +352,17 @@ public struct ConsumptionClassification: Sendable {
                             track: Int32(index)))
                 }
             }
-            // The task counters in a tight loop of their own: their table is large and touched at
-            // random, and a short loop body lets the processor overlap those cache misses.
-            for sample in taskSamples {
-                let taskClass = events[Int(sample.event)].taskClass
-                taskTable.count(
-                    sample.hash, tokens: sample.tokens, at: sample.at, budget: taskBudgets[taskClass.ordinal]
-                ) {
-                    let key = stored.tracks[Int(sample.track)].key
-                    return TaskTable.Info(
-                        tenant: key.tenant, task: events[Int(sample.event)].taskID ?? "", upstream: key.upstream,
-                        taskClass: taskClass, firstSeenAt: sample.at)
-                }
-            }
-            taskSamples.removeAll(keepingCapacity: true)
+            countTasks()
         }
         count(records, hourStart: hourStart, dayStart: dayStart, monthStart: monthStart)
+        records.removeAll(keepingCapacity: true)
+    }
+
+    /// Empties a buffer that every tick refills, keeping its storage for the next tick unless a
+    /// large tick (catching up on a backlog: 250,000 events) left it above a mebibyte, which would
+    /// otherwise stay resident for the life of the process.
+    private static func clearForReuse<Element>(_ buffer: inout [Element]) {
+        buffer.removeAll(keepingCapacity: buffer.capacity * MemoryLayout<Element>.stride <= 1 << 20)
     }
 
     /// The second pass: the compact records into the per-track counters.
@@ -628,7 +652,7 @@ public struct ConsumptionClassification: Sendable {
         for account in trackAccount { used[account] = true }
         guard used.contains(false) else { return }
         let horizon = now - policy.loop.forgetAfterSeconds
-        for task in taskTable.infos { if let index = accountByTenant[task.tenant] { used[index] = true } }
+        taskTable.forEachInfo { task in if let index = accountByTenant[task.tenant] { used[index] = true } }
         let idle = stored.accounts.indices.filter { index in
             !used[index] && stored.accounts[index].spent.allSatisfy { $0 == 0 }
                 && (stored.accounts[index].lastSpendAt ?? -Double.infinity) < horizon
@@ -698,7 +722,10 @@ public struct ConsumptionClassification: Sendable {
         // Expired tasks are swept once a minute, at the first tick of each UTC minute (a full scan of
         // the table; deterministic across restarts), overflow at once.
         let sweep = (now / 60).rounded(.down) != (previousTick / 60).rounded(.down)
-        if (sweep && taskTable.oldestSeen < expiry) || taskTable.count > rules.maximumTrackedTasks {
+        if (sweep && taskTable.oldestSeen < expiry) || taskTable.count > rules.maximumTrackedTasks,
+            !taskTable.retain(seenSince: expiry, maximum: rules.maximumTrackedTasks)
+        {
+            // Only for a restored table holding two tasks with the same hash (see `TaskTable.retain`).
             var tasks = taskTable.tasks.filter { $0.lastSeenAt >= expiry }
             if tasks.count > rules.maximumTrackedTasks {
                 let keep = tasks.indices.sorted {
@@ -710,15 +737,15 @@ public struct ConsumptionClassification: Sendable {
         }
         let running = now - policy.classifier.shortWindowSeconds
         var alerts: [LoopAlert] = []
-        taskTable.forEachExceeded(seenSince: running) { info, slot in
+        taskTable.forEachExceeded(seenSince: running) { info, counter in
             let budget = policy.taskBudgets[info.taskClass]
             let limits = budget.map { " (budget \($0.maxCalls) calls, \($0.maxTokens) tokens)" } ?? ""
             alerts.append(
                 LoopAlert(
                     kind: "runaway_task", severity: .warning, upstream: info.upstream, tenant: info.tenant,
                     message: "task \(info.task) (\(info.taskClass.rawValue)) of \(info.tenant) fanned out into "
-                        + "\(slot.calls) calls and \(slot.tokens) tokens\(limits)",
-                    since: slot.exceededAt))
+                        + "\(counter.calls) calls and \(counter.tokens) tokens\(limits)",
+                    since: counter.exceededAt))
         }
         return alerts.sorted { ($0.tenant ?? "", $0.message) < ($1.tenant ?? "", $1.message) }
     }

@@ -5,9 +5,15 @@
 /// `exp((now − epoch) / τ)` (shared by all histograms, see `ClassifierState.histogramEpoch`): only
 /// ratios matter for a quantile, so growing new weights is the same as shrinking old ones, at the cost
 /// of one rescale when the weights grow large. Quantiles are cached and recomputed only after new samples.
+///
+/// Only the buckets from the lowest to the highest one used are stored (`first` onwards): a
+/// tenant's completions span a score of the scale's 152 buckets, and two full histograms per tenant
+/// were the largest part of its track (6 MB at 10,000 tenants). The buckets outside are zero, which
+/// adds nothing to a sum or a rank, so totals and quantiles are the same as over the whole scale.
 struct DecayingHistogram: Sendable, Hashable, Codable {
-    /// Weighted counts per bucket; empty until the first sample.
+    /// Weighted counts of the buckets `first ..< first + counts.count`; empty until the first sample.
     private(set) var counts: [Float] = []
+    private(set) var first = 0
     private(set) var p50: Double?
     private(set) var p95: Double?
     /// When the quantiles were last computed (they are recomputed at most every `refreshSeconds`).
@@ -25,9 +31,22 @@ struct DecayingHistogram: Sendable, Hashable, Codable {
     }
 
     mutating func add(bucket: Int, weight: Float) {
-        if counts.isEmpty { counts = Array(repeating: 0, count: LogLinearScale.compact.count) }
-        counts[bucket] += weight
+        include(bucket)
+        counts[bucket - first] += weight
         stale = true
+    }
+
+    /// Widens the stored range to hold `bucket`.
+    private mutating func include(_ bucket: Int) {
+        if counts.isEmpty {
+            counts = [0]
+            first = bucket
+        } else if bucket < first {
+            counts.insert(contentsOf: repeatElement(0, count: first - bucket), at: 0)
+            first = bucket
+        } else if bucket >= first + counts.count {
+            counts.append(contentsOf: repeatElement(0, count: bucket + 1 - first - counts.count))
+        }
     }
 
     /// Multiplies every weight (when the shared epoch moves).
@@ -42,8 +61,41 @@ struct DecayingHistogram: Sendable, Hashable, Codable {
         stale = false
         refreshedAt = now
         let total = counts.reduce(0.0) { $0 + Double($1) }
-        p50 = LogLinearScale.compact.quantile(0.5, of: counts, total: total, integral: integral)
-        p95 = LogLinearScale.compact.quantile(0.95, of: counts, total: total, integral: integral)
+        p50 = quantile(0.5, total: total, integral: integral)
+        p95 = quantile(0.95, total: total, integral: integral)
+    }
+
+    /// `LogLinearScale.quantile` over the stored range (the same rank test, bucket for bucket).
+    private func quantile(_ quantile: Double, total: Double, integral: Bool) -> Double? {
+        let scale = LogLinearScale.compact
+        guard total > 0 else { return nil }
+        let rank = max(1, (quantile * total).rounded(.up))
+        var cumulative = 0.0
+        for index in counts.indices {
+            cumulative += Double(counts[index])
+            // A relative tolerance: decayed (floating) counts must not miss the rank by a rounding error.
+            if cumulative >= rank * (1 - 1e-9) { return scale.representative(of: first + index, integral: integral) }
+        }
+        return scale.representative(of: scale.count - 1, integral: integral)
+    }
+
+    /// Equal when every bucket's weight and the cached figures are (however wide the stored range).
+    static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.p50 == rhs.p50 && lhs.p95 == rhs.p95 && lhs.refreshedAt == rhs.refreshedAt && lhs.stale == rhs.stale
+            && lhs.weights.elementsEqual(rhs.weights, by: ==)
+    }
+
+    func hash(into hasher: inout Hasher) {
+        for (bucket, weight) in weights { hasher.combine(bucket); hasher.combine(weight) }
+        hasher.combine(p50)
+        hasher.combine(p95)
+        hasher.combine(refreshedAt)
+        hasher.combine(stale)
+    }
+
+    /// The non-zero buckets and their weights, in bucket order.
+    private var weights: some Sequence<(Int, Float)> {
+        counts.indices.lazy.filter { counts[$0] != 0 }.map { (first + $0, counts[$0]) }
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -57,8 +109,8 @@ struct DecayingHistogram: Sendable, Hashable, Codable {
         for pair in pairs where pair.count == 2 {
             let index = Int(pair[0])
             guard index >= 0, index < LogLinearScale.compact.count, pair[1].isFinite, pair[1] > 0 else { continue }
-            if counts.isEmpty { counts = Array(repeating: 0, count: LogLinearScale.compact.count) }
-            counts[index] = pair[1]
+            include(index)
+            counts[index - first] = pair[1]
         }
         p50 = try container.decodeIfPresent(Double.self, forKey: .p50)
         p95 = try container.decodeIfPresent(Double.self, forKey: .p95)
@@ -69,7 +121,7 @@ struct DecayingHistogram: Sendable, Hashable, Codable {
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(
-            counts.indices.filter { counts[$0] > 0 }.map { [Float($0), counts[$0]] }, forKey: .buckets)
+            counts.indices.filter { counts[$0] > 0 }.map { [Float(first + $0), counts[$0]] }, forKey: .buckets)
         try container.encodeIfPresent(p50, forKey: .p50)
         try container.encodeIfPresent(p95, forKey: .p95)
         try container.encodeIfPresent(refreshedAt, forKey: .refreshedAt)

@@ -128,7 +128,7 @@ extension SlicePlan {
                 writer.double(slice.tpm)
             }
         }
-        return writer.output
+        return writer.finish()
     }
 
     /// Reads ``encoded()``.

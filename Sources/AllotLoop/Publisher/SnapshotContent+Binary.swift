@@ -40,14 +40,14 @@ extension SnapshotContent {
         body.uint32(UInt32(s.tenants.count))
         for tenant in s.tenants {
             body.uint32(strings.index(tenant.id))
-            body.uint32(strings.index(tenant.upstream))
-            body.uint32(strings.index(tenant.tier))
+            body.uint32(strings.index(tenant.upstream, at: .upstream))
+            body.uint32(strings.index(tenant.tier, at: .tier))
             body.int32(Int32(clamping: tenant.priority))
             Self.write(tenant.rpm, to: &body)
             Self.write(tenant.tpm, to: &body)
             body.double(tenant.queueWeight)
-            body.uint32(strings.index(tenant.reason.rpm))
-            body.uint32(strings.index(tenant.reason.tpm))
+            body.uint32(strings.index(tenant.reason.rpm, at: .rpmReason))
+            body.uint32(strings.index(tenant.reason.tpm, at: .tpmReason))
             var flags: UInt8 = 0
             if tenant.burstCredit != nil { flags |= 1 }
             if tenant.tokenEstimate != nil { flags |= 2 }
@@ -58,7 +58,7 @@ extension SnapshotContent {
                 body.double(credit.tokens)
                 body.double(credit.expiresAt)
             }
-            body.uint32(strings.index(tenant.mode))
+            body.uint32(strings.index(tenant.mode, at: .mode))
             body.double(Double(bitPattern: UInt64(bitPattern: Int64(tenant.maxConcurrency))))
             if let estimate = tenant.tokenEstimate {
                 body.double(estimate.p50)
@@ -70,7 +70,7 @@ extension SnapshotContent {
         body.uint32(UInt32(s.fallback.tenants.count))
         for entry in s.fallback.tenants {
             body.uint32(strings.index(entry.id))
-            body.uint32(strings.index(entry.upstream))
+            body.uint32(strings.index(entry.upstream, at: .upstream))
             Self.write(entry.rpm, to: &body)
             Self.write(entry.tpm, to: &body)
         }
@@ -83,12 +83,12 @@ extension SnapshotContent {
             body.double(Double(bitPattern: UInt64(bitPattern: Int64(budget.maxTokens))))
         }
 
-        var output = BinaryWriter(capacity: 16 + strings.bytes + body.output.count)
+        var output = BinaryWriter(capacity: 16 + strings.bytes + body.count)
         output.bytes(Self.binaryMagic)
         output.uint32(UInt32(strings.list.count))
         for string in strings.list { output.string(string) }
-        output.bytes(body.output)
-        return output.output
+        output.bytes(body.finish())
+        return output.finish()
     }
 
     /// Reads ``binarySnapshot()``; the plan comes from its own bytes.
@@ -210,6 +210,15 @@ private struct StringTable {
     private(set) var list: [String] = []
     private var indices: [String: UInt32] = [:]
     private(set) var bytes = 0
+    /// The last string of each ``Site`` and its index, compared before hashing: six of a tenant's
+    /// seven strings (its upstream, tier, reasons, mode) repeat a handful of values, and hashing
+    /// them all cost more than the rest of the encoding. Indices are what the dictionary gives.
+    private var last: [(string: String, index: UInt32)?] = Array(repeating: nil, count: Site.allCases.count)
+
+    /// Where a repeating string is written.
+    enum Site: Int, CaseIterable {
+        case upstream, tier, rpmReason, tpmReason, mode
+    }
 
     mutating func index(_ string: String) -> UInt32 {
         if let index = indices[string] { return index }
@@ -217,6 +226,13 @@ private struct StringTable {
         indices[string] = index
         list.append(string)
         bytes += 4 + string.utf8.count
+        return index
+    }
+
+    mutating func index(_ string: String, at site: Site) -> UInt32 {
+        if let last = last[site.rawValue], last.string == string { return last.index }
+        let index = index(string)
+        last[site.rawValue] = (string, index)
         return index
     }
 }

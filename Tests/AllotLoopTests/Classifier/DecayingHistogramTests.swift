@@ -1,0 +1,59 @@
+import Foundation
+import Testing
+
+@testable import AllotLoop
+
+@Suite("Consumption Classifier: decaying histograms")
+struct DecayingHistogramTests {
+    /// Samples spread over the scale, in a random order of buckets, with growing weights.
+    static func samples(seed: UInt64) -> [(bucket: Int, weight: Float)] {
+        var state = seed
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        let center = 20 + next(100)
+        return (0..<200).map { index in
+            (max(0, min(LogLinearScale.compact.count - 1, center + next(30) - 15)), Float(1 + index / 20))
+        }
+    }
+
+    @Test(arguments: [1, 2, 3, 4, 5] as [UInt64])
+    func quantilesAreThoseOfTheWholeScale(seed: UInt64) throws {
+        var histogram = DecayingHistogram()
+        var whole = [Float](repeating: 0, count: LogLinearScale.compact.count)
+        for (step, sample) in Self.samples(seed: seed).enumerated() {
+            histogram.add(bucket: sample.bucket, weight: sample.weight)
+            whole[sample.bucket] += sample.weight
+            if step == 120 {
+                histogram.rescale(1e-3)
+                for index in whole.indices { whole[index] *= 1e-3 }
+            }
+        }
+        for integral in [true, false] {
+            var refreshed = histogram
+            refreshed.refresh(integral: integral, now: 0)
+            let total = whole.reduce(0.0) { $0 + Double($1) }
+            let scale = LogLinearScale.compact
+            #expect(refreshed.p50 == scale.quantile(0.5, of: whole, total: total, integral: integral))
+            #expect(refreshed.p95 == scale.quantile(0.95, of: whole, total: total, integral: integral))
+        }
+    }
+
+    @Test func storedRangeDoesNotMatterToEqualityOrPersistence() throws {
+        var histogram = DecayingHistogram()
+        histogram.add(bucket: 40, weight: 1e-30)
+        histogram.add(bucket: 60, weight: 3)
+        histogram.rescale(1e-20)  // bucket 40 underflows to 0: the range still starts there
+        histogram.refresh(integral: true, now: 10)
+        let decoded = try JSONDecoder().decode(DecayingHistogram.self, from: JSONEncoder().encode(histogram))
+        #expect(decoded == histogram)
+        #expect(decoded.hashValue == histogram.hashValue)
+        #expect(decoded.counts.count < histogram.counts.count)
+
+        var empty = DecayingHistogram()
+        empty.refresh(integral: true, now: 10)
+        #expect(empty.p50 == nil)
+        #expect(try JSONDecoder().decode(DecayingHistogram.self, from: JSONEncoder().encode(empty)) == empty)
+    }
+}
