@@ -46,10 +46,19 @@ struct RemainingSample: Sendable, Hashable, Codable {
     var windowSeconds: Double
 }
 
-/// A capacity change the Observer made, kept for the signals while it is recent.
+/// A capacity change the Observer made, kept for the signals while it is recent (or, with `value`, a
+/// measurement remembered).
 struct CapacityAction: Sendable, Hashable, Codable {
     var at: Double
     var text: String
+    /// Optional: checkpoints written before it decode without it.
+    var value: Double?
+
+    init(at: Double, text: String, value: Double? = nil) {
+        self.at = at
+        self.text = text
+        self.value = value
+    }
 }
 
 /// Everything the Observer remembers about one upstream pool. Absent times are nil, never infinite
@@ -89,6 +98,11 @@ struct PoolTrack: Sendable, Hashable, Codable {
     var startPending: PerDimension<Int>?
     /// Others' use of a shared key, per minute, inferred from the newest fresh `remaining`.
     var othersUse: PerDimension<Double> = PerDimension(0)
+    /// The newest served-while-throttled measurement per dimension (per minute, with when it was made):
+    /// where the provider last refused. A probe above it moves at a fifth of the step — the limit was
+    /// there a moment ago — and every probe that crossed it at full speed overshot into refusals.
+    /// nil in checkpoints written before it.
+    var measuredLimit: PerDimension<CapacityAction?>?
     /// The last multiplicative decrease, and until when further quota errors are attributed to it.
     var lastDecreaseAt: PerDimension<Double?> = PerDimension(nil)
     var holdUntil: PerDimension<Double?> = PerDimension(nil)

@@ -170,6 +170,15 @@ struct PoolEvaluation {
     /// requests admitted under the old one.
     static let heavyRefusalShare = 0.25
 
+    /// The share of the probe step above the last measured limit (``PoolTrack/measuredLimit``).
+    static let aboveLimitProbe = 0.2
+
+    private mutating func remember(limit: Double, _ dimension: RateDimension) {
+        var limits = pool.measuredLimit ?? PerDimension(nil)
+        limits[dimension] = CapacityAction(at: now, text: "", value: limit)
+        pool.measuredLimit = limits
+    }
+
     /// - Parameter latencyP95: the short window's p95 latency of served attempts (ms): how long the
     ///   newest slices' successes may still be on their way (see `ShortWindow.throttledRate`).
     private mutating func estimateCapacity(_ window: ShortWindow, latencyP95: Double?) {
@@ -260,6 +269,7 @@ struct PoolEvaluation {
                 // Within the hold, no further multiplicative cut; but throttled slices that have settled since
                 // the cut measure what the upstream delivered, and the estimate comes down to that.
                 pool.estimate[dimension] = max(floor, served)
+                remember(limit: served, dimension)
                 pool.lastAction[dimension] = CapacityAction(
                     at: now,
                     text:
@@ -271,6 +281,7 @@ struct PoolEvaluation {
                 let target = min(estimate * settings.decreaseFactor, served ?? estimate * settings.decreaseFactor)
                 let cut = max(floor, target)
                 pool.estimate[dimension] = cut
+                if let served, served <= estimate * settings.decreaseFactor { remember(limit: served, dimension) }
                 pool.lastDecreaseAt[dimension] = now
                 pool.holdUntil[dimension] = now + settings.decreaseHoldSeconds
                 pool.lastAction[dimension] = CapacityAction(
@@ -299,7 +310,15 @@ struct PoolEvaluation {
                     pool.headerLimit[dimension] == nil
                     && (pool.lastDecreaseAt[dimension] ?? -Double.infinity) >= now - settings.longWindowSeconds
                 let unit = measured ? estimate : (pool.reference[dimension] ?? estimate)
-                let step = max(settings.probeStep * unit, settings.probeRecover * gap) * elapsed / 60
+                // Above where the provider refused within the long window: a fifth of the step.
+                let known = pool.measuredLimit?[dimension] ?? nil
+                let nearLimit =
+                    measured
+                    && known.map { $0.at >= now - settings.longWindowSeconds && estimate >= $0.value ?? .infinity }
+                        ?? false
+                let step =
+                    max(settings.probeStep * unit * (nearLimit ? Self.aboveLimitProbe : 1), settings.probeRecover * gap)
+                    * elapsed / 60
                 let raised = min(ceiling ?? .infinity, estimate + step)
                 pool.estimate[dimension] = raised
                 pool.lastAction[dimension] = CapacityAction(

@@ -255,12 +255,13 @@ struct ObserverEstimateTests {
         #expect(F.status(report)?.estimate.rpm == 950)
     }
 
-    @Test func withoutAStatedLimitAProbeAfterACutStepsInUnitsOfTheEstimate() throws {
+    @Test func withoutAStatedLimitAProbeAfterACutStepsInUnitsOfTheEstimateSlowerAboveTheRefusals() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
         _ = estimation.observe(script.delta { Self.heavyRefusals(&$0, t0: t0, refused: 20) }, now: t0)
         // The minute after the last refusal (t0 − 7.5 s), then traffic at 96 % of the estimate: +5 % of 240 per
-        // minute, not of the declared 1000 (which would overshoot the real limit by a fifth a minute).
+        // minute, not of the declared 1000 (which would overshoot the real limit by a fifth a minute) — and a
+        // fifth of that, at and above 240, where the provider refused a moment ago.
         var estimate = 240.0
         for tick in 1...24 {
             let now = t0 + Double(tick) * 5
@@ -271,7 +272,7 @@ struct ObserverEstimateTests {
             if tick <= 10 {
                 #expect(next == 240, "tick \(tick)")
             } else {
-                #expect(abs(next - estimate * (1 + 0.05 * 5 / 60)) < 1e-9, "tick \(tick)")
+                #expect(abs(next - estimate * (1 + 0.05 * 0.2 * 5 / 60)) < 1e-9, "tick \(tick)")
             }
             estimate = next
         }
