@@ -63,6 +63,8 @@ struct TickCounts: Sendable {
     var samples: Int32 = 0
     /// The newest event and demand event times.
     var lastSeenAt = -Double.infinity
+    /// The oldest event time of the tick (a gateway's first report may cover more than one tick).
+    var firstSeenAt = Double.infinity
     var lastActivityAt = -Double.infinity
     /// What the served usage cost, split by the budget windows in progress it falls in: usage in the
     /// current hour counts in every window, usage earlier today in the day and month, usage earlier
@@ -204,6 +206,11 @@ struct TenantTrack: Sendable, Hashable, Codable {
     /// EWMA holds only `1 − e^(−seconds/τ)` of its weight. nil in checkpoints written before it (the
     /// track is then taken as settled).
     var foldedSeconds: Double?
+    /// While the track is young (less than a short window folded): the oldest event time seen and the
+    /// requests (and tokens) wanted since, counted once each — its exact rate so far. nil once settled, and
+    /// in checkpoints written before them.
+    var youngSince: Double?
+    var youngWanted: PerDimension<Double>?
     var wantedShort: PerDimension<Double>?
     var wantedLong: PerDimension<Double>?
     /// Denials per minute that named the tenant's RPM and TPM buckets (short window): which dimension

@@ -376,6 +376,7 @@ public struct ConsumptionClassification: Sendable {
             let at = record.at
             ticks[index].events += 1
             if at > ticks[index].lastSeenAt { ticks[index].lastSeenAt = at }
+            if at < ticks[index].firstSeenAt { ticks[index].firstSeenAt = at }
             let firstAttempt = record.flags & EventRecord.retry == 0
             if !firstAttempt { ticks[index].retries += 1 }
             var demand = true

@@ -42,7 +42,19 @@ extension TenantTrack {
         ewma(&servedShort.tpm, tick.servedTokens, short)
         ewma(&servedLong.rpm, tick.servedRequests, long)
         ewma(&servedLong.tpm, tick.servedTokens, long)
-        if let folded = foldedSeconds { foldedSeconds = min(folded + fold.elapsed, 1e6) }
+        if let folded = foldedSeconds {
+            foldedSeconds = min(folded + fold.elapsed, 1e6)
+            if folded < longWindow {
+                if tick.firstSeenAt.isFinite { youngSince = min(youngSince ?? tick.firstSeenAt, tick.firstSeenAt) }
+                var seen = youngWanted ?? PerDimension(0)
+                seen.rpm += Double(tick.newRequests)
+                seen.tpm += Double(tick.newTokens)
+                youngWanted = seen
+            } else {
+                youngSince = nil
+                youngWanted = nil
+            }
+        }
         let count = Double(tick.newRequests)
         tickCountMean = (tickCountMean ?? count) + long * (count - (tickCountMean ?? count))
         tickCountSquare =
@@ -259,7 +271,12 @@ extension TenantTrack {
         let sparse = short.rpm / max(filled, .leastNonzeroMagnitude) * shortWindow / 60 < rules.sparseSamples
         for dimension in RateDimension.allCases {
             let longRate = filledLong > 0 ? long[dimension] / filledLong : long[dimension]
-            let shortRate = filled > 0 ? short[dimension] / filled : short[dimension]
+            var shortRate = filled > 0 ? short[dimension] / filled : short[dimension]
+            // A young track's rate is exactly what it asked for over the time its events cover: its first report
+            // may hold a minute of backlog, which the EWMA counted as one tick's.
+            if let folded = foldedSeconds, folded < shortWindow, let since = youngSince, let seen = youngWanted {
+                shortRate = seen[dimension] * 60 / max(folded, now - since, fold.elapsed)
+            }
             let rate = sparse ? longRate : shortRate
             let deviation = shortRate - longRate
             noise[dimension] += fold.long * (deviation * deviation - noise[dimension])

@@ -56,6 +56,21 @@ struct ClassifierRatesTests {
         #expect(F.close(observation.inputTokenShare, 100.0 / 150))
     }
 
+    @Test func aNewTenantsBackfilledMinuteReadsAsItsRateNotOneTicks() throws {
+        // A gateway's first report carries a minute of backlog: 300 requests over [t0 − 55, t0 + 5), 300 per
+        // minute. Folding them as one 5-second tick's would read 3600 per minute.
+        var run = ClassifierRun(start: t0)
+        var report = run.tick { script, _, to in F.served(&script, 300, from: to - 60, to: to) }
+        var status = try #require(F.status(report))
+        #expect(F.close(status.demand.rpm, 300, tolerance: 0.01))
+        // The next ticks keep the pace (25 per 5 s): the rate stays 300, counted over all the time seen.
+        for _ in 0..<3 {
+            report = run.tick { script, from, to in F.served(&script, 25, from: from, to: to) }
+        }
+        status = try #require(F.status(report))
+        #expect(F.close(status.demand.rpm, 300, tolerance: 0.01))
+    }
+
     @Test func demandCountsDeniedAndQueuedWithEstimatedTokens() throws {
         var run = ClassifierRun(start: t0)
         let report = run.tick { script, from, to in
