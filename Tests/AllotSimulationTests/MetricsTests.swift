@@ -95,6 +95,56 @@ import Testing
         #expect(quiet.starvationTenantMinutes == 0)
     }
 
+    /// One tenant of a 100-rpm pool wanting 80 and throttled throughout, served `served[k]` in 10-s
+    /// intervals; the other idle.
+    static func starvationTrace(served: [Double]) -> SimulationTrace {
+        let samples = served.indices.map { k in
+            TraceSample(
+                start: Double(k) * 10,
+                pools: [
+                    PoolSample(
+                        trueRPM: 100, trueTPM: 100_000, demandRPM: 80, demandTPM: 80_000, servedRPM: served[k],
+                        servedTPM: served[k] * 1000, upstreamAttempts: 10, upstream429s: 0, upstreamOverloaded: 0,
+                        estimatedRPM: nil, estimatedTPM: nil)
+                ],
+                tenants: [
+                    TenantSample(
+                        demandRPM: 80, demandTPM: 80_000, servedRPM: served[k], servedTPM: served[k] * 1000,
+                        allocationRPM: nil, allocationTPM: nil, denials: 1, upstream429s: 0)
+                ])
+        }
+        return SimulationTrace(
+            scenario: "t", strategy: "s", seed: 1, durationSeconds: Double(served.count) * 10,
+            sampleIntervalSeconds: 10, pools: [TracePool(id: "p", declaredRPM: 100, declaredTPM: 100_000)],
+            tenants: [
+                TraceTenant(
+                    id: "a", tier: "standard", pool: "p", weight: 1, floorRPM: 0, floorTPM: 0, ceilingRPM: nil,
+                    ceilingTPM: nil, firstRequestAt: 0, firstAllocationAt: nil)
+            ],
+            samples: samples, tasks: [], capacityChangeTimes: [])
+    }
+
+    @Test func onlyStarvedStretchesOfFiveMinutesAreSustainedStarvation() {
+        // Entitled 80, served 20 (< 0.7 × 80): every interval with a full 60-s window behind it is
+        // starved. 35 intervals give 30 of them (five minutes), 34 give 29 (one short).
+        let dip = RunMetrics(trace: Self.starvationTrace(served: Array(repeating: 20, count: 35)))
+        #expect(abs(dip.starvationTenantMinutes - 30.0 / 6) < 1e-9)  // intervals 5…34
+        let short = RunMetrics(trace: Self.starvationTrace(served: Array(repeating: 20, count: 34)))
+        #expect(abs(short.starvationTenantMinutes - 29.0 / 6) < 1e-9)
+        #expect(short.sustainedStarvationTenantMinutes == 0)
+        // Thirty starved intervals in a row count whole.
+        #expect(abs(dip.sustainedStarvationTenantMinutes - 5) < 1e-9)
+        // A stretch broken by a minute served in full is two dips, neither sustained: the well-served
+        // intervals lift the trailing window above 0.7 × 80 for a while.
+        let broken = RunMetrics(
+            trace: Self.starvationTrace(
+                served: Array(repeating: 20, count: 25) + Array(repeating: 80, count: 6)
+                    + Array(repeating: 20, count: 25)))
+        #expect(broken.starvationTenantMinutes > 5)
+        #expect(broken.sustainedStarvationTenantMinutes == 0)
+        #expect(broken.value(of: "sustained_starvation_tenant_minutes", tier: nil) == 0)
+    }
+
     @Test func totalVariationIsPercentOfCapacityMovedPerMinute() {
         // a: 50 → 70 → 50 → 50 and b: 50 → 30 → 50 → 50, both dimensions alike: 80 rpm moved over
         // capacity 100 in one minute = 80 %/min.

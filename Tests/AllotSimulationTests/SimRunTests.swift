@@ -106,7 +106,8 @@ import Testing
         #expect(json["seed"]?.intValue == 1)
         let strategy = try #require(json["strategies"]?["static"])
         for key in [
-            "utilisation", "upstream_429_rate", "starvation_tenant_minutes", "total_variation", "convergence_s",
+            "utilisation", "upstream_429_rate", "starvation_tenant_minutes", "sustained_starvation_tenant_minutes",
+            "total_variation", "convergence_s",
         ] {
             #expect(strategy[key] != nil, "\(key)")
         }

@@ -10,6 +10,10 @@ public struct RunMetrics: Sendable, Equatable {
     public var upstreamAttempts: Int
     public var upstream429s: Int
     public var starvationTenantMinutes: Double
+    /// The part of ``starvationTenantMinutes`` in stretches of at least
+    /// ``sustainedStarvationSeconds`` in which every interval was starved: starvation as the
+    /// Classifier alerts on it (SPEC 5: five minutes by default), not a dip.
+    public var sustainedStarvationTenantMinutes: Double
     /// Percent of the pool's capacity reallocated per minute (Σ|Δ allocation|); nil without
     /// per-tenant allocations (fifo-backoff).
     public var totalVariation: Double?
@@ -25,7 +29,8 @@ public struct RunMetrics: Sendable, Equatable {
     public init(
         strategy: String, utilisation: Double?, upstream429Rate: Double, upstreamAttempts: Int, upstream429s: Int,
         starvationTenantMinutes: Double, totalVariation: Double?, convergenceSeconds: Double?,
-        hasCapacityChange: Bool, timeToFirstAllocation: Double?, tiers: [String: TierMetrics]
+        hasCapacityChange: Bool, timeToFirstAllocation: Double?, tiers: [String: TierMetrics],
+        sustainedStarvationTenantMinutes: Double = 0
     ) {
         self.strategy = strategy
         self.utilisation = utilisation
@@ -33,6 +38,7 @@ public struct RunMetrics: Sendable, Equatable {
         self.upstreamAttempts = upstreamAttempts
         self.upstream429s = upstream429s
         self.starvationTenantMinutes = starvationTenantMinutes
+        self.sustainedStarvationTenantMinutes = sustainedStarvationTenantMinutes
         self.totalVariation = totalVariation
         self.convergenceSeconds = convergenceSeconds
         self.hasCapacityChange = hasCapacityChange
@@ -46,6 +52,7 @@ public struct RunMetrics: Sendable, Equatable {
         case "utilisation": return utilisation
         case "upstream_429_rate": return upstream429Rate
         case "starvation_tenant_minutes": return starvationTenantMinutes
+        case "sustained_starvation_tenant_minutes": return sustainedStarvationTenantMinutes
         case "total_variation": return totalVariation
         case "convergence_s": return convergenceSeconds
         case "time_to_first_allocation_s": return timeToFirstAllocation
@@ -93,6 +100,9 @@ extension RunMetrics {
     public static let starvationWindowSeconds = 60.0
     /// Served below this fraction of the entitlement (and throttled) is starvation.
     public static let starvationRatio = 0.7
+    /// A starved stretch at least this long counts as sustained starvation (the default policy's
+    /// `alerts.starvation_window_s`).
+    public static let sustainedStarvationSeconds = 300.0
 
     public init(trace: SimulationTrace) {
         let interval = trace.sampleIntervalSeconds
@@ -145,7 +155,14 @@ extension RunMetrics {
         // Starvation tenant-minutes over trailing windows.
         let window = max(1, Int((Self.starvationWindowSeconds / interval).rounded()))
         var starvedSamples = 0
+        var sustainedSamples = 0
+        let sustained = max(1, Int((Self.sustainedStarvationSeconds / interval).rounded()))
         for tenant in 0..<tenantCount {
+            var stretch = 0
+            func endStretch() {
+                if stretch >= sustained { sustainedSamples += stretch }
+                stretch = 0
+            }
             var served = (rpm: 0.0, tpm: 0.0)
             var entitled = (rpm: 0.0, tpm: 0.0)
             var demand = 0.0
@@ -167,11 +184,20 @@ extension RunMetrics {
                     demand -= old.demandRPM
                     throttled -= old.denials + old.upstream429s
                 }
-                guard k + 1 >= window, throttled > 0, demand > served.rpm else { continue }
+                guard k + 1 >= window, throttled > 0, demand > served.rpm else {
+                    endStretch()
+                    continue
+                }
                 let starvedRPM = entitled.rpm <= 1e-9 || served.rpm < Self.starvationRatio * entitled.rpm
                 let starvedTPM = entitled.tpm <= 1e-9 || served.tpm < Self.starvationRatio * entitled.tpm
-                if starvedRPM && starvedTPM && (entitled.rpm > 1e-9 || entitled.tpm > 1e-9) { starvedSamples += 1 }
+                if starvedRPM && starvedTPM && (entitled.rpm > 1e-9 || entitled.tpm > 1e-9) {
+                    starvedSamples += 1
+                    stretch += 1
+                } else {
+                    endStretch()
+                }
             }
+            endStretch()
         }
 
         // Total variation of allocations, as percent of capacity per minute.
@@ -284,7 +310,8 @@ extension RunMetrics {
             upstream429s: rejected, starvationTenantMinutes: Double(starvedSamples) * interval / 60,
             totalVariation: hasAllocations ? 100 * variation / max(minutes, 1e-9) : nil,
             convergenceSeconds: converged ? convergence : nil, hasCapacityChange: !trace.capacityChangeTimes.isEmpty,
-            timeToFirstAllocation: waits.isEmpty ? nil : waits.reduce(0, +) / Double(waits.count), tiers: tiers)
+            timeToFirstAllocation: waits.isEmpty ? nil : waits.reduce(0, +) / Double(waits.count), tiers: tiers,
+            sustainedStarvationTenantMinutes: Double(sustainedSamples) * interval / 60)
     }
 }
 

@@ -73,6 +73,7 @@ public struct SimulationReport: Sendable {
                 "upstream_attempts": .int(Int64(run.upstreamAttempts)),
                 "upstream_429s": .int(Int64(run.upstream429s)),
                 "starvation_tenant_minutes": Self.number(run.starvationTenantMinutes),
+                "sustained_starvation_tenant_minutes": Self.number(run.sustainedStarvationTenantMinutes),
                 "total_variation": Self.number(run.totalVariation),
                 "convergence_s": Self.number(run.convergenceSeconds),
                 "time_to_first_allocation_s": Self.number(run.timeToFirstAllocation),
@@ -112,13 +113,14 @@ public struct SimulationReport: Sendable {
     /// One line per strategy: the global metrics, then per tier SLO attainment, p95 latency and Jain.
     public func table() -> String {
         let tiers = Array(Set(metrics.flatMap { $0.tiers.keys })).sorted { Self.tierOrder($0) < Self.tierOrder($1) }
-        var header = ["strategy", "util", "429 rate", "starved min", "TV %/min", "converge s", "1st alloc s"]
+        var header = ["strategy", "util", "429 rate", "starved min", "≥5 min", "TV %/min", "converge s", "1st alloc s"]
         for tier in tiers { header += ["\(tier) SLO", "\(tier) p95 s", "\(tier) jain"] }
         var rows = [header]
         for run in metrics {
             var row = [
                 run.strategy, Self.percent(run.utilisation), Self.percent(run.upstream429Rate, digits: 2),
-                Self.fixed(run.starvationTenantMinutes, 1), Self.fixed(run.totalVariation, 2),
+                Self.fixed(run.starvationTenantMinutes, 1), Self.fixed(run.sustainedStarvationTenantMinutes, 1),
+                Self.fixed(run.totalVariation, 2),
                 run.hasCapacityChange ? (run.convergenceSeconds.map { Self.fixed($0, 0) } ?? "never") : "-",
                 Self.fixed(run.timeToFirstAllocation, 1),
             ]
@@ -197,8 +199,8 @@ extension String {
 extension SimulationReport {
     /// The README results table's header (`results.md`).
     public static let markdownHeader = """
-        | scenario | headline (better) | strategy | headline value | utilisation | 429 rate | starved tenant-min | TV %/min | SLO (all tiers) |
-        |---|---|---|---:|---:|---:|---:|---:|---:|
+        | scenario | headline (better) | strategy | headline value | utilisation | 429 rate | starved tenant-min | of which ≥ 5 min | TV %/min | SLO (all tiers) |
+        |---|---|---|---:|---:|---:|---:|---:|---:|---:|
         """
 
     /// This scenario's rows of the results table, one per strategy; the headline winner in bold.
@@ -217,7 +219,8 @@ extension SimulationReport {
             let met = run.tiers.values.reduce(0.0) { $0 + ($1.sloAttainment ?? 0) * Double($1.tasks) }
             text += "| \(scenario) | \(headline.label) (\(headline.higherIsBetter ? "higher" : "lower")) | \(run.strategy) | \(valueText) | "
             text += "\(Self.percent(run.utilisation)) | \(Self.percent(run.upstream429Rate, digits: 2)) | "
-            text += "\(Self.fixed(run.starvationTenantMinutes, 1)) | \(Self.fixed(run.totalVariation, 2)) | "
+            text += "\(Self.fixed(run.starvationTenantMinutes, 1)) | \(Self.fixed(run.sustainedStarvationTenantMinutes, 1)) | "
+            text += "\(Self.fixed(run.totalVariation, 2)) | "
             text += "\(judged > 0 ? Self.percent(met / Double(judged)) : "-") |\n"
         }
         return text

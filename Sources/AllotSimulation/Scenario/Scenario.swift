@@ -50,8 +50,8 @@ public struct ScenarioHeadline: Sendable, Equatable {
     }
 
     public static let globalMetrics = [
-        "utilisation", "upstream_429_rate", "starvation_tenant_minutes", "total_variation", "convergence_s",
-        "time_to_first_allocation_s",
+        "utilisation", "upstream_429_rate", "starvation_tenant_minutes", "sustained_starvation_tenant_minutes",
+        "total_variation", "convergence_s", "time_to_first_allocation_s",
     ]
     public static let tierMetrics = [
         "slo_attainment", "task_latency_p50_s", "task_latency_p95_s", "task_latency_p99_s", "jain",
