@@ -281,7 +281,10 @@ import Testing
     }
 
     @Test func connectionLimitAnswers503ThenCloses() async throws {
-        try await withServer(.test(maxConnections: 2)) { port, server in
+        // A long idle timeout: on a loaded CI machine this test once stalled for over 3 s (the default
+        // test idle timeout) between the held connections' answers and the third connect, the server
+        // closed the held ones as idle, and the third was let in.
+        try await withServer(.test(maxConnections: 2, idleTimeout: .seconds(60))) { port, server in
             let (held, refused, closed) = try await onThread { () -> ([RawSocket], RawResponse?, Bool) in
                 let held = try (0..<2).map { _ in try RawSocket(port: port) }
                 for socket in held {  // make sure both are accepted before the third connects
