@@ -36,7 +36,9 @@ public struct DamperState: Sendable, Hashable, Codable {
 /// Per tenant:
 /// 1. A tenant without state, or returning from idle (`entering`), enters directly at its target:
 ///    no slow ramp from zero.
-/// 2. Otherwise the target is smoothed, `S ← S + alpha · (T − S)`.
+/// 2. Otherwise the target is smoothed, `S ← S + alpha · (T − S)` — except a rise of a tenant blocked by
+///    its own bucket (`pressing`): `S ← T`, and step 4 does not hold it (the Classifier's claim already
+///    filtered it, and smoothing it again made an agent surge wait a minute and more for its share).
 /// 3. Deadband: a move `|S − P|` of at most `deadband · P` is ignored (`P` the published value) —
 ///    unless it stays on the same side for `4 · persist_ticks` ticks: noise flips sides, a real
 ///    small offset does not, and closing it keeps capacity from being stranded by the deadband.
@@ -66,11 +68,15 @@ public enum Dampening {
         public var hardCap: Double
         /// Enter directly at the target (new tenant, or back from idle).
         public var entering: Bool
+        /// The tenant is blocked by its own bucket (``TenantObservation/pressing``): a rise of its target
+        /// is followed at once — no smoothing, no persistence wait — within the step limit.
+        public var pressing: Bool
 
-        public init(target: Double, hardCap: Double = .infinity, entering: Bool = false) {
+        public init(target: Double, hardCap: Double = .infinity, entering: Bool = false, pressing: Bool = false) {
             self.target = target
             self.hardCap = hardCap
             self.entering = entering
+            self.pressing = pressing
         }
     }
 
@@ -100,10 +106,11 @@ public enum Dampening {
             }
             previous[i] = state.published
             var updated = state
-            updated.smoothed = state.smoothed + settings.alpha * (target - state.smoothed)
+            let pressed = input.pressing && target > state.published
+            updated.smoothed = pressed ? target : state.smoothed + settings.alpha * (target - state.smoothed)
             let (value, action) = step(
                 from: state.published, toward: updated.smoothed, state: &updated,
-                minStep: minStep, settings: settings)
+                minStep: minStep, settings: settings, pressed: pressed)
             values[i] = value
             actions[i] = action
             if value > input.hardCap {
@@ -204,7 +211,7 @@ public enum Dampening {
     /// and persistence memory in `state`.
     static func step(
         from published: Double, toward smoothed: Double, state: inout DamperState, minStep: Double,
-        settings: DampeningSettings
+        settings: DampeningSettings, pressed: Bool = false
     ) -> (Double, DampingAction) {
         let delta = smoothed - published
         if delta == 0 {
@@ -232,7 +239,7 @@ public enum Dampening {
         }
         state.driftDirection = 0
         state.driftTicks = 0
-        if state.direction != 0, direction != state.direction {
+        if state.direction != 0, direction != state.direction, !pressed {
             if state.pendingDirection == direction {
                 state.pendingTicks += 1
             } else {

@@ -99,13 +99,19 @@ public struct TenantObservation: Sendable, Hashable {
     /// parallel fan-out): the engine sizes the tenant's bucket to hold at least one clump, capped at a
     /// minute of its rate, so a low-rate tenant's fan-out is not queued call by call. 0: unknown.
     public var clump: PerDimension<Double>
+    /// Dimensions in which the tenant is *blocked*: its own rate bucket denies a good part of what it
+    /// wants, and it claims more there. A rise of its target in such a dimension is evidence, not noise:
+    /// the damper follows it without smoothing or waiting for persistence (`max_up` still bounds it).
+    public var pressing: PerDimension<Bool>
 
     public init(
         tenant: String, upstream: String, tenantClass: TenantClass = .steady, suspect: Bool = false,
         demand: PerDimension<Double>, served: PerDimension<Double> = PerDimension(0), samples: Int = 100,
-        confidence: Double = 1, inputTokenShare: Double = 0.5, clump: PerDimension<Double> = PerDimension(0)
+        confidence: Double = 1, inputTokenShare: Double = 0.5, clump: PerDimension<Double> = PerDimension(0),
+        pressing: PerDimension<Bool> = PerDimension(false)
     ) {
         self.clump = clump
+        self.pressing = pressing
         self.tenant = tenant
         self.upstream = upstream
         self.tenantClass = tenantClass

@@ -353,7 +353,8 @@ private struct PoolTick {
                     || (records[index].wasIdle && observations[members[index]].tenantClass != .idle)
                 inputs.append(
                     Dampening.Input(
-                        target: target, hardCap: max(target, min(claim.ceiling, claim.budgetCap)), entering: entering))
+                        target: target, hardCap: max(target, min(claim.ceiling, claim.budgetCap)), entering: entering,
+                        pressing: observations[members[index]].pressing[dimension]))
             }
             var states = records.map { $0.dampers[dimension] }
             previous[dimension] = states.map { $0?.published }

@@ -81,6 +81,40 @@ struct DampeningTests {
         #expect(Self.tick(&states, [200], settings: settings).values == [175])
     }
 
+    /// A tenant blocked by its own bucket (`pressing`) rises at once toward its target: no EWMA lag, no
+    /// persistence wait after a fall — only the step limit. Its falls are damped as before.
+    @Test func aPressingTenantsRiseSkipsSmoothingAndPersistence() {
+        var settings = Self.settings
+        settings.alpha = 0.3
+        func run(pressing: Bool) -> (values: [Double], actions: [DampingAction], smoothed: Double) {
+            var states: [DamperState?] = [DamperState(published: 100, smoothed: 100, direction: -1)]
+            var values: [Double] = []
+            var actions: [DampingAction] = []
+            for _ in 0..<3 {
+                actions += Dampening.apply(
+                    [Dampening.Input(target: 200, pressing: pressing)], states: &states, capacity: 1000,
+                    settings: settings)
+                values.append(states[0]!.published)
+            }
+            return (values, actions, states[0]!.smoothed)
+        }
+        let pressed = run(pressing: true)
+        #expect(pressed.values == [125, 156.25, 195.3125])  // +25 % a tick
+        #expect(pressed.actions == [.limited, .limited, .limited])
+        #expect(pressed.smoothed == 200)
+        // Unpressed, the same rise against the last move waits persist_ticks (3), and the smoothed target
+        // (alpha 0.3) has reached only 100 + 100 × (1 − 0.7³) by then.
+        let damped = run(pressing: false)
+        #expect(damped.values == [100, 100, 125])
+        #expect(damped.actions == [.heldPersistence, .heldPersistence, .limited])
+        #expect(abs(damped.smoothed - (100 + 100 * (1 - 0.343))) < 1e-9)
+        // A fall of a pressing tenant is smoothed like any other.
+        var states: [DamperState?] = [DamperState(published: 100, smoothed: 100, direction: -1)]
+        _ = Dampening.apply(
+            [Dampening.Input(target: 50, pressing: true)], states: &states, capacity: 1000, settings: settings)
+        #expect(abs(states[0]!.published - 85) < 1e-9)  // 100 + 0.3 × (50 − 100)
+    }
+
     @Test func aCapacityDropIsAppliedAtOnce() {
         var states: [DamperState?] = [
             DamperState(published: 500, smoothed: 500), DamperState(published: 300, smoothed: 300),

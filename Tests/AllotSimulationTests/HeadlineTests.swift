@@ -32,7 +32,7 @@ import Testing
         }
         #expect(try metrics(report, "static").starvationTenantMinutes > 10)
         #expect(allot.upstream429Rate == 0)
-        // What starvation `allot` has (1.5 tenant-minutes) is dips of a minute or two; the small tenants
+        // What starvation `allot` has (1.5–2 tenant-minutes) is dips of a minute or two; the small tenants
         // of static and equal-split starve for whole stretches of five minutes and more.
         #expect(allot.sustainedStarvationTenantMinutes == 0)
         #expect(try metrics(report, "static").sustainedStarvationTenantMinutes > 10)
@@ -87,7 +87,7 @@ import Testing
 
     /// A premium tenant over-consumes for good while another bursts for five minutes: within each tenant the
     /// gateways finish the tasks they have started before starting new ones, so `allot` delivers most premium
-    /// tasks on time where every baseline delivers far fewer (73.7% at seed 1; before task-aware admission
+    /// tasks on time where every baseline delivers far fewer (73.6% at seed 1; before task-aware admission
     /// 23.2%, behind fifo-backoff's 37.3%).
     @Test func burstVersusSustainedAllotDeliversTheMostPremiumTasksOnTime() async throws {
         let report = try await report("burst-vs-sustained")

@@ -157,6 +157,7 @@ extension TenantTrack {
         let confidence = settings.coldStartSamples > 0 ? min(1, Double(samples) / Double(settings.coldStartSamples)) : 1
         // What the tenant shows this tick (its measured demand or its claim), before the level's hysteresis.
         var shown: PerDimension<Double>?
+        var pressing = PerDimension<Bool>(false)
         if advance, let fold = context.fold {
             // A constrained tenant's claim is an input of the level like its measured demand: the level's
             // hysteresis keeps claims that swing with a clumpy tenant's served rate from moving the pool.
@@ -169,6 +170,7 @@ extension TenantTrack {
                 fold: fold, now: now, rules: rules,
                 windows: (settings.shortWindowSeconds, settings.longWindowSeconds), claim: claim?.claim,
                 blocked: claim?.blocked ?? false)
+            pressing = claim?.pressing ?? PerDimension(false)
             if let allocation {
                 var averaged = allocatedShort ?? allocation
                 for dimension in RateDimension.allCases where allocation[dimension].isFinite {
@@ -217,7 +219,7 @@ extension TenantTrack {
         let observation = TenantObservation(
             tenant: key.tenant, upstream: key.upstream, tenantClass: tenantClass, suspect: suspect, demand: demand,
             served: servedShort, samples: samples, confidence: confidence, inputTokenShare: inputShare,
-            clump: clump ?? PerDimension(0))
+            clump: clump ?? PerDimension(0), pressing: suspect ? PerDimension(false) : pressing)
         let status = TenantStatus(
             key: key, tenantClass: tenantClass, suspect: suspect, suspectReasons: suspectReasons, demand: demand,
             servedShort: servedShort, servedLong: servedLong, deniedRPM: deniedShort, queuedRPM: queuedShort,
@@ -346,7 +348,7 @@ extension TenantTrack {
     /// probe's step exactly), and when blocked at least its allocation × `(1 + constrainedProbe)`. Nil when it
     /// claims nothing.
     private func constrainedClaim(allocation: PerDimension<Double>, rules: ClassificationRules, headroom: Double)
-        -> (claim: PerDimension<Double>, blocked: Bool)?
+        -> (claim: PerDimension<Double>, blocked: Bool, pressing: PerDimension<Bool>)?
     {
         let wanted = max((wantedShort ?? demandShort).rpm, 1)
         let unnamed = deniedUnnamed ?? 0
@@ -386,8 +388,9 @@ extension TenantTrack {
             return blocked[dimension] ? max(served, allocation[dimension] * (1 + rules.constrainedProbe)) : served
         }
         let claim = PerDimension(rpm: claimed(.rpm), tpm: claimed(.tpm))
-        let blockedClaim = (claim.rpm > 0 && blocked.rpm) || (claim.tpm > 0 && blocked.tpm)
-        return claim.rpm > 0 || claim.tpm > 0 ? (claim, blockedClaim) : nil
+        let pressing = PerDimension<Bool> { claim[$0] > 0 && blocked[$0] }
+        let blockedClaim = pressing.rpm || pressing.tpm
+        return claim.rpm > 0 || claim.tpm > 0 ? (claim, blockedClaim, pressing) : nil
     }
 
     /// The tier's `cold_start_demand`, a percentage resolving against the pool's capacity (the

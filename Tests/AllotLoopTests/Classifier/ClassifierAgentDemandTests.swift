@@ -94,6 +94,7 @@ struct ClassifierAgentDemandTests {
         let claim = (status.servedShort.rpm + 1) * 1.25 / 1.2
         #expect(claim < 132)
         #expect(F.close(observation.demand.rpm, 132, tolerance: 1e-3))
+        #expect(observation.pressing == PerDimension(false))
     }
 
     @Test func aBlockedTenantClaimsItsAllocationPlusTheProbe() throws {
@@ -111,6 +112,8 @@ struct ClassifierAgentDemandTests {
         // Its TPM (far from its allocation, and not what its denials name) is what it asked for.
         let asked: Double = 13 * 12 * 150
         #expect(F.close(observation.demand.tpm, asked, tolerance: 1e-3))
+        // Pressing in RPM (the engine's damper follows its rise at once), not in TPM.
+        #expect(observation.pressing == PerDimension(rpm: true, tpm: false))
     }
 
     @Test func aSparseTenantKeepsItsLongWindowRateBetweenTasks() throws {
