@@ -38,7 +38,9 @@ import AllotStore
 ///   provider's headers stated within the short window; with no header limit ever seen and a quota cut
 ///   within the long window, `probe_step × C_est`, a fifth of that above where the provider last
 ///   refused (the newest served-while-throttled measurement within the long window) — up to the ceiling (header limit, else declared; unbounded
-///   when neither exists). Below 50 % there is no evidence the estimate is too low; in between it holds.
+///   when neither exists). Below 50 % there is no evidence the estimate is too low; in between it holds —
+///   except below twice the floor, where a quiet short window is enough to probe (the floor's allocations
+///   may admit nothing, and no traffic never reads as high utilisation).
 /// - **Floor**: never below `capacity_floor × reference`.
 /// - **Degrading**: the short-window p95 latency against the baseline p95 (the long window minus the
 ///   short one, so that a rise is not hidden in its own baseline) at or above `latency_ratio` (both with

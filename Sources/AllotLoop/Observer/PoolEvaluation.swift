@@ -296,8 +296,13 @@ struct PoolEvaluation {
                 && (unattributedAt ?? -Double.infinity) < now - short && now >= pool.holdUntil[dimension] ?? now
             let used = window.rate(dimension) / max(estimate, .leastNonzeroMagnitude)
             let room = ceiling.map { estimate < $0 } ?? true
-            if quiet, room, pool.circuit == .closed, !pool.latencyDegrading, used >= settings.probeUtilisation,
-                elapsed > 0
+            // Quiet near the floor (below twice it) is evidence enough: allocations split from a few percent of
+            // the reference over many tenants and gateways can admit nothing at all, and without traffic
+            // utilisation never reads high — the estimate stayed at the floor for good (a 3-rpm pool behind 32
+            // gateways). Above twice the floor traffic flows again, and utilisation judges.
+            let atFloor = estimate < 2 * floor
+            if quiet, room, pool.circuit == .closed, !pool.latencyDegrading,
+                used >= settings.probeUtilisation || atFloor, elapsed > 0
             {
                 // Toward a limit the provider states (freshly), at least `probe_recover` of the gap per minute.
                 let stated =
@@ -316,14 +321,21 @@ struct PoolEvaluation {
                     measured
                     && known.map { $0.at >= now - settings.longWindowSeconds && estimate >= $0.value ?? .infinity }
                         ?? false
+                // From near the floor without traffic, steps of the reference: what was measured there (nothing
+                // served) is no limit to creep above.
+                let fromFloor = used < settings.probeUtilisation
                 let step =
-                    max(settings.probeStep * unit * (nearLimit ? Self.aboveLimitProbe : 1), settings.probeRecover * gap)
-                    * elapsed / 60
+                    fromFloor
+                    ? settings.probeStep * (pool.reference[dimension] ?? estimate) * elapsed / 60
+                    : max(settings.probeStep * unit * (nearLimit ? Self.aboveLimitProbe : 1), settings.probeRecover * gap)
+                        * elapsed / 60
                 let raised = min(ceiling ?? .infinity, estimate + step)
                 pool.estimate[dimension] = raised
                 pool.lastAction[dimension] = CapacityAction(
                     at: now,
-                    text: "probing up: \(name) utilisation \(percent(used)) with no quota errors, estimate "
+                    text: (!fromFloor
+                        ? "probing up: \(name) utilisation \(percent(used)) with no quota errors, estimate "
+                        : "probing up from the floor: \(name) no quota errors for a short window, estimate ")
                         + "\(Self.format(estimate)) → \(Self.format(raised))")
             } else if used < CapacityEstimation.evidenceUtilisation, window.coverage > 0 {
                 signals.append("\(name) utilisation \(percent(used)) is below 50%: no evidence to probe up")

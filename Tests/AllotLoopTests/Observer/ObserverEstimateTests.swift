@@ -290,6 +290,44 @@ struct ObserverEstimateTests {
         #expect(F.status(report)?.estimate.rpm == 50)
     }
 
+    /// At the floor, a quiet short window is evidence enough to probe: the floor's allocations may admit no
+    /// traffic at all, and the estimate would stay there for good waiting for high utilisation.
+    @Test func aQuietEstimateAtTheFloorProbesUpWithoutTraffic() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
+        let events = [
+            script.event(at: t0 - 11, outcome: .quotaExhausted), script.event(at: t0 - 6, outcome: .quotaExhausted),
+            script.event(at: t0 - 1, outcome: .quotaExhausted),
+        ]
+        var report = estimation.observe(script.delta(events), now: t0 + 1)
+        #expect(F.status(report)?.estimate.rpm == 50)
+        // The minute after the refusals holds; then +5 % of 1000 per minute (4.17 a 5-s tick) without any
+        // traffic, until twice the floor (100), where utilisation judges again: 0 % holds it.
+        var estimate = 50.0
+        var probed = false
+        for tick in 1...60 {
+            let now = t0 + 1 + Double(tick) * 5
+            report = estimation.observe(script.delta([]), now: now)
+            let next = try #require(F.status(report)?.estimate.rpm)
+            if now - (t0 - 1) <= 60 || estimate >= 100 {
+                #expect(next == estimate, "tick \(tick)")
+            } else {
+                let step = 0.05 * 1000 * 5 / 60.0
+                #expect(abs(next - estimate - step) < 1e-9, "tick \(tick)")
+                if !probed {
+                    let signal = try #require(F.status(report)?.signals.first { $0.hasPrefix("probing up") })
+                    let text = "probing up from the floor: rpm no quota errors for a short window, estimate 50 → 54.2"
+                    #expect(signal == text)
+                    probed = true
+                }
+            }
+            estimate = next
+        }
+        #expect(estimate >= 100)
+        let step = 0.05 * 1000 * 5 / 60.0
+        #expect(estimate < 100 + step)
+    }
+
     @Test func remainingZeroIsQuotaEvidenceForItsDimension() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000, tpm: 2_000_000))
