@@ -87,7 +87,7 @@ import Testing
 
     /// A premium tenant over-consumes for good while another bursts for five minutes: within each tenant the
     /// gateways finish the tasks they have started before starting new ones, so `allot` delivers most premium
-    /// tasks on time where every baseline delivers far fewer (73.6% at seed 1; before task-aware admission
+    /// tasks on time where every baseline delivers far fewer (74.2% at seed 1; before task-aware admission
     /// 23.2%, behind fifo-backoff's 37.3%).
     @Test func burstVersusSustainedAllotDeliversTheMostPremiumTasksOnTime() async throws {
         let report = try await report("burst-vs-sustained")

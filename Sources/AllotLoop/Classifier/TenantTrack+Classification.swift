@@ -385,7 +385,13 @@ extension TenantTrack {
             // from the rest). A blocked tenant's claim keeps it: its requests are being refused.
             let served =
                 (servedShort[dimension] + perRequest[dimension]) * (1 + rules.constrainedProbe) / (1 + max(0, headroom))
-            return blocked[dimension] ? max(served, allocation[dimension] * (1 + rules.constrainedProbe)) : served
+            guard blocked[dimension] else { return served }
+            // Never more than its attempts (every attempt, retries included: all it could use now) plus the
+            // probe, less the engine's headroom: compounding on the allocation alone ran on while the served
+            // rate lagged, and an agent surge of 270 rpm (attempting 300–460) was allocated 650, then cut,
+            // then claimed back up — a cycle of about 35 s (night-collision).
+            let attempted = demandShort[dimension] * (1 + rules.constrainedProbe) / (1 + max(0, headroom))
+            return max(served, min(allocation[dimension] * (1 + rules.constrainedProbe), attempted))
         }
         let claim = PerDimension(rpm: claimed(.rpm), tpm: claimed(.tpm))
         let pressing = PerDimension<Bool> { claim[$0] > 0 && blocked[$0] }
