@@ -151,13 +151,20 @@ public struct TenantSample: Sendable, Equatable {
     /// Local denials and upstream 429s this tenant saw in the interval.
     public var denials: Int
     public var upstream429s: Int
+    /// The tasks that arrived in the interval × their mean calls (and × mean tokens per call), per minute:
+    /// the demand the Poisson draw actually produced, where `demandRPM` is its expectation. The same for
+    /// every strategy; entitlements are judged against it (``RunMetrics``).
+    public var arrivedRPM: Double
+    public var arrivedTPM: Double
 
     public init(
         demandRPM: Double, demandTPM: Double, servedRPM: Double, servedTPM: Double, allocationRPM: Double?,
-        allocationTPM: Double?, denials: Int, upstream429s: Int
+        allocationTPM: Double?, denials: Int, upstream429s: Int, arrivedRPM: Double? = nil, arrivedTPM: Double? = nil
     ) {
         self.demandRPM = demandRPM
         self.demandTPM = demandTPM
+        self.arrivedRPM = arrivedRPM ?? demandRPM
+        self.arrivedTPM = arrivedTPM ?? demandTPM
         self.servedRPM = servedRPM
         self.servedTPM = servedTPM
         self.allocationRPM = allocationRPM

@@ -14,7 +14,7 @@ import Testing
     /// Two tenants of one pool (true 100 rpm / 100,000 tpm), four 15-s intervals.
     static func trace(
         served: [(Double, Double)], allocations: [(Double?, Double?)], denials: Int = 1,
-        demand: (Double, Double) = (80, 80)
+        demand: (Double, Double) = (80, 80), arrived: (Double, Double)? = nil
     ) -> SimulationTrace {
         let samples = served.indices.map { k in
             TraceSample(
@@ -33,13 +33,13 @@ import Testing
                         servedTPM: served[k].0 * 1000,
                         allocationRPM: allocations[k].0, allocationTPM: allocations[k].0.map { $0 * 1000 },
                         denials: denials,
-                        upstream429s: 0),
+                        upstream429s: 0, arrivedRPM: arrived?.0, arrivedTPM: arrived.map { $0.0 * 1000 }),
                     TenantSample(
                         demandRPM: demand.1, demandTPM: demand.1 * 1000, servedRPM: served[k].1,
                         servedTPM: served[k].1 * 1000,
                         allocationRPM: allocations[k].1, allocationTPM: allocations[k].1.map { $0 * 1000 },
                         denials: denials,
-                        upstream429s: 0),
+                        upstream429s: 0, arrivedRPM: arrived?.1, arrivedTPM: arrived.map { $0.1 * 1000 }),
                 ])
         }
         return SimulationTrace(
@@ -93,6 +93,70 @@ import Testing
                 served: Array(repeating: (90, 10), count: 4), allocations: Array(repeating: (90, 10), count: 4),
                 denials: 0))
         #expect(quiet.starvationTenantMinutes == 0)
+    }
+
+    @Test func starvationIsJudgedAgainstTheDemandThatArrived() {
+        // Both nominally want 80 of 100; a's tasks arrived at 1.5× that, b's at 30 rpm. Served 70 / 30.
+        // Against the nominal rate b is entitled 50 and starved (30 < 0.7 × 50); against what arrived it
+        // asked for 30 and got it.
+        let served = Array(repeating: (70.0, 30.0), count: 4)
+        let nominal = RunMetrics(trace: Self.trace(served: served, allocations: Array(repeating: (70, 30), count: 4)))
+        #expect(nominal.starvationTenantMinutes == 0.25)
+        let arrived = RunMetrics(
+            trace: Self.trace(served: served, allocations: Array(repeating: (70, 30), count: 4), arrived: (120, 30)))
+        #expect(arrived.starvationTenantMinutes == 0)
+        #expect(arrived.tiers["standard"]!.jain == 1)  // served / entitled = 70/70 and 30/30
+        // The other way round: a nominally wants 40 but its tasks arrived at 60; b wants (and sent) 80.
+        // Nominal entitlements 40 / 60 leave a's 30 unstarved (≥ 28); arrived ones are 50 / 50, and 30 is
+        // below 35.
+        let served2 = Array(repeating: (30.0, 70.0), count: 4)
+        let low = RunMetrics(
+            trace: Self.trace(served: served2, allocations: Array(repeating: (30, 70), count: 4), demand: (40, 80)))
+        #expect(low.starvationTenantMinutes == 0)
+        let high = RunMetrics(
+            trace: Self.trace(
+                served: served2, allocations: Array(repeating: (30, 70), count: 4), demand: (40, 80), arrived: (60, 80))
+        )
+        #expect(high.starvationTenantMinutes == 0.25)
+    }
+
+    @Test func arrivedDemandScalesTheNominalShapeOverACentredFiveMinutes() {
+        // 60 intervals of 10 s, nominal 80 throughout; arrivals 160 in the first five minutes, 80 after.
+        // Sample k's demand is 80 × arrived ÷ expected over samples k−15…k+15 (clipped to the run).
+        let samples = (0..<60).map { k in
+            TraceSample(
+                start: Double(k) * 10,
+                pools: [
+                    PoolSample(
+                        trueRPM: 1000, trueTPM: 1_000_000, demandRPM: 80, demandTPM: 80_000, servedRPM: 20,
+                        servedTPM: 20_000, upstreamAttempts: 10, upstream429s: 0, upstreamOverloaded: 0,
+                        estimatedRPM: nil, estimatedTPM: nil)
+                ],
+                tenants: [
+                    TenantSample(
+                        demandRPM: 80, demandTPM: 80_000, servedRPM: 20, servedTPM: 20_000, allocationRPM: nil,
+                        allocationTPM: nil, denials: 1, upstream429s: 0, arrivedRPM: k < 30 ? 160 : 80,
+                        arrivedTPM: k < 30 ? 160_000 : 80_000)
+                ])
+        }
+        let trace = SimulationTrace(
+            scenario: "t", strategy: "s", seed: 1, durationSeconds: 600, sampleIntervalSeconds: 10,
+            pools: [TracePool(id: "p", declaredRPM: 1000, declaredTPM: 1_000_000)],
+            tenants: [
+                TraceTenant(
+                    id: "a", tier: "standard", pool: "p", weight: 1, floorRPM: 0, floorTPM: 0, ceilingRPM: nil,
+                    ceilingTPM: nil, firstRequestAt: 0, firstAllocationAt: nil)
+            ],
+            samples: samples, tasks: [], capacityChangeTimes: [])
+        let demand = RunMetrics.arrivedDemand(trace: trace)
+        #expect(demand.rpm[0][0] == 160)  // samples 0…15 all arrived at 160
+        #expect(demand.rpm[14][0] == 160)  // 0…29
+        #expect(abs(demand.rpm[30][0] - 80 * (15 * 160 + 16 * 80) / (31 * 80)) < 1e-9)  // 15…45
+        #expect(demand.rpm[45][0] == 80)  // 30…59
+        #expect(abs(demand.tpm[30][0] - 1000 * demand.rpm[30][0]) < 1e-6)
+        // Entitled its arrived demand (capacity is ample), served 20 while throttled: starved throughout
+        // from the first full minute on.
+        #expect(abs(RunMetrics(trace: trace).starvationTenantMinutes - 55.0 / 6) < 1e-9)
     }
 
     /// One tenant of a 100-rpm pool wanting 80 and throttled throughout, served `served[k]` in 10-s

@@ -100,9 +100,55 @@ extension RunMetrics {
     public static let starvationWindowSeconds = 60.0
     /// Served below this fraction of the entitlement (and throttled) is starvation.
     public static let starvationRatio = 0.7
+    /// The arrivals that scale a tenant's demand are counted over this window, centred on the sample.
+    public static let demandWindowSeconds = 300.0
     /// A starved stretch at least this long counts as sustained starvation (the default policy's
     /// `alerts.starvation_window_s`).
     public static let sustainedStarvationSeconds = 300.0
+
+    /// Demand as it arrived: the scenario's rate is only the expectation of a Poisson draw, and a tenant
+    /// whose tasks came 20% above it for ten minutes did ask for 20% more — judging the others against
+    /// the expectation counted that as their starvation. So each sample's demand is the scenario's rate
+    /// scaled by the calls that arrived over the surrounding `demandWindowSeconds` (centred) ÷ the calls
+    /// the rate expected there: the shape of the rate is kept (a surge starts when it starts), and only
+    /// what persists over the window counts (a lucky minute is queueing, not a change of demand).
+    /// Indexed `[sample][tenant]`.
+    static func arrivedDemand(trace: SimulationTrace) -> (rpm: [[Double]], tpm: [[Double]]) {
+        let samples = trace.samples
+        let tenantCount = trace.tenants.count
+        let interval = trace.sampleIntervalSeconds
+        let half = max(1, Int((Self.demandWindowSeconds / 2 / interval).rounded()))
+        var arrivedRPM = Array(repeating: Array(repeating: 0.0, count: tenantCount), count: samples.count)
+        var arrivedTPM = arrivedRPM
+        for tenant in 0..<tenantCount {
+            var arrived = (rpm: 0.0, tpm: 0.0)
+            var expected = (rpm: 0.0, tpm: 0.0)
+            var low = 0
+            var high = -1
+            for k in samples.indices {
+                while high < min(samples.count - 1, k + half) {
+                    high += 1
+                    let s = samples[high].tenants[tenant]
+                    arrived.rpm += s.arrivedRPM
+                    arrived.tpm += s.arrivedTPM
+                    expected.rpm += s.demandRPM
+                    expected.tpm += s.demandTPM
+                }
+                while low < k - half {
+                    let s = samples[low].tenants[tenant]
+                    arrived.rpm -= s.arrivedRPM
+                    arrived.tpm -= s.arrivedTPM
+                    expected.rpm -= s.demandRPM
+                    expected.tpm -= s.demandTPM
+                    low += 1
+                }
+                let s = samples[k].tenants[tenant]
+                arrivedRPM[k][tenant] = expected.rpm > 1e-9 ? s.demandRPM * max(0, arrived.rpm) / expected.rpm : 0
+                arrivedTPM[k][tenant] = expected.tpm > 1e-9 ? s.demandTPM * max(0, arrived.tpm) / expected.tpm : 0
+            }
+        }
+        return (arrivedRPM, arrivedTPM)
+    }
 
     public init(trace: SimulationTrace) {
         let interval = trace.sampleIntervalSeconds
@@ -111,10 +157,14 @@ extension RunMetrics {
         let poolIndex = Dictionary(uniqueKeysWithValues: trace.pools.enumerated().map { ($0.element.id, $0.offset) })
         let tenantPool = trace.tenants.map { poolIndex[$0.pool] ?? 0 }
 
-        // Entitlements: weighted max-min fair shares of the TRUE capacity given demand and ceilings.
+        let window = max(1, Int((Self.starvationWindowSeconds / interval).rounded()))
+        let (arrivedRPM, arrivedTPM) = Self.arrivedDemand(trace: trace)
+
+        // Entitlements: weighted max-min fair shares of the TRUE capacity given the arrived demand and
+        // the ceilings.
         var entitledRPM: [[Double]] = []
         var entitledTPM: [[Double]] = []
-        for sample in samples {
+        for (k, sample) in samples.enumerated() {
             var rpm = Array(repeating: 0.0, count: tenantCount)
             var tpm = Array(repeating: 0.0, count: tenantCount)
             for (p, pool) in sample.pools.enumerated() {
@@ -122,10 +172,10 @@ extension RunMetrics {
                 let weights = members.map { trace.tenants[$0].weight }
                 let r = WaterFill.shares(
                     capacity: pool.trueRPM, weights: weights,
-                    limits: members.map { min(sample.tenants[$0].demandRPM, trace.tenants[$0].ceilingRPM ?? .infinity) })
+                    limits: members.map { min(arrivedRPM[k][$0], trace.tenants[$0].ceilingRPM ?? .infinity) })
                 let t = WaterFill.shares(
                     capacity: pool.trueTPM, weights: weights,
-                    limits: members.map { min(sample.tenants[$0].demandTPM, trace.tenants[$0].ceilingTPM ?? .infinity) })
+                    limits: members.map { min(arrivedTPM[k][$0], trace.tenants[$0].ceilingTPM ?? .infinity) })
                 for (k, m) in members.enumerated() {
                     rpm[m] = r[k]
                     tpm[m] = t[k]
@@ -153,7 +203,6 @@ extension RunMetrics {
         let rejected = samples.reduce(0) { $0 + $1.pools.reduce(0) { $0 + $1.upstream429s } }
 
         // Starvation tenant-minutes over trailing windows.
-        let window = max(1, Int((Self.starvationWindowSeconds / interval).rounded()))
         var starvedSamples = 0
         var sustainedSamples = 0
         let sustained = max(1, Int((Self.sustainedStarvationSeconds / interval).rounded()))
@@ -173,7 +222,7 @@ extension RunMetrics {
                 served.tpm += s.servedTPM
                 entitled.rpm += entitledRPM[k][tenant]
                 entitled.tpm += entitledTPM[k][tenant]
-                demand += s.demandRPM
+                demand += arrivedRPM[k][tenant]
                 throttled += s.denials + s.upstream429s
                 if k >= window {
                     let old = samples[k - window].tenants[tenant]
@@ -181,7 +230,7 @@ extension RunMetrics {
                     served.tpm -= old.servedTPM
                     entitled.rpm -= entitledRPM[k - window][tenant]
                     entitled.tpm -= entitledTPM[k - window][tenant]
-                    demand -= old.demandRPM
+                    demand -= arrivedRPM[k - window][tenant]
                     throttled -= old.denials + old.upstream429s
                 }
                 guard k + 1 >= window, throttled > 0, demand > served.rpm else {
@@ -211,7 +260,9 @@ extension RunMetrics {
             for m in members {
                 var previous: (Double, Double)?
                 for sample in samples {
-                    guard let r = sample.tenants[m].allocationRPM, let t = sample.tenants[m].allocationTPM else { continue }
+                    guard let r = sample.tenants[m].allocationRPM, let t = sample.tenants[m].allocationTPM else {
+                        continue
+                    }
                     hasAllocations = true
                     if let (pr, pt) = previous { moved += (abs(r - pr) / meanRPM + abs(t - pt) / meanTPM) / 2 }
                     previous = (r, t)
@@ -236,13 +287,15 @@ extension RunMetrics {
                     let lo = max(first, k - smooth + 1)
                     let span = Double(k - lo + 1)
                     let served = (lo...k).reduce(0.0) { $0 + samples[$1].pools[p].servedRPM } / span
-                    let target = (lo...k).reduce(0.0) {
-                        $0 + min(samples[$1].pools[p].trueRPM, samples[$1].pools[p].demandRPM)
-                    } / span
+                    let target =
+                        (lo...k).reduce(0.0) {
+                            $0 + min(samples[$1].pools[p].trueRPM, samples[$1].pools[p].demandRPM)
+                        } / span
                     let servedT = (lo...k).reduce(0.0) { $0 + samples[$1].pools[p].servedTPM } / span
-                    let targetT = (lo...k).reduce(0.0) {
-                        $0 + min(samples[$1].pools[p].trueTPM, samples[$1].pools[p].demandTPM)
-                    } / span
+                    let targetT =
+                        (lo...k).reduce(0.0) {
+                            $0 + min(samples[$1].pools[p].trueTPM, samples[$1].pools[p].demandTPM)
+                        } / span
                     let rpmOK = target <= 0 || abs(served - target) <= 0.1 * target
                     let tpmOK = targetT <= 0 || abs(servedT - targetT) <= 0.1 * targetT
                     if !(rpmOK || tpmOK) { within = false }
@@ -289,9 +342,11 @@ extension RunMetrics {
                 var entitled = 0.0
                 for k in samples.indices where contended[k][tenantPool[m]] {
                     let s = samples[k].tenants[m]
-                    served += s.servedRPM / max(1e-9, samples[k].pools[tenantPool[m]].trueRPM)
+                    served +=
+                        s.servedRPM / max(1e-9, samples[k].pools[tenantPool[m]].trueRPM)
                         + s.servedTPM / max(1e-9, samples[k].pools[tenantPool[m]].trueTPM)
-                    entitled += entitledRPM[k][m] / max(1e-9, samples[k].pools[tenantPool[m]].trueRPM)
+                    entitled +=
+                        entitledRPM[k][m] / max(1e-9, samples[k].pools[tenantPool[m]].trueRPM)
                         + entitledTPM[k][m] / max(1e-9, samples[k].pools[tenantPool[m]].trueTPM)
                 }
                 if entitled > 0 { ratios.append(served / entitled) }
@@ -305,7 +360,8 @@ extension RunMetrics {
         }
 
         self.init(
-            strategy: trace.strategy, utilisation: utilisationCount > 0 ? utilisationSum / Double(utilisationCount) : nil,
+            strategy: trace.strategy,
+            utilisation: utilisationCount > 0 ? utilisationSum / Double(utilisationCount) : nil,
             upstream429Rate: attempts > 0 ? Double(rejected) / Double(attempts) : 0, upstreamAttempts: attempts,
             upstream429s: rejected, starvationTenantMinutes: Double(starvedSamples) * interval / 60,
             totalVariation: hasAllocations ? 100 * variation / max(minutes, 1e-9) : nil,

@@ -177,6 +177,7 @@ final class SimulationRun {
         var random = tenants[tenant].work
         let count = random.int(in: shape.minCalls...shape.maxCalls)
         tenants[tenant].work = random
+        tenantCounters[tenant].arrivedTasks += 1
         let task = tasks.count
         tasks.append(
             TaskRun(
@@ -541,7 +542,10 @@ final class SimulationRun {
                         servedRPM: Double(counters.servedRequests) * perMinute,
                         servedTPM: counters.servedTokens * perMinute, allocationRPM: allocation[index]?.rpm,
                         allocationTPM: allocation[index]?.tpm, denials: counters.denials,
-                        upstream429s: counters.upstream429s))
+                        upstream429s: counters.upstream429s,
+                        arrivedRPM: Double(counters.arrivedTasks) * perMinute * spec.task.meanCalls,
+                        arrivedTPM: Double(counters.arrivedTasks) * perMinute * spec.task.meanCalls
+                            * spec.task.meanTokensPerCall))
             }
             let poolSamples = scenario.pools.indices.map { index in
                 let pool = scenario.pools[index]
@@ -728,6 +732,10 @@ struct TenantCounters {
     var servedTokens = 0.0
     var denials = 0
     var upstream429s = 0
+    /// Tasks that arrived. Their arrival times come from the tenant's own random stream alone, so the
+    /// count is the same for every strategy (the calls a task makes are drawn from a stream that the
+    /// service's timing also draws from: the metrics use the mean instead).
+    var arrivedTasks = 0
 }
 
 struct PoolCounters {
