@@ -39,6 +39,7 @@ public struct DamperState: Sendable, Hashable, Codable {
 /// 2. Otherwise the target is smoothed, `S ← S + alpha · (T − S)` — except a rise of a tenant blocked by
 ///    its own bucket (`pressing`): `S ← T`, and step 4 does not hold it (the Classifier's claim already
 ///    filtered it, and smoothing it again made an agent surge wait a minute and more for its share).
+///    Such a rise may also pass the step limit (step 5) up to the tenant's weighted fair share `f · w_i`.
 /// 3. Deadband: a move `|S − P|` of at most `deadband · P` is ignored (`P` the published value) —
 ///    unless it stays on the same side for `4 · persist_ticks` ticks: noise flips sides, a real
 ///    small offset does not, and closing it keeps capacity from being stranded by the deadband.
@@ -71,12 +72,19 @@ public enum Dampening {
         /// The tenant is blocked by its own bucket (``TenantObservation/pressing``): a rise of its target
         /// is followed at once — no smoothing, no persistence wait — within the step limit.
         public var pressing: Bool
+        /// The tenant's weighted fair share `f · w_i` (within its floor and ceiling): a pressing tenant
+        /// below it may rise to `min(target, fairShare)` in one tick, past the step limit. 0: none.
+        public var fairShare: Double
 
-        public init(target: Double, hardCap: Double = .infinity, entering: Bool = false, pressing: Bool = false) {
+        public init(
+            target: Double, hardCap: Double = .infinity, entering: Bool = false, pressing: Bool = false,
+            fairShare: Double = 0
+        ) {
             self.target = target
             self.hardCap = hardCap
             self.entering = entering
             self.pressing = pressing
+            self.fairShare = fairShare
         }
     }
 
@@ -110,7 +118,7 @@ public enum Dampening {
             updated.smoothed = pressed ? target : state.smoothed + settings.alpha * (target - state.smoothed)
             let (value, action) = step(
                 from: state.published, toward: updated.smoothed, state: &updated,
-                minStep: minStep, settings: settings, pressed: pressed)
+                minStep: minStep, settings: settings, pressed: pressed, fairShare: pressed ? input.fairShare : 0)
             values[i] = value
             actions[i] = action
             if value > input.hardCap {
@@ -211,7 +219,7 @@ public enum Dampening {
     /// and persistence memory in `state`.
     static func step(
         from published: Double, toward smoothed: Double, state: inout DamperState, minStep: Double,
-        settings: DampeningSettings, pressed: Bool = false
+        settings: DampeningSettings, pressed: Bool = false, fairShare: Double = 0
     ) -> (Double, DampingAction) {
         let delta = smoothed - published
         if delta == 0 {
@@ -254,7 +262,11 @@ public enum Dampening {
         state.pendingDirection = 0
         state.pendingTicks = 0
         let fraction = direction > 0 ? settings.maxUp : settings.maxDown
-        let limit = max(fraction * published, minStep)
+        // A pressing tenant below its fair share takes it in one step: max_up guards against
+        // oscillation, and a rise no further than one's own weighted share backed by denied attempts is
+        // not one (ramping ×1.25 per tick from a small allocation took a 15× surge nearly a minute).
+        let jump = direction > 0 ? min(smoothed, fairShare) - published : 0
+        let limit = max(fraction * published, minStep, jump)
         if abs(delta) <= limit { return (smoothed, .followed) }
         return (published + Double(direction) * limit, .limited)
     }

@@ -351,10 +351,14 @@ private struct PoolTick {
                 let entering =
                     records[index].dampers[dimension] == nil
                     || (records[index].wasIdle && observations[members[index]].tenantClass != .idle)
+                let pressing = observations[members[index]].pressing[dimension]
+                let fairShare =
+                    pressing && !claim.isIdle
+                    ? min(claim.ceiling, claim.budgetCap, max(claim.floor, allocation.level * claim.weight)) : 0
                 inputs.append(
                     Dampening.Input(
                         target: target, hardCap: max(target, min(claim.ceiling, claim.budgetCap)), entering: entering,
-                        pressing: observations[members[index]].pressing[dimension]))
+                        pressing: pressing, fairShare: fairShare))
             }
             var states = records.map { $0.dampers[dimension] }
             previous[dimension] = states.map { $0?.published }

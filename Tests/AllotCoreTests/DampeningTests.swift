@@ -115,6 +115,26 @@ struct DampeningTests {
         #expect(abs(states[0]!.published - 85) < 1e-9)  // 100 + 0.3 × (50 − 100)
     }
 
+    /// A pressing tenant below its weighted fair share takes it in one tick, past max_up; beyond the fair
+    /// share (and for a tenant not pressing) the step limit holds.
+    @Test func aPressingTenantJumpsToItsFairSharePastTheStepLimit() {
+        func step(_ target: Double, pressing: Bool, fairShare: Double) -> (Double, DampingAction) {
+            var states: [DamperState?] = [DamperState(published: 40, smoothed: 40)]
+            let actions = Dampening.apply(
+                [Dampening.Input(target: target, pressing: pressing, fairShare: fairShare)], states: &states,
+                capacity: 1000, settings: Self.settings)
+            return (states[0]!.published, actions[0])
+        }
+        // Target 300, fair share 250: 40 → 250 at once (max_up alone allows 50).
+        #expect(step(300, pressing: true, fairShare: 250) == (250, .limited))
+        // Target below the fair share: followed in full.
+        #expect(step(200, pressing: true, fairShare: 250) == (200, .followed))
+        // A fair share below the step limit changes nothing: 40 + max(25 %, min_step 10) = 50.
+        #expect(step(300, pressing: true, fairShare: 45) == (50, .limited))
+        // Not pressing: the fair share is ignored.
+        #expect(step(300, pressing: false, fairShare: 250) == (50, .limited))
+    }
+
     @Test func aCapacityDropIsAppliedAtOnce() {
         var states: [DamperState?] = [
             DamperState(published: 500, smoothed: 500), DamperState(published: 300, smoothed: 300),

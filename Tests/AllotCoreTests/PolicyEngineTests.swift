@@ -186,6 +186,23 @@ struct PolicyEngineTests {
         #expect(close(last.rate("b"), 1000.0 / 3))
     }
 
+    /// A tenant blocked by its own bucket (pressing) whose demand surges takes its weighted fair share in
+    /// one tick; the same surge unpressed climbs by max_up (25 %) a tick.
+    @Test func aPressingSurgeTakesItsFairShareInOneTick() throws {
+        func surge(pressing: Bool) -> [Double] {
+            var timeline = Timeline()
+            timeline.tick([Timeline.observe("a", rpm: 100, tpm: 10_000), Timeline.observe("b", rpm: 300, tpm: 30_000)])
+            var a = Timeline.observe("a", rpm: 900, tpm: 10_000)
+            a.pressing = PerDimension(rpm: pressing, tpm: false)
+            let tenants = [a, Timeline.observe("b", rpm: 300, tpm: 30_000)]
+            return (0..<3).map { _ in timeline.tick(tenants).rate("a") ?? -1 }
+        }
+        // Water-filling 1000 rpm over a (w 4, wants 900) and b (w 2, wants 300): 4f + 300 = 1000, f = 175,
+        // a's fair share 700 — its target.
+        #expect(surge(pressing: true) == [700, 700, 700])
+        #expect(surge(pressing: false) == [125, 156.25, 195.3125])
+    }
+
     @Test func guardrailClampsFileProposalsThatApprovalsLift() throws {
         var policy = Timeline.makePolicy()
         var premium = try #require(policy.tier(named: "premium"))
