@@ -120,6 +120,17 @@ import Testing
         #expect(report.table().contains("equal-split"))
         let rows = report.timelineCSV().split(separator: "\n").count
         #expect(rows == 73)  // header + 2 strategies × 12 intervals × (1 pool + 2 tenants)
+        let lines = report.timelineCSV().split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+        let header = lines.first!.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        #expect(header.suffix(4) == ["arrived_rpm", "arrived_tpm", "entitled_rpm", "entitled_tpm"])
+        for line in lines {
+            #expect(line.split(separator: ",", omittingEmptySubsequences: false).count == header.count)
+        }
+        // A tenant row carries the entitlement the metrics judge it against.
+        let entitled = RunMetrics.entitlements(trace: traces[0])
+        let firstTenant = lines.first { $0.contains(",tenant,") }!.split(
+            separator: ",", omittingEmptySubsequences: false)
+        #expect(firstTenant[header.firstIndex(of: "entitled_rpm")!] == SimulationReport.fixed(entitled.rpm[0][0], 2))
         let svg = report.timelineSVG()
         #expect(svg.hasPrefix("<svg xmlns=\"http://www.w3.org/2000/svg\""))
         #expect(svg.contains("true capacity (hidden)"))

@@ -150,21 +150,18 @@ extension RunMetrics {
         return (arrivedRPM, arrivedTPM)
     }
 
-    public init(trace: SimulationTrace) {
-        let interval = trace.sampleIntervalSeconds
-        let samples = trace.samples
+    /// Entitlements: weighted max-min fair shares (water-filling) of the TRUE capacity given the arrived
+    /// demand (``arrivedDemand(trace:)``) and the ceilings, per dimension. Indexed `[sample][tenant]`.
+    static func entitlements(trace: SimulationTrace, arrived: (rpm: [[Double]], tpm: [[Double]])? = nil)
+        -> (rpm: [[Double]], tpm: [[Double]])
+    {
+        let (arrivedRPM, arrivedTPM) = arrived ?? arrivedDemand(trace: trace)
         let tenantCount = trace.tenants.count
         let poolIndex = Dictionary(uniqueKeysWithValues: trace.pools.enumerated().map { ($0.element.id, $0.offset) })
         let tenantPool = trace.tenants.map { poolIndex[$0.pool] ?? 0 }
-
-        let window = max(1, Int((Self.starvationWindowSeconds / interval).rounded()))
-        let (arrivedRPM, arrivedTPM) = Self.arrivedDemand(trace: trace)
-
-        // Entitlements: weighted max-min fair shares of the TRUE capacity given the arrived demand and
-        // the ceilings.
         var entitledRPM: [[Double]] = []
         var entitledTPM: [[Double]] = []
-        for (k, sample) in samples.enumerated() {
+        for (k, sample) in trace.samples.enumerated() {
             var rpm = Array(repeating: 0.0, count: tenantCount)
             var tpm = Array(repeating: 0.0, count: tenantCount)
             for (p, pool) in sample.pools.enumerated() {
@@ -176,14 +173,28 @@ extension RunMetrics {
                 let t = WaterFill.shares(
                     capacity: pool.trueTPM, weights: weights,
                     limits: members.map { min(arrivedTPM[k][$0], trace.tenants[$0].ceilingTPM ?? .infinity) })
-                for (k, m) in members.enumerated() {
-                    rpm[m] = r[k]
-                    tpm[m] = t[k]
+                for (i, m) in members.enumerated() {
+                    rpm[m] = r[i]
+                    tpm[m] = t[i]
                 }
             }
             entitledRPM.append(rpm)
             entitledTPM.append(tpm)
         }
+        return (entitledRPM, entitledTPM)
+    }
+
+    public init(trace: SimulationTrace) {
+        let interval = trace.sampleIntervalSeconds
+        let samples = trace.samples
+        let tenantCount = trace.tenants.count
+        let poolIndex = Dictionary(uniqueKeysWithValues: trace.pools.enumerated().map { ($0.element.id, $0.offset) })
+        let tenantPool = trace.tenants.map { poolIndex[$0.pool] ?? 0 }
+
+        let window = max(1, Int((Self.starvationWindowSeconds / interval).rounded()))
+        let (arrivedRPM, arrivedTPM) = Self.arrivedDemand(trace: trace)
+
+        let (entitledRPM, entitledTPM) = Self.entitlements(trace: trace, arrived: (arrivedRPM, arrivedTPM))
 
         // Utilisation while demand exceeds the true capacity (binding dimension).
         var utilisationSum = 0.0

@@ -4,21 +4,30 @@ extension SimulationReport {
     public func timelineCSV() -> String {
         var text =
             "strategy,t_s,kind,id,tier,true_rpm,true_tpm,estimated_rpm,estimated_tpm,demand_rpm,demand_tpm,"
-            + "allocation_rpm,allocation_tpm,served_rpm,served_tpm,denials,upstream_429s,upstream_attempts\n"
+            + "allocation_rpm,allocation_tpm,served_rpm,served_tpm,denials,upstream_429s,upstream_attempts,"
+            + "arrived_rpm,arrived_tpm,entitled_rpm,entitled_tpm\n"
         func cell(_ value: Double?) -> String { value.map { Self.fixed($0, 2) } ?? "" }
         for trace in traces {
-            for sample in trace.samples {
+            let arrived = RunMetrics.arrivedDemand(trace: trace)
+            let entitled = RunMetrics.entitlements(trace: trace, arrived: arrived)
+            for (k, sample) in trace.samples.enumerated() {
                 let t = Self.fixed(sample.start, 0)
                 for (index, pool) in sample.pools.enumerated() {
-                    text += "\(trace.strategy),\(t),pool,\(trace.pools[index].id),,\(cell(pool.trueRPM)),\(cell(pool.trueTPM)),"
-                    text += "\(cell(pool.estimatedRPM)),\(cell(pool.estimatedTPM)),\(cell(pool.demandRPM)),\(cell(pool.demandTPM)),"
-                    text += ",,\(cell(pool.servedRPM)),\(cell(pool.servedTPM)),,\(pool.upstream429s),\(pool.upstreamAttempts)\n"
+                    text +=
+                        "\(trace.strategy),\(t),pool,\(trace.pools[index].id),,\(cell(pool.trueRPM)),\(cell(pool.trueTPM)),"
+                    text +=
+                        "\(cell(pool.estimatedRPM)),\(cell(pool.estimatedTPM)),\(cell(pool.demandRPM)),\(cell(pool.demandTPM)),"
+                    text +=
+                        ",,\(cell(pool.servedRPM)),\(cell(pool.servedTPM)),,\(pool.upstream429s),\(pool.upstreamAttempts),,,,\n"
                 }
                 for (index, tenant) in sample.tenants.enumerated() {
                     let info = trace.tenants[index]
-                    text += "\(trace.strategy),\(t),tenant,\(info.id),\(info.tier),,,,,\(cell(tenant.demandRPM)),\(cell(tenant.demandTPM)),"
+                    text +=
+                        "\(trace.strategy),\(t),tenant,\(info.id),\(info.tier),,,,,\(cell(tenant.demandRPM)),\(cell(tenant.demandTPM)),"
                     text += "\(cell(tenant.allocationRPM)),\(cell(tenant.allocationTPM)),\(cell(tenant.servedRPM)),"
-                    text += "\(cell(tenant.servedTPM)),\(tenant.denials),\(tenant.upstream429s),\n"
+                    text += "\(cell(tenant.servedTPM)),\(tenant.denials),\(tenant.upstream429s),,"
+                    text += "\(cell(arrived.rpm[k][index])),\(cell(arrived.tpm[k][index])),"
+                    text += "\(cell(entitled.rpm[k][index])),\(cell(entitled.tpm[k][index]))\n"
                 }
             }
         }
@@ -51,10 +60,14 @@ extension SimulationReport {
             let useTPM = Self.tokensBind(trace)
             let unit = useTPM ? "tokens/min" : "requests/min"
             func pick(_ pool: PoolSample) -> (truth: Double, estimate: Double?, served: Double) {
-                useTPM ? (pool.trueTPM, pool.estimatedTPM, pool.servedTPM) : (pool.trueRPM, pool.estimatedRPM, pool.servedRPM)
+                useTPM
+                    ? (pool.trueTPM, pool.estimatedTPM, pool.servedTPM)
+                    : (pool.trueRPM, pool.estimatedRPM, pool.servedRPM)
             }
             let members = trace.tenants.indices.filter { trace.tenants[$0].pool == trace.pools[0].id }
-            let totals = members.map { m in trace.samples.reduce(0.0) { $0 + (useTPM ? $1.tenants[m].servedTPM : $1.tenants[m].servedRPM) } }
+            let totals = members.map { m in
+                trace.samples.reduce(0.0) { $0 + (useTPM ? $1.tenants[m].servedTPM : $1.tenants[m].servedRPM) }
+            }
             let ranked = zip(members, totals).sorted { $0.1 != $1.1 ? $0.1 > $1.1 : $0.0 < $1.0 }.map(\.0)
             let shown = Array(ranked.prefix(6))
             let others = Array(ranked.dropFirst(6))
@@ -63,7 +76,8 @@ extension SimulationReport {
                 let p = pick(sample.pools[0])
                 maxValue = max(maxValue, p.truth, p.served, p.estimate ?? 0)
                 for m in shown {
-                    maxValue = max(maxValue, (useTPM ? sample.tenants[m].allocationTPM : sample.tenants[m].allocationRPM) ?? 0)
+                    maxValue = max(
+                        maxValue, (useTPM ? sample.tenants[m].allocationTPM : sample.tenants[m].allocationRPM) ?? 0)
                 }
             }
             maxValue *= 1.1
@@ -90,31 +104,42 @@ extension SimulationReport {
             for i in 0...4 {
                 let v = maxValue * Double(i) / 4
                 let yy = Self.fixed(y(v), 1)
-                svg += "<line x1=\"\(left)\" y1=\"\(yy)\" x2=\"\(Self.fixed(left + plotWidth, 1))\" y2=\"\(yy)\" stroke=\"#e5e5e5\"/>"
-                svg += "<text x=\"\(Self.fixed(left - 6, 1))\" y=\"\(yy)\" text-anchor=\"end\" dy=\"4\">\(Self.compact(v))</text>\n"
+                svg +=
+                    "<line x1=\"\(left)\" y1=\"\(yy)\" x2=\"\(Self.fixed(left + plotWidth, 1))\" y2=\"\(yy)\" stroke=\"#e5e5e5\"/>"
+                svg +=
+                    "<text x=\"\(Self.fixed(left - 6, 1))\" y=\"\(yy)\" text-anchor=\"end\" dy=\"4\">\(Self.compact(v))</text>\n"
             }
             let ticks = 6
             for i in 0...ticks {
                 let t = duration * Double(i) / Double(ticks)
                 let xx = Self.fixed(x(t), 1)
-                svg += "<text x=\"\(xx)\" y=\"\(Self.fixed(y0 + 20 + plotHeight + 14, 1))\" text-anchor=\"middle\">\(Self.clock(t))</text>\n"
+                svg +=
+                    "<text x=\"\(xx)\" y=\"\(Self.fixed(y0 + 20 + plotHeight + 14, 1))\" text-anchor=\"middle\">\(Self.clock(t))</text>\n"
             }
-            svg += "<rect x=\"\(left)\" y=\"\(Self.fixed(y0 + 20, 1))\" width=\"\(Self.fixed(plotWidth, 1))\" height=\"\(Self.fixed(plotHeight, 1))\" fill=\"none\" stroke=\"#999\"/>\n"
+            svg +=
+                "<rect x=\"\(left)\" y=\"\(Self.fixed(y0 + 20, 1))\" width=\"\(Self.fixed(plotWidth, 1))\" height=\"\(Self.fixed(plotHeight, 1))\" fill=\"none\" stroke=\"#999\"/>\n"
             var legend: [(String, String, String)] = []
             // Tenants: served solid thin, allocation dashed.
             for (i, m) in shown.enumerated() {
                 let color = palette[i % palette.count]
                 let served = trace.samples.map { Optional(useTPM ? $0.tenants[m].servedTPM : $0.tenants[m].servedRPM) }
-                let allocation = trace.samples.map { useTPM ? $0.tenants[m].allocationTPM : $0.tenants[m].allocationRPM }
-                svg += "<path d=\"\(path(served))\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.2\" opacity=\"0.8\"/>\n"
+                let allocation = trace.samples.map {
+                    useTPM ? $0.tenants[m].allocationTPM : $0.tenants[m].allocationRPM
+                }
+                svg +=
+                    "<path d=\"\(path(served))\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.2\" opacity=\"0.8\"/>\n"
                 if allocation.contains(where: { $0 != nil }) {
-                    svg += "<path d=\"\(path(allocation))\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"1\" stroke-dasharray=\"4 3\"/>\n"
+                    svg +=
+                        "<path d=\"\(path(allocation))\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"1\" stroke-dasharray=\"4 3\"/>\n"
                 }
                 legend.append((color, trace.tenants[m].id + " (" + trace.tenants[m].tier + ")", ""))
             }
             if !others.isEmpty {
                 let served = trace.samples.map { sample in
-                    Optional(others.reduce(0.0) { $0 + (useTPM ? sample.tenants[$1].servedTPM : sample.tenants[$1].servedRPM) })
+                    Optional(
+                        others.reduce(0.0) {
+                            $0 + (useTPM ? sample.tenants[$1].servedTPM : sample.tenants[$1].servedRPM)
+                        })
                 }
                 svg += "<path d=\"\(path(served))\" fill=\"none\" stroke=\"#7f7f7f\" stroke-width=\"1.2\"/>\n"
                 legend.append(("#7f7f7f", "\(others.count) others (sum)", ""))
@@ -122,20 +147,25 @@ extension SimulationReport {
             let truth = trace.samples.map { Optional(pick($0.pools[0]).truth) }
             let served = trace.samples.map { Optional(pick($0.pools[0]).served) }
             let estimate = trace.samples.map { pick($0.pools[0]).estimate }
-            svg += "<path d=\"\(path(served))\" fill=\"none\" stroke=\"#000000\" stroke-width=\"1.5\" opacity=\"0.55\"/>\n"
+            svg +=
+                "<path d=\"\(path(served))\" fill=\"none\" stroke=\"#000000\" stroke-width=\"1.5\" opacity=\"0.55\"/>\n"
             svg += "<path d=\"\(path(truth))\" fill=\"none\" stroke=\"#000000\" stroke-width=\"2.5\"/>\n"
             if estimate.contains(where: { $0 != nil }) {
-                svg += "<path d=\"\(path(estimate))\" fill=\"none\" stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"6 3\"/>\n"
+                svg +=
+                    "<path d=\"\(path(estimate))\" fill=\"none\" stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"6 3\"/>\n"
             }
-            legend = [
-                ("#000000", "true capacity (hidden)", ""), ("#d62728", "Allot's estimate (dashed)", ""),
-                ("#555555", "served, all tenants", ""),
-            ] + legend + [("#999999", "dashed: tenant allocation", "")]
+            legend =
+                [
+                    ("#000000", "true capacity (hidden)", ""), ("#d62728", "Allot's estimate (dashed)", ""),
+                    ("#555555", "served, all tenants", ""),
+                ] + legend + [("#999999", "dashed: tenant allocation", "")]
             for (i, item) in legend.enumerated() {
                 let ly = y0 + 28 + Double(i) * 15
                 let lx = left + plotWidth + 12
-                svg += "<rect x=\"\(Self.fixed(lx, 1))\" y=\"\(Self.fixed(ly - 8, 1))\" width=\"12\" height=\"3\" fill=\"\(item.0)\"/>"
-                svg += "<text x=\"\(Self.fixed(lx + 18, 1))\" y=\"\(Self.fixed(ly, 1))\">\(Self.escape(item.1))</text>\n"
+                svg +=
+                    "<rect x=\"\(Self.fixed(lx, 1))\" y=\"\(Self.fixed(ly - 8, 1))\" width=\"12\" height=\"3\" fill=\"\(item.0)\"/>"
+                svg +=
+                    "<text x=\"\(Self.fixed(lx + 18, 1))\" y=\"\(Self.fixed(ly, 1))\">\(Self.escape(item.1))</text>\n"
             }
         }
         svg += "</svg>\n"
