@@ -117,6 +117,10 @@ enum CommandTree {
                 choices: ["allot", "static", "fifo-backoff", "equal-split", "all"]),
             OptionSpec("seed", value: "N", help: "Random seed.", default: "1"),
             OptionSpec("out", value: "DIR", help: "Write report.json, timeline.csv, timeline.svg and results.md here."),
+            OptionSpec(
+                "policy", value: "DIR",
+                help: "Run allot with this policy directory's tiers and settings (a candidate policy) instead of "
+                    + "the policies built into the binary; the scenario still supplies pools and tenants."),
         ],
         flags: [FlagSpec("list", help: "Print the built-in scenario names, one per line, and exit.")])
 

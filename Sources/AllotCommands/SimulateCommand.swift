@@ -1,8 +1,11 @@
 import AllotArguments
+import AllotCore
+import AllotServer
 import AllotSimulation
 import Foundation
 
-/// `allot simulate --scenario NAME|FILE [--strategy S] [--seed N] [--out DIR]`, `allot simulate --list`.
+/// `allot simulate --scenario NAME|FILE [--strategy S] [--seed N] [--out DIR] [--policy DIR]`,
+/// `allot simulate --list`.
 enum SimulateCommand {
     static func run(_ command: ParsedCommand, output: CommandOutput) async throws -> Int32 {
         if command.flag("list") {
@@ -13,9 +16,18 @@ enum SimulateCommand {
             output.err("allot simulate: --scenario NAME|FILE is required (built-ins: \(Scenario.builtinNames.joined(separator: ", ")))")
             return 2
         }
+        var policy: Policy?
+        if let directory = command.string("policy") {
+            do throws(PolicyLoadError) {
+                policy = try PolicySource.directory(directory).load().policy
+            } catch {
+                output.err("allot simulate: \(error.message)")
+                return 1
+            }
+        }
         let scenario: Scenario
         do throws(ScenarioError) {
-            scenario = try Scenario.load(name)
+            scenario = try Scenario.load(name, tiers: policy.map { Set($0.tiers.map(\.name)) })
         } catch {
             output.err("allot simulate: \(error)")
             return 1
@@ -27,7 +39,7 @@ enum SimulateCommand {
         var traces: [SimulationTrace] = []
         for strategy in strategies {
             let started = Date()
-            traces.append(try await Simulator.run(scenario, strategy: strategy, seed: seed))
+            traces.append(try await Simulator.run(scenario, strategy: strategy, seed: seed, policy: policy))
             output.err(
                 "allot simulate: \(scenario.name) \(strategy.rawValue): \(Int(scenario.durationSeconds)) simulated s in "
                     + String(format: "%.1f", Date().timeIntervalSince(started)) + " s")

@@ -1,3 +1,5 @@
+import AllotCore
+
 /// The strategies a scenario can be run with (SPEC 12).
 public enum SimulationStrategy: String, Sendable, CaseIterable {
     /// The real loop: Observer, Classifier, Policy Engine and Publisher on a temporary SQLite
@@ -16,10 +18,12 @@ public enum SimulationStrategy: String, Sendable, CaseIterable {
 public enum Simulator {
     /// Runs one strategy on one scenario. Deterministic for (scenario, strategy, seed): every
     /// random draw comes from seeded streams and the loop is driven from one task in event order.
-    public static func run(_ scenario: Scenario, strategy: SimulationStrategy, seed: UInt64) async throws
-        -> SimulationTrace
+    /// `policy`: the base policy (`allot simulate --policy DIR`); nil → the built-in defaults. Either way
+    /// the scenario supplies the pools and tenants (``SimulationPolicy/policy(for:base:)``).
+    public static func run(_ scenario: Scenario, strategy: SimulationStrategy, seed: UInt64, policy: Policy? = nil)
+        async throws -> SimulationTrace
     {
-        let run = try await SimulationRun(scenario: scenario, strategy: strategy, seed: seed)
+        let run = try await SimulationRun(scenario: scenario, strategy: strategy, seed: seed, basePolicy: policy)
         return try await run.execute()
     }
 }

@@ -52,4 +52,53 @@ import Testing
         let report = try String(contentsOfFile: directory + "/report.json", encoding: .utf8)
         #expect(report.contains("\"static\""))
     }
+
+    /// `--policy DIR` runs allot with a candidate policy: its tiers are the ones a scenario may name, its
+    /// settings are what the engine applies (here a ceiling the allocation never passes), and a policy that
+    /// does not load is refused with the loader's message, before anything runs.
+    @Test func aCandidatePolicyDirectoryIsWhatAllotRunsWith() async throws {
+        let base = NSTemporaryDirectory() + "allot-sim-policy-\(UUID().uuidString)"
+        let policies = base + "/policies"
+        try FileManager.default.createDirectory(atPath: policies, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        try Data(
+            #"{"default_tier": "gold", "tiers": {"gold": {"priority": 0, "weight": 1, "ceiling": {"rpm": 30, "tpm": 100000}}}}"#
+                .utf8
+        ).write(to: URL(fileURLWithPath: policies + "/tiers.json"))
+        let scenario = base + "/gold.json"
+        try Data(
+            """
+            {"name": "gold", "description": "test", "headline": {"metric": "upstream_429_rate", "better": "lower"},
+             "duration_s": 120, "pools": [{"id": "p", "provider": "anthropic", "declared_rpm": 120, "declared_tpm": 200000,
+               "capacity": [{"at_s": 0, "rpm": 120, "tpm": 200000}]}],
+             "tenants": [{"id": "a", "tier": "gold", "pool": "p", "arrivals": [{"at_s": 0, "tasks_per_min": 20}],
+               "task": {"class": "batch", "calls": {"min": 2, "max": 3}, "parallelism": 1,
+                        "prompt_tokens": {"mean": 300}, "completion_tokens": {"mean": 50}, "deadline_s": 30}}]}
+            """.utf8
+        ).write(to: URL(fileURLWithPath: scenario))
+
+        let withoutPolicy = await runCLI(["simulate", "--scenario", scenario, "--strategy", "allot"])
+        #expect(withoutPolicy.code == 1)
+        #expect(withoutPolicy.err.contains(#"tenants[0].tier: unknown tier "gold" (tiers: critical, free, premium, standard)"#))
+
+        let out = base + "/out"
+        let result = await runCLI(["simulate", "--scenario", scenario, "--strategy", "allot", "--policy", policies, "--out", out])
+        #expect(result.code == 0, "\(result.err)")
+        let csv = try String(contentsOfFile: out + "/timeline.csv", encoding: .utf8).split(separator: "\n")
+        let header = csv[0].split(separator: ",", omittingEmptySubsequences: false)
+        let allocation = try #require(header.firstIndex(of: "allocation_rpm"))
+        let allocations = csv.dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false) }
+            .filter { $0[2] == "tenant" }.compactMap { Double($0[allocation]) }
+        #expect(allocations.count == 12)
+        #expect(allocations.max() == 30, "the gold tier's ceiling bounds the allocation: \(allocations)")
+
+        try Data(#"{"tiers": {"gold": {"weight": -1}}}"#.utf8).write(to: URL(fileURLWithPath: policies + "/bad.json"))
+        let rejected = await runCLI(["simulate", "--scenario", scenario, "--policy", policies])
+        #expect(rejected.code == 1)
+        #expect(rejected.err.contains("bad.json: $.tiers.gold.weight: must be greater than 0 (got -1)"))
+        #expect(rejected.out.isEmpty)
+        let missing = await runCLI(["simulate", "--scenario", scenario, "--policy", base + "/none"])
+        #expect(missing.code == 1)
+        #expect(missing.err.contains("cannot read policy directory \(base)/none"))
+    }
 }

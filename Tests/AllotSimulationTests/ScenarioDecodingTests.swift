@@ -1,3 +1,4 @@
+import Foundation
 import AllotCore
 import Testing
 
@@ -132,5 +133,27 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         } catch {
             #expect(error.reason.hasPrefix("neither a built-in scenario nor a readable file"))
         }
+    }
+
+    /// With a candidate policy (`allot simulate --policy DIR`) the tiers a scenario may name are that
+    /// policy's; the simulated policy keeps a tenant's own weight, floor and ceiling when the base policy
+    /// names it, takes the tier from the scenario, and replaces the upstreams with the scenario's pools.
+    @Test func aBasePolicySuppliesTheTiersAndTheTenantsOwnTerms() throws {
+        #expect(throws: ScenarioError.self) { try decode(scenarioJSON().replacingOccurrences(of: "premium", with: "gold")) }
+        let scenario = try Scenario.decode(
+            Array(scenarioJSON().replacingOccurrences(of: "premium", with: "gold").utf8), source: "test.json",
+            tiers: ["gold"])
+        #expect(scenario.tenants.map(\.tier) == ["gold", "gold"])
+
+        var base = try SimulationPolicy.defaultPolicy()
+        base.setTenant(TenantPolicy(id: "acme-01", tier: "free", weight: 3, ceiling: PerDimension(rpm: .absolute(50), tpm: nil)))
+        base.setTenant(TenantPolicy(id: "elsewhere", tier: "free", weight: 5))
+        let premium = try decode(scenarioJSON())
+        let policy = try SimulationPolicy.policy(for: premium, base: base)
+        #expect(policy.tenant("acme-01") == TenantPolicy(
+            id: "acme-01", tier: "premium", weight: 3, ceiling: PerDimension(rpm: .absolute(50), tpm: nil)))
+        #expect(policy.tenant("acme-02") == TenantPolicy(id: "acme-02", tier: "premium"))
+        #expect(policy.tenant("elsewhere") == nil)
+        #expect(policy.upstreams.map(\.id) == ["openai/gpt-4o"])
     }
 }

@@ -27,24 +27,25 @@ extension Scenario {
     }
 
     /// A built-in scenario by name.
-    public static func builtin(named name: String) throws(ScenarioError) -> Scenario {
+    public static func builtin(named name: String, tiers: Set<String>? = nil) throws(ScenarioError) -> Scenario {
         guard let file = AllotAssets.scenarios.first(where: { $0.name == name + ".json" }) else {
             throw ScenarioError(
                 source: name, path: "",
                 reason: "no built-in scenario of that name (built-ins: \(builtinNames.joined(separator: ", ")))")
         }
-        return try decode(file.bytes, source: name)
+        return try decode(file.bytes, source: name, tiers: tiers)
     }
 
-    /// A built-in name, else a file path.
-    public static func load(_ nameOrPath: String) throws(ScenarioError) -> Scenario {
-        if builtinNames.contains(nameOrPath) { return try builtin(named: nameOrPath) }
+    /// A built-in name, else a file path. `tiers`: the tier names tenants may use (default: the
+    /// default policy's; `allot simulate --policy DIR` passes that policy's).
+    public static func load(_ nameOrPath: String, tiers: Set<String>? = nil) throws(ScenarioError) -> Scenario {
+        if builtinNames.contains(nameOrPath) { return try builtin(named: nameOrPath, tiers: tiers) }
         guard let data = FileManager.default.contents(atPath: nameOrPath) else {
             throw ScenarioError(
                 source: nameOrPath, path: "",
                 reason: "neither a built-in scenario nor a readable file (built-ins: \(builtinNames.joined(separator: ", ")))")
         }
-        return try decode([UInt8](data), source: nameOrPath)
+        return try decode([UInt8](data), source: nameOrPath, tiers: tiers)
     }
 
     /// The tier names scenarios may use: the default policy's.
@@ -53,14 +54,16 @@ extension Scenario {
     }
 
     /// Decodes and validates a scenario (the format of docs/scenarios.md); every error names its JSON path.
-    public static func decode(_ bytes: [UInt8], source: String) throws(ScenarioError) -> Scenario {
+    public static func decode(_ bytes: [UInt8], source: String, tiers: Set<String>? = nil) throws(ScenarioError)
+        -> Scenario
+    {
         let json: JSON
         do {
             json = try JSON.parse(bytes)
         } catch {
             throw ScenarioError(source: source, path: "", reason: "not valid JSON: \(error)")
         }
-        var reader = ScenarioReader(source: source)
+        var reader = ScenarioReader(source: source, tiers: tiers ?? Scenario.knownTiers)
         return try reader.scenario(json)
     }
 }
@@ -68,6 +71,8 @@ extension Scenario {
 /// Reads the JSON tree, collecting the path for errors.
 private struct ScenarioReader {
     let source: String
+    /// The tier names tenants and the headline may use.
+    let tiers: Set<String>
 
     func fail(_ path: String, _ reason: String) -> ScenarioError {
         ScenarioError(source: source, path: path, reason: reason)
@@ -169,7 +174,6 @@ private struct ScenarioReader {
         for (index, pool) in pools.enumerated() where !seenPools.insert(pool.id).inserted {
             throw fail("pools[\(index)].id", "duplicate pool id \"\(pool.id)\"")
         }
-        let tiers = Scenario.knownTiers
         var tenants: [ScenarioTenant] = []
         for (index, json) in try array(root["tenants"], "tenants", count: 1...1000).enumerated() {
             tenants += try tenant(json, "tenants[\(index)]", pools: seenPools, tiers: tiers)

@@ -1,9 +1,10 @@
 import AllotAssets
 import AllotCore
 
-/// The policy a simulated `allot` runs with: the default policies built into the binary, with the
-/// scenario's pools (declared capacity), its tenants' tier assignments and, if given, its tick
-/// interval. Spend budgets are left out: the simulator measures capacity sharing, not costs, and a
+/// The policy a simulated `allot` runs with: the default policies built into the binary (or the
+/// policy of `allot simulate --policy DIR`), with the scenario's pools (declared capacity) in place of
+/// its upstreams, the scenario's tenants with their tier assignments (a tenant the base policy also
+/// names keeps its weight, floor and ceiling) and, if given, the scenario's tick interval. Spend budgets are left out: the simulator measures capacity sharing, not costs, and a
 /// month budget projected from one simulated hour would throttle tenants for reasons the story is
 /// not about.
 public enum SimulationPolicy {
@@ -12,8 +13,9 @@ public enum SimulationPolicy {
         try Policy.load(files: AllotAssets.defaultPolicies.map { (name: $0.name, bytes: $0.bytes) })
     }
 
-    public static func policy(for scenario: Scenario) throws(PolicyError) -> Policy {
-        let base = try defaultPolicy()
+    public static func policy(for scenario: Scenario, base given: Policy? = nil) throws(PolicyError) -> Policy {
+        let base: Policy
+        if let given { base = given } else { base = try defaultPolicy() }
         var loop = base.loop
         if let tick = scenario.tickIntervalSeconds { loop.intervalSeconds = tick }
         let tiers = base.tiers.map { tier -> Tier in
@@ -27,7 +29,11 @@ public enum SimulationPolicy {
             upstreams: scenario.pools.map {
                 UpstreamPolicy(id: $0.id, capacity: PerDimension(rpm: $0.declaredRPM, tpm: $0.declaredTPM))
             },
-            tenants: scenario.tenants.map { TenantPolicy(id: $0.id, tier: $0.tier) }, costs: base.costs,
+            tenants: scenario.tenants.map { tenant -> TenantPolicy in
+                guard let known = base.tenant(tenant.id) else { return TenantPolicy(id: tenant.id, tier: tenant.tier) }
+                return TenantPolicy(
+                    id: tenant.id, tier: tenant.tier, weight: known.weight, floor: known.floor, ceiling: known.ceiling)
+            }, costs: base.costs,
             taskBudgets: base.taskBudgets, alerts: base.alerts, proposals: base.proposals,
             classifier: base.classifier, observer: base.observer)
     }

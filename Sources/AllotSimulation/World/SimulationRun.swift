@@ -47,11 +47,11 @@ final class SimulationRun {
     private var poolCounters: [PoolCounters]
     private var now = 0.0
 
-    init(scenario: Scenario, strategy: SimulationStrategy, seed: UInt64) async throws {
+    init(scenario: Scenario, strategy: SimulationStrategy, seed: UInt64, basePolicy: Policy? = nil) async throws {
         self.scenario = scenario
         self.strategy = strategy
         self.seed = seed
-        policy = try SimulationPolicy.policy(for: scenario)
+        policy = try SimulationPolicy.policy(for: scenario, base: basePolicy)
         tickInterval = policy.loop.intervalSeconds
         for (index, pool) in scenario.pools.enumerated() { poolIndex[pool.id] = index }
         upstreams = scenario.pools.enumerated().map { index, pool in
