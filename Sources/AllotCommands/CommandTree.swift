@@ -116,6 +116,10 @@ enum CommandTree {
                 "strategy", value: "S", help: "Strategy to run.", default: "all",
                 choices: ["allot", "static", "fifo-backoff", "equal-split", "all"]),
             OptionSpec("seed", value: "N", help: "Random seed.", default: "1"),
+            OptionSpec(
+                "seeds", value: "LIST",
+                help: "Run every seed of LIST (e.g. 1-8, or 1,4,9-12; at most 1000) and print the means per strategy; "
+                    + "--out then writes report.json (means and each seed's metrics) and results.md, no timelines."),
             OptionSpec("out", value: "DIR", help: "Write report.json, timeline.csv, timeline.svg and results.md here."),
             OptionSpec(
                 "policy", value: "DIR",

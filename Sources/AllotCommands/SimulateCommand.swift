@@ -4,7 +4,7 @@ import AllotServer
 import AllotSimulation
 import Foundation
 
-/// `allot simulate --scenario NAME|FILE [--strategy S] [--seed N] [--out DIR] [--policy DIR]`,
+/// `allot simulate --scenario NAME|FILE [--strategy S] [--seed N | --seeds LIST] [--out DIR] [--policy DIR]`,
 /// `allot simulate --list`.
 enum SimulateCommand {
     static func run(_ command: ParsedCommand, output: CommandOutput) async throws -> Int32 {
@@ -33,27 +33,79 @@ enum SimulateCommand {
             return 1
         }
         let seed = UInt64(try command.int("seed", in: 0...Int.max) ?? 1)
+        var seeds = [seed]
+        if let list = command.string("seeds") {
+            switch SimulationReport.parseSeeds(list) {
+            case .success(let parsed): seeds = parsed
+            case .failure(let error):
+                output.err("allot simulate: --seeds: \(error.message)")
+                return 2
+            }
+        }
         let choice = command.string("strategy") ?? "all"
         let strategies: [SimulationStrategy] =
             choice == "all" ? SimulationStrategy.allCases : SimulationStrategy(rawValue: choice).map { [$0] } ?? []
-        var traces: [SimulationTrace] = []
-        for strategy in strategies {
-            let started = Date()
-            traces.append(try await Simulator.run(scenario, strategy: strategy, seed: seed, policy: policy))
-            output.err(
-                "allot simulate: \(scenario.name) \(strategy.rawValue): \(Int(scenario.durationSeconds)) simulated s in "
-                    + String(format: "%.1f", Date().timeIntervalSince(started)) + " s")
+        let report: SimulationReport
+        if command.string("seeds") == nil {
+            var traces: [SimulationTrace] = []
+            for strategy in strategies {
+                let started = Date()
+                traces.append(try await Simulator.run(scenario, strategy: strategy, seed: seed, policy: policy))
+                output.err(
+                    "allot simulate: \(scenario.name) \(strategy.rawValue): \(Int(scenario.durationSeconds)) simulated s in "
+                        + String(format: "%.1f", Date().timeIntervalSince(started)) + " s")
+            }
+            report = SimulationReport(scenario: scenario, seed: seed, traces: traces)
+        } else {
+            // Seeds run side by side (as many as there are cores), each keeping only its metrics: a trace
+            // per seed and strategy would not fit. Every run is deterministic on its own, so the order in
+            // which they finish changes nothing.
+            let (seeds, policy) = (seeds, policy)
+            let perSeed = try await withThrowingTaskGroup(of: (Int, [RunMetrics]).self) { group in
+                var results = [[RunMetrics]](repeating: [], count: seeds.count)
+                var next = 0
+                func start(_ index: Int) {
+                    let seed = seeds[index]
+                    group.addTask {
+                        let started = Date()
+                        var runs: [RunMetrics] = []
+                        for strategy in strategies {
+                            let trace = try await Simulator.run(scenario, strategy: strategy, seed: seed, policy: policy)
+                            runs.append(RunMetrics(trace: trace))
+                        }
+                        output.err(
+                            "allot simulate: \(scenario.name) seed \(seed): \(strategies.count) "
+                                + "strateg\(strategies.count == 1 ? "y" : "ies") in "
+                                + String(format: "%.1f", Date().timeIntervalSince(started)) + " s")
+                        return (index, runs)
+                    }
+                }
+                while next < min(seeds.count, max(1, ProcessInfo.processInfo.activeProcessorCount)) {
+                    start(next)
+                    next += 1
+                }
+                while let (index, runs) = try await group.next() {
+                    results[index] = runs
+                    if next < seeds.count {
+                        start(next)
+                        next += 1
+                    }
+                }
+                return results
+            }
+            report = SimulationReport(scenario: scenario, seeds: seeds, perSeed: perSeed)
         }
-        let report = SimulationReport(scenario: scenario, seed: seed, traces: traces)
         output.out(report.table())
         if let directory = command.string("out") {
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-                let files = [
-                    ("report.json", report.json()), ("timeline.csv", report.timelineCSV()),
-                    ("timeline.svg", report.timelineSVG()),
+                var files = [
+                    ("report.json", report.json()),
                     ("results.md", SimulationReport.markdownHeader + "\n" + report.markdownRows()),
                 ]
+                if !report.traces.isEmpty {
+                    files += [("timeline.csv", report.timelineCSV()), ("timeline.svg", report.timelineSVG())]
+                }
                 for (file, text) in files {
                     try Data(text.utf8).write(to: URL(fileURLWithPath: directory).appendingPathComponent(file))
                 }

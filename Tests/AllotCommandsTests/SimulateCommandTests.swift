@@ -101,4 +101,24 @@ import Testing
         #expect(missing.code == 1)
         #expect(missing.err.contains("cannot read policy directory \(base)/none"))
     }
+
+    /// `--seeds` runs every listed seed and prints the means; `--out` then writes report.json and
+    /// results.md (no timelines); a bad list is a usage error naming what is wrong.
+    @Test func seedsPrintTheMeansAndWriteEachSeed() async throws {
+        let directory = NSTemporaryDirectory() + "allot-sim-seeds-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = await runCLI(["simulate", "--scenario", "cold-start", "--strategy", "static", "--seeds", "2-3", "--out", directory])
+        #expect(result.code == 0, "\(result.err)")
+        #expect(result.out.hasPrefix("scenario cold-start, means over seeds 2, 3; headline"))
+        #expect(result.err.contains("cold-start seed 2: 1 strategy in"))
+        #expect(result.err.contains("cold-start seed 3: 1 strategy in"))
+        let report = try String(contentsOfFile: directory + "/report.json", encoding: .utf8)
+        #expect(report.contains("\"per_seed\""))
+        #expect(FileManager.default.fileExists(atPath: directory + "/results.md"))
+        #expect(!FileManager.default.fileExists(atPath: directory + "/timeline.csv"))
+
+        let bad = await runCLI(["simulate", "--scenario", "cold-start", "--seeds", "5-1"])
+        #expect(bad.code == 2)
+        #expect(bad.err == "allot simulate: --seeds: \"5-1\" is not a seed or a range A-B of seeds (A <= B)")
+    }
 }

@@ -4,17 +4,26 @@ import AllotJSON
 /// the table printed on stdout, and the headline verdict.
 public struct SimulationReport: Sendable {
     public var scenario: String
+    /// The seed (the first of ``seeds`` for a report over several).
     public var seed: UInt64
+    /// The seeds the metrics are the means of; one for a single run.
+    public var seeds: [UInt64]
     public var headline: ScenarioHeadline
+    /// The runs' traces (empty for a report over several seeds).
     public var traces: [SimulationTrace]
+    /// Per strategy; for several seeds the means (``RunMetrics/mean(of:)``).
     public var metrics: [RunMetrics]
+    /// Per seed, the strategies' metrics (empty for a single run).
+    public var perSeed: [[RunMetrics]]
 
     public init(scenario: Scenario, seed: UInt64, traces: [SimulationTrace]) {
         self.scenario = scenario.name
         self.seed = seed
+        self.seeds = [seed]
         self.headline = scenario.headline
         self.traces = traces
         self.metrics = traces.map(RunMetrics.init(trace:))
+        self.perSeed = []
     }
 
     /// The strategy that does best on the headline metric (nil values lose; ties go to the first
@@ -54,6 +63,32 @@ public struct SimulationReport: Sendable {
     /// `report.json`: sorted keys, numbers rounded to 6 significant digits, so the bytes are a
     /// function of the run.
     public func json() -> String {
+        var headlineObject: JSONObject = [
+            "metric": .string(headline.metric), "better": .string(headline.higherIsBetter ? "higher" : "lower"),
+            "tier": headline.tier.map(JSON.string) ?? .null,
+            "winner": headlineWinner.map(JSON.string) ?? .null,
+        ]
+        if let wins = allotWinsHeadline { headlineObject["allot_wins"] = .bool(wins) }
+        var values = JSONObject()
+        for run in metrics { values[run.strategy] = Self.number(headlineValue(run)) }
+        headlineObject["values"] = .object(values)
+        var root: JSONObject = [
+            "scenario": .string(scenario), "strategies": Self.strategiesJSON(metrics), "headline": .object(headlineObject),
+        ]
+        if perSeed.isEmpty {
+            root["seed"] = .int(Int64(seed))
+        } else {
+            // Several seeds: "strategies" holds the means; "per_seed" each seed's own.
+            root["seeds"] = .array(seeds.map { .int(Int64($0)) })
+            root["per_seed"] = .array(
+                zip(seeds, perSeed).map { seed, runs in
+                    .object(["seed": .int(Int64(seed)), "strategies": Self.strategiesJSON(runs)])
+                })
+        }
+        return JSON.object(root).serializedString(sortedKeys: true, pretty: true) + "\n"
+    }
+
+    static func strategiesJSON(_ metrics: [RunMetrics]) -> JSON {
         var strategies = JSONObject()
         for run in metrics {
             var tiers = JSONObject()
@@ -80,20 +115,7 @@ public struct SimulationReport: Sendable {
                 "tiers": .object(tiers),
             ])
         }
-        var headlineObject: JSONObject = [
-            "metric": .string(headline.metric), "better": .string(headline.higherIsBetter ? "higher" : "lower"),
-            "tier": headline.tier.map(JSON.string) ?? .null,
-            "winner": headlineWinner.map(JSON.string) ?? .null,
-        ]
-        if let wins = allotWinsHeadline { headlineObject["allot_wins"] = .bool(wins) }
-        var values = JSONObject()
-        for run in metrics { values[run.strategy] = Self.number(headlineValue(run)) }
-        headlineObject["values"] = .object(values)
-        let root: JSON = .object([
-            "scenario": .string(scenario), "seed": .int(Int64(seed)), "strategies": .object(strategies),
-            "headline": .object(headlineObject),
-        ])
-        return root.serializedString(sortedKeys: true, pretty: true) + "\n"
+        return .object(strategies)
     }
 
     static func number(_ value: Double?) -> JSON {
@@ -135,7 +157,7 @@ public struct SimulationReport: Sendable {
         }
         var widths = Array(repeating: 0, count: header.count)
         for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
-        var text = "scenario \(scenario), seed \(seed); headline \(headline.label) (\(headline.higherIsBetter ? "higher" : "lower") is better)"
+        var text = "scenario \(scenario), \(seedLabel); headline \(headline.label) (\(headline.higherIsBetter ? "higher" : "lower") is better)"
         text += ": winner \(headlineWinner ?? "none")\n"
         for row in rows {
             text += row.enumerated().map { i, cell in
@@ -143,6 +165,14 @@ public struct SimulationReport: Sendable {
             }.joined(separator: "  ") + "\n"
         }
         return text
+    }
+
+    /// "seed 3", or "means over seeds 1-8" / "means over seeds 1, 4, 9".
+    var seedLabel: String {
+        guard perSeed.count > 0 else { return "seed \(seed)" }
+        let contiguous = seeds.count > 2 && zip(seeds, seeds.dropFirst()).allSatisfy { $1 == $0 + 1 }
+        let list = contiguous ? "\(seeds[0])-\(seeds[seeds.count - 1])" : seeds.map(String.init).joined(separator: ", ")
+        return "means over seeds \(list)"
     }
 
     static func tierOrder(_ tier: String) -> Int {
