@@ -100,7 +100,8 @@ struct PoolTrack: Sendable, Hashable, Codable {
     var othersUse: PerDimension<Double> = PerDimension(0)
     /// The newest served-while-throttled measurement per dimension (per minute, with when it was made):
     /// where the provider last refused. A probe above it moves at a fifth of the step — the limit was
-    /// there a moment ago — and every probe that crossed it at full speed overshot into refusals.
+    /// there a moment ago, and every probe that crossed it at full speed overshot into refusals — until
+    /// it is `probe_step` above it without a refusal: the measurement is then disproven.
     /// nil in checkpoints written before it.
     var measuredLimit: PerDimension<CapacityAction?>?
     /// The last multiplicative decrease, and until when further quota errors are attributed to it.

@@ -315,11 +315,17 @@ struct PoolEvaluation {
                     pool.headerLimit[dimension] == nil
                     && (pool.lastDecreaseAt[dimension] ?? -Double.infinity) >= now - settings.longWindowSeconds
                 let unit = measured ? estimate : (pool.reference[dimension] ?? estimate)
-                // Above where the provider refused within the long window: a fifth of the step.
+                // Above where the provider refused within the long window: a fifth of the step — up to one step
+                // above it. Passed by a step with no refusal, the measurement is disproven: served while
+                // throttled under-reads a limit met in a transient (blind capacity drop, seed 8: cut to 457 of
+                // a true 600, then a fifth of a step for the whole long window — 82 % utilisation).
                 let known = pool.measuredLimit?[dimension] ?? nil
                 let nearLimit =
                     measured
-                    && known.map { $0.at >= now - settings.longWindowSeconds && estimate >= $0.value ?? .infinity }
+                    && known.map {
+                        $0.at >= now - settings.longWindowSeconds && estimate >= $0.value ?? .infinity
+                            && estimate < ($0.value ?? .infinity) * (1 + settings.probeStep)
+                    }
                         ?? false
                 // From near the floor without traffic, steps of the reference: what was measured there (nothing
                 // served) is no limit to creep above.

@@ -255,15 +255,19 @@ struct ObserverEstimateTests {
         #expect(F.status(report)?.estimate.rpm == 950)
     }
 
-    @Test func withoutAStatedLimitAProbeAfterACutStepsInUnitsOfTheEstimateSlowerAboveTheRefusals() throws {
+    @Test func withoutAStatedLimitAProbeAfterACutStepsInUnitsOfTheEstimateSlowerJustAboveTheRefusals() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
         _ = estimation.observe(script.delta { Self.heavyRefusals(&$0, t0: t0, refused: 20) }, now: t0)
         // The minute after the last refusal (t0 − 7.5 s), then traffic at 96 % of the estimate: +5 % of 240 per
         // minute, not of the declared 1000 (which would overshoot the real limit by a fifth a minute) — and a
         // fifth of that, at and above 240, where the provider refused a moment ago.
+        // Once the estimate has passed that refusal by a probe step (5 %) without a refusal, the refusal is
+        // disproven (served-while-throttled under-reads a limit met in a transient) and the whole step applies.
         var estimate = 240.0
-        for tick in 1...24 {
+        var slow = 0
+        var full = 0
+        for tick in 1...90 {
             let now = t0 + Double(tick) * 5
             let report = estimation.observe(
                 script.delta { Self.traffic(&$0, perSlice: Int((estimate * 0.96 / 12).rounded(.up)), from: now - 5) },
@@ -271,11 +275,17 @@ struct ObserverEstimateTests {
             let next = try #require(F.status(report)?.estimate.rpm)
             if tick <= 10 {
                 #expect(next == 240, "tick \(tick)")
-            } else {
+            } else if estimate < 240 * 1.05 {
                 #expect(abs(next - estimate * (1 + 0.05 * 0.2 * 5 / 60)) < 1e-9, "tick \(tick)")
+                slow += 1
+            } else {
+                #expect(abs(next - estimate * (1 + 0.05 * 5 / 60)) < 1e-9, "tick \(tick)")
+                full += 1
             }
             estimate = next
         }
+        #expect(slow == 59)
+        #expect(full == 21)
     }
 
     @Test func neverCutsBelowTheFloor() throws {
