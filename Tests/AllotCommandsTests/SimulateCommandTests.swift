@@ -2,6 +2,18 @@ import Foundation
 import Testing
 
 @Suite struct SimulateCommandTests {
+    /// A scenario of one pool and one tenant of small batch tasks.
+    static func oneTenantScenario(name: String, duration: Int, tier: String, tasksPerMinute: Double) -> String {
+        """
+        {"name": "\(name)", "description": "test", "headline": {"metric": "upstream_429_rate", "better": "lower"},
+         "duration_s": \(duration), "pools": [{"id": "p", "provider": "anthropic", "declared_rpm": 120, "declared_tpm": 200000,
+           "capacity": [{"at_s": 0, "rpm": 120, "tpm": 200000}]}],
+         "tenants": [{"id": "a", "tier": "\(tier)", "pool": "p", "arrivals": [{"at_s": 0, "tasks_per_min": \(tasksPerMinute)}],
+           "task": {"class": "batch", "calls": {"min": 2, "max": 3}, "parallelism": 1,
+                    "prompt_tokens": {"mean": 300}, "completion_tokens": {"mean": 50}, "deadline_s": 30}}]}
+        """
+    }
+
     @Test func listPrintsTheBuiltInsOnePerLine() async {
         let result = await runCLI(["simulate", "--list"])
         #expect(result.code == 0)
@@ -29,16 +41,8 @@ import Testing
     @Test func outWritesTheReportFiles() async throws {
         let directory = NSTemporaryDirectory() + "allot-sim-out-\(UUID().uuidString)"
         let path = directory + ".json"
-        try Data(
-            """
-            {"name": "tiny", "description": "test", "headline": {"metric": "upstream_429_rate", "better": "lower"},
-             "duration_s": 60, "pools": [{"id": "p", "provider": "anthropic", "declared_rpm": 120, "declared_tpm": 200000,
-               "capacity": [{"at_s": 0, "rpm": 120, "tpm": 200000}]}],
-             "tenants": [{"id": "a", "tier": "standard", "pool": "p", "arrivals": [{"at_s": 0, "tasks_per_min": 6}],
-               "task": {"class": "batch", "calls": {"min": 2, "max": 3}, "parallelism": 1,
-                        "prompt_tokens": {"mean": 300}, "completion_tokens": {"mean": 50}, "deadline_s": 30}}]}
-            """.utf8
-        ).write(to: URL(fileURLWithPath: path))
+        try Data(Self.oneTenantScenario(name: "tiny", duration: 60, tier: "standard", tasksPerMinute: 6).utf8)
+            .write(to: URL(fileURLWithPath: path))
         defer {
             try? FileManager.default.removeItem(atPath: path)
             try? FileManager.default.removeItem(atPath: directory)
@@ -66,16 +70,8 @@ import Testing
                 .utf8
         ).write(to: URL(fileURLWithPath: policies + "/tiers.json"))
         let scenario = base + "/gold.json"
-        try Data(
-            """
-            {"name": "gold", "description": "test", "headline": {"metric": "upstream_429_rate", "better": "lower"},
-             "duration_s": 120, "pools": [{"id": "p", "provider": "anthropic", "declared_rpm": 120, "declared_tpm": 200000,
-               "capacity": [{"at_s": 0, "rpm": 120, "tpm": 200000}]}],
-             "tenants": [{"id": "a", "tier": "gold", "pool": "p", "arrivals": [{"at_s": 0, "tasks_per_min": 20}],
-               "task": {"class": "batch", "calls": {"min": 2, "max": 3}, "parallelism": 1,
-                        "prompt_tokens": {"mean": 300}, "completion_tokens": {"mean": 50}, "deadline_s": 30}}]}
-            """.utf8
-        ).write(to: URL(fileURLWithPath: scenario))
+        try Data(Self.oneTenantScenario(name: "gold", duration: 120, tier: "gold", tasksPerMinute: 20).utf8)
+            .write(to: URL(fileURLWithPath: scenario))
 
         let withoutPolicy = await runCLI(["simulate", "--scenario", scenario, "--strategy", "allot"])
         #expect(withoutPolicy.code == 1)
