@@ -118,7 +118,7 @@ enum CommandTree {
             OptionSpec("seed", value: "N", help: "Random seed.", default: "1"),
             OptionSpec(
                 "seeds", value: "LIST",
-                help: "Run every seed of LIST (e.g. 1-8, or 1,4,9-12; at most 1000) and print the means per strategy; "
+                help: "Run every seed of LIST (e.g. 1-8, or 1,4,9-12; at most 1000; replaces --seed) and print the means per strategy; "
                     + "--out then writes report.json (means and each seed's metrics) and results.md, no timelines."),
             OptionSpec("out", value: "DIR", help: "Write report.json, timeline.csv, timeline.svg and results.md here."),
             OptionSpec(
