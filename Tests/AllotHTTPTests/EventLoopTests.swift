@@ -68,7 +68,7 @@ import Testing
             loop.setDeadline(later, for: moved.fd)  // later than the armed entry: re-armed lazily
             return later
         }
-        try await withDeadline(seconds: 5) { await fired.wait() }
+        try await withDeadline(seconds: 60) { await fired.wait() }
         let (movedFired, clearedFired) = await onLoop(loop) { (moved.deadlines, cleared.deadlines) }
         #expect(movedFired.count == 1)
         #expect(movedFired[0] >= later)
@@ -93,7 +93,7 @@ import Testing
             let cancelled = loop.scheduleTimer(at: base + 2_500_000) { order.withLock { $0.append(99) } }
             loop.cancelTimer(cancelled)
         }
-        try await withDeadline(seconds: 5) { await done.wait() }
+        try await withDeadline(seconds: 60) { await done.wait() }
         #expect(order.withLock { $0 } == [1, 2, 3, 4])
         await loop.stop()
     }

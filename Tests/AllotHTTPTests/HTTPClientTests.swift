@@ -31,7 +31,9 @@ import Testing
     }
 
     @Test func getsAndReusesTheConnection() async throws {
-        try await withServer { port, server in
+        // A long idle timeout: on a loaded machine a stall of over the test default (3 s) between two
+        // requests let the server close the pooled connection, and the client rightly opened a second.
+        try await withServer(.test(idleTimeout: .seconds(60))) { port, server in
             try await withClient { client in
                 for id in ["a", "b", "c"] {
                     let response = try await client.get("http://127.0.0.1:\(port)/tenants/\(id)")
@@ -195,7 +197,7 @@ import Testing
                 await expectError(.timedOut) { () async throws(HTTPClientError) in
                     try await client.get("http://127.0.0.1:\(port)/hold", timeout: .milliseconds(100))
                 }
-                try await withDeadline(seconds: 5) { await probe.cancelled.wait() }
+                try await withDeadline(seconds: 60) { await probe.cancelled.wait() }
             }
         }
     }
@@ -207,7 +209,8 @@ import Testing
                 let task = Task { () async throws(HTTPClientError) -> HTTPClientResponse in
                     try await client.get("http://127.0.0.1:\(port)/hold")
                 }
-                try await withDeadline(seconds: 5) { await probe.started.wait() }
+                // Generous: the deadline only turns a hang into a failure (CI once took over 5 s to start it).
+                try await withDeadline(seconds: 60) { await probe.started.wait() }
                 task.cancel()
                 let result = await task.result
                 guard case .failure(let error) = result else {
@@ -215,17 +218,18 @@ import Testing
                     return
                 }
                 #expect((error as? HTTPClientError)?.kind == .cancelled)
-                try await withDeadline(seconds: 5) { await probe.cancelled.wait() }
+                try await withDeadline(seconds: 60) { await probe.cancelled.wait() }
             }
         }
     }
 
     @Test func longPollAndOtherRequestsShareTheClient() async throws {
         let probe = HoldProbe()
-        try await withServer(router: .makeTest(probe: probe)) { port, server in
+        try await withServer(.test(idleTimeout: .seconds(60)), router: .makeTest(probe: probe)) { port, server in
             try await withClient { client in
                 async let held = client.get("http://127.0.0.1:\(port)/hold", timeout: .seconds(60))
-                try await withDeadline(seconds: 5) { await probe.started.wait() }
+                // Generous: the deadline only turns a hang into a failure (CI once took over 5 s to start it).
+                try await withDeadline(seconds: 60) { await probe.started.wait() }
                 for _ in 0..<5 {
                     #expect(try await client.get("http://127.0.0.1:\(port)/hello").bodyText == "hello")
                 }
@@ -237,7 +241,7 @@ import Testing
     }
 
     @Test func manyConcurrentRequestsShareABoundedNumberOfConnections() async throws {
-        try await withServer { port, server in
+        try await withServer(.test(idleTimeout: .seconds(60))) { port, server in
             try await withClient(HTTPClientConfiguration(timeout: .seconds(30), maxConnectionsPerHost: 8)) { client in
                 try await withThrowingTaskGroup(of: String.self) { group in
                     for i in 0..<200 {
@@ -275,7 +279,8 @@ import Testing
         try await withServer(router: .makeTest(probe: probe)) { port, _ in
             try await withClient(HTTPClientConfiguration(timeout: .seconds(30), maxConnectionsPerHost: 1)) { client in
                 async let held = client.get("http://127.0.0.1:\(port)/hold")
-                try await withDeadline(seconds: 5) { await probe.started.wait() }
+                // Generous: the deadline only turns a hang into a failure (CI once took over 5 s to start it).
+                try await withDeadline(seconds: 60) { await probe.started.wait() }
                 await expectError(.timedOut) { () async throws(HTTPClientError) in
                     try await client.get("http://127.0.0.1:\(port)/hello", timeout: .milliseconds(50))
                 }

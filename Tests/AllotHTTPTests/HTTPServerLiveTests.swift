@@ -317,7 +317,7 @@ import Testing
                 try socket.send(get("/hold"))
                 return socket
             }
-            try await withDeadline(seconds: 5) { await probe.started.wait() }
+            try await withDeadline(seconds: 60) { await probe.started.wait() }
             for _ in 0..<3 {
                 #expect(try await exchange(port, get("/hello"))?.text == "hello")
             }
@@ -335,10 +335,10 @@ import Testing
                 try socket.send(get("/hold"))
                 return socket
             }
-            try await withDeadline(seconds: 5) { await probe.started.wait() }
+            try await withDeadline(seconds: 60) { await probe.started.wait() }
             _ = socket  // keep it open until here
             Glibc.shutdown(socket.fd, Int32(SHUT_RDWR))
-            try await withDeadline(seconds: 5) { await probe.cancelled.wait() }
+            try await withDeadline(seconds: 60) { await probe.cancelled.wait() }
             #expect(probe.cancelled.isSet)
             #expect(server.statistics.cancelledRequests == 1)
         }
@@ -357,7 +357,7 @@ import Testing
             try held.send(get("/hold"))
             return (held, idle)
         }
-        try await withDeadline(seconds: 5) { await probe.started.wait() }
+        try await withDeadline(seconds: 60) { await probe.started.wait() }
         let clock = ContinuousClock()
         let started = clock.now
         await server.shutdown(gracePeriod: .seconds(5))
@@ -383,9 +383,9 @@ import Testing
             try socket.send(get("/hold"))
             return socket
         }
-        try await withDeadline(seconds: 5) { await probe.started.wait() }
+        try await withDeadline(seconds: 60) { await probe.started.wait() }
         await server.shutdown(gracePeriod: .milliseconds(50))
-        try await withDeadline(seconds: 5) { await probe.cancelled.wait() }
+        try await withDeadline(seconds: 60) { await probe.cancelled.wait() }
         #expect(try await onThread { try held.isClosedByPeer() })
     }
 

@@ -11,7 +11,7 @@ import Testing
         trap.onSignal { number in seen.withLock { $0.append(number) } }
         #expect(trap.received == nil)
         kill(getpid(), SIGUSR2)
-        let number = try await withDeadline(seconds: 5) { await trap.wait() }
+        let number = try await withDeadline(seconds: 60) { await trap.wait() }
         #expect(number == SIGUSR2)
         #expect(trap.received == SIGUSR2)
         #expect(await trap.wait() == SIGUSR2)  // later waiters return at once

@@ -142,6 +142,12 @@ final class SimulationRun {
             case .tick:
                 try await tick()
                 queue.push(now + tickInterval, .tick)
+                // Between events the run never suspends (an actor hop to a free actor runs inline), so
+                // without this a simulation holds a thread of the shared cooperative pool for its whole
+                // run: on a 2-core machine two of them left every other task (a server's handlers, a
+                // client's continuations) waiting for seconds. Yielding once a simulated tick lets them
+                // in; the run's order of events, and so its result, does not depend on it.
+                await Task.yield()
             }
         }
         closeSamples(upTo: end)
