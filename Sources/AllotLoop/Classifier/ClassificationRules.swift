@@ -53,6 +53,16 @@ public struct ClassificationRules: Sendable, Hashable, Codable {
     /// follow its own throttling down (the silent-starvation loop). Water-filling still caps it at
     /// its fair share; dampening bounds the step.
     public var constrainedProbe: Double
+    /// A *blocked* tenant (its own bucket denies a tenth of what it wants) claims its allocation × (1 + this)
+    /// each tick, compounding, up to its attempts over the fast window or the short one (whichever is higher;
+    /// plus the probe, less the engine's headroom): the attempts bound the claim, this only sets how fast it
+    /// gets there. At 0.25 a surge of 8× took ten ticks to be claimed; 0.5 takes five. (Seeds 1–8 of the
+    /// built-in scenarios, with the fast window: starved tenant-minutes summed 21.7 → 20.7, night-collision
+    /// premium SLO 99.65 → 100 %, total variation summed 153 → 156 %/min.)
+    public var blockedGrowth: Double
+    /// The fast window (seconds) over which a blocked tenant's attempts are also averaged: the short window
+    /// (a minute) lags a jump in demand by most of a minute.
+    public var fastWindowSeconds: Double
     /// A dimension is claimed only where the tenant is served at least this share of its allocation
     /// (counting one request more: a tenant of 30k-token calls cannot use the last 20k tokens of a minute):
     /// a tenant that waits while part of its allocation goes unused is held back by something else — its
@@ -90,7 +100,8 @@ public struct ClassificationRules: Sendable, Hashable, Codable {
         floodShare: Double = 0.5, floodRetryShare: Double = 0.05, nearEmptyTokens: Int64 = 16,
         nearEmptyMinimumRPM: Double = 10, nearEmptyShare: Double = 0.5, minimumGatewayShare: Double = 0.05,
         sparseSamples: Double = 20, constrainedWaiting: Double = 0.5, constrainedDeniedShare: Double = 0.02,
-        constrainedProbe: Double = 0.25, constrainedUse: Double = 0.9, constrainedNamedDenials: Double = 1,
+        constrainedProbe: Double = 0.25, blockedGrowth: Double = 0.5, fastWindowSeconds: Double = 10,
+        constrainedUse: Double = 0.9, constrainedNamedDenials: Double = 1,
         levelNoiseMultiple: Double = 3,
         levelDeadband: Double = 0.1, levelPersistSeconds: Double = 60, taskExpirySeconds: Double = 3600,
         maximumTrackedTasks: Int = 200_000
@@ -113,6 +124,8 @@ public struct ClassificationRules: Sendable, Hashable, Codable {
         self.constrainedWaiting = constrainedWaiting
         self.constrainedDeniedShare = constrainedDeniedShare
         self.constrainedProbe = constrainedProbe
+        self.blockedGrowth = blockedGrowth
+        self.fastWindowSeconds = fastWindowSeconds
         self.constrainedUse = constrainedUse
         self.constrainedNamedDenials = constrainedNamedDenials
         self.levelNoiseMultiple = levelNoiseMultiple

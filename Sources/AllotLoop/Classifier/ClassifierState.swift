@@ -211,6 +211,10 @@ struct TenantTrack: Sendable, Hashable, Codable {
     /// in checkpoints written before them.
     var youngSince: Double?
     var youngWanted: PerDimension<Double>?
+    /// Attempts (requests and tokens, retries included: what ``demandShort`` counts) per minute over the
+    /// fast window (``ClassificationRules/fastWindowSeconds``): how far a blocked tenant's claim may go
+    /// while the short window still lags a jump. Optional: older checkpoints decode without it.
+    var attemptsFast: PerDimension<Double>?
     var wantedShort: PerDimension<Double>?
     var wantedLong: PerDimension<Double>?
     /// Denials per minute that named the tenant's RPM and TPM buckets (short window): which dimension

@@ -179,7 +179,8 @@ public struct ConsumptionClassification: Sendable {
             ? Fold(
                 elapsed: elapsed, short: 1 - exp(-elapsed / settings.shortWindowSeconds),
                 long: 1 - exp(-elapsed / settings.longWindowSeconds),
-                longDecay: exp(-elapsed / settings.longWindowSeconds))
+                longDecay: exp(-elapsed / settings.longWindowSeconds),
+                fast: 1 - exp(-elapsed / max(rules.fastWindowSeconds, .leastNormalMagnitude)))
             : nil
         sortTracks()
         var tenants: [TenantObservation] = []
@@ -807,6 +808,8 @@ struct Fold {
     var long: Double
     /// `e^(−Δ/τ_long)`.
     var longDecay: Double
+    /// `1 − e^(−Δ/τ_fast)`, `τ_fast` = ``ClassificationRules/fastWindowSeconds``.
+    var fast: Double
 }
 
 /// What every track's classification needs besides its own state, for one tick.

@@ -61,6 +61,10 @@ extension TenantTrack {
             (tickCountSquare ?? count * count) + long * (count * count - (tickCountSquare ?? count * count))
         // Checkpoints written before the wanted rates existed start them from the attempts' rates.
         var wanted = (short: wantedShort ?? demandShort, long: wantedLong ?? demandLong)
+        var fastAttempts = attemptsFast ?? demandShort
+        ewma(&fastAttempts.rpm, tick.demandRequests, fold.fast)
+        ewma(&fastAttempts.tpm, tick.demandTokens, fold.fast)
+        attemptsFast = fastAttempts
         ewma(&demandShort.rpm, tick.demandRequests, short)
         ewma(&demandShort.tpm, tick.demandTokens, short)
         ewma(&demandLong.rpm, tick.demandRequests, long)
@@ -389,9 +393,13 @@ extension TenantTrack {
             // Never more than its attempts (every attempt, retries included: all it could use now) plus the
             // probe, less the engine's headroom: compounding on the allocation alone ran on while the served
             // rate lagged, and an agent surge of 270 rpm (attempting 300–460) was allocated 650, then cut,
-            // then claimed back up — a cycle of about 35 s (night-collision).
-            let attempted = demandShort[dimension] * (1 + rules.constrainedProbe) / (1 + max(0, headroom))
-            return max(served, min(allocation[dimension] * (1 + rules.constrainedProbe), attempted))
+            // then claimed back up — a cycle of about 35 s (night-collision). The attempts are read over the
+            // short window or the fast one, whichever is higher: after a jump the short window's average
+            // held the claim back for most of a minute (a support surge whose tasks have a 60-s deadline
+            // reached its share 50 s in), while in steady state the two agree and nothing changes.
+            let attemptRate = max(demandShort[dimension], attemptsFast?[dimension] ?? 0)
+            let attempted = attemptRate * (1 + rules.constrainedProbe) / (1 + max(0, headroom))
+            return max(served, min(allocation[dimension] * (1 + rules.blockedGrowth), attempted))
         }
         let claim = PerDimension(rpm: claimed(.rpm), tpm: claimed(.tpm))
         let pressing = PerDimension<Bool> { claim[$0] > 0 && blocked[$0] }

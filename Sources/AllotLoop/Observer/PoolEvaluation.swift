@@ -197,7 +197,7 @@ struct PoolEvaluation {
         let unattributedAt = pool.lastUnattributedQuotaAt
         for dimension in RateDimension.allCases {
             let name = dimension.rawValue
-            let others = sharedUse(dimension)
+            let others = sharedUse(dimension, settledBefore: settledBefore)
             pool.othersUse[dimension] = others
             var start = pool.headerLimit[dimension] ?? declared[dimension]
             if let stated = pool.headerLimit[dimension], let previous = pool.startValue[dimension], previous > 0 {
@@ -301,13 +301,18 @@ struct PoolEvaluation {
             // utilisation never reads high — the estimate stayed at the floor for good (a 3-rpm pool behind 32
             // gateways). Above twice the floor traffic flows again, and utilisation judges.
             let atFloor = estimate < 2 * floor
+            // Toward a limit the provider states (freshly), at least `probe_recover` of the gap per minute.
+            let stated =
+                (pool.headerLimitAt[dimension] ?? -Double.infinity) >= now - short ? ceiling : nil
+            let gap = stated.map { max(0, $0 - estimate) } ?? 0
+            // Below a limit the provider states, using half the estimate is evidence enough: the estimate sits
+            // there only because of a cut (a hypothesis the next quota errors confirm), and the served rate
+            // follows each step up with the window's lag, so at 90 % the recovery advanced one tick in seven (a
+            // cut to 333 of a stated 1500 took ten minutes to undo).
+            let enough = gap > 0 ? CapacityEstimation.evidenceUtilisation : settings.probeUtilisation
             if quiet, room, pool.circuit == .closed, !pool.latencyDegrading,
-                used >= settings.probeUtilisation || atFloor, elapsed > 0
+                used >= enough || atFloor, elapsed > 0
             {
-                // Toward a limit the provider states (freshly), at least `probe_recover` of the gap per minute.
-                let stated =
-                    (pool.headerLimitAt[dimension] ?? -Double.infinity) >= now - short ? ceiling : nil
-                let gap = stated.map { max(0, $0 - estimate) } ?? 0
                 // Without any stated limit, after a quota cut within the long window the step is a share of the
                 // estimate, not of the declared capacity: a declared capacity twice the real one made every
                 // probe overshoot by a tenth a minute (blind capacity drop: 107 of 243 refusals).
@@ -329,7 +334,7 @@ struct PoolEvaluation {
                         ?? false
                 // From near the floor without traffic, steps of the reference: what was measured there (nothing
                 // served) is no limit to creep above.
-                let fromFloor = used < settings.probeUtilisation
+                let fromFloor = used < enough
                 let step =
                     fromFloor
                     ? settings.probeStep * (pool.reference[dimension] ?? estimate) * elapsed / 60
@@ -352,27 +357,51 @@ struct PoolEvaluation {
         }
     }
 
-    /// Others' use of a shared key per minute, from the newest fresh `remaining` statement: the
-    /// provider's used amount (`limit − remaining`) minus what we served in the header window before it
-    /// (slices rounded outward, so our own traffic is never under-counted). Zero when not measurable
-    /// (stale statement, a window longer than the short window, a pool not watched for the whole header
-    /// window — our own earlier traffic would be missing) or within `shared_tolerance`.
-    private func sharedUse(_ dimension: RateDimension) -> Double {
+    /// Others' use of a shared key per minute, from the fresh `remaining` statements: the provider's used
+    /// amount (`limit − remaining`) minus what we served in the header window before it (slices rounded
+    /// outward, so our own traffic is never under-counted). Zero when not measurable (stale statement, a
+    /// window longer than the short window, a pool not watched for the whole header window — our own earlier
+    /// traffic would be missing) or within `shared_tolerance`.
+    ///
+    /// Two guards against reading our own burst as another client:
+    /// - *Our* use is the most we served over the last 10, 20, 30 s or the whole header window before the
+    ///   statement, each scaled to the window: a provider whose bucket is shorter than its stated window (a
+    ///   token bucket of ten seconds, reported per minute) reads a burst that drained it as a minute's use;
+    ///   a client that really shares the key shows in every sub-window too.
+    /// - Only statements made before `settledBefore` count: a success is reported after its latency, so
+    ///   at the tick right after a burst most of it is still missing from our side of the sum. (Overload
+    ///   scenario: after five minutes of shedding, the backlog's first burst — 455 attempts in 10 s —
+    ///   read as "another client uses ~1150 rpm" and cut the estimate 1344 → 350 of a true 1500.)
+    private func sharedUse(_ dimension: RateDimension, settledBefore: Double) -> Double {
         // The median over the recent fresh statements (one alone before they were remembered), so that
         // `remaining` values that jitter do not read as another client.
         let samples = pool.recentRemaining?[dimension] ?? pool.remaining[dimension].map { [$0] } ?? []
         var others: [Double] = []
         var limit = 0.0
+        let width = pool.fine.seconds
         for sample in samples {
-            guard sample.at >= now - settings.shortWindowSeconds,
+            guard sample.at >= now - settings.shortWindowSeconds, sample.at <= settledBefore,
                 sample.windowSeconds <= settings.shortWindowSeconds + 1e-9,
                 let first = pool.firstEventAt, first <= sample.at - sample.windowSeconds
             else { continue }
             let from = pool.fine.index(of: sample.at - sample.windowSeconds)
             let to = pool.fine.index(of: sample.at)
-            var ours = 0.0
+            // Served per slice, newest first, over the header window.
+            var served = [Double](repeating: 0, count: Int(to - from) + 1)
             for slice in pool.fine.slots where slice.index >= from && slice.index <= to {
-                ours += dimension == .rpm ? slice.servedRequests : slice.servedTokens
+                served[Int(to - slice.index)] = dimension == .rpm ? slice.servedRequests : slice.servedTokens
+            }
+            var ours = 0.0
+            var sum = 0.0
+            for (position, amount) in served.enumerated() {
+                sum += amount
+                let covered = Double(position + 1) * width
+                // Sub-windows of at least 10 s (and two slices); the whole window as it is.
+                if position == served.count - 1 {
+                    ours = max(ours, sum)
+                } else if covered >= 10 - 1e-9, position >= 1 {
+                    ours = max(ours, sum * sample.windowSeconds / covered)
+                }
             }
             others.append(max(0, sample.limit - sample.remaining - ours) * 60 / sample.windowSeconds)
             limit = max(limit, sample.limit * 60 / sample.windowSeconds)
@@ -475,15 +504,24 @@ struct PoolEvaluation {
                 pool.circuitOpenedAt = now
             }
         case .open:
-            if now - lastOverload >= settings.circuitQuietSeconds {
+            // Quiet for `circuit_quiet_s`, or open that long while the overload is below severe: a provider
+            // refusing a third of the attempts for ten minutes still serves two thirds, and shedding `batch`
+            // until a quiet half minute that never came starved it for all ten (the classes still admitted
+            // keep meeting overload errors). Half-open readmits `batch` and reopens if it turns severe.
+            if now - lastOverload >= settings.circuitQuietSeconds
+                || (now - (pool.circuitSince ?? now) >= settings.circuitQuietSeconds
+                    && ratio < settings.circuitSevereRatio)
+            {
                 pool.circuit = .halfOpen
                 pool.circuitSince = now
             }
         case .halfOpen:
-            if lastOverload >= (pool.circuitSince ?? now) {
+            if attempts >= settings.circuitMinAttempts, ratio >= settings.circuitSevereRatio {
                 pool.circuit = .open
                 pool.circuitSince = now
-            } else if now - (pool.circuitSince ?? now) >= settings.circuitQuietSeconds {
+            } else if now - lastOverload >= settings.circuitQuietSeconds
+                && now - (pool.circuitSince ?? now) >= settings.circuitQuietSeconds
+            {
                 pool.circuit = .closed
                 pool.circuitSince = now
                 pool.circuitOpenedAt = nil

@@ -72,6 +72,21 @@ final class AllotDriver {
         try await runner.publisher.releaseHeldGrowth(now: epoch + time)
     }
 
+    /// One line per pool of what the Observer concluded at the last tick (state, estimate, header limit,
+    /// utilisation, short-window p95 latency, circuit and shed classes, signals): `ALLOT_SIM_DEBUG`'s trace.
+    func observerTrace(at time: Double) -> [String] {
+        guard let report = runner.view.observer else { return [] }
+        func number(_ value: Double?) -> String { value.map { String(Int($0.rounded())) } ?? "-" }
+        return report.upstreams.map { status in
+            "t=\(Int(time)) \(status.upstream) \(status.state.rawValue) est=\(number(status.estimate.rpm))/"
+                + "\(number(status.estimate.tpm)) limit=\(number(status.headerLimit.rpm))/\(number(status.headerLimit.tpm)) "
+                + "served=\(number(status.served.rpm)) util=\(status.utilisation.rpm.map { String(format: "%.2f", $0) } ?? "-") "
+                + "p95=\(number(status.latencyShort.p95))ms circuit=\(status.circuitOpen ? "open" : "closed")"
+                + (status.shed.isEmpty ? "" : " shed=\(status.shed.joined(separator: ","))")
+                + (status.signals.isEmpty ? "" : " | " + status.signals.joined(separator: " | "))
+        }
+    }
+
     /// The Observer's capacity estimate of `pool`, per minute.
     func estimate(pool: String) -> (rpm: Double?, tpm: Double?) {
         guard let observation = runner.view.observer?.pools.first(where: { $0.upstream == pool }) else {

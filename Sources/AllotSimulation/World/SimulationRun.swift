@@ -142,6 +142,9 @@ final class SimulationRun {
             case .tick:
                 try await tick()
                 queue.push(now + tickInterval, .tick)
+                if debug, let allot {
+                    for line in allot.observerTrace(at: now) { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+                }
                 // Between events the run never suspends (an actor hop to a free actor runs inline), so
                 // without this a simulation holds a thread of the shared cooperative pool for its whole
                 // run: on a 2-core machine two of them left every other task (a server's handlers, a

@@ -97,23 +97,55 @@ struct ClassifierAgentDemandTests {
         #expect(observation.pressing == PerDimension(false))
     }
 
-    @Test func aBlockedTenantClaimsItsAllocationPlusTheProbe() throws {
+    @Test func aBlockedTenantClaimsItsAllocationGrownUpToItsAttempts() throws {
         // Three requests per tick denied by its RPM bucket (36 per minute, over a tenth of what it wants):
-        // blocked. Against 130 RPM (120 served: 93 %) it claims the allocation plus a quarter — its served
-        // rate, an average over the window, would lag every rise.
+        // blocked. Against 130 RPM (120 served: 93 %) it claims its allocation × 1.5 (195) — its served rate,
+        // an average over the window, would lag every rise — but no more than its attempts (156 per minute)
+        // plus the probe, less the engine's headroom: 162.5.
         let (observation, _) = try run(queueMs: nil, allocation: PerDimension(rpm: 130, tpm: 1_000_000)) {
             script, from, to in
             script.spread(3, from: from, to: to) { script, at in
                 script.event(at: at, outcome: .deniedLocal, estimated: 150, errorType: "rpm")
             }
         }
-        #expect(abs(observation.demand.rpm - 130 * 1.25) <= 0.1 * observation.demand.rpm)
-        #expect(observation.demand.rpm > 150)
+        // (Through the level's hysteresis: within its 10 % deadband of the claim.)
+        #expect(abs(observation.demand.rpm - 156 * 1.25 / 1.2) <= 0.1 * observation.demand.rpm)
+        #expect(observation.demand.rpm >= 156)
         // Its TPM (far from its allocation, and not what its denials name) is what it asked for.
         let asked: Double = 13 * 12 * 150
         #expect(F.close(observation.demand.tpm, asked, tolerance: 1e-3))
         // Pressing in RPM (the engine's damper follows its rise at once), not in TPM.
         #expect(observation.pressing == PerDimension(rpm: true, tpm: false))
+    }
+
+    @Test func aBlockedTenantsJumpIsReadOverTheFastWindow() throws {
+        // Ten minutes at 240 served per minute against 250 RPM, 3 requests per tick denied by the RPM bucket
+        // (blocked: 276 attempts per minute, a claim of 287.5, which the allocation × 1.5 = 375 does not cap).
+        // The claim of a blocked tenant's rise passes the level at once (evidence, not noise).
+        let allocation = PerDimension<Double>(rpm: 250, tpm: 10_000_000)
+        var run = ClassifierRun(start: t0)
+        func tick(denied: Int) -> ClassifierReport {
+            run.tick(allocations: [F.acme: allocation]) { script, from, to in
+                F.served(&script, 20, from: from, to: to)
+                    + script.spread(denied, from: from, to: to) { script, at in
+                        script.event(at: at, outcome: .deniedLocal, estimated: 150, errorType: "rpm")
+                    }
+            }
+        }
+        var report = tick(denied: 3)
+        for _ in 0..<119 { report = tick(denied: 3) }
+        let steady = try #require(F.observation(report)?.demand.rpm)
+        #expect(abs(steady - 276 * 1.25 / 1.2) <= 0.1 * steady)  // within the level's deadband
+        // Its attempts jump to 720 per minute (40 denied a tick). One tick later the short window (60 s) has
+        // moved 8 % of the way (312 per minute: a claim of 325); the fast window (10 s) 39 % (450: 469). The
+        // claim follows the fast one, as far as the allocation's growth allows: 375.
+        report = tick(denied: 40)
+        let shortRate = 276 + (720 - 276) * F.weight(5, 60)
+        #expect(shortRate * 1.25 / 1.2 < 330)
+        let fastRate = 276 + (720 - 276) * F.weight(5, 10)
+        #expect(fastRate * 1.25 / 1.2 > 375)
+        #expect(F.close(F.observation(report)?.demand.rpm, 375, tolerance: 1e-6))
+        #expect(F.observation(report)?.pressing.rpm == true)
     }
 
     @Test func aSparseTenantKeepsItsLongWindowRateBetweenTasks() throws {

@@ -83,6 +83,11 @@ struct ClassifierLevelTests {
         #expect(F.close(F.observation(report)?.demand.rpm, 96, tolerance: 1e-6))
         // It now gets all of its 100 and is denied 6 more requests a tick by its RPM bucket: blocked once the
         // denials reach a tenth of what it wants (the second tick). Its claim passes at once — not after the
+        // noise band or a minute beyond the deadband: its allocation × 1.5, but never more than its attempts
+        // plus the probe, less the engine's headroom — read over the fast window (10 s), which has caught up
+        // with the 180 a minute it now sends far more than the short one (60 s).
+        // It now gets all of its 100 and is denied 6 more requests a tick by its RPM bucket: blocked once the
+        // denials reach a tenth of what it wants (the second tick). Its claim passes at once — not after the
         // noise band or a minute beyond the deadband: its allocation plus a quarter, but never more than its
         // attempts (a short-window average, still catching up with the 180 a minute it now sends) plus the
         // probe, less the engine's headroom.
@@ -97,8 +102,13 @@ struct ClassifierLevelTests {
             demands.append(try #require(F.observation(report)).demand.rpm)
         }
         #expect(demands[0] < 110)
-        #expect(demands[1] > 110)  // beyond the 10 % deadband on the second tick
-        #expect(demands[1] < 125)  // held to the attempts, 96 a minute a moment ago
-        #expect(abs(demands[3] - 125) < 0.5)  // the attempts have caught up: the allocation plus a quarter
+        // The second tick: the fast window's attempts are 96 + 84 · (1 − e^(−10/10)) = 149 a minute (the short
+        // window's 109), a cap of 155 — above the allocation × 1.5, which binds.
+        let fast = 96 + 84 * F.weight(10, 10)
+        let slow = 96 + 84 * F.weight(10, 60)
+        #expect(slow * 1.25 / 1.2 < 115)
+        #expect(fast * 1.25 / 1.2 > 150)
+        #expect(F.close(demands[1], 150, tolerance: 1e-6))
+        #expect(F.close(demands[3], 150, tolerance: 1e-6))
     }
 }

@@ -413,6 +413,28 @@ struct ObserverEstimateTests {
         #expect(last.hasSuffix(" → 642"))
     }
 
+    @Test func belowAStatedLimitHalfTheEstimateIsEvidenceEnoughToRecover() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy())
+        _ = estimation.observe(script.delta { Self.cutTo600(&$0, t0: t0) }, now: t0 + 1)
+        var expected = 600.0
+        for tick in 1...30 {
+            let now = t0 + Double(tick) * 5
+            // 35 per 5 s = 420 per minute (70 % of 600), every answer stating the limit of 1000.
+            let events = script.spread(35, from: now - 5, to: now) { script, at in
+                script.event(at: at, signals: F.openAI(limitRequests: 1000))
+            }
+            let report = estimation.observe(script.delta(events), now: now)
+            let status = try #require(F.status(report))
+            // After the minute of the 429s, toward the stated limit by half the gap per minute (the larger step)
+            // while 420 is at least half the estimate: up to 840.
+            if tick >= 12, 420 / expected >= 0.5 { expected += max(0.05 * 1000, 0.5 * (1000 - expected)) * 5 / 60 }
+            #expect(abs(status.estimate.rpm! - expected) < 1e-6, "tick \(tick)")
+        }
+        #expect(expected > 800)
+        #expect(expected < 841)
+    }
+
     @Test func doesNotMoveUpWithoutEvidence() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy())
@@ -452,6 +474,72 @@ struct ObserverEstimateTests {
         #expect(status.estimate.rpm == 500)
         #expect(status.state == .healthy)
         #expect(status.signals.contains("another client uses ~500 rpm of the shared key: estimate 1000 → 500"))
+    }
+
+    @Test func ourOwnBurstIsNotAnotherClient() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy())
+        // 60 served over fifty seconds, then a burst of 200 in the last ten that drains a provider bucket
+        // shorter than the minute it reports: 50 of 1000 remain. Over the minute we served 260 — but over the
+        // last ten seconds 1,200 a minute, which explains the whole drain: nobody else uses the key.
+        var events = [script.event(at: t0 - 70)]
+        events += script.spread(60, from: t0 - 60, to: t0 - 10) { script, at in
+            script.event(at: at, signals: F.openAI(limitRequests: 1000))
+        }
+        events += script.spread(200, from: t0 - 10, to: t0) { script, at in
+            script.event(
+                at: at,
+                signals: at >= t0 - 1
+                    ? F.openAI(limitRequests: 1000, remainingRequests: 50, resetMs: 10_000)
+                    : F.openAI(limitRequests: 1000))
+        }
+        var report = estimation.observe(script.delta(events), now: t0)
+        var status = try #require(F.status(report))
+        #expect(status.estimate.rpm == 1000)
+        #expect(!status.signals.contains { $0.contains("another client") })
+        // The same statements after a minute of a steady 260 per minute do name another client: 690.
+        var steady = TelemetryScript()
+        estimation = CapacityEstimation(policy: F.policy())
+        events = [steady.event(at: t0 - 70)]
+        events += steady.spread(260, from: t0 - 60, to: t0) { script, at in
+            script.event(
+                at: at,
+                signals: at >= t0 - 1
+                    ? F.openAI(limitRequests: 1000, remainingRequests: 50, resetMs: 10_000)
+                    : F.openAI(limitRequests: 1000))
+        }
+        report = estimation.observe(steady.delta(events), now: t0)
+        status = try #require(F.status(report))
+        #expect(status.signals.contains("another client uses ~690 rpm of the shared key: estimate 1000 → 310"))
+    }
+
+    @Test func aStatementIsJudgedOnceOurSuccessesBeforeItAreReported() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy())
+        // A steady 600 a minute, each call taking 10 s — but the last second's answers, which carry the
+        // statement "400 of 1000 remain", came back at once. At the tick the successes admitted in the ten
+        // seconds before are still in flight: counted without them (510) the statement would read as 90 a
+        // minute of someone else's. It is judged once the short window's p95 latency (10 s) has passed.
+        var events = [script.event(at: t0 - 70, latencyMs: 10_000)]
+        events += script.spread(500, from: t0 - 60, to: t0 - 10) { script, at in
+            script.event(at: at, latencyMs: 10_000, signals: F.openAI(limitRequests: 1000))
+        }
+        let inFlight = script.spread(90, from: t0 - 10, to: t0 - 1) { script, at in
+            script.event(at: at, latencyMs: 10_000, signals: F.openAI(limitRequests: 1000))
+        }
+        events += script.spread(10, from: t0 - 1, to: t0) { script, at in
+            script.event(
+                at: at, latencyMs: 100,
+                signals: F.openAI(limitRequests: 1000, remainingRequests: 400, resetMs: 36_000))
+        }
+        var report = estimation.observe(script.delta(events), now: t0)
+        var status = try #require(F.status(report))
+        #expect(status.estimate.rpm == 1000)
+        #expect(!status.signals.contains { $0.contains("another client") })
+        report = estimation.observe(script.delta(inFlight), now: t0 + 10)
+        status = try #require(F.status(report))
+        #expect(status.estimate.rpm == 1000)
+        #expect(!status.signals.contains { $0.contains("another client") })
     }
 
     @Test func spendCapAlertsWithoutChangingCapacity() throws {

@@ -63,13 +63,42 @@ struct ObserverHealthTests {
         #expect(F.status(report)?.shed == ["background", "batch", "interactive"])
         report = estimation.observe(script.delta([]), now: t0 + 30)
         #expect(F.status(report)?.shed == ["background"])
-        // One overload answer while half-open reopens the circuit at once.
+        // An overload answer while half-open, with the short window's share still severe (16 of 31),
+        // reopens the circuit at once.
         let probe = [script.event(at: t0 + 32, outcome: .overloaded, status: 503)]
         report = estimation.observe(script.delta(probe), now: t0 + 35)
         let status = try #require(F.status(report))
         #expect(status.circuitOpen)
         #expect(status.shed.first == "background")
         #expect(status.shed.count >= 2)
+    }
+
+    @Test func aSustainedPartialOverloadReadmitsBatchAfterTheQuietPeriod() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
+        // A third of the attempts overloaded, for two minutes: 30 attempts every 10 s.
+        var report = estimation.observe(script.delta { Self.overload(&$0, t0: t0) }, now: t0)
+        #expect(F.status(report)?.shed == ["background", "batch"])
+        var sheds: [[String]] = []
+        for step in 1...12 {
+            let end = t0 + Double(step) * 10
+            report = estimation.observe(script.delta { Self.overload(&$0, t0: end) }, now: end)
+            sheds.append(F.status(report)?.shed ?? [])
+        }
+        // Open for `circuit_quiet_s` (30 s), then half-open although overload errors keep coming: below the
+        // severe share the upstream still serves two thirds, and `batch` is readmitted. It stays half-open
+        // (only `background` shed) while the partial overload lasts.
+        #expect(sheds[0] == ["background", "batch"])
+        #expect(sheds[1] == ["background", "batch"])
+        #expect(sheds[2] == ["background"])
+        #expect(sheds[3...].allSatisfy { $0 == ["background"] })
+        #expect(F.status(report)?.state == .overloaded)
+        // Closed 30 s after the last overload error.
+        report = estimation.observe(script.delta([]), now: t0 + 149)
+        #expect(F.status(report)?.shed == ["background"])
+        report = estimation.observe(script.delta([]), now: t0 + 150)
+        #expect(F.status(report)?.shed == [])
+        #expect(F.status(report)?.state == .healthy)
     }
 
     @Test func fewAttemptsDoNotOpenTheCircuit() throws {
