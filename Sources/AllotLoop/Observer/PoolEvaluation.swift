@@ -172,6 +172,8 @@ struct PoolEvaluation {
 
     /// The share of the probe step above the last measured limit (``PoolTrack/measuredLimit``).
     static let aboveLimitProbe = 0.2
+    /// A stated limit this many times the previous one is followed at once, even after a recent cut.
+    static let statedRaise = 1.25
 
     private mutating func remember(limit: Double, _ dimension: RateDimension) {
         var limits = pool.measuredLimit ?? PerDimension(nil)
@@ -223,8 +225,18 @@ struct PoolEvaluation {
                 if let start {
                     let recentCut =
                         (pool.lastDecreaseAt[dimension] ?? -Double.infinity) >= now - settings.longWindowSeconds
-                    if pool.estimate[dimension] == nil || !recentCut {
+                    // A provider that raises the limit it states by a quarter or more has changed something (an
+                    // incident over, a tier upgrade): the estimate follows at once, whatever was cut before —
+                    // the next quota errors cut again if the statement is wrong. A cut still wins over a limit
+                    // stated all along (evidence beats a statement) and over small moves. (A pool back from 450
+                    // to 1,500 rpm took two minutes to probe up.)
+                    let raised =
+                        pool.headerLimit[dimension] != nil
+                        && (pool.startValue[dimension] ?? nil).map { start >= $0 * Self.statedRaise } ?? false
+                    if pool.estimate[dimension] == nil || !recentCut || raised {
                         pool.estimate[dimension] = start
+                        // The cut is superseded: its refusals, still in the window, do not measure the new limit.
+                        if raised, recentCut { pool.lastDecreaseAt[dimension] = nil }
                         let source =
                             pool.headerLimit[dimension] != nil ? "the provider's limit" : "the declared capacity"
                         pool.lastAction[dimension] = CapacityAction(

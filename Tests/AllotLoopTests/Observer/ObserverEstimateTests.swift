@@ -435,6 +435,31 @@ struct ObserverEstimateTests {
         #expect(expected < 841)
     }
 
+    @Test func aCutWinsOverAStatedLimitUntilTheProviderRaisesItByAQuarter() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy())
+        // Cut to 600 while the provider states 1000: evidence beats the statement.
+        _ = estimation.observe(script.delta { Self.cutTo600(&$0, t0: t0) }, now: t0 + 1)
+        func state(_ limit: Int64, at now: Double) throws -> UpstreamStatus {
+            // 20 answers stating `limit` every 5 s (240 per minute): after two ticks most remembered statements say it.
+            let events = script.spread(20, from: now - 5, to: now) { script, at in
+                script.event(at: at, signals: F.openAI(limitRequests: limit))
+            }
+            return try #require(F.status(estimation.observe(script.delta(events), now: now)))
+        }
+        var status = try state(1000, at: t0 + 5)
+        #expect(status.estimate.rpm == 600)
+        // A stated rise of a tenth is no news: the cut stands (well below the statement, at 40 % use, it holds).
+        for tick in 2...5 { status = try state(1100, at: t0 + Double(tick) * 5) }
+        #expect(status.headerLimit.rpm == 1100)
+        #expect(status.estimate.rpm == 600)
+        // Raised to 2000 (by a quarter or more): the provider changed something, and the estimate follows at once.
+        for tick in 6...9 { status = try state(2000, at: t0 + Double(tick) * 5) }
+        #expect(status.headerLimit.rpm == 2000)
+        #expect(status.estimate.rpm == 2000)
+        #expect(status.signals.contains("rpm estimate set to the provider's limit, 2000"))
+    }
+
     @Test func doesNotMoveUpWithoutEvidence() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy())
