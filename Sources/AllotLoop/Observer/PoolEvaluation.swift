@@ -476,6 +476,13 @@ struct PoolEvaluation {
                             ? "served attempts rose \(Self.format(baselineLoad * 60)) → \(Self.format(load * 60))"
                             : "served tokens rose \(Self.format(baselineTokenLoad * 60)) → \(Self.format(tokenLoad * 60))")
                         + " per minute: our own load, not degradation")
+            } else if !pool.latencyDegrading, ratio >= settings.latencyRatio, window.count(.quotaExhausted) > 0 {
+                // Refusals in the same window: the upstream is saturated, and latency grows as its bucket
+                // drains — the quota errors judge that; lowering the safe capacity on top cut it twice (a
+                // 60-rpm pool at its limit: estimate 48, then 38 for a minute).
+                signals.append(
+                    "short-window p95 \(Self.format(recentP95)) ms vs baseline p95 \(Self.format(baseP95)) ms"
+                        + " (×\(Self.format(ratio, digits: 2))) while the upstream answers 429: saturation, not degradation")
             } else if !pool.latencyDegrading, ratio >= settings.latencyRatio {
                 pool.latencyDegrading = true
                 pool.degradingSince = now

@@ -177,6 +177,31 @@ struct ObserverHealthTests {
         #expect(status.estimate == PerDimension(rpm: 1000, tpm: 100_000))
     }
 
+    @Test func latencyRisingWhileTheUpstreamRefusesIsSaturationNotDegradation() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000, tpm: 100_000))
+        // The same rise at the same load, but two answers of the last minute were 429s: the upstream is at its
+        // limit and its queue grows — the quota errors judge that; the safe capacity is not lowered on top.
+        var events = Self.latencyRise(&script, t0: t0, recent: 300)
+        events += [
+            script.event(at: t0 - 40, outcome: .quotaExhausted, status: 429),
+            script.event(at: t0 - 20, outcome: .quotaExhausted, status: 429),
+        ]
+        let report = estimation.observe(script.delta(events), now: t0)
+        let status = try #require(F.status(report))
+        #expect(status.state == .throttled)
+        #expect(F.alerts(report, kind: "upstream_degrading").isEmpty)
+        #expect(
+            status.signals.contains(
+                "short-window p95 296 ms vs baseline p95 102 ms (×2.9) while the upstream answers 429: saturation, "
+                    + "not degradation"))
+        // The quota errors cut the estimate (here to the floor: they refused a third of their slices, a measurement
+        // at once of 30 a minute); the engine gets that estimate, not × 0.8 of it as well.
+        #expect(status.estimate.rpm == 50)
+        #expect(report.pools.first?.capacity.rpm == 50)
+        #expect(!status.signals.contains { $0.hasPrefix("safe capacity lowered") })
+    }
+
     @Test func latencyNeedsEnoughSamples() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
