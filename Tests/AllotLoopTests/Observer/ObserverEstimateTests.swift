@@ -480,19 +480,28 @@ struct ObserverEstimateTests {
         }
     }
 
+    /// `count` served requests over `[from, to)`, each answer stating a limit of 1000 per minute, and those
+    /// from `after` on that only `remaining` of it remain.
+    static func stating(
+        _ script: inout TelemetryScript, _ count: Int, from: Double, to: Double, remaining: Int64, after: Double,
+        resetMs: Int64
+    ) -> [StoredEvent] {
+        script.spread(count, from: from, to: to) { script, at in
+            script.event(
+                at: at,
+                signals: at >= after
+                    ? F.openAI(limitRequests: 1000, remainingRequests: remaining, resetMs: resetMs)
+                    : F.openAI(limitRequests: 1000))
+        }
+    }
+
     @Test func sharedKeyLowersTheCeiling() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy())
         // We served 300 in the minute, yet the provider says only 200 of 1000 remain: others use 500.
         // (The pool must have been watched for the whole header window: one event long before.)
         var events = [script.event(at: t0 - 70)]
-        events += script.spread(300, from: t0 - 60, to: t0) { script, at in
-            script.event(
-                at: at,
-                signals: at >= t0 - 0.2
-                    ? F.openAI(limitRequests: 1000, remainingRequests: 200, resetMs: 48_000)
-                    : F.openAI(limitRequests: 1000))
-        }
+        events += Self.stating(&script, 300, from: t0 - 60, to: t0, remaining: 200, after: t0 - 0.2, resetMs: 48_000)
         let report = estimation.observe(script.delta(events), now: t0)
         let status = try #require(F.status(report))
         #expect(status.headerLimit.rpm == 1000)
@@ -511,13 +520,7 @@ struct ObserverEstimateTests {
         events += script.spread(60, from: t0 - 60, to: t0 - 10) { script, at in
             script.event(at: at, signals: F.openAI(limitRequests: 1000))
         }
-        events += script.spread(200, from: t0 - 10, to: t0) { script, at in
-            script.event(
-                at: at,
-                signals: at >= t0 - 1
-                    ? F.openAI(limitRequests: 1000, remainingRequests: 50, resetMs: 10_000)
-                    : F.openAI(limitRequests: 1000))
-        }
+        events += Self.stating(&script, 200, from: t0 - 10, to: t0, remaining: 50, after: t0 - 1, resetMs: 10_000)
         var report = estimation.observe(script.delta(events), now: t0)
         var status = try #require(F.status(report))
         #expect(status.estimate.rpm == 1000)
@@ -526,13 +529,7 @@ struct ObserverEstimateTests {
         var steady = TelemetryScript()
         estimation = CapacityEstimation(policy: F.policy())
         events = [steady.event(at: t0 - 70)]
-        events += steady.spread(260, from: t0 - 60, to: t0) { script, at in
-            script.event(
-                at: at,
-                signals: at >= t0 - 1
-                    ? F.openAI(limitRequests: 1000, remainingRequests: 50, resetMs: 10_000)
-                    : F.openAI(limitRequests: 1000))
-        }
+        events += Self.stating(&steady, 260, from: t0 - 60, to: t0, remaining: 50, after: t0 - 1, resetMs: 10_000)
         report = estimation.observe(steady.delta(events), now: t0)
         status = try #require(F.status(report))
         #expect(status.signals.contains("another client uses ~690 rpm of the shared key: estimate 1000 → 310"))
