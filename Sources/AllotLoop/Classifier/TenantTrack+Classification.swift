@@ -149,7 +149,14 @@ extension TenantTrack {
         let starved = starvingSince.map { now - $0 >= policy.alerts.starvationWindowSeconds } ?? false
 
         let idle = lastActivityAt.map { now - $0 >= settings.idleAfterSeconds } ?? true
-        let coldStart = samples < settings.coldStartSamples
+        // Confidence in what the tenant showed: its samples out of `cold_start_samples`, or the time it has
+        // been watched out of two short windows, whichever is more. A sparse tenant (two requests a minute) takes
+        // a quarter of an hour to reach 30 samples; kept at its tier's prior all that while, 300 free tenants
+        // held 1,040 rpm of a 3,000-rpm pool for the 600 they used, and standard tenants starved.
+        let watched = (foldedSeconds ?? .infinity) / (2 * settings.shortWindowSeconds)
+        let confidence =
+            settings.coldStartSamples > 0 ? min(1, max(Double(samples) / Double(settings.coldStartSamples), watched)) : 1
+        let coldStart = confidence < 1
         let sustained = overSince.map { now - $0 >= settings.sustainedOverSeconds } ?? false
         let bursting =
             demandShort.rpm >= rules.burstMinimumRPM
@@ -158,7 +165,6 @@ extension TenantTrack {
         let tenantClass: TenantClass =
             idle ? .idle : coldStart ? .coldStart : sustained ? .sustainedOver : bursting ? .bursting : .steady
 
-        let confidence = settings.coldStartSamples > 0 ? min(1, Double(samples) / Double(settings.coldStartSamples)) : 1
         // What the tenant shows this tick (its measured demand or its claim), before the level's hysteresis.
         var shown: PerDimension<Double>?
         var pressing = PerDimension<Bool>(false)

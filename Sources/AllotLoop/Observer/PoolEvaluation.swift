@@ -234,6 +234,12 @@ struct PoolEvaluation {
                         pool.headerLimit[dimension] != nil
                         && (pool.startValue[dimension] ?? nil).map { start >= $0 * Self.statedRaise } ?? false
                     if pool.estimate[dimension] == nil || !recentCut || raised {
+                        // A statement that lowers the estimate is a decrease like a quota cut: the refusals until
+                        // the lower allocations are in force belong to it and cut no further (a 30-s tick saw a
+                        // drop to a stated 700 and its own 429s at once, and cut to 665).
+                        if let previous = pool.estimate[dimension], start < previous {
+                            pool.holdUntil[dimension] = now + settings.decreaseHoldSeconds
+                        }
                         pool.estimate[dimension] = start
                         // The cut is superseded: its refusals, still in the window, do not measure the new limit.
                         if raised, recentCut { pool.lastDecreaseAt[dimension] = nil }
@@ -242,6 +248,7 @@ struct PoolEvaluation {
                         pool.lastAction[dimension] = CapacityAction(
                             at: now, text: "\(name) estimate set to \(source), \(Self.format(start))")
                     } else if let estimate = pool.estimate[dimension], estimate > start {
+                        pool.holdUntil[dimension] = now + settings.decreaseHoldSeconds
                         pool.estimate[dimension] = start
                     }
                 }

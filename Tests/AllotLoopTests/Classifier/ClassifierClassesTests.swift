@@ -19,11 +19,12 @@ struct ClassifierClassesTests {
         // One request in the first 5 s: 12 per minute (1,800 tokens) seen so far.
         var report = run.tick { script, from, to in F.served(&script, 1, from: from, to: to) }
         var observation = try #require(F.observation(report))
-        // c = 1 / 30; the prior is 1 % of C = capacity × (1 − 0.02): 98 per minute, 9,800 tokens.
+        // c = max(1 sample of 30, 5 s watched of two short windows, 120 s) = 1 / 24; the prior is 1 % of
+        // C = capacity × (1 − 0.02): 98 per minute, 9,800 tokens.
         #expect(observation.tenantClass == .coldStart)
         #expect(observation.samples == 1)
-        #expect(F.close(observation.confidence, 1.0 / 30))
-        let first: (rpm: Double, tpm: Double) = (12.0 / 30 + 98.0 * 29 / 30, 1_800.0 / 30 + 9_800.0 * 29 / 30)
+        #expect(F.close(observation.confidence, 1.0 / 24))
+        let first: (rpm: Double, tpm: Double) = (12.0 / 24 + 98.0 * 23 / 24, 1_800.0 / 24 + 9_800.0 * 23 / 24)
         #expect(F.close(observation.demand.rpm, first.rpm))
         #expect(F.close(observation.demand.tpm, first.tpm))
 
@@ -32,8 +33,9 @@ struct ClassifierClassesTests {
             F.served(&script, 1, from: from, to: to)
         }
         observation = try #require(F.observation(report))
+        // c = max(2 / 30, 10 / 120) = 1 / 12.
         let second: (rpm: Double, tpm: Double) = (
-            12.0 * 2 / 30 + 196.0 * 28 / 30, 1_800.0 * 2 / 30 + 9_800.0 * 28 / 30
+            12.0 / 12 + 196.0 * 11 / 12, 1_800.0 / 12 + 9_800.0 * 11 / 12
         )
         #expect(F.close(observation.demand.rpm, second.rpm))
         #expect(F.close(observation.demand.tpm, second.tpm))
@@ -44,8 +46,17 @@ struct ClassifierClassesTests {
         observation = try #require(F.observation(report))
         #expect(F.close(observation.demand.rpm, 120))  // not 120 / 3 + 98 × 2 / 3
 
-        for _ in 0..<28 { report = run.tick { script, from, to in F.served(&script, 1, from: from, to: to) } }
+        // A sparse tenant is judged by the time it has been watched too: after two short windows (24 ticks)
+        // with 24 samples of the 30 it is no longer a newcomer — a tenant of two requests a minute would
+        // otherwise keep its tier's prior for a quarter of an hour.
+        for _ in 0..<21 { report = run.tick { script, from, to in F.served(&script, 1, from: from, to: to) } }
         observation = try #require(F.observation(report))
+        #expect(observation.samples == 23)
+        #expect(observation.tenantClass == .coldStart)
+        #expect(F.close(observation.confidence, 115.0 / 120))
+        report = run.tick { script, from, to in F.served(&script, 1, from: from, to: to) }
+        observation = try #require(F.observation(report))
+        #expect(observation.samples == 24)
         #expect(observation.tenantClass != .coldStart)
         #expect(observation.confidence == 1)
         #expect(F.close(observation.demand.rpm, 12))

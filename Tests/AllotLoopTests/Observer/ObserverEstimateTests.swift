@@ -76,6 +76,30 @@ struct ObserverEstimateTests {
         #expect(F.status(report)?.estimate.rpm == 450)
     }
 
+    @Test func refusalsThatComeWithALowerStatedLimitBelongToIt() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy())
+        let stated = (0..<8).map { index in
+            script.event(at: t0 - 10 + Double(index), signals: F.openAI(limitRequests: 1200, remainingRequests: 1000))
+        }
+        var report = estimation.observe(script.delta(stated), now: t0)
+        #expect(F.status(report)?.estimate.rpm == 1200)
+        // The provider drops to 700 and, before our allocations follow (a slow tick), refuses some of what we
+        // send: the refusals belong to the drop the statement already told, and cut no further.
+        let dropped = (0..<12).map { index in
+            index % 3 == 2
+                ? script.event(
+                    at: t0 + 1 + Double(index), outcome: .quotaExhausted, status: 429,
+                    signals: F.openAI(limitRequests: 700, remainingRequests: 0, resetMs: 2_000))
+                : script.event(at: t0 + 1 + Double(index), signals: F.openAI(limitRequests: 700, remainingRequests: 5))
+        }
+        report = estimation.observe(script.delta(dropped), now: t0 + 13)
+        let status = try #require(F.status(report))
+        #expect(status.headerLimit.rpm == 700)
+        #expect(status.estimate.rpm == 700)
+        #expect(status.state == .throttled)
+    }
+
     @Test func aHeaderMedianMovingWithinItsNoiseDoesNotMoveTheEstimate() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy())
