@@ -59,6 +59,46 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         #expect(try Scenario.builtin(named: "blind-capacity-drop").pools.allSatisfy { $0.headerMissing == 1 })
     }
 
+    /// Times and intervals that could never happen, pools nobody uses, a headline's direction, fractions.
+    static let consistencyCases: [(String, String, String)] = [
+        (
+            scenarioJSON().replacingOccurrences(of: #""count": 2, "#, with: #""count": 1.5, "#), "tenants[0].count",
+            "must be an integer, not 1.5"
+        ),
+        (
+            scenarioJSON(extra: #", "sample_interval_s": 100"#), "sample_interval_s",
+            "must be at most half of duration_s (60), not 100"
+        ),
+        (
+            scenarioJSON().replacingOccurrences(
+                of: #"[{"at_s": 0, "rpm": 600, "tpm": 1000000}]"#,
+                with: #"[{"at_s": 0, "rpm": 600, "tpm": 1000000}, {"at_s": 120, "rpm": 300, "tpm": 1000000}]"#),
+            "pools[0].capacity[1].at_s", "must be before duration_s (120), not 120"
+        ),
+        (
+            scenarioJSON().replacingOccurrences(
+                of: #""arrivals": [{"at_s": 0, "tasks_per_min": 6}]"#,
+                with: #""arrivals": [{"at_s": 600, "tasks_per_min": 6}]"#),
+            "tenants[0].arrivals[0].at_s", "must be before duration_s (120), not 600"
+        ),
+        (
+            scenarioJSON(
+                pools: #"[{"id": "openai/gpt-4o", "provider": "openai", "declared_rpm": 600, "declared_tpm": 1000000, "#
+                    + #""capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}]}, {"id": "spare", "provider": "openai", "#
+                    + #""declared_rpm": 60, "declared_tpm": 100000, "capacity": [{"at_s": 0, "rpm": 60, "tpm": 100000}]}]"#
+            ), "pools[1].id", #"no tenant uses pool "spare""#
+        ),
+        (
+            scenarioJSON().replacingOccurrences(of: #""better": "higher""#, with: #""better": "lower""#),
+            "headline.better", "utilisation is better higher, not lower"
+        ),
+    ]
+
+    @Test(arguments: consistencyCases)
+    func rejectsWhatCouldNeverHappen(text: String, path: String, reason: String) {
+        rejectsWithThePathAndReason(text: text, path: path, reason: reason)
+    }
+
     @Test(arguments: [
         (scenarioJSON(extra: #", "colour": 1"#), "colour", "unknown field"),
         (scenarioJSON().replacingOccurrences(of: #""duration_s": 120, "#, with: ""), "duration_s", "missing"),

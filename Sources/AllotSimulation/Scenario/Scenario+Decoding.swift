@@ -119,7 +119,10 @@ private struct ScenarioReader {
             if let value { return value }
             throw fail(path, "missing")
         }
-        guard let number = json.intValue else { throw fail(path, "must be an integer, not \(json.typeName)") }
+        guard let number = json.intValue else {
+            if let value = json.doubleValue { throw fail(path, "must be an integer, not \(Self.format(value))") }
+            throw fail(path, "must be an integer, not \(json.typeName)")
+        }
         guard range.contains(number) else {
             throw fail(path, "must be between \(range.lowerBound) and \(range.upperBound), not \(number)")
         }
@@ -159,6 +162,12 @@ private struct ScenarioReader {
         let description = try string(root["description"], "description")
         let duration = try number(root["duration_s"], "duration_s", 60...86_400)
         let interval = try number(root["sample_interval_s"], "sample_interval_s", 1...300, default: 10)
+        guard interval <= duration / 2 else {
+            throw fail(
+                "sample_interval_s",
+                "must be at most half of duration_s (\(Self.format(duration / 2))), not \(Self.format(interval)): "
+                    + "the metrics need at least two intervals")
+        }
         let gateways = try integer(root["gateways"], "gateways", 1...32, default: 3)
         var tick: Double?
         if let policy = root["policy"] {
@@ -168,7 +177,7 @@ private struct ScenarioReader {
             }
         }
         let pools = try array(root["pools"], "pools", count: 1...8).enumerated().map { (index, json) throws(ScenarioError) in
-            try pool(json, "pools[\(index)]")
+            try pool(json, "pools[\(index)]", duration: duration)
         }
         var seenPools = Set<String>()
         for (index, pool) in pools.enumerated() where !seenPools.insert(pool.id).inserted {
@@ -176,7 +185,11 @@ private struct ScenarioReader {
         }
         var tenants: [ScenarioTenant] = []
         for (index, json) in try array(root["tenants"], "tenants", count: 1...1000).enumerated() {
-            tenants += try tenant(json, "tenants[\(index)]", pools: seenPools, tiers: tiers)
+            tenants += try tenant(json, "tenants[\(index)]", pools: seenPools, tiers: tiers, duration: duration)
+        }
+        let used = Set(tenants.map(\.pool))
+        for (index, pool) in pools.enumerated() where !used.contains(pool.id) {
+            throw fail("pools[\(index)].id", "no tenant uses pool \"\(pool.id)\"")
         }
         guard tenants.count <= 1000 else { throw fail("tenants", "more than 1000 tenants after expanding count") }
         var seenTenants = Set<String>()
@@ -196,6 +209,9 @@ private struct ScenarioReader {
         guard better == "lower" || better == "higher" else {
             throw fail(path + ".better", "must be \"lower\" or \"higher\", not \"\(better)\"")
         }
+        if let natural = ScenarioHeadline.higherIsBetter[metric], natural != (better == "higher") {
+            throw fail(path + ".better", "\(metric) is better \(natural ? "higher" : "lower"), not \(better)")
+        }
         var tier: String?
         if let json = object["tier"], !json.isNull { tier = try string(json, path + ".tier") }
         if ScenarioHeadline.tierMetrics.contains(metric) {
@@ -213,7 +229,7 @@ private struct ScenarioReader {
         return ScenarioHeadline(metric: metric, tier: tier, higherIsBetter: better == "higher")
     }
 
-    func pool(_ json: JSON, _ path: String) throws(ScenarioError) -> ScenarioPool {
+    func pool(_ json: JSON, _ path: String, duration: Double) throws(ScenarioError) -> ScenarioPool {
         let object = try object(
             json, path,
             keys: ["id", "provider", "declared_rpm", "declared_tpm", "capacity", "latency", "latency_warning_s", "overload", "noise"],
@@ -232,6 +248,7 @@ private struct ScenarioReader {
             let at = try number(step["at_s"], stepPath + ".at_s", 0...Self.maxSeconds)
             if index == 0, at != 0 { throw fail(stepPath + ".at_s", "the first capacity step must start at 0") }
             if let last = steps.last, at <= last.at { throw fail(stepPath + ".at_s", "must be after the previous step's at_s") }
+            try before(duration, at, stepPath + ".at_s")
             steps.append(
                 CapacityStep(
                     at: at, rpm: try number(step["rpm"], stepPath + ".rpm", 1...10_000_000),
@@ -257,6 +274,7 @@ private struct ScenarioReader {
                 let from = try number(w["from_s"], wp + ".from_s", 0...Self.maxSeconds)
                 let to = try number(w["to_s"], wp + ".to_s", 0...Self.maxSeconds)
                 guard to > from else { throw fail(wp + ".to_s", "must be after from_s") }
+                try before(duration, from, wp + ".from_s")
                 overload.append(OverloadWindow(from: from, to: to, rate: try number(w["rate"], wp + ".rate", 0...1)))
             }
         }
@@ -274,7 +292,15 @@ private struct ScenarioReader {
             headerMissing: missing)
     }
 
-    func tenant(_ json: JSON, _ path: String, pools: Set<String>, tiers: Set<String>) throws(ScenarioError)
+    /// A time inside the run: a step at or after `duration_s` would never happen.
+    func before(_ duration: Double, _ at: Double, _ path: String) throws(ScenarioError) {
+        guard at < duration else {
+            throw fail(path, "must be before duration_s (\(Self.format(duration))), not \(Self.format(at)): it would never happen")
+        }
+    }
+
+    func tenant(_ json: JSON, _ path: String, pools: Set<String>, tiers: Set<String>, duration: Double)
+        throws(ScenarioError)
         -> [ScenarioTenant]
     {
         let object = try object(
@@ -296,6 +322,7 @@ private struct ScenarioReader {
             let a = try self.object(json, ap, keys: ["at_s", "tasks_per_min"], required: ["at_s", "tasks_per_min"])
             let at = try number(a["at_s"], ap + ".at_s", 0...Self.maxSeconds)
             if let last = arrivals.last, at <= last.at { throw fail(ap + ".at_s", "must be after the previous step's at_s") }
+            try before(duration, at, ap + ".at_s")
             arrivals.append(ArrivalStep(at: at, tasksPerMinute: try number(a["tasks_per_min"], ap + ".tasks_per_min", 0...100_000)))
         }
         let task = try taskShape(object["task"], path + ".task")
