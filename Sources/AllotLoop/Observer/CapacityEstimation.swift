@@ -36,7 +36,7 @@ import AllotStore
 ///   degrading, utilisation (served / `C_est`) at or above `probe_utilisation` raises the estimate by
 ///   `probe_step × reference` per minute — and at least `probe_recover` of the gap to a limit the
 ///   provider's headers stated within the short window; with no header limit ever seen and a quota cut
-///   within the long window, `probe_step × C_est`, a fifth of that from where the provider last
+///   within the long window, `probe_step × C_est`, 0.35 of that from where the provider last
 ///   refused (the newest served-while-throttled measurement within the long window) up to `probe_step`
 ///   above it, where that measurement is disproven — up to the ceiling (header limit, else declared; unbounded
 ///   when neither exists). Below 50 % there is no evidence the estimate is too low; in between it holds —

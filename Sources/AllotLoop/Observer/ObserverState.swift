@@ -101,7 +101,7 @@ struct PoolTrack: Sendable, Hashable, Codable {
     /// Others' use of a shared key, per minute, inferred from the newest fresh `remaining`.
     var othersUse: PerDimension<Double> = PerDimension(0)
     /// The newest served-while-throttled measurement per dimension (per minute, with when it was made):
-    /// where the provider last refused. A probe above it moves at a fifth of the step — the limit was
+    /// where the provider last refused. A probe above it moves at 0.35 of the step — the limit was
     /// there a moment ago, and every probe that crossed it at full speed overshot into refusals — until
     /// it is `probe_step` above it without a refusal: the measurement is then disproven.
     /// nil in checkpoints written before it.

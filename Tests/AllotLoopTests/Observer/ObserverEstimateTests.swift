@@ -284,8 +284,8 @@ struct ObserverEstimateTests {
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
         _ = estimation.observe(script.delta { Self.heavyRefusals(&$0, t0: t0, refused: 20) }, now: t0)
         // The minute after the last refusal (t0 − 7.5 s), then traffic at 96 % of the estimate: +5 % of 240 per
-        // minute, not of the declared 1000 (which would overshoot the real limit by a fifth a minute) — and a
-        // fifth of that, at and above 240, where the provider refused a moment ago.
+        // minute, not of the declared 1000 (which would overshoot the real limit by a fifth a minute) — and
+        // 0.35 of that, at and above 240, where the provider refused a moment ago.
         // Once the estimate has passed that refusal by a probe step (5 %) without a refusal, the refusal is
         // disproven (served-while-throttled under-reads a limit met in a transient) and the whole step applies.
         var estimate = 240.0
@@ -300,7 +300,7 @@ struct ObserverEstimateTests {
             if tick <= 10 {
                 #expect(next == 240, "tick \(tick)")
             } else if estimate < 240 * 1.05 {
-                #expect(abs(next - estimate * (1 + 0.05 * 0.2 * 5 / 60)) < 1e-9, "tick \(tick)")
+                #expect(abs(next - estimate * (1 + 0.05 * 0.35 * 5 / 60)) < 1e-9, "tick \(tick)")
                 slow += 1
             } else {
                 #expect(abs(next - estimate * (1 + 0.05 * 5 / 60)) < 1e-9, "tick \(tick)")
@@ -308,8 +308,8 @@ struct ObserverEstimateTests {
             }
             estimate = next
         }
-        #expect(slow == 59)
-        #expect(full == 21)
+        #expect(slow == 34)  // ⌈ln 1.05 ÷ ln(1 + 0.05 × 0.35 × 5/60)⌉: under three minutes
+        #expect(full == 46)
     }
 
     @Test func neverCutsBelowTheFloor() throws {
