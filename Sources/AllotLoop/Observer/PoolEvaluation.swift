@@ -235,14 +235,14 @@ struct PoolEvaluation {
                     // to 1,500 rpm took two minutes to probe up.)
                     let raised =
                         pool.headerLimit[dimension] != nil
-                        && (pool.startValue[dimension] ?? nil).map { start >= $0 * Self.statedRaise } ?? false
+                        && pool.startValue[dimension].map { start >= $0 * Self.statedRaise } ?? false
+                    // A statement that lowers the estimate is a decrease like a quota cut: the refusals until the
+                    // lower allocations are in force belong to it and cut no further (a 30-s tick saw a drop to a
+                    // stated 700 and its own 429s at once, and cut to 665).
+                    if let estimate = pool.estimate[dimension], start < estimate {
+                        pool.holdUntil[dimension] = now + settings.decreaseHoldSeconds
+                    }
                     if pool.estimate[dimension] == nil || !recentCut || raised {
-                        // A statement that lowers the estimate is a decrease like a quota cut: the refusals until
-                        // the lower allocations are in force belong to it and cut no further (a 30-s tick saw a
-                        // drop to a stated 700 and its own 429s at once, and cut to 665).
-                        if let previous = pool.estimate[dimension], start < previous {
-                            pool.holdUntil[dimension] = now + settings.decreaseHoldSeconds
-                        }
                         pool.estimate[dimension] = start
                         // The cut is superseded: its refusals, still in the window, do not measure the new limit.
                         if raised, recentCut { pool.lastDecreaseAt[dimension] = nil }
@@ -251,7 +251,6 @@ struct PoolEvaluation {
                         pool.lastAction[dimension] = CapacityAction(
                             at: now, text: "\(name) estimate set to \(source), \(Self.format(start))")
                     } else if let estimate = pool.estimate[dimension], estimate > start {
-                        pool.holdUntil[dimension] = now + settings.decreaseHoldSeconds
                         pool.estimate[dimension] = start
                     }
                 }
@@ -478,10 +477,12 @@ struct PoolEvaluation {
             let baselineTokenLoad = baselineSpan > 0 ? baselineTokens / baselineSpan : 0
             let tokensRose = baselineTokenLoad > 0 && tokenLoad > (1 + settings.latencyLoadRise) * baselineTokenLoad
             let loadRose = load > (1 + settings.latencyLoadRise) * baselineLoad || tokensRose
+            let comparison =
+                "short-window p95 \(Self.format(recentP95)) ms vs baseline p95 \(Self.format(baseP95)) ms"
+                + " (×\(Self.format(ratio, digits: 2)))"
             if !pool.latencyDegrading, ratio >= settings.latencyRatio, loadRose {
                 signals.append(
-                    "short-window p95 \(Self.format(recentP95)) ms vs baseline p95 \(Self.format(baseP95)) ms"
-                        + " (×\(Self.format(ratio, digits: 2))) while "
+                    comparison + " while "
                         + (load > (1 + settings.latencyLoadRise) * baselineLoad
                             ? "served attempts rose \(Self.format(baselineLoad * 60)) → \(Self.format(load * 60))"
                             : "served tokens rose \(Self.format(baselineTokenLoad * 60)) → \(Self.format(tokenLoad * 60))")
@@ -490,9 +491,7 @@ struct PoolEvaluation {
                 // Refusals in the same window: the upstream is saturated, and latency grows as its bucket
                 // drains — the quota errors judge that; lowering the safe capacity on top cut it twice (a
                 // 60-rpm pool at its limit: estimate 48, then 38 for a minute).
-                signals.append(
-                    "short-window p95 \(Self.format(recentP95)) ms vs baseline p95 \(Self.format(baseP95)) ms"
-                        + " (×\(Self.format(ratio, digits: 2))) while the upstream answers 429: saturation, not degradation")
+                signals.append(comparison + " while the upstream answers 429: saturation, not degradation")
             } else if !pool.latencyDegrading, ratio >= settings.latencyRatio {
                 pool.latencyDegrading = true
                 pool.degradingSince = now
@@ -501,9 +500,7 @@ struct PoolEvaluation {
                 pool.degradingSince = nil
             }
             if pool.latencyDegrading || (ratio >= settings.latencyRecoverRatio && !loadRose) {
-                signals.append(
-                    "short-window p95 \(Self.format(recentP95)) ms vs baseline p95 \(Self.format(baseP95)) ms"
-                        + " (×\(Self.format(ratio, digits: 2)))")
+                signals.append(comparison)
             }
         }
         if pool.latencyDegrading {

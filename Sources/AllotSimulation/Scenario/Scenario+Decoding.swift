@@ -209,9 +209,6 @@ private struct ScenarioReader {
         guard better == "lower" || better == "higher" else {
             throw fail(path + ".better", "must be \"lower\" or \"higher\", not \"\(better)\"")
         }
-        if let natural = ScenarioHeadline.higherIsBetter[metric], natural != (better == "higher") {
-            throw fail(path + ".better", "\(metric) is better \(natural ? "higher" : "lower"), not \(better)")
-        }
         var tier: String?
         if let json = object["tier"], !json.isNull { tier = try string(json, path + ".tier") }
         if ScenarioHeadline.tierMetrics.contains(metric) {
@@ -225,6 +222,10 @@ private struct ScenarioReader {
             throw fail(
                 path + ".metric",
                 "unknown metric \"\(metric)\" (one of \((ScenarioHeadline.globalMetrics + ScenarioHeadline.tierMetrics).joined(separator: ", ")))")
+        }
+        let natural = ScenarioHeadline.higherIsBetter.contains(metric)
+        guard natural == (better == "higher") else {
+            throw fail(path + ".better", "\(metric) is better \(natural ? "higher" : "lower"), not \(better)")
         }
         return ScenarioHeadline(metric: metric, tier: tier, higherIsBetter: better == "higher")
     }

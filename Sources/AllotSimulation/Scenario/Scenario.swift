@@ -56,13 +56,8 @@ public struct ScenarioHeadline: Sendable, Equatable {
     public static let tierMetrics = [
         "slo_attainment", "task_latency_p50_s", "task_latency_p95_s", "task_latency_p99_s", "jain",
     ]
-    /// Which way each metric is better (`headline.better` must agree).
-    public static let higherIsBetter: [String: Bool] = [
-        "utilisation": true, "upstream_429_rate": false, "starvation_tenant_minutes": false,
-        "sustained_starvation_tenant_minutes": false, "total_variation": false, "convergence_s": false,
-        "time_to_first_allocation_s": false, "slo_attainment": true, "task_latency_p50_s": false,
-        "task_latency_p95_s": false, "task_latency_p99_s": false, "jain": true,
-    ]
+    /// The metrics that are better higher; every other is better lower (`headline.better` must agree).
+    public static let higherIsBetter: Set<String> = ["utilisation", "slo_attainment", "jain"]
 
     /// `metric` or `metric[tier]`, for tables.
     public var label: String { tier.map { "\(metric)[\($0)]" } ?? metric }
