@@ -135,6 +135,9 @@ struct PoolTrack: Sendable, Hashable, Codable {
     var lastOverloadAt: Double?
     var latencyDegrading = false
     var degradingSince: Double?
+    /// Until when a latency rise is already explained: the provider stated a lower limit, and the short
+    /// window's latency is the warning that came before it.
+    var latencyExplainedUntil: Double?
     var throttledSince: Double?
     var errorsSince: Double?
     var lastSpendCapAt: Double?

@@ -103,11 +103,21 @@ struct PoolEvaluation {
         let window = ShortWindow(
             pool.fine.window(settings.shortWindowSeconds, now: now, notBefore: pool.firstEventAt ?? now))
         restartOnVersionChange()
-        let latency = evaluateLatency(window)
-        estimateCapacity(window, latencyP95: latency.short.p95)
+        // The circuit first: a latency rise while it sheds for overload is the overload's.
         let circuitShed = evaluateCircuit(window)
+        let latency = evaluateLatency(window)
+        estimateCapacity(window, latencyP99: latency.short.p99 ?? latency.short.p95)
         let state = evaluateHealth(window)
 
+        // After the estimate: a statement of a lower limit there ends the degradation its warning started.
+        if pool.latencyDegrading {
+            alerts.append(
+                LoopAlert(
+                    kind: "upstream_degrading", severity: .warning, upstream: pool.upstream,
+                    message: "\(pool.upstream): latency rising against its baseline; safe capacity lowered to "
+                        + "\(percent(settings.degradeFactor)) of the estimate",
+                    since: pool.degradingSince ?? now))
+        }
         let factor = pool.latencyDegrading ? settings.degradeFactor : 1
         let safe = pool.estimate.map { $0.map { $0 * factor } }
         if pool.latencyDegrading, let rpm = pool.estimate.rpm ?? pool.estimate.tpm {
@@ -184,12 +194,18 @@ struct PoolEvaluation {
         pool.measuredLimit = limits
     }
 
-    /// - Parameter latencyP95: the short window's p95 latency of served attempts (ms): how long the
+    /// - Parameter latencyP99: the short window's p99 latency of served attempts (ms): how long the
     ///   newest slices' successes may still be on their way (see `ShortWindow.throttledRate`).
-    private mutating func estimateCapacity(_ window: ShortWindow, latencyP95: Double?) {
+    private mutating func estimateCapacity(_ window: ShortWindow, latencyP99: Double?) {
         let short = settings.shortWindowSeconds
         let width = pool.fine.seconds
-        let settledBefore = now - min(short / 2, (latencyP95 ?? 0) / 1000)
+        // Calls admitted before this have been answered (and reported) with 99% likelihood: events carry their
+        // admission time but arrive after their latency. p99, not p95: on a reasoning-model pool where 40-s calls
+        // are a sixth of the calls, p95 is the short calls' 5 s, and the long calls still in flight were missing
+        // from our side of the shared-key sum and of the throttled slices (utilisation 94.3 → 95.1%, seeds 1–3;
+        // the first minutes still misread some of them, while few long calls have completed). At most the short
+        // window less 10 s, so that statements remain to judge.
+        let settledBefore = now - min(short - 10, (latencyP99 ?? 0) / 1000)
         // A bare 429 counts against the binding dimension(s).
         let utilisation = PerDimension<Double?> { dimension in
             pool.estimate[dimension].flatMap { $0 > 0 ? window.rate(dimension) / $0 : nil }
@@ -241,6 +257,14 @@ struct PoolEvaluation {
                     // stated 700 and its own 429s at once, and cut to 665).
                     if let estimate = pool.estimate[dimension], start < estimate {
                         pool.holdUntil[dimension] = now + settings.decreaseHoldSeconds
+                        // The latency that rose before it was the warning of this drop, and the short window
+                        // still holds it: lowering the safe capacity on top cut the new limit to 80% for the
+                        // minute the window took to clear (a stated 1,500 → 1,000 held at 800).
+                        pool.latencyExplainedUntil = now + settings.shortWindowSeconds
+                        if pool.latencyDegrading {
+                            pool.latencyDegrading = false
+                            pool.degradingSince = nil
+                        }
                     }
                     if pool.estimate[dimension] == nil || !recentCut || raised {
                         pool.estimate[dimension] = start
@@ -492,6 +516,17 @@ struct PoolEvaluation {
                 // drains — the quota errors judge that; lowering the safe capacity on top cut it twice (a
                 // 60-rpm pool at its limit: estimate 48, then 38 for a minute).
                 signals.append(comparison + " while the upstream answers 429: saturation, not degradation")
+            } else if !pool.latencyDegrading, ratio >= settings.latencyRatio,
+                now < pool.latencyExplainedUntil ?? -Double.infinity
+            {
+                signals.append(comparison + " after the provider stated a lower limit: the warning of that drop")
+            } else if !pool.latencyDegrading, ratio >= settings.latencyRatio, pool.circuit != .closed,
+                window.count(.overloaded) > 0
+            {
+                // The upstream answers overload errors and the circuit is shedding for them: the latency is that
+                // overload (and the backlog readmitted after it), which the circuit handles. Lowering the safe
+                // capacity as well cut every allocation to 80% after each episode of a flaky region.
+                signals.append(comparison + " while the upstream is overloaded: the circuit's, not lost capacity")
             } else if !pool.latencyDegrading, ratio >= settings.latencyRatio {
                 pool.latencyDegrading = true
                 pool.degradingSince = now
@@ -502,14 +537,6 @@ struct PoolEvaluation {
             if pool.latencyDegrading || (ratio >= settings.latencyRecoverRatio && !loadRose) {
                 signals.append(comparison)
             }
-        }
-        if pool.latencyDegrading {
-            alerts.append(
-                LoopAlert(
-                    kind: "upstream_degrading", severity: .warning, upstream: pool.upstream,
-                    message: "\(pool.upstream): latency rising against its baseline; safe capacity lowered to "
-                        + "\(percent(settings.degradeFactor)) of the estimate",
-                    since: pool.degradingSince ?? now))
         }
         return (shortPercentiles, percentiles(long, longSamples))
     }

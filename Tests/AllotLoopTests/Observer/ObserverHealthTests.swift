@@ -202,6 +202,59 @@ struct ObserverHealthTests {
         #expect(!status.signals.contains { $0.hasPrefix("safe capacity lowered") })
     }
 
+    @Test func aStatedDropExplainsTheLatencyWarningBeforeIt() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000, tpm: 100_000))
+        // The warning: latency ×3 at the same load, no 429 — degrading, safe capacity 80%.
+        var report = estimation.observe(script.delta { Self.latencyRise(&$0, t0: t0, recent: 300) }, now: t0)
+        #expect(F.status(report)?.estimate == PerDimension(rpm: 800, tpm: 80_000))
+        // Then the provider states the drop it warned of (1000 → 600 rpm). The estimate is the stated limit, not
+        // 80% of it: the slow answers still in the short window were the warning of this very drop.
+        let stated = script.spread(3, from: t0, to: t0 + 5) { script, at in
+            script.event(
+                at: at, latencyMs: 300,
+                signals: F.openAI(limitRequests: 600, limitTokens: 100_000))
+        }
+        report = estimation.observe(script.delta(stated), now: t0 + 5)
+        var status = try #require(F.status(report))
+        #expect(status.estimate == PerDimension(rpm: 600, tpm: 100_000))
+        #expect(status.state != .degrading)
+        #expect(F.alerts(report, kind: "upstream_degrading").isEmpty)
+        #expect(!status.signals.contains { $0.hasPrefix("safe capacity lowered") })
+        // For the short window after the statement the same latency does not degrade again…
+        let slow = script.spread(3, from: t0 + 5, to: t0 + 10) { script, at in
+            script.event(
+                at: at, latencyMs: 300,
+                signals: F.openAI(limitRequests: 600, limitTokens: 100_000))
+        }
+        report = estimation.observe(script.delta(slow), now: t0 + 10)
+        status = try #require(F.status(report))
+        #expect(status.estimate.rpm == 600)
+        #expect(
+            status.signals.contains(
+                "short-window p95 296 ms vs baseline p95 102 ms (×2.9) after the provider stated a lower limit: "
+                    + "the warning of that drop"))
+    }
+
+    @Test func latencyRisingWhileTheCircuitShedsForOverloadIsNotLostCapacity() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000, tpm: 100_000))
+        // The latency rise of `risingLatencyDegradesBeforeAny429AndLowersSafeCapacity`, with overload errors in
+        // the same minute: the circuit opens and sheds; the safe capacity stays the estimate.
+        var events = Self.latencyRise(&script, t0: t0, recent: 300)
+        events += (0..<10).map { script.event(at: t0 - 30 + Double($0), outcome: .overloaded, status: 529) }
+        let report = estimation.observe(script.delta(events), now: t0)
+        let status = try #require(F.status(report))
+        #expect(status.circuitOpen)
+        #expect(status.shed == ["background", "batch"])
+        #expect(status.estimate == PerDimension(rpm: 1000, tpm: 100_000))
+        #expect(F.alerts(report, kind: "upstream_degrading").isEmpty)
+        #expect(
+            status.signals.contains(
+                "short-window p95 296 ms vs baseline p95 102 ms (×2.9) while the upstream is overloaded: the circuit's, "
+                    + "not lost capacity"))
+    }
+
     @Test func latencyNeedsEnoughSamples() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
