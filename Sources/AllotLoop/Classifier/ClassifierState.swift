@@ -246,6 +246,14 @@ struct TenantTrack: Sendable, Hashable, Codable {
     var tickCountMean: Double?
     var tickCountSquare: Double?
 
+    /// The demand level the tenant held while active — up at once, down over the long window — and kept
+    /// while it is idle: what it is likely to want when it comes back (see `returnedAt`). Optional, like
+    /// the two below: older checkpoints decode without them.
+    var activeLevel: PerDimension<Double>?
+    /// Whether the last tick found the tenant idle, and when it last came back from idle.
+    var wasIdle: Bool?
+    var returnedAt: Double?
+
     /// Demand events seen (served, denied, queued).
     var samples = 0
     var firstSeenAt: Double

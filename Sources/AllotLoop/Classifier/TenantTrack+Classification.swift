@@ -202,6 +202,16 @@ extension TenantTrack {
             let prior = coldStartPrior(context: context)
             demand = PerDimension { max(demand[$0], confidence * demand[$0] + (1 - confidence) * prior[$0]) }
         }
+        if advance, let fold = context.fold {
+            rememberActiveLevel(idle: idle, now: now, longWeight: fold.long)
+        }
+        if !idle, let returnedAt, let remembered = activeLevel, now - returnedAt < settings.shortWindowSeconds {
+            // Back from idle: what it wanted before, fading over a short window while its own rate is measured
+            // again. Its measured demand starts from nothing, and a premium desk back from a ten-minute outage
+            // at twice its rate took 25 s (five ticks) to get its share back, its tasks queueing meanwhile.
+            let fade = 1 - (now - returnedAt) / settings.shortWindowSeconds
+            demand = PerDimension { max(demand[$0], remembered[$0] * fade) }
+        }
         // The ratchet judges the demand the engine sees: a constrained tenant's allocation rises because
         // it asked (its claim), not because it games.
         // (What it shows, before the level's hysteresis: the detector judges each tick's response.)
@@ -242,6 +252,22 @@ extension TenantTrack {
                 rules: rules, sparse: demandShort.rpm * settings.shortWindowSeconds / 60 < rules.sparseSamples),
             gatewayServed: gatewayServed())
         return Classification(observation: observation, status: status, alerts: alerts)
+    }
+
+    /// Keeps ``activeLevel`` (the level while active: up at once, down with the long window's weight; frozen
+    /// while idle) and notes when the tenant comes back from idle.
+    mutating func rememberActiveLevel(idle: Bool, now: Double, longWeight: Double) {
+        if idle {
+            wasIdle = true
+            return
+        }
+        if wasIdle == true { returnedAt = now }
+        wasIdle = false
+        guard let level else { return }
+        let previous = activeLevel ?? level
+        activeLevel = PerDimension {
+            level[$0] >= previous[$0] ? level[$0] : previous[$0] + longWeight * (level[$0] - previous[$0])
+        }
     }
 
     /// Moves the demand level the engine is given (see ``ClassificationRules/levelNoiseMultiple``).

@@ -74,6 +74,34 @@ struct ClassifierClassesTests {
         #expect(F.status(report)?.tenantClass != .idle)
     }
 
+    @Test func aTenantBackFromIdleClaimsWhatItWantedBeforeFadingOverAShortWindow() throws {
+        var run = ClassifierRun(start: t0)
+        // 120 requests a minute for five minutes: its level settles there.
+        var report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) }
+        for _ in 0..<59 { report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) } }
+        let before = try #require(F.observation(report)).demand.rpm
+        #expect(before > 100)
+        // Ten minutes without a request: idle, its idle allocation only.
+        report = run.tick(after: 600)
+        #expect(F.status(report)?.tenantClass == .idle)
+        // Back: its first tick claims what it wanted before (its own short rate starts from nothing)…
+        report = run.tick { script, from, to in F.served(&script, 1, from: from, to: to) }
+        var observation = try #require(F.observation(report))
+        #expect(observation.tenantClass != .idle)
+        // (The remembered level, 119.5: it eased down with the long window's weight on the last ticks before.)
+        #expect(abs(observation.demand.rpm - before) < 0.01 * before)
+        // …fading over the short window: half of it 30 s later (its measured demand is still below that; the
+        // remembered level keeps easing toward the level it shows now)…
+        for _ in 0..<6 { report = run.tick { script, from, to in F.served(&script, 1, from: from, to: to) } }
+        observation = try #require(F.observation(report))
+        #expect(observation.demand.rpm > 0.47 * before && observation.demand.rpm < 0.5 * before)
+        // …and gone after 60 s: what it shows now is all it gets (a sparse tenant's long-window rate, which still
+        // remembers some of the 120).
+        for _ in 0..<6 { report = run.tick { script, from, to in F.served(&script, 1, from: from, to: to) } }
+        observation = try #require(F.observation(report))
+        #expect(observation.demand.rpm < 0.25 * before)
+    }
+
     @Test func steadyThenALegitimateBurstThatIsNotSuspect() throws {
         var run = ClassifierRun(start: t0)
         let allocation = [F.acme: PerDimension<Double>(rpm: 1000, tpm: 1_000_000)]
