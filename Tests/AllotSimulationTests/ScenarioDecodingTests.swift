@@ -159,9 +159,47 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         let text = scenarioJSON(tenants: "[\(tenant("acme", count: 2)), \(tenant("acme-01", count: 1))]")
         #expect(
             throws: ScenarioError(
-                source: "test.json", path: "tenants", reason: #"duplicate tenant id "acme-01" (after expanding count)"#)
+                source: "test.json", path: "tenants",
+                reason: #"duplicate tenant id "acme-01" on pool "openai/gpt-4o" (after expanding count)"#)
         ) {
             try decode(text)
+        }
+    }
+
+    @Test func aTenantMayCallSeveralPoolsWithOneTier() throws {
+        let pools = """
+            [{"id": "openai/gpt-4o", "provider": "openai", "declared_rpm": 600, "declared_tpm": 1000000,
+              "capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}]},
+             {"id": "anthropic/claude-sonnet", "provider": "anthropic", "declared_rpm": 300, "declared_tpm": 500000,
+              "capacity": [{"at_s": 0, "rpm": 300, "tpm": 500000}]}]
+            """
+        func tenant(pool: String, tier: String) -> String {
+            """
+            {"id": "omni", "tier": "\(tier)", "pool": "\(pool)", "arrivals": [{"at_s": 0, "tasks_per_min": 6}],
+             "task": {"class": "batch", "calls": {"min": 2, "max": 2}, "parallelism": 1,
+                      "prompt_tokens": {"mean": 100}, "completion_tokens": {"mean": 10}, "deadline_s": 60}}
+            """
+        }
+        let scenario = try decode(
+            scenarioJSON(
+                tenants: "[\(tenant(pool: "openai/gpt-4o", tier: "premium")), "
+                    + "\(tenant(pool: "anthropic/claude-sonnet", tier: "premium"))]", pools: pools))
+        #expect(scenario.tenants.map(\.id) == ["omni", "omni"])
+        #expect(scenario.tenants.map(\.pool) == ["openai/gpt-4o", "anthropic/claude-sonnet"])
+        // The policy the loop runs with lists the tenant once.
+        let policy = try SimulationPolicy.policy(for: scenario)
+        #expect(policy.tenants.filter { $0.id == "omni" }.count == 1)
+        // One tenant, one tier.
+        #expect(
+            throws: ScenarioError(
+                source: "test.json", path: "tenants",
+                reason: #"tenant "omni" has tier "premium" on pool "openai/gpt-4o" and tier "standard" on pool "#
+                    + #""anthropic/claude-sonnet": a tenant has one tier"#)
+        ) {
+            try decode(
+                scenarioJSON(
+                    tenants: "[\(tenant(pool: "openai/gpt-4o", tier: "premium")), "
+                        + "\(tenant(pool: "anthropic/claude-sonnet", tier: "standard"))]", pools: pools))
         }
     }
 

@@ -122,7 +122,7 @@ import Testing
         #expect(rows == 73)  // header + 2 strategies × 12 intervals × (1 pool + 2 tenants)
         let lines = report.timelineCSV().split(separator: "\n", omittingEmptySubsequences: false).dropLast()
         let header = lines.first!.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-        #expect(header.suffix(4) == ["arrived_rpm", "arrived_tpm", "entitled_rpm", "entitled_tpm"])
+        #expect(header.suffix(5) == ["arrived_rpm", "arrived_tpm", "entitled_rpm", "entitled_tpm", "pool"])
         for line in lines {
             #expect(line.split(separator: ",", omittingEmptySubsequences: false).count == header.count)
         }

@@ -192,9 +192,21 @@ private struct ScenarioReader {
             throw fail("pools[\(index)].id", "no tenant uses pool \"\(pool.id)\"")
         }
         guard tenants.count <= 1000 else { throw fail("tenants", "more than 1000 tenants after expanding count") }
+        // A tenant may call several pools (one entry per pool, as Allot keys a tenant per upstream), with one tier.
         var seenTenants = Set<String>()
-        for tenant in tenants where !seenTenants.insert(tenant.id).inserted {
-            throw fail("tenants", "duplicate tenant id \"\(tenant.id)\" (after expanding count)")
+        var tierOf: [String: (tier: String, pool: String)] = [:]
+        for tenant in tenants {
+            guard seenTenants.insert(tenant.id + "\u{1}" + tenant.pool).inserted else {
+                throw fail(
+                    "tenants", "duplicate tenant id \"\(tenant.id)\" on pool \"\(tenant.pool)\" (after expanding count)")
+            }
+            if let first = tierOf[tenant.id], first.tier != tenant.tier {
+                throw fail(
+                    "tenants",
+                    "tenant \"\(tenant.id)\" has tier \"\(first.tier)\" on pool \"\(first.pool)\" and tier "
+                        + "\"\(tenant.tier)\" on pool \"\(tenant.pool)\": a tenant has one tier")
+            }
+            if tierOf[tenant.id] == nil { tierOf[tenant.id] = (tenant.tier, tenant.pool) }
         }
         let headline = try headline(root["headline"], "headline", tiers: tiers)
         return Scenario(
