@@ -543,6 +543,13 @@ struct PoolEvaluation {
 
     // MARK: Health
 
+    /// Seconds without an overload error after which an open circuit goes half-open (at most `circuit_quiet_s`):
+    /// the overload is over. A flaky region refusing 60% for 20 s every 80 s kept `batch` shed for the 30 s
+    /// after each episode too; its backlog, readmitted all at once, met the provider's bucket in a burst of 429s
+    /// that cut the estimate episode after episode (seeds 1–4: utilisation 75 → 85%, 429s 2.2 → 0%, starved
+    /// tenant-minutes 42 → 12).
+    static let overloadEndedSeconds = 10.0
+
     /// Moves the circuit breaker and returns the task classes to shed.
     private mutating func evaluateCircuit(_ window: ShortWindow) -> [String] {
         let attempts = window.attempts
@@ -557,11 +564,12 @@ struct PoolEvaluation {
                 pool.circuitOpenedAt = now
             }
         case .open:
-            // Quiet for `circuit_quiet_s`, or open that long while the overload is below severe: a provider
+            // Quiet for `overloadEndedSeconds` (the overload is over), or open for `circuit_quiet_s` while the
+            // overload is below severe: a provider
             // refusing a third of the attempts for ten minutes still serves two thirds, and shedding `batch`
             // until a quiet half minute that never came starved it for all ten (the classes still admitted
             // keep meeting overload errors). Half-open readmits `batch` and reopens if it turns severe.
-            if now - lastOverload >= settings.circuitQuietSeconds
+            if now - lastOverload >= min(settings.circuitQuietSeconds, Self.overloadEndedSeconds)
                 || (now - (pool.circuitSince ?? now) >= settings.circuitQuietSeconds
                     && ratio < settings.circuitSevereRatio)
             {

@@ -37,11 +37,11 @@ struct ObserverHealthTests {
                 "overloaded: 10 of 30 attempts (33.3%) in the last 60 s; circuit open, shedding background, batch"))
         #expect(F.alerts(report, kind: "circuit_open").map(\.since) == [t0])
 
-        // Still open 29.7 s after the last overload error…
-        report = estimation.observe(script.delta([]), now: t0 + 29)
+        // Still open 9.7 s after the last overload error…
+        report = estimation.observe(script.delta([]), now: t0 + 9)
         #expect(F.status(report)?.shed == ["background", "batch"])
-        // …half-open (probing: only background still shed) after 30 s quiet…
-        report = estimation.observe(script.delta([]), now: t0 + 30)
+        // …half-open (probing: only background still shed) once 10 s pass without one: the overload is over…
+        report = estimation.observe(script.delta([]), now: t0 + 10)
         status = try #require(F.status(report))
         #expect(status.state == .overloaded)
         #expect(status.circuitOpen)
