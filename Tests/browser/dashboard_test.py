@@ -135,7 +135,7 @@ def main():
                   for i, tenant in enumerate(tenants * 3)]
         status, body = server.request("POST", "/v1/telemetry", gateway, events)
         check("telemetry seeded", status == 200 and body["stored"] == 9, body)
-        # premium's guard_min is 1% of C: a 10 RPM ceiling crosses it and becomes a proposal.
+        # premium's guard_min is 0.5% of C: a 10 RPM ceiling crosses it and becomes a proposal.
         status, body = server.request("PUT", "/v1/tenants/example-premium/override", sre,
                                       {"ceiling": {"rpm": 10}, "reason": "abuse report 42", "ttl_s": 3600})
         check("override filed as a proposal", status == 202 and body["status"] == "proposed", body)

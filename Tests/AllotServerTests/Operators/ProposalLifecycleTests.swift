@@ -108,7 +108,7 @@ import Testing
     @Test func anOverrideCrossingAGuardrailWaitsForAnSRE() async throws {
         let harness = try await OperatorHarness.make()
         await harness.tick()
-        // premium guard_min is 1% of C = 98 RPM: a 10 RPM ceiling crosses it.
+        // premium guard_min is 0.5% of C = 49 RPM: a 10 RPM ceiling crosses it.
         let body = #"{"upstream":"openai/gpt-4o","ceiling":{"rpm":10},"reason":"abuse report 42","ttl_s":7200}"#
         let filed = await harness.send(.put, "/v1/tenants/example-premium/override", as: .operator, json: body)
         #expect(filed.status == .accepted)
@@ -116,7 +116,7 @@ import Testing
         let proposal = try #require(filed.jsonBody["proposal"])
         #expect(proposal["kind"] == "override")
         #expect(proposal["crossings"]?[0]?["kind"] == "ceiling_below_guard_min")
-        #expect(proposal["crossings"]?[0]?["guardrail"]?.doubleValue == 98)
+        #expect(proposal["crossings"]?[0]?["guardrail"]?.doubleValue == 49)
         #expect(proposal["override"]?["actor"] == "operator-user")
         let id = try #require(proposal["id"]?.stringValue)
 
@@ -141,7 +141,7 @@ import Testing
         let rpm = try #require(entry["allocation"]?["rpm"])
         #expect(rpm["reason"] == "override")
         // The "why": the ceiling is 10, but hi = max(floor, min(ceiling, …)) keeps the premium floor
-        // (0.5% of C = 49), and the guardrail no longer lifts it to guard_min (98).
+        // (0.5% of C = 49); the guardrail (guard_min, also 49) no longer applies.
         #expect(rpm["why"]?["ceiling"]?.doubleValue == 10)
         #expect(rpm["why"]?["guard_min"]?.doubleValue == 0)
         #expect(rpm["rate"]?.doubleValue == 49)
