@@ -504,32 +504,30 @@ struct PoolEvaluation {
             let comparison =
                 "short-window p95 \(Self.format(recentP95)) ms vs baseline p95 \(Self.format(baseP95)) ms"
                 + " (×\(Self.format(ratio, digits: 2)))"
-            if !pool.latencyDegrading, ratio >= settings.latencyRatio, loadRose {
-                signals.append(
-                    comparison + " while "
-                        + (load > (1 + settings.latencyLoadRise) * baselineLoad
-                            ? "served attempts rose \(Self.format(baselineLoad * 60)) → \(Self.format(load * 60))"
-                            : "served tokens rose \(Self.format(baselineTokenLoad * 60)) → \(Self.format(tokenLoad * 60))")
-                        + " per minute: our own load, not degradation")
-            } else if !pool.latencyDegrading, ratio >= settings.latencyRatio, window.count(.quotaExhausted) > 0 {
-                // Refusals in the same window: the upstream is saturated, and latency grows as its bucket
-                // drains — the quota errors judge that; lowering the safe capacity on top cut it twice (a
-                // 60-rpm pool at its limit: estimate 48, then 38 for a minute).
-                signals.append(comparison + " while the upstream answers 429: saturation, not degradation")
-            } else if !pool.latencyDegrading, ratio >= settings.latencyRatio,
-                now < pool.latencyExplainedUntil ?? -Double.infinity
-            {
-                signals.append(comparison + " after the provider stated a lower limit: the warning of that drop")
-            } else if !pool.latencyDegrading, ratio >= settings.latencyRatio, pool.circuit != .closed,
-                window.count(.overloaded) > 0
-            {
-                // The upstream answers overload errors and the circuit is shedding for them: the latency is that
-                // overload (and the backlog readmitted after it), which the circuit handles. Lowering the safe
-                // capacity as well cut every allocation to 80% after each episode of a flaky region.
-                signals.append(comparison + " while the upstream is overloaded: the circuit's, not lost capacity")
-            } else if !pool.latencyDegrading, ratio >= settings.latencyRatio {
-                pool.latencyDegrading = true
-                pool.degradingSince = now
+            if !pool.latencyDegrading, ratio >= settings.latencyRatio {
+                if loadRose {
+                    signals.append(
+                        comparison + " while "
+                            + (load > (1 + settings.latencyLoadRise) * baselineLoad
+                                ? "served attempts rose \(Self.format(baselineLoad * 60)) → \(Self.format(load * 60))"
+                                : "served tokens rose \(Self.format(baselineTokenLoad * 60)) → \(Self.format(tokenLoad * 60))")
+                            + " per minute: our own load, not degradation")
+                } else if window.count(.quotaExhausted) > 0 {
+                    // Refusals in the same window: the upstream is saturated, and latency grows as its bucket
+                    // drains — the quota errors judge that; lowering the safe capacity on top cut it twice (a
+                    // 60-rpm pool at its limit: estimate 48, then 38 for a minute).
+                    signals.append(comparison + " while the upstream answers 429: saturation, not degradation")
+                } else if now < pool.latencyExplainedUntil ?? -Double.infinity {
+                    signals.append(comparison + " after the provider stated a lower limit: the warning of that drop")
+                } else if pool.circuit != .closed, window.count(.overloaded) > 0 {
+                    // The upstream answers overload errors and the circuit is shedding for them: the latency is
+                    // that overload (and the backlog readmitted after it), which the circuit handles. Lowering the
+                    // safe capacity as well cut every allocation to 80% after each episode of a flaky region.
+                    signals.append(comparison + " while the upstream is overloaded: the circuit's, not lost capacity")
+                } else {
+                    pool.latencyDegrading = true
+                    pool.degradingSince = now
+                }
             } else if pool.latencyDegrading, ratio < settings.latencyRecoverRatio {
                 pool.latencyDegrading = false
                 pool.degradingSince = nil
@@ -565,10 +563,10 @@ struct PoolEvaluation {
             }
         case .open:
             // Quiet for `overloadEndedSeconds` (the overload is over), or open for `circuit_quiet_s` while the
-            // overload is below severe: a provider
-            // refusing a third of the attempts for ten minutes still serves two thirds, and shedding `batch`
-            // until a quiet half minute that never came starved it for all ten (the classes still admitted
-            // keep meeting overload errors). Half-open readmits `batch` and reopens if it turns severe.
+            // overload is below severe: a provider refusing a third of the attempts for ten minutes still serves
+            // two thirds, and shedding `batch` until a quiet half minute that never came starved it for all ten
+            // (the classes still admitted keep meeting overload errors). Half-open readmits `batch` and reopens
+            // if it turns severe.
             if now - lastOverload >= min(settings.circuitQuietSeconds, Self.overloadEndedSeconds)
                 || (now - (pool.circuitSince ?? now) >= settings.circuitQuietSeconds
                     && ratio < settings.circuitSevereRatio)

@@ -13,12 +13,6 @@ public enum SimulationPolicy {
         try Policy.load(files: AllotAssets.defaultPolicies.map { (name: $0.name, bytes: $0.bytes) })
     }
 
-    /// The first entry of each tenant id: a tenant on several pools has one entry per pool, and one tier.
-    static func distinctByID(_ tenants: [ScenarioTenant]) -> [ScenarioTenant] {
-        var seen = Set<String>()
-        return tenants.filter { seen.insert($0.id).inserted }
-    }
-
     public static func policy(for scenario: Scenario, base given: Policy? = nil) throws(PolicyError) -> Policy {
         let base: Policy
         if let given { base = given } else { base = try defaultPolicy() }
@@ -35,7 +29,8 @@ public enum SimulationPolicy {
             upstreams: scenario.pools.map {
                 UpstreamPolicy(id: $0.id, capacity: PerDimension(rpm: $0.declaredRPM, tpm: $0.declaredTPM))
             },
-            tenants: Self.distinctByID(scenario.tenants).map { tenant -> TenantPolicy in
+            // A tenant on several pools has one entry per pool and one tier: `Policy` keeps one per id.
+            tenants: scenario.tenants.map { tenant -> TenantPolicy in
                 guard let known = base.tenant(tenant.id) else { return TenantPolicy(id: tenant.id, tier: tenant.tier) }
                 return TenantPolicy(
                     id: tenant.id, tier: tenant.tier, weight: known.weight, floor: known.floor, ceiling: known.ceiling)
