@@ -34,7 +34,8 @@ public enum LimitKind: String, Sendable, Hashable, CaseIterable {
 /// retry after ``retryAfter``, or fail fast.
 public struct Denial: Sendable, Equatable, CustomStringConvertible {
     public var limit: LimitKind
-    /// A stable code: `rate_limited` (rpm/tpm), `concurrency_limited`, `gateway_concurrency_limited`,
+    /// A stable code: `rate_limited` (rpm/tpm), `gateway_rate_limited` (rpm/tpm: the gateway's own cap,
+    /// ``GatewayConfiguration/capWindow``), `concurrency_limited`, `gateway_concurrency_limited`,
     /// `gateway_stopping`,
     /// `max_wait_exceeded`, `queue_full` (also for a waiter displaced from a full queue by a call of an older
     /// task of its tenant), `zero_allocation`, `circuit_open`, `task_budget_exceeded`, `deadline_passed`,

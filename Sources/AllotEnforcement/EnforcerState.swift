@@ -168,6 +168,9 @@ struct TicketRecord: Sendable {
     /// Borrowed from the upstream's idle allocation (``IdleCapacity``) instead of the tenant's own bucket.
     var rpmBorrowed = false
     var tpmBorrowed = false
+    /// Charged to the gateway's cap (``GatewayCap``), so a refund goes back there too.
+    var capRPM = false
+    var capTPM = false
     /// The credit grant drawn from (its expiry identifies it), so a refund goes back to the same grant.
     var creditExpiry: Double?
 }
@@ -221,6 +224,8 @@ enum FailureText: Sendable {
     case tenantConcurrency(key: TenantKey, inFlight: Int, maximum: Int)
     /// The gateway's own cap per upstream.
     case gatewayConcurrency(upstream: String, cap: Int)
+    /// The gateway's own share of an upstream (``GatewayCap``) without room for `amount` for `delay` seconds.
+    case gatewayCap(upstream: String, limit: LimitKind, parameters: Bucket, amount: Double, delay: Double)
 
     var formatted: String {
         switch self {
@@ -238,6 +243,13 @@ enum FailureText: Sendable {
                 + "(max_concurrency \(maximum))"
         case .gatewayConcurrency(let upstream, let cap):
             return "this gateway has \(cap) requests in flight on \(upstream), its maximum"
+        case .gatewayCap(let upstream, let limit, let parameters, let amount, let delay):
+            let useTPM = limit == .tpm
+            let unit = useTPM ? "tokens" : "requests"
+            let what = useTPM ? "\(Int(amount.rounded(.up))) tokens" : "a request"
+            return "this gateway's share of \(upstream), \(EnforcerState.format(parameters.rate)) \(unit)/min "
+                + "(burst \(EnforcerState.format(parameters.burst))) for all its tenants, has no room for \(what); "
+                + "retry in \(EnforcerState.format(delay)) s"
         }
     }
 }
@@ -328,6 +340,8 @@ struct EnforcerState {
     var upstreamInFlight: [String: Int] = [:]
     /// Per upstream: the allocation this gateway's tenants leave idle, which others may borrow.
     var idle: [String: IdleCapacity] = [:]
+    /// Per upstream: the gateway's own cap, the sum of its slices (``GatewayCap``).
+    var caps: [String: GatewayCap] = [:]
     /// Waiting requests, one lane per (tenant, upstream).
     var queue = WaitQueue()
     /// The places a pump visits, kept between pumps so that their storage is reused.
@@ -370,17 +384,35 @@ struct EnforcerState {
             guard let policy = newTable.policy(for: states.keys[index]) else { continue }
             states.values[index].retune(to: policy, at: instant)
         }
-        guard configuration.borrowIdle else { return }
-        let parameters = IdleCapacity.parameters(
-            for: newTable.tenants.lazy.map { (upstream: $0.key.upstream, limits: $0.value.limits) },
-            window: configuration.borrowWindow)
-        var next: [String: IdleCapacity] = [:]
-        for (upstream, buckets) in parameters where buckets.rpm != nil || buckets.tpm != nil {
-            var capacity = idle[upstream] ?? IdleCapacity()
-            capacity.retune(rpm: buckets.rpm, tpm: buckets.tpm, at: instant)
-            next[upstream] = capacity
+        let borrow = configuration.borrowIdle
+        let capped = configuration.capWindow > 0
+        guard borrow || capped else { return }
+        let sums = IdleCapacity.sums(
+            for: newTable.tenants.lazy.map { (upstream: $0.key.upstream, limits: $0.value.limits) })
+        var nextIdle: [String: IdleCapacity] = [:]
+        var nextCaps: [String: GatewayCap] = [:]
+        for (upstream, sum) in sums {
+            if borrow {
+                let rpm = IdleCapacity.sized(sum.rpm, window: configuration.borrowWindow)
+                let tpm = IdleCapacity.sized(sum.tpm, window: configuration.borrowWindow)
+                if rpm != nil || tpm != nil {
+                    var capacity = idle[upstream] ?? IdleCapacity()
+                    capacity.retune(rpm: rpm, tpm: tpm, at: instant)
+                    nextIdle[upstream] = capacity
+                }
+            }
+            if capped {
+                let rpm = IdleCapacity.sized(sum.rpm, window: configuration.capWindow)
+                let tpm = IdleCapacity.sized(sum.tpm, window: configuration.capWindow)
+                if rpm != nil || tpm != nil {
+                    var cap = caps[upstream] ?? GatewayCap()
+                    cap.retune(rpm: rpm, tpm: tpm, at: instant)
+                    nextCaps[upstream] = cap
+                }
+            }
         }
-        idle = next
+        idle = nextIdle
+        caps = nextCaps
     }
 
     mutating func apply(_ snapshot: Snapshot, now: Double, effects: inout Effects) -> SnapshotApplyResult {
@@ -604,6 +636,19 @@ struct EnforcerState {
                 }
                 if let verdict = check(failure) { return verdict }
                 charge = Charge()
+            } else if !caps.isEmpty, policy.listed, request.taskClass != .realtime, let cap = caps[key.upstream],
+                !cap.admits(amount: amount, skipRPM: charge.rpmFromCredit, skipTPM: charge.tpmFromCredit, at: now)
+            {
+                let blocking = cap.blocking(amount: amount, at: now)
+                let delay = max(blocking.delay, Self.borrowRecheck)
+                let failure = Failure(
+                    limit: blocking.limit, code: "gateway_rate_limited",
+                    text: .gatewayCap(
+                        upstream: key.upstream, limit: blocking.limit, parameters: blocking.bucket, amount: amount,
+                        delay: delay),
+                    retryAfter: delay, fromRefill: true, shadowable: true)
+                if let verdict = check(failure) { return verdict }
+                charge = Charge()
             }
         }
         charge.shadowFailure = shadowFailure
@@ -657,12 +702,20 @@ struct EnforcerState {
         nextID += 1
         let charged = charge.shadowFailure == nil
         var creditExpiry: Double?
+        var capRPM = false
+        var capTPM = false
         if charged {
             let amount = Double(estimate)
             states.values[index].charge(charge, amount: amount, now: now)
             if !idle.isEmpty, idle[key.upstream] != nil {
                 idle[key.upstream]!.take(calls: 1, tokens: amount, at: now)
                 if charge.rpmBorrowed || charge.tpmBorrowed { statistics.borrowed += 1 }
+            }
+            if !caps.isEmpty, states.values[index].policy.listed, caps[key.upstream] != nil {
+                capRPM = !charge.rpmFromCredit
+                capTPM = !charge.tpmFromCredit
+                if capRPM { caps[key.upstream]!.rpm?.take(1, at: now) }
+                if capTPM { caps[key.upstream]!.tpm?.take(amount, at: now) }
             }
             if charge.rpmFromCredit || charge.tpmFromCredit {
                 creditExpiry = states.values[index].credit?.grant.expiresAt
@@ -690,7 +743,8 @@ struct EnforcerState {
         tickets[id] = TicketRecord(
             ticket: ticket, key: key, estimate: Double(estimate), charged: charged,
             rpmFromCredit: charge.rpmFromCredit, tpmFromCredit: charge.tpmFromCredit,
-            rpmBorrowed: charge.rpmBorrowed, tpmBorrowed: charge.tpmBorrowed, creditExpiry: creditExpiry)
+            rpmBorrowed: charge.rpmBorrowed, tpmBorrowed: charge.tpmBorrowed, capRPM: capRPM, capTPM: capTPM,
+            creditExpiry: creditExpiry)
         return ticket
     }
 
@@ -762,6 +816,9 @@ struct EnforcerState {
             if !idle.isEmpty, idle[record.key.upstream] != nil {
                 idle[record.key.upstream]!.refund(calls: 1, tokens: 0, at: now)
             }
+            if record.capRPM, caps[record.key.upstream] != nil {
+                caps[record.key.upstream]!.rpm?.refund(1, at: now)
+            }
             refundTokens(record, record.estimate, at: index, now: now)
             if let taskID = ticket.taskID {
                 let taskKey = TaskKey(tenant: record.key.tenant, taskID: taskID)
@@ -783,6 +840,9 @@ struct EnforcerState {
             if !idle.isEmpty, idle[record.key.upstream] != nil {
                 idle[record.key.upstream]!.take(calls: 0, tokens: delta, at: now)
             }
+            if record.capTPM, caps[record.key.upstream] != nil {
+                caps[record.key.upstream]!.tpm?.take(delta, at: now)
+            }
             statistics.debtTokens += delta
         } else if delta < 0 {
             refundTokens(record, -delta, at: index, now: now)
@@ -803,6 +863,9 @@ struct EnforcerState {
         guard amount > 0 else { return }
         if !idle.isEmpty, idle[record.key.upstream] != nil {
             idle[record.key.upstream]!.refund(calls: 0, tokens: amount, at: now)
+        }
+        if record.capTPM, caps[record.key.upstream] != nil {
+            caps[record.key.upstream]!.tpm?.refund(amount, at: now)
         }
         if record.tpmBorrowed { return }
         if record.tpmFromCredit {

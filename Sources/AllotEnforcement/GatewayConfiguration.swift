@@ -37,6 +37,14 @@ public struct GatewayConfiguration: Sendable {
     public var borrowIdle: Bool
     /// The idle buckets' size in seconds of the summed rate (at least the largest tenant's burst). Default 5.
     public var borrowWindow: Double
+    /// The gateway's own cap per upstream (``GatewayCap``): everything it admits there, its tenants' own
+    /// requests and borrowed ones alike, fits a bucket refilled at the sum of its slices and holding this many
+    /// seconds of it (at least the largest tenant's burst), so that slices rounded up to whole requests cannot
+    /// add up to a burst the upstream refuses. Realtime calls and burst credit are not held by it. 0 turns it
+    /// off. Default 20 (twice a tier's default `bucket_s`: the tenants' own bursts plus the idle buckets').
+    public var capWindow: Double
+    /// ``capWindow``'s default, seconds.
+    public static let defaultCapWindow = 20.0
     /// What happens to a call whose task deadline (``AdmissionRequest/taskDeadline``) has passed when it
     /// arrives or while it waits. Default ``PastDeadlinePolicy/rankLast``.
     public var pastDeadline: PastDeadlinePolicy
@@ -58,6 +66,7 @@ public struct GatewayConfiguration: Sendable {
     ///   - taskIdleTimeout: seconds after which an idle task is forgotten.
     ///   - borrowIdle: whether tenants may borrow allocation left idle by others on the same upstream.
     ///   - borrowWindow: the idle buckets' size in seconds of the summed rate.
+    ///   - capWindow: the gateway cap's size in seconds of the summed rate (0: no cap).
     ///   - pastDeadline: what happens to calls of tasks whose deadline has passed.
     ///   - onEvent: event handler.
     public init(
@@ -67,7 +76,7 @@ public struct GatewayConfiguration: Sendable {
         estimatePercentile: EstimatePercentile = .p50, defaultMaxConcurrency: Int? = nil,
         maxInFlightPerUpstream: Int? = nil, bootstrapLimits: RateLimits? = nil, defaultRetryAfter: Double = 1,
         maxTrackedTasks: Int = 100_000, taskIdleTimeout: Double = 3_600, borrowIdle: Bool = true,
-        borrowWindow: Double = 5, pastDeadline: PastDeadlinePolicy = .rankLast,
+        borrowWindow: Double = 5, capWindow: Double = defaultCapWindow, pastDeadline: PastDeadlinePolicy = .rankLast,
         onEvent: (@Sendable (GatewayEvent) -> Void)? = nil
     ) {
         self.gatewayID = gatewayID
@@ -83,6 +92,7 @@ public struct GatewayConfiguration: Sendable {
         self.taskIdleTimeout = taskIdleTimeout
         self.borrowIdle = borrowIdle
         self.borrowWindow = borrowWindow
+        self.capWindow = capWindow
         self.pastDeadline = pastDeadline
         self.onEvent = onEvent
     }

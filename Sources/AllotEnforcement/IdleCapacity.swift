@@ -31,6 +31,14 @@ struct IdleCapacity: Sendable {
     static func parameters(
         for tenants: some Sequence<(upstream: String, limits: RateLimits)>, window: Double
     ) -> [String: (rpm: Bucket?, tpm: Bucket?)] {
+        sums(for: tenants).mapValues { (sized($0.rpm, window: window), sized($0.tpm, window: window)) }
+    }
+
+    /// Per upstream and dimension, the sum of the tenants' rates with the largest single burst (nil for a
+    /// dimension with an unlimited tenant).
+    static func sums(
+        for tenants: some Sequence<(upstream: String, limits: RateLimits)>
+    ) -> [String: (rpm: Bucket?, tpm: Bucket?)] {
         var sums: [String: (rpm: Bucket?, tpm: Bucket?)] = [:]
         for (upstream, limits) in tenants {
             var sum = sums[upstream] ?? (Bucket(rate: 0, burst: 0), Bucket(rate: 0, burst: 0))
@@ -38,12 +46,15 @@ struct IdleCapacity: Sendable {
             sum.tpm = add(sum.tpm, limits.tpm)
             sums[upstream] = sum
         }
+        return sums
+    }
+
+    /// A summed rate as a bucket of `window` seconds of it, at least the largest single burst (nil: no
+    /// bucket, for an unlimited or zero sum or a window of 0).
+    static func sized(_ sum: Bucket?, window: Double) -> Bucket? {
         let seconds = window.isFinite ? max(0, window) : 0
-        func sized(_ sum: Bucket?) -> Bucket? {
-            guard let sum, sum.rate > 0, seconds > 0 else { return nil }
-            return Bucket(rate: sum.rate, burst: max(sum.rate * seconds / 60, sum.burst))
-        }
-        return sums.mapValues { (sized($0.rpm), sized($0.tpm)) }
+        guard let sum, sum.rate > 0, seconds > 0 else { return nil }
+        return Bucket(rate: sum.rate, burst: max(sum.rate * seconds / 60, sum.burst))
     }
 
     /// Rates at or above this are "unlimited" (the publisher writes 1e12 for a dimension without a limit).

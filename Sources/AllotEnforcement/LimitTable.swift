@@ -33,6 +33,9 @@ struct TenantPolicy: Sendable, Equatable {
     var tokenEstimate: TokenEstimate?
     var deny: String?
     var burstCredit: BurstCredit?
+    /// False for the snapshot's `default` (and the bootstrap limits): any number of unlisted tenants share it,
+    /// so its rate is in no sum and its admissions are outside the gateway's cap (``GatewayCap``).
+    var listed = true
 }
 
 /// The limits a gateway enforces right now, derived from one snapshot: either its lease allocations or, once
@@ -74,7 +77,7 @@ struct LimitTable: Sendable {
             defaultPolicy: configuration.bootstrapLimits.map {
                 TenantPolicy(
                     limits: $0, queueWeight: 1, shadow: false, maxConcurrency: configuration.defaultMaxConcurrency,
-                    tokenEstimate: nil, deny: nil, burstCredit: nil)
+                    tokenEstimate: nil, deny: nil, burstCredit: nil, listed: false)
             },
             upstreams: [:], taskBudgets: PerTaskClass(all: nil), refreshInterval: configuration.defaultRetryAfter)
     }
@@ -131,7 +134,7 @@ struct LimitTable: Sendable {
     private static func defaultPolicy(_ limits: RateLimits, _ configuration: GatewayConfiguration) -> TenantPolicy {
         TenantPolicy(
             limits: limits, queueWeight: 1, shadow: false, maxConcurrency: configuration.defaultMaxConcurrency,
-            tokenEstimate: nil, deny: nil, burstCredit: nil)
+            tokenEstimate: nil, deny: nil, burstCredit: nil, listed: false)
     }
 
     /// The table with ``hasOpenCircuit`` filled in.

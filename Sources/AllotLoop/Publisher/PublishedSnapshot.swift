@@ -222,7 +222,8 @@ struct Share {
     /// more request (in tokens: the tenant's tokens per request, from its rates), never above the
     /// tenant's own bucket — a clump spread over the gateways rounds up to whole requests on each, so a
     /// low-rate tenant is not held to one call per refill everywhere; the slices' buckets together
-    /// exceed the tenant's by at most one request per gateway. Burst credit is scaled by the share.
+    /// exceed the tenant's by at most one request per gateway (each gateway's own cap, `GatewayCap`, bounds what
+    /// that adds up to over all its tenants). Burst credit is scaled by the share.
     func apply(to entry: TenantEntry, rpm: Double, tpm: Double) -> TenantEntry {
         var sliced = entry
         let tokensPerRequest = entry.rpm.rate > 0 && entry.tpm.rate > 0 ? entry.tpm.rate / entry.rpm.rate : 0

@@ -1,0 +1,124 @@
+import AllotProtocol
+import Testing
+
+@testable import AllotEnforcement
+
+/// The gateway's own cap per upstream: slices rounded up to whole requests cannot add up to a burst above
+/// `capWindow` seconds of the sum of the gateway's slices.
+@Suite struct GatewayCapTests {
+    /// Thirty tenants whose slices are 0.6 RPM each, every bucket rounded up to one whole request: together
+    /// 30 requests of burst for 18 RPM. The cap refills at 18 RPM (0.3 per second) and holds
+    /// max(20 s × 0.3, 1) = 6 requests.
+    static let small = (0..<30).map { TenantEntry.make("s\($0)", rpm: Bucket(rate: 0.6, burst: 1)) }
+    static let message =
+        "this gateway's share of openai/gpt-4o, 18 requests/min (burst 6) for all its tenants, has no room for a "
+        + "request; retry in 3.333 s"
+
+    @Test func theSlicesRoundedUpToWholeRequestsBurstNoMoreThanTheCap() throws {
+        let enforcer = Enforcer.make(.make(tenants: Self.small))
+        for index in 0..<6 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_000) }
+        for index in 6..<30 {
+            let denial = try enforcer.mustDeny(.make("s\(index)"), now: 1_000)
+            #expect(denial.code == "gateway_rate_limited")
+            #expect(denial.limit == .rpm)
+            #expect(approx(denial.retryAfter, 1 / 0.3))
+            #expect(denial.message == Self.message)
+        }
+        // One request per 1 / 0.3 s after that, whoever asks.
+        _ = try enforcer.mustAdmit(.make("s6"), now: 1_000 + 1 / 0.3)
+        #expect(try enforcer.mustDeny(.make("s7"), now: 1_000 + 1 / 0.3).code == "gateway_rate_limited")
+
+        // Without the cap every tenant's rounded-up bucket admits its request.
+        let uncapped = Enforcer.make(
+            .make(tenants: Self.small), configuration: GatewayConfiguration(gatewayID: "gw-1", capWindow: 0))
+        for index in 0..<30 { _ = try uncapped.mustAdmit(.make("s\(index)"), now: 1_000) }
+    }
+
+    @Test func theCapIsAtLeastTheLargestBurstAndEachUpstreamHasItsOwn() throws {
+        // One tenant of 3 RPM with a burst of 4: 20 s of 3 RPM is 1 request, the cap holds its burst of 4.
+        let lone = TenantEntry.make("lone", rpm: Bucket(rate: 3, burst: 4))
+        let other = TenantEntry.make("lone", upstream: "anthropic/claude", rpm: Bucket(rate: 3, burst: 4))
+        let enforcer = Enforcer.make(.make(tenants: [lone, other]))
+        for _ in 0..<4 { _ = try enforcer.mustAdmit(.make("lone"), now: 1_000) }
+        #expect(try enforcer.mustDeny(.make("lone"), now: 1_000).code == "rate_limited")  // its own bucket first
+        for _ in 0..<4 { _ = try enforcer.mustAdmit(.make("lone", upstream: "anthropic/claude"), now: 1_000) }
+    }
+
+    @Test func realtimeCallsAreNotHeldButAreCharged() throws {
+        let enforcer = Enforcer.make(.make(tenants: Self.small))
+        for index in 0..<6 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_000) }
+        // The cap is empty; a realtime call with room in its own bucket goes, and leaves the cap 1 in debt.
+        _ = try enforcer.mustAdmit(.make("s6", taskClass: .realtime), now: 1_000)
+        let later = 1_000 + 1 / 0.3
+        #expect(try enforcer.mustDeny(.make("s7"), now: later).code == "gateway_rate_limited")
+        _ = try enforcer.mustAdmit(.make("s7"), now: 1_000 + 2 / 0.3)
+    }
+
+    @Test func tenantsOnTheDefaultEntryAreOutsideTheCap() throws {
+        // Any number of unlisted tenants share `default`: its rate is in no sum, so they neither wait for the
+        // cap nor take from it.
+        let enforcer = Enforcer.make(.make(tenants: Self.small))
+        for index in 0..<6 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_000) }
+        _ = try enforcer.mustAdmit(.make("stranger-1"), now: 1_000)
+        _ = try enforcer.mustAdmit(.make("stranger-2"), now: 1_000)
+        _ = try enforcer.mustAdmit(.make("s6"), now: 1_000 + 1 / 0.3)  // the cap was not charged for them
+    }
+
+    @Test func burstCreditIsNeitherHeldNorCharged() throws {
+        // The credit is lent from the pool's reserve, which no slice includes.
+        let lender = TenantEntry.make(
+            "s0", rpm: Bucket(rate: 0.6, burst: 1),
+            burstCredit: BurstCredit(calls: 3, tokens: 3_000, expiresAt: 1_300))
+        let enforcer = Enforcer.make(.make(tenants: [lender] + Self.small.dropFirst()))
+        for index in 0..<6 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_000) }
+        // s0's own request is spent; its next three come from the credit although the cap is empty.
+        for _ in 0..<3 { _ = try enforcer.mustAdmit(.make("s0"), now: 1_000) }
+        #expect(try enforcer.mustDeny(.make("s0"), now: 1_000).code == "rate_limited")
+        _ = try enforcer.mustAdmit(.make("s6"), now: 1_000 + 1 / 0.3)
+    }
+
+    @Test func aWaiterIsAdmittedWhenTheCapRefillsAndAReleaseGivesItBack() throws {
+        let enforcer = Enforcer.make(.make(tenants: Self.small))
+        var tickets: [Ticket] = []
+        for index in 0..<6 { tickets.append(try enforcer.mustAdmit(.make("s\(index)"), now: 1_000)) }
+        let log = DecisionLog()
+        guard case .queued = enforcer.submit(.make("s6"), now: 1_000, onDecision: log.callback("s6")) else {
+            Issue.record("expected the request to wait for the cap")
+            return
+        }
+        #expect(approx(enforcer.nextWakeTime, 1_000 + 1 / 0.3))
+        enforcer.pump(now: 1_000 + 1 / 0.3)
+        let ticket = try #require(log.admission("s6")?.ticket)
+        #expect(approx(ticket.waited, 1 / 0.3))
+        // A ticket handed back unsent returns its request to the cap.
+        #expect(try enforcer.mustDeny(.make("s7"), now: 1_000 + 1 / 0.3).code == "gateway_rate_limited")
+        enforcer.release(tickets[0], now: 1_000 + 1 / 0.3)
+        _ = try enforcer.mustAdmit(.make("s7"), now: 1_000 + 1 / 0.3)
+    }
+
+    @Test func aNewSnapshotKeepsTheCapsLevel() throws {
+        let enforcer = Enforcer.make(.make(tenants: Self.small))
+        for index in 0..<6 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_000) }
+        #expect(enforcer.apply(.make(version: 2, tenants: Self.small), now: 1_001) == .applied)
+        #expect(try enforcer.mustDeny(.make("s6"), now: 1_001).code == "gateway_rate_limited")
+        _ = try enforcer.mustAdmit(.make("s6"), now: 1_000 + 1 / 0.3)
+    }
+
+    @Test func aTokenHeavyRequestWaitsForTheTokenCap() throws {
+        // Two tenants of 600 tokens/min with bursts of 1,000 (rounded up above 10 s of their rate): the token
+        // cap refills at 1,200/min (20/s) and holds max(20 s × 20, 1,000) = 1,000 tokens.
+        let heavy = (0..<2).map {
+            TenantEntry.make("h\($0)", rpm: Bucket(rate: 60, burst: 10), tpm: Bucket(rate: 600, burst: 1_000))
+        }
+        let enforcer = Enforcer.make(.make(tenants: heavy))
+        _ = try enforcer.mustAdmit(.make("h0", tokens: 800), now: 1_000)
+        let denial = try enforcer.mustDeny(.make("h1", tokens: 800), now: 1_000)
+        #expect(denial.code == "gateway_rate_limited")
+        #expect(denial.limit == .tpm)
+        #expect(approx(denial.retryAfter, 600.0 / 20))
+        #expect(
+            denial.message
+                == "this gateway's share of openai/gpt-4o, 1200 tokens/min (burst 1000) for all its tenants, has no "
+                + "room for 800 tokens; retry in 30 s")
+    }
+}
