@@ -24,6 +24,9 @@ public struct EnforcementStatistics: Sendable, Equatable {
     public var completed = 0
     /// Tickets handed back unused with ``Enforcer/release(_:now:)``.
     public var released = 0
+    /// Times the limits stated by an upstream's responses braked its tenants' limits or released the brake
+    /// (``GatewayConfiguration/followStatedLimits``).
+    public var brakes = 0
     /// Tokens carried as debt after responses that used more than their reservation.
     public var debtTokens = 0.0
     /// Tokens refunded after responses that used less than their reservation.
@@ -63,7 +66,8 @@ public struct EnforcementStatus: Sendable, Equatable {
 
 /// One tenant's enforcement state on one upstream, for inspection (tests, simulators, a gateway's debug page).
 public struct TenantEnforcementStatus: Sendable, Equatable {
-    /// The limits in force (the snapshot's entry, `default`, or `fallback`).
+    /// The limits in force (the snapshot's entry, `default`, or `fallback`; braked while the upstream states a
+    /// lower limit, ``GatewayConfiguration/followStatedLimits``).
     public var limits: RateLimits
     /// Whether the snapshot lists the tenant (false: `default` applies).
     public var listed: Bool

@@ -329,7 +329,12 @@ struct Effects {
 /// clock reads inside the maths), so the same calls on the same inputs give the same answers.
 struct EnforcerState {
     let configuration: GatewayConfiguration
+    /// The limits in force: ``snapshotTable`` with the brakes applied.
     var table: LimitTable
+    /// The limits of the snapshot (or fallback, or bootstrap) in force.
+    var snapshotTable: LimitTable
+    /// Per upstream, the fraction of the snapshot's limits in force (absent: 1, no brake).
+    var brakes: [String: (rpm: Double, tpm: Double)] = [:]
     typealias StateIndex = Dictionary<TenantKey, TenantState>.Index
     var states: [TenantKey: TenantState] = [:]
     /// Waiting counts and fair-queuing tags of the pairs that have waiters.
@@ -342,6 +347,8 @@ struct EnforcerState {
     var idle: [String: IdleCapacity] = [:]
     /// Per upstream: the gateway's own cap, the sum of its slices (``GatewayCap``).
     var caps: [String: GatewayCap] = [:]
+    /// Per upstream: the limits its responses stated, for the cap's brake.
+    var stated: [String: StatedLimits] = [:]
     /// Waiting requests, one lane per (tenant, upstream).
     var queue = WaitQueue()
     /// The places a pump visits, kept between pumps so that their storage is reused.
@@ -364,6 +371,7 @@ struct EnforcerState {
         self.configuration = configuration
         self.reportsTelemetry = reportsTelemetry
         self.table = LimitTable.bootstrap(configuration)
+        self.snapshotTable = table
     }
 
     // MARK: Limits
@@ -379,6 +387,15 @@ struct EnforcerState {
 
     /// Replaces the limits in force, retuning every known tenant's buckets at `instant` (no refill).
     mutating func install(_ newTable: LimitTable, at instant: Double) {
+        snapshotTable = newTable
+        for upstream in brakes.keys { brakes[upstream] = brakeFractions(upstream, at: instant) }
+        brakes = brakes.filter { $0.value != (1, 1) }
+        enforce(brakes.isEmpty ? newTable : newTable.braked(brakes), at: instant)
+    }
+
+    /// Puts `newTable` in force at `instant`: every known tenant's buckets, the idle buckets and the caps are
+    /// retuned (no refill).
+    private mutating func enforce(_ newTable: LimitTable, at instant: Double) {
         table = newTable
         for index in states.indices {
             guard let policy = newTable.policy(for: states.keys[index]) else { continue }
@@ -636,7 +653,7 @@ struct EnforcerState {
                 }
                 if let verdict = check(failure) { return verdict }
                 charge = Charge()
-            } else if !caps.isEmpty, policy.listed, request.taskClass != .realtime, let cap = caps[key.upstream],
+            } else if !caps.isEmpty, request.taskClass != .realtime, let cap = caps[key.upstream],
                 !cap.admits(amount: amount, skipRPM: charge.rpmFromCredit, skipTPM: charge.tpmFromCredit, at: now)
             {
                 let blocking = cap.blocking(amount: amount, at: now)
@@ -711,7 +728,7 @@ struct EnforcerState {
                 idle[key.upstream]!.take(calls: 1, tokens: amount, at: now)
                 if charge.rpmBorrowed || charge.tpmBorrowed { statistics.borrowed += 1 }
             }
-            if !caps.isEmpty, states.values[index].policy.listed, caps[key.upstream] != nil {
+            if !caps.isEmpty, caps[key.upstream] != nil {
                 capRPM = !charge.rpmFromCredit
                 capTPM = !charge.tpmFromCredit
                 if capRPM { caps[key.upstream]!.rpm?.take(1, at: now) }
@@ -784,6 +801,9 @@ struct EnforcerState {
         if record.charged {
             reconcile(record, actualTokens: actual, now: now)
         }
+        if configuration.followStatedLimits, !result.headers.isEmpty {
+            noteStatedLimits(result.headers, upstream: record.key.upstream, now: now, effects: &effects)
+        }
         statistics.completed += 1
         if reportsTelemetry {
             effects.telemetry.append(
@@ -799,6 +819,51 @@ struct EnforcerState {
         pump(now: now, effects: &effects)
         return true
     }
+
+    /// Reads the limits a response's headers state and brakes the upstream (``GatewayConfiguration/followStatedLimits``)
+    /// when they are well below the capacity the snapshot allocates from, or releases the brake.
+    mutating func noteStatedLimits(
+        _ headers: [(String, String)], upstream: String, now: Double, effects: inout Effects
+    ) {
+        let signals = ProviderSignals(headerFields: headers, now: now)
+        guard signals.requests.limit != nil || signals.tokens.limit != nil else { return }
+        var limits = stated[upstream] ?? StatedLimits()
+        if let limit = signals.requests.limit { limits.requests.note(Double(limit), at: now) }
+        if let limit = signals.tokens.limit { limits.tokens.note(Double(limit), at: now) }
+        stated[upstream] = limits
+        let brake = brakeFractions(upstream, at: now)
+        guard brake != (brakes[upstream] ?? (1, 1)) else { return }
+        brakes[upstream] = brake == (1, 1) ? nil : brake
+        enforce(brakes.isEmpty ? snapshotTable : snapshotTable.braked(brakes), at: now)
+        statistics.brakes += 1
+        effects.events.append(
+            .statedLimitBrake(
+                upstream: upstream, rpmFraction: brake.rpm, tpmFraction: brake.tpm,
+                statedRPM: limits.requests.believed(at: now, maxAge: Self.statementMaxAge),
+                statedTPM: limits.tokens.believed(at: now, maxAge: Self.statementMaxAge)))
+    }
+
+    /// Per dimension, the believed stated limit (``RecentStatements``) as a fraction of the snapshot's capacity
+    /// when it is below ``brakeThreshold`` of it, else 1 (no brake: jitter in the statements, or a capacity
+    /// Allot already lowered for another client of a shared key, must not move the limits).
+    func brakeFractions(_ upstream: String, at now: Double) -> (rpm: Double, tpm: Double) {
+        guard let limits = stated[upstream], let capacity = snapshotTable.upstreams[upstream]?.capacity else {
+            return (1, 1)
+        }
+        func fraction(_ statements: RecentStatements, _ allocated: Double) -> Double {
+            guard allocated > 0, let limit = statements.believed(at: now, maxAge: Self.statementMaxAge) else {
+                return 1
+            }
+            let ratio = limit / allocated
+            return ratio < Self.brakeThreshold ? max(0, ratio) : 1
+        }
+        return (fraction(limits.requests, capacity.rpm), fraction(limits.tokens, capacity.tpm))
+    }
+
+    /// A stated limit brakes only below this fraction of the snapshot's capacity.
+    static let brakeThreshold = 0.9
+    /// Statements older than this (seconds) are not believed.
+    static let statementMaxAge = 30.0
 
     /// Hands back a ticket whose request was never sent: everything it reserved is returned.
     mutating func release(_ ticket: Ticket, now: Double, effects: inout Effects) -> Bool {

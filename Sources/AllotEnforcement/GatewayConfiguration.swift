@@ -45,6 +45,12 @@ public struct GatewayConfiguration: Sendable {
     public var capWindow: Double
     /// ``capWindow``'s default, seconds.
     public static let defaultCapWindow = 20.0
+    /// Follow a lower limit the provider states before Allot does: when the last three responses of an upstream
+    /// all state a limit (`x-ratelimit-limit-*`, `anthropic-ratelimit-*-limit`) below 90% of the capacity the
+    /// snapshot allocates from, the listed tenants' limits there are scaled by the stated limit over that
+    /// capacity until a snapshot allocates from the lower capacity (or the statements rise again). Allot makes
+    /// the same cut at its next tick; this saves the refusals until then. Default true.
+    public var followStatedLimits: Bool
     /// What happens to a call whose task deadline (``AdmissionRequest/taskDeadline``) has passed when it
     /// arrives or while it waits. Default ``PastDeadlinePolicy/rankLast``.
     public var pastDeadline: PastDeadlinePolicy
@@ -67,6 +73,7 @@ public struct GatewayConfiguration: Sendable {
     ///   - borrowIdle: whether tenants may borrow allocation left idle by others on the same upstream.
     ///   - borrowWindow: the idle buckets' size in seconds of the summed rate.
     ///   - capWindow: the gateway cap's size in seconds of the summed rate (0: no cap).
+    ///   - followStatedLimits: whether a lower limit stated in response headers brakes the upstream at once.
     ///   - pastDeadline: what happens to calls of tasks whose deadline has passed.
     ///   - onEvent: event handler.
     public init(
@@ -76,7 +83,8 @@ public struct GatewayConfiguration: Sendable {
         estimatePercentile: EstimatePercentile = .p50, defaultMaxConcurrency: Int? = nil,
         maxInFlightPerUpstream: Int? = nil, bootstrapLimits: RateLimits? = nil, defaultRetryAfter: Double = 1,
         maxTrackedTasks: Int = 100_000, taskIdleTimeout: Double = 3_600, borrowIdle: Bool = true,
-        borrowWindow: Double = 5, capWindow: Double = defaultCapWindow, pastDeadline: PastDeadlinePolicy = .rankLast,
+        borrowWindow: Double = 5, capWindow: Double = defaultCapWindow,
+        followStatedLimits: Bool = true, pastDeadline: PastDeadlinePolicy = .rankLast,
         onEvent: (@Sendable (GatewayEvent) -> Void)? = nil
     ) {
         self.gatewayID = gatewayID
@@ -93,6 +101,7 @@ public struct GatewayConfiguration: Sendable {
         self.borrowIdle = borrowIdle
         self.borrowWindow = borrowWindow
         self.capWindow = capWindow
+        self.followStatedLimits = followStatedLimits
         self.pastDeadline = pastDeadline
         self.onEvent = onEvent
     }
@@ -133,6 +142,10 @@ public enum GatewayEvent: Sendable, Equatable {
     case leaseExpired(version: Int64, expiresAt: Double)
     /// A snapshot poll failed; the next attempt is in `retryIn` seconds.
     case pollFailed(message: String, consecutiveFailures: Int, retryIn: Double)
+    /// The limits an upstream's responses state moved the brake on its listed tenants' limits
+    /// (``GatewayConfiguration/followStatedLimits``): the fractions of the snapshot's limits now in force (1:
+    /// released), and the stated limits per minute behind them.
+    case statedLimitBrake(upstream: String, rpmFraction: Double, tpmFraction: Double, statedRPM: Double?, statedTPM: Double?)
     /// Telemetry events were dropped because the buffer was full (drop-oldest) or the server refused them.
     case telemetryDropped(count: Int, reason: String)
     /// A telemetry batch could not be posted; it is kept and retried in `retryIn` seconds.

@@ -33,9 +33,6 @@ struct TenantPolicy: Sendable, Equatable {
     var tokenEstimate: TokenEstimate?
     var deny: String?
     var burstCredit: BurstCredit?
-    /// False for the snapshot's `default` (and the bootstrap limits): any number of unlisted tenants share it,
-    /// so its rate is in no sum and its admissions are outside the gateway's cap (``GatewayCap``).
-    var listed = true
 }
 
 /// The limits a gateway enforces right now, derived from one snapshot: either its lease allocations or, once
@@ -77,7 +74,7 @@ struct LimitTable: Sendable {
             defaultPolicy: configuration.bootstrapLimits.map {
                 TenantPolicy(
                     limits: $0, queueWeight: 1, shadow: false, maxConcurrency: configuration.defaultMaxConcurrency,
-                    tokenEstimate: nil, deny: nil, burstCredit: nil, listed: false)
+                    tokenEstimate: nil, deny: nil, burstCredit: nil)
             },
             upstreams: [:], taskBudgets: PerTaskClass(all: nil), refreshInterval: configuration.defaultRetryAfter)
     }
@@ -134,7 +131,24 @@ struct LimitTable: Sendable {
     private static func defaultPolicy(_ limits: RateLimits, _ configuration: GatewayConfiguration) -> TenantPolicy {
         TenantPolicy(
             limits: limits, queueWeight: 1, shadow: false, maxConcurrency: configuration.defaultMaxConcurrency,
-            tokenEstimate: nil, deny: nil, burstCredit: nil, listed: false)
+            tokenEstimate: nil, deny: nil, burstCredit: nil)
+    }
+
+    /// The table with the listed tenants' limits on each braked upstream scaled by its fractions (rates and
+    /// bursts; a burst of at least one request stays at least one).
+    func braked(_ brakes: [String: (rpm: Double, tpm: Double)]) -> LimitTable {
+        var table = self
+        for (key, policy) in tenants {
+            guard let brake = brakes[key.upstream] else { continue }
+            var scaled = policy
+            scaled.limits = RateLimits(
+                rpm: Bucket(
+                    rate: policy.limits.rpm.rate * brake.rpm,
+                    burst: max(policy.limits.rpm.burst * brake.rpm, min(1, policy.limits.rpm.burst))),
+                tpm: Bucket(rate: policy.limits.tpm.rate * brake.tpm, burst: policy.limits.tpm.burst * brake.tpm))
+            table.tenants[key] = scaled
+        }
+        return table
     }
 
     /// The table with ``hasOpenCircuit`` filled in.

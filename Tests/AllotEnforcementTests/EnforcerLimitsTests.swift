@@ -422,10 +422,11 @@ import Testing
     }
 
     @Test func idleTenantsAreForgottenWithoutChangingAnswers() throws {
-        // Without borrowing, so that t3's third request meets its own bucket only (IdleCapacityTests covers
-        // borrowing).
+        // Without borrowing and the gateway's cap, so that t3's third request meets its own bucket only
+        // (IdleCapacityTests and GatewayCapTests cover those; fifty unlisted tenants at once exceed the cap).
         let enforcer = Enforcer.make(
-            .make(tenants: [Self.acme]), configuration: GatewayConfiguration(gatewayID: "gw-1", borrowIdle: false))
+            .make(tenants: [Self.acme]),
+            configuration: GatewayConfiguration(gatewayID: "gw-1", borrowIdle: false, capWindow: 0))
         for index in 0..<50 {
             let ticket = try enforcer.mustAdmit(.make("t\(index)", tokens: 10), now: 1_000)
             enforcer.complete(ticket, AttemptResult(status: 200, promptTokens: 5, completionTokens: 5), now: 1_001)

@@ -74,13 +74,15 @@ final class SimulationRun {
         // Lending idle allocation between tenants is part of Allot's enforcement. The baselines keep what
         // they are: `static` and `equal-split` enforce fixed per-tenant quotas (a tenant never gets more
         // than its quota), and `fifo-backoff` has a single shared bucket (nothing to lend).
-        // Likewise the gateway's cap on its total admissions per upstream (`GatewayCap`).
-        let borrowIdle = strategy == .allot
+        // Likewise the gateway's cap on its total admissions per upstream (`GatewayCap`) and its brake on a
+        // lower stated limit.
+        let allotEnforcement = strategy == .allot
         gateways = (0..<scenario.gateways).map { index in
             Enforcer(
                 configuration: GatewayConfiguration(
-                    gatewayID: "gw-\(index + 1)", maxQueueLength: 100_000, borrowIdle: borrowIdle,
-                    capWindow: borrowIdle ? GatewayConfiguration.defaultCapWindow : 0),
+                    gatewayID: "gw-\(index + 1)", maxQueueLength: 100_000, borrowIdle: allotEnforcement,
+                    capWindow: allotEnforcement ? GatewayConfiguration.defaultCapWindow : 0,
+                    followStatedLimits: allotEnforcement),
                 telemetry: sink)
         }
     }
