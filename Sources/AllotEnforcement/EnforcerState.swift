@@ -227,29 +227,30 @@ enum FailureText: Sendable {
     /// The gateway's own share of an upstream (``GatewayCap``) without room for `amount` for `delay` seconds.
     case gatewayCap(upstream: String, limit: LimitKind, parameters: Bucket, amount: Double, delay: Double)
 
+    /// "600 requests/min (burst 100) has no room for a request; retry in 0.1 s" (tokens for TPM).
+    private static func room(limit: LimitKind, parameters: Bucket, amount: Double, delay: Double) -> String {
+        let useTPM = limit == .tpm
+        let unit = useTPM ? "tokens" : "requests"
+        let what = useTPM ? "\(Int(amount.rounded(.up))) tokens" : "a request"
+        return "\(EnforcerState.format(parameters.rate)) \(unit)/min (burst \(EnforcerState.format(parameters.burst))) "
+            + "has no room for \(what); retry in \(EnforcerState.format(delay)) s"
+    }
+
     var formatted: String {
         switch self {
         case .plain(let message):
             return message
         case .bucket(let key, let limit, let parameters, let amount, let delay):
-            let useTPM = limit == .tpm
-            let unit = useTPM ? "tokens" : "requests"
-            let what = useTPM ? "\(Int(amount.rounded(.up))) tokens" : "a request"
             return "tenant \(key.tenant) on \(key.upstream): \(limit.rawValue) limit "
-                + "\(EnforcerState.format(parameters.rate)) \(unit)/min (burst \(EnforcerState.format(parameters.burst))) "
-                + "has no room for \(what); retry in \(EnforcerState.format(delay)) s"
+                + Self.room(limit: limit, parameters: parameters, amount: amount, delay: delay)
         case .tenantConcurrency(let key, let inFlight, let maximum):
             return "tenant \(key.tenant) has \(inFlight) requests in flight on \(key.upstream) "
                 + "(max_concurrency \(maximum))"
         case .gatewayConcurrency(let upstream, let cap):
             return "this gateway has \(cap) requests in flight on \(upstream), its maximum"
         case .gatewayCap(let upstream, let limit, let parameters, let amount, let delay):
-            let useTPM = limit == .tpm
-            let unit = useTPM ? "tokens" : "requests"
-            let what = useTPM ? "\(Int(amount.rounded(.up))) tokens" : "a request"
-            return "this gateway's share of \(upstream), \(EnforcerState.format(parameters.rate)) \(unit)/min "
-                + "(burst \(EnforcerState.format(parameters.burst))) for all its tenants, has no room for \(what); "
-                + "retry in \(EnforcerState.format(delay)) s"
+            return "this gateway's share of \(upstream) for all its tenants, "
+                + Self.room(limit: limit, parameters: parameters, amount: amount, delay: delay)
         }
     }
 }
@@ -347,7 +348,7 @@ struct EnforcerState {
     var idle: [String: IdleCapacity] = [:]
     /// Per upstream: the gateway's own cap, the sum of its slices (``GatewayCap``).
     var caps: [String: GatewayCap] = [:]
-    /// Per upstream: the limits its responses stated, for the cap's brake.
+    /// Per upstream: the limits its responses stated, for the brake (``GatewayConfiguration/followStatedLimits``).
     var stated: [String: StatedLimits] = [:]
     /// Waiting requests, one lane per (tenant, upstream).
     var queue = WaitQueue()

@@ -11,7 +11,7 @@ import Testing
     /// max(20 s × 0.3, 1) = 6 requests.
     static let small = (0..<30).map { TenantEntry.make("s\($0)", rpm: Bucket(rate: 0.6, burst: 1)) }
     static let message =
-        "this gateway's share of openai/gpt-4o, 18 requests/min (burst 6) for all its tenants, has no room for a "
+        "this gateway's share of openai/gpt-4o for all its tenants, 18 requests/min (burst 6) has no room for a "
         + "request; retry in 3.333 s"
 
     @Test func theSlicesRoundedUpToWholeRequestsBurstNoMoreThanTheCap() throws {
@@ -118,7 +118,7 @@ import Testing
         #expect(approx(denial.retryAfter, 600.0 / 20))
         #expect(
             denial.message
-                == "this gateway's share of openai/gpt-4o, 1200 tokens/min (burst 1000) for all its tenants, has no "
+                == "this gateway's share of openai/gpt-4o for all its tenants, 1200 tokens/min (burst 1000) has no "
                 + "room for 800 tokens; retry in 30 s")
     }
 }
