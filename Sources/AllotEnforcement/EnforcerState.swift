@@ -829,8 +829,9 @@ struct EnforcerState {
         let signals = ProviderSignals(headerFields: headers, now: now)
         guard signals.requests.limit != nil || signals.tokens.limit != nil else { return }
         var limits = stated[upstream] ?? StatedLimits()
-        if let limit = signals.requests.limit { limits.requests.note(Double(limit), at: now) }
-        if let limit = signals.tokens.limit { limits.tokens.note(Double(limit), at: now) }
+        // A limit of 0 states nothing a rate could follow (a broken proxy, a suspended key): the refusals tell.
+        if let limit = signals.requests.limit, limit > 0 { limits.requests.note(Double(limit), at: now) }
+        if let limit = signals.tokens.limit, limit > 0 { limits.tokens.note(Double(limit), at: now) }
         stated[upstream] = limits
         let brake = brakeFractions(upstream, at: now)
         guard brake != (brakes[upstream] ?? (1, 1)) else { return }
@@ -856,13 +857,16 @@ struct EnforcerState {
                 return 1
             }
             let ratio = limit / allocated
-            return ratio < Self.brakeThreshold ? max(0, ratio) : 1
+            return ratio < Self.brakeThreshold ? max(Self.brakeFloor, ratio) : 1
         }
         return (fraction(limits.requests, capacity.rpm), fraction(limits.tokens, capacity.tpm))
     }
 
     /// A stated limit brakes only below this fraction of the snapshot's capacity.
     static let brakeThreshold = 0.9
+    /// The brake never scales below this fraction: a wrong statement cannot close the upstream before Allot has
+    /// weighed it.
+    static let brakeFloor = 0.1
     /// Statements older than this (seconds) are not believed.
     static let statementMaxAge = 30.0
 

@@ -48,7 +48,7 @@ public struct GatewayConfiguration: Sendable {
     /// Follow a lower limit the provider states before Allot does: when the last three responses of an upstream
     /// all state a limit (`x-ratelimit-limit-*`, `anthropic-ratelimit-*-limit`) below 90% of the capacity the
     /// snapshot allocates from, the listed tenants' limits there are scaled by the stated limit over that
-    /// capacity until a snapshot allocates from the lower capacity (or the statements rise again). Allot makes
+    /// capacity (never below a tenth; a stated 0 is ignored) until a snapshot allocates from the lower capacity (or the statements rise again). Allot makes
     /// the same cut at its next tick; this saves the refusals until then. Default true.
     public var followStatedLimits: Bool
     /// What happens to a call whose task deadline (``AdmissionRequest/taskDeadline``) has passed when it

@@ -103,6 +103,14 @@ import Testing
         #expect(try Self.rate(slow, "b", now: 1_040).rate == 500)
     }
 
+    @Test func aStatedZeroIsIgnoredAndTheBrakeStopsAtATenth() throws {
+        let enforcer = Enforcer.make(Self.snapshot())
+        for step in 1...3 { try Self.answer(enforcer, Self.headers(requests: 0), now: 1_000 + Double(step)) }
+        #expect(try Self.rate(enforcer, "b", now: 1_003).rate == 500)
+        for step in 4...6 { try Self.answer(enforcer, Self.headers(requests: 12), now: 1_000 + Double(step)) }
+        #expect(try Self.rate(enforcer, "b", now: 1_006) == Bucket(rate: 50, burst: 8))  // 12 / 1,200 is below a tenth
+    }
+
     @Test func turnedOffNothingBrakes() throws {
         let enforcer = Enforcer.make(
             Self.snapshot(), configuration: GatewayConfiguration(gatewayID: "gw-1", followStatedLimits: false))
