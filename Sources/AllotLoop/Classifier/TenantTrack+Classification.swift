@@ -343,7 +343,13 @@ extension TenantTrack {
             if abs(gap) <= deadband {
                 drift[dimension] = 0
                 if abs(longDrift[dimension]) >= rules.levelPersistSeconds {
-                    current[dimension] = longRate
+                    // Unless the long window still holds an earlier regime: the short and long rates apart by more
+                    // than the tenant's own (modelled) noise explains — a step in demand, an idle spell within the
+                    // long window. Then the long rate is not the mean, and the level stays. A premium desk back
+                    // from a ten-minute outage at twice its rate was cut from 291 to the long window's 119 rpm
+                    // three minutes later, its tasks queueing for a minute until the level jumped back.
+                    let regimeChanged = abs(shortRate - longRate) > rules.levelNoiseMultiple * modelled.squareRoot()
+                    if !regimeChanged { current[dimension] = longRate }
                     longDrift[dimension] = 0
                 }
                 continue

@@ -52,6 +52,23 @@ struct ClassifierLevelTests {
         #expect(level < 360)
     }
 
+    @Test func afterAStepTheLevelNeverFallsBackToTheLaggingLongWindow() throws {
+        var run = ClassifierRun(start: t0)
+        var report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) }
+        for _ in 0..<119 { report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) } }
+        // 120 → 360 rpm for six minutes. The long window (15 min) is still far below at the end; the level climbs
+        // to 360 and never moves back towards it (the rule that moves a level to the long-window rate, meant for
+        // a level set off the mean by noise, took it down to the long rate a minute after each rise).
+        var levels: [Double] = []
+        for _ in 1...72 {
+            report = run.tick { script, from, to in F.served(&script, 30, from: from, to: to) }
+            levels.append(try #require(F.observation(report)).demand.rpm)
+        }
+        #expect(try #require(F.status(report)).servedLong.rpm < 200)
+        #expect(zip(levels, levels.dropFirst()).allSatisfy { $0 <= $1 })
+        #expect(abs(levels.last! - 360) <= 0.1 * 360)
+    }
+
     @Test func aSmallChangeThatPersistsIsFollowedWithinAMinute() throws {
         var run = ClassifierRun(start: t0)
         var report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) }
