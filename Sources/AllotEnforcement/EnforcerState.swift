@@ -410,27 +410,28 @@ struct EnforcerState {
         var nextIdle: [String: IdleCapacity] = [:]
         var nextCaps: [String: GatewayCap] = [:]
         for (upstream, sum) in sums {
-            if borrow {
-                let rpm = IdleCapacity.sized(sum.rpm, window: configuration.borrowWindow)
-                let tpm = IdleCapacity.sized(sum.tpm, window: configuration.borrowWindow)
-                if rpm != nil || tpm != nil {
-                    var capacity = idle[upstream] ?? IdleCapacity()
-                    capacity.retune(rpm: rpm, tpm: tpm, at: instant)
-                    nextIdle[upstream] = capacity
-                }
+            if borrow, let capacity = Self.sized(idle[upstream], sum, window: configuration.borrowWindow, at: instant) {
+                nextIdle[upstream] = capacity
             }
-            if capped {
-                let rpm = IdleCapacity.sized(sum.rpm, window: configuration.capWindow)
-                let tpm = IdleCapacity.sized(sum.tpm, window: configuration.capWindow)
-                if rpm != nil || tpm != nil {
-                    var cap = caps[upstream] ?? GatewayCap()
-                    cap.retune(rpm: rpm, tpm: tpm, at: instant)
-                    nextCaps[upstream] = cap
-                }
+            if capped, let cap = Self.sized(caps[upstream], sum, window: configuration.capWindow, at: instant) {
+                nextCaps[upstream] = cap
             }
         }
         idle = nextIdle
         caps = nextCaps
+    }
+
+    /// `existing` (or new buckets) retuned at `instant` to `window` seconds of the summed rates; nil when neither
+    /// dimension has a finite, positive sum.
+    private static func sized<Buckets: SummedBuckets>(
+        _ existing: Buckets?, _ sum: (rpm: Bucket?, tpm: Bucket?), window: Double, at instant: Double
+    ) -> Buckets? {
+        let rpm = IdleCapacity.sized(sum.rpm, window: window)
+        let tpm = IdleCapacity.sized(sum.tpm, window: window)
+        guard rpm != nil || tpm != nil else { return nil }
+        var buckets = existing ?? Buckets()
+        buckets.retune(rpm: rpm, tpm: tpm, at: instant)
+        return buckets
     }
 
     mutating func apply(_ snapshot: Snapshot, now: Double, effects: inout Effects) -> SnapshotApplyResult {

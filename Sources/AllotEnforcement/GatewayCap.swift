@@ -26,7 +26,7 @@ import AllotProtocol
 ///   attempts answered 429 instead of 0.4%).
 /// - **It starts full, and a new snapshot keeps the level** (retuned like a tenant's bucket, never refilled).
 /// - A dimension with an unlimited tenant has no cap, like ``IdleCapacity``.
-struct GatewayCap: Sendable {
+struct GatewayCap: SummedBuckets {
     var rpm: TokenBucket?
     var tpm: TokenBucket?
 
@@ -89,4 +89,11 @@ struct RecentStatements: Sendable {
         let low = min(values.0, values.1, values.2)
         return high - low <= Self.agreement * high ? high : nil
     }
+}
+
+/// A pair of buckets per upstream sized from the sum of the gateway's slices there (``IdleCapacity``,
+/// ``GatewayCap``), retuned on every snapshot.
+protocol SummedBuckets: Sendable {
+    init()
+    mutating func retune(rpm newRPM: Bucket?, tpm newTPM: Bucket?, at instant: Double)
 }

@@ -21,7 +21,7 @@ import AllotProtocol
 ///   does not borrow: those are decisions, not idleness.
 /// - **A new snapshot keeps the level** (retuned like a tenant's bucket, never refilled), and an upstream that
 ///   appears starts empty: a swap cannot be exploited by a burst.
-struct IdleCapacity: Sendable {
+struct IdleCapacity: SummedBuckets {
     var rpm: TokenBucket?
     var tpm: TokenBucket?
 
