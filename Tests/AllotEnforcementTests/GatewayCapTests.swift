@@ -64,6 +64,18 @@ import Testing
         #expect(try enforcer.mustDeny(.make("s5"), now: 1_000).code == "gateway_rate_limited")
     }
 
+    @Test func aShadowTenantIsCountedNotHeldByTheCap() throws {
+        // Shadow mode counts what enforcing would deny and admits uncharged, the cap like its own buckets.
+        let watcher = TenantEntry.make("s0", rpm: Bucket(rate: 0.6, burst: 1), mode: "shadow")
+        let enforcer = Enforcer.make(.make(tenants: [watcher] + Self.small.dropFirst()))
+        for index in 1..<7 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_000) }
+        let ticket = try enforcer.mustAdmit(.make("s0"), now: 1_000)
+        #expect(ticket.shadowDenial == .rpm)
+        #expect(enforcer.statistics.shadowWouldDeny[.rpm] == 1)
+        // Uncharged: the cap refills one request in 1 / 0.3 s for the others, as if s0 had not asked.
+        _ = try enforcer.mustAdmit(.make("s7"), now: 1_000 + 1 / 0.3)
+    }
+
     @Test func burstCreditIsNeitherHeldNorCharged() throws {
         // The credit is lent from the pool's reserve, which no slice includes.
         let lender = TenantEntry.make(
