@@ -62,6 +62,10 @@ public struct EnforcementStatus: Sendable, Equatable {
     public var trackedTenants: Int
     /// `task_id`s tracked for task budgets.
     public var trackedTasks: Int
+    /// Upstreams braked because their responses state a lower limit than Allot allocates from
+    /// (``GatewayConfiguration/followStatedLimits``): the fraction of the snapshot's limits in force, per
+    /// dimension.
+    public var brakes: [String: DimensionValues] = [:]
 }
 
 /// One tenant's enforcement state on one upstream, for inspection (tests, simulators, a gateway's debug page).

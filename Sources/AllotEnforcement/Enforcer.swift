@@ -89,7 +89,8 @@ public final class Enforcer: @unchecked Sendable {
                 version: state.table.version, inFallback: state.table.inFallback,
                 expiresAt: state.table.snapshot?.expiresAt, policyVersion: state.table.snapshot?.policyVersion,
                 queueLength: state.queue.count, inFlight: state.tickets.count, trackedTenants: state.states.count,
-                trackedTasks: state.tasks.count)
+                trackedTasks: state.tasks.count,
+                brakes: state.brakes.mapValues { DimensionValues(rpm: $0.rpm, tpm: $0.tpm) })
         }
     }
 

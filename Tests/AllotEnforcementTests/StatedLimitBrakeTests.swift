@@ -52,6 +52,7 @@ import Testing
         let status = try #require(enforcer.tenantStatus(tenant: "b", upstream: Self.upstream, now: 1_003))
         #expect(status.limits.tpm == Bucket(rate: 1_000_000, burst: 160_000))
         #expect(enforcer.statistics.brakes == 1)
+        #expect(enforcer.status(now: 1_003).brakes == [Self.upstream: DimensionValues(rpm: fraction, tpm: 1)])
         #expect(
             collector.events.contains(
                 .statedLimitBrake(
@@ -61,6 +62,7 @@ import Testing
         // Allot's next snapshot allocates from the stated 700: its limits apply as they are.
         #expect(enforcer.apply(Self.snapshot(version: 2, capacity: 700), now: 1_010) == .applied)
         #expect(try Self.rate(enforcer, "b", now: 1_010) == Bucket(rate: 500, burst: 80))
+        #expect(enforcer.status(now: 1_010).brakes.isEmpty)
     }
 
     @Test func aSnapshotStillAtTheOldCapacityKeepsTheBrakeAndARiseReleasesIt() throws {
