@@ -90,7 +90,7 @@ public final class Enforcer: @unchecked Sendable {
                 expiresAt: state.table.snapshot?.expiresAt, policyVersion: state.table.snapshot?.policyVersion,
                 queueLength: state.queue.count, inFlight: state.tickets.count, trackedTenants: state.states.count,
                 trackedTasks: state.tasks.count,
-                brakes: state.brakes.mapValues { DimensionValues(rpm: $0.rpm, tpm: $0.tpm) })
+                brakes: state.brakes)
         }
     }
 

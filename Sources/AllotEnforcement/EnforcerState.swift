@@ -334,8 +334,8 @@ struct EnforcerState {
     var table: LimitTable
     /// The limits of the snapshot (or fallback, or bootstrap) in force.
     var snapshotTable: LimitTable
-    /// Per upstream, the fraction of the snapshot's limits in force (absent: 1, no brake).
-    var brakes: [String: (rpm: Double, tpm: Double)] = [:]
+    /// Per upstream, the fraction of the snapshot's limits in force per dimension (absent: no brake).
+    var brakes: [String: DimensionValues] = [:]
     typealias StateIndex = Dictionary<TenantKey, TenantState>.Index
     var states: [TenantKey: TenantState] = [:]
     /// Waiting counts and fair-queuing tags of the pairs that have waiters.
@@ -390,13 +390,14 @@ struct EnforcerState {
     mutating func install(_ newTable: LimitTable, at instant: Double) {
         snapshotTable = newTable
         for upstream in brakes.keys { brakes[upstream] = brakeFractions(upstream, at: instant) }
-        brakes = brakes.filter { $0.value != (1, 1) }
-        enforce(brakes.isEmpty ? newTable : newTable.braked(brakes), at: instant)
+        brakes = brakes.filter { $0.value != Self.noBrake }
+        enforceSnapshotTable(at: instant)
     }
 
-    /// Puts `newTable` in force at `instant`: every known tenant's buckets, the idle buckets and the caps are
-    /// retuned (no refill).
-    private mutating func enforce(_ newTable: LimitTable, at instant: Double) {
+    /// Puts ``snapshotTable`` with the brakes in force at `instant`: every known tenant's buckets, the idle
+    /// buckets and the caps are retuned (no refill).
+    private mutating func enforceSnapshotTable(at instant: Double) {
+        let newTable = brakes.isEmpty ? snapshotTable : snapshotTable.braked(brakes)
         table = newTable
         for index in states.indices {
             guard let policy = newTable.policy(for: states.keys[index]) else { continue }
@@ -827,6 +828,9 @@ struct EnforcerState {
     mutating func noteStatedLimits(
         _ headers: [(String, String)], upstream: String, now: Double, effects: inout Effects
     ) {
+        // Without a capacity to compare with (no snapshot, or it does not list the upstream) there is nothing to
+        // brake: the headers are not parsed.
+        guard snapshotTable.upstreams[upstream] != nil else { return }
         let signals = ProviderSignals(headerFields: headers, now: now)
         guard signals.requests.limit != nil || signals.tokens.limit != nil else { return }
         var limits = stated[upstream] ?? StatedLimits()
@@ -835,9 +839,9 @@ struct EnforcerState {
         if let limit = signals.tokens.limit, limit > 0 { limits.tokens.note(Double(limit), at: now) }
         stated[upstream] = limits
         let brake = brakeFractions(upstream, at: now)
-        guard brake != (brakes[upstream] ?? (1, 1)) else { return }
-        brakes[upstream] = brake == (1, 1) ? nil : brake
-        enforce(brakes.isEmpty ? snapshotTable : snapshotTable.braked(brakes), at: now)
+        guard brake != brakes[upstream] ?? Self.noBrake else { return }
+        brakes[upstream] = brake == Self.noBrake ? nil : brake
+        enforceSnapshotTable(at: now)
         statistics.brakes += 1
         effects.events.append(
             .statedLimitBrake(
@@ -849,9 +853,9 @@ struct EnforcerState {
     /// Per dimension, the believed stated limit (``RecentStatements``) as a fraction of the snapshot's capacity
     /// when it is below ``brakeThreshold`` of it, else 1 (no brake: jitter in the statements, or a capacity
     /// Allot already lowered for another client of a shared key, must not move the limits).
-    func brakeFractions(_ upstream: String, at now: Double) -> (rpm: Double, tpm: Double) {
+    func brakeFractions(_ upstream: String, at now: Double) -> DimensionValues {
         guard let limits = stated[upstream], let capacity = snapshotTable.upstreams[upstream]?.capacity else {
-            return (1, 1)
+            return Self.noBrake
         }
         func fraction(_ statements: RecentStatements, _ allocated: Double) -> Double {
             guard allocated > 0, let limit = statements.believed(at: now, maxAge: Self.statementMaxAge) else {
@@ -860,8 +864,12 @@ struct EnforcerState {
             let ratio = limit / allocated
             return ratio < Self.brakeThreshold ? max(Self.brakeFloor, ratio) : 1
         }
-        return (fraction(limits.requests, capacity.rpm), fraction(limits.tokens, capacity.tpm))
+        return DimensionValues(
+            rpm: fraction(limits.requests, capacity.rpm), tpm: fraction(limits.tokens, capacity.tpm))
     }
+
+    /// The fractions in force on an upstream without a brake.
+    static let noBrake = DimensionValues(rpm: 1, tpm: 1)
 
     /// A stated limit brakes only below this fraction of the snapshot's capacity.
     static let brakeThreshold = 0.9

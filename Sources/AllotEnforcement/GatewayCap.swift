@@ -59,38 +59,6 @@ struct GatewayCap: SummedBuckets {
     }
 }
 
-/// The limits an upstream's recent responses stated (their rate-limit headers), per dimension.
-struct StatedLimits: Sendable {
-    var requests = RecentStatements()
-    var tokens = RecentStatements()
-}
-
-/// The last three statements of one limit. They are believed only when they are equal (within
-/// ``agreement``) and are recent: a provider states a fixed limit, so one odd value, or headers that
-/// jitter, are left to Allot's loop, which weighs them against its own evidence.
-struct RecentStatements: Sendable {
-    private var values: (Double, Double, Double) = (.nan, .nan, .nan)
-    private var oldest = -Double.infinity
-    private var times: (Double, Double) = (-.infinity, -.infinity)
-
-    /// Largest spread between the three statements, as a fraction of the largest, for them to be believed.
-    static let agreement = 0.0
-
-    mutating func note(_ value: Double, at now: Double) {
-        values = (values.1, values.2, value)
-        oldest = times.0
-        times = (times.1, now)
-    }
-
-    /// The limit the last three statements agree on, if the oldest of them is at most `maxAge` seconds old.
-    func believed(at now: Double, maxAge: Double) -> Double? {
-        guard now - oldest <= maxAge, !values.0.isNaN else { return nil }
-        let high = max(values.0, values.1, values.2)
-        let low = min(values.0, values.1, values.2)
-        return high - low <= Self.agreement * high ? high : nil
-    }
-}
-
 /// A pair of buckets per upstream sized from the sum of the gateway's slices there (``IdleCapacity``,
 /// ``GatewayCap``), retuned on every snapshot.
 protocol SummedBuckets: Sendable {

@@ -136,7 +136,7 @@ struct LimitTable: Sendable {
 
     /// The table with the listed tenants' limits on each braked upstream scaled by its fractions (rates and
     /// bursts; a burst of at least one request stays at least one).
-    func braked(_ brakes: [String: (rpm: Double, tpm: Double)]) -> LimitTable {
+    func braked(_ brakes: [String: DimensionValues]) -> LimitTable {
         var table = self
         for (key, policy) in tenants {
             guard let brake = brakes[key.upstream] else { continue }

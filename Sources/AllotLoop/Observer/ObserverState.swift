@@ -27,9 +27,9 @@ public struct ObserverState: Sendable, Hashable, Codable {
 ///
 /// `closed` → `open` when the short window's share of `overloaded` answers reaches
 /// `circuit_open_ratio` (with at least `circuit_min_attempts` attempts); `open` → `halfOpen` after
-/// 10 s (at most `circuit_quiet_s`) without an overload error, or after `circuit_quiet_s` open while the share is below
-/// `circuit_severe_ratio` (a sustained partial overload: the upstream still serves most attempts);
-/// `halfOpen` → `closed` after `circuit_quiet_s` without an overload error (and at least that long
+/// 10 s (at most `circuit_quiet_s`) without an overload error, or after `circuit_quiet_s` open while
+/// the share is below `circuit_severe_ratio` (a sustained partial overload: the upstream still serves
+/// most attempts); `halfOpen` → `closed` after `circuit_quiet_s` without an overload error (and at least that long
 /// half-open), or back to `open` when the share reaches `circuit_severe_ratio`. Half-open is the probe:
 /// gateways readmit `batch` (only `background` stays shed).
 enum CircuitPhase: String, Sendable, Hashable, Codable {
