@@ -94,6 +94,50 @@ import Testing
         #expect(attainment >= 0.65, "\(attainment)")
     }
 
+    /// A denial without a retry-after is final: a task over its class's task budget (the default policy's
+    /// realtime budget is 20 calls) is given up at its first such denial. Retrying it every second, as the
+    /// simulated clients did, stormed the gateways with denials until twice the task's deadline.
+    @Test func aTaskOverItsTaskBudgetIsGivenUpNotRetried() async throws {
+        let tenants = """
+            [{"id": "voice", "tier": "premium", "pool": "openai/gpt-4o", "arrivals": [{"at_s": 0, "tasks_per_min": 6}],
+              "task": {"class": "realtime", "calls": {"min": 25, "max": 25}, "parallelism": 1,
+                       "prompt_tokens": {"mean": 200}, "completion_tokens": {"mean": 20}, "deadline_s": 600}}]
+            """
+        // One gateway: a gateway counts the calls of a task it has seen, and calls go round-robin.
+        let scenario = try decode(scenarioJSON(duration: 300, tenants: tenants, extra: #", "gateways": 1"#))
+        let trace = try await Simulator.run(scenario, strategy: .allot, seed: 1)
+        let overBudget = trace.tasks.filter { $0.finished == nil }
+        #expect(!overBudget.isEmpty)
+        #expect(trace.tasks.allSatisfy { $0.finished == nil }, "no task of 25 calls finishes under a 20-call budget")
+        let denials = trace.samples.reduce(0) { $0 + $1.tenants[0].denials }
+        // One denial per task that reached its 21st call, none retried (and a few rate denials while the tenant
+        // was new); retried every second, each task's would have run to hundreds.
+        #expect(denials <= trace.tasks.count + 5, "\(denials) denials for \(trace.tasks.count) tasks")
+        #expect(denials > 0)
+    }
+
+    /// More telemetry between two ticks than one ingest batch holds (10,000 events: a hammering tenant, a
+    /// one-minute tick) is posted in several batches, as a gateway's reporter does; one batch was refused
+    /// with `413 too_many_events` and ended the run.
+    @Test func aBusyTickPostsItsTelemetryInSeveralBatches() async throws {
+        let tenants = """
+            [{"id": "hammer", "tier": "standard", "pool": "openai/gpt-4o", "behaviour": "gaming",
+              "arrivals": [{"at_s": 0, "tasks_per_min": 120}],
+              "task": {"class": "interactive", "calls": {"min": 10, "max": 10}, "parallelism": 8,
+                       "prompt_tokens": {"mean": 200}, "completion_tokens": {"mean": 20}, "deadline_s": 600}}]
+            """
+        let pools = """
+            [{"id": "openai/gpt-4o", "provider": "openai", "declared_rpm": 60, "declared_tpm": 1000000,
+              "capacity": [{"at_s": 0, "rpm": 60, "tpm": 1000000}]}]
+            """
+        let scenario = try decode(
+            scenarioJSON(duration: 90, tenants: tenants, pools: pools, extra: #", "policy": {"tick_interval_s": 60}"#))
+        let trace = try await Simulator.run(scenario, strategy: .allot, seed: 1)
+        let denials = trace.samples.prefix(6).reduce(0) { $0 + $1.tenants[0].denials }
+        #expect(denials > 10_000, "the first tick's telemetry holds more than one batch (\(denials) denials)")
+        #expect(trace.samples.last?.tenants[0].allocationRPM.map { $0 > 0 } == true)
+    }
+
     @Test func reportHasTheSpecShape() async throws {
         let scenario = try Self.small()
         let traces = [

@@ -42,9 +42,12 @@ final class AllotDriver {
         // rather than by the publisher's deadline task, which the advance just woke and which would
         // otherwise race the tick's own publish.
         try await releaseHeldGrowth(at: time)
+        // Posted in batches no larger than the ingest route accepts, as a gateway's reporter does: a busy
+        // scenario (a hammering tenant, a long tick) collects more than one batch's worth between ticks.
         let records = sink.take()
-        if !records.isEmpty {
-            let body = TelemetryRecord.encodeBatch(records)
+        let size = max(1, decoder.validation.maxEvents)
+        for start in stride(from: 0, to: records.count, by: size) {
+            let body = TelemetryRecord.encodeBatch(records[start..<min(records.count, start + size)])
             let batch = try decoder.decode(body, format: .jsonArray, now: epoch + time)
             _ = try await runner.telemetry.ingest(batch, defaultTier: defaultTier, now: epoch + time)
         }

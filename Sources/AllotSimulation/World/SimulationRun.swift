@@ -286,6 +286,13 @@ final class SimulationRun {
         case .denied(let denial):
             tenantCounters[call.tenant].denials += 1
             let behaviour = tenants[call.tenant].spec.behaviour
+            // A denial without a retry-after is final (a task budget used up, a deadline passed): an agent
+            // framework gives the task up rather than retrying into the same refusal every second. A gaming
+            // tenant hammers on regardless.
+            if denial.retryAfter == nil, behaviour != .gaming {
+                failTask(call.task)
+                return
+            }
             let wait: Double
             if behaviour == .gaming {
                 wait = 0.2
