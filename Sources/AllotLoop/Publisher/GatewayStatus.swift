@@ -114,7 +114,10 @@ struct DriftMonitor {
             let start = since[key] ?? now
             next[key] = start
             guard now - start >= thresholds.driftWindowSeconds else { continue }
-            let over = worst.allowed > 0 ? "\(Int(((worst.served / worst.allowed - 1) * 100).rounded()))% over" : "over"
+            // An allocation of a sliver (a tenant at its idle allocation, a tiny pool) makes the ratio huge:
+            // beyond a thousandfold the percentage says nothing (and past Int.max would trap).
+            let percent = (worst.served / worst.allowed - 1) * 100
+            let over = percent.isFinite && percent < 100_000 ? "\(Int(percent.rounded()))% over" : "over"
             alerts.append(
                 LoopAlert(
                     kind: "drift", severity: .warning, upstream: key.upstream, tenant: key.tenant,
