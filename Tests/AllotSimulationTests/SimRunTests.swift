@@ -116,6 +116,22 @@ import Testing
         #expect(denials > 0)
     }
 
+    /// A gaming tenant hammers on a final denial every 0.2 s: past 1,000 attempts of one call its telemetry
+    /// carries the attempt number clamped, as a gateway's reporter clamps it. Unclamped, the ingest refused
+    /// the batch (`400 invalid_event: field 'retry'`) and ended the run.
+    @Test func aCallRetriedMoreThanAThousandTimesIsReportedClamped() async throws {
+        let tenants = """
+            [{"id": "hammer", "tier": "standard", "pool": "openai/gpt-4o", "behaviour": "gaming",
+              "arrivals": [{"at_s": 0, "tasks_per_min": 1}],
+              "task": {"class": "realtime", "calls": {"min": 25, "max": 25}, "parallelism": 1,
+                       "prompt_tokens": {"mean": 200}, "completion_tokens": {"mean": 20}, "deadline_s": 600}}]
+            """
+        let scenario = try decode(scenarioJSON(duration: 480, tenants: tenants, extra: #", "gateways": 1"#))
+        let trace = try await Simulator.run(scenario, strategy: .allot, seed: 1)
+        let denials = trace.samples.reduce(0) { $0 + $1.tenants[0].denials }
+        #expect(denials > 1_500, "\(denials)")
+    }
+
     /// More telemetry between two ticks than one ingest batch holds (10,000 events: a hammering tenant, a
     /// one-minute tick) is posted in several batches, as a gateway's reporter does; one batch was refused
     /// with `413 too_many_events` and ended the run.

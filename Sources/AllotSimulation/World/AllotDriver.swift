@@ -105,7 +105,9 @@ final class AllotDriver {
     }
 }
 
-/// The gateways' telemetry, collected in-process between ticks (what their reporters would post).
+/// The gateways' telemetry, collected in-process between ticks (what their reporters would post): each
+/// event checked against the ingest bounds as a reporter checks it (``TelemetryRecord/validated()``), so an
+/// attempt number past 1,000 (a tenant hammering on) is clamped rather than costing the whole batch.
 ///
 /// `@unchecked Sendable`: `records` is only touched while holding `lock`.
 final class TelemetryCollector: TelemetrySink, @unchecked Sendable {
@@ -113,6 +115,7 @@ final class TelemetryCollector: TelemetrySink, @unchecked Sendable {
     private var records: [TelemetryRecord] = []
 
     func record(_ event: TelemetryRecord) {
+        guard let event = event.validated() else { return }
         lock.withLock { records.append(event) }
     }
 
