@@ -79,7 +79,9 @@ public struct Denial: Sendable, Equatable, CustomStringConvertible {
     /// The `Retry-After` header value: whole seconds, rounded up, at least 1; nil when retrying cannot help.
     public var retryAfterHeader: String? {
         guard let retryAfter, retryAfter.isFinite else { return nil }
-        return String(max(1, Int(retryAfter.rounded(.up))))
+        // A bucket refilled at a sliver of a rate (10⁻³⁰⁰ RPM) is centuries from a request: past Int.max the
+        // conversion would trap, so the header says at most 10⁹ s (31 years), which a 32-bit parser also reads.
+        return String(Int(min(max(retryAfter, 1), 1e9).rounded(.up)))
     }
 
     /// The status a gateway should answer with: 503 when the upstream or the gateway itself cannot serve

@@ -231,7 +231,8 @@ enum FailureText: Sendable {
     private static func room(limit: LimitKind, parameters: Bucket, amount: Double, delay: Double) -> String {
         let useTPM = limit == .tpm
         let unit = useTPM ? "tokens" : "requests"
-        let what = useTPM ? "\(Int(amount.rounded(.up))) tokens" : "a request"
+        // The estimate is the caller's (any Int): formatted, not converted, so one near Int.max cannot trap.
+        let what = useTPM ? "\(EnforcerState.format(amount.rounded(.up))) tokens" : "a request"
         return "\(EnforcerState.format(parameters.rate)) \(unit)/min (burst \(EnforcerState.format(parameters.burst))) "
             + "has no room for \(what); retry in \(EnforcerState.format(delay)) s"
     }
@@ -575,11 +576,13 @@ struct EnforcerState {
             let calls = usage?.calls ?? 0
             let tokens = usage?.tokens ?? 0
             if calls + 1 > budget.maxCalls || tokens + Double(estimate) > Double(budget.maxTokens) {
+                // The tokens are summed from the provider's usage: formatted, not converted to Int, so a usage
+                // report near Int.max cannot trap here.
                 let failure = Failure(
                     limit: .taskBudget, code: "task_budget_exceeded",
-                    message: "task \(taskID) of tenant \(key.tenant) has used \(calls) calls and \(Int(tokens)) "
-                        + "tokens; the \(request.taskClass.rawValue) budget is \(budget.maxCalls) calls and "
-                        + "\(budget.maxTokens) tokens",
+                    message: "task \(taskID) of tenant \(key.tenant) has used \(calls) calls and "
+                        + "\(Self.format(tokens)) tokens; the \(request.taskClass.rawValue) budget is "
+                        + "\(budget.maxCalls) calls and \(budget.maxTokens) tokens",
                     retryAfter: nil, fromRefill: false, shadowable: true)
                 if let verdict = check(failure) { return verdict }
             }

@@ -1,0 +1,64 @@
+import AllotProtocol
+import Testing
+
+@testable import AllotEnforcement
+
+/// Numbers at the edge of what the types accept (a sliver of an allocation, an estimate or a usage near
+/// `Int.max`): a denial is still answered, with its message and header, instead of trapping in a conversion.
+@Suite struct EnforcerExtremeValueTests {
+    static let configuration = GatewayConfiguration(gatewayID: "gw-1", borrowIdle: false)
+
+    /// A tenant at a sliver of an allocation (10⁻³⁰⁰ RPM) waits 6·10³⁰¹ s for its next request: converting that
+    /// for the `Retry-After` header trapped past Int.max.
+    @Test func aSliverOfAnAllocationAdvisesARetryAfterThatFits() throws {
+        let sliver = TenantEntry.make(rpm: Bucket(rate: 1e-300, burst: 1))
+        let enforcer = Enforcer.make(.make(tenants: [sliver]), configuration: Self.configuration)
+        _ = try enforcer.mustAdmit(now: 1_000)
+        let denial = try enforcer.mustDeny(now: 1_000)
+        #expect(denial.limit == .rpm)
+        #expect(try #require(denial.retryAfter) > 1e300)
+        #expect(denial.retryAfterHeader == "1000000000")
+        // Ordinary waits are unchanged: whole seconds, rounded up, at least 1.
+        func header(_ retryAfter: Double) -> String? {
+            Denial(
+                limit: .rpm, code: "rate_limited", message: "", retryAfter: retryAfter, snapshotVersion: 1,
+                tenant: "acme", upstream: Snapshot.defaultUpstream, taskClass: .interactive
+            ).retryAfterHeader
+        }
+        #expect(header(0.2) == "1")
+        #expect(header(2.5) == "3")
+        #expect(header(86_400) == "86400")
+        #expect(header(-1e300) == "1")
+    }
+
+    /// An estimate of Int.max tokens (the caller's, any Int) is Double 2⁶³: the denial's message converted it
+    /// back to Int and trapped.
+    @Test func anEstimateNearIntMaxIsDeniedWithItsMessage() throws {
+        let tenant = TenantEntry.make(tpm: Bucket(rate: 6_000, burst: 1_000))
+        let enforcer = Enforcer.make(.make(tenants: [tenant]), configuration: Self.configuration)
+        _ = try enforcer.mustAdmit(.make(tokens: 100), now: 1_000)
+        let denial = try enforcer.mustDeny(.make(tokens: .max), now: 1_000)
+        #expect(denial.limit == .tpm)
+        #expect(denial.message.contains("has no room for 9.223372036854776e+18 tokens"), "\(denial.message)")
+        #expect(try enforcer.mustDeny(.make(tokens: 2_000), now: 1_000).message.contains("no room for 2000 tokens"))
+    }
+
+    /// A provider reporting a usage near Int.max for a task: its tokens went past Int.max, and the task budget's
+    /// message converted them to Int and trapped on the task's next request.
+    @Test func aTaskWhoseUsageIsPastIntMaxIsDeniedWithItsMessage() throws {
+        let snapshot = Snapshot.make(
+            tenants: [TenantEntry.make(rpm: Bucket(rate: 600, burst: 100))],
+            taskBudgets: ["batch": TaskBudget(maxCalls: 100, maxTokens: 1_000)])
+        let enforcer = Enforcer.make(snapshot, configuration: Self.configuration)
+        // Ordinary usage is written as a whole number, as before.
+        let ordinary = AdmissionRequest.make(taskClass: .batch, tokens: 600, taskID: "loop-1")
+        _ = try enforcer.mustAdmit(ordinary, now: 1_000)
+        #expect(try enforcer.mustDeny(ordinary, now: 1_000).message.contains("has used 1 calls and 600 tokens"))
+        let request = AdmissionRequest.make(taskClass: .batch, tokens: 100, taskID: "loop-2")
+        let ticket = try enforcer.mustAdmit(request, now: 1_000)
+        enforcer.complete(ticket, AttemptResult(status: 200, promptTokens: .max, completionTokens: 0), now: 1_001)
+        let denial = try enforcer.mustDeny(request, now: 1_001)
+        #expect(denial.limit == .taskBudget)
+        #expect(denial.message.contains("has used 1 calls and 9.223372036854776e+18 tokens"), "\(denial.message)")
+    }
+}
