@@ -107,8 +107,12 @@ struct DecayingHistogram: Sendable, Hashable, Codable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let pairs = try container.decode([[Float]].self, forKey: .buckets)
         for pair in pairs where pair.count == 2 {
+            // A damaged state can hold any Float (1e30, NaN): the bucket is checked before it is converted to Int,
+            // which would trap.
+            guard pair[0] >= 0, pair[0] < Float(LogLinearScale.compact.count), pair[1].isFinite, pair[1] > 0 else {
+                continue
+            }
             let index = Int(pair[0])
-            guard index >= 0, index < LogLinearScale.compact.count, pair[1].isFinite, pair[1] > 0 else { continue }
             include(index)
             counts[index - first] = pair[1]
         }

@@ -3,6 +3,9 @@
 enum SignalText {
     static func number(_ value: Double, digits: Int = 1) -> String {
         guard value.isFinite else { return value > 0 ? "∞" : "-∞" }
+        // A ratio over a sliver (served against an allocation of 10⁻³⁰⁰) or a limit stated in a header can be
+        // finite and past Int64, where the conversion would trap: such a number is written as a Double.
+        guard abs(value) < 1e18 else { return String(value) }
         if abs(value) >= 100 || value == value.rounded() { return String(Int64(value.rounded())) }
         var scale = 1.0
         for _ in 0..<max(0, digits) { scale *= 10 }

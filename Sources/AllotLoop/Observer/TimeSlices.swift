@@ -20,7 +20,10 @@ struct SliceRing<Slice: TimeSlice>: Sendable, Codable, Hashable {
     }
 
     /// The slice index containing time `t`.
-    func index(of t: Double) -> Int64 { Int64((t / seconds).rounded(.down)) }
+    ///
+    /// A policy may set any positive window, so slices can be tiny and the quotient infinite: it is clamped to
+    /// ±2⁵³ (where a Double still counts whole slices) instead of trapping in the conversion.
+    func index(of t: Double) -> Int64 { Int64(min(max((t / seconds).rounded(.down), -0x1p53), 0x1p53)) }
 
     /// The slot for slice `index`, cleared if it held an older slice; nil when the slice is older
     /// than the ring holds.

@@ -148,8 +148,11 @@ public enum SnapshotAssembler {
     }
 
     /// `refresh_ms`: the loop interval, which is how often a new version can appear.
+    ///
+    /// A policy may set any positive interval: the refresh is capped at 2³¹ − 1 ms (24.8 days), the most a
+    /// gateway's timer commonly holds, so an interval past Int.max milliseconds does not trap the conversion.
     public static func refreshMilliseconds(_ policy: Policy) -> Int {
-        max(1, Int((policy.loop.intervalSeconds * 1000).rounded()))
+        max(1, Int(min((policy.loop.intervalSeconds * 1000).rounded(), Double(Int32.max))))
     }
 
     /// One tenant's entry (SPEC 7).
