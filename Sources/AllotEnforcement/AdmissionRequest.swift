@@ -157,9 +157,11 @@ public struct AttemptResult: Sendable {
         self.modelVersion = modelVersion
     }
 
-    /// Prompt plus completion tokens, when either is known.
+    /// Prompt plus completion tokens, when either is known; saturating at `Int.max` (the counts come from the
+    /// provider's usage report, and an absurd one must not trap the gateway).
     public var actualTokens: Int? {
         if promptTokens == nil && completionTokens == nil { return nil }
-        return (promptTokens ?? 0) + (completionTokens ?? 0)
+        let (sum, overflow) = max(0, promptTokens ?? 0).addingReportingOverflow(max(0, completionTokens ?? 0))
+        return overflow ? Int.max : sum
     }
 }

@@ -61,4 +61,25 @@ import Testing
         #expect(denial.limit == .taskBudget)
         #expect(denial.message.contains("has used 1 calls and 9.223372036854776e+18 tokens"), "\(denial.message)")
     }
+
+    /// A provider's usage report of Int.max prompt tokens plus some completion: the sum trapped on overflow when
+    /// the call completed. It saturates, and the tenant's next request is denied by its bucket, not a crash.
+    @Test func aUsageReportPastIntMaxSaturates() throws {
+        #expect(AttemptResult(status: 200, promptTokens: .max, completionTokens: 10).actualTokens == .max)
+        #expect(AttemptResult(status: 200, promptTokens: 1_000, completionTokens: 10).actualTokens == 1_010)
+        let tenant = TenantEntry.make(tpm: Bucket(rate: 6_000, burst: 1_000))
+        let enforcer = Enforcer.make(.make(tenants: [tenant]), configuration: Self.configuration)
+        let ticket = try enforcer.mustAdmit(.make(tokens: 100), now: 1_000)
+        enforcer.complete(ticket, AttemptResult(status: 200, promptTokens: .max, completionTokens: 10), now: 1_001)
+        #expect(try enforcer.mustDeny(.make(tokens: 100), now: 1_001).limit == .tpm)
+    }
+
+    /// A prompt of Int.max tokens without an estimate: prompt plus the expected completion trapped on overflow.
+    @Test func aPromptOfIntMaxTokensIsEstimatedWithoutOverflow() throws {
+        let tenant = TenantEntry.make(tpm: Bucket(rate: 6_000, burst: 1_000))
+        let enforcer = Enforcer.make(.make(tenants: [tenant]), configuration: Self.configuration)
+        // A full bucket takes one request however large (it could never fit otherwise); the next waits.
+        _ = try enforcer.mustAdmit(.make(tokens: nil, promptTokens: .max), now: 1_000)
+        #expect(try enforcer.mustDeny(.make(tokens: nil, promptTokens: 10), now: 1_000).limit == .tpm)
+    }
 }
