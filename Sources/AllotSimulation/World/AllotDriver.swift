@@ -79,7 +79,10 @@ final class AllotDriver {
     /// utilisation, short-window p95 latency, circuit and shed classes, signals): `ALLOT_SIM_DEBUG`'s trace.
     func observerTrace(at time: Double) -> [String] {
         guard let report = runner.view.observer else { return [] }
-        func number(_ value: Double?) -> String { value.map { String(Int($0.rounded())) } ?? "-" }
+        // A stated limit can be any number a header carries: whole numbers as such, the rest as they are.
+        func number(_ value: Double?) -> String {
+            value.map { $0.isFinite && abs($0) < 1e15 ? String(Int($0.rounded())) : String($0) } ?? "-"
+        }
         return report.upstreams.map { status in
             "t=\(Int(time)) \(status.upstream) \(status.state.rawValue) est=\(number(status.estimate.rpm))/"
                 + "\(number(status.estimate.tpm)) limit=\(number(status.headerLimit.rpm))/\(number(status.headerLimit.tpm)) "
