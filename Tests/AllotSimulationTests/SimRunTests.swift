@@ -94,18 +94,24 @@ import Testing
         #expect(attainment >= 0.65, "\(attainment)")
     }
 
+    /// A tenant whose realtime tasks make 25 calls, past the default policy's realtime budget of 20, behind one
+    /// gateway (a gateway counts the calls of a task it has seen, and calls go round-robin), under `allot`.
+    static func overBudget(behaviour: String, tasksPerMinute: Double, duration: Int) async throws -> SimulationTrace {
+        let tenants = """
+            [{"id": "voice", "tier": "premium", "pool": "openai/gpt-4o", "behaviour": "\(behaviour)",
+              "arrivals": [{"at_s": 0, "tasks_per_min": \(tasksPerMinute)}],
+              "task": {"class": "realtime", "calls": {"min": 25, "max": 25}, "parallelism": 1,
+                       "prompt_tokens": {"mean": 200}, "completion_tokens": {"mean": 20}, "deadline_s": 600}}]
+            """
+        let scenario = try decode(scenarioJSON(duration: duration, tenants: tenants, extra: #", "gateways": 1"#))
+        return try await Simulator.run(scenario, strategy: .allot, seed: 1)
+    }
+
     /// A denial without a retry-after is final: a task over its class's task budget (the default policy's
     /// realtime budget is 20 calls) is given up at its first such denial. Retrying it every second, as the
     /// simulated clients did, stormed the gateways with denials until twice the task's deadline.
     @Test func aTaskOverItsTaskBudgetIsGivenUpNotRetried() async throws {
-        let tenants = """
-            [{"id": "voice", "tier": "premium", "pool": "openai/gpt-4o", "arrivals": [{"at_s": 0, "tasks_per_min": 6}],
-              "task": {"class": "realtime", "calls": {"min": 25, "max": 25}, "parallelism": 1,
-                       "prompt_tokens": {"mean": 200}, "completion_tokens": {"mean": 20}, "deadline_s": 600}}]
-            """
-        // One gateway: a gateway counts the calls of a task it has seen, and calls go round-robin.
-        let scenario = try decode(scenarioJSON(duration: 300, tenants: tenants, extra: #", "gateways": 1"#))
-        let trace = try await Simulator.run(scenario, strategy: .allot, seed: 1)
+        let trace = try await Self.overBudget(behaviour: "honest", tasksPerMinute: 6, duration: 300)
         let overBudget = trace.tasks.filter { $0.finished == nil }
         #expect(!overBudget.isEmpty)
         #expect(trace.tasks.allSatisfy { $0.finished == nil }, "no task of 25 calls finishes under a 20-call budget")
@@ -120,14 +126,7 @@ import Testing
     /// carries the attempt number clamped, as a gateway's reporter clamps it. Unclamped, the ingest refused
     /// the batch (`400 invalid_event: field 'retry'`) and ended the run.
     @Test func aCallRetriedMoreThanAThousandTimesIsReportedClamped() async throws {
-        let tenants = """
-            [{"id": "hammer", "tier": "standard", "pool": "openai/gpt-4o", "behaviour": "gaming",
-              "arrivals": [{"at_s": 0, "tasks_per_min": 1}],
-              "task": {"class": "realtime", "calls": {"min": 25, "max": 25}, "parallelism": 1,
-                       "prompt_tokens": {"mean": 200}, "completion_tokens": {"mean": 20}, "deadline_s": 600}}]
-            """
-        let scenario = try decode(scenarioJSON(duration: 480, tenants: tenants, extra: #", "gateways": 1"#))
-        let trace = try await Simulator.run(scenario, strategy: .allot, seed: 1)
+        let trace = try await Self.overBudget(behaviour: "gaming", tasksPerMinute: 1, duration: 480)
         let denials = trace.samples.reduce(0) { $0 + $1.tenants[0].denials }
         #expect(denials > 1_500, "\(denials)")
     }
