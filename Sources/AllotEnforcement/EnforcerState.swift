@@ -795,16 +795,23 @@ struct EnforcerState {
     // MARK: Completion
 
     /// Reconciles a finished attempt: frees its permit, turns the reservation into actual usage (over-spend is
-    /// debt in the TPM bucket, under-spend is refunded up to the burst), and reports the attempt.
+    /// debt in the TPM bucket, under-spend is refunded up to the burst; a quota 429 without usage keeps its
+    /// reservation), and reports the attempt.
     mutating func complete(_ ticket: Ticket, _ result: AttemptResult, now: Double, effects: inout Effects) -> Bool {
         guard let record = tickets.removeValue(forKey: ticket.id) else { return false }
         if configuration.maxInFlightPerUpstream != nil { upstreamInFlight[record.key.upstream, default: 1] -= 1 }
         let outcome =
             result.outcome
             ?? ErrorClassifier.classify(status: result.status, errorType: result.errorType, body: result.errorBody)
-        // Usage unknown: a served attempt keeps its reservation; a refused or failed one used nothing.
+        // Usage unknown: a served attempt keeps its reservation; a failed one used nothing. So does a quota 429
+        // upstream, but its reservation stays charged all the same: the provider had no room, and refunding it
+        // kept the gateway's buckets full while the provider's were empty, so every refill met another 429.
+        // After an open circuit had held a backlog back, a TPM-bound pool answered 20–50% of the attempts with
+        // 429s for 70 s that way (the Observer's estimate fell from 6.0M to 4.6M tpm meanwhile); charged, the
+        // burst is spent once.
         let served = outcome == .ok && (result.status.map { (200..<300).contains($0) } ?? false)
-        let actual = result.actualTokens.map { Double(max(0, $0)) } ?? (served ? record.estimate : 0)
+        let keepsReservation = served || outcome == .quotaExhausted
+        let actual = result.actualTokens.map { Double(max(0, $0)) } ?? (keepsReservation ? record.estimate : 0)
         if record.charged {
             reconcile(record, actualTokens: actual, now: now)
         }

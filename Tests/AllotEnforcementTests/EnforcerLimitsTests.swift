@@ -368,14 +368,20 @@ import Testing
         enforcer.complete(under, AttemptResult(status: 200, promptTokens: 150, completionTokens: 50), now: 1_020)
         #expect(tpm(1_020) == 800)
 
-        // An attempt the upstream refused used no tokens, even without usage figures.
+        // An attempt that failed upstream (overloaded) used no tokens: its reservation is refunded.
+        let failed = try enforcer.mustAdmit(.make(tokens: 300), now: 1_020)
+        enforcer.complete(failed, AttemptResult(status: 503, errorType: "server_error"), now: 1_020)
+        #expect(tpm(1_020) == 800)
+        // A quota 429 used none either, but keeps its reservation: the provider had no room, and a refund would
+        // keep this bucket full while the provider's is empty (every refill meeting another 429).
         let refused = try enforcer.mustAdmit(.make(tokens: 300), now: 1_020)
         enforcer.complete(refused, AttemptResult(status: 429, errorType: "rate_limit_exceeded"), now: 1_020)
-        #expect(tpm(1_020) == 800)
+        #expect(tpm(1_020) == 500)
+        #expect(enforcer.statistics.refundedTokens == 900)  // 600 under-spent and the failed attempt's 300
         // A served attempt without usage figures keeps its reservation.
         let unknown = try enforcer.mustAdmit(.make(tokens: 300), now: 1_020)
         enforcer.complete(unknown, AttemptResult(status: 200), now: 1_020)
-        #expect(tpm(1_020) == 500)
+        #expect(tpm(1_020) == 200)
     }
 
     @Test func releaseReturnsEverythingAndReportsNothing() throws {
