@@ -157,11 +157,18 @@ public struct AttemptResult: Sendable {
         self.modelVersion = modelVersion
     }
 
-    /// Prompt plus completion tokens, when either is known; saturating at `Int.max` (the counts come from the
-    /// provider's usage report, and an absurd one must not trap the gateway).
+    /// Prompt plus completion tokens, when either is known (``Int/saturatingTokenSum(_:_:)``).
     public var actualTokens: Int? {
         if promptTokens == nil && completionTokens == nil { return nil }
-        let (sum, overflow) = max(0, promptTokens ?? 0).addingReportingOverflow(max(0, completionTokens ?? 0))
-        return overflow ? Int.max : sum
+        return Int.saturatingTokenSum(promptTokens ?? 0, completionTokens ?? 0)
+    }
+}
+
+extension Int {
+    /// `a + b` of two token counts, negatives read as 0, saturating at `Int.max`: the counts come from callers
+    /// and from providers' usage reports, and an absurd one must not trap the gateway.
+    static func saturatingTokenSum(_ a: Int, _ b: Int) -> Int {
+        let (sum, overflow) = Swift.max(0, a).addingReportingOverflow(Swift.max(0, b))
+        return overflow ? .max : sum
     }
 }

@@ -507,8 +507,7 @@ struct EnforcerState {
             completion = Double(configuration.defaultCompletionEstimate)
         }
         let safeCompletion = completion.isFinite ? max(0, completion.rounded(.up)) : 0
-        let (sum, overflow) = max(0, request.promptTokens ?? 0).addingReportingOverflow(Int(min(safeCompletion, 1e12)))
-        return overflow ? Int.max : sum
+        return .saturatingTokenSum(request.promptTokens ?? 0, Int(min(safeCompletion, 1e12)))
     }
 
     /// Where the tenant's state is, created full on first sight (a new bucket starts at its burst); nil when no
