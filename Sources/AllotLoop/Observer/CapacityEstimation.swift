@@ -317,14 +317,16 @@ extension PoolTrack {
             let window = statement.windowMs.map { Double($0) / 1000 } ?? windows[dimension]
             guard window > 0 else { continue }
             if headerSeenAt == nil || at > headerSeenAt! { headerSeenAt = at }
-            if at >= headerLimitAt[dimension] ?? -Double.infinity {
-                headerLimitAt[dimension] = at
-                var limits = recentLimits ?? PerDimension([])
-                limits[dimension].append(Double(limit) * 60 / window)
-                if limits[dimension].count > PoolTrack.statementMemory { limits[dimension].removeFirst() }
-                recentLimits = limits
-                headerLimit[dimension] = PoolTrack.median(limits[dimension])
+            // Every statement joins the medians' memory, whatever its order: gateways report in batches, and
+            // a newest-only filter kept about one gateway's statements, so the median moved with few samples.
+            // The median itself is taken once per tick (``PoolTrack/refreshHeaderLimits()``).
+            var limits = recentLimits ?? PerDimension([])
+            limits[dimension].append(Double(limit) * 60 / window)
+            if limits[dimension].count > 2 * PoolTrack.limitMemory {
+                limits[dimension].removeFirst(limits[dimension].count - PoolTrack.limitMemory)
             }
+            recentLimits = limits
+            if at >= headerLimitAt[dimension] ?? -Double.infinity { headerLimitAt[dimension] = at }
             if let left = statement.remaining, at >= (remaining[dimension]?.at ?? -Double.infinity) {
                 let sample = RemainingSample(
                     at: at, limit: Double(limit), remaining: Double(max(0, left)), windowSeconds: window)

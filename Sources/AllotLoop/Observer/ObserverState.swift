@@ -68,8 +68,13 @@ struct CapacityAction: Sendable, Hashable, Codable {
 struct PoolTrack: Sendable, Hashable, Codable {
     var upstream: String
 
-    /// Header statements remembered per dimension for the medians (``recentLimits``).
+    /// Header statements remembered per dimension for the short medians: the newest limits that detect a
+    /// change, and the `remaining` statements (``recentRemaining``).
     static let statementMemory = 61
+    /// Header limits the estimate's start value is the median of (``refreshHeaderLimits()``): under
+    /// headers that jitter by ±30 %, the median of 61 moved by ±4 % (one standard error) from tick to
+    /// tick and the estimate followed it several times a run; that of 601 moves by about 1 %.
+    static let limitMemory = 601
 
     // MARK: Capacity estimate (per dimension)
 
@@ -80,18 +85,20 @@ struct PoolTrack: Sendable, Hashable, Codable {
     /// What the floor and the probe step are fractions of: the start value, or the estimate before the
     /// first cut when there is none.
     var reference: PerDimension<Double?> = PerDimension(nil)
-    /// The provider's limit, per minute, from the newest event that stated it.
+    /// The provider's limit, per minute: the median of the statements remembered (``refreshHeaderLimits()``).
     var headerLimit: PerDimension<Double?> = PerDimension(nil)
-    /// Event time of that statement.
+    /// Event time of the newest statement of a limit.
     var headerLimitAt: PerDimension<Double?> = PerDimension(nil)
     /// When any rate-limit header was last seen (event time).
     var headerSeenAt: Double?
     /// The newest `remaining` statement.
     var remaining: PerDimension<RemainingSample?> = PerDimension(nil)
-    /// The newest header limits (per minute) and `remaining` statements, oldest first, at most
-    /// ``PoolTrack/statementMemory`` each: the estimate starts from their median, so that headers that
-    /// jitter (a provider's or a proxy's noise) do not move it while a real change wins within a few
-    /// statements. nil in checkpoints written before they existed.
+    /// The newest header limits (per minute) and `remaining` statements, oldest first: at most
+    /// ``PoolTrack/limitMemory`` limits after a tick (twice that between ticks) and
+    /// ``PoolTrack/statementMemory`` `remaining` statements. The estimate starts from the limits' median
+    /// (``refreshHeaderLimits()``), so that headers that jitter (a provider's or a proxy's noise) do not
+    /// move it while a real change wins within a few statements. nil in checkpoints written before they
+    /// existed.
     var recentLimits: PerDimension<[Double]>?
     var recentRemaining: PerDimension<[RemainingSample]>?
     /// Consecutive ticks the header median has stayed beyond its tolerance of the start value (a moved
@@ -187,6 +194,29 @@ extension PoolTrack {
     /// all agree give 1 %: a provider's real change of limit is followed at once. A move beyond it is
     /// followed once it persists for ``startPersistTicks`` ticks, or at once beyond three times it.
     static let startPersistTicks = 3
+
+    /// Sets ``headerLimit`` from the remembered statements, once per tick: the median of the newest
+    /// ``limitMemory``, unless the median of the newest ``statementMemory`` is further from that of the
+    /// older ones than three times its own ``medianTolerance(_:)`` — a real change of limit, not jitter
+    /// (six standard errors) — in which case the memory restarts from the newest, and the change is
+    /// followed within a few seconds of statements. (Against the median of all of them, a limit cut by
+    /// 30 % under headers that jitter by 30 % was never far enough from the mixture, and took minutes.)
+    mutating func refreshHeaderLimits() {
+        guard var memory = recentLimits else { return }
+        for dimension in RateDimension.allCases where !memory[dimension].isEmpty {
+            var values = memory[dimension]
+            if values.count > Self.limitMemory { values.removeFirst(values.count - Self.limitMemory) }
+            let newest = Array(values.suffix(Self.statementMemory))
+            if let older = Self.median(Array(values.dropLast(newest.count))), let recent = Self.median(newest),
+                abs(recent - older) > 3 * Self.medianTolerance(newest) * older
+            {
+                values = newest
+            }
+            memory[dimension] = values
+            headerLimit[dimension] = Self.median(values)
+        }
+        recentLimits = memory
+    }
 
     static func medianTolerance(_ values: [Double]) -> Double {
         guard values.count > 1, let center = median(values), center > 0 else { return 0.01 }

@@ -102,6 +102,7 @@ struct PoolEvaluation {
     mutating func run() -> UpstreamStatus {
         let window = ShortWindow(
             pool.fine.window(settings.shortWindowSeconds, now: now, notBefore: pool.firstEventAt ?? now))
+        pool.refreshHeaderLimits()
         restartOnVersionChange()
         // The circuit first: a latency rise while it sheds for overload is the overload's.
         let circuitShed = evaluateCircuit(window)
