@@ -179,7 +179,7 @@ extension EnforcerState {
         while let place = visits.popMin() {
             // A head whose deadline is over is listed twice; the second visit finds it decided.
             guard queue.holds(place) else { continue }
-            let keyID = queue[place.slot].keyID
+            let keyID = queue.keyID(ofSlot: place.slot)
             if queue.isBlocked(keyID) {
                 // Behind a waiter of its own pair that stays: listed only because its maximum wait is over.
                 let waiter = leaveUnserved(place)

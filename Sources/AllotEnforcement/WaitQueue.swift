@@ -160,8 +160,15 @@ struct WaitQueue {
         var head: QueuePlace? { isEmpty ? nil : places[start] }
     }
 
-    /// The waiters, by slot; nil for a free slot.
-    private(set) var slots: [Waiter?] = []
+    /// The waiters, by slot; nil for a free slot. A waiter's `tag`, `seq` and `position` here are as it came
+    /// in: the current ones are in ``placeBySlot`` (see ``waiter(inSlot:)``).
+    private var slots: [Waiter?] = []
+    /// Each occupied slot's place as it is now (its lane's (tag, seq) and position), and its lane: kept apart
+    /// from the slab, so that moving pairs along a lane writes two numbers per waiter. Written through the
+    /// optional `Waiter` instead, each write copied the waiter whole (its request and closure retained and
+    /// released), and under a retry storm with lanes thousands long that was half the simulator's time.
+    private var placeBySlot: [QueuePlace] = []
+    private var keyIDBySlot: [Int] = []
     private var freeSlots: [Int] = []
     private(set) var lanes: [Lane] = []
     /// Ids of the (tenant, upstream) keys that ever queued: a waiter's ``Waiter/keyID`` and its lane's index.
@@ -177,14 +184,36 @@ struct WaitQueue {
 
     var isEmpty: Bool { count == 0 }
 
-    /// The waiter in `slot`; the slot must be occupied.
+    /// The waiter in `slot`; the slot must be occupied. Write only what the queue does not order by (its
+    /// `failure`): the place's (tag, seq) and position are the queue's own.
     subscript(slot: Int) -> Waiter {
-        get { slots[slot]! }
+        get { waiter(inSlot: slot) }
         _modify { yield &slots[slot]! }
     }
 
+    /// The lane (``Waiter/keyID``) of the waiter in `slot`; the slot must be occupied.
+    func keyID(ofSlot slot: Int) -> Int { keyIDBySlot[slot] }
+
+    /// The waiter in `slot` with its place's current (tag, seq) and position.
+    private func waiter(inSlot slot: Int) -> Waiter {
+        var waiter = slots[slot]!
+        let place = placeBySlot[slot]
+        waiter.tag = place.tag
+        waiter.seq = place.seq
+        waiter.position = place.position
+        return waiter
+    }
+
+    /// The current place of the waiter in `slot`; nil for a free slot.
+    private func occupant(_ slot: Int) -> QueuePlace? {
+        placeBySlot[slot].id == Self.freeSlotID ? nil : placeBySlot[slot]
+    }
+
+    /// ``placeBySlot``'s id of a free slot (waiter ids count up from 1).
+    private static let freeSlotID = UInt64.max
+
     /// True when `place` still names a waiting request (its slot was not freed or reused).
-    func holds(_ place: QueuePlace) -> Bool { slots[place.slot]?.id == place.id }
+    func holds(_ place: QueuePlace) -> Bool { occupant(place.slot)?.id == place.id }
 
     /// Adds `waiter` (its ``Waiter/keyID`` is set here) at its place in its lane and returns that place: its
     /// (tag, seq) is then the one of the place it took (see the type's comment).
@@ -204,9 +233,13 @@ struct WaitQueue {
         if let free = freeSlots.popLast() {
             slot = free
             slots[slot] = waiter
+            placeBySlot[slot] = QueuePlace(waiter, slot: slot)
+            keyIDBySlot[slot] = keyID
         } else {
             slot = slots.count
             slots.append(waiter)
+            placeBySlot.append(QueuePlace(waiter, slot: slot))
+            keyIDBySlot.append(keyID)
         }
         if lanes[keyID].isEmpty {
             lanes[keyID].activeIndex = activeLanes.count
@@ -258,33 +291,32 @@ struct WaitQueue {
         lanes[keyID].places[first].seq = b.seq
         lanes[keyID].places[second].tag = a.tag
         lanes[keyID].places[second].seq = a.seq
-        slots[a.slot]!.tag = b.tag
-        slots[a.slot]!.seq = b.seq
-        slots[b.slot]!.tag = a.tag
-        slots[b.slot]!.seq = a.seq
+        placeBySlot[a.slot].tag = b.tag
+        placeBySlot[a.slot].seq = b.seq
+        placeBySlot[b.slot].tag = a.tag
+        placeBySlot[b.slot].seq = a.seq
     }
 
     /// The index in its lane of the waiter in `slot`.
     private func laneIndex(ofSlot slot: Int) -> Int {
-        let waiter = slots[slot]!
-        let keyID = waiter.keyID
+        let keyID = keyIDBySlot[slot]
         let start = lanes[keyID].start
         if lanes[keyID].places[start].slot == slot { return start }
-        let place = QueuePlace(waiter, slot: slot)
+        let place = placeBySlot[slot]
         var low = start
         var high = lanes[keyID].places.count
         while low < high {
             let middle = (low + high) / 2
             if lanes[keyID].places[middle].precedesInLane(place) { low = middle + 1 } else { high = middle }
         }
-        precondition(lanes[keyID].places[low].id == waiter.id, "a waiter missing from its lane")
+        precondition(lanes[keyID].places[low].id == place.id, "a waiter missing from its lane")
         return low
     }
 
     /// The first waiter of `key` in service order.
     func head(of key: TenantKey) -> Waiter? {
         guard let keyID = keyIDs[key], let place = lanes[keyID].head else { return nil }
-        return slots[place.slot]
+        return waiter(inSlot: place.slot)
     }
 
     /// The place of the first waiter of `key` in service order.
@@ -309,8 +341,8 @@ struct WaitQueue {
 
     /// Takes the waiter in `slot`, at `index` in its lane, out of the lane and the slab.
     private mutating func detach(slot: Int, at index: Int) -> Waiter {
-        let waiter = slots[slot]!
-        let keyID = waiter.keyID
+        let waiter = waiter(inSlot: slot)
+        let keyID = keyIDBySlot[slot]
         if index == lanes[keyID].start {
             lanes[keyID].start += 1
         } else {
@@ -318,6 +350,7 @@ struct WaitQueue {
         }
         compact(keyID)
         slots[slot] = nil
+        placeBySlot[slot].id = Self.freeSlotID
         freeSlots.append(slot)
         count -= 1
         if count == 0 {
@@ -340,20 +373,24 @@ struct WaitQueue {
     /// back behind the others (wherever tenants compete: the gateway's cap, the allocation lent when idle).
     @discardableResult
     mutating func removeUnserved(_ place: QueuePlace) -> (waiter: Waiter, droppedTag: Double, lastTag: Double?) {
-        let keyID = slots[place.slot]!.keyID
+        let keyID = keyIDBySlot[place.slot]
         let index = laneIndex(ofSlot: place.slot)
         let rank = lanes[keyID].places[index].rank
         var end = index + 1
         while end < lanes[keyID].places.count, lanes[keyID].places[end].rank == rank { end += 1 }
         var carried = (tag: lanes[keyID].places[index].tag, seq: lanes[keyID].places[index].seq)
-        for behind in (index + 1)..<end {
-            let own = (tag: lanes[keyID].places[behind].tag, seq: lanes[keyID].places[behind].seq)
-            lanes[keyID].places[behind].tag = carried.tag
-            lanes[keyID].places[behind].seq = carried.seq
-            let slot = lanes[keyID].places[behind].slot
-            slots[slot]!.tag = carried.tag
-            slots[slot]!.seq = carried.seq
-            carried = own
+        // O(waiters behind it): through buffers, so the loop pays no uniqueness check per element.
+        lanes[keyID].places.withUnsafeMutableBufferPointer { places in
+            placeBySlot.withUnsafeMutableBufferPointer { placeBySlot in
+                for behind in (index + 1)..<end {
+                    let own = (tag: places[behind].tag, seq: places[behind].seq)
+                    places[behind].tag = carried.tag
+                    places[behind].seq = carried.seq
+                    placeBySlot[places[behind].slot].tag = carried.tag
+                    placeBySlot[places[behind].slot].seq = carried.seq
+                    carried = own
+                }
+            }
         }
         // The leaving waiter takes the largest pair with it.
         let lastTag = end - 1 > index ? lanes[keyID].places[end - 1].tag : nil
@@ -368,10 +405,10 @@ struct WaitQueue {
     /// one place forward with the pair of the place they take, so the tenant's turns across tenants do not
     /// change.
     mutating func markLate(slot: Int) {
-        let keyID = slots[slot]!.keyID
+        let keyID = keyIDBySlot[slot]
         let index = laneIndex(ofSlot: slot)
         var moving = lanes[keyID].places.remove(at: index)
-        slots[slot]!.position.late = true
+        placeBySlot[slot].position.late = true
         moving.position.late = true
         _ = place(moving, inLane: keyID)
     }
@@ -388,7 +425,7 @@ struct WaitQueue {
         var late: [Int] = []
         while let first = taskDeadlines.min, first.deadline <= now {
             _ = taskDeadlines.popMin()
-            if let waiter = slots[first.slot], waiter.id == first.id, !waiter.position.late {
+            if let place = occupant(first.slot), place.id == first.id, !place.position.late {
                 late.append(first.slot)
             }
         }
@@ -397,7 +434,7 @@ struct WaitQueue {
 
     /// The earliest task deadline among the waiters not marked late (stale heap entries on top are dropped).
     mutating func earliestTaskDeadline() -> Double {
-        while let first = taskDeadlines.min, slots[first.slot].map({ $0.id != first.id || $0.position.late }) ?? true {
+        while let first = taskDeadlines.min, occupant(first.slot).map({ $0.id != first.id || $0.position.late }) ?? true {
             _ = taskDeadlines.popMin()
         }
         return taskDeadlines.min?.deadline ?? .infinity
@@ -431,9 +468,7 @@ struct WaitQueue {
         for keyID in activeLanes { visits.appendUnordered(lanes[keyID].places[lanes[keyID].start]) }
         while let first = deadlines.min, first.deadline <= now {
             _ = deadlines.popMin()
-            if let waiter = slots[first.slot], waiter.id == first.id {
-                visits.appendUnordered(QueuePlace(waiter, slot: first.slot))
-            }
+            if let place = occupant(first.slot), place.id == first.id { visits.appendUnordered(place) }
         }
         visits.heapify()
     }
@@ -445,7 +480,7 @@ struct WaitQueue {
 
     /// The earliest deadline among the waiters (stale heap entries on top are dropped first).
     mutating func earliestDeadline() -> Double {
-        while let first = deadlines.min, slots[first.slot]?.id != first.id { _ = deadlines.popMin() }
+        while let first = deadlines.min, occupant(first.slot)?.id != first.id { _ = deadlines.popMin() }
         if deadlines.count > 2 * count + 1_024 {
             // Stale entries of admitted waiters linger until their deadline; rebuild before they dominate.
             deadlines = MinHeap()
@@ -460,7 +495,7 @@ struct WaitQueue {
             // The same for task deadlines, which can be minutes away.
             taskDeadlines = MinHeap()
             for (slot, waiter) in slots.enumerated() {
-                if let waiter, !waiter.position.late, let taskDeadline = waiter.request.taskDeadline,
+                if let waiter, !placeBySlot[slot].position.late, let taskDeadline = waiter.request.taskDeadline,
                     taskDeadline.isFinite
                 {
                     taskDeadlines.appendUnordered(QueueDeadline(deadline: taskDeadline, id: waiter.id, slot: slot))
@@ -474,18 +509,16 @@ struct WaitQueue {
     /// The place of the waiter with `id`, if it is waiting.
     func place(of id: UInt64) -> QueuePlace? {
         guard let slot = slots.firstIndex(where: { $0?.id == id }) else { return nil }
-        return QueuePlace(slots[slot]!, slot: slot)
+        return placeBySlot[slot]
     }
 
     /// Removes every waiter, returning them in service order.
     mutating func removeAll() -> [Waiter] {
         var places: [QueuePlace] = []
         places.reserveCapacity(count)
-        for (slot, waiter) in slots.enumerated() {
-            if let waiter { places.append(QueuePlace(waiter, slot: slot)) }
-        }
+        for (slot, waiter) in slots.enumerated() where waiter != nil { places.append(placeBySlot[slot]) }
         places.sort()
-        let leaving = places.map { slots[$0.slot]! }
+        let leaving = places.map { waiter(inSlot: $0.slot) }
         self = WaitQueue()
         return leaving
     }
