@@ -100,40 +100,46 @@ struct ObserverEstimateTests {
         #expect(status.state == .throttled)
     }
 
-    /// `count` statements in 5 s, limits `center · (1 + wobble)`: with `random`, a wobble drawn uniformly in
-    /// ±30 % by a fixed generator (sampling noise: the 61 statements' median moves by ±4 % from tick to tick);
-    /// otherwise (61 statements) every step of ±30 % once (the median is `center` exactly). Delivered in a shuffled order,
-    /// as gateways' batches arrive.
-    private func noisyStatements(
-        _ script: inout TelemetryScript, center: Double, seed: Int, random: Bool, endingAt now: Double,
-        count: Int = 61
-    ) -> [StoredEvent] {
-        var state = UInt64(seed) &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-        func unit() -> Double {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return Double(state >> 11) / Double(1 << 53)
+    /// An Observer fed, every 5 s, `count` statements of limits `center · (1 + wobble)`: with `random`, a
+    /// wobble drawn uniformly in ±30 % by a fixed generator (sampling noise: the median of 61 moves by ±4 %
+    /// from tick to tick); otherwise (61 statements) every step of ±30 % once (the median is `center`
+    /// exactly). Delivered in a shuffled order, as gateways' batches arrive.
+    private struct StatementTicks {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy())
+        var now = ObserverFixtures.t0
+        /// The median of the last tick's own statements.
+        var lastMedian = 0.0
+
+        mutating func tick(center: Double, seed: Int, random: Bool, count: Int = 61) throws -> UpstreamStatus {
+            now += 5
+            var state = UInt64(seed) &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            func unit() -> Double {
+                state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                return Double(state >> 11) / Double(1 << 53)
+            }
+            var limits: [Double] = []
+            let events = (0..<count).map { index in
+                let wobble = random ? unit() * 0.6 - 0.3 : Double((index * 37 + seed * 11) % 61) / 60 * 0.6 - 0.3
+                let limit = Int64((center * (1 + wobble)).rounded())
+                limits.append(Double(limit))
+                return script.event(
+                    at: now - 5 + Double(index) * 5 / Double(count), latencyMs: 200, prompt: 100, completion: 20,
+                    signals: F.openAI(limitRequests: limit, remainingRequests: limit - 1, resetMs: 120))
+            }
+            lastMedian = PoolTrack.median(limits)!
+            let shuffled = events.enumerated().sorted { ($0.offset * 29) % count < ($1.offset * 29) % count }
+            return try #require(F.status(estimation.observe(script.delta(shuffled.map(\.element)), now: now)))
         }
-        let events = (0..<count).map { index in
-            let wobble = random ? unit() * 0.6 - 0.3 : Double((index * 37 + seed * 11) % 61) / 60 * 0.6 - 0.3
-            let limit = Int64((center * (1 + wobble)).rounded())
-            return script.event(
-                at: now - 5 + Double(index) * 5 / Double(count), latencyMs: 200, prompt: 100, completion: 20,
-                signals: F.openAI(limitRequests: limit, remainingRequests: limit - 1, resetMs: 120))
-        }
-        return events.enumerated().sorted { ($0.offset * 29) % count < ($1.offset * 29) % count }.map(\.element)
     }
 
     @Test func headersThatJitterDoNotMoveTheEstimate() throws {
-        var script = TelemetryScript()
-        var estimation = CapacityEstimation(policy: F.policy())
-        var now = t0
+        var ticks = StatementTicks()
         var shortMedians: [Double] = []
         var estimates: [Double] = []
         for seed in 0..<60 {
-            now += 5
-            let events = noisyStatements(&script, center: 900, seed: seed, random: true, endingAt: now)
-            shortMedians.append(PoolTrack.median(events.compactMap { $0.signals.limitRequests.map(Double.init) })!)
-            let status = try #require(F.status(estimation.observe(script.delta(events), now: now)))
+            let status = try ticks.tick(center: 900, seed: seed, random: true)
+            shortMedians.append(ticks.lastMedian)
             estimates.append(try #require(status.estimate.rpm))
             if seed > 0 { #expect(abs(try #require(status.headerLimit.rpm) - 900) < 900 * 0.03, "tick \(seed)") }
         }
@@ -146,45 +152,35 @@ struct ObserverEstimateTests {
     }
 
     @Test func aHeaderMedianThatMovesIsFollowedOnceItPersistsAndAtOnceWhenItMovesFar() throws {
-        var script = TelemetryScript()
-        var estimation = CapacityEstimation(policy: F.policy())
-        var now = t0
-        func tick(center: Double, seed: Int) throws -> UpstreamStatus {
-            now += 5
-            let events = noisyStatements(&script, center: center, seed: seed, random: false, endingAt: now)
-            return try #require(F.status(estimation.observe(script.delta(events), now: now)))
-        }
-        let first = try tick(center: 900, seed: 0)
+        var ticks = StatementTicks()
+        let first = try ticks.tick(center: 900, seed: 0, random: false)
         #expect(first.headerLimit.rpm == 900)
         #expect(first.estimate.rpm == 900)
         // 5 % higher: the median of all the statements remembered moves more slowly than that, and the move
         // is followed once it has stayed beyond the median's tolerance for three ticks (to 936, where the
         // median then stood; 945 is within its tolerance of that).
         var estimates: [Double] = []
-        for seed in 1...8 { estimates.append(try #require(try tick(center: 945, seed: seed).estimate.rpm)) }
+        for seed in 1...8 {
+            estimates.append(try #require(try ticks.tick(center: 945, seed: seed, random: false).estimate.rpm))
+        }
         #expect(estimates == [900, 900, 900, 900, 936, 936, 936, 936])
         // Halved: the newest statements are far from the remembered median: followed at once.
-        let halved = try tick(center: 472, seed: 9)
+        let halved = try ticks.tick(center: 472, seed: 9, random: false)
         #expect(halved.headerLimit.rpm == 472)
         #expect(halved.estimate.rpm == 472)
     }
 
     @Test func aLimitCutByAsMuchAsTheJitterIsFollowedOnceItsStatementsFillTheShortMemory() throws {
-        var script = TelemetryScript()
-        var estimation = CapacityEstimation(policy: F.policy())
-        var now = t0
         // A quiet pool: 12 statements a tick (144 a minute).
-        func tick(center: Double, seed: Int) throws -> UpstreamStatus {
-            now += 5
-            let events = noisyStatements(&script, center: center, seed: seed, random: true, endingAt: now, count: 12)
-            return try #require(F.status(estimation.observe(script.delta(events), now: now)))
-        }
-        for seed in 0..<10 { _ = try tick(center: 900, seed: seed) }
+        var ticks = StatementTicks()
+        for seed in 0..<10 { _ = try ticks.tick(center: 900, seed: seed, random: true, count: 12) }
         // 900 → 630 under ±30 % jitter, 50 s after the first statement. The newest 61 statements' median is
         // compared with the older ones': against the median of all of them, a mixture that moves with them,
         // 810 was held two ticks longer.
         var estimates: [Double] = []
-        for seed in 10..<18 { estimates.append(try #require(try tick(center: 630, seed: seed).estimate.rpm)) }
+        for seed in 10..<18 {
+            estimates.append(try #require(try ticks.tick(center: 630, seed: seed, random: true, count: 12).estimate.rpm))
+        }
         #expect(estimates == [903.5, 903.5, 903.5, 810, 810, 611, 611, 611])
     }
 
