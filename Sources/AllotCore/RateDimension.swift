@@ -60,6 +60,13 @@ public struct PerDimension<Value> {
             case .tpm: tpm = newValue
             }
         }
+        // In place: `entries[dimension].append(x)` on an array entry would otherwise copy the array.
+        _modify {
+            switch dimension {
+            case .rpm: yield &rpm
+            case .tpm: yield &tpm
+            }
+        }
     }
 
     /// Transforms each entry.

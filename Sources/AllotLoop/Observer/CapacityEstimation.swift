@@ -320,7 +320,9 @@ extension PoolTrack {
             // Every statement joins the medians' memory, whatever its order: gateways report in batches, and
             // a newest-only filter kept about one gateway's statements, so the median moved with few samples.
             // The median itself is taken once per tick (``PoolTrack/refreshHeaderLimits()``).
+            // Taken out and put back, so the append does not copy a memory still referenced from here.
             var limits = recentLimits ?? PerDimension([])
+            recentLimits = nil
             limits[dimension].append(Double(limit) * 60 / window)
             if limits[dimension].count > 2 * PoolTrack.limitMemory {
                 limits[dimension].removeFirst(limits[dimension].count - PoolTrack.limitMemory)
@@ -332,6 +334,7 @@ extension PoolTrack {
                     at: at, limit: Double(limit), remaining: Double(max(0, left)), windowSeconds: window)
                 remaining[dimension] = sample
                 var samples = recentRemaining ?? PerDimension([])
+                recentRemaining = nil
                 samples[dimension].append(sample)
                 if samples[dimension].count > PoolTrack.statementMemory { samples[dimension].removeFirst() }
                 recentRemaining = samples
