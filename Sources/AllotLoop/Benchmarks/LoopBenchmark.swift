@@ -246,7 +246,9 @@ public struct BenchmarkError: Error, Sendable, CustomStringConvertible {
 }
 
 /// Deterministic telemetry for the benchmarks: tenants round-robin, a realistic mix of outcomes,
-/// token counts and latencies, every event through a gateway that serves the tenant.
+/// token counts and latencies, every event through a gateway that serves the tenant. Served events carry
+/// OpenAI's rate-limit headers (the pool's capacity as the limit, most of it remaining), as a gateway in
+/// front of OpenAI reports them: the Observer reads a statement from each.
 struct EventGenerator: Sendable {
     static let upstream = "openai/gpt-4o"
 
@@ -261,8 +263,16 @@ struct EventGenerator: Sendable {
         var value = 0
     }
 
+    /// What a served event's headers state.
+    private let headers: EventSignals
+
     init(configuration: LoopBenchmark.Configuration) {
         self.configuration = configuration
+        let requests = Int64(configuration.tenants) * 50
+        let tokens = Int64(configuration.tenants) * 50_000
+        headers = EventSignals(
+            family: .openai, limitRequests: requests, remainingRequests: requests - 1, resetRequestsMs: 6,
+            limitTokens: tokens, remainingTokens: tokens - 2_000, resetTokensMs: 6)
         tenantIDs = (0..<configuration.tenants).map(Self.tenant)
         gatewayIDs = (0..<configuration.gateways).map { "gw-\($0)" }
     }
@@ -294,7 +304,7 @@ struct EventGenerator: Sendable {
                         promptTokens: outcome == .ok ? Int64(500 + n % 1500) : nil,
                         completionTokens: outcome == .ok ? Int64(100 + n % 400) : nil,
                         estimatedTokens: Int64(800), taskClass: n % 3 == 0 ? .batch : .interactive,
-                        taskID: "task-\(n / 20)"))
+                        taskID: "task-\(n / 20)", signals: outcome == .ok ? headers : EventSignals()))
             }
             _ = try await store.ingest(
                 TelemetryBatch(events: events), defaultTier: defaultTier, now: to)
