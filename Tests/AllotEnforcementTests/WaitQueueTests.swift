@@ -236,6 +236,8 @@ import Testing
                 } else {
                     #expect(queue.remove(place).id == id)
                 }
+                // Its slot is free until the next insert reuses it.
+                #expect(!queue.holds(place))
             } else {
                 let id = waiting.keys.sorted()[generator.next(waiting.count)]
                 if !queue[waiting[id]!].position.late { queue.markLate(slot: waiting[id]!) }
@@ -249,6 +251,7 @@ import Testing
                         if earlier.rank == later.rank { #expect(earlier.pairPrecedes(later)) }
                     }
                     for place in lane {
+                        #expect(queue.holds(place))
                         let waiter = queue[place.slot]
                         #expect(waiter.id == place.id && waiter.tag == place.tag && waiter.seq == place.seq)
                         #expect(waiter.position == place.position)
