@@ -434,7 +434,9 @@ struct WaitQueue {
 
     /// The earliest task deadline among the waiters not marked late (stale heap entries on top are dropped).
     mutating func earliestTaskDeadline() -> Double {
-        while let first = taskDeadlines.min, occupant(first.slot).map({ $0.id != first.id || $0.position.late }) ?? true {
+        while let first = taskDeadlines.min,
+            occupant(first.slot).map({ $0.id != first.id || $0.position.late }) ?? true
+        {
             _ = taskDeadlines.popMin()
         }
         return taskDeadlines.min?.deadline ?? .infinity

@@ -204,6 +204,7 @@ public enum LoopBenchmark {
     /// A policy for the benchmark: the default tier plus a premium tier for every tenth tenant, and
     /// one pool with capacity for `tenants` tenants at about 50 requests and 50,000 tokens a minute.
     public static func benchmarkPolicy(tenants: Int) -> Policy {
+        let capacity = capacity(tenants: tenants)
         let premium = Tier(name: "premium", priority: 1, weight: 4, floor: PerDimension(.percent(0.005)))
         let standard = Tier(name: "standard", priority: 2)
         return Policy(
@@ -211,12 +212,17 @@ public enum LoopBenchmark {
             upstreams: [
                 UpstreamPolicy(
                     id: EventGenerator.upstream,
-                    capacity: PerDimension(rpm: Double(tenants) * 50, tpm: Double(tenants) * 50_000),
+                    capacity: PerDimension(rpm: capacity.rpm, tpm: capacity.tpm),
                     price: Price(inputPerMillionTokens: 2.5, outputPerMillionTokens: 10))
             ],
             tenants: stride(from: 0, to: tenants, by: 10).map {
                 TenantPolicy(id: EventGenerator.tenant($0), tier: "premium")
             })
+    }
+
+    /// The benchmark pool's capacity per minute: about 50 requests and 50,000 tokens per tenant.
+    static func capacity(tenants: Int) -> PerDimension<Double> {
+        PerDimension(rpm: Double(tenants) * 50, tpm: Double(tenants) * 50_000)
     }
 
     /// Resident memory now and at its peak (`VmRSS`, `VmHWM` of `/proc/self/status`), bytes.
@@ -268,8 +274,9 @@ struct EventGenerator: Sendable {
 
     init(configuration: LoopBenchmark.Configuration) {
         self.configuration = configuration
-        let requests = Int64(configuration.tenants) * 50
-        let tokens = Int64(configuration.tenants) * 50_000
+        let capacity = LoopBenchmark.capacity(tenants: configuration.tenants)
+        let requests = Int64(capacity.rpm)
+        let tokens = Int64(capacity.tpm)
         headers = EventSignals(
             family: .openai, limitRequests: requests, remainingRequests: requests - 1, resetRequestsMs: 6,
             limitTokens: tokens, remainingTokens: tokens - 2_000, resetTokensMs: 6)
