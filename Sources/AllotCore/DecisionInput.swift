@@ -103,13 +103,17 @@ public struct TenantObservation: Sendable, Hashable {
     /// wants, and it claims more there. A rise of its target in such a dimension is evidence, not noise:
     /// the damper follows it without smoothing or waiting for persistence (`max_up` still bounds it).
     public var pressing: PerDimension<Bool>
+    /// How far the tenant's rate swings from one minute to the next around `demand` (one standard deviation,
+    /// per minute; ``AllocationClaim/spread``). 0: unknown.
+    public var spread: PerDimension<Double>
 
     public init(
         tenant: String, upstream: String, tenantClass: TenantClass = .steady, suspect: Bool = false,
         demand: PerDimension<Double>, served: PerDimension<Double> = PerDimension(0), samples: Int = 100,
         confidence: Double = 1, inputTokenShare: Double = 0.5, clump: PerDimension<Double> = PerDimension(0),
-        pressing: PerDimension<Bool> = PerDimension(false)
+        pressing: PerDimension<Bool> = PerDimension(false), spread: PerDimension<Double> = PerDimension(0)
     ) {
+        self.spread = spread
         self.clump = clump
         self.pressing = pressing
         self.tenant = tenant

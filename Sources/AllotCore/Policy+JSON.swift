@@ -13,6 +13,7 @@ extension Policy {
         ]
         root["allocation"] = [
             "safety_margin": .number(allocation.safetyMargin), "demand_headroom": .number(allocation.demandHeadroom),
+            "demand_deviations": .number(allocation.demandDeviations),
             "surplus": .string(allocation.surplus.rawValue), "burst_reserve": .number(allocation.burstReserve),
         ]
         root["dampening"] = [

@@ -40,7 +40,7 @@ enum PolicyFields {
     static let maps = ["tiers", "upstreams", "tenants", "task_budgets"]
     static let topLevel = ["description", "default_tier"] + sections + maps
     static let loop = ["interval_s", "lease_s", "forget_after_s"]
-    static let allocation = ["safety_margin", "demand_headroom", "surplus", "burst_reserve"]
+    static let allocation = ["safety_margin", "demand_headroom", "demand_deviations", "surplus", "burst_reserve"]
     static let dampening = ["alpha", "deadband", "persist_ticks", "max_up", "max_down", "min_step"]
     static let tier = [
         "description", "priority", "weight", "floor", "ceiling", "guard_min", "guard_max", "starvation_guard",
@@ -310,6 +310,11 @@ struct PolicyLoader {
         }
         if let value = reader.number(object["demand_headroom"], at: path.key("demand_headroom"), .nonNegative) {
             settings.demandHeadroom = value
+        }
+        if let value = reader.number(
+            object["demand_deviations"], at: path.key("demand_deviations"), .nonNegative)
+        {
+            settings.demandDeviations = value
         }
         if let value = reader.choice(object["surplus"], at: path.key("surplus"), SurplusMode.self) {
             settings.surplus = value

@@ -465,7 +465,8 @@ private struct PoolTick {
             demand: demand.isNaN ? 0 : max(0, demand), starvationGuard: guardValue,
             rank: ranks[tier.name] ?? Int.max, isIdle: observation.tenantClass == .idle,
             idleAllocation: tier.idleAllocation[dimension].resolved(capacity: capacity), guardMin: guardMin,
-            guardMax: guardMax, budgetCap: budgetCap, receivesSurplus: !record.burst.inDebt)
+            guardMax: guardMax, budgetCap: budgetCap, receivesSurplus: !record.burst.inDebt,
+            spread: observation.spread[dimension].isFinite ? max(0, observation.spread[dimension]) : 0)
     }
 
     /// Funds active credits from the burst reserve (scaling them down if the reserve shrank), then

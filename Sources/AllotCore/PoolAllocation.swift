@@ -12,6 +12,11 @@ public struct AllocationSettings: Sendable, Hashable, Codable {
     public var safetyMargin: Double
     /// Slack on top of demand: `hi_i = max(lo_i, min(ce_i, D_i · (1 + demand_headroom)))`. `>= 0`.
     public var demandHeadroom: Double
+    /// Standard deviations of a tenant's minute-to-minute swing (``AllocationClaim/spread``) its upper bound
+    /// covers beyond `demand_headroom`, pooled: `hi_i` grows by `s · max(0, z·σ_i − D_i · demand_headroom)`,
+    /// where `s ≤ 1` keeps the growth summed over the pool's tenants within `z · √(Σ σ_i²)`, the swing of
+    /// their total. `>= 0`; 0 leaves SPEC 6.1's formula exactly.
+    public var demandDeviations: Double
     /// Whether leftover capacity is distributed or held.
     public var surplus: SurplusMode
     /// Fraction of the surplus kept back to fund burst credits (SPEC 6.3, 6.5). In `[0, 1]`.
@@ -20,12 +25,27 @@ public struct AllocationSettings: Sendable, Hashable, Codable {
 
     public init(
         safetyMargin: Double = 0.02, demandHeadroom: Double = 0.2, surplus: SurplusMode = .distribute,
-        burstReserve: Double = 0.1
+        burstReserve: Double = 0.1, demandDeviations: Double = 2
     ) {
         self.safetyMargin = safetyMargin
         self.demandHeadroom = demandHeadroom
         self.surplus = surplus
         self.burstReserve = burstReserve
+        self.demandDeviations = demandDeviations
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case safetyMargin, demandHeadroom, surplus, burstReserve, demandDeviations
+    }
+
+    /// Settings stored before `demandDeviations` existed decode with it off (their allocations were computed so).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        safetyMargin = try container.decode(Double.self, forKey: .safetyMargin)
+        demandHeadroom = try container.decode(Double.self, forKey: .demandHeadroom)
+        surplus = try container.decode(SurplusMode.self, forKey: .surplus)
+        burstReserve = try container.decode(Double.self, forKey: .burstReserve)
+        demandDeviations = try container.decodeIfPresent(Double.self, forKey: .demandDeviations) ?? 0
     }
 }
 
@@ -57,12 +77,15 @@ public struct AllocationClaim: Sendable, Hashable {
     public var budgetCap: Double
     /// Whether the tenant may receive surplus growth headroom; false while it owes burst debt (SPEC 6.10).
     public var receivesSurplus: Bool
+    /// `σ_i`, the standard deviation of the tenant's rate from one minute to the next (per minute, like
+    /// `demand`): how far its traffic swings around `D_i`. 0 when unknown (what-if plans).
+    public var spread: Double
 
     public init(
         weight: Double = 1, floor: Double = 0, ceiling: Double = .infinity, demand: Double = .infinity,
         starvationGuard: Double = 0, rank: Int = 0, isIdle: Bool = false, idleAllocation: Double = 0,
         guardMin: Double = 0, guardMax: Double = .infinity, budgetCap: Double = .infinity,
-        receivesSurplus: Bool = true
+        receivesSurplus: Bool = true, spread: Double = 0
     ) {
         self.weight = weight
         self.floor = floor
@@ -76,6 +99,7 @@ public struct AllocationClaim: Sendable, Hashable {
         self.guardMax = guardMax
         self.budgetCap = budgetCap
         self.receivesSurplus = receivesSurplus
+        self.spread = spread
     }
 }
 
@@ -84,8 +108,9 @@ public struct AllocationClaim: Sendable, Hashable {
 /// `compute` runs, in order:
 /// 1. `C = C_est · (1 − safety_margin)`; idle tenants take their `idle_allocation` from `C` first
 ///    (scaled down proportionally if even those exceed `C`);
-/// 2. for active tenants `hi_i = max(lo_i, min(ce_i, D_i · (1 + demand_headroom)))`, with the
-///    budget cap applied to `ce_i` and `lo_i`;
+/// 2. for active tenants `hi_i = max(lo_i, min(ce_i, D_i · (1 + demand_headroom) + s · extra_i))`, with the
+///    budget cap applied to `ce_i` and `lo_i` (`extra_i`, `s`: the pooled swing allowance, ``swingAllowance``;
+///    0 for a claim without a `spread`, so a what-if plan uses SPEC 6.1's formula exactly);
 /// 3. if `Σ lo_i > C` → degraded mode (below); otherwise water-filling (`WaterFilling`) without
 ///    guardrails, then — if any tenant lands outside `[min(guard_min, hi_i), guard_max]` — again
 ///    with the guardrails as bounds (`guard_min` only when all of them fit: otherwise it is capacity,
@@ -135,6 +160,33 @@ public struct PoolAllocation: Sendable {
     /// `C − Σ x_i` (includes the burst reserve), never negative.
     public var unallocated: Double { max(0, capacity - allocatedTotal) }
 
+    /// The growth of the active tenants' upper bounds for their swing (``AllocationSettings/demandDeviations``):
+    /// each asks `extra = max(0, z·σ_i − D_i · demand_headroom)`, and all are scaled by one `scale ≤ 1` so
+    /// that together they stay within `z · √(Σ σ_i²)`. Tenants swing independently: their total swings by
+    /// the root of their summed variances, far less than the sum of their swings. Each given its own full
+    /// swing, 450 small tenants on one pool (300 of them at 2 rpm, whose swing is twice their rate) held a
+    /// third of it idle and the tenants above their fair share starved; scaled, what one tenant leaves
+    /// unused is the slack another's swing takes, and the gateways lend it.
+    static func swingAllowance(
+        claims: [AllocationClaim], settings: AllocationSettings
+    ) -> (scale: Double, extra: (AllocationClaim) -> Double) {
+        let deviations = settings.demandDeviations
+        let headroom = settings.demandHeadroom
+        func extra(_ claim: AllocationClaim) -> Double {
+            guard claim.spread > 0, claim.demand.isFinite, claim.spread.isFinite else { return 0 }
+            return max(0, deviations * claim.spread - claim.demand * headroom)
+        }
+        guard deviations > 0 else { return (0, { _ in 0 }) }
+        var asked = 0.0
+        var variance = 0.0
+        for claim in claims where !claim.isIdle && claim.spread > 0 && claim.spread.isFinite {
+            asked += extra(claim)
+            variance += claim.spread * claim.spread
+        }
+        guard asked > 0 else { return (0, { _ in 0 }) }
+        return (min(1, deviations * variance.squareRoot() / asked), extra)
+    }
+
     /// Computes the allocation of capacity estimate `capacityEstimate` among `claims`.
     public static func compute(
         capacityEstimate: Double, settings: AllocationSettings, claims: [AllocationClaim]
@@ -158,6 +210,7 @@ public struct PoolAllocation: Sendable {
         var idleWanted = 0.0
         var sumLower = 0.0
         var guarded = false
+        let swing = Self.swingAllowance(claims: claims, settings: settings)
         claims.withUnsafeBufferPointer { claims in
             for i in 0..<count {
                 let claim = claims[i]
@@ -168,7 +221,7 @@ public struct PoolAllocation: Sendable {
                 if claim.guardMin > 0 || claim.guardMax < .infinity { guarded = true }
                 let ceiling = min(claim.ceiling, claim.budgetCap)
                 let floor = min(claim.floor, claim.budgetCap)
-                let wanted = claim.demand * headroom
+                let wanted = claim.demand * headroom + swing.scale * swing.extra(claim)
                 active.append(i)
                 weights.append(claim.weight)
                 lower.append(floor)
@@ -264,7 +317,8 @@ public struct PoolAllocation: Sendable {
                 for k in 0..<activeCount {
                     let i = active[k]
                     reasons[i] = baseReason(
-                        claim: claims[i], value: values[k], lower: lower[k], upper: upper[k], headroom: headroom,
+                        claim: claims[i], value: values[k], lower: lower[k], upper: upper[k],
+                        wanted: claims[i].demand * headroom + swing.scale * swing.extra(claims[i]),
                         clamped: guardClamped[i])
                 }
             }
@@ -311,12 +365,11 @@ public struct PoolAllocation: Sendable {
 
     /// The reason for an active tenant outside degraded mode, from which bound (if any) binds.
     private static func baseReason(
-        claim: AllocationClaim, value: Double, lower: Double, upper: Double, headroom: Double, clamped: Bool
+        claim: AllocationClaim, value: Double, lower: Double, upper: Double, wanted: Double, clamped: Bool
     ) -> AllocationReason {
         if claim.budgetCap.isFinite, value >= claim.budgetCap { return .budget }
         if clamped { return .guardrailClamped }
         if value >= upper {
-            let wanted = claim.demand * headroom
             if upper <= lower, lower > 0, lower > min(claim.ceiling, wanted) { return .floor }
             return claim.ceiling <= wanted ? .ceiling : .demand
         }

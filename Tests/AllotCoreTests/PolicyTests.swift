@@ -181,6 +181,20 @@ struct PolicyTests {
         #expect(issue.message == "must not be negative (got -5)")
     }
 
+    @Test func demandDeviationsIsReadAndANegativeOneRejected() throws {
+        let policy = try PolicyFixtures.load([
+            ("00-tiers.json", PolicyFixtures.tiers), ("extra.json", #"{"allocation": {"demand_deviations": 1.5}}"#),
+        ])
+        #expect(policy.allocation.demandDeviations == 1.5)
+        #expect(policy.canonicalJSON["allocation"]?["demand_deviations"]?.doubleValue == 1.5)
+        let defaulted = try PolicyFixtures.load([("00-tiers.json", PolicyFixtures.tiers)])
+        #expect(defaulted.allocation.demandDeviations == 2)
+        let issue = try Self.only(PolicyFixtures.issues(with: #"{"allocation": {"demand_deviations": -1}}"#))
+        #expect(issue.path == "$.allocation.demand_deviations")
+        #expect(issue.code == .negative)
+        #expect(issue.message == "must not be negative (got -1)")
+    }
+
     @Test func fractionsOutOfRangeAreRejected() throws {
         let margin = try Self.only(PolicyFixtures.issues(with: #"{"allocation": {"safety_margin": 1.5}}"#))
         #expect(margin.path == "$.allocation.safety_margin")

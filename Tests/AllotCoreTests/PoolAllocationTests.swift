@@ -51,6 +51,51 @@ struct PoolAllocationTests {
         #expect(result.upperBounds[0] == 12)
     }
 
+    @Test func aTenantsSwingRaisesItsUpperBound() {
+        var settings = Self.bare
+        settings.demandHeadroom = 0.2
+        settings.demandDeviations = 2
+        // Tenant 0 swings by 20 a minute around 100: two deviations (40) exceed its headroom (20) by 20, and
+        // the pool's total swing (2 · √(20² + 5²) ≈ 41.2) covers that in full: hi_0 = 120 + 20. Tenant 1's
+        // swing (2 · 5) is within its headroom (20): hi_1 = 120. The insatiable tenant takes the rest.
+        let claims = [
+            AllocationClaim(demand: 100, spread: 20), AllocationClaim(demand: 100, spread: 5),
+            AllocationClaim(demand: .infinity),
+        ]
+        let result = Self.compute(1000, claims, settings: settings)
+        #expect(result.upperBounds[0] == 140)
+        #expect(result.upperBounds[1] == 120)
+        #expect(result.allocations == [140, 120, 740])
+        #expect(result.reasons == [.demand, .demand, .fairShare])
+
+        // Off: SPEC 6.1's formula exactly.
+        settings.demandDeviations = 0
+        let plain = Self.compute(1000, claims, settings: settings)
+        #expect(plain.allocations == [120, 120, 760])
+    }
+
+    @Test func manySmallSwingsArePooled() {
+        var settings = Self.bare
+        settings.demandHeadroom = 0.2
+        settings.demandDeviations = 2
+        // Four tenants at 10 a minute, each swinging by 10: each asks 2 · 10 − 2 = 18 beyond its headroom, 72 in
+        // all, but their total swings by only √(4 · 10²) = 20, so the pool gives 2 · 20 = 40 of the 72: each
+        // gets 12 + 18 · 40/72 = 22, and the tenant above its fair share keeps 100 − 88 = 12 instead of 28.
+        let small = AllocationClaim(demand: 10, spread: 10)
+        let result = Self.compute(
+            100, [small, small, small, small, AllocationClaim(weight: 0.5, demand: .infinity)], settings: settings)
+        for index in 0..<4 { #expect(abs(result.allocations[index] - 22) < 1e-9) }
+        #expect(abs(result.allocations[4] - 12) < 1e-9)
+        #expect(result.reasons == [.demand, .demand, .demand, .demand, .fairShare])
+        // An idle tenant's swing counts for nothing.
+        var idle = AllocationClaim(demand: 0, isIdle: true, idleAllocation: 1)
+        idle.spread = 50
+        let withIdle = Self.compute(
+            101, [small, small, small, small, AllocationClaim(weight: 0.5, demand: .infinity), idle], settings: settings)
+        #expect(abs(withIdle.allocations[0] - 22) < 1e-9)
+        #expect(withIdle.allocations[5] == 1)
+    }
+
     @Test func floorAboveDemandIsStillHeld() {
         let result = Self.compute(100, [AllocationClaim(floor: 20, demand: 5), AllocationClaim(demand: 30)])
         #expect(result.allocations == [20, 30])

@@ -239,7 +239,8 @@ extension TenantTrack {
         let observation = TenantObservation(
             tenant: key.tenant, upstream: key.upstream, tenantClass: tenantClass, suspect: suspect, demand: demand,
             served: servedShort, samples: samples, confidence: confidence, inputTokenShare: inputShare,
-            clump: clump ?? PerDimension(0), pressing: suspect ? PerDimension(false) : pressing)
+            clump: clump ?? PerDimension(0), pressing: suspect ? PerDimension(false) : pressing,
+            spread: idle ? PerDimension(0) : spread(of: demand))
         let status = TenantStatus(
             key: key, tenantClass: tenantClass, suspect: suspect, suspectReasons: suspectReasons, demand: demand,
             servedShort: servedShort, servedLong: servedLong, deniedRPM: deniedShort, queuedRPM: queuedShort,
@@ -252,6 +253,26 @@ extension TenantTrack {
                 rules: rules, sparse: demandShort.rpm * settings.shortWindowSeconds / 60 < rules.sparseSamples),
             gatewayServed: gatewayServed())
         return Classification(observation: observation, status: status, alerts: alerts)
+    }
+
+    /// The index of dispersion of the tenant's requests per tick (variance over mean, at least 1): 1 when
+    /// they arrive independently, about the clump size when a task's calls come together.
+    var dispersion: Double {
+        let mean = tickCountMean ?? 0
+        return mean > 0 ? max(1, ((tickCountSquare ?? 0) - mean * mean) / mean) : 1
+    }
+
+    /// How far a tenant wanting `demand` swings from one minute to the next: requests with index of
+    /// dispersion `I` at `λ` a minute give a minute's count a variance of `I · λ`, and its tokens `s` times
+    /// that deviation for `s` tokens a request. The engine covers two of these with the pool's slack
+    /// (`allocation.demand_deviations`): an agent's tasks arrive in clumps, so a small tenant's minute swings
+    /// by far more than the 20 % `demand_headroom` (a premium desk at 180 rpm in tasks of six calls swings by
+    /// a fifth; its calls waited in the gateway queue, task p95 5.3 s against 3.4 s unqueued).
+    func spread(of demand: PerDimension<Double>) -> PerDimension<Double> {
+        let requests = demand.rpm.isFinite ? max(0, demand.rpm) : 0
+        let deviation = (dispersion * requests).squareRoot()
+        let tokensPerRequest = requests > 0 && demand.tpm.isFinite ? max(0, demand.tpm) / requests : 0
+        return PerDimension(rpm: deviation, tpm: deviation * tokensPerRequest)
     }
 
     /// Keeps ``activeLevel`` (the level while active: up at once, down with the long window's weight; frozen
@@ -302,8 +323,7 @@ extension TenantTrack {
         // dispersion `I` (1 when independent, the clump size when a task's calls come together) give an
         // EWMA over τ a variance of about `I · λ · 30 / τ` (λ per minute, τ in seconds). It is a floor under
         // the measured variance, which starts at zero and takes the long window to learn.
-        let mean = tickCountMean ?? 0
-        let dispersion = mean > 0 ? max(1, ((tickCountSquare ?? 0) - mean * mean) / mean) : 1
+        let dispersion = self.dispersion
         // A sparse tenant (fewer than `sparseSamples` requests in the short window: a task now and then)
         // is measured over the long window: its short-window rate is one task's clump rising and decaying.
         let sparse = short.rpm / max(filled, .leastNonzeroMagnitude) * shortWindow / 60 < rules.sparseSamples

@@ -34,6 +34,37 @@ struct ClassifierLevelTests {
         #expect(abs(demands[0] - 120) <= 12)
     }
 
+    @Test func theSpreadIsTheMinutesSwingOfRequestsThatComeInClumps() throws {
+        // Ten calls every tick, each alone: a minute's count swings by √λ (dispersion 1).
+        var steady = ClassifierRun(start: t0)
+        var report = steady.tick { script, from, to in F.served(&script, 10, from: from, to: to) }
+        for _ in 0..<119 { report = steady.tick { script, from, to in F.served(&script, 10, from: from, to: to) } }
+        var observation = try #require(F.observation(report))
+        #expect(F.close(observation.spread.rpm, observation.demand.rpm.squareRoot()))
+        #expect(F.close(observation.spread.tpm, observation.spread.rpm * observation.demand.tpm / observation.demand.rpm))
+
+        // The same 120 a minute in clumps (per tick: variance 212 over mean 10, dispersion 21.2 once settled): the
+        // minute swings by √(I · λ), I learnt from the tick counts' mean and mean square over the long window
+        // (15 min, from the first tick's count).
+        var clumpy = ClassifierRun(start: t0)
+        let weight = 1 - exp(-5.0 / 900)
+        var mean = Double(Self.clumps[0])
+        var square = mean * mean
+        for tick in 0..<360 {
+            let count = Double(Self.clumps[tick % 12])
+            if tick > 0 {
+                mean += weight * (count - mean)
+                square += weight * (count * count - square)
+            }
+            report = clumpy.tick { script, from, to in F.served(&script, Self.clumps[tick % 12], from: from, to: to) }
+            guard tick == 119 || tick == 359 else { continue }
+            observation = try #require(F.observation(report))
+            let dispersion = (square - mean * mean) / mean
+            #expect(F.close(observation.spread.rpm, (dispersion * observation.demand.rpm).squareRoot()))
+            #expect(dispersion > (tick == 119 ? 8.9 : 17.4))  // 2.98² and 4.18² of the steady tenant's swing
+        }
+    }
+
     @Test func aStepBeyondTheNoiseIsFollowedAtOnce() throws {
         var run = ClassifierRun(start: t0)
         var report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) }
