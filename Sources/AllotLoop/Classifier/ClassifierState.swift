@@ -253,6 +253,10 @@ struct TenantTrack: Sendable, Hashable, Codable {
     /// Whether the last tick found the tenant idle, and when it last came back from idle.
     var wasIdle: Bool?
     var returnedAt: Double?
+    /// Back from idle: the oldest event time since it came back and the requests (and tokens) wanted since,
+    /// counted once each — its exact rate since its return, like a young track's. nil otherwise.
+    var returnSince: Double?
+    var returnWanted: PerDimension<Double>?
 
     /// Demand events seen (served, denied, queued).
     var samples = 0

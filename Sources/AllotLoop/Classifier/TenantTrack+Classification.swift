@@ -55,6 +55,14 @@ extension TenantTrack {
                 youngWanted = nil
             }
         }
+        if wasIdle == true, tick.newRequests > 0 {
+            returnSince = tick.firstSeenAt.isFinite ? tick.firstSeenAt : now - fold.elapsed
+            returnWanted = PerDimension(rpm: Double(tick.newRequests), tpm: Double(tick.newTokens))
+        } else if var seen = returnWanted {
+            seen.rpm += Double(tick.newRequests)
+            seen.tpm += Double(tick.newTokens)
+            returnWanted = seen
+        }
         let count = Double(tick.newRequests)
         tickCountMean = (tickCountMean ?? count) + long * (count - (tickCountMean ?? count))
         tickCountSquare =
@@ -327,6 +335,19 @@ extension TenantTrack {
         // A sparse tenant (fewer than `sparseSamples` requests in the short window: a task now and then)
         // is measured over the long window: its short-window rate is one task's clump rising and decaying.
         let sparse = short.rpm / max(filled, .leastNonzeroMagnitude) * shortWindow / 60 < rules.sparseSamples
+        // Back from idle within a short window, with a short window's worth of requests since: its exact rate
+        // since then. Its EWMAs start from what they decayed to while it was idle, and a premium desk back
+        // from a ten-minute outage at twice its old rate was read at a tenth of it in its first tick.
+        var returned: PerDimension<Double>?
+        if let since = returnSince, let seen = returnWanted {
+            if now - since < shortWindow, seen.rpm >= rules.sparseSamples {
+                let covered = max(now - since, fold.elapsed)
+                returned = PerDimension { seen[$0] * 60 / covered }
+            } else if now - since >= shortWindow {
+                returnSince = nil
+                returnWanted = nil
+            }
+        }
         for dimension in RateDimension.allCases {
             let longRate = filledLong > 0 ? long[dimension] / filledLong : long[dimension]
             var shortRate = filled > 0 ? short[dimension] / filled : short[dimension]
@@ -335,7 +356,7 @@ extension TenantTrack {
             if let folded = foldedSeconds, folded < shortWindow, let since = youngSince, let seen = youngWanted {
                 shortRate = seen[dimension] * 60 / max(folded, now - since, fold.elapsed)
             }
-            let rate = sparse ? longRate : shortRate
+            let rate = max(sparse ? longRate : shortRate, returned?[dimension] ?? 0)
             let deviation = shortRate - longRate
             noise[dimension] += fold.long * (deviation * deviation - noise[dimension])
             let size = dimension == .rpm ? 1 : perRequest.tpm

@@ -102,6 +102,33 @@ struct ClassifierClassesTests {
         #expect(observation.demand.rpm < 0.25 * before)
     }
 
+    @Test func aTenantBackFromIdleAtTwiceItsRateIsMeasuredExactlyFromItsFirstTick() throws {
+        var run = ClassifierRun(start: t0)
+        var report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) }
+        for _ in 0..<59 { report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) } }
+        report = run.tick(after: 600)
+        #expect(F.status(report)?.tenantClass == .idle)
+        // Back at 240 a minute (20 a tick, the first at the tick's start): its exact rate since, not its short
+        // EWMA (which reads a twelfth of it after one tick) nor the 120 it remembers.
+        report = run.tick { script, from, to in F.served(&script, 20, from: from, to: to) }
+        var observation = try #require(F.observation(report))
+        #expect(F.close(observation.demand.rpm, 240))
+        #expect(F.close(observation.demand.tpm, 240 * 150))
+        // Still measured so within the short window…
+        for _ in 0..<5 { report = run.tick { script, from, to in F.served(&script, 20, from: from, to: to) } }
+        observation = try #require(F.observation(report))
+        #expect(F.close(observation.demand.rpm, 240))
+        // …and a return with fewer requests than a sparse tenant's short window holds (one task of 15 calls) is
+        // not read so, or one task would claim 180 a minute: it claims the level it remembers (119.5, fading).
+        var sparse = ClassifierRun(start: t0)
+        report = sparse.tick { script, from, to in F.served(&script, 10, from: from, to: to) }
+        for _ in 0..<59 { report = sparse.tick { script, from, to in F.served(&script, 10, from: from, to: to) } }
+        report = sparse.tick(after: 600)
+        report = sparse.tick { script, from, to in F.served(&script, 15, from: from, to: to) }
+        observation = try #require(F.observation(report))
+        #expect(observation.demand.rpm > 119 && observation.demand.rpm < 120)
+    }
+
     @Test func steadyThenALegitimateBurstThatIsNotSuspect() throws {
         var run = ClassifierRun(start: t0)
         let allocation = [F.acme: PerDimension<Double>(rpm: 1000, tpm: 1_000_000)]
