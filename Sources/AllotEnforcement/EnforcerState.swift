@@ -54,13 +54,63 @@ struct TenantState: Sendable {
     /// Charged requests in flight: what `max_concurrency` bounds.
     var inFlight = 0
     var credit: CreditState?
+    /// What it may still borrow of the allocation others leave idle (``GatewayConfiguration/borrowShare``),
+    /// created full; nil when borrowing is unbounded.
+    var borrowable: (rpm: TokenBucket, tpm: TokenBucket)?
+    /// The share and window its borrow allowance is sized by.
+    let borrowing: (share: Double, window: Double)
 
-    init(policy: TenantPolicy, now: Double) {
+    init(policy: TenantPolicy, now: Double, borrowing: (share: Double, window: Double) = (.infinity, 0)) {
         self.policy = policy
+        self.borrowing = borrowing
         rpm = TokenBucket(parameters: policy.limits.rpm, now: now)
         tpm = TokenBucket(parameters: policy.limits.tpm, now: now)
         credit = policy.burstCredit.map { CreditState(grant: $0) }
+        if let allowance = Self.borrowParameters(policy.limits, borrowing) {
+            borrowable = (
+                TokenBucket(parameters: allowance.rpm, now: now), TokenBucket(parameters: allowance.tpm, now: now)
+            )
+        }
     }
+
+    /// The borrow allowance: `share` times the tenant's own rate, and as a burst `share` times the larger of
+    /// its own burst and `window` seconds of its rate (the idle buckets' window: what is lent accrues that
+    /// long). nil for an unbounded share.
+    static func borrowParameters(
+        _ limits: RateLimits, _ borrowing: (share: Double, window: Double)
+    ) -> (rpm: Bucket, tpm: Bucket)? {
+        guard borrowing.share.isFinite else { return nil }
+        let share = max(0, borrowing.share)
+        let window = borrowing.window.isFinite ? max(0, borrowing.window) : 0
+        func scaled(_ bucket: Bucket) -> Bucket {
+            Bucket(rate: bucket.rate * share, burst: max(bucket.burst, bucket.rate * window / 60) * share)
+        }
+        return (scaled(limits.rpm), scaled(limits.tpm))
+    }
+
+    /// Whether it may borrow one request of `amount` tokens in the dimensions it would borrow from `lender`:
+    /// within its allowance, whenever the idle buckets have it; beyond it, only what leaves them at least a
+    /// quarter full (``beyondAllowanceLevel``) — allocation the tenants within their allowances have left
+    /// there. Work conservation is kept (what nobody else takes accrues, and then anyone may borrow it), and
+    /// those within their share go first.
+    func mayBorrow(
+        rpm borrowRPM: Bool, tpm borrowTPM: Bool, amount: Double, from lender: IdleCapacity?, at now: Double
+    ) -> Bool {
+        guard let borrowable else { return true }
+        func allowed(_ own: TokenBucket, _ idle: TokenBucket?, _ amount: Double) -> Bool {
+            if own.admits(amount, at: now) { return true }
+            guard let idle else { return false }
+            return idle.level(at: now) - amount >= Self.beyondAllowanceLevel * idle.parameters.burst
+        }
+        return (!borrowRPM || allowed(borrowable.rpm, lender?.rpm, 1))
+            && (!borrowTPM || allowed(borrowable.tpm, lender?.tpm, amount))
+    }
+
+    /// Beyond its allowance a tenant borrows only what leaves the idle buckets at least this full (a fraction of
+    /// their burst).
+    /// (A half left the estimate of a blind pool cut below its new limit at 83 % of it for ten minutes: its
+    /// probe needs the pool used, and the tenant that wanted more could not borrow what the others left.)
+    static let beyondAllowanceLevel = 0.25
 
     /// Full, idle and owing nothing: forgetting it changes nothing, because a new state starts full.
     func isIdle(at now: Double) -> Bool {
@@ -75,11 +125,15 @@ struct TenantState: Sendable {
             credit!.usedCalls += 1
         } else if !charge.rpmBorrowed {
             rpm.take(1, at: now)
+        } else if borrowable?.rpm.admits(1, at: now) == true {
+            borrowable!.rpm.take(1, at: now)  // borrowed within its allowance (beyond it, nothing to charge)
         }
         if charge.tpmFromCredit {
             credit!.usedTokens += amount
         } else if !charge.tpmBorrowed {
             tpm.take(amount, at: now)
+        } else if borrowable?.tpm.admits(amount, at: now) == true {
+            borrowable!.tpm.take(amount, at: now)
         }
     }
 
@@ -89,6 +143,10 @@ struct TenantState: Sendable {
         self.policy = policy
         rpm.retune(to: policy.limits.rpm, at: instant)
         tpm.retune(to: policy.limits.tpm, at: instant)
+        if let allowance = Self.borrowParameters(policy.limits, borrowing) {
+            borrowable?.rpm.retune(to: allowance.rpm, at: instant)
+            borrowable?.tpm.retune(to: allowance.tpm, at: instant)
+        }
         if let grant = policy.burstCredit {
             if var existing = credit, existing.grant.expiresAt == grant.expiresAt {
                 existing.grant = grant
@@ -517,7 +575,8 @@ struct EnforcerState {
         if let index = states.index(forKey: key) { return index }
         guard let policy = table.policy(for: key) else { return nil }
         if states.count >= stateCollectionThreshold { collectIdle(now: now) }
-        states[key] = TenantState(policy: policy, now: now)
+        states[key] = TenantState(
+            policy: policy, now: now, borrowing: (configuration.borrowShare, configuration.borrowWindow))
         return states.index(forKey: key)
     }
 
@@ -632,6 +691,11 @@ struct EnforcerState {
             var rpmOK = rpmFits || charge.rpmFromCredit
             var tpmOK = tpmFits || charge.tpmFromCredit
             var lender: IdleCapacity?
+            func later(_ idleDelay: Double?, _ allowance: TokenBucket?, _ amount: Double) -> Double? {
+                guard let idleDelay else { return nil }
+                guard let allowance else { return idleDelay }
+                return allowance.delay(until: amount, at: now).map { max(idleDelay, $0) }
+            }
             if !rpmOK || !tpmOK, !idle.isEmpty, policy.deny == nil, !tenantState.rpm.isClosed,
                 !tenantState.tpm.isClosed
             {
@@ -639,7 +703,9 @@ struct EnforcerState {
                 lender = idle[key.upstream]
                 let rpmBorrow = !rpmOK && IdleCapacity.lends(lender?.rpm, 1, at: now)
                 let tpmBorrow = !tpmOK && IdleCapacity.lends(lender?.tpm, amount, at: now)
-                if (rpmOK || rpmBorrow) && (tpmOK || tpmBorrow) {
+                if (rpmOK || rpmBorrow) && (tpmOK || tpmBorrow),
+                    tenantState.mayBorrow(rpm: rpmBorrow, tpm: tpmBorrow, amount: amount, from: lender, at: now)
+                {
                     charge.rpmBorrowed = rpmBorrow
                     charge.tpmBorrowed = tpmBorrow
                     rpmOK = true
@@ -651,8 +717,12 @@ struct EnforcerState {
                     tenantState, key: key, amount: amount, rpmOK: rpmOK, tpmOK: tpmOK, now: now)
                 if let lender, failure.fromRefill, let own = failure.retryAfter {
                     // Idle allocation may come sooner than the own refill (a lower bound: others draw on it too).
-                    let rpmDelay = rpmOK ? 0 : IdleCapacity.delay(lender.rpm, 1, at: now)
-                    let tpmDelay = tpmOK ? 0 : IdleCapacity.delay(lender.tpm, amount, at: now)
+                    // …and no sooner than its own borrow allowance has room.
+                    let rpmDelay =
+                        rpmOK ? 0 : later(IdleCapacity.delay(lender.rpm, 1, at: now), tenantState.borrowable?.rpm, 1)
+                    let tpmDelay =
+                        tpmOK
+                        ? 0 : later(IdleCapacity.delay(lender.tpm, amount, at: now), tenantState.borrowable?.tpm, amount)
                     if let rpmDelay, let tpmDelay {
                         failure.retryAfter = min(own, max(rpmDelay, tpmDelay, Self.borrowRecheck))
                     }

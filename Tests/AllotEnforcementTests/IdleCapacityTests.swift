@@ -24,8 +24,11 @@ import Testing
         #expect(parameters["b"]?.tpm == Bucket(rate: 600, burst: 100))
     }
 
+    /// Borrowing without a per-tenant allowance: the idle buckets alone bound it.
+    static let unbounded = GatewayConfiguration(gatewayID: "gw-1", borrowShare: .infinity)
+
     @Test func aBusyTenantBorrowsWhatAnotherLeavesIdleAndTheLenderKeepsItsBucket() throws {
-        let enforcer = Enforcer.make(.make(tenants: [Self.busy, Self.quiet]))
+        let enforcer = Enforcer.make(.make(tenants: [Self.busy, Self.quiet]), configuration: Self.unbounded)
         // The idle buckets start empty at the snapshot (1000): busy's own burst only.
         _ = try enforcer.mustAdmit(.make("busy"), now: 1_000)
         #expect(try enforcer.mustDeny(.make("busy"), now: 1_000).limit == .rpm)
@@ -103,7 +106,7 @@ import Testing
     }
 
     @Test func aReleasedBorrowedTicketGoesBackToTheIdleBucketsNotTheOwnBucket() throws {
-        let enforcer = Enforcer.make(.make(tenants: [Self.busy, Self.quiet]))
+        let enforcer = Enforcer.make(.make(tenants: [Self.busy, Self.quiet]), configuration: Self.unbounded)
         _ = try enforcer.mustAdmit(.make("busy"), now: 1_010)  // own: idle 10 → 9
         let borrowed = try enforcer.mustAdmit(.make("busy"), now: 1_010)  // borrowed: idle 8
         #expect(enforcer.statistics.borrowed == 1)
@@ -114,5 +117,38 @@ import Testing
         // more is denied).
         for _ in 0..<9 { _ = try enforcer.mustAdmit(.make("busy"), now: 1_010) }
         #expect(try enforcer.mustDeny(.make("busy"), now: 1_010).limit == .rpm)
+    }
+
+    @Test func withinTheirAllowancesTenantsBorrowFirstAndBeyondItOnlyWhatAccrues() throws {
+        // Three tenants of 60 RPM (burst 1); quiet sends nothing. The idle buckets refill at 180 RPM (3/s) and hold
+        // 5 s of it (15). By default a tenant's allowance is its own slice again: 60 RPM, with a burst of 5 s of
+        // it (5). Beyond it, it borrows only while that leaves the idle buckets at least a quarter full (3.75).
+        let other = TenantEntry.make("other", rpm: Bucket(rate: 60, burst: 1), tpm: Bucket(rate: 60_000, burst: 10_000))
+        let tenants = [Self.busy, Self.quiet, other]
+        let enforcer = Enforcer.make(.make(tenants: tenants))
+        // Ten seconds in: idle 15. busy's own request (idle 14), five borrowed within its allowance (idle 9), five
+        // beyond it (idle 4); the next would leave 3.
+        for _ in 0..<11 { _ = try enforcer.mustAdmit(.make("busy"), now: 1_010) }
+        let denial = try enforcer.mustDeny(.make("busy"), now: 1_010)
+        #expect(denial.limit == .rpm)
+        // It is told to come back when its allowance has room again (1 s), not at once.
+        #expect(denial.retryAfter == 1)
+        #expect(enforcer.statistics.borrowed == 10)
+        // The reserve busy could not take is other's, within its allowance: its own request (idle 3), then three
+        // borrowed (idle 0).
+        for _ in 0..<4 { _ = try enforcer.mustAdmit(.make("other"), now: 1_010) }
+        #expect(try enforcer.mustDeny(.make("other"), now: 1_010).limit == .rpm)
+        #expect(enforcer.statistics.borrowed == 13)
+        // Nobody asks for four seconds: the idle buckets refill to 12; busy takes its own refilled request (11),
+        // borrows four within its refilled allowance (7) and three beyond it (4).
+        for _ in 0..<8 { _ = try enforcer.mustAdmit(.make("busy"), now: 1_014) }
+        #expect(try enforcer.mustDeny(.make("busy"), now: 1_014).limit == .rpm)
+
+        // Unbounded, the first to ask takes it all: busy borrows all 14, other only its own request.
+        let greedy = Enforcer.make(.make(tenants: tenants), configuration: Self.unbounded)
+        for _ in 0..<15 { _ = try greedy.mustAdmit(.make("busy"), now: 1_010) }
+        #expect(greedy.statistics.borrowed == 14)
+        _ = try greedy.mustAdmit(.make("other"), now: 1_010)
+        #expect(try greedy.mustDeny(.make("other"), now: 1_010).limit == .rpm)
     }
 }
