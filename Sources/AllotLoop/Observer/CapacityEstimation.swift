@@ -41,7 +41,9 @@ import AllotStore
 ///   above it, where that measurement is disproven — up to the ceiling (header limit, else declared; unbounded
 ///   when neither exists). Below 50 % there is no evidence the estimate is too low; in between it holds —
 ///   except below twice the floor, where a quiet short window is enough to probe (the floor's allocations
-///   may admit nothing, and no traffic never reads as high utilisation).
+///   may admit nothing, and no traffic never reads as high utilisation), and below a limit the provider
+///   states while our own gateways deny calls in the short window (the low use is ours: an estimate cut
+///   below what its allocations can pass would otherwise never see the use that raises it).
 /// - **Floor**: never below `capacity_floor × reference`.
 /// - **Degrading**: the short-window p95 latency against the baseline p95 (the long window minus the
 ///   short one, so that a rise is not hidden in its own baseline) at or above `latency_ratio` (both with

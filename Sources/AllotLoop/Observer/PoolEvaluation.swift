@@ -356,8 +356,14 @@ struct PoolEvaluation {
             // follows each step up with the window's lag, so at 90 % the recovery advanced one tick in seven (a
             // cut to 333 of a stated 1500 took ten minutes to undo).
             let enough = gap > 0 ? CapacityEstimation.evidenceUtilisation : settings.probeUtilisation
+            // Below a limit the provider states, with our own gateways turning demand away and no quota errors,
+            // low use is our holding back, not evidence: an estimate cut below what its allocations can pass
+            // starves itself of the use that would raise it. (A 45k-TPM pool whose calls carry tens of thousands
+            // of tokens: cut to 16k after a storm, its tenants' slices could no longer admit one call, and it
+            // stayed there — 44 % utilisation for twelve minutes.)
+            let heldBack = gap > 0 && window.count(.deniedLocal) > 0
             if quiet, room, pool.circuit == .closed, !pool.latencyDegrading,
-                used >= enough || atFloor, elapsed > 0
+                used >= enough || atFloor || heldBack, elapsed > 0
             {
                 // Without any stated limit, after a quota cut within the long window the step is a share of the
                 // estimate, not of the declared capacity: a declared capacity twice the real one made every
@@ -380,7 +386,7 @@ struct PoolEvaluation {
                         ?? false
                 // From near the floor without traffic, steps of the reference: what was measured there (nothing
                 // served) is no limit to creep above.
-                let fromFloor = used < enough
+                let fromFloor = used < enough && !heldBack
                 let step =
                     fromFloor
                     ? settings.probeStep * (pool.reference[dimension] ?? estimate) * elapsed / 60

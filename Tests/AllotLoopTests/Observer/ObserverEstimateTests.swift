@@ -514,6 +514,34 @@ struct ObserverEstimateTests {
         #expect(expected < 841)
     }
 
+    @Test func belowAStatedLimitDemandOurGatewaysTurnAwayIsEvidenceEvenAtLowUse() throws {
+        // After the cut to 600, 120 a minute served (a fifth of the estimate: too little to judge), every answer
+        // stating the limit of 1000. With our own gateways denying calls in every slice, the low use is ours:
+        // the estimate recovers toward the stated limit as it would at half use. Without the denials it holds.
+        for denying in [true, false] {
+            var script = TelemetryScript()
+            var estimation = CapacityEstimation(policy: F.policy())
+            _ = estimation.observe(script.delta { Self.cutTo600(&$0, t0: t0) }, now: t0 + 1)
+            var expected = 600.0
+            for tick in 1...30 {
+                let now = t0 + Double(tick) * 5
+                var events = script.spread(10, from: now - 5, to: now) { script, at in
+                    script.event(at: at, signals: F.openAI(limitRequests: 1000))
+                }
+                if denying {
+                    events += script.spread(5, from: now - 5, to: now) { script, at in
+                        script.event(at: at, outcome: .deniedLocal)
+                    }
+                }
+                let report = estimation.observe(script.delta(events), now: now)
+                let status = try #require(F.status(report))
+                if denying, tick >= 12 { expected += max(0.05 * 1000, 0.5 * (1000 - expected)) * 5 / 60 }
+                #expect(abs(status.estimate.rpm! - expected) < 1e-6, "tick \(tick), denying \(denying)")
+            }
+            #expect(denying ? expected > 800 : expected == 600)
+        }
+    }
+
     @Test func aCutWinsOverAStatedLimitUntilTheProviderRaisesItByAQuarter() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy())
