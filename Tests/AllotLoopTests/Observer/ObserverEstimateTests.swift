@@ -492,54 +492,56 @@ struct ObserverEstimateTests {
         #expect(last.hasSuffix(" → 642"))
     }
 
-    @Test func belowAStatedLimitHalfTheEstimateIsEvidenceEnoughToRecover() throws {
+    /// The estimate after each of 30 ticks (5 s) following the cut to 600: `served` answers per tick, each stating
+    /// the limit of 1000, and `denied` calls our own gateways turned away.
+    static func estimatesAfterCut(served: Int, denied: Int = 0, t0: Double) throws -> [Double] {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy())
-        _ = estimation.observe(script.delta { Self.cutTo600(&$0, t0: t0) }, now: t0 + 1)
-        var expected = 600.0
+        _ = estimation.observe(script.delta { cutTo600(&$0, t0: t0) }, now: t0 + 1)
+        var estimates: [Double] = []
         for tick in 1...30 {
             let now = t0 + Double(tick) * 5
-            // 35 per 5 s = 420 per minute (70 % of 600), every answer stating the limit of 1000.
-            let events = script.spread(35, from: now - 5, to: now) { script, at in
+            var events = script.spread(served, from: now - 5, to: now) { script, at in
                 script.event(at: at, signals: F.openAI(limitRequests: 1000))
             }
+            events += script.spread(denied, from: now - 5, to: now) { script, at in
+                script.event(at: at, outcome: .deniedLocal)
+            }
             let report = estimation.observe(script.delta(events), now: now)
-            let status = try #require(F.status(report))
-            // After the minute of the 429s, toward the stated limit by half the gap per minute (the larger step)
-            // while 420 is at least half the estimate: up to 840.
-            if tick >= 12, 420 / expected >= 0.5 { expected += max(0.05 * 1000, 0.5 * (1000 - expected)) * 5 / 60 }
-            #expect(abs(status.estimate.rpm! - expected) < 1e-6, "tick \(tick)")
+            estimates.append(try #require(F.status(report)).estimate.rpm!)
         }
-        #expect(expected > 800)
-        #expect(expected < 841)
+        return estimates
+    }
+
+    /// After the minute of the 429s, toward the stated 1000 by half the gap per minute (the larger step) while
+    /// `recovering(estimate)` holds.
+    static func expectedRecovery(while recovering: (Double) -> Bool) -> [Double] {
+        var expected = 600.0
+        return (1...30).map { tick in
+            if tick >= 12, recovering(expected) { expected += max(0.05 * 1000, 0.5 * (1000 - expected)) * 5 / 60 }
+            return expected
+        }
+    }
+
+    @Test func belowAStatedLimitHalfTheEstimateIsEvidenceEnoughToRecover() throws {
+        // 35 per 5 s = 420 per minute (70 % of 600): recovering while 420 is at least half the estimate, up to 840.
+        let estimates = try Self.estimatesAfterCut(served: 35, t0: t0)
+        let expected = Self.expectedRecovery { 420 / $0 >= 0.5 }
+        for (tick, (estimate, value)) in zip(estimates, expected).enumerated() {
+            #expect(abs(estimate - value) < 1e-6, "tick \(tick + 1)")
+        }
+        #expect(expected.last! > 800 && expected.last! < 841)
     }
 
     @Test func belowAStatedLimitDemandOurGatewaysTurnAwayIsEvidenceEvenAtLowUse() throws {
-        // After the cut to 600, 120 a minute served (a fifth of the estimate: too little to judge), every answer
-        // stating the limit of 1000. With our own gateways denying calls in every slice, the low use is ours:
-        // the estimate recovers toward the stated limit as it would at half use. Without the denials it holds.
-        for denying in [true, false] {
-            var script = TelemetryScript()
-            var estimation = CapacityEstimation(policy: F.policy())
-            _ = estimation.observe(script.delta { Self.cutTo600(&$0, t0: t0) }, now: t0 + 1)
-            var expected = 600.0
-            for tick in 1...30 {
-                let now = t0 + Double(tick) * 5
-                var events = script.spread(10, from: now - 5, to: now) { script, at in
-                    script.event(at: at, signals: F.openAI(limitRequests: 1000))
-                }
-                if denying {
-                    events += script.spread(5, from: now - 5, to: now) { script, at in
-                        script.event(at: at, outcome: .deniedLocal)
-                    }
-                }
-                let report = estimation.observe(script.delta(events), now: now)
-                let status = try #require(F.status(report))
-                if denying, tick >= 12 { expected += max(0.05 * 1000, 0.5 * (1000 - expected)) * 5 / 60 }
-                #expect(abs(status.estimate.rpm! - expected) < 1e-6, "tick \(tick), denying \(denying)")
-            }
-            #expect(denying ? expected > 800 : expected == 600)
+        // 120 a minute served (a fifth of the estimate: too little to judge). With our own gateways denying calls
+        // in every slice, the low use is ours: the estimate recovers as it would at half use. Without, it holds.
+        let denying = try Self.estimatesAfterCut(served: 10, denied: 5, t0: t0)
+        for (tick, (estimate, value)) in zip(denying, Self.expectedRecovery { _ in true }).enumerated() {
+            #expect(abs(estimate - value) < 1e-6, "tick \(tick + 1)")
         }
+        #expect(denying.last! > 800)
+        #expect(try Self.estimatesAfterCut(served: 10, t0: t0).allSatisfy { $0 == 600 })
     }
 
     @Test func aCutWinsOverAStatedLimitUntilTheProviderRaisesItByAQuarter() throws {
