@@ -58,15 +58,15 @@ struct TenantState: Sendable {
     /// created full; nil when borrowing is unbounded.
     var borrowable: (rpm: TokenBucket, tpm: TokenBucket)?
     /// The share and window its borrow allowance is sized by.
-    let borrowing: (share: Double, window: Double)
+    let borrowing: (share: Double, window: Double, unboundedPriority: Int)
 
-    init(policy: TenantPolicy, now: Double, borrowing: (share: Double, window: Double) = (.infinity, 0)) {
+    init(policy: TenantPolicy, now: Double, borrowing: (share: Double, window: Double, unboundedPriority: Int) = (.infinity, 0, -1)) {
         self.policy = policy
         self.borrowing = borrowing
         rpm = TokenBucket(parameters: policy.limits.rpm, now: now)
         tpm = TokenBucket(parameters: policy.limits.tpm, now: now)
         credit = policy.burstCredit.map { CreditState(grant: $0) }
-        if let allowance = Self.borrowParameters(policy.limits, borrowing) {
+        if let allowance = Self.borrowParameters(policy, borrowing) {
             borrowable = (
                 TokenBucket(parameters: allowance.rpm, now: now), TokenBucket(parameters: allowance.tpm, now: now)
             )
@@ -75,11 +75,12 @@ struct TenantState: Sendable {
 
     /// The borrow allowance: `share` times the tenant's own rate, and as a burst `share` times the larger of
     /// its own burst and `window` seconds of its rate (the idle buckets' window: what is lent accrues that
-    /// long). nil for an unbounded share.
+    /// long). nil for an unbounded share, and for a tenant of priority `unboundedPriority` or before.
     static func borrowParameters(
-        _ limits: RateLimits, _ borrowing: (share: Double, window: Double)
+        _ policy: TenantPolicy, _ borrowing: (share: Double, window: Double, unboundedPriority: Int)
     ) -> (rpm: Bucket, tpm: Bucket)? {
-        guard borrowing.share.isFinite else { return nil }
+        guard borrowing.share.isFinite, policy.priority > borrowing.unboundedPriority else { return nil }
+        let limits = policy.limits
         let share = max(0, borrowing.share)
         let window = borrowing.window.isFinite ? max(0, borrowing.window) : 0
         func scaled(_ bucket: Bucket) -> Bucket {
@@ -143,9 +144,18 @@ struct TenantState: Sendable {
         self.policy = policy
         rpm.retune(to: policy.limits.rpm, at: instant)
         tpm.retune(to: policy.limits.tpm, at: instant)
-        if let allowance = Self.borrowParameters(policy.limits, borrowing) {
-            borrowable?.rpm.retune(to: allowance.rpm, at: instant)
-            borrowable?.tpm.retune(to: allowance.tpm, at: instant)
+        if let allowance = Self.borrowParameters(policy, borrowing) {
+            if borrowable == nil {
+                borrowable = (
+                    TokenBucket(parameters: allowance.rpm, now: instant),
+                    TokenBucket(parameters: allowance.tpm, now: instant)
+                )
+            } else {
+                borrowable!.rpm.retune(to: allowance.rpm, at: instant)
+                borrowable!.tpm.retune(to: allowance.tpm, at: instant)
+            }
+        } else {
+            borrowable = nil
         }
         if let grant = policy.burstCredit {
             if var existing = credit, existing.grant.expiresAt == grant.expiresAt {
@@ -576,7 +586,8 @@ struct EnforcerState {
         guard let policy = table.policy(for: key) else { return nil }
         if states.count >= stateCollectionThreshold { collectIdle(now: now) }
         states[key] = TenantState(
-            policy: policy, now: now, borrowing: (configuration.borrowShare, configuration.borrowWindow))
+            policy: policy, now: now,
+            borrowing: (configuration.borrowShare, configuration.borrowWindow, configuration.borrowUnboundedPriority))
         return states.index(forKey: key)
     }
 

@@ -33,6 +33,8 @@ struct TenantPolicy: Sendable, Equatable {
     var tokenEstimate: TokenEstimate?
     var deny: String?
     var burstCredit: BurstCredit?
+    /// The tier's priority (0 first); `Int.max` when the snapshot lists no tenant entry (defaults, bootstrap).
+    var priority = Int.max
 }
 
 /// The limits a gateway enforces right now, derived from one snapshot: either its lease allocations or, once
@@ -88,7 +90,7 @@ struct LimitTable: Sendable {
                 limits: RateLimits(rpm: entry.rpm, tpm: entry.tpm), queueWeight: entry.queueWeight,
                 shadow: entry.mode == "shadow", maxConcurrency: entry.maxConcurrency,
                 tokenEstimate: entry.tokenEstimate,
-                deny: entry.deny, burstCredit: entry.burstCredit)
+                deny: entry.deny, burstCredit: entry.burstCredit, priority: entry.priority)
         }
         return LimitTable(
             snapshot: snapshot, inFallback: false, tenants: tenants,
@@ -113,7 +115,7 @@ struct LimitTable: Sendable {
             tenants[key] = TenantPolicy(
                 limits: floor.map { RateLimits(rpm: $0.rpm, tpm: $0.tpm) } ?? snapshot.fallback.defaultLimits,
                 queueWeight: entry.queueWeight, shadow: entry.mode == "shadow", maxConcurrency: entry.maxConcurrency,
-                tokenEstimate: entry.tokenEstimate, deny: entry.deny, burstCredit: nil)
+                tokenEstimate: entry.tokenEstimate, deny: entry.deny, burstCredit: nil, priority: entry.priority)
         }
         for (key, floor) in floors where tenants[key] == nil {
             tenants[key] = TenantPolicy(

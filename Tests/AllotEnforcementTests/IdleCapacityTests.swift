@@ -144,6 +144,16 @@ import Testing
         for _ in 0..<8 { _ = try enforcer.mustAdmit(.make("busy"), now: 1_014) }
         #expect(try enforcer.mustDeny(.make("busy"), now: 1_014).limit == .rpm)
 
+        // A tenant of the first tier (priority 0, by default) has no allowance, even when it was first seen
+        // before the snapshot listed it (its state created under the default limits, with an allowance).
+        let critical = TenantEntry.make(
+            "busy", rpm: Bucket(rate: 60, burst: 1), tpm: Bucket(rate: 60_000, burst: 10_000), priority: 0)
+        let first = Enforcer.make(.make(tenants: [Self.quiet, other]))
+        _ = try first.mustAdmit(.make("busy"), now: 1_000)
+        first.apply(.make(version: 2, tenants: [critical, Self.quiet, other]), now: 1_000)
+        for _ in 0..<15 { _ = try first.mustAdmit(.make("busy"), now: 1_010) }
+        #expect(first.statistics.borrowed == 14)
+
         // Unbounded, the first to ask takes it all: busy borrows all 14, other only its own request.
         let greedy = Enforcer.make(.make(tenants: tenants), configuration: Self.unbounded)
         for _ in 0..<15 { _ = try greedy.mustAdmit(.make("busy"), now: 1_010) }
