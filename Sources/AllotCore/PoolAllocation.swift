@@ -202,11 +202,13 @@ public struct PoolAllocation: Sendable {
         var lower: [Double] = []
         var upper: [Double] = []
         var ceilings: [Double] = []
+        var wants: [Double] = []  // D · (1 + demand_headroom) plus the swing allowance, before floor and ceiling
         active.reserveCapacity(count)
         weights.reserveCapacity(count)
         lower.reserveCapacity(count)
         upper.reserveCapacity(count)
         ceilings.reserveCapacity(count)
+        wants.reserveCapacity(count)
         var idleWanted = 0.0
         var sumLower = 0.0
         var guarded = false
@@ -227,6 +229,7 @@ public struct PoolAllocation: Sendable {
                 lower.append(floor)
                 upper.append(max(floor, min(ceiling, wanted.isNaN ? .infinity : wanted)))
                 ceilings.append(max(floor, ceiling))
+                wants.append(wanted)
                 sumLower += floor
             }
         }
@@ -317,8 +320,7 @@ public struct PoolAllocation: Sendable {
                 for k in 0..<activeCount {
                     let i = active[k]
                     reasons[i] = baseReason(
-                        claim: claims[i], value: values[k], lower: lower[k], upper: upper[k],
-                        wanted: claims[i].demand * headroom + swing.scale * swing.extra(claims[i]),
+                        claim: claims[i], value: values[k], lower: lower[k], upper: upper[k], wanted: wants[k],
                         clamped: guardClamped[i])
                 }
             }

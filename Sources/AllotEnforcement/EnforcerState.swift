@@ -57,36 +57,31 @@ struct TenantState: Sendable {
     /// What it may still borrow of the allocation others leave idle (``GatewayConfiguration/borrowShare``),
     /// created full; nil when borrowing is unbounded.
     var borrowable: (rpm: TokenBucket, tpm: TokenBucket)?
-    /// The share and window its borrow allowance is sized by.
-    let borrowing: (share: Double, window: Double, unboundedPriority: Int)
 
-    init(policy: TenantPolicy, now: Double, borrowing: (share: Double, window: Double, unboundedPriority: Int) = (.infinity, 0, -1)) {
+    init(policy: TenantPolicy, now: Double, allowance: BorrowAllowance = .unbounded) {
         self.policy = policy
-        self.borrowing = borrowing
         rpm = TokenBucket(parameters: policy.limits.rpm, now: now)
         tpm = TokenBucket(parameters: policy.limits.tpm, now: now)
         credit = policy.burstCredit.map { CreditState(grant: $0) }
-        if let allowance = Self.borrowParameters(policy, borrowing) {
-            borrowable = (
-                TokenBucket(parameters: allowance.rpm, now: now), TokenBucket(parameters: allowance.tpm, now: now)
-            )
-        }
+        fitAllowance(allowance, at: now)
     }
 
-    /// The borrow allowance: `share` times the tenant's own rate, and as a burst `share` times the larger of
-    /// its own burst and `window` seconds of its rate (the idle buckets' window: what is lent accrues that
-    /// long). nil for an unbounded share, and for a tenant of priority `unboundedPriority` or before.
-    static func borrowParameters(
-        _ policy: TenantPolicy, _ borrowing: (share: Double, window: Double, unboundedPriority: Int)
-    ) -> (rpm: Bucket, tpm: Bucket)? {
-        guard borrowing.share.isFinite, policy.priority > borrowing.unboundedPriority else { return nil }
-        let limits = policy.limits
-        let share = max(0, borrowing.share)
-        let window = borrowing.window.isFinite ? max(0, borrowing.window) : 0
-        func scaled(_ bucket: Bucket) -> Bucket {
-            Bucket(rate: bucket.rate * share, burst: max(bucket.burst, bucket.rate * window / 60) * share)
+    /// Sizes ``borrowable`` for the policy in force: an allowance it had is retuned (no refill), a new one starts
+    /// full, and one its policy no longer calls for is dropped.
+    private mutating func fitAllowance(_ allowance: BorrowAllowance, at instant: Double) {
+        guard let parameters = allowance.parameters(for: policy) else {
+            borrowable = nil
+            return
         }
-        return (scaled(limits.rpm), scaled(limits.tpm))
+        if borrowable == nil {
+            borrowable = (
+                TokenBucket(parameters: parameters.rpm, now: instant),
+                TokenBucket(parameters: parameters.tpm, now: instant)
+            )
+        } else {
+            borrowable!.rpm.retune(to: parameters.rpm, at: instant)
+            borrowable!.tpm.retune(to: parameters.tpm, at: instant)
+        }
     }
 
     /// Whether it may borrow one request of `amount` tokens in the dimensions it would borrow from `lender`:
@@ -138,25 +133,14 @@ struct TenantState: Sendable {
         }
     }
 
-    /// Applies a new policy's parameters at `instant` without refilling (``TokenBucket/retune(to:at:)``), and
-    /// its burst credit: the same grant (same expiry) keeps what was used, a new grant starts unused.
-    mutating func retune(to policy: TenantPolicy, at instant: Double) {
+    /// Applies a new policy's parameters at `instant` without refilling (``TokenBucket/retune(to:at:)``), its
+    /// borrow allowance, and its burst credit: the same grant (same expiry) keeps what was used, a new grant
+    /// starts unused.
+    mutating func retune(to policy: TenantPolicy, at instant: Double, allowance: BorrowAllowance) {
         self.policy = policy
         rpm.retune(to: policy.limits.rpm, at: instant)
         tpm.retune(to: policy.limits.tpm, at: instant)
-        if let allowance = Self.borrowParameters(policy, borrowing) {
-            if borrowable == nil {
-                borrowable = (
-                    TokenBucket(parameters: allowance.rpm, now: instant),
-                    TokenBucket(parameters: allowance.tpm, now: instant)
-                )
-            } else {
-                borrowable!.rpm.retune(to: allowance.rpm, at: instant)
-                borrowable!.tpm.retune(to: allowance.tpm, at: instant)
-            }
-        } else {
-            borrowable = nil
-        }
+        fitAllowance(allowance, at: instant)
         if let grant = policy.burstCredit {
             if var existing = credit, existing.grant.expiresAt == grant.expiresAt {
                 existing.grant = grant
@@ -167,6 +151,31 @@ struct TenantState: Sendable {
         } else {
             credit = nil
         }
+    }
+}
+
+/// How much of others' idle allocation a tenant may borrow first (``GatewayConfiguration/borrowShare``,
+/// ``GatewayConfiguration/borrowUnboundedPriority``): the same for every tenant of a gateway.
+struct BorrowAllowance: Sendable {
+    var share: Double
+    var window: Double
+    var unboundedPriority: Int
+
+    /// No allowance for anyone: the idle buckets alone bound borrowing.
+    static let unbounded = BorrowAllowance(share: .infinity, window: 0, unboundedPriority: -1)
+
+    /// The allowance's buckets for a tenant under `policy`: `share` times its own rate, and as a burst `share`
+    /// times the larger of its own burst and `window` seconds of its rate (the idle buckets' window: what is
+    /// lent accrues that long). nil for an unbounded share, and for a tenant of priority `unboundedPriority` or
+    /// before.
+    func parameters(for policy: TenantPolicy) -> (rpm: Bucket, tpm: Bucket)? {
+        guard share.isFinite, policy.priority > unboundedPriority else { return nil }
+        let share = max(0, share)
+        let window = window.isFinite ? max(0, window) : 0
+        func scaled(_ bucket: Bucket) -> Bucket {
+            Bucket(rate: bucket.rate * share, burst: max(bucket.burst, bucket.rate * window / 60) * share)
+        }
+        return (scaled(policy.limits.rpm), scaled(policy.limits.tpm))
     }
 }
 
@@ -470,7 +479,7 @@ struct EnforcerState {
         table = newTable
         for index in states.indices {
             guard let policy = newTable.policy(for: states.keys[index]) else { continue }
-            states.values[index].retune(to: policy, at: instant)
+            states.values[index].retune(to: policy, at: instant, allowance: configuration.borrowAllowance)
         }
         let borrow = configuration.borrowIdle
         let capped = configuration.capWindow > 0
@@ -585,9 +594,7 @@ struct EnforcerState {
         if let index = states.index(forKey: key) { return index }
         guard let policy = table.policy(for: key) else { return nil }
         if states.count >= stateCollectionThreshold { collectIdle(now: now) }
-        states[key] = TenantState(
-            policy: policy, now: now,
-            borrowing: (configuration.borrowShare, configuration.borrowWindow, configuration.borrowUnboundedPriority))
+        states[key] = TenantState(policy: policy, now: now, allowance: configuration.borrowAllowance)
         return states.index(forKey: key)
     }
 
@@ -729,11 +736,10 @@ struct EnforcerState {
                 if let lender, failure.fromRefill, let own = failure.retryAfter {
                     // Idle allocation may come sooner than the own refill (a lower bound: others draw on it too).
                     // …and no sooner than its own borrow allowance has room.
-                    let rpmDelay =
-                        rpmOK ? 0 : later(IdleCapacity.delay(lender.rpm, 1, at: now), tenantState.borrowable?.rpm, 1)
+                    let allowance = tenantState.borrowable
+                    let rpmDelay = rpmOK ? 0 : later(IdleCapacity.delay(lender.rpm, 1, at: now), allowance?.rpm, 1)
                     let tpmDelay =
-                        tpmOK
-                        ? 0 : later(IdleCapacity.delay(lender.tpm, amount, at: now), tenantState.borrowable?.tpm, amount)
+                        tpmOK ? 0 : later(IdleCapacity.delay(lender.tpm, amount, at: now), allowance?.tpm, amount)
                     if let rpmDelay, let tpmDelay {
                         failure.retryAfter = min(own, max(rpmDelay, tpmDelay, Self.borrowRecheck))
                     }

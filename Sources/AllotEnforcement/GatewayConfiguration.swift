@@ -169,3 +169,10 @@ public enum GatewayEvent: Sendable, Equatable {
     /// A telemetry batch could not be posted; it is kept and retried in `retryIn` seconds.
     case telemetryPostFailed(message: String, consecutiveFailures: Int, retryIn: Double)
 }
+
+extension GatewayConfiguration {
+    /// The tenants' borrow allowance these settings call for.
+    var borrowAllowance: BorrowAllowance {
+        BorrowAllowance(share: borrowShare, window: borrowWindow, unboundedPriority: borrowUnboundedPriority)
+    }
+}

@@ -91,7 +91,8 @@ struct PoolAllocationTests {
         var idle = AllocationClaim(demand: 0, isIdle: true, idleAllocation: 1)
         idle.spread = 50
         let withIdle = Self.compute(
-            101, [small, small, small, small, AllocationClaim(weight: 0.5, demand: .infinity), idle], settings: settings)
+            101, [small, small, small, small, AllocationClaim(weight: 0.5, demand: .infinity), idle],
+            settings: settings)
         #expect(abs(withIdle.allocations[0] - 22) < 1e-9)
         #expect(withIdle.allocations[5] == 1)
     }

@@ -41,7 +41,8 @@ struct ClassifierLevelTests {
         for _ in 0..<119 { report = steady.tick { script, from, to in F.served(&script, 10, from: from, to: to) } }
         var observation = try #require(F.observation(report))
         #expect(F.close(observation.spread.rpm, observation.demand.rpm.squareRoot()))
-        #expect(F.close(observation.spread.tpm, observation.spread.rpm * observation.demand.tpm / observation.demand.rpm))
+        let tokensPerRequest = observation.demand.tpm / observation.demand.rpm
+        #expect(F.close(observation.spread.tpm, observation.spread.rpm * tokensPerRequest))
 
         // The same 120 a minute in clumps (per tick: variance 212 over mean 10, dispersion 21.2 once settled): the
         // minute swings by √(I · λ), I learnt from the tick counts' mean and mean square over the long window
