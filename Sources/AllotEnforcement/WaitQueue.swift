@@ -133,41 +133,117 @@ struct MinHeap<Element: Comparable> {
 /// decides exactly the waiters the single list would, in the same order. The global service order restricted
 /// to one pair is the lane's order, because a lane's (tag, seq) pairs ascend along it.
 ///
-/// The schedule belongs to the lane, not to its waiters: each class of a lane holds the fair-queuing tags its
-/// tenant was given, in ascending order, one per waiter, and the i-th waiter in lane order has the i-th tag.
-/// A call of an older task inserted in the middle takes the tag of the place it takes, and the waiters behind
-/// it each move to the next tag (the new, largest tag goes to the last). So the tenant is served across
-/// tenants exactly as often and as early as before; only which of its own calls fills each turn changes. The
-/// shift costs O(waiters behind it in its lane and class), like the array insert itself; arrivals without
-/// task context go to the end and shift nothing.
+/// The schedule belongs to the lane, not to its waiters: each class of a lane holds the fair-queuing pairs
+/// (tag, seq) its tenant was given, in ascending order, one per waiter, and the i-th waiter of the class in
+/// lane order has the i-th pair. A call of an older task inserted in the middle takes the pair of the place it
+/// takes, and the waiters behind it each move to the next pair (the new, largest pair goes to the last). So
+/// the tenant is served across tenants exactly as often and as early as before; only which of its own calls
+/// fills each turn changes.
 ///
-/// Waiters live in a slab (`slots`) so lanes and heaps move small ``QueuePlace`` values, never a ``Waiter``.
-/// Deadlines are kept in heaps with lazy deletion: an entry whose slot no longer holds its id is stale. Task
-/// deadlines have their own heap, so that waiters whose task became late are found without a scan.
+/// The pairs are therefore not stored with the waiters: a lane keeps its waiters' slots in lane order, and
+/// per class a sorted run of pairs (``Pairs``); a waiter's pair is read off by its index. Moving a waiter (an
+/// older task's call inserted in the middle, a waiter leaving, a late task moving back) moves one slot number
+/// and at most one pair, whatever the number of waiters behind it: O(log n) to find the place and one
+/// `memmove` of machine words. (Written into each waiter instead, every insert in the middle rewrote the pair
+/// of every waiter behind it: under a retry storm with lanes thousands long, most of the simulator's time.)
+///
+/// The order within a lane is ``QueuePlace/precedesInLane(_:)`` applied to keys that do not move
+/// (``arrivalBySlot``): class, then lateness and task start, then arrival (`seq` = the waiter's id); among
+/// late waiters with the same task start, the one marked late last goes first. That is the order the pairs
+/// gave when each waiter carried its own: the enforcer gives an arrival a pair above every pair its tenant
+/// holds in the class, so it went behind the waiters of equal rank, and one just marked late held a smaller
+/// pair than those already late. (Not the arrival pair itself: after turns are given back, a waiter's arrival
+/// pair can exceed the pairs of later arrivals.)
+///
+/// Waiters live in a slab (`slots`) so lanes and heaps move small values, never a ``Waiter``. Deadlines are
+/// kept in heaps with lazy deletion: an entry whose slot no longer holds its id is stale. Task deadlines have
+/// their own heap, so that waiters whose task became late are found without a scan.
 struct WaitQueue {
-    /// One (tenant, upstream)'s waiters in service order; `places[start...]` are live, so taking the head does
+    /// The (tag, seq) pairs of one class of a lane, ascending; `items[start...]` are live, so taking the first
+    /// does not shift the rest.
+    struct Pairs {
+        private(set) var items: [(tag: Double, seq: UInt64)] = []
+        private(set) var start = 0
+
+        var count: Int { items.count - start }
+
+        /// The pair at `offset` from the first.
+        subscript(offset: Int) -> (tag: Double, seq: UInt64) { items[start + offset] }
+
+        /// Adds `pair` in order (an arrival's pair is the largest, so this is almost always an append).
+        mutating func insert(_ pair: (tag: Double, seq: UInt64)) {
+            var low = start
+            var high = items.count
+            if high > low, Self.precedes(pair, items[high - 1]) {
+                while low < high {
+                    let middle = (low + high) / 2
+                    if Self.precedes(items[middle], pair) { low = middle + 1 } else { high = middle }
+                }
+            } else {
+                low = high
+            }
+            items.insert(pair, at: low)
+        }
+
+        /// Removes and returns the pair at `offset` from the first.
+        @discardableResult
+        mutating func remove(at offset: Int) -> (tag: Double, seq: UInt64) {
+            let pair: (tag: Double, seq: UInt64)
+            if offset == 0 {
+                pair = items[start]
+                start += 1
+            } else {
+                pair = items.remove(at: start + offset)
+            }
+            compact()
+            return pair
+        }
+
+        /// Removes and returns the largest pair.
+        @discardableResult
+        mutating func removeLast() -> (tag: Double, seq: UInt64) {
+            let pair = items.removeLast()
+            compact()
+            return pair
+        }
+
+        private mutating func compact() {
+            if start == items.count {
+                items.removeAll(keepingCapacity: true)
+                start = 0
+            } else if start >= 16, start * 2 >= items.count {
+                items.removeFirst(start)
+                start = 0
+            }
+        }
+
+        static func precedes(_ a: (tag: Double, seq: UInt64), _ b: (tag: Double, seq: UInt64)) -> Bool {
+            a.tag != b.tag ? a.tag < b.tag : a.seq < b.seq
+        }
+    }
+
+    /// One (tenant, upstream)'s waiters in service order; `slots[start...]` are live, so taking the head does
     /// not shift the rest.
     struct Lane {
-        var places: [QueuePlace] = []
+        var slots: [Int] = []
         var start = 0
+        /// Per class rank, the pairs of the lane's waiters of that class.
+        var pairs = [Pairs](repeating: Pairs(), count: 4)
         /// Index in ``WaitQueue/activeLanes`` while the lane has waiters.
         var activeIndex = -1
         /// The pump that found this lane's head staying (see ``WaitQueue/pumpSerial``).
         var blockedIn = 0
 
-        var isEmpty: Bool { start == places.count }
-        var count: Int { places.count - start }
-        var head: QueuePlace? { isEmpty ? nil : places[start] }
+        var isEmpty: Bool { start == slots.count }
+        var count: Int { slots.count - start }
     }
 
     /// The waiters, by slot; nil for a free slot. A waiter's `tag`, `seq` and `position` here are as it came
-    /// in: the current ones are in ``placeBySlot`` (see ``waiter(inSlot:)``).
+    /// in: the current ones are its lane's (see ``waiter(inSlot:)``).
     private var slots: [Waiter?] = []
-    /// Each occupied slot's place as it is now (its lane's (tag, seq) and position), and its lane: kept apart
-    /// from the slab, so that moving pairs along a lane writes two numbers per waiter. Written through the
-    /// optional `Waiter` instead, each write copied the waiter whole (its request and closure retained and
-    /// released), and under a retry storm with lanes thousands long that was half the simulator's time.
-    private var placeBySlot: [QueuePlace] = []
+    /// Each occupied slot's key in lane order: its place with its current position (lateness), but in place of
+    /// its pair (0, id), or (−n, id) for the n-th waiter marked late. Its current pair: ``currentPlace(_:)``.
+    private var arrivalBySlot: [QueuePlace] = []
     private var keyIDBySlot: [Int] = []
     private var freeSlots: [Int] = []
     private(set) var lanes: [Lane] = []
@@ -181,6 +257,8 @@ struct WaitQueue {
     /// Counts pumps, so a lane can be marked blocked for one pump without clearing marks afterwards.
     private(set) var pumpSerial = 0
     private(set) var count = 0
+    /// Counts the waiters marked late, for their order among the late ones (``markLate(slot:)``).
+    private var lateMarks = 0
 
     var isEmpty: Bool { count == 0 }
 
@@ -197,23 +275,43 @@ struct WaitQueue {
     /// The waiter in `slot` with its place's current (tag, seq) and position.
     private func waiter(inSlot slot: Int) -> Waiter {
         var waiter = slots[slot]!
-        let place = placeBySlot[slot]
+        let place = currentPlace(slot)
         waiter.tag = place.tag
         waiter.seq = place.seq
         waiter.position = place.position
         return waiter
     }
 
-    /// The current place of the waiter in `slot`; nil for a free slot.
-    private func occupant(_ slot: Int) -> QueuePlace? {
-        placeBySlot[slot].id == Self.freeSlotID ? nil : placeBySlot[slot]
+    /// The place of the waiter in `slot` as it is now: its lane's pair at its index.
+    private func currentPlace(_ slot: Int) -> QueuePlace {
+        currentPlace(slot, at: laneIndex(ofSlot: slot))
     }
 
-    /// ``placeBySlot``'s id of a free slot (waiter ids count up from 1).
+    private func currentPlace(_ slot: Int, at index: Int) -> QueuePlace {
+        var place = arrivalBySlot[slot]
+        let keyID = keyIDBySlot[slot]
+        let pair = lanes[keyID].pairs[place.rank][classOffset(index, lane: keyID, rank: place.rank)]
+        place.tag = pair.tag
+        place.seq = pair.seq
+        return place
+    }
+
+    /// The offset within its class of the waiter at `index` of lane `keyID` (the lane's classes come in rank
+    /// order).
+    private func classOffset(_ index: Int, lane keyID: Int, rank: Int) -> Int {
+        var offset = index - lanes[keyID].start
+        for lower in 0..<rank { offset -= lanes[keyID].pairs[lower].count }
+        return offset
+    }
+
+    /// True when the slot holds a waiter (``arrivalBySlot`` of a free slot has ``freeSlotID``).
+    private func isOccupied(_ slot: Int, by id: UInt64) -> Bool { arrivalBySlot[slot].id == id }
+
+    /// ``arrivalBySlot``'s id of a free slot (waiter ids count up from 1).
     private static let freeSlotID = UInt64.max
 
     /// True when `place` still names a waiting request (its slot was not freed or reused).
-    func holds(_ place: QueuePlace) -> Bool { occupant(place.slot)?.id == place.id }
+    func holds(_ place: QueuePlace) -> Bool { isOccupied(place.slot, by: place.id) }
 
     /// Adds `waiter` (its ``Waiter/keyID`` is set here) at its place in its lane and returns that place: its
     /// (tag, seq) is then the one of the place it took (see the type's comment).
@@ -233,102 +331,95 @@ struct WaitQueue {
         if let free = freeSlots.popLast() {
             slot = free
             slots[slot] = waiter
-            placeBySlot[slot] = QueuePlace(waiter, slot: slot)
+            arrivalBySlot[slot] = Self.arrival(waiter, slot: slot)
             keyIDBySlot[slot] = keyID
         } else {
             slot = slots.count
             slots.append(waiter)
-            placeBySlot.append(QueuePlace(waiter, slot: slot))
+            arrivalBySlot.append(Self.arrival(waiter, slot: slot))
             keyIDBySlot.append(keyID)
         }
         if lanes[keyID].isEmpty {
             lanes[keyID].activeIndex = activeLanes.count
             activeLanes.append(keyID)
         }
-        let index = place(QueuePlace(waiter, slot: slot), inLane: keyID)
+        lanes[keyID].pairs[arrivalBySlot[slot].rank].insert((waiter.tag, waiter.seq))
+        let index = place(slot, inLane: keyID)
         deadlines.push(QueueDeadline(deadline: waiter.deadline, id: waiter.id, slot: slot))
         if !waiter.position.late, let taskDeadline = waiter.request.taskDeadline, taskDeadline.isFinite {
             taskDeadlines.push(QueueDeadline(deadline: taskDeadline, id: waiter.id, slot: slot))
         }
         count += 1
-        return lanes[keyID].places[index]
+        return currentPlace(slot, at: index)
     }
 
-    /// Puts `place` into its lane in lane order, then restores the ascending (tag, seq) pairs of its class by
-    /// moving the pair it brought to where it belongs (the places in between each take their neighbour's);
-    /// returns its index.
-    private mutating func place(_ place: QueuePlace, inLane keyID: Int) -> Int {
-        // Binary search for the first place the new one precedes (arrivals are mostly at the end).
-        var low = lanes[keyID].start
-        var high = lanes[keyID].places.count
-        while low < high {
-            let middle = (low + high) / 2
-            if lanes[keyID].places[middle].precedesInLane(place) { low = middle + 1 } else { high = middle }
-        }
-        lanes[keyID].places.insert(place, at: low)
-        var index = low
-        while index + 1 < lanes[keyID].places.count, lanes[keyID].places[index + 1].rank == place.rank,
-            lanes[keyID].places[index + 1].pairPrecedes(lanes[keyID].places[index])
-        {
-            swapPairs(keyID, index, index + 1)
-            index += 1
-        }
-        index = low
-        while index > lanes[keyID].start, lanes[keyID].places[index - 1].rank == place.rank,
-            lanes[keyID].places[index].pairPrecedes(lanes[keyID].places[index - 1])
-        {
-            swapPairs(keyID, index - 1, index)
-            index -= 1
-        }
-        return low
+    /// The waiter's key in lane order (see ``arrivalBySlot``).
+    private static func arrival(_ waiter: Waiter, slot: Int) -> QueuePlace {
+        var place = QueuePlace(waiter, slot: slot)
+        place.tag = 0
+        place.seq = waiter.id
+        return place
     }
 
-    /// Exchanges the (tag, seq) of two places of a lane (the waiters stay where they are).
-    private mutating func swapPairs(_ keyID: Int, _ first: Int, _ second: Int) {
-        let a = lanes[keyID].places[first]
-        let b = lanes[keyID].places[second]
-        lanes[keyID].places[first].tag = b.tag
-        lanes[keyID].places[first].seq = b.seq
-        lanes[keyID].places[second].tag = a.tag
-        lanes[keyID].places[second].seq = a.seq
-        placeBySlot[a.slot].tag = b.tag
-        placeBySlot[a.slot].seq = b.seq
-        placeBySlot[b.slot].tag = a.tag
-        placeBySlot[b.slot].seq = a.seq
+    /// Puts `slot` into its lane in lane order and returns its index.
+    private mutating func place(_ slot: Int, inLane keyID: Int) -> Int {
+        let index = searchLane(keyID, for: arrivalBySlot[slot])
+        lanes[keyID].slots.insert(slot, at: index)
+        return index
+    }
+
+    /// The first index of lane `keyID` whose waiter does not come before `key` in lane order.
+    private func searchLane(_ keyID: Int, for key: QueuePlace) -> Int {
+        lanes[keyID].slots.withUnsafeBufferPointer { slots in
+            arrivalBySlot.withUnsafeBufferPointer { arrival in
+                // Arrivals are mostly at the end.
+                var low = lanes[keyID].start
+                var high = slots.count
+                if high > low, !arrival[slots[high - 1]].precedesInLane(key) {
+                    while low < high {
+                        let middle = (low + high) / 2
+                        if arrival[slots[middle]].precedesInLane(key) { low = middle + 1 } else { high = middle }
+                    }
+                } else {
+                    low = high
+                }
+                return low
+            }
+        }
     }
 
     /// The index in its lane of the waiter in `slot`.
     private func laneIndex(ofSlot slot: Int) -> Int {
         let keyID = keyIDBySlot[slot]
         let start = lanes[keyID].start
-        if lanes[keyID].places[start].slot == slot { return start }
-        let place = placeBySlot[slot]
-        var low = start
-        var high = lanes[keyID].places.count
-        while low < high {
-            let middle = (low + high) / 2
-            if lanes[keyID].places[middle].precedesInLane(place) { low = middle + 1 } else { high = middle }
-        }
-        precondition(lanes[keyID].places[low].id == place.id, "a waiter missing from its lane")
-        return low
+        if lanes[keyID].slots[start] == slot { return start }
+        let index = searchLane(keyID, for: arrivalBySlot[slot])
+        precondition(lanes[keyID].slots[index] == slot, "a waiter missing from its lane")
+        return index
+    }
+
+    /// The live places of lane `keyID` in lane order, as they are now.
+    func places(ofLane keyID: Int) -> [QueuePlace] {
+        (lanes[keyID].start..<lanes[keyID].slots.count).map { currentPlace(lanes[keyID].slots[$0], at: $0) }
     }
 
     /// The first waiter of `key` in service order.
     func head(of key: TenantKey) -> Waiter? {
-        guard let keyID = keyIDs[key], let place = lanes[keyID].head else { return nil }
+        guard let place = headPlace(of: key) else { return nil }
         return waiter(inSlot: place.slot)
     }
 
     /// The place of the first waiter of `key` in service order.
     func headPlace(of key: TenantKey) -> QueuePlace? {
         guard let keyID = keyIDs[key] else { return nil }
-        return lanes[keyID].head
+        return head(ofLane: keyID)
     }
 
     /// The place of the last waiter of `key` in service order: the one a full queue displaces first.
     func tailPlace(of key: TenantKey) -> QueuePlace? {
         guard let keyID = keyIDs[key], !lanes[keyID].isEmpty else { return nil }
-        return lanes[keyID].places.last
+        let index = lanes[keyID].slots.count - 1
+        return currentPlace(lanes[keyID].slots[index], at: index)
     }
 
     /// Removes the waiter at `place` (which ``holds(_:)``) from its lane and the slab: the one served (the
@@ -336,21 +427,30 @@ struct WaitQueue {
     /// that leaves without a ticket.
     @discardableResult
     mutating func remove(_ place: QueuePlace) -> Waiter {
-        detach(slot: place.slot, at: laneIndex(ofSlot: place.slot))
+        let slot = place.slot
+        let keyID = keyIDBySlot[slot]
+        let index = laneIndex(ofSlot: slot)
+        let rank = arrivalBySlot[slot].rank
+        let pair = lanes[keyID].pairs[rank].remove(at: classOffset(index, lane: keyID, rank: rank))
+        return detach(slot: slot, at: index, pair: pair)
     }
 
-    /// Takes the waiter in `slot`, at `index` in its lane, out of the lane and the slab.
-    private mutating func detach(slot: Int, at index: Int) -> Waiter {
-        let waiter = waiter(inSlot: slot)
+    /// Takes the waiter in `slot`, at `index` in its lane, out of the lane and the slab; its pair (already
+    /// taken out of the lane's) is `pair`.
+    private mutating func detach(slot: Int, at index: Int, pair: (tag: Double, seq: UInt64)) -> Waiter {
+        var waiter = slots[slot]!
+        waiter.tag = pair.tag
+        waiter.seq = pair.seq
+        waiter.position = arrivalBySlot[slot].position
         let keyID = keyIDBySlot[slot]
         if index == lanes[keyID].start {
             lanes[keyID].start += 1
         } else {
-            lanes[keyID].places.remove(at: index)
+            lanes[keyID].slots.remove(at: index)
         }
         compact(keyID)
         slots[slot] = nil
-        placeBySlot[slot].id = Self.freeSlotID
+        arrivalBySlot[slot].id = Self.freeSlotID
         freeSlots.append(slot)
         count -= 1
         if count == 0 {
@@ -365,7 +465,8 @@ struct WaitQueue {
     /// ended, it was denied, displaced or cancelled), and gives its turn back: the waiters of its class behind
     /// it in its lane each move one place forward with the pair of the place they take, and the class's
     /// largest pair leaves instead of its own. Returns the waiter, the tag that left, and the largest tag its
-    /// class still holds in the lane (nil when none is left), for the tenant's fair-queuing account.
+    /// class still holds behind where it was in the lane (nil when it was the class's last), for the tenant's
+    /// fair-queuing account.
     ///
     /// Why: a tenant's turns across tenants should advance with the calls it is served, not with the calls
     /// it queues. A call of a new task overtaken until its maximum wait ends, then retried, would otherwise
@@ -373,44 +474,35 @@ struct WaitQueue {
     /// back behind the others (wherever tenants compete: the gateway's cap, the allocation lent when idle).
     @discardableResult
     mutating func removeUnserved(_ place: QueuePlace) -> (waiter: Waiter, droppedTag: Double, lastTag: Double?) {
-        let keyID = keyIDBySlot[place.slot]
-        let index = laneIndex(ofSlot: place.slot)
-        let rank = lanes[keyID].places[index].rank
-        var end = index + 1
-        while end < lanes[keyID].places.count, lanes[keyID].places[end].rank == rank { end += 1 }
-        var carried = (tag: lanes[keyID].places[index].tag, seq: lanes[keyID].places[index].seq)
-        // O(waiters behind it): through buffers, so the loop pays no uniqueness check per element.
-        lanes[keyID].places.withUnsafeMutableBufferPointer { places in
-            placeBySlot.withUnsafeMutableBufferPointer { placeBySlot in
-                for behind in (index + 1)..<end {
-                    let own = (tag: places[behind].tag, seq: places[behind].seq)
-                    places[behind].tag = carried.tag
-                    places[behind].seq = carried.seq
-                    placeBySlot[places[behind].slot].tag = carried.tag
-                    placeBySlot[places[behind].slot].seq = carried.seq
-                    carried = own
-                }
-            }
-        }
-        // The leaving waiter takes the largest pair with it.
-        let lastTag = end - 1 > index ? lanes[keyID].places[end - 1].tag : nil
-        var waiter = detach(slot: place.slot, at: index)
-        waiter.tag = carried.tag
-        waiter.seq = carried.seq
-        return (waiter, carried.tag, lastTag)
+        let slot = place.slot
+        let keyID = keyIDBySlot[slot]
+        let index = laneIndex(ofSlot: slot)
+        let rank = arrivalBySlot[slot].rank
+        let offset = classOffset(index, lane: keyID, rank: rank)
+        let classCount = lanes[keyID].pairs[rank].count
+        // The leaving waiter takes the largest pair with it; the largest left behind it is the one before.
+        let lastTag = offset < classCount - 1 ? lanes[keyID].pairs[rank][classCount - 2].tag : nil
+        let pair = lanes[keyID].pairs[rank].removeLast()
+        return (detach(slot: slot, at: index, pair: pair), pair.tag, lastTag)
     }
 
     /// Marks the waiter in `slot` late (its task's deadline passed) and moves it behind its lane's timely
-    /// waiters of its class. Its (tag, seq) stays in the lane's schedule: the waiters it passes each move
-    /// one place forward with the pair of the place they take, so the tenant's turns across tenants do not
-    /// change.
+    /// waiters of its class. The pairs stay in the lane's schedule: the waiters it passes each move one place
+    /// forward with the pair of the place they take, so the tenant's turns across tenants do not change.
     mutating func markLate(slot: Int) {
         let keyID = keyIDBySlot[slot]
         let index = laneIndex(ofSlot: slot)
-        var moving = lanes[keyID].places.remove(at: index)
-        placeBySlot[slot].position.late = true
-        moving.position.late = true
-        _ = place(moving, inLane: keyID)
+        if index == lanes[keyID].start {
+            lanes[keyID].start += 1
+        } else {
+            lanes[keyID].slots.remove(at: index)
+        }
+        arrivalBySlot[slot].position.late = true
+        // Among the late waiters of its class whose tasks started at the same time it goes first (the order
+        // this queue has always had: a waiter just marked late held the smallest pair of them).
+        lateMarks += 1
+        arrivalBySlot[slot].tag = -Double(lateMarks)
+        _ = place(slot, inLane: keyID)
     }
 
     /// True when some waiter's task deadline may be at or before `now` (a stale entry can make it true).
@@ -425,7 +517,7 @@ struct WaitQueue {
         var late: [Int] = []
         while let first = taskDeadlines.min, first.deadline <= now {
             _ = taskDeadlines.popMin()
-            if let place = occupant(first.slot), place.id == first.id, !place.position.late {
+            if isOccupied(first.slot, by: first.id), !arrivalBySlot[first.slot].position.late {
                 late.append(first.slot)
             }
         }
@@ -435,7 +527,7 @@ struct WaitQueue {
     /// The earliest task deadline among the waiters not marked late (stale heap entries on top are dropped).
     mutating func earliestTaskDeadline() -> Double {
         while let first = taskDeadlines.min,
-            occupant(first.slot).map({ $0.id != first.id || $0.position.late }) ?? true
+            !isOccupied(first.slot, by: first.id) || arrivalBySlot[first.slot].position.late
         {
             _ = taskDeadlines.popMin()
         }
@@ -445,7 +537,7 @@ struct WaitQueue {
     /// Drops the lane's consumed prefix once it is most of the array, and retires an emptied lane.
     private mutating func compact(_ keyID: Int) {
         if lanes[keyID].isEmpty {
-            lanes[keyID].places.removeAll(keepingCapacity: true)
+            lanes[keyID].slots.removeAll(keepingCapacity: true)
             lanes[keyID].start = 0
             let index = lanes[keyID].activeIndex
             let last = activeLanes.removeLast()
@@ -454,23 +546,27 @@ struct WaitQueue {
                 lanes[last].activeIndex = index
             }
             lanes[keyID].activeIndex = -1
-        } else if lanes[keyID].start >= 16, lanes[keyID].start * 2 >= lanes[keyID].places.count {
-            lanes[keyID].places.removeFirst(lanes[keyID].start)
+        } else if lanes[keyID].start >= 16, lanes[keyID].start * 2 >= lanes[keyID].slots.count {
+            lanes[keyID].slots.removeFirst(lanes[keyID].start)
             lanes[keyID].start = 0
         }
     }
 
-    /// The next waiter of the lane whose head was `place`, once `place` has been removed.
-    func head(ofLane keyID: Int) -> QueuePlace? { lanes[keyID].head }
+    /// The first waiter's place of lane `keyID` (the first pair of the lowest class it holds); nil when empty.
+    func head(ofLane keyID: Int) -> QueuePlace? {
+        guard !lanes[keyID].isEmpty else { return nil }
+        let start = lanes[keyID].start
+        return currentPlace(lanes[keyID].slots[start], at: start)
+    }
 
     /// Starts a pump: puts in `visits` the places it must visit, each waiting pair's head and every waiter whose
     /// deadline is at or before `now` (a head may appear twice: the second visit finds it gone).
     mutating func beginPump(now: Double, into visits: inout MinHeap<QueuePlace>) {
         pumpSerial += 1
-        for keyID in activeLanes { visits.appendUnordered(lanes[keyID].places[lanes[keyID].start]) }
+        for keyID in activeLanes { visits.appendUnordered(head(ofLane: keyID)!) }
         while let first = deadlines.min, first.deadline <= now {
             _ = deadlines.popMin()
-            if let place = occupant(first.slot), place.id == first.id { visits.appendUnordered(place) }
+            if isOccupied(first.slot, by: first.id) { visits.appendUnordered(currentPlace(first.slot)) }
         }
         visits.heapify()
     }
@@ -482,7 +578,7 @@ struct WaitQueue {
 
     /// The earliest deadline among the waiters (stale heap entries on top are dropped first).
     mutating func earliestDeadline() -> Double {
-        while let first = deadlines.min, occupant(first.slot)?.id != first.id { _ = deadlines.popMin() }
+        while let first = deadlines.min, !isOccupied(first.slot, by: first.id) { _ = deadlines.popMin() }
         if deadlines.count > 2 * count + 1_024 {
             // Stale entries of admitted waiters linger until their deadline; rebuild before they dominate.
             deadlines = MinHeap()
@@ -497,7 +593,7 @@ struct WaitQueue {
             // The same for task deadlines, which can be minutes away.
             taskDeadlines = MinHeap()
             for (slot, waiter) in slots.enumerated() {
-                if let waiter, !placeBySlot[slot].position.late, let taskDeadline = waiter.request.taskDeadline,
+                if let waiter, !arrivalBySlot[slot].position.late, let taskDeadline = waiter.request.taskDeadline,
                     taskDeadline.isFinite
                 {
                     taskDeadlines.appendUnordered(QueueDeadline(deadline: taskDeadline, id: waiter.id, slot: slot))
@@ -511,14 +607,14 @@ struct WaitQueue {
     /// The place of the waiter with `id`, if it is waiting.
     func place(of id: UInt64) -> QueuePlace? {
         guard let slot = slots.firstIndex(where: { $0?.id == id }) else { return nil }
-        return placeBySlot[slot]
+        return currentPlace(slot)
     }
 
     /// Removes every waiter, returning them in service order.
     mutating func removeAll() -> [Waiter] {
         var places: [QueuePlace] = []
         places.reserveCapacity(count)
-        for (slot, waiter) in slots.enumerated() where waiter != nil { places.append(placeBySlot[slot]) }
+        for keyID in activeLanes { places += self.places(ofLane: keyID) }
         places.sort()
         let leaving = places.map { waiter(inSlot: $0.slot) }
         self = WaitQueue()

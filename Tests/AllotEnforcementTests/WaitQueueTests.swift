@@ -29,14 +29,26 @@ import Testing
             onDecision: { _ in })
     }
 
-    /// Waiters of 13 tenants in random classes, tags and deadlines (tags repeat, so ties go to the id).
-    static func randomWaiters(count: Int, seed: UInt64) -> [Waiter] {
-        var generator = Generator(state: seed)
-        return (0..<count).map { index in
-            waiter(
-                id: UInt64(index + 1), tenant: "t\(generator.next(13))", taskClass: classes[generator.next(4)],
-                tag: Double(generator.next(8)), deadline: Double(generator.next(100)))
+    /// Waiters of 13 tenants in random classes, tags and deadlines. Tags as the enforcer issues them: never below
+    /// the tenant's last one in the class (and often equal to it, so ties go to the arrival).
+    struct RandomWaiters {
+        var generator: Generator
+        var lastTag: [String: Double] = [:]
+
+        init(seed: UInt64) { generator = Generator(state: seed) }
+
+        mutating func next(id: UInt64) -> Waiter {
+            let tenant = "t\(generator.next(13))"
+            let taskClass = classes[generator.next(4)]
+            let tag = lastTag["\(tenant)/\(taskClass)", default: 0] + Double(generator.next(3))
+            lastTag["\(tenant)/\(taskClass)"] = tag
+            return waiter(id: id, tenant: tenant, taskClass: taskClass, tag: tag, deadline: Double(generator.next(100)))
         }
+    }
+
+    static func randomWaiters(count: Int, seed: UInt64) -> [Waiter] {
+        var random = RandomWaiters(seed: seed)
+        return (0..<count).map { random.next(id: UInt64($0 + 1)) }
     }
 
     /// Checks the lanes against the waiters that should be in the queue.
@@ -47,7 +59,7 @@ import Testing
             ids[queue.keyIDs[waiter.key]!, default: []].append(waiter.id)
         }
         for (keyID, lane) in queue.lanes.enumerated() {
-            #expect(lane.places[lane.start...].map(\.id) == ids[keyID, default: []])
+            #expect(queue.places(ofLane: keyID).map(\.id) == ids[keyID, default: []])
             #expect(queue.activeLanes.contains(keyID) == !lane.isEmpty)
             if !lane.isEmpty { #expect(queue.activeLanes[lane.activeIndex] == keyID) }
         }
@@ -77,7 +89,8 @@ import Testing
 
     @Test func removalsAnywhereKeepTheLanesAndTheEarliestDeadlineRight() {
         var queue = WaitQueue()
-        var waiting = Self.randomWaiters(count: 300, seed: 11)
+        var random = RandomWaiters(seed: 11)
+        var waiting = (1...300).map { random.next(id: UInt64($0)) }
         var places: [UInt64: QueuePlace] = [:]
         for waiter in waiting { places[waiter.id] = queue.insert(waiter) }
         var generator = Generator(state: 3)
@@ -89,9 +102,7 @@ import Testing
             #expect(queue.remove(places[leaving.id]!).id == leaving.id)
             #expect(!queue.holds(places[leaving.id]!))
             if round % 3 == 0 {
-                let arrival = Self.waiter(
-                    id: nextID, tenant: "t\(generator.next(13))", taskClass: Self.classes[generator.next(4)],
-                    tag: Double(generator.next(8)), deadline: Double(generator.next(100)))
+                let arrival = random.next(id: nextID)
                 nextID += 1
                 places[arrival.id] = queue.insert(arrival)
                 waiting.append(arrival)
@@ -149,8 +160,7 @@ import Testing
 
     /// The live places of the lane of `tenant`.
     static func lane(_ queue: WaitQueue, _ tenant: String = "t") -> [QueuePlace] {
-        let lane = queue.lanes[queue.keyIDs[TenantKey(tenant: tenant, upstream: "u")]!]
-        return Array(lane.places[lane.start...])
+        queue.places(ofLane: queue.keyIDs[TenantKey(tenant: tenant, upstream: "u")]!)
     }
 
     @Test func aCallOfAnOlderTaskTakesThePairOfThePlaceItTakesAndTheOthersMoveOneBack() {
@@ -206,6 +216,36 @@ import Testing
         #expect(queue.count == 2)
     }
 
+    @Test func aLaterArrivalGoesBehindWaitersWhoseOwnPairsExceedItsAfterTurnsWereGivenBack() {
+        var queue = WaitQueue()
+        let places = (1...4).map { queue.insert(Self.taskWaiter(id: UInt64($0), tag: Double($0), started: 0)) }
+        // The third, then the second leave unserved: the fourth now holds pair (2, 2), and the tenant's last tag
+        // is 2.
+        #expect(queue.removeUnserved(places[2]).lastTag == 3)
+        #expect(queue.removeUnserved(places[1]).lastTag == 2)
+        #expect(Self.lane(queue).map(\.tag) == [1, 2])
+        // So the enforcer gives the next arrival tag 3, below the 4 the fourth came with: it still goes last.
+        let fifth = queue.insert(Self.taskWaiter(id: 5, tag: 3, started: 0))
+        #expect(fifth.tag == 3 && fifth.seq == 5)
+        #expect(Self.lane(queue).map(\.id) == [1, 4, 5])
+        #expect(Self.lane(queue).map(\.tag) == [1, 2, 3])
+        #expect(Self.lane(queue).map(\.seq) == [1, 2, 5])
+    }
+
+    @Test func amongLateWaitersOfOneTaskTheOneMarkedLateLastGoesFirst() {
+        var queue = WaitQueue()
+        let first = queue.insert(Self.taskWaiter(id: 1, tag: 1, started: 5))
+        let second = queue.insert(Self.taskWaiter(id: 2, tag: 2, started: 5))
+        queue.insert(Self.taskWaiter(id: 3, tag: 3, started: 9))
+        queue.markLate(slot: first.slot)
+        queue.markLate(slot: second.slot)
+        #expect(Self.lane(queue).map(\.id) == [3, 2, 1])
+        #expect(Self.lane(queue).map(\.tag) == [1, 2, 3])
+        // A call of that task arriving late goes behind both.
+        queue.insert(Self.taskWaiter(id: 4, tag: 4, started: 5, late: true))
+        #expect(Self.lane(queue).map(\.id) == [3, 2, 1, 4])
+    }
+
     @Test func lanesStayInTaskOrderWithAscendingPairsThroughInsertsRemovalsAndLateMarks() {
         var queue = WaitQueue()
         var generator = Generator(state: 17)
@@ -245,7 +285,7 @@ import Testing
             if round % 50 == 0 || round == 599 {
                 #expect(queue.count == waiting.count)
                 for keyID in queue.activeLanes {
-                    let lane = Array(queue.lanes[keyID].places[queue.lanes[keyID].start...])
+                    let lane = queue.places(ofLane: keyID)
                     for (earlier, later) in zip(lane, lane.dropFirst()) {
                         #expect(earlier.precedesInLane(later))
                         if earlier.rank == later.rank { #expect(earlier.pairPrecedes(later)) }
@@ -262,7 +302,7 @@ import Testing
         // Merging the heads gives the global order of the places as they now are.
         var all: [QueuePlace] = []
         for keyID in queue.activeLanes {
-            all += queue.lanes[keyID].places[queue.lanes[keyID].start...]
+            all += queue.places(ofLane: keyID)
         }
         var merged: [UInt64] = []
         var heads = MinHeap<QueuePlace>()
