@@ -443,11 +443,7 @@ struct WaitQueue {
         waiter.seq = pair.seq
         waiter.position = arrivalBySlot[slot].position
         let keyID = keyIDBySlot[slot]
-        if index == lanes[keyID].start {
-            lanes[keyID].start += 1
-        } else {
-            lanes[keyID].slots.remove(at: index)
-        }
+        takeOut(index, ofLane: keyID)
         compact(keyID)
         slots[slot] = nil
         arrivalBySlot[slot].id = Self.freeSlotID
@@ -459,6 +455,24 @@ struct WaitQueue {
             taskDeadlines = MinHeap()
         }
         return waiter
+    }
+
+    /// Takes the slot at `index` out of lane `keyID`, shifting the shorter side: waiters expire behind a
+    /// blocked head in arrival order, near the front of a lane that may be thousands long.
+    private mutating func takeOut(_ index: Int, ofLane keyID: Int) {
+        let start = lanes[keyID].start
+        if index - start < lanes[keyID].slots.count - index {
+            lanes[keyID].slots.withUnsafeMutableBufferPointer { slots in
+                var position = index
+                while position > start {
+                    slots[position] = slots[position - 1]
+                    position -= 1
+                }
+            }
+            lanes[keyID].start += 1
+        } else {
+            lanes[keyID].slots.remove(at: index)
+        }
     }
 
     /// Removes the waiter at `place` (which ``holds(_:)``), which leaves without a ticket (its maximum wait
@@ -491,12 +505,7 @@ struct WaitQueue {
     /// forward with the pair of the place they take, so the tenant's turns across tenants do not change.
     mutating func markLate(slot: Int) {
         let keyID = keyIDBySlot[slot]
-        let index = laneIndex(ofSlot: slot)
-        if index == lanes[keyID].start {
-            lanes[keyID].start += 1
-        } else {
-            lanes[keyID].slots.remove(at: index)
-        }
+        takeOut(laneIndex(ofSlot: slot), ofLane: keyID)
         arrivalBySlot[slot].position.late = true
         // Among the late waiters of its class whose tasks started at the same time it goes first (the order
         // this queue has always had: a waiter just marked late held the smallest pair of them).
