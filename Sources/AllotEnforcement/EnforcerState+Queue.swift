@@ -67,6 +67,7 @@ extension EnforcerState {
             return .decided(.admitted(ticket))
         case .deny(let denied):
             failure = denied
+            holdCap(failure, upstream: key.upstream)
         }
         let maxWait = configuration.maxWait[request.taskClass]
         var queueable = wait && onDecision != nil && failure.limit.isWaitable && maxWait > 0
@@ -203,6 +204,7 @@ extension EnforcerState {
                 effects.decisions.append((waiter.onDecision, .admitted(ticket)))
                 if let next = queue.head(ofLane: keyID) { visits.push(next) }
             case .deny(let failure):
+                holdCap(failure, upstream: waiter.key.upstream)
                 if !failure.limit.isWaitable || failure.code == "zero_allocation" {
                     leaveUnserved(place)
                     finish(waiter, failure: failure, now: now, effects: &effects)
@@ -223,6 +225,15 @@ extension EnforcerState {
         pumpVisits = visits
         queueWake = min(due, queue.earliestDeadline())
         if configuration.pastDeadline == .deny { queueWake = min(queueWake, queue.earliestTaskDeadline()) }
+    }
+
+    /// Records a request held by the gateway's cap although its own buckets admit it: borrowing stops on that
+    /// upstream until the cap has had the chance to admit it (``capHeldUntil``).
+    mutating func holdCap(_ failure: Failure, upstream: String) {
+        guard let hold = failure.capHold, hold.limit == .rpm || hold.limit == .tpm else { return }
+        var held = capHeldUntil[upstream] ?? CapHold()
+        if hold.limit == .rpm { held.rpm = max(held.rpm, hold.until) } else { held.tpm = max(held.tpm, hold.until) }
+        capHeldUntil[upstream] = held
     }
 
     /// Deals with the waiters whose task deadline has passed since the last look: with

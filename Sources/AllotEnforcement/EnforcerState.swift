@@ -264,6 +264,9 @@ struct Failure: Sendable {
     var fromRefill: Bool
     /// False for failures that apply whatever the tenant's mode (circuit, the gateway's own cap, queue order).
     var shadowable: Bool
+    /// For the gateway's cap holding a request its own buckets admit: until when it claims the cap
+    /// (``EnforcerState/capHeldUntil``).
+    var capHold: (limit: LimitKind, until: Double)?
 
     init(
         limit: LimitKind, code: String, message: String, retryAfter: Double?, fromRefill: Bool, shadowable: Bool
@@ -426,6 +429,11 @@ struct EnforcerState {
     var idle: [String: IdleCapacity] = [:]
     /// Per upstream: the gateway's own cap, the sum of its slices (``GatewayCap``).
     var caps: [String: GatewayCap] = [:]
+    /// Per upstream and dimension: until when (gateway time) a request that its own buckets admit is held by
+    /// the cap (``GatewayCap``) in that dimension. Nobody borrows idle allocation in it there until then: the
+    /// idle allocation is what that request is waiting to use, and borrowers with smaller requests would take
+    /// every refill of the cap before it.
+    var capHeldUntil: [String: CapHold] = [:]
     /// Per upstream: the limits its responses stated, for the brake (``GatewayConfiguration/followStatedLimits``).
     var stated: [String: StatedLimits] = [:]
     /// Waiting requests, one lane per (tenant, upstream).
@@ -717,8 +725,13 @@ struct EnforcerState {
             if !rpmOK || !tpmOK, !idle.isEmpty, policy.deny == nil, !tenantState.rpm.isClosed,
                 !tenantState.tpm.isClosed
             {
-                // Work conservation: what the others leave idle (never from their own buckets).
+                // Work conservation: what the others leave idle (never from their own buckets), except in a
+                // dimension where a request with room of its own is held by the cap: that is its allocation.
                 lender = idle[key.upstream]
+                if let held = capHeldUntil[key.upstream] {
+                    if now <= held.rpm { lender?.rpm = nil }
+                    if now <= held.tpm { lender?.tpm = nil }
+                }
                 let rpmBorrow = !rpmOK && IdleCapacity.lends(lender?.rpm, 1, at: now)
                 let tpmBorrow = !tpmOK && IdleCapacity.lends(lender?.tpm, amount, at: now)
                 if (rpmOK || rpmBorrow) && (tpmOK || tpmBorrow),
@@ -751,12 +764,13 @@ struct EnforcerState {
             {
                 let blocking = cap.blocking(amount: amount, at: now)
                 let delay = max(blocking.delay, Self.borrowRecheck)
-                let failure = Failure(
+                var failure = Failure(
                     limit: blocking.limit, code: "gateway_rate_limited",
                     text: .gatewayCap(
                         upstream: key.upstream, limit: blocking.limit, parameters: blocking.bucket, amount: amount,
                         delay: delay),
                     retryAfter: delay, fromRefill: true, shadowable: true)
+                if !charge.rpmBorrowed && !charge.tpmBorrowed { failure.capHold = (blocking.limit, now + delay) }
                 if let verdict = check(failure) { return verdict }
                 charge = Charge()
             }

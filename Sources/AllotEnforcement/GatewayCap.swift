@@ -59,6 +59,13 @@ struct GatewayCap: SummedBuckets {
     }
 }
 
+/// Until when (gateway time) the cap holds, in each dimension, a request that its own buckets admit: nobody
+/// borrows idle allocation in that dimension meanwhile (``EnforcerState/capHeldUntil``).
+struct CapHold: Sendable {
+    var rpm = -Double.infinity
+    var tpm = -Double.infinity
+}
+
 /// A pair of buckets per upstream sized from the sum of the gateway's slices there (``IdleCapacity``,
 /// ``GatewayCap``), retuned on every snapshot.
 protocol SummedBuckets: Sendable {

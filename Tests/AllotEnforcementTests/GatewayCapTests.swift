@@ -133,4 +133,41 @@ import Testing
                 == "this gateway's share of openai/gpt-4o for all its tenants, 1200 tokens/min (burst 1000) has no "
                 + "room for 800 tokens; retry in 30 s")
     }
+    /// Two tenants of 600 tokens/min with bursts of 1,000: the token cap and the idle buckets both refill at
+    /// 1,200/min (20/s) and hold 1,000 tokens; by t = 1,100 the idle buckets have filled (they start empty at the
+    /// snapshot).
+    static let pair = ["big", "small"].map {
+        TenantEntry.make($0, rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 600, burst: 1_000))
+    }
+
+    @Test func whileTheCapHoldsARequestWithRoomOfItsOwnNobodyBorrowsInThatDimension() throws {
+        let enforcer = Enforcer.make(
+            .make(tenants: Self.pair), configuration: GatewayConfiguration(gatewayID: "gw-1", borrowShare: .infinity))
+        _ = try enforcer.mustAdmit(.make("small", tokens: 1_000), now: 1_100)  // cap and idle now empty
+        // big's own bucket is full, the cap is not: held for (900 − 0) / 20 = 45 s.
+        let held = try enforcer.mustDeny(.make("big", tokens: 900), now: 1_100)
+        #expect(held.code == "gateway_rate_limited")
+        #expect(held.limit == .tpm)
+        #expect(approx(held.retryAfter, 45))
+        // At 1,130 the cap and the idle buckets hold 600 and small's own bucket 300: small's 400 would fit
+        // borrowed, but the idle allocation is big's, which the cap holds back. Told its own refill: 10 s.
+        let denied = try enforcer.mustDeny(.make("small", tokens: 400), now: 1_130)
+        #expect(denied.code == "rate_limited")
+        #expect(approx(denied.retryAfter, 10))
+        #expect(enforcer.statistics.borrowed == 0)
+        // big gets its turn when the cap has refilled 900.
+        _ = try enforcer.mustAdmit(.make("big", tokens: 900), now: 1_145)
+        // The hold is over: at 1,195 the idle buckets and the cap are full again (50 s × 20) and small's own bucket
+        // holds 300 + 65 s × 10 = 950, so a request of 980 is borrowed.
+        _ = try enforcer.mustAdmit(.make("small", tokens: 980), now: 1_195)
+        #expect(enforcer.statistics.borrowed == 1)
+    }
+
+    @Test func withoutARequestHeldBackTheSameBorrowGoesThrough() throws {
+        let enforcer = Enforcer.make(
+            .make(tenants: Self.pair), configuration: GatewayConfiguration(gatewayID: "gw-1", borrowShare: .infinity))
+        _ = try enforcer.mustAdmit(.make("small", tokens: 1_000), now: 1_100)
+        _ = try enforcer.mustAdmit(.make("small", tokens: 400), now: 1_130)
+        #expect(enforcer.statistics.borrowed == 1)
+    }
 }
