@@ -57,7 +57,7 @@ struct PolicyTests {
         #expect(policy.price(ofUpstream: "anthropic/claude-sonnet").known)
         #expect(!policy.price(ofUpstream: "mystery/model").known)
         #expect(policy.tier(named: "premium")?.floor.rpm == .percent(0.5))
-        #expect(policy.taskBudgets[.realtime] == TaskBudgetPolicy(maxCalls: 20, maxTokens: 200_000))
+        #expect(policy.taskBudgets[.realtime] == TaskBudgetPolicy(maxCalls: 200, maxTokens: 5_000_000))
     }
 
     @Test func embeddedDefaultPoliciesMatchTheRepositoryAndValidate() throws {
