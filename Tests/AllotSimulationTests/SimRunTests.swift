@@ -1,3 +1,4 @@
+import AllotCore
 import AllotJSON
 import Testing
 
@@ -94,8 +95,9 @@ import Testing
         #expect(attainment >= 0.65, "\(attainment)")
     }
 
-    /// A tenant whose realtime tasks make 25 calls, past the default policy's realtime budget of 20, behind one
-    /// gateway (a gateway counts the calls of a task it has seen, and calls go round-robin), under `allot`.
+    /// A tenant whose realtime tasks make 25 calls, past a realtime budget of 20 (the default policy's, with its
+    /// realtime task budget lowered to 20 calls), behind one gateway (a gateway counts the calls of a task it has
+    /// seen, and calls go round-robin), under `allot`.
     static func overBudget(behaviour: String, tasksPerMinute: Double, duration: Int) async throws -> SimulationTrace {
         let tenants = """
             [{"id": "voice", "tier": "premium", "pool": "openai/gpt-4o", "behaviour": "\(behaviour)",
@@ -104,11 +106,13 @@ import Testing
                        "prompt_tokens": {"mean": 200}, "completion_tokens": {"mean": 20}, "deadline_s": 600}}]
             """
         let scenario = try decode(scenarioJSON(duration: duration, tenants: tenants, extra: #", "gateways": 1"#))
-        return try await Simulator.run(scenario, strategy: .allot, seed: 1)
+        var policy = try SimulationPolicy.defaultPolicy()
+        policy.taskBudgets[.realtime] = TaskBudgetPolicy(maxCalls: 20, maxTokens: 200_000)
+        return try await Simulator.run(scenario, strategy: .allot, seed: 1, policy: policy)
     }
 
-    /// A denial without a retry-after is final: a task over its class's task budget (the default policy's
-    /// realtime budget is 20 calls) is given up at its first such denial. Retrying it every second, as the
+    /// A denial without a retry-after is final: a task over its class's task budget (here 20 calls for
+    /// realtime) is given up at its first such denial. Retrying it every second, as the
     /// simulated clients did, stormed the gateways with denials until twice the task's deadline.
     @Test func aTaskOverItsTaskBudgetIsGivenUpNotRetried() async throws {
         let trace = try await Self.overBudget(behaviour: "honest", tasksPerMinute: 6, duration: 300)
