@@ -56,10 +56,14 @@ public struct GatewayConfiguration: Sendable {
     /// requests and borrowed ones alike, fits a bucket refilled at the sum of its slices and holding this many
     /// seconds of it (at least the largest tenant's burst), so that slices rounded up to whole requests cannot
     /// add up to a burst the upstream refuses. Realtime calls and burst credit are not held by it. 0 turns it
-    /// off. Default 20 (twice a tier's default `bucket_s`: the tenants' own bursts plus the idle buckets').
+    /// off. Default 10 (a tier's default `bucket_s`): the fleet's slices sum to the allocation, so together the
+    /// gateways' caps hold this many seconds of it, and a provider's bucket holds little more (the simulated one
+    /// 10 s). At 20 s, three gateways in front of pools of 60 to 3,000 rpm released 20 s of allocation after
+    /// a lull or an overload into the provider's 10: in random scenarios 429 rates of 0.77-4.56 % fell to
+    /// 0.12-3.73 % at 10 s, and utilisation rose 0.3-6 points (the built-in scenarios moved within their noise).
     public var capWindow: Double
     /// ``capWindow``'s default, seconds.
-    public static let defaultCapWindow = 20.0
+    public static let defaultCapWindow = 10.0
     /// Follow a lower limit the provider states before Allot does: when the last three responses of an upstream
     /// all state a limit (`x-ratelimit-limit-*`, `anthropic-ratelimit-*-limit`) below 90% of the capacity the
     /// snapshot allocates from, the listed tenants' limits there are scaled by the stated limit over that

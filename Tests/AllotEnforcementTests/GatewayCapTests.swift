@@ -8,16 +8,16 @@ import Testing
 @Suite struct GatewayCapTests {
     /// Thirty tenants whose slices are 0.6 RPM each, every bucket rounded up to one whole request: together
     /// 30 requests of burst for 18 RPM. The cap refills at 18 RPM (0.3 per second) and holds
-    /// max(20 s × 0.3, 1) = 6 requests.
+    /// max(10 s × 0.3, 1) = 3 requests.
     static let small = (0..<30).map { TenantEntry.make("s\($0)", rpm: Bucket(rate: 0.6, burst: 1)) }
     static let message =
-        "this gateway's share of openai/gpt-4o for all its tenants, 18 requests/min (burst 6) has no room for a "
+        "this gateway's share of openai/gpt-4o for all its tenants, 18 requests/min (burst 3) has no room for a "
         + "request; retry in 3.333 s"
 
     @Test func theSlicesRoundedUpToWholeRequestsBurstNoMoreThanTheCap() throws {
         let enforcer = Enforcer.make(.make(tenants: Self.small))
-        for index in 0..<6 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_000) }
-        for index in 6..<30 {
+        for index in 0..<3 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_000) }
+        for index in 3..<30 {
             let denial = try enforcer.mustDeny(.make("s\(index)"), now: 1_000)
             #expect(denial.code == "gateway_rate_limited")
             #expect(denial.limit == .rpm)
@@ -35,7 +35,7 @@ import Testing
     }
 
     @Test func theCapIsAtLeastTheLargestBurstAndEachUpstreamHasItsOwn() throws {
-        // One tenant of 3 RPM with a burst of 4: 20 s of 3 RPM is 1 request, the cap holds its burst of 4.
+        // One tenant of 3 RPM with a burst of 4: 10 s of 3 RPM is half a request, the cap holds its burst of 4.
         let lone = TenantEntry.make("lone", rpm: Bucket(rate: 3, burst: 4))
         let other = TenantEntry.make("lone", upstream: "anthropic/claude", rpm: Bucket(rate: 3, burst: 4))
         let enforcer = Enforcer.make(.make(tenants: [lone, other]))
@@ -46,7 +46,7 @@ import Testing
 
     @Test func realtimeCallsAreNotHeldButAreCharged() throws {
         let enforcer = Enforcer.make(.make(tenants: Self.small))
-        for index in 0..<6 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_000) }
+        for index in 0..<3 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_000) }
         // The cap is empty; a realtime call with room in its own bucket goes, and leaves the cap 1 in debt.
         _ = try enforcer.mustAdmit(.make("s6", taskClass: .realtime), now: 1_000)
         let later = 1_000 + 1 / 0.3
@@ -58,7 +58,7 @@ import Testing
         // A gateway's snapshot lists the tenants it has a slice of; a tenant new to it is on `default`, which is
         // not sliced (every gateway has all of it), so its rate is in no sum, but what it admits is charged.
         let enforcer = Enforcer.make(.make(tenants: Self.small))
-        for index in 0..<5 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_000) }
+        for index in 0..<2 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_000) }
         _ = try enforcer.mustAdmit(.make("stranger-1"), now: 1_000)
         #expect(try enforcer.mustDeny(.make("stranger-2"), now: 1_000).code == "gateway_rate_limited")
         #expect(try enforcer.mustDeny(.make("s5"), now: 1_000).code == "gateway_rate_limited")
@@ -68,7 +68,7 @@ import Testing
         // Shadow mode counts what enforcing would deny and admits uncharged, the cap like its own buckets.
         let watcher = TenantEntry.make("s0", rpm: Bucket(rate: 0.6, burst: 1), mode: "shadow")
         let enforcer = Enforcer.make(.make(tenants: [watcher] + Self.small.dropFirst()))
-        for index in 1..<7 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_000) }
+        for index in 1..<4 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_000) }
         let ticket = try enforcer.mustAdmit(.make("s0"), now: 1_000)
         #expect(ticket.shadowDenial == .rpm)
         #expect(enforcer.statistics.shadowWouldDeny[.rpm] == 1)
@@ -82,7 +82,7 @@ import Testing
             "s0", rpm: Bucket(rate: 0.6, burst: 1),
             burstCredit: BurstCredit(calls: 3, tokens: 3_000, expiresAt: 1_300))
         let enforcer = Enforcer.make(.make(tenants: [lender] + Self.small.dropFirst()))
-        for index in 0..<6 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_000) }
+        for index in 0..<3 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_000) }
         // s0's own request is spent; its next three come from the credit although the cap is empty.
         for _ in 0..<3 { _ = try enforcer.mustAdmit(.make("s0"), now: 1_000) }
         #expect(try enforcer.mustDeny(.make("s0"), now: 1_000).code == "rate_limited")
@@ -92,7 +92,7 @@ import Testing
     @Test func aWaiterIsAdmittedWhenTheCapRefillsAndAReleaseGivesItBack() throws {
         let enforcer = Enforcer.make(.make(tenants: Self.small))
         var tickets: [Ticket] = []
-        for index in 0..<6 { tickets.append(try enforcer.mustAdmit(.make("s\(index)"), now: 1_000)) }
+        for index in 0..<3 { tickets.append(try enforcer.mustAdmit(.make("s\(index)"), now: 1_000)) }
         let log = DecisionLog()
         guard case .queued = enforcer.submit(.make("s6"), now: 1_000, onDecision: log.callback("s6")) else {
             Issue.record("expected the request to wait for the cap")
@@ -110,7 +110,7 @@ import Testing
 
     @Test func aNewSnapshotKeepsTheCapsLevel() throws {
         let enforcer = Enforcer.make(.make(tenants: Self.small))
-        for index in 0..<6 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_000) }
+        for index in 0..<3 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_000) }
         #expect(enforcer.apply(.make(version: 2, tenants: Self.small), now: 1_001) == .applied)
         #expect(try enforcer.mustDeny(.make("s6"), now: 1_001).code == "gateway_rate_limited")
         _ = try enforcer.mustAdmit(.make("s6"), now: 1_000 + 1 / 0.3)
@@ -118,7 +118,7 @@ import Testing
 
     @Test func aTokenHeavyRequestWaitsForTheTokenCap() throws {
         // Two tenants of 600 tokens/min with bursts of 1,000 (rounded up above 10 s of their rate): the token
-        // cap refills at 1,200/min (20/s) and holds max(20 s × 20, 1,000) = 1,000 tokens.
+        // cap refills at 1,200/min (20/s) and holds max(10 s × 20, 1,000) = 1,000 tokens.
         let heavy = (0..<2).map {
             TenantEntry.make("h\($0)", rpm: Bucket(rate: 60, burst: 10), tpm: Bucket(rate: 600, burst: 1_000))
         }
