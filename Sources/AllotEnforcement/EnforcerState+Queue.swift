@@ -230,10 +230,8 @@ extension EnforcerState {
     /// Records a request held by the gateway's cap although its own buckets admit it: borrowing stops on that
     /// upstream until the cap has had the chance to admit it (``capHeldUntil``).
     mutating func holdCap(_ failure: Failure, upstream: String) {
-        guard let hold = failure.capHold, hold.limit == .rpm || hold.limit == .tpm else { return }
-        var held = capHeldUntil[upstream] ?? CapHold()
-        if hold.limit == .rpm { held.rpm = max(held.rpm, hold.until) } else { held.tpm = max(held.tpm, hold.until) }
-        capHeldUntil[upstream] = held
+        guard let hold = failure.capHold else { return }
+        capHeldUntil[upstream, default: CapHold()].extend(hold.limit, until: hold.until)
     }
 
     /// Deals with the waiters whose task deadline has passed since the last look: with

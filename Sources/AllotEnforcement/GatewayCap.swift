@@ -64,6 +64,15 @@ struct GatewayCap: SummedBuckets {
 struct CapHold: Sendable {
     var rpm = -Double.infinity
     var tpm = -Double.infinity
+
+    /// Holds `limit`'s dimension until at least `until` (other limits hold nothing).
+    mutating func extend(_ limit: LimitKind, until: Double) {
+        switch limit {
+        case .rpm: rpm = max(rpm, until)
+        case .tpm: tpm = max(tpm, until)
+        default: break
+        }
+    }
 }
 
 /// A pair of buckets per upstream sized from the sum of the gateway's slices there (``IdleCapacity``,

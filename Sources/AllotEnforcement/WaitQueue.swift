@@ -211,9 +211,8 @@ struct WaitQueue {
             if start == items.count {
                 items.removeAll(keepingCapacity: true)
                 start = 0
-            } else if start >= 16, start * 2 >= items.count {
-                items.removeFirst(start)
-                start = 0
+            } else {
+                WaitQueue.dropConsumedPrefix(&items, start: &start)
             }
         }
 
@@ -236,6 +235,8 @@ struct WaitQueue {
 
         var isEmpty: Bool { start == slots.count }
         var count: Int { slots.count - start }
+
+        mutating func dropConsumedPrefix() { WaitQueue.dropConsumedPrefix(&slots, start: &start) }
     }
 
     /// The waiters, by slot; nil for a free slot. A waiter's `tag`, `seq` and `position` here are as it came
@@ -555,10 +556,17 @@ struct WaitQueue {
                 lanes[last].activeIndex = index
             }
             lanes[keyID].activeIndex = -1
-        } else if lanes[keyID].start >= 16, lanes[keyID].start * 2 >= lanes[keyID].slots.count {
-            lanes[keyID].slots.removeFirst(lanes[keyID].start)
-            lanes[keyID].start = 0
+        } else {
+            lanes[keyID].dropConsumedPrefix()
         }
+    }
+
+    /// Drops `items[..<start]` once it is at least 16 and half of the array (amortised O(1) per element taken
+    /// from the front; a lane's slots and its classes' pairs alike).
+    static func dropConsumedPrefix<Item>(_ items: inout [Item], start: inout Int) {
+        guard start >= 16, start * 2 >= items.count else { return }
+        items.removeFirst(start)
+        start = 0
     }
 
     /// The first waiter's place of lane `keyID` (the first pair of the lowest class it holds); nil when empty.

@@ -141,8 +141,7 @@ import Testing
     }
 
     @Test func whileTheCapHoldsARequestWithRoomOfItsOwnNobodyBorrowsInThatDimension() throws {
-        let enforcer = Enforcer.make(
-            .make(tenants: Self.pair), configuration: GatewayConfiguration(gatewayID: "gw-1", borrowShare: .infinity))
+        let enforcer = Enforcer.make(.make(tenants: Self.pair), configuration: IdleCapacityTests.unbounded)
         _ = try enforcer.mustAdmit(.make("small", tokens: 1_000), now: 1_100)  // cap and idle now empty
         // big's own bucket is full, the cap is not: held for (900 − 0) / 20 = 45 s.
         let held = try enforcer.mustDeny(.make("big", tokens: 900), now: 1_100)
@@ -164,8 +163,7 @@ import Testing
     }
 
     @Test func withoutARequestHeldBackTheSameBorrowGoesThrough() throws {
-        let enforcer = Enforcer.make(
-            .make(tenants: Self.pair), configuration: GatewayConfiguration(gatewayID: "gw-1", borrowShare: .infinity))
+        let enforcer = Enforcer.make(.make(tenants: Self.pair), configuration: IdleCapacityTests.unbounded)
         _ = try enforcer.mustAdmit(.make("small", tokens: 1_000), now: 1_100)
         _ = try enforcer.mustAdmit(.make("small", tokens: 400), now: 1_130)
         #expect(enforcer.statistics.borrowed == 1)
