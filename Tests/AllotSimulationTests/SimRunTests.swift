@@ -157,6 +157,57 @@ import Testing
         #expect(trace.samples.last?.tenants[0].allocationRPM.map { $0 > 0 } == true)
     }
 
+    /// timeline.svg: every pool charted for every strategy on one scale, a tenant in one colour in every panel,
+    /// and no legend entry for a line a panel does not draw (fifo-backoff has no estimate, no allocations).
+    @Test func theChartShowsEveryPoolAndKeepsEachTenantsColour() async throws {
+        let pools = """
+            [{"id": "pool-a", "provider": "openai", "declared_rpm": 120, "declared_tpm": 1000000,
+              "capacity": [{"at_s": 0, "rpm": 120, "tpm": 1000000}]},
+             {"id": "pool-b", "provider": "anthropic", "declared_rpm": 60, "declared_tpm": 1000000,
+              "capacity": [{"at_s": 0, "rpm": 60, "tpm": 1000000}]}]
+            """
+        func tenant(_ id: String, _ pool: String, _ rate: Double) -> String {
+            """
+            {"id": "\(id)", "tier": "standard", "pool": "\(pool)", "arrivals": [{"at_s": 0, "tasks_per_min": \(rate)}],
+             "task": {"class": "interactive", "calls": {"min": 2, "max": 2}, "parallelism": 1,
+                      "prompt_tokens": {"mean": 200}, "completion_tokens": {"mean": 20}, "deadline_s": 60}}
+            """
+        }
+        // On pool-a, eight tenants: the six whose arrivals are largest are drawn, the other two summed.
+        let rates = [0.2, 0.3, 4, 8, 16, 32, 64, 128]
+        let tenants =
+            rates.enumerated().map { tenant("a\($0.offset + 1)", "pool-a", $0.element) }
+            + [tenant("b1", "pool-b", 10), tenant("b2", "pool-b", 40)]
+        let scenario = try decode(
+            scenarioJSON(duration: 120, tenants: "[" + tenants.joined(separator: ",") + "]", pools: pools))
+        let report = SimulationReport(
+            scenario: scenario, seed: 1,
+            traces: [
+                try await Simulator.run(scenario, strategy: .allot, seed: 1),
+                try await Simulator.run(scenario, strategy: .fifoBackoff, seed: 1),
+            ])
+        let svg = report.timelineSVG()
+        func count(_ text: String) -> Int { svg.components(separatedBy: text).count - 1 }
+        #expect(count("allot — pool-a, ") == 1 && count("fifo-backoff — pool-a, ") == 1)
+        #expect(count("allot — pool-b, ") == 1 && count("fifo-backoff — pool-b, ") == 1)
+        #expect(svg.contains("height=\"\(Int(40 + 4 * 260 + 10))\""))
+        #expect(count("Allot's estimate (dashed)") == 2)  // allot's two panels only
+        #expect(count("dashed: tenant allocation") == 2)
+        #expect(count(">2 others (sum)<") == 2)  // pool-a's panels
+        #expect(!svg.contains(">a1 (standard)<") && !svg.contains(">a2 (standard)<"))
+        // Each legend entry: <rect … fill="COLOUR"/><text …>ID (tier)</text>. The same tenant, the same colour.
+        var colours: [String: Set<String>] = [:]
+        for line in svg.split(separator: "\n") where line.contains("(standard)</text>") {
+            let fill = line.components(separatedBy: "fill=\"")[1].prefix(7)
+            let name = line.components(separatedBy: "\">").last!.components(separatedBy: " (")[0]
+            colours[name, default: []].insert(String(fill))
+        }
+        #expect(Set(colours.keys) == ["a3", "a4", "a5", "a6", "a7", "a8", "b1", "b2"])
+        #expect(colours.values.allSatisfy { $0.count == 1 })
+        #expect(colours["a8"] == ["#1f77b4"] && colours["b2"] == ["#1f77b4"])  // the largest arrivals first
+        #expect(!colours.values.contains(["#d62728"]))  // red is the estimate's
+    }
+
     @Test func reportHasTheSpecShape() async throws {
         let scenario = try Self.small()
         let traces = [
