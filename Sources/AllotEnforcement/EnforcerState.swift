@@ -504,6 +504,16 @@ struct EnforcerState {
                 nextCaps[upstream] = cap
             }
         }
+        if capped, configuration.newcomerCapShare > 0, let newcomers = newTable.defaultPolicy?.limits {
+            // Upstreams where every tenant is a newcomer: a share of the upstream's capacity.
+            for (upstream, entry) in newTable.upstreams where sums[upstream] == nil {
+                let sum = GatewayCap.newcomerSum(
+                    capacity: entry.capacity, share: configuration.newcomerCapShare, newcomer: newcomers)
+                if let cap = Self.sized(caps[upstream], sum, window: configuration.capWindow, at: instant) {
+                    nextCaps[upstream] = cap
+                }
+            }
+        }
         idle = nextIdle
         caps = nextCaps
     }

@@ -24,11 +24,32 @@ import AllotProtocol
 ///   all of it), so adding it would raise every gateway's cap by a whole tenant's allocation. Exempting them
 ///   let a 32-gateway fleet, where tenants keep arriving at gateways new to them, burst again (1.7% of the
 ///   attempts answered 429 instead of 0.4%).
+/// - **Where the gateway holds no slice, a share of the upstream's capacity.** On an upstream the snapshot lists
+///   with a capacity but none of whose tenants this gateway has a slice of (a fresh installation's first
+///   snapshot lists nobody), everyone is a newcomer on `default`, and without a sum nothing bounded them
+///   together: each newcomer's `default` bucket holds a whole request, at every gateway (1,000 tenants arriving
+///   at once at a 600-rpm pool: 56 % of two minutes' attempts answered 429). There the cap refills at
+///   ``GatewayConfiguration/newcomerCapShare`` of the upstream's capacity, until the snapshot gives the gateway
+///   slices there.
 /// - **It starts full, and a new snapshot keeps the level** (retuned like a tenant's bucket, never refilled).
 /// - A dimension with an unlimited tenant has no cap, like ``IdleCapacity``.
 struct GatewayCap: SummedBuckets {
     var rpm: TokenBucket?
     var tpm: TokenBucket?
+
+    /// The summed rates of an upstream where every tenant is a newcomer: `share` of its capacity per dimension,
+    /// with one `newcomer` burst as the largest single burst (nil in a dimension without a finite capacity).
+    static func newcomerSum(
+        capacity: DimensionValues, share: Double, newcomer: RateLimits
+    ) -> (rpm: Bucket?, tpm: Bucket?) {
+        func sum(_ capacity: Double, _ burst: Double) -> Bucket? {
+            guard capacity.isFinite, capacity > 0, capacity < IdleCapacity.unlimitedRate, share.isFinite else {
+                return nil
+            }
+            return Bucket(rate: capacity * share, burst: burst.isFinite ? max(0, burst) : 0)
+        }
+        return (sum(capacity.rpm, newcomer.rpm.burst), sum(capacity.tpm, newcomer.tpm.burst))
+    }
 
     /// Whether a request of `amount` tokens fits: one request and `min(amount, burst)` tokens (a dimension
     /// whose `skip…` is set, or without a cap, always fits).

@@ -44,6 +44,44 @@ import Testing
         for _ in 0..<4 { _ = try enforcer.mustAdmit(.make("lone", upstream: "anthropic/claude"), now: 1_000) }
     }
 
+    @Test func whereTheGatewayHoldsNoSliceNewcomersShareAThirdOfTheUpstream() throws {
+        // A fresh installation's first snapshot lists nobody: sixty newcomers on `default` (6 RPM, burst 2) on an
+        // upstream of 300 RPM. Nothing summed bounded them together (each default bucket admits a request at
+        // once: 60 at once here); the cap refills at a tenth of the upstream here, 30 RPM (0.5/s), and holds
+        // max(10 s × 0.5, 2) = 5 requests.
+        let upstream = UpstreamEntry(
+            id: Snapshot.defaultUpstream, state: "healthy", capacity: DimensionValues(rpm: 300, tpm: 1_000_000))
+        let enforcer = Enforcer.make(
+            .make(upstreams: [upstream]), configuration: GatewayConfiguration(gatewayID: "gw-1", newcomerCapShare: 0.1))
+        for index in 0..<5 { _ = try enforcer.mustAdmit(.make("n\(index)"), now: 1_000) }
+        for index in 5..<60 {
+            let denial = try enforcer.mustDeny(.make("n\(index)"), now: 1_000)
+            #expect(denial.code == "gateway_rate_limited")
+            #expect(denial.limit == .rpm)
+            #expect(approx(denial.retryAfter, 2))
+        }
+        _ = try enforcer.mustAdmit(.make("n5"), now: 1_002)
+        #expect(try enforcer.mustDeny(.make("n6"), now: 1_002).code == "gateway_rate_limited")
+
+        // Once the snapshot gives the gateway a slice there, the cap is the sum of slices again: a tenant of
+        // 60 RPM with a burst of 10 makes it 1/s holding 10 (its level kept, so full again only 10 s on).
+        let listed = TenantEntry.make("acme", rpm: Bucket(rate: 60, burst: 10))
+        enforcer.apply(.make(version: 2, tenants: [listed], upstreams: [upstream]), now: 1_002)
+        for index in 10..<20 { _ = try enforcer.mustAdmit(.make("n\(index)"), now: 1_020) }
+        #expect(try enforcer.mustDeny(.make("n20"), now: 1_020).code == "gateway_rate_limited")
+
+        // Off, and on an upstream the snapshot gives no capacity for: every newcomer's `default` admits it.
+        let open = Enforcer.make(
+            .make(upstreams: [upstream]), configuration: GatewayConfiguration(gatewayID: "gw-1", newcomerCapShare: 0))
+        for index in 0..<60 { _ = try open.mustAdmit(.make("n\(index)"), now: 1_000) }
+        let unknown = Enforcer.make(.make())
+        for index in 0..<60 { _ = try unknown.mustAdmit(.make("n\(index)"), now: 1_000) }
+        // By default a third (0.34): 102 RPM, holding 10 s of it, 17 requests.
+        let third = Enforcer.make(.make(upstreams: [upstream]))
+        for index in 0..<17 { _ = try third.mustAdmit(.make("n\(index)"), now: 1_000) }
+        #expect(try third.mustDeny(.make("n17"), now: 1_000).code == "gateway_rate_limited")
+    }
+
     @Test func realtimeCallsAreNotHeldButAreCharged() throws {
         let enforcer = Enforcer.make(.make(tenants: Self.small))
         for index in 0..<3 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_000) }
