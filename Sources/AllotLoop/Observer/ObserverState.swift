@@ -113,6 +113,10 @@ struct PoolTrack: Sendable, Hashable, Codable {
     /// it is `probe_step` above it without a refusal: the measurement is then disproven.
     /// nil in checkpoints written before it.
     var measuredLimit: PerDimension<CapacityAction?>?
+    /// Since when the estimate has been probed up at every tick by full steps (not near a measured limit, not
+    /// from the floor) without a refusal: such a probe speeds up (``PoolEvaluation/probeBoost(since:now:)``).
+    /// nil in checkpoints written before it.
+    var probingSince: PerDimension<Double?>?
     /// The last multiplicative decrease, and until when further quota errors are attributed to it.
     var lastDecreaseAt: PerDimension<Double?> = PerDimension(nil)
     var holdUntil: PerDimension<Double?> = PerDimension(nil)

@@ -343,10 +343,12 @@ struct ObserverEstimateTests {
         // minute, not of the declared 1000 (which would overshoot the real limit by a fifth a minute) — and
         // 0.35 of that, at and above 240, where the provider refused a moment ago.
         // Once the estimate has passed that refusal by a probe step (5 %) without a refusal, the refusal is
-        // disproven (served-while-throttled under-reads a limit met in a transient) and the whole step applies.
+        // disproven (served-while-throttled under-reads a limit met in a transient) and the whole step applies —
+        // twice it after a minute of full steps without a refusal (`probeBoost`).
         var estimate = 240.0
         var slow = 0
         var full = 0
+        var firstFull: Double?
         for tick in 1...90 {
             let now = t0 + Double(tick) * 5
             let report = estimation.observe(
@@ -359,13 +361,19 @@ struct ObserverEstimateTests {
                 #expect(abs(next - estimate * (1 + 0.05 * 0.35 * 5 / 60)) < 1e-9, "tick \(tick)")
                 slow += 1
             } else {
-                #expect(abs(next - estimate * (1 + 0.05 * 5 / 60)) < 1e-9, "tick \(tick)")
+                let since = firstFull ?? now
+                firstFull = since
+                let boost = now - since >= 60 ? 2.0 : 1
+                #expect(abs(next - estimate * (1 + 0.05 * boost * 5 / 60)) < 1e-9, "tick \(tick)")
                 full += 1
             }
             estimate = next
         }
         #expect(slow == 34)  // ⌈ln 1.05 ÷ ln(1 + 0.05 × 0.35 × 5/60)⌉: under three minutes
-        #expect(full == 46)
+        #expect(full == 46)  // 12 single steps, then 34 double ones
+        let single = (0..<12).reduce(1.0) { product, _ in product * (1 + 0.05 * 5 / 60) }
+        let double = (0..<34).reduce(1.0) { product, _ in product * (1 + 0.1 * 5 / 60) }
+        #expect(estimate > 240 * 1.05 * single * double * 0.99 && estimate < 240 * 1.06 * single * double)
     }
 
     @Test func neverCutsBelowTheFloor() throws {
@@ -514,12 +522,20 @@ struct ObserverEstimateTests {
         return estimates
     }
 
-    /// After the minute of the 429s, toward the stated 1000 by half the gap per minute (the larger step) while
-    /// `recovering(estimate)` holds.
+    /// After the minute of the 429s, toward the stated 1000 by half the gap per minute or the probe step (5 % of
+    /// 1000, doubled after a minute of steps), the larger, while `recovering(estimate)` holds.
     static func expectedRecovery(while recovering: (Double) -> Bool) -> [Double] {
         var expected = 600.0
+        var since: Int?
         return (1...30).map { tick in
-            if tick >= 12, recovering(expected) { expected += max(0.05 * 1000, 0.5 * (1000 - expected)) * 5 / 60 }
+            if tick >= 12, recovering(expected) {
+                let first = since ?? tick
+                since = first
+                let boost = tick - first >= 12 ? 2.0 : 1
+                expected += max(0.05 * 1000 * boost, 0.5 * (1000 - expected)) * 5 / 60
+            } else {
+                since = nil
+            }
             return expected
         }
     }
