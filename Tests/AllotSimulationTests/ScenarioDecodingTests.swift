@@ -45,6 +45,24 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         #expect(scenario.headline == ScenarioHeadline(metric: "utilisation", higherIsBetter: true))
     }
 
+    /// docs/scenarios.md's example is a scenario that decodes and runs: the format documented by example, kept true.
+    @Test func theDocumentedExampleDecodesAndRuns() async throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/scenarios.md")
+        let text = try String(contentsOf: docs, encoding: .utf8)
+        let start = try #require(text.range(of: "```json\n"))
+        let end = try #require(text.range(of: "\n```", range: start.upperBound..<text.endIndex))
+        let scenario = try Scenario.decode(Array(text[start.upperBound..<end.lowerBound].utf8), source: "example")
+        #expect(scenario.name == "support-surge")
+        #expect(scenario.headline == ScenarioHeadline(metric: "slo_attainment", tier: "premium", higherIsBetter: true))
+        #expect(scenario.tenants.map(\.id) == ["pipeline", "desk", "small-01", "small-02", "small-03", "small-04", "small-05"])
+        #expect(scenario.pools[0].capacity.count == 2)
+        #expect(scenario.pools[0].overload.count == 1)
+        #expect(scenario.tenants[1].task.thinkSeconds == 0.5)
+        let trace = try await Simulator.run(scenario, strategy: .static, seed: 1)
+        #expect(trace.samples.count == 90)
+    }
+
     @Test func everyBuiltInDecodes() throws {
         #expect(Scenario.builtinNames.count >= 10)
         for name in [
