@@ -344,7 +344,7 @@ struct ObserverEstimateTests {
         // 0.35 of that, at and above 240, where the provider refused a moment ago.
         // Once the estimate has passed that refusal by a probe step (5 %) without a refusal, the refusal is
         // disproven (served-while-throttled under-reads a limit met in a transient) and the whole step applies —
-        // twice it after a minute of full steps without a refusal (`probeBoost`).
+        // 1.5 times it after a minute of full steps without a refusal (`probeBoost`).
         var estimate = 240.0
         var slow = 0
         var full = 0
@@ -363,17 +363,17 @@ struct ObserverEstimateTests {
             } else {
                 let since = firstFull ?? now
                 firstFull = since
-                let boost = now - since >= 60 ? 2.0 : 1
+                let boost = now - since >= 60 ? 1.5 : 1
                 #expect(abs(next - estimate * (1 + 0.05 * boost * 5 / 60)) < 1e-9, "tick \(tick)")
                 full += 1
             }
             estimate = next
         }
         #expect(slow == 34)  // ⌈ln 1.05 ÷ ln(1 + 0.05 × 0.35 × 5/60)⌉: under three minutes
-        #expect(full == 46)  // 12 single steps, then 34 double ones
+        #expect(full == 46)  // 12 single steps, then 34 of 1.5
         let single = (0..<12).reduce(1.0) { product, _ in product * (1 + 0.05 * 5 / 60) }
-        let double = (0..<34).reduce(1.0) { product, _ in product * (1 + 0.1 * 5 / 60) }
-        #expect(estimate > 240 * 1.05 * single * double * 0.99 && estimate < 240 * 1.06 * single * double)
+        let boosted = (0..<34).reduce(1.0) { product, _ in product * (1 + 0.075 * 5 / 60) }
+        #expect(estimate > 240 * 1.05 * single * boosted * 0.99 && estimate < 240 * 1.06 * single * boosted)
     }
 
     @Test func neverCutsBelowTheFloor() throws {
@@ -523,7 +523,7 @@ struct ObserverEstimateTests {
     }
 
     /// After the minute of the 429s, toward the stated 1000 by half the gap per minute or the probe step (5 % of
-    /// 1000, doubled after a minute of steps), the larger, while `recovering(estimate)` holds.
+    /// 1000, 1.5 times it after a minute of steps), the larger, while `recovering(estimate)` holds.
     static func expectedRecovery(while recovering: (Double) -> Bool) -> [Double] {
         var expected = 600.0
         var since: Int?
@@ -531,7 +531,7 @@ struct ObserverEstimateTests {
             if tick >= 12, recovering(expected) {
                 let first = since ?? tick
                 since = first
-                let boost = tick - first >= 12 ? 2.0 : 1
+                let boost = tick - first >= 12 ? 1.5 : 1
                 expected += max(0.05 * 1000 * boost, 0.5 * (1000 - expected)) * 5 / 60
             } else {
                 since = nil
