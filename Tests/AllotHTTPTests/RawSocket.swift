@@ -34,9 +34,11 @@ final class RawSocket: @unchecked Sendable {
             }
         }
         guard status == 0 else {
-            let code = errno
-            Glibc.close(fd)
-            throw Failure(description: "connect: errno \(code)")
+            // No close here: the object is fully initialised, so throwing runs deinit, which closes `fd`. Closing it
+            // here as well closed it twice, and between the two closes another test running in parallel could be
+            // handed the same descriptor number for its SQLite file: the second close took that file away from it
+            // (SQLITE_IOERR_READ in a store test, once, in CI).
+            throw Failure(description: "connect: errno \(errno)")
         }
     }
 
