@@ -522,20 +522,12 @@ struct ObserverEstimateTests {
         return estimates
     }
 
-    /// After the minute of the 429s, toward the stated 1000 by half the gap per minute or the probe step (5 % of
-    /// 1000, 1.5 times it after a minute of steps), the larger, while `recovering(estimate)` holds.
+    /// After the minute of the 429s, toward the stated 1000 by half the gap per minute (the larger step) while
+    /// `recovering(estimate)` holds. Below a stated limit the probe is not sped up after a minute.
     static func expectedRecovery(while recovering: (Double) -> Bool) -> [Double] {
         var expected = 600.0
-        var since: Int?
         return (1...30).map { tick in
-            if tick >= 12, recovering(expected) {
-                let first = since ?? tick
-                since = first
-                let boost = tick - first >= 12 ? 1.5 : 1
-                expected += max(0.05 * 1000 * boost, 0.5 * (1000 - expected)) * 5 / 60
-            } else {
-                since = nil
-            }
+            if tick >= 12, recovering(expected) { expected += max(0.05 * 1000, 0.5 * (1000 - expected)) * 5 / 60 }
             return expected
         }
     }
