@@ -19,7 +19,12 @@ final class ScriptedServer: Sendable {
                 bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        guard bound == 0, listen(fd, 8) == 0 else { throw RawSocket.Failure(description: "listen: errno \(errno)") }
+        guard bound == 0, listen(fd, 8) == 0 else {
+            // `port` is not set yet, so deinit will not run: close here (once).
+            let code = errno
+            Glibc.close(fd)
+            throw RawSocket.Failure(description: "listen: errno \(code)")
+        }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
