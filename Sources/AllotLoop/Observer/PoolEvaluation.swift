@@ -429,7 +429,8 @@ struct PoolEvaluation {
                     text: (!fromFloor
                         ? "probing up: \(name) utilisation \(percent(used)) with no quota errors, estimate "
                         : "probing up from the floor: \(name) no quota errors for a short window, estimate ")
-                        + "\(Self.format(estimate)) → \(Self.format(raised))")
+                        + "\(Self.format(estimate)) → \(Self.format(raised))"
+                        + (boost > 1 ? " (steps ×\(Self.format(boost)) after a minute of probing without a refusal)" : ""))
             } else if used < CapacityEstimation.evidenceUtilisation, window.coverage > 0 {
                 signals.append("\(name) utilisation \(percent(used)) is below 50%: no evidence to probe up")
             }

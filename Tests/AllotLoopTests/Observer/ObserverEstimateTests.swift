@@ -349,12 +349,14 @@ struct ObserverEstimateTests {
         var slow = 0
         var full = 0
         var firstFull: Double?
+        var lastSignals: [String] = []
         for tick in 1...90 {
             let now = t0 + Double(tick) * 5
             let report = estimation.observe(
                 script.delta { Self.traffic(&$0, perSlice: Int((estimate * 0.96 / 12).rounded(.up)), from: now - 5) },
                 now: now)
             let next = try #require(F.status(report)?.estimate.rpm)
+            lastSignals = F.status(report)?.signals ?? []
             if tick <= 10 {
                 #expect(next == 240, "tick \(tick)")
             } else if estimate < 240 * 1.05 {
@@ -371,6 +373,12 @@ struct ObserverEstimateTests {
         }
         #expect(slow == 34)  // ⌈ln 1.05 ÷ ln(1 + 0.05 × 0.35 × 5/60)⌉: under three minutes
         #expect(full == 46)  // 12 single steps, then 34 of 1.5
+        // The operator sees why the estimate moves faster.
+        #expect(
+            lastSignals.contains {
+                $0.hasPrefix("probing up: rpm utilisation")
+                    && $0.hasSuffix("(steps ×1.5 after a minute of probing without a refusal)")
+            })
         let single = (0..<12).reduce(1.0) { product, _ in product * (1 + 0.05 * 5 / 60) }
         let boosted = (0..<34).reduce(1.0) { product, _ in product * (1 + 0.075 * 5 / 60) }
         #expect(estimate > 240 * 1.05 * single * boosted * 0.99 && estimate < 240 * 1.06 * single * boosted)
