@@ -117,6 +117,15 @@ struct PoolTrack: Sendable, Hashable, Codable {
     /// from the floor) without a refusal: such a probe speeds up (``PoolEvaluation/probeBoost(since:now:)``).
     /// nil in checkpoints written before it.
     var probingSince: PerDimension<Double?>?
+
+    /// Marks `dimension` as probed by a whole step at `now`; returns since when the streak has lasted.
+    mutating func probing(_ dimension: RateDimension, at now: Double) -> Double {
+        var since = probingSince ?? PerDimension(nil)
+        let start = since[dimension] ?? now
+        since[dimension] = start
+        probingSince = since
+        return start
+    }
     /// The last multiplicative decrease, and until when further quota errors are attributed to it.
     var lastDecreaseAt: PerDimension<Double?> = PerDimension(nil)
     var holdUntil: PerDimension<Double?> = PerDimension(nil)

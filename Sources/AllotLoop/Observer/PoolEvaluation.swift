@@ -234,7 +234,7 @@ struct PoolEvaluation {
             // A tick that does not probe by full steps (a cut, a hold, too little use, near a measured limit)
             // ends the streak.
             var probedOn = false
-            defer { if !probedOn, pool.probingSince?[dimension] != nil { pool.probingSince![dimension] = nil } }
+            defer { if !probedOn { pool.probingSince?[dimension] = nil } }
             let name = dimension.rawValue
             let others = sharedUse(dimension, settledBefore: settledBefore)
             pool.othersUse[dimension] = others
@@ -410,11 +410,7 @@ struct PoolEvaluation {
                 // what bursts let through (a 60-rpm pool: 429s 3.31 → 3.69 % with the speed-up there).
                 if !fromFloor, !nearLimit, stated == nil {
                     probedOn = true
-                    var since = pool.probingSince ?? PerDimension(nil)
-                    let start = since[dimension] ?? now
-                    since[dimension] = start
-                    pool.probingSince = since
-                    boost = Self.probeBoost(since: start, now: now)
+                    boost = Self.probeBoost(since: pool.probing(dimension, at: now), now: now)
                 }
                 let step =
                     fromFloor

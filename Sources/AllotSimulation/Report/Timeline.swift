@@ -41,146 +41,23 @@ extension SimulationReport {
     /// scale, and a tenant keeps its colour in every panel: the tenants shown and their colours are chosen from
     /// the arrivals, which depend on the seed and not on the strategy.
     public func timelineSVG() -> String {
-        let width = 960.0
-        let panelHeight = 260.0
-        let left = 70.0
-        let right = 190.0
-        let top = 40.0
-        let plotWidth = width - left - right
-        let plotHeight = panelHeight - 60
+        let layout = ChartLayout()
         let traces = self.traces.filter { !$0.samples.isEmpty && !$0.pools.isEmpty }
         let pools = traces.first?.pools ?? []
-        let height = top + Double(traces.count * pools.count) * panelHeight + 10
+        let height = layout.top + Double(traces.count * pools.count) * layout.panelHeight + 10
         var svg = """
-            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" \
-            viewBox="0 0 \(Int(width)) \(Int(height))" font-family="sans-serif" font-size="11">
+            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(layout.width))" height="\(Int(height))" \
+            viewBox="0 0 \(Int(layout.width)) \(Int(height))" font-family="sans-serif" font-size="11">
             <rect width="100%" height="100%" fill="#ffffff"/>
-            <text x="\(left)" y="22" font-size="15" font-weight="bold">\(Self.escape(scenario)) — seed \(seed)</text>
+            <text x="\(layout.left)" y="22" font-size="15" font-weight="bold">\(Self.escape(scenario)) — seed \(seed)</text>
 
             """
-        // No red among the tenants: it is the estimate's.
-        let palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"]
         var panel = 0
-        for (poolIndex, pool) in pools.enumerated() {
-            let reference = traces[0]
-            let useTPM = Self.tokensBind(reference, pool: poolIndex)
-            let unit = useTPM ? "tokens/min" : "requests/min"
-            func pick(_ sample: PoolSample) -> (truth: Double, estimate: Double?, served: Double) {
-                useTPM
-                    ? (sample.trueTPM, sample.estimatedTPM, sample.servedTPM)
-                    : (sample.trueRPM, sample.estimatedRPM, sample.servedRPM)
-            }
-            let members = reference.tenants.indices.filter { reference.tenants[$0].pool == pool.id }
-            let arrived = members.map { m in
-                reference.samples.reduce(0.0) { $0 + (useTPM ? $1.tenants[m].arrivedTPM : $1.tenants[m].arrivedRPM) }
-            }
-            let ranked = zip(members, arrived).sorted { $0.1 != $1.1 ? $0.1 > $1.1 : $0.0 < $1.0 }.map(\.0)
-            let shown = Array(ranked.prefix(palette.count))
-            let others = Array(ranked.dropFirst(palette.count))
-            var maxValue = 1.0
+        for poolIndex in pools.indices {
+            let chart = PoolChart(traces: traces, pool: poolIndex)
             for trace in traces {
-                for sample in trace.samples {
-                    let p = pick(sample.pools[poolIndex])
-                    maxValue = max(maxValue, p.truth, p.served, p.estimate ?? 0)
-                    for m in shown {
-                        maxValue = max(
-                            maxValue, (useTPM ? sample.tenants[m].allocationTPM : sample.tenants[m].allocationRPM) ?? 0)
-                    }
-                }
-            }
-            maxValue *= 1.1
-            for trace in traces {
-                let y0 = top + Double(panel) * panelHeight
+                svg += chart.panel(trace, top: layout.top + Double(panel) * layout.panelHeight, layout: layout)
                 panel += 1
-                let duration = trace.durationSeconds
-                func x(_ t: Double) -> Double { left + plotWidth * t / duration }
-                func y(_ v: Double) -> Double { y0 + 20 + plotHeight * (1 - min(v, maxValue) / maxValue) }
-                func path(_ values: [Double?]) -> String {
-                    var d = ""
-                    var pen = false
-                    for (k, value) in values.enumerated() {
-                        guard let value else {
-                            pen = false
-                            continue
-                        }
-                        let t = trace.samples[k].start + trace.sampleIntervalSeconds / 2
-                        d += (pen ? " L" : " M") + Self.fixed(x(t), 1) + " " + Self.fixed(y(value), 1)
-                        pen = true
-                    }
-                    return d
-                }
-                svg += "<text x=\"\(left)\" y=\"\(Self.fixed(y0 + 14, 1))\" font-size=\"13\" font-weight=\"bold\">"
-                svg += "\(Self.escape(trace.strategy)) — \(Self.escape(pool.id)), \(unit)</text>\n"
-                // Axes and grid.
-                for i in 0...4 {
-                    let v = maxValue * Double(i) / 4
-                    let yy = Self.fixed(y(v), 1)
-                    svg +=
-                        "<line x1=\"\(left)\" y1=\"\(yy)\" x2=\"\(Self.fixed(left + plotWidth, 1))\" y2=\"\(yy)\" stroke=\"#e5e5e5\"/>"
-                    svg +=
-                        "<text x=\"\(Self.fixed(left - 6, 1))\" y=\"\(yy)\" text-anchor=\"end\" dy=\"4\">\(Self.compact(v))</text>\n"
-                }
-                let ticks = 6
-                for i in 0...ticks {
-                    let t = duration * Double(i) / Double(ticks)
-                    let xx = Self.fixed(x(t), 1)
-                    svg +=
-                        "<text x=\"\(xx)\" y=\"\(Self.fixed(y0 + 20 + plotHeight + 14, 1))\" text-anchor=\"middle\">\(Self.clock(t))</text>\n"
-                }
-                svg +=
-                    "<rect x=\"\(left)\" y=\"\(Self.fixed(y0 + 20, 1))\" width=\"\(Self.fixed(plotWidth, 1))\" height=\"\(Self.fixed(plotHeight, 1))\" fill=\"none\" stroke=\"#999\"/>\n"
-                var legend: [(String, String)] = []
-                var allocationsDrawn = false
-                // Tenants: served solid thin, allocation dashed.
-                for (i, m) in shown.enumerated() {
-                    let color = palette[i]
-                    let served = trace.samples.map {
-                        Optional(useTPM ? $0.tenants[m].servedTPM : $0.tenants[m].servedRPM)
-                    }
-                    let allocation = trace.samples.map {
-                        useTPM ? $0.tenants[m].allocationTPM : $0.tenants[m].allocationRPM
-                    }
-                    svg +=
-                        "<path d=\"\(path(served))\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.2\" opacity=\"0.8\"/>\n"
-                    if allocation.contains(where: { $0 != nil }) {
-                        allocationsDrawn = true
-                        svg +=
-                            "<path d=\"\(path(allocation))\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"1\" stroke-dasharray=\"4 3\"/>\n"
-                    }
-                    legend.append((color, trace.tenants[m].id + " (" + trace.tenants[m].tier + ")"))
-                }
-                if !others.isEmpty {
-                    let served = trace.samples.map { sample in
-                        Optional(
-                            others.reduce(0.0) {
-                                $0 + (useTPM ? sample.tenants[$1].servedTPM : sample.tenants[$1].servedRPM)
-                            })
-                    }
-                    svg += "<path d=\"\(path(served))\" fill=\"none\" stroke=\"#17becf\" stroke-width=\"1.2\"/>\n"
-                    legend.append(("#17becf", "\(others.count) others (sum)"))
-                }
-                let truth = trace.samples.map { Optional(pick($0.pools[poolIndex]).truth) }
-                let served = trace.samples.map { Optional(pick($0.pools[poolIndex]).served) }
-                let estimate = trace.samples.map { pick($0.pools[poolIndex]).estimate }
-                svg +=
-                    "<path d=\"\(path(served))\" fill=\"none\" stroke=\"#000000\" stroke-width=\"1.5\" opacity=\"0.55\"/>\n"
-                svg += "<path d=\"\(path(truth))\" fill=\"none\" stroke=\"#000000\" stroke-width=\"2.5\"/>\n"
-                var head = [("#000000", "true capacity (hidden)")]
-                if estimate.contains(where: { $0 != nil }) {
-                    svg +=
-                        "<path d=\"\(path(estimate))\" fill=\"none\" stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"6 3\"/>\n"
-                    head.append(("#d62728", "Allot's estimate (dashed)"))
-                }
-                head.append(("#737373", "served, all tenants"))
-                legend = head + legend + (allocationsDrawn ? [("#999999", "dashed: tenant allocation")] : [])
-                for (i, item) in legend.enumerated() {
-                    let ly = y0 + 28 + Double(i) * 15
-                    let lx = left + plotWidth + 12
-                    svg +=
-                        "<rect x=\"\(Self.fixed(lx, 1))\" y=\"\(Self.fixed(ly - 8, 1))\" width=\"12\" height=\"3\" fill=\"\(item.0)\"/>"
-                    svg +=
-                        "<text x=\"\(Self.fixed(lx + 18, 1))\" y=\"\(Self.fixed(ly, 1))\">\(Self.escape(item.1))</text>\n"
-                }
             }
         }
         svg += "</svg>\n"
@@ -212,6 +89,151 @@ extension SimulationReport {
     static func clock(_ seconds: Double) -> String {
         let total = Int(seconds.rounded())
         return "\(total / 60)m" + (total % 60 == 0 ? "" : "\(total % 60)s")
+    }
+}
+
+/// The geometry of timeline.svg.
+private struct ChartLayout {
+    let width = 960.0
+    let panelHeight = 260.0
+    let left = 70.0
+    let right = 190.0
+    let top = 40.0
+    var plotWidth: Double { width - left - right }
+    var plotHeight: Double { panelHeight - 60 }
+}
+
+/// What every strategy's panel of one pool shares: the dimension, the tenants drawn and their colours (chosen by
+/// arrivals, which depend on the seed and not on the strategy), and the scale.
+private struct PoolChart {
+    /// No red among the tenants: it is the estimate's.
+    static let palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"]
+
+    let pool: Int
+    let id: String
+    let useTPM: Bool
+    let shown: [Int]
+    let others: [Int]
+    let maxValue: Double
+
+    init(traces: [SimulationTrace], pool: Int) {
+        let reference = traces[0]
+        let useTPM = SimulationReport.tokensBind(reference, pool: pool)
+        let id = reference.pools[pool].id
+        let members = reference.tenants.indices.filter { reference.tenants[$0].pool == id }
+        let arrived = members.map { m in
+            reference.samples.reduce(0.0) { $0 + (useTPM ? $1.tenants[m].arrivedTPM : $1.tenants[m].arrivedRPM) }
+        }
+        let ranked = zip(members, arrived).sorted { $0.1 != $1.1 ? $0.1 > $1.1 : $0.0 < $1.0 }.map(\.0)
+        self.pool = pool
+        self.id = id
+        self.useTPM = useTPM
+        shown = Array(ranked.prefix(Self.palette.count))
+        others = Array(ranked.dropFirst(Self.palette.count))
+        var maxValue = 1.0
+        for trace in traces {
+            for sample in trace.samples {
+                let p = Self.pick(sample.pools[pool], useTPM)
+                maxValue = max(maxValue, p.truth, p.served, p.estimate ?? 0)
+                for m in shown {
+                    maxValue = max(
+                        maxValue, (useTPM ? sample.tenants[m].allocationTPM : sample.tenants[m].allocationRPM) ?? 0)
+                }
+            }
+        }
+        self.maxValue = maxValue * 1.1
+    }
+
+    static func pick(_ sample: PoolSample, _ useTPM: Bool) -> (truth: Double, estimate: Double?, served: Double) {
+        useTPM
+            ? (sample.trueTPM, sample.estimatedTPM, sample.servedTPM)
+            : (sample.trueRPM, sample.estimatedRPM, sample.servedRPM)
+    }
+
+    /// One strategy's panel, its top at `y0`.
+    func panel(_ trace: SimulationTrace, top y0: Double, layout: ChartLayout) -> String {
+        let fixed = SimulationReport.fixed
+        let left = layout.left
+        let plotWidth = layout.plotWidth
+        let plotHeight = layout.plotHeight
+        let maxValue = self.maxValue
+        let useTPM = self.useTPM
+        let duration = trace.durationSeconds
+        func x(_ t: Double) -> Double { left + plotWidth * t / duration }
+        func y(_ v: Double) -> Double { y0 + 20 + plotHeight * (1 - min(v, maxValue) / maxValue) }
+        func path(_ values: [Double?]) -> String {
+            var d = ""
+            var pen = false
+            for (k, value) in values.enumerated() {
+                guard let value else {
+                    pen = false
+                    continue
+                }
+                let t = trace.samples[k].start + trace.sampleIntervalSeconds / 2
+                d += (pen ? " L" : " M") + fixed(x(t), 1) + " " + fixed(y(value), 1)
+                pen = true
+            }
+            return d
+        }
+        let unit = useTPM ? "tokens/min" : "requests/min"
+        var svg = "<text x=\"\(left)\" y=\"\(fixed(y0 + 14, 1))\" font-size=\"13\" font-weight=\"bold\">"
+        svg += "\(SimulationReport.escape(trace.strategy)) — \(SimulationReport.escape(id)), \(unit)</text>\n"
+        // Axes and grid.
+        for i in 0...4 {
+            let v = maxValue * Double(i) / 4
+            let yy = fixed(y(v), 1)
+            svg += "<line x1=\"\(left)\" y1=\"\(yy)\" x2=\"\(fixed(left + plotWidth, 1))\" y2=\"\(yy)\" stroke=\"#e5e5e5\"/>"
+            svg +=
+                "<text x=\"\(fixed(left - 6, 1))\" y=\"\(yy)\" text-anchor=\"end\" dy=\"4\">\(SimulationReport.compact(v))</text>\n"
+        }
+        let ticks = 6
+        for i in 0...ticks {
+            let t = duration * Double(i) / Double(ticks)
+            svg +=
+                "<text x=\"\(fixed(x(t), 1))\" y=\"\(fixed(y0 + 20 + plotHeight + 14, 1))\" text-anchor=\"middle\">\(SimulationReport.clock(t))</text>\n"
+        }
+        svg +=
+            "<rect x=\"\(left)\" y=\"\(fixed(y0 + 20, 1))\" width=\"\(fixed(plotWidth, 1))\" height=\"\(fixed(plotHeight, 1))\" fill=\"none\" stroke=\"#999\"/>\n"
+        var legend: [(String, String)] = []
+        var allocationsDrawn = false
+        // Tenants: served solid thin, allocation dashed.
+        for (i, m) in shown.enumerated() {
+            let color = Self.palette[i]
+            let served = trace.samples.map { Optional(useTPM ? $0.tenants[m].servedTPM : $0.tenants[m].servedRPM) }
+            let allocation = trace.samples.map { useTPM ? $0.tenants[m].allocationTPM : $0.tenants[m].allocationRPM }
+            svg += "<path d=\"\(path(served))\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.2\" opacity=\"0.8\"/>\n"
+            if allocation.contains(where: { $0 != nil }) {
+                allocationsDrawn = true
+                svg +=
+                    "<path d=\"\(path(allocation))\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"1\" stroke-dasharray=\"4 3\"/>\n"
+            }
+            legend.append((color, trace.tenants[m].id + " (" + trace.tenants[m].tier + ")"))
+        }
+        if !others.isEmpty {
+            let served = trace.samples.map { sample in
+                Optional(others.reduce(0.0) { $0 + (useTPM ? sample.tenants[$1].servedTPM : sample.tenants[$1].servedRPM) })
+            }
+            svg += "<path d=\"\(path(served))\" fill=\"none\" stroke=\"#17becf\" stroke-width=\"1.2\"/>\n"
+            legend.append(("#17becf", "\(others.count) others (sum)"))
+        }
+        let pool = trace.samples.map { Self.pick($0.pools[self.pool], useTPM) }
+        svg += "<path d=\"\(path(pool.map { $0.served }))\" fill=\"none\" stroke=\"#000000\" stroke-width=\"1.5\" opacity=\"0.55\"/>\n"
+        svg += "<path d=\"\(path(pool.map { $0.truth }))\" fill=\"none\" stroke=\"#000000\" stroke-width=\"2.5\"/>\n"
+        var head = [("#000000", "true capacity (hidden)")]
+        if pool.contains(where: { $0.estimate != nil }) {
+            svg +=
+                "<path d=\"\(path(pool.map(\.estimate)))\" fill=\"none\" stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"6 3\"/>\n"
+            head.append(("#d62728", "Allot's estimate (dashed)"))
+        }
+        head.append(("#737373", "served, all tenants"))
+        legend = head + legend + (allocationsDrawn ? [("#999999", "dashed: tenant allocation")] : [])
+        for (i, item) in legend.enumerated() {
+            let ly = y0 + 28 + Double(i) * 15
+            let lx = left + plotWidth + 12
+            svg += "<rect x=\"\(fixed(lx, 1))\" y=\"\(fixed(ly - 8, 1))\" width=\"12\" height=\"3\" fill=\"\(item.0)\"/>"
+            svg += "<text x=\"\(fixed(lx + 18, 1))\" y=\"\(fixed(ly, 1))\">\(SimulationReport.escape(item.1))</text>\n"
+        }
+        return svg
     }
 }
 
