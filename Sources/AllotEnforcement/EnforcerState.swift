@@ -137,9 +137,19 @@ struct TenantState: Sendable {
     /// borrow allowance, and its burst credit: the same grant (same expiry) keeps what was used, a new grant
     /// starts unused.
     mutating func retune(to policy: TenantPolicy, at instant: Double, allowance: BorrowAllowance) {
+        // Listed for the first time: its buckets are what a state created now would hold less what it used on the
+        // default entry. A swap never refills otherwise, and a premium customer's first task, arriving seconds
+        // before the snapshot that listed it, started its own allocation from the default bucket's empty level
+        // (its calls waited out their maximum wait while one request a gateway refilled).
+        let listed = self.policy.priority == Int.max && policy.priority != Int.max
         self.policy = policy
-        rpm.retune(to: policy.limits.rpm, at: instant)
-        tpm.retune(to: policy.limits.tpm, at: instant)
+        if listed {
+            rpm = Self.carried(rpm, to: policy.limits.rpm, at: instant)
+            tpm = Self.carried(tpm, to: policy.limits.tpm, at: instant)
+        } else {
+            rpm.retune(to: policy.limits.rpm, at: instant)
+            tpm.retune(to: policy.limits.tpm, at: instant)
+        }
         fitAllowance(allowance, at: instant)
         if let grant = policy.burstCredit {
             if var existing = credit, existing.grant.expiresAt == grant.expiresAt {
@@ -151,6 +161,16 @@ struct TenantState: Sendable {
         } else {
             credit = nil
         }
+    }
+}
+
+extension TenantState {
+    /// A full bucket of `parameters` at `instant` less what `bucket` has used of its own burst (its debt
+    /// included).
+    static func carried(_ bucket: TokenBucket, to parameters: Bucket, at instant: Double) -> TokenBucket {
+        let used = max(0, bucket.parameters.burst - bucket.level(at: instant))
+        let fresh = TokenBucket(parameters: parameters, now: instant)
+        return TokenBucket(parameters: parameters, now: instant, level: fresh.parameters.burst - used)
     }
 }
 
@@ -300,6 +320,9 @@ enum FailureText: Sendable {
     case plain(String)
     /// A bucket without room for `amount` (tokens, or one request) for another `delay` seconds.
     case bucket(key: TenantKey, limit: LimitKind, parameters: Bucket, amount: Double, delay: Double)
+    /// A tenant the snapshot does not list, on the default entry, without room: retry after the next snapshot
+    /// (in `delay` seconds), which may list it.
+    case unlisted(key: TenantKey, limit: LimitKind, parameters: Bucket, amount: Double, delay: Double)
     /// The tenant's own `max_concurrency`.
     case tenantConcurrency(key: TenantKey, inFlight: Int, maximum: Int)
     /// The gateway's own cap per upstream.
@@ -324,6 +347,12 @@ enum FailureText: Sendable {
         case .bucket(let key, let limit, let parameters, let amount, let delay):
             return "tenant \(key.tenant) on \(key.upstream): \(limit.rawValue) limit "
                 + Self.room(limit: limit, parameters: parameters, amount: amount, delay: delay)
+        case .unlisted(let key, let limit, let parameters, let amount, let delay):
+            let what = limit == .tpm ? "\(EnforcerState.format(amount.rounded(.up))) tokens" : "a request"
+            return "tenant \(key.tenant) on \(key.upstream) is not in the snapshot yet: the default \(limit.rawValue) "
+                + "limit \(EnforcerState.format(parameters.rate)) \(limit == .tpm ? "tokens" : "requests")/min "
+                + "(burst \(EnforcerState.format(parameters.burst))) has no room for \(what); "
+                + "retry after the next snapshot, in \(EnforcerState.format(delay)) s"
         case .tenantConcurrency(let key, let inFlight, let maximum):
             return "tenant \(key.tenant) has \(inFlight) requests in flight on \(key.upstream) "
                 + "(max_concurrency \(maximum))"
@@ -766,6 +795,16 @@ struct EnforcerState {
                     if let rpmDelay, let tpmDelay {
                         failure.retryAfter = min(own, max(rpmDelay, tpmDelay, Self.borrowRecheck))
                     }
+                }
+                if policy.priority == Int.max, failure.fromRefill, let delay = failure.retryAfter,
+                    delay > table.refreshInterval, case .bucket(_, let limit, let parameters, _, _) = failure.text
+                {
+                    // Not in the snapshot yet: on the default entry only until the next snapshot, which may list
+                    // it. A premium customer's first task waited out the default bucket's refill (30 s at 2 rpm)
+                    // although its own allocation came 3 s later.
+                    failure.retryAfter = table.refreshInterval
+                    failure.text = .unlisted(
+                        key: key, limit: limit, parameters: parameters, amount: amount, delay: table.refreshInterval)
                 }
                 if let verdict = check(failure) { return verdict }
                 charge = Charge()

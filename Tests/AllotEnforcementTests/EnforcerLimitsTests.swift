@@ -69,6 +69,39 @@ import Testing
         #expect(!elsewhere.listed)
     }
 
+    @Test func anUnlistedTenantRetriesAtTheNextSnapshotAndStartsItsOwnBucketsFullLessWhatItUsed() throws {
+        // default: 6 RPM burst 2, 600 TPM burst 200; nobody listed, so nothing to borrow.
+        let enforcer = Enforcer.make(.make(tenants: []))
+        _ = try enforcer.mustAdmit(.make("newco", tokens: 10), now: 1_000)
+        _ = try enforcer.mustAdmit(.make("newco", tokens: 10), now: 1_000)
+        // The default bucket refills a request in 10 s; the next snapshot (refresh 5 s) may list newco.
+        let denial = try enforcer.mustDeny(.make("newco", tokens: 10), now: 1_000)
+        #expect(denial.limit == .rpm)
+        #expect(denial.code == "rate_limited")
+        #expect(denial.retryAfter == 5)
+        #expect(
+            denial.message
+                == "tenant newco on \(Snapshot.defaultUpstream) is not in the snapshot yet: the default rpm limit "
+                + "6 requests/min (burst 2) has no room for a request; retry after the next snapshot, in 5 s")
+        // A listed tenant is told its own refill, however long.
+        let slow = TenantEntry.make("slow", rpm: Bucket(rate: 1, burst: 1))
+        let listing = Enforcer.make(.make(tenants: [slow]))
+        _ = try listing.mustAdmit(.make("slow", tokens: 10), now: 1_000)
+        #expect(try listing.mustDeny(.make("slow", tokens: 10), now: 1_000).retryAfter == 60)
+
+        // Listed a second later with its own allocation: its buckets are full less what it used on the default
+        // entry (1.9 requests: 2 taken, 0.1 refilled; 10 tokens: 20 taken, 10 refilled), not the default bucket's
+        // level (a swap between two entries of the snapshot never refills).
+        let newco = TenantEntry.make("newco", rpm: Bucket(rate: 60, burst: 10), tpm: Bucket(rate: 60_000, burst: 10_000))
+        #expect(enforcer.apply(.make(version: 2, tenants: [newco]), now: 1_001) == .applied)
+        let status = try #require(enforcer.tenantStatus(tenant: "newco", upstream: Snapshot.defaultUpstream, now: 1_001))
+        #expect(status.listed)
+        #expect(approx(status.rpm.level, 8.1))
+        #expect(approx(status.tpm.level, 9_990))
+        for _ in 0..<8 { _ = try enforcer.mustAdmit(.make("newco", tokens: 10), now: 1_001) }
+        #expect(try enforcer.mustDeny(.make("newco", tokens: 10), now: 1_001).limit == .rpm)
+    }
+
     @Test func hotSwapLoweringTheRateClampsAndDoesNotRefill() throws {
         let enforcer = Enforcer.make(.make(tenants: [Self.acme]))
         _ = try enforcer.mustAdmit(.make(tokens: 100), now: 1_000)  // TPM 900, RPM 1
