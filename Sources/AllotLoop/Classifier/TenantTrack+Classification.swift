@@ -389,7 +389,12 @@ extension TenantTrack {
                     // long window. Then the long rate is not the mean, and the level stays. A premium desk back
                     // from a ten-minute outage at twice its rate was cut from 291 to the long window's 119 rpm
                     // three minutes later, its tasks queueing for a minute until the level jumped back.
-                    let regimeChanged = abs(shortRate - longRate) > rules.levelNoiseMultiple * modelled.squareRoot()
+                    // Apart by more than the deadband is apart too: the modelled noise of a clumpy tenant's tokens
+                    // is a third of its rate, and a premium desk at a steady 470k TPM, its long window still holding
+                    // the 2 tasks a minute before its surge, was cut to the long window's 300k every other minute
+                    // (the short rate agreeing with the level all along) and climbed back a minute later.
+                    let regimeChanged =
+                        abs(shortRate - longRate) > min(rules.levelNoiseMultiple * modelled.squareRoot(), deadband)
                     if !regimeChanged { current[dimension] = longRate }
                     longDrift[dimension] = 0
                 }

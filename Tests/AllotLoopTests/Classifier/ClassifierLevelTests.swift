@@ -101,6 +101,27 @@ struct ClassifierLevelTests {
         #expect(abs(levels.last! - 360) <= 0.1 * 360)
     }
 
+    @Test func aClumpyTenantsLevelAfterAStepDoesNotFallBackToTheLaggingLongWindow() throws {
+        var run = ClassifierRun(start: t0)
+        // Ten minutes at 12 calls a minute, then the clumps of 120 a minute (tasks of many calls at once) for
+        // twelve minutes: the long window (15 min) lags far below all along.
+        var report = run.tick { script, from, to in F.served(&script, 1, from: from, to: to) }
+        for _ in 0..<119 { report = run.tick { script, from, to in F.served(&script, 1, from: from, to: to) } }
+        var levels: [Double] = []
+        for tick in 0..<144 {
+            report = run.tick { script, from, to in F.served(&script, Self.clumps[tick % 12], from: from, to: to) }
+            levels.append(try #require(F.observation(report)).demand.rpm)
+        }
+        #expect(try #require(F.status(report)).servedLong.rpm < 100)
+        // Once up (within three minutes: 34, 76, then 97, where its short rate, swinging by a quarter around 120,
+        // last jumped), the level holds: the short rate agrees with it, so the long window's distance is an earlier
+        // regime, not the level's noise. (Three times the modelled noise of these clumps hid that distance: the
+        // level fell to the long rate every other minute and climbed back the next — 97, 47, 105, 61, 106, 72 …)
+        let settled = levels.dropFirst(36)
+        #expect(settled.min()! >= 0.8 * 120)
+        #expect(settled.allSatisfy { $0 == settled.first! })
+    }
+
     @Test func aSmallChangeThatPersistsIsFollowedWithinAMinute() throws {
         var run = ClassifierRun(start: t0)
         var report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) }
