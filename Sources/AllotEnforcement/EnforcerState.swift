@@ -141,7 +141,7 @@ struct TenantState: Sendable {
         // default entry. A swap never refills otherwise, and a premium customer's first task, arriving seconds
         // before the snapshot that listed it, started its own allocation from the default bucket's empty level
         // (its calls waited out their maximum wait while one request a gateway refilled).
-        let listed = self.policy.priority == Int.max && policy.priority != Int.max
+        let listed = !self.policy.isListed && policy.isListed
         self.policy = policy
         if listed {
             rpm = Self.carried(rpm, to: policy.limits.rpm, at: instant)
@@ -169,8 +169,7 @@ extension TenantState {
     /// included).
     static func carried(_ bucket: TokenBucket, to parameters: Bucket, at instant: Double) -> TokenBucket {
         let used = max(0, bucket.parameters.burst - bucket.level(at: instant))
-        let fresh = TokenBucket(parameters: parameters, now: instant)
-        return TokenBucket(parameters: parameters, now: instant, level: fresh.parameters.burst - used)
+        return TokenBucket(parameters: parameters, now: instant, level: TokenBucket.sanitized(parameters).burst - used)
     }
 }
 
@@ -330,14 +329,17 @@ enum FailureText: Sendable {
     /// The gateway's own share of an upstream (``GatewayCap``) without room for `amount` for `delay` seconds.
     case gatewayCap(upstream: String, limit: LimitKind, parameters: Bucket, amount: Double, delay: Double)
 
-    /// "600 requests/min (burst 100) has no room for a request; retry in 0.1 s" (tokens for TPM).
-    private static func room(limit: LimitKind, parameters: Bucket, amount: Double, delay: Double) -> String {
+    /// "600 requests/min (burst 100) has no room for a request; retry in 0.1 s" (tokens for TPM); `retry` names
+    /// what to wait for before the delay.
+    private static func room(
+        limit: LimitKind, parameters: Bucket, amount: Double, delay: Double, retry: String = "retry in"
+    ) -> String {
         let useTPM = limit == .tpm
         let unit = useTPM ? "tokens" : "requests"
         // The estimate is the caller's (any Int): formatted, not converted, so one near Int.max cannot trap.
         let what = useTPM ? "\(EnforcerState.format(amount.rounded(.up))) tokens" : "a request"
         return "\(EnforcerState.format(parameters.rate)) \(unit)/min (burst \(EnforcerState.format(parameters.burst))) "
-            + "has no room for \(what); retry in \(EnforcerState.format(delay)) s"
+            + "has no room for \(what); \(retry) \(EnforcerState.format(delay)) s"
     }
 
     var formatted: String {
@@ -348,11 +350,10 @@ enum FailureText: Sendable {
             return "tenant \(key.tenant) on \(key.upstream): \(limit.rawValue) limit "
                 + Self.room(limit: limit, parameters: parameters, amount: amount, delay: delay)
         case .unlisted(let key, let limit, let parameters, let amount, let delay):
-            let what = limit == .tpm ? "\(EnforcerState.format(amount.rounded(.up))) tokens" : "a request"
             return "tenant \(key.tenant) on \(key.upstream) is not in the snapshot yet: the default \(limit.rawValue) "
-                + "limit \(EnforcerState.format(parameters.rate)) \(limit == .tpm ? "tokens" : "requests")/min "
-                + "(burst \(EnforcerState.format(parameters.burst))) has no room for \(what); "
-                + "retry after the next snapshot, in \(EnforcerState.format(delay)) s"
+                + "limit " + Self.room(
+                    limit: limit, parameters: parameters, amount: amount, delay: delay,
+                    retry: "retry after the next snapshot, in")
         case .tenantConcurrency(let key, let inFlight, let maximum):
             return "tenant \(key.tenant) has \(inFlight) requests in flight on \(key.upstream) "
                 + "(max_concurrency \(maximum))"
@@ -796,7 +797,7 @@ struct EnforcerState {
                         failure.retryAfter = min(own, max(rpmDelay, tpmDelay, Self.borrowRecheck))
                     }
                 }
-                if policy.priority == Int.max, failure.fromRefill, let delay = failure.retryAfter,
+                if !policy.isListed, failure.fromRefill, let delay = failure.retryAfter,
                     delay > table.refreshInterval, case .bucket(_, let limit, let parameters, _, _) = failure.text
                 {
                     // Not in the snapshot yet: on the default entry only until the next snapshot, which may list

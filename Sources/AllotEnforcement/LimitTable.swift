@@ -35,6 +35,9 @@ struct TenantPolicy: Sendable, Equatable {
     var burstCredit: BurstCredit?
     /// The tier's priority (0 first); `Int.max` when the snapshot lists no tenant entry (defaults, bootstrap).
     var priority = Int.max
+
+    /// Whether it is a tenant's own entry of the snapshot (not `default`, fallback defaults or bootstrap limits).
+    var isListed: Bool { priority != Int.max }
 }
 
 /// The limits a gateway enforces right now, derived from one snapshot: either its lease allocations or, once
