@@ -219,22 +219,33 @@ struct Share {
     }
 
     /// The tenant entry with the slice's rates; bucket sizes scaled by the share plus room for one
-    /// more request (in tokens: the tenant's tokens per request, from its rates), never above the
-    /// tenant's own bucket — a clump spread over the gateways rounds up to whole requests on each, so a
-    /// low-rate tenant is not held to one call per refill everywhere; the slices' buckets together
-    /// exceed the tenant's by at most one request per gateway (each gateway's own cap, `GatewayCap`, bounds what
-    /// that adds up to over all its tenants). Burst credit is scaled by the share.
+    /// more request (``room(rate:of:request:)``: two where the slice refills a request more slowly than every
+    /// 30 s; in tokens, the tenant's tokens per request, the larger of its rates' and its buckets' ratio),
+    /// never above the tenant's own bucket — a clump spread over the gateways rounds up to whole requests on
+    /// each, so a low-rate tenant is not held to one call per refill everywhere; the slices' buckets together
+    /// exceed the tenant's by at most two requests per gateway (each gateway's own cap, `GatewayCap`, bounds
+    /// what that adds up to over all its tenants). Burst credit is scaled by the share.
+    ///
+    /// Tokens per request from the buckets as well as the rates: the buckets hold the tenant's clump, calls
+    /// counted with their tokens, while an RPM allocation with headroom makes the rates' ratio small. A
+    /// long-context tenant (30k-token calls) allocated 20.6 rpm and 255k TPM read 12.4k tokens a request from
+    /// its rates, 32k from its buckets.
     func apply(to entry: TenantEntry, rpm: Double, tpm: Double) -> TenantEntry {
         var sliced = entry
-        let tokensPerRequest = entry.rpm.rate > 0 && entry.tpm.rate > 0 ? entry.tpm.rate / entry.rpm.rate : 0
+        let byRates = entry.rpm.rate > 0 && entry.tpm.rate > 0 ? entry.tpm.rate / entry.rpm.rate : 0
+        let byBursts = entry.rpm.burst > 0 && entry.tpm.burst > 0 ? entry.tpm.burst / entry.rpm.burst : 0
+        let tokensPerRequest = max(byRates, byBursts)
         sliced.rpm = Bucket(
             rate: rpm,
             burst: Self.burst(
-                entry.rpm.burst * self.rpm + 1, rate: rpm, requests: true, global: entry.rpm.burst))
+                entry.rpm.burst * self.rpm + Self.room(rate: rpm, of: entry.rpm.rate, request: 1), rate: rpm,
+                requests: true, global: entry.rpm.burst))
         sliced.tpm = Bucket(
             rate: tpm,
             burst: Self.burst(
-                entry.tpm.burst * self.tpm + tokensPerRequest, rate: tpm, requests: false, global: entry.tpm.burst))
+                entry.tpm.burst * self.tpm
+                    + tokensPerRequest * Self.room(rate: tpm, of: entry.tpm.rate, request: tokensPerRequest),
+                rate: tpm, requests: false, global: entry.tpm.burst))
         if let credit = entry.burstCredit {
             sliced.burstCredit = AllotProtocol.BurstCredit(
                 calls: credit.calls * self.rpm, tokens: credit.tokens * self.tpm, expiresAt: credit.expiresAt)
@@ -254,6 +265,26 @@ struct Share {
             burst: Self.burst(
                 entry.tpm.burst * tpm, rate: entry.tpm.rate * tpm, requests: false, global: entry.tpm.burst))
         return sliced
+    }
+
+    /// Requests of room a slice keeps above its share of the tenant's bucket: one, or two where it refills
+    /// `request` (one request, or its tokens) more slowly than every 30 s (`rate` per minute) while the
+    /// tenant's `whole` allocation refills it at least that fast — small because it is split, not because the
+    /// tenant is.
+    ///
+    /// Why: a tenant's calls reach the gateways as a load balancer spreads them, not where a slice has room,
+    /// and a slice that refills a request a minute or slower is full more often than a call waits there; what it
+    /// refills while full is lost, while the tenant's calls wait at gateways whose slices are empty. 32
+    /// gateways in front of `tpm-vs-rpm`'s 1M-TPM pool gave each long-context tenant (30k-token calls) 8k TPM
+    /// per gateway with a 20k bucket: they were served 40 % of their entitlement, utilisation 75 %. With
+    /// room for two requests (seeds 1-4): utilisation 85 %, starved tenant-minutes 47.7 → 23.4, and
+    /// fleet-hour's at 32 gateways 65.5 → 44.3; at the built-ins' three gateways, where few slices are that
+    /// small, nothing moved beyond noise. Two more requests at every gateway for every tenant raised
+    /// blind-capacity-drop's 429s after its drop (utilisation 98.7 → 97.5 %). Tenants whose whole allocation is
+    /// under two requests a minute keep room for one: on 60-rpm pools shared by 40 tenants, room for two
+    /// everywhere raised the 429s (1.90 → 2.35 %) and the starvation (27.5 → 40.2 tenant-minutes).
+    static func room(rate: Double, of whole: Double, request: Double) -> Double {
+        request > 0 && rate < 2 * request && whole >= 2 * request ? 2 : 1
     }
 
     private static func burst(_ scaled: Double, rate: Double, requests: Bool, global: Double) -> Double {

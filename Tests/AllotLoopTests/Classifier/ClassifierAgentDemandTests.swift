@@ -190,4 +190,32 @@ struct ClassifierAgentDemandTests {
         #expect(most.rpm.burst == 4)
         #expect(most.tpm.burst == 4_800)
     }
+
+    @Test func aSliceThatRefillsARequestMoreSlowlyThanEveryHalfMinuteKeepsRoomForTwo() {
+        // A long-context tenant: 30k-token calls in clumps of eight (its buckets), 20 rpm allocated with headroom
+        // (its rates read 12k tokens a request; its buckets, 30k).
+        let entry = TenantEntry(
+            id: "longdoc", upstream: F.pool, tier: "premium", priority: 1, rpm: Bucket(rate: 20, burst: 8),
+            tpm: Bucket(rate: 240_000, burst: 240_000), queueWeight: 1, reason: Reasons(rpm: "demand", tpm: "demand"),
+            maxConcurrency: 8)
+        // One of 32 gateways: 0.625 rpm and 7,500 TPM, a request every 96 s. Room for two 30k-token calls: a
+        // bucket of one (19.5k tokens, as before) was full more often than a call waited there.
+        let small = Share(entry: entry, rpm: 0.625, tpm: 7_500, gatewayCount: 32)
+            .apply(to: entry, rpm: 0.625, tpm: 7_500)
+        #expect(abs(small.rpm.burst - (8.0 / 32 + 2)) < 1e-9)
+        #expect(abs(small.tpm.burst - (7_500 + 2 * 30_000)) < 1e-6)
+        // One of three: 6.7 rpm and 80k TPM, a request every 9 s or 23 s: room for one.
+        let third = Share(entry: entry, rpm: 20.0 / 3, tpm: 80_000, gatewayCount: 3)
+            .apply(to: entry, rpm: 20.0 / 3, tpm: 80_000)
+        #expect(abs(third.rpm.burst - (8.0 / 3 + 1)) < 1e-9)
+        #expect(abs(third.tpm.burst - (80_000 + 30_000)) < 1e-6)
+        // A tenant whose whole allocation is 1.5 rpm is small itself, not by the split: room for one.
+        let tiny = TenantEntry(
+            id: "tiny", upstream: F.pool, tier: "free", priority: 3, rpm: Bucket(rate: 1.5, burst: 3),
+            tpm: Bucket(rate: 3_000, burst: 6_000), queueWeight: 1, reason: Reasons(rpm: "demand", tpm: "demand"),
+            maxConcurrency: 8)
+        let tinyThird = Share(entry: tiny, rpm: 0.5, tpm: 1_000, gatewayCount: 3).apply(to: tiny, rpm: 0.5, tpm: 1_000)
+        #expect(abs(tinyThird.rpm.burst - (1 + 1)) < 1e-9)
+        #expect(abs(tinyThird.tpm.burst - (2_000 + 2_000)) < 1e-6)
+    }
 }
