@@ -125,6 +125,10 @@ enum CommandTree {
                 "policy", value: "DIR",
                 help: "Run allot with this policy directory's tiers and settings (a candidate policy) instead of "
                     + "the policies built into the binary; the scenario still supplies pools and tenants."),
+            OptionSpec(
+                "gateways", value: "N",
+                help: "Run the scenario with N simulated gateways (1-32) instead of its own `gateways` (the "
+                    + "built-ins have 3): the more gateways, the smaller each tenant's slice at each."),
         ],
         flags: [FlagSpec("list", help: "Print the built-in scenario names, one per line, and exit.")])
 

@@ -4,7 +4,8 @@ import AllotServer
 import AllotSimulation
 import Foundation
 
-/// `allot simulate --scenario NAME|FILE [--strategy S] [--seed N | --seeds LIST] [--out DIR] [--policy DIR]`,
+/// `allot simulate --scenario NAME|FILE [--strategy S] [--seed N | --seeds LIST] [--out DIR] [--policy DIR]
+/// [--gateways N]`,
 /// `allot simulate --list`.
 enum SimulateCommand {
     static func run(_ command: ParsedCommand, output: CommandOutput) async throws -> Int32 {
@@ -25,12 +26,16 @@ enum SimulateCommand {
                 return 1
             }
         }
-        let scenario: Scenario
+        var scenario: Scenario
         do throws(ScenarioError) {
             scenario = try Scenario.load(name, tiers: policy.map { Set($0.tiers.map(\.name)) })
         } catch {
             output.err("allot simulate: \(error)")
             return 1
+        }
+        if let gateways = try command.int("gateways", in: 1...32) {
+            output.err("allot simulate: \(scenario.name) with \(gateways) gateways (the scenario has \(scenario.gateways))")
+            scenario.gateways = gateways
         }
         let seed = UInt64(try command.int("seed", in: 0...Int.max) ?? 1)
         var seeds = [seed]
@@ -60,7 +65,7 @@ enum SimulateCommand {
             // Seeds run side by side (as many as there are cores), each keeping only its metrics: a trace
             // per seed and strategy would not fit. Every run is deterministic on its own, so the order in
             // which they finish changes nothing.
-            let (seeds, policy) = (seeds, policy)
+            let (seeds, policy, scenario) = (seeds, policy, scenario)
             let perSeed = try await withThrowingTaskGroup(of: (Int, [RunMetrics]).self) { group in
                 var results = [[RunMetrics]](repeating: [], count: seeds.count)
                 var next = 0

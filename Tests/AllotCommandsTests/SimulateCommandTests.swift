@@ -38,6 +38,23 @@ import Testing
         #expect(strategy.code == 2)
     }
 
+    @Test func gatewaysOverridesTheScenariosGatewayCountWithinOneTo32() async throws {
+        let path = NSTemporaryDirectory() + "gateways-\(UUID().uuidString).json"
+        try Data(Self.oneTenantScenario(name: "tiny", duration: 60, tier: "standard", tasksPerMinute: 6).utf8)
+            .write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let result = await runCLI(["simulate", "--scenario", path, "--strategy", "allot", "--gateways", "32"])
+        #expect(result.code == 0, "\(result.err)")
+        #expect(result.err.contains("tiny with 32 gateways (the scenario has 3)"))
+        #expect(result.out.contains("scenario tiny, seed 1"))
+        for bad in ["0", "33", "many"] {
+            let refused = await runCLI(["simulate", "--scenario", path, "--gateways", bad])
+            #expect(refused.code == 2, "\(bad)")
+            #expect(refused.err.contains("--gateways"), "\(refused.err)")
+            #expect(refused.err.contains("an integer from 1 to 32"), "\(refused.err)")
+        }
+    }
+
     @Test func outWritesTheReportFiles() async throws {
         let directory = NSTemporaryDirectory() + "allot-sim-out-\(UUID().uuidString)"
         let path = directory + ".json"
