@@ -20,6 +20,10 @@ public struct EnforcementStatistics: Sendable, Equatable {
     /// Calls found late (their task deadline passed) on arrival or while waiting: ranked last or denied, per
     /// ``GatewayConfiguration/pastDeadline``.
     public var lateCalls = 0
+    /// Waiters the pumps looked at (each waiting pair's head, and the waiters whose maximum wait was over): the
+    /// queue's work. A pump for the passage of time alone, while every head waits for a refill not yet due,
+    /// looks only at the expired waiters.
+    public var pumpVisits = 0
     /// Attempts completed with ``Enforcer/complete(_:_:now:)``.
     public var completed = 0
     /// Tickets handed back unused with ``Enforcer/release(_:now:)``.

@@ -124,9 +124,14 @@ extension EnforcerState {
         let waiter = Waiter(
             id: id, request: request, key: key, estimate: estimate, enqueuedAt: now, deadline: now + maxWait,
             tag: tag, failure: failure, onDecision: onDecision, position: position)
-        queue.insert(waiter)
-        let retryAt = failure.fromRefill ? failure.retryAfter.map { now + $0 } : nil
-        var due = min(waiter.deadline, retryAt ?? .infinity)
+        let place = queue.insert(waiter)
+        var checkAt: Double?
+        if queue.headPlace(of: key)?.id == place.id {
+            // A new head: when to look at its lane again.
+            checkAt = scheduleCheck(failure, lane: queue.keyID(ofSlot: place.slot), now: now)
+            if checkAt == nil { headsWaitForRefill = false }
+        }
+        var due = min(waiter.deadline, checkAt ?? .infinity)
         if configuration.pastDeadline == .deny, !position.late, let taskDeadline = request.taskDeadline,
             taskDeadline.isFinite
         {
@@ -164,22 +169,41 @@ extension EnforcerState {
     /// pump costs O(waiting pairs + decisions), not O(waiters), and decides the same waiters in the same order
     /// as a pass over the whole queue: shared limits (the gateway's cap per upstream, task budgets) see the
     /// same sequence of admissions, and the decisions reach their callers in the same order.
-    mutating func pump(now: Double, effects: inout Effects) {
+    ///
+    /// A pump for the passage of time alone (`wake`: nothing changed since the last look but the clock) visits
+    /// only the lanes due in ``laneChecks`` and the waiters whose deadline is over, when every head waits for a
+    /// refill (``headsWaitForRefill``): the head of a lane not yet due cannot have become admissible, so
+    /// re-evaluating it would only restate its failure. Its stored failure (what a request queued behind it is
+    /// told, aged to `now`) stays the one of its last evaluation. A completion, a release, a cancellation or a
+    /// snapshot looks at every lane.
+    mutating func pump(now: Double, effects: inout Effects, wake: Bool = false) {
         checkLease(now: now, effects: &effects)
         settleLateWaiters(now: now, effects: &effects)
         guard !queue.isEmpty else {
             queueWake = .infinity
+            laneChecks.removeAll()
+            headsWaitForRefill = true
             return
         }
         var visits = MinHeap<QueuePlace>()
         swap(&visits, &pumpVisits)
-        queue.beginPump(now: now, into: &visits)
-        // The earliest refill time of a head that stays (the other waiters cannot go before their head, so their
-        // own refill times mean nothing).
-        var due = Double.infinity
+        if wake && headsWaitForRefill && laneChecks.count <= 2 * queue.activeLanes.count + 1_024 {
+            var due: [Int] = []
+            while let first = laneChecks.min, first.at <= now {
+                _ = laneChecks.popMin()
+                due.append(first.lane)
+            }
+            queue.beginPartialPump(now: now, lanes: due, into: &visits)
+        } else {
+            // Every head is looked at, and rescheduled if it stays.
+            laneChecks.removeAll()
+            queue.beginPump(now: now, into: &visits)
+        }
+        var waitForRefill = true
         while let place = visits.popMin() {
             // A head whose deadline is over is listed twice; the second visit finds it decided.
             guard queue.holds(place) else { continue }
+            statistics.pumpVisits += 1
             let keyID = queue.keyID(ofSlot: place.slot)
             if queue.isBlocked(keyID) {
                 // Behind a waiter of its own pair that stays: listed only because its maximum wait is over.
@@ -216,15 +240,29 @@ extension EnforcerState {
                     if let next = queue.head(ofLane: keyID) { visits.push(next) }
                 } else {
                     queue[place.slot].failure = failure
+                    queue[place.slot].failureAt = now
                     queue.block(keyID)
-                    if failure.fromRefill, let delay = failure.retryAfter { due = min(due, now + delay) }
+                    if scheduleCheck(failure, lane: keyID, now: now) == nil { waitForRefill = false }
                 }
             }
         }
         visits.removeAll()
         pumpVisits = visits
-        queueWake = min(due, queue.earliestDeadline())
+        // (After a partial pump, the heads not visited wait for a refill: that is why it was partial.)
+        headsWaitForRefill = waitForRefill
+        queueWake = min(laneChecks.min?.at ?? .infinity, queue.earliestDeadline())
         if configuration.pastDeadline == .deny { queueWake = min(queueWake, queue.earliestTaskDeadline()) }
+    }
+
+    /// Schedules the next look at `lane`, whose head stays with `failure`: when it may pass by refill alone
+    /// (``Failure/possibleIn(_:)``), but no sooner than its retry-after or ``borrowRecheck``, whichever is
+    /// shorter. Nil when the failure is not a refill's: only an event (a completion, a snapshot) clears it.
+    @discardableResult
+    mutating func scheduleCheck(_ failure: Failure, lane: Int, now: Double) -> Double? {
+        guard failure.fromRefill, let delay = failure.retryAfter else { return nil }
+        let at = now + max(failure.possibleIn(delay), min(delay, Self.borrowRecheck))
+        laneChecks.push(LaneCheck(at: at, lane: lane))
+        return at
     }
 
     /// Records a request held by the gateway's cap although its own buckets admit it: borrowing stops on that
@@ -244,6 +282,10 @@ extension EnforcerState {
         for slot in queue.takeLateTasks(atOrBefore: now) {
             let waiter = queue[slot]
             statistics.lateCalls += 1
+            if queue.isHead(slot: slot) {
+                // Leaving or moving back, it may uncover a head nobody has evaluated: look at the lane now.
+                laneChecks.push(LaneCheck(at: now, lane: queue.keyID(ofSlot: slot)))
+            }
             if configuration.pastDeadline == .deny, !(states[waiter.key]?.policy.shadow ?? false) {
                 let leaving = leaveUnserved(QueuePlace(waiter, slot: slot))
                 finish(leaving, failure: deadlinePassed(leaving.request, now: now), now: now, effects: &effects)

@@ -286,6 +286,14 @@ struct Failure: Sendable {
     /// For the gateway's cap holding a request its own buckets admit: until when it claims the cap
     /// (``EnforcerState/capHeldUntil``).
     var capHold: (limit: LimitKind, until: Double)?
+    /// With `fromRefill`: seconds until the request may pass by refill alone when that is sooner than
+    /// `retryAfter`, which advises no less than ``EnforcerState/borrowRecheck`` (so that a pump does not spin)
+    /// and ignores idle allocation a cap hold keeps from lending until the hold ends. Nil: `retryAfter`.
+    var earliest: Double?
+
+    /// A lower bound on the wait, given `retryAfter` is `delay`: nothing admits the request sooner unless
+    /// something other than the clock changes (a completion, a snapshot).
+    func possibleIn(_ delay: Double) -> Double { min(delay, earliest ?? delay) }
 
     init(
         limit: LimitKind, code: String, message: String, retryAfter: Double?, fromRefill: Bool, shadowable: Bool
@@ -402,8 +410,9 @@ struct Waiter: Sendable {
     var seq: UInt64
     /// Its rank among its tenant's waiters of its class (task deadline passed, task start).
     var position: LanePosition
-    /// What blocked it at its last evaluation.
+    /// What blocked it at its last evaluation, and when that was.
     var failure: Failure
+    var failureAt: Double
     var onDecision: @Sendable (Admission) -> Void
     /// Its (tenant, upstream)'s lane in ``WaitQueue`` (set when it is inserted there).
     var keyID: Int = 0
@@ -424,8 +433,17 @@ struct Waiter: Sendable {
         self.seq = id
         self.position = position ?? LanePosition(late: false, started: enqueuedAt)
         self.failure = failure
+        self.failureAt = enqueuedAt
         self.onDecision = onDecision
     }
+}
+
+/// When a pump must look at a lane's head again (``EnforcerState/laneChecks``).
+struct LaneCheck: Comparable, Sendable {
+    var at: Double
+    var lane: Int
+
+    static func < (lhs: LaneCheck, rhs: LaneCheck) -> Bool { lhs.at != rhs.at ? lhs.at < rhs.at : lhs.lane < rhs.lane }
 }
 
 /// What a state change asks the ``Enforcer`` to do once its lock is released.
@@ -473,6 +491,15 @@ struct EnforcerState {
     /// The earliest deadline among the waiters or refill time of a pair's head (exact after a pump, never
     /// later than the true minimum otherwise), so ``nextWakeTime()`` does not scan the queue.
     var queueWake: Double = .infinity
+    /// When to look again at each lane whose head stayed at its last evaluation: the soonest it may pass by
+    /// refill alone (``Failure/possibleIn(_:)``, no sooner than the retry-after or ``borrowRecheck``, whichever
+    /// is shorter, so that a pump does not spin). Entries of lanes since served are left to go stale: a
+    /// look at a lane is never wrong, only wasted.
+    var laneChecks = MinHeap<LaneCheck>()
+    /// True when every head waits for a refill (``laneChecks``) and nothing but the clock changed since each
+    /// was evaluated (no limits installed, no completion): a pump for the passage of time then visits only
+    /// the lanes due in `laneChecks` and the expired waiters. True of an empty queue.
+    var headsWaitForRefill = true
     /// Per task class rank: the tag of the last waiter served (weighted fair queuing's virtual time).
     var virtualTime = (0.0, 0.0, 0.0, 0.0)
     var nextID: UInt64 = 1
@@ -513,6 +540,7 @@ struct EnforcerState {
     /// Puts ``snapshotTable`` with the brakes in force at `instant`: every known tenant's buckets, the idle
     /// buckets and the caps are retuned (no refill).
     private mutating func enforceSnapshotTable(at instant: Double) {
+        headsWaitForRefill = false
         let newTable = brakes.isEmpty ? snapshotTable : snapshotTable.braked(brakes)
         table = newTable
         for index in states.indices {
@@ -725,6 +753,11 @@ struct EnforcerState {
             // order, so its head is the most urgent of them; an arrival that ranks before it goes on to the
             // limits (a call of an older task goes first, as one of a higher class does).
             var failure = queue[head.slot].failure
+            if failure.fromRefill, let delay = failure.retryAfter {
+                // The head's refill as of now: its failure may be from a while ago (``pump(now:effects:wake:)``).
+                let elapsed = now - queue[head.slot].failureAt
+                failure.retryAfter = max(delay - elapsed, min(delay, Self.borrowRecheck))
+            }
             failure.message =
                 "requests of tenant \(key.tenant) on \(key.upstream) are queued ahead (\(failure.limit.rawValue))"
             failure.fromRefill = false
@@ -757,6 +790,9 @@ struct EnforcerState {
             var rpmOK = rpmFits || charge.rpmFromCredit
             var tpmOK = tpmFits || charge.tpmFromCredit
             var lender: IdleCapacity?
+            // The idle buckets before a cap hold took a dimension out of lending, and when each hold ends.
+            var unheldLender: IdleCapacity?
+            var holdEnds = (rpm: -Double.infinity, tpm: -Double.infinity)
             func later(_ idleDelay: Double?, _ allowance: TokenBucket?, _ amount: Double) -> Double? {
                 guard let idleDelay else { return nil }
                 guard let allowance else { return idleDelay }
@@ -768,9 +804,16 @@ struct EnforcerState {
                 // Work conservation: what the others leave idle (never from their own buckets), except in a
                 // dimension where a request with room of its own is held by the cap: that is its allocation.
                 lender = idle[key.upstream]
+                unheldLender = lender
                 if let held = capHeldUntil[key.upstream] {
-                    if now <= held.rpm { lender?.rpm = nil }
-                    if now <= held.tpm { lender?.tpm = nil }
+                    if now <= held.rpm {
+                        lender?.rpm = nil
+                        holdEnds.rpm = held.rpm
+                    }
+                    if now <= held.tpm {
+                        lender?.tpm = nil
+                        holdEnds.tpm = held.tpm
+                    }
                 }
                 let rpmBorrow = !rpmOK && IdleCapacity.lends(lender?.rpm, 1, at: now)
                 let tpmBorrow = !tpmOK && IdleCapacity.lends(lender?.tpm, amount, at: now)
@@ -796,6 +839,21 @@ struct EnforcerState {
                     if let rpmDelay, let tpmDelay {
                         failure.retryAfter = min(own, max(rpmDelay, tpmDelay, Self.borrowRecheck))
                     }
+                    // The soonest it may pass by refill alone, the dimensions apart: in each, its own refill or
+                    // idle allocation (after a cap hold; beyond the allowance too, ``TenantState/mayBorrow``).
+                    func soonest(
+                        _ ok: Bool, _ own: TokenBucket, _ idle: TokenBucket?, _ allowance: TokenBucket?,
+                        _ amount: Double, heldUntil: Double
+                    ) -> Double {
+                        guard !ok else { return 0 }
+                        let borrow = Self.borrowable(idle, allowance, amount, at: now).map { max($0, heldUntil - now) }
+                        return min(own.delay(until: amount, at: now) ?? .infinity, borrow ?? .infinity)
+                    }
+                    let earliest = max(
+                        soonest(rpmOK, tenantState.rpm, unheldLender?.rpm, allowance?.rpm, 1, heldUntil: holdEnds.rpm),
+                        soonest(
+                            tpmOK, tenantState.tpm, unheldLender?.tpm, allowance?.tpm, amount, heldUntil: holdEnds.tpm))
+                    if earliest.isFinite { failure.earliest = earliest }
                 }
                 if !policy.isListed, failure.fromRefill, let delay = failure.retryAfter,
                     delay > table.refreshInterval, case .bucket(_, let limit, let parameters, _, _) = failure.text
@@ -820,6 +878,7 @@ struct EnforcerState {
                         upstream: key.upstream, limit: blocking.limit, parameters: blocking.bucket, amount: amount,
                         delay: delay),
                     retryAfter: delay, fromRefill: true, shadowable: true)
+                failure.earliest = blocking.delay
                 if !charge.rpmBorrowed && !charge.tpmBorrowed { failure.capHold = (blocking.limit, now + delay) }
                 if let verdict = check(failure) { return verdict }
                 charge = Charge()
@@ -856,6 +915,22 @@ struct EnforcerState {
             limit: limit, code: "zero_allocation",
             message: "tenant \(key.tenant) has no \(limit.rawValue) allocation on \(key.upstream)",
             retryAfter: table.refreshInterval, fromRefill: false, shadowable: true)
+    }
+
+    /// Seconds until `amount` may be borrowed from `idle` by refill alone (nil: never): once the idle bucket
+    /// holds it and the tenant's `allowance` has room for it, or once the idle bucket holds it beyond
+    /// ``TenantState/beyondAllowanceLevel`` of its burst.
+    static func borrowable(
+        _ idle: TokenBucket?, _ allowance: TokenBucket?, _ amount: Double, at now: Double
+    ) -> Double? {
+        guard let lent = IdleCapacity.delay(idle, amount, at: now) else { return nil }
+        guard let allowance, let idle else { return lent }
+        let withinAllowance = allowance.delay(until: amount, at: now).map { max(lent, $0) } ?? .infinity
+        let beyondAllowance =
+            IdleCapacity.delay(idle, amount + TenantState.beyondAllowanceLevel * idle.parameters.burst, at: now)
+            ?? .infinity
+        let earliest = min(withinAllowance, beyondAllowance)
+        return earliest.isFinite ? earliest : nil
     }
 
     /// The shortest retry-after advised for idle allocation (seconds): others' admissions also draw on it, so

@@ -232,6 +232,8 @@ struct WaitQueue {
         var activeIndex = -1
         /// The pump that found this lane's head staying (see ``WaitQueue/pumpSerial``).
         var blockedIn = 0
+        /// The pump that listed this lane's head (``WaitQueue/beginPartialPump(now:lanes:into:)``).
+        var listedIn = 0
 
         var isEmpty: Bool { start == slots.count }
         var count: Int { slots.count - start }
@@ -587,6 +589,38 @@ struct WaitQueue {
         }
         visits.heapify()
     }
+
+    /// Starts a pump that visits only the heads of `lanes` (each once) and the waiters whose deadline is at or
+    /// before `now`, and marks blocked the lanes where such a waiter stands behind a head that is neither listed
+    /// nor expiring, so it leaves with its own stored failure as it would behind a head that stays. A lane
+    /// whose head expires is not marked: the head is re-evaluated, and so is each next head while it expires or
+    /// is admitted. The caller must know that the heads of the other lanes cannot be admitted at `now`
+    /// (``EnforcerState/pump(now:effects:wake:)``).
+    mutating func beginPartialPump(now: Double, lanes due: [Int], into visits: inout MinHeap<QueuePlace>) {
+        pumpSerial += 1
+        for keyID in due where lanes[keyID].listedIn != pumpSerial {
+            guard let head = head(ofLane: keyID) else { continue }
+            lanes[keyID].listedIn = pumpSerial
+            visits.appendUnordered(head)
+        }
+        var behind: [Int] = []
+        while let first = deadlines.min, first.deadline <= now {
+            _ = deadlines.popMin()
+            guard isOccupied(first.slot, by: first.id) else { continue }
+            let place = currentPlace(first.slot)
+            visits.appendUnordered(place)
+            let keyID = keyIDBySlot[first.slot]
+            if head(ofLane: keyID)?.id != place.id { behind.append(keyID) }
+        }
+        for keyID in behind where lanes[keyID].listedIn != pumpSerial {
+            // Every waiter whose deadline is over was just listed, so a head past its deadline is in `visits`.
+            if let head = head(ofLane: keyID), slots[head.slot]!.deadline > now { block(keyID) }
+        }
+        visits.heapify()
+    }
+
+    /// True when the waiter in `slot` (occupied) is its lane's head.
+    func isHead(slot: Int) -> Bool { head(ofLane: keyIDBySlot[slot])?.slot == slot }
 
     /// Marks a lane blocked for the current pump: its head stays, so its later waiters may only expire.
     mutating func block(_ keyID: Int) { lanes[keyID].blockedIn = pumpSerial }

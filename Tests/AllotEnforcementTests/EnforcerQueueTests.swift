@@ -59,6 +59,21 @@ import Testing
         _ = try enforcer.mustAdmit(.make("globex", taskClass: .batch, tokens: 10), now: 1_000.5)
     }
 
+    @Test func anArrivalBehindAWaitingHeadIsToldTheHeadsRefillAsOfNow() throws {
+        let enforcer = Enforcer.make(.make(tenants: [Self.oneRPS]), configuration: Self.patient)
+        let log = DecisionLog()
+        _ = try enforcer.mustAdmit(now: 1_000)
+        submit(enforcer, .make(taskClass: .batch), now: 1_000, log: log, label: "batch")  // due at 1001
+        let early = try enforcer.mustDeny(.make(taskClass: .batch), now: 1_000.25)
+        #expect(early.message.contains("queued ahead"))
+        #expect(approx(early.retryAfter, 0.75))
+        enforcer.pump(now: 1_000.5)  // nothing due: the head keeps its failure of 1000
+        let later = try enforcer.mustDeny(.make(taskClass: .batch), now: 1_000.6)
+        #expect(approx(later.retryAfter, 0.4))
+        enforcer.pump(now: 1_001)
+        #expect(log.labels == ["batch"])
+    }
+
     @Test func aLargeWaiterIsNotStarvedBySmallOnes() throws {
         // 10 tokens per second, burst 100.
         let entry = TenantEntry.make(rpm: Bucket(rate: 6_000, burst: 100), tpm: Bucket(rate: 600, burst: 100))
@@ -201,6 +216,102 @@ import Testing
         enforcer.pump(now: 1_001)
         #expect(log.labels == ["a", "b"])
         #expect(log.admission("b")?.ticket != nil)
+    }
+
+    @Test func aWakeBeforeAnyRefillIsDueDecidesOnlyTheExpiredWaiters() throws {
+        // Twenty tenants and "x" at one request per second, each with a waiting head due at 1001 (nobody
+        // borrows); behind x's head, a batch call that may wait only half a second.
+        let tenants = (0..<20).map { TenantEntry.make("t\($0)", rpm: Bucket(rate: 60, burst: 1)) }
+        let enforcer = Enforcer.make(
+            .make(tenants: tenants + [TenantEntry.make("x", rpm: Bucket(rate: 60, burst: 1))]),
+            configuration: GatewayConfiguration(
+                gatewayID: "gw-1", maxWait: PerTaskClass(realtime: 10, interactive: 10, batch: 0.5, background: 10),
+                borrowIdle: false))
+        let log = DecisionLog()
+        for tenant in ["x"] + tenants.map(\.id) {
+            _ = try enforcer.mustAdmit(.make(tenant), now: 1_000)
+            submit(enforcer, .make(tenant), now: 1_000, log: log, label: tenant)
+        }
+        submit(enforcer, .make("x", taskClass: .batch), now: 1_000, log: log, label: "x-batch")
+        #expect(enforcer.nextWakeTime == 1_000.5)
+        enforcer.pump(now: 1_000.5)
+        // Only the expired waiter was looked at; the heads keep waiting for 1001.
+        #expect(enforcer.statistics.pumpVisits == 1)
+        #expect(log.labels == ["x-batch"])
+        let denial = try #require(log.admission("x-batch")?.denial)
+        #expect(denial.code == "max_wait_exceeded")
+        #expect(denial.limit == .rpm)
+        #expect(
+            denial.message
+                == "waited the 0.5 s maximum of batch requests; requests of tenant x on \(Snapshot.defaultUpstream) "
+                + "are queued ahead (rpm)")
+        #expect(enforcer.nextWakeTime == 1_001)
+        enforcer.pump(now: 1_001)
+        #expect(enforcer.statistics.pumpVisits == 22)
+        #expect(Set(log.labels) == Set(["x-batch", "x"] + tenants.map(\.id)))
+        #expect(log.labels.count == 22)
+        #expect(log.decisions.dropFirst().allSatisfy { $0.1.ticket?.waited == 1 })
+        #expect(enforcer.status(now: 1_001).queueLength == 0)
+    }
+
+    @Test func aWakeLooksOnlyAtTheLanesWhoseRefillIsDue() throws {
+        // "soon" refills a request every second, "late" every ten; nobody borrows.
+        let enforcer = Enforcer.make(
+            .make(tenants: [
+                TenantEntry.make("soon", rpm: Bucket(rate: 60, burst: 1)),
+                TenantEntry.make("late", rpm: Bucket(rate: 6, burst: 1)),
+            ]),
+            configuration: GatewayConfiguration(gatewayID: "gw-1", maxWait: PerTaskClass(all: 20), borrowIdle: false))
+        let log = DecisionLog()
+        for tenant in ["soon", "late"] {
+            _ = try enforcer.mustAdmit(.make(tenant), now: 1_000)
+            submit(enforcer, .make(tenant), now: 1_000, log: log, label: tenant)
+        }
+        #expect(enforcer.nextWakeTime == 1_001)
+        enforcer.pump(now: 1_001)
+        #expect(log.labels == ["soon"])
+        #expect(enforcer.statistics.pumpVisits == 1)  // "late" is not due until 1010
+        submit(enforcer, .make("soon"), now: 1_001, log: log, label: "soon-2")
+        enforcer.pump(now: 1_002)
+        #expect(log.labels == ["soon", "soon-2"])
+        #expect(enforcer.statistics.pumpVisits == 2)
+        #expect(approx(enforcer.nextWakeTime, 1_010))
+        enforcer.pump(now: try #require(enforcer.nextWakeTime))
+        #expect(log.labels == ["soon", "soon-2", "late"])
+        #expect(enforcer.statistics.pumpVisits == 3)
+    }
+
+    @Test func anExpiredHeadIsDecidedAfreshAndTheNextWaiterOfItsLaneGetsItsTurn() throws {
+        // acme: 10 tokens per second, burst 100; y: one request per 10 s; nobody borrows. Batch calls may wait
+        // 5 s.
+        let acme = TenantEntry.make(rpm: Bucket(rate: 6_000, burst: 100), tpm: Bucket(rate: 600, burst: 100))
+        let enforcer = Enforcer.make(
+            .make(tenants: [acme, TenantEntry.make("y", rpm: Bucket(rate: 6, burst: 1))]),
+            configuration: GatewayConfiguration(
+                gatewayID: "gw-1", maxWait: PerTaskClass(realtime: 20, interactive: 20, batch: 5, background: 20),
+                borrowIdle: false))
+        let log = DecisionLog()
+        _ = try enforcer.mustAdmit(.make(tokens: 100), now: 1_000)
+        _ = try enforcer.mustAdmit(.make("y"), now: 1_000)
+        submit(enforcer, .make("y"), now: 1_000, log: log, label: "y")
+        submit(enforcer, .make(tokens: 10), now: 1_000, log: log, label: "first")
+        submit(enforcer, .make(taskClass: .batch, tokens: 90), now: 1_000, log: log, label: "large")
+        enforcer.pump(now: 1_001)  // "first" goes; "large" is now acme's head, due at 1010, past its 1005
+        #expect(log.labels == ["first"])
+        let visits = enforcer.statistics.pumpVisits
+        submit(enforcer, .make(taskClass: .batch, tokens: 20), now: 1_002, log: log, label: "small")
+        #expect(enforcer.nextWakeTime == 1_005)
+        enforcer.pump(now: 1_005)
+        // "large" was evaluated at 1005 (retry after 5 s, not the 9 s of 1001); "small" then fits in the 40
+        // tokens refilled since 1001. y's head was not looked at.
+        let large = try #require(log.admission("large")?.denial)
+        #expect(large.code == "max_wait_exceeded")
+        #expect(large.limit == .tpm)
+        #expect(approx(large.retryAfter, 5))
+        #expect(log.admission("small")?.ticket?.waited == 3)
+        #expect(log.labels == ["first", "large", "small"])
+        #expect(enforcer.statistics.pumpVisits == visits + 2)
+        #expect(approx(enforcer.nextWakeTime, 1_010))
     }
 
     @Test func completionAdmitsTheNextWaiterAtOnce() throws {
