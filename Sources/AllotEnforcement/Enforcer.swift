@@ -143,7 +143,7 @@ public final class Enforcer: @unchecked Sendable {
     /// Re-examines the queue and the lease at `now`: admits what now fits, denies what waited too long,
     /// switches to fallback if the lease ended.
     public func pump(now: Double) {
-        mutate { state, effects in state.pump(now: now, effects: &effects, wake: true) }
+        mutate { state, effects in state.pump(now: now, effects: &effects, changed: .time) }
     }
 
     /// Denies every waiting request with code `gateway_stopping` (reported as `denied_local`): called when the

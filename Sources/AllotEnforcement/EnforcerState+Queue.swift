@@ -170,13 +170,13 @@ extension EnforcerState {
     /// as a pass over the whole queue: shared limits (the gateway's cap per upstream, task budgets) see the
     /// same sequence of admissions, and the decisions reach their callers in the same order.
     ///
-    /// A pump for the passage of time alone (`wake`: nothing changed since the last look but the clock) visits
-    /// only the lanes due in ``laneChecks`` and the waiters whose deadline is over, when every head waits for a
-    /// refill (``headsWaitForRefill``): the head of a lane not yet due cannot have become admissible, so
-    /// re-evaluating it would only restate its failure. Its stored failure (what a request queued behind it is
-    /// told, aged to `now`) stays the one of its last evaluation. A completion, a release, a cancellation or a
-    /// snapshot looks at every lane.
-    mutating func pump(now: Double, effects: inout Effects, wake: Bool = false) {
+    /// When every head waits for a refill (``headsWaitForRefill``), a pump looks only at the lanes `scope` says
+    /// may have changed, the lanes due in ``laneChecks`` and the waiters whose deadline is over: the head of
+    /// any other lane cannot have become admissible, so re-evaluating it would only restate its failure. Its
+    /// stored failure (what a request queued behind it is told, aged to `now`) stays the one of its last
+    /// evaluation. A wake for the passage of time changes nothing but the clock; a completion or a release
+    /// changes its upstream's lanes; a cancellation its lane; a snapshot everything.
+    mutating func pump(now: Double, effects: inout Effects, changed scope: PumpScope = .everything) {
         checkLease(now: now, effects: &effects)
         settleLateWaiters(now: now, effects: &effects)
         guard !queue.isEmpty else {
@@ -187,8 +187,13 @@ extension EnforcerState {
         }
         var visits = MinHeap<QueuePlace>()
         swap(&visits, &pumpVisits)
-        if wake && headsWaitForRefill && laneChecks.count <= 2 * queue.activeLanes.count + 1_024 {
-            var due: [Int] = []
+        if scope != .everything && headsWaitForRefill && laneChecks.count <= 2 * queue.activeLanes.count + 1_024 {
+            var due: [Int]
+            switch scope {
+            case .everything, .time: due = []
+            case .upstream(let upstream): due = queue.activeLanes(on: upstream)
+            case .lane(let key): due = queue.keyIDs[key].map { [$0] } ?? []
+            }
             while let first = laneChecks.min, first.at <= now {
                 _ = laneChecks.popMin()
                 due.append(first.lane)
@@ -252,6 +257,18 @@ extension EnforcerState {
         headsWaitForRefill = waitForRefill
         queueWake = min(laneChecks.min?.at ?? .infinity, queue.earliestDeadline())
         if configuration.pastDeadline == .deny { queueWake = min(queueWake, queue.earliestTaskDeadline()) }
+    }
+
+    /// What changed since the last look at the queue, besides the clock: which lanes a pump must look at.
+    enum PumpScope: Equatable {
+        /// Anything (limits installed, a snapshot): every lane.
+        case everything
+        /// Only the clock: the lanes due in ``laneChecks``.
+        case time
+        /// Room on one upstream (a completion, a release: refunds, a permit, the gateway's cap): its lanes.
+        case upstream(String)
+        /// One lane's order (a cancelled waiter): that lane.
+        case lane(TenantKey)
     }
 
     /// Schedules the next look at `lane`, whose head stays with `failure`: when it may pass by refill alone
@@ -373,7 +390,7 @@ extension EnforcerState {
             upstream: waiter.request.upstream, taskClass: waiter.request.taskClass)
         effects.decisions.append((waiter.onDecision, .denied(denial)))
         // Its departure may unblock later waiters of the same tenant.
-        pump(now: now, effects: &effects)
+        pump(now: now, effects: &effects, changed: .lane(waiter.key))
         return true
     }
 

@@ -754,7 +754,7 @@ struct EnforcerState {
             // limits (a call of an older task goes first, as one of a higher class does).
             var failure = queue[head.slot].failure
             if failure.fromRefill, let delay = failure.retryAfter {
-                // The head's refill as of now: its failure may be from a while ago (``pump(now:effects:wake:)``).
+                // The head's refill as of now: its failure may be from a while ago (``pump(now:effects:changed:)``).
                 let elapsed = now - queue[head.slot].failureAt
                 failure.retryAfter = max(delay - elapsed, min(delay, Self.borrowRecheck))
             }
@@ -1055,7 +1055,7 @@ struct EnforcerState {
                     modelVersion: result.modelVersion, retry: ticket.retry,
                     headers: RateLimitHeaders.select(from: result.headers), errorType: result.errorType))
         }
-        pump(now: now, effects: &effects)
+        pump(now: now, effects: &effects, changed: .upstream(record.key.upstream))
         return true
     }
 
@@ -1142,7 +1142,7 @@ struct EnforcerState {
             }
         }
         statistics.released += 1
-        pump(now: now, effects: &effects)
+        pump(now: now, effects: &effects, changed: .upstream(record.key.upstream))
         return true
     }
 

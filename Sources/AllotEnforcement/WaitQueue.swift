@@ -234,6 +234,8 @@ struct WaitQueue {
         var blockedIn = 0
         /// The pump that listed this lane's head (``WaitQueue/beginPartialPump(now:lanes:into:)``).
         var listedIn = 0
+        /// Its upstream's index in ``WaitQueue/upstreamIDs``.
+        var upstream = 0
 
         var isEmpty: Bool { start == slots.count }
         var count: Int { slots.count - start }
@@ -254,6 +256,8 @@ struct WaitQueue {
     private(set) var keyIDs: [TenantKey: Int] = [:]
     /// Lanes with waiters, in no particular order (a pump sorts their heads).
     private(set) var activeLanes: [Int] = []
+    /// Ids of the upstreams that ever queued (a lane's ``Lane/upstream``).
+    private var upstreamIDs: [String: Int] = [:]
     private var deadlines = MinHeap<QueueDeadline>()
     /// Task deadlines (``AdmissionRequest/taskDeadline``) of the waiters not yet marked late.
     private var taskDeadlines = MinHeap<QueueDeadline>()
@@ -327,7 +331,9 @@ struct WaitQueue {
         } else {
             keyID = lanes.count
             keyIDs[waiter.key] = keyID
-            lanes.append(Lane())
+            let upstream = upstreamIDs[waiter.key.upstream] ?? upstreamIDs.count
+            upstreamIDs[waiter.key.upstream] = upstream
+            lanes.append(Lane(upstream: upstream))
         }
         waiter.keyID = keyID
         let slot: Int
@@ -595,7 +601,7 @@ struct WaitQueue {
     /// nor expiring, so it leaves with its own stored failure as it would behind a head that stays. A lane
     /// whose head expires is not marked: the head is re-evaluated, and so is each next head while it expires or
     /// is admitted. The caller must know that the heads of the other lanes cannot be admitted at `now`
-    /// (``EnforcerState/pump(now:effects:wake:)``).
+    /// (``EnforcerState/pump(now:effects:changed:)``).
     mutating func beginPartialPump(now: Double, lanes due: [Int], into visits: inout MinHeap<QueuePlace>) {
         pumpSerial += 1
         for keyID in due where lanes[keyID].listedIn != pumpSerial {
@@ -617,6 +623,12 @@ struct WaitQueue {
             if let head = head(ofLane: keyID), slots[head.slot]!.deadline > now { block(keyID) }
         }
         visits.heapify()
+    }
+
+    /// The lanes with waiters on `upstream`.
+    func activeLanes(on upstream: String) -> [Int] {
+        guard let id = upstreamIDs[upstream] else { return [] }
+        return activeLanes.filter { lanes[$0].upstream == id }
     }
 
     /// True when the waiter in `slot` (occupied) is its lane's head.

@@ -281,6 +281,28 @@ import Testing
         #expect(enforcer.statistics.pumpVisits == 3)
     }
 
+    @Test func aCompletionLooksAtTheLanesOfItsUpstreamOnly() throws {
+        // acme on u1: 10 tokens per second, burst 100; globex on u2: one request per 10 s; nobody borrows.
+        let enforcer = Enforcer.make(
+            .make(tenants: [
+                TenantEntry.make("acme", upstream: "u1", tpm: Bucket(rate: 600, burst: 100)),
+                TenantEntry.make("globex", upstream: "u2", rpm: Bucket(rate: 6, burst: 1)),
+            ]),
+            configuration: GatewayConfiguration(gatewayID: "gw-1", maxWait: PerTaskClass(all: 20), borrowIdle: false))
+        let log = DecisionLog()
+        let running = try enforcer.mustAdmit(.make("acme", upstream: "u1", tokens: 100), now: 1_000)
+        submit(enforcer, .make("acme", upstream: "u1", tokens: 50), now: 1_000, log: log, label: "acme")  // 1005
+        _ = try enforcer.mustAdmit(.make("globex", upstream: "u2"), now: 1_000)
+        submit(enforcer, .make("globex", upstream: "u2"), now: 1_000, log: log, label: "globex")  // 1010
+        // It used 10 of its 100 tokens: the refund lets acme's waiter in at once.
+        enforcer.complete(running, AttemptResult(status: 200, promptTokens: 5, completionTokens: 5), now: 1_000.5)
+        #expect(log.labels == ["acme"])
+        #expect(log.admission("acme")?.ticket?.waited == 0.5)
+        #expect(enforcer.statistics.pumpVisits == 1)  // globex's lane, on u2, was not looked at
+        enforcer.pump(now: 1_010)
+        #expect(log.labels == ["acme", "globex"])
+    }
+
     @Test func anExpiredHeadIsDecidedAfreshAndTheNextWaiterOfItsLaneGetsItsTurn() throws {
         // acme: 10 tokens per second, burst 100; y: one request per 10 s; nobody borrows. Batch calls may wait
         // 5 s.
