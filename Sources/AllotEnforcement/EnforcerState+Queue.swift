@@ -205,6 +205,9 @@ extension EnforcerState {
             queue.beginPump(now: now, into: &visits)
         }
         var waitForRefill = true
+        // Per lane, the waiters behind its head that gave up in this pump (they keep their turns in the estimate
+        // of those behind them, so that they do not all come back at once).
+        var gaveUp: [Int: Int] = [:]
         while let place = visits.popMin() {
             // A head whose deadline is over is listed twice; the second visit finds it decided.
             guard queue.holds(place) else { continue }
@@ -212,8 +215,12 @@ extension EnforcerState {
             let keyID = queue.keyID(ofSlot: place.slot)
             if queue.isBlocked(keyID) {
                 // Behind a waiter of its own pair that stays: listed only because its maximum wait is over.
+                let retryAfter = turnComes(place, lane: keyID, gaveUpAhead: gaveUp[keyID, default: 0], now: now)
+                gaveUp[keyID, default: 0] += 1
                 let waiter = leaveUnserved(place)
-                finish(waiter, failure: expired(waiter), now: now, effects: &effects)
+                var failure = expired(waiter)
+                if let retryAfter { failure.retryAfter = retryAfter }
+                finish(waiter, failure: failure, now: now, effects: &effects)
                 continue
             }
             // Not blocked: every earlier waiter of its pair has left, so it is the pair's head.
@@ -322,6 +329,30 @@ extension EnforcerState {
                 + "ago; calls of late tasks are not admitted",
             retryAfter: nil, fromRefill: false, shadowable: true)
     }
+
+    /// Seconds until the waiter at `place`, behind its lane's head, could have its turn by the tenant's own
+    /// refill: the head's refill, then one request's refill for each waiter ahead of it, counting those that
+    /// gave up before it in the same pump (`gaveUpAhead`), at the tenant's RPM or TPM, whichever is slower for
+    /// its size. What a caller that gave up waiting is told to wait before asking again, rather than the
+    /// head's refill alone, which would send it straight back to the end of the same line; capped at
+    /// ``turnCap``. Nil when the head waits for no refill.
+    func turnComes(_ place: QueuePlace, lane keyID: Int, gaveUpAhead: Int, now: Double) -> Double? {
+        guard let headPlace = queue.head(ofLane: keyID) else { return nil }
+        let head = queue[headPlace.slot]
+        guard head.failure.fromRefill, let headDelay = head.failure.retryAfter,
+            let state = states[head.key]
+        else { return nil }
+        let waiter = queue[place.slot]
+        let ahead = Double(queue.waitersAhead(ofSlot: place.slot) + gaveUpAhead)
+        let perCall = max(
+            state.rpm.ratePerSecond > 0 ? 1 / state.rpm.ratePerSecond : .infinity,
+            state.tpm.ratePerSecond > 0 ? Double(waiter.estimate) / state.tpm.ratePerSecond : .infinity)
+        let turn = max(0, headDelay - (now - head.failureAt)) + ahead * perCall
+        return min(max(turn, Self.borrowRecheck), Self.turnCap)
+    }
+
+    /// The longest wait ``turnComes(_:lane:gaveUpAhead:now:)`` advises (seconds).
+    static let turnCap = 60.0
 
     private func expired(_ waiter: Waiter) -> Failure {
         var failure = waiter.failure

@@ -631,6 +631,9 @@ struct WaitQueue {
         return activeLanes.filter { lanes[$0].upstream == id }
     }
 
+    /// How many waiters of its lane are ahead of the one in `slot` (occupied).
+    func waitersAhead(ofSlot slot: Int) -> Int { laneIndex(ofSlot: slot) - lanes[keyIDBySlot[slot]].start }
+
     /// True when the waiter in `slot` (occupied) is its lane's head.
     func isHead(slot: Int) -> Bool { head(ofLane: keyIDBySlot[slot])?.slot == slot }
 

@@ -74,6 +74,32 @@ import Testing
         #expect(log.labels == ["batch"])
     }
 
+    @Test func aCallThatGaveUpBehindItsTenantsQueueIsToldWhenItsTurnWouldCome() throws {
+        // One request per second; an interactive head due at 1001 and three batch calls behind it that may
+        // wait half a second. Told the head's refill alone (1 s at 1000), they would be back at 1000.5 + 0.5
+        // to queue behind the same line.
+        let enforcer = Enforcer.make(
+            .make(tenants: [Self.oneRPS]),
+            configuration: GatewayConfiguration(
+                gatewayID: "gw-1", maxWait: PerTaskClass(realtime: 10, interactive: 10, batch: 0.5, background: 10),
+                borrowIdle: false))
+        let log = DecisionLog()
+        _ = try enforcer.mustAdmit(now: 1_000)
+        submit(enforcer, .make(), now: 1_000, log: log, label: "head")
+        for index in 1...3 { submit(enforcer, .make(taskClass: .batch), now: 1_000, log: log, label: "b\(index)") }
+        enforcer.pump(now: 1_000.5)
+        #expect(log.labels == ["b1", "b2", "b3"])
+        // The head's remaining 0.5 s, then one second per call ahead (the RPM bucket binds: 100 tokens of
+        // 10,000 per second take 0.01 s).
+        for (label, expected) in [("b1", 1.5), ("b2", 2.5), ("b3", 3.5)] {
+            let denial = try #require(log.admission(label)?.denial)
+            #expect(denial.code == "max_wait_exceeded")
+            #expect(approx(denial.retryAfter, expected), "\(label)")
+        }
+        enforcer.pump(now: 1_001)
+        #expect(log.labels == ["b1", "b2", "b3", "head"])
+    }
+
     @Test func aLargeWaiterIsNotStarvedBySmallOnes() throws {
         // 10 tokens per second, burst 100.
         let entry = TenantEntry.make(rpm: Bucket(rate: 6_000, burst: 100), tpm: Bucket(rate: 600, burst: 100))
