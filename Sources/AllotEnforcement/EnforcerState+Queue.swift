@@ -343,7 +343,8 @@ extension EnforcerState {
             let state = states[head.key]
         else { return nil }
         let waiter = queue[place.slot]
-        let ahead = Double(queue.waitersAhead(ofSlot: place.slot) + gaveUpAhead)
+        // At least the head is ahead of it (so an unlimited wait per call never meets a zero count).
+        let ahead = Double(max(1, queue.waitersAhead(ofSlot: place.slot) + gaveUpAhead))
         let perCall = max(
             state.rpm.ratePerSecond > 0 ? 1 / state.rpm.ratePerSecond : .infinity,
             state.tpm.ratePerSecond > 0 ? Double(waiter.estimate) / state.tpm.ratePerSecond : .infinity)
