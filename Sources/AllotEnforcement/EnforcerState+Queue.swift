@@ -281,7 +281,6 @@ extension EnforcerState {
     /// Schedules the next look at `lane`, whose head stays with `failure`: when it may pass by refill alone
     /// (``Failure/possibleIn(_:)``), but no sooner than its retry-after or ``borrowRecheck``, whichever is
     /// shorter. Nil when the failure is not a refill's: only an event (a completion, a snapshot) clears it.
-    @discardableResult
     mutating func scheduleCheck(_ failure: Failure, lane: Int, now: Double) -> Double? {
         guard failure.fromRefill, let delay = failure.retryAfter else { return nil }
         let at = now + max(failure.possibleIn(delay), min(delay, Self.borrowRecheck))
@@ -339,16 +338,14 @@ extension EnforcerState {
     func turnComes(_ place: QueuePlace, lane keyID: Int, gaveUpAhead: Int, now: Double) -> Double? {
         guard let headPlace = queue.head(ofLane: keyID) else { return nil }
         let head = queue[headPlace.slot]
-        guard head.failure.fromRefill, let headDelay = head.failure.retryAfter,
-            let state = states[head.key]
-        else { return nil }
+        guard let headLeft = head.refillLeft(at: now), let state = states[head.key] else { return nil }
         let waiter = queue[place.slot]
         // At least the head is ahead of it (so an unlimited wait per call never meets a zero count).
         let ahead = Double(max(1, queue.waitersAhead(ofSlot: place.slot) + gaveUpAhead))
         let perCall = max(
             state.rpm.ratePerSecond > 0 ? 1 / state.rpm.ratePerSecond : .infinity,
             state.tpm.ratePerSecond > 0 ? Double(waiter.estimate) / state.tpm.ratePerSecond : .infinity)
-        let turn = max(0, headDelay - (now - head.failureAt)) + ahead * perCall
+        let turn = headLeft + ahead * perCall
         return min(max(turn, Self.borrowRecheck), Self.turnCap)
     }
 

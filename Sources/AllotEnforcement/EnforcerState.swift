@@ -413,6 +413,12 @@ struct Waiter: Sendable {
     /// What blocked it at its last evaluation, and when that was.
     var failure: Failure
     var failureAt: Double
+
+    /// Seconds still to go, at `now`, of the refill its failure waits for (nil: it waits for no refill).
+    func refillLeft(at now: Double) -> Double? {
+        guard failure.fromRefill, let delay = failure.retryAfter else { return nil }
+        return max(0, delay - (now - failureAt))
+    }
     var onDecision: @Sendable (Admission) -> Void
     /// Its (tenant, upstream)'s lane in ``WaitQueue`` (set when it is inserted there).
     var keyID: Int = 0
@@ -752,11 +758,11 @@ struct EnforcerState {
             // accumulating for, and a large request could starve behind small ones. The lane is in service
             // order, so its head is the most urgent of them; an arrival that ranks before it goes on to the
             // limits (a call of an older task goes first, as one of a higher class does).
-            var failure = queue[head.slot].failure
-            if failure.fromRefill, let delay = failure.retryAfter {
+            let waitingHead = queue[head.slot]
+            var failure = waitingHead.failure
+            if let left = waitingHead.refillLeft(at: now), let delay = failure.retryAfter {
                 // The head's refill as of now: its failure may be from a while ago (``pump(now:effects:changed:)``).
-                let elapsed = now - queue[head.slot].failureAt
-                failure.retryAfter = max(delay - elapsed, min(delay, Self.borrowRecheck))
+                failure.retryAfter = max(left, min(delay, Self.borrowRecheck))
             }
             failure.message =
                 "requests of tenant \(key.tenant) on \(key.upstream) are queued ahead (\(failure.limit.rawValue))"
@@ -790,9 +796,6 @@ struct EnforcerState {
             var rpmOK = rpmFits || charge.rpmFromCredit
             var tpmOK = tpmFits || charge.tpmFromCredit
             var lender: IdleCapacity?
-            // The idle buckets before a cap hold took a dimension out of lending, and when each hold ends.
-            var unheldLender: IdleCapacity?
-            var holdEnds = (rpm: -Double.infinity, tpm: -Double.infinity)
             func later(_ idleDelay: Double?, _ allowance: TokenBucket?, _ amount: Double) -> Double? {
                 guard let idleDelay else { return nil }
                 guard let allowance else { return idleDelay }
@@ -804,16 +807,9 @@ struct EnforcerState {
                 // Work conservation: what the others leave idle (never from their own buckets), except in a
                 // dimension where a request with room of its own is held by the cap: that is its allocation.
                 lender = idle[key.upstream]
-                unheldLender = lender
                 if let held = capHeldUntil[key.upstream] {
-                    if now <= held.rpm {
-                        lender?.rpm = nil
-                        holdEnds.rpm = held.rpm
-                    }
-                    if now <= held.tpm {
-                        lender?.tpm = nil
-                        holdEnds.tpm = held.tpm
-                    }
+                    if now <= held.rpm { lender?.rpm = nil }
+                    if now <= held.tpm { lender?.tpm = nil }
                 }
                 let rpmBorrow = !rpmOK && IdleCapacity.lends(lender?.rpm, 1, at: now)
                 let tpmBorrow = !tpmOK && IdleCapacity.lends(lender?.tpm, amount, at: now)
@@ -849,10 +845,12 @@ struct EnforcerState {
                         let borrow = Self.borrowable(idle, allowance, amount, at: now).map { max($0, heldUntil - now) }
                         return min(own.delay(until: amount, at: now) ?? .infinity, borrow ?? .infinity)
                     }
+                    // The idle buckets as they are, a cap hold aside (a hold past, or none, delays nothing).
+                    let unheld = idle[key.upstream]
+                    let held = capHeldUntil[key.upstream] ?? CapHold()
                     let earliest = max(
-                        soonest(rpmOK, tenantState.rpm, unheldLender?.rpm, allowance?.rpm, 1, heldUntil: holdEnds.rpm),
-                        soonest(
-                            tpmOK, tenantState.tpm, unheldLender?.tpm, allowance?.tpm, amount, heldUntil: holdEnds.tpm))
+                        soonest(rpmOK, tenantState.rpm, unheld?.rpm, allowance?.rpm, 1, heldUntil: held.rpm),
+                        soonest(tpmOK, tenantState.tpm, unheld?.tpm, allowance?.tpm, amount, heldUntil: held.tpm))
                     if earliest.isFinite { failure.earliest = earliest }
                 }
                 if !policy.isListed, failure.fromRefill, let delay = failure.retryAfter,

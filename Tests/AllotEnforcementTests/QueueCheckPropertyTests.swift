@@ -3,19 +3,6 @@ import Testing
 
 @testable import AllotEnforcement
 
-/// SplitMix64: a repeatable stream for the property test.
-private struct Mix64: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// A pump for the passage of time looks only at the lanes due (``EnforcerState/laneChecks``): sound only if the
 /// soonest instant a head may pass by refill alone (``Failure/possibleIn(_:)``) really is a lower bound. Driven
 /// at random — six tenants on two upstreams with idle lending, small buckets, every task
@@ -26,7 +13,7 @@ private struct Mix64: RandomNumberGenerator {
 @Suite struct QueueCheckPropertyTests {
     @Test(arguments: [1, 2, 3, 4, 5, 6] as [UInt64])
     func noHeadLeftBehindCouldBeAdmittedBeforeItsLook(seed: UInt64) throws {
-        var random = Mix64(state: seed)
+        var random = SplitMix64(seed: seed)
         func uniform(_ range: ClosedRange<Double>) -> Double { Double.random(in: range, using: &random) }
         let ids = ["a", "b", "c", "d", "e", "f"]
         let tenants = ids.enumerated().map { index, id in
