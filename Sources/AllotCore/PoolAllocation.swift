@@ -122,8 +122,11 @@ public struct AllocationClaim: Sendable, Hashable {
 ///
 /// Degraded mode (SPEC 6.4): every active tenant first gets its starvation guard (scaled down
 /// proportionally if those exceed `C`); the rest honours floors rank by rank (tier priority order),
-/// and the rank where capacity runs out shares what is left in proportion to its floors above the
-/// guard. Nobody with a positive guard drops to zero and relative priority is kept.
+/// each floor up to the tenant's demand bound `min(ce_i, D_i · (1 + demand_headroom) + …)`, and the
+/// rank where capacity runs out shares what is left in proportion to its floors above the guard. If
+/// capacity is left (the floors exceed `C` but the demand under them does not), it goes by weight up to
+/// each tenant's demand, and only then to the floors' remainder above demand, rank by rank. Nobody with
+/// a positive guard drops to zero and relative priority is kept.
 public struct PoolAllocation: Sendable {
     /// `C_est`, the capacity estimate before the safety margin.
     public var capacityEstimate: Double
@@ -265,7 +268,14 @@ public struct PoolAllocation: Sendable {
         var values: [Double]
         if degraded {
             // 2'. Degraded mode (SPEC 6.4).
-            values = degradedShares(claims: claims, active: active, lower: lower, capacity: remaining)
+            var demanded = [Double](repeating: 0, count: activeCount)
+            for k in 0..<activeCount {
+                let claim = claims[active[k]]
+                let wanted = wants[k]
+                demanded[k] = min(claim.ceiling, claim.budgetCap, wanted.isNaN ? .infinity : wanted)
+            }
+            values = degradedShares(
+                claims: claims, active: active, weights: weights, lower: lower, demanded: demanded, capacity: remaining)
             for k in 0..<activeCount {
                 let i = active[k]
                 unclamped[i] = values[k]
@@ -379,9 +389,23 @@ public struct PoolAllocation: Sendable {
         return .fairShare
     }
 
-    /// Degraded mode (SPEC 6.4) for the active tenants `active` (indices into `claims`).
+    /// Degraded mode (SPEC 6.4) for the active tenants `active` (indices into `claims`). `demanded[k]` is
+    /// `min(ce_k, wanted_k)`: the tenant's upper bound without its floor.
+    ///
+    /// 1. Every tenant's starvation guard (scaled down proportionally if those exceed `capacity`).
+    /// 2. Floors rank by rank in priority order, each up to what the tenant asks for (`demanded`, at least
+    ///    its guard); the rank where capacity runs out shares what is left in proportion to those floors.
+    /// 3. What is left, by weight, up to each tenant's demand (the same water-filling as outside degraded
+    ///    mode, with the values so far as lower bounds).
+    /// 4. What is still left, the floors' remainder above demand, rank by rank again.
+    ///
+    /// Steps 3 and 4 run only when floors exceed capacity although the demand they cover does not (many
+    /// upper-tier tenants with percent floors, each asking for less than its floor): a floor reserves
+    /// capacity for its tenant while capacity allows, but once the floors do not fit, capacity nobody asks
+    /// for is not held back from tenants that are left at their starvation guard.
     private static func degradedShares(
-        claims: [AllocationClaim], active: [Int], lower: [Double], capacity: Double
+        claims: [AllocationClaim], active: [Int], weights: [Double], lower: [Double], demanded: [Double],
+        capacity: Double
     ) -> [Double] {
         let count = active.count
         var guards = [Double](repeating: 0, count: count)
@@ -403,24 +427,38 @@ public struct PoolAllocation: Sendable {
             let rankB = claims[active[b]].rank
             return rankA != rankB ? rankA < rankB : a < b
         }
-        var start = 0
-        while start < count {
-            var end = start
-            let rank = claims[active[order[start]]].rank
-            var need = 0.0
-            while end < count, claims[active[order[end]]].rank == rank {
-                need += max(0, lower[order[end]] - guards[order[end]])
-                end += 1
-            }
-            if need > 0 {
-                let share = need <= left ? 1 : left / need
-                for position in start..<end {
-                    let k = order[position]
-                    values[k] = guards[k] + max(0, lower[k] - guards[k]) * share
+        /// Raises every tenant towards `target[k]` rank by rank; the rank where `left` runs out shares it in
+        /// proportion to what each of its tenants still lacks.
+        func honour(_ target: (Int) -> Double) {
+            var start = 0
+            while start < count, left > 0 {
+                var end = start
+                let rank = claims[active[order[start]]].rank
+                var need = 0.0
+                while end < count, claims[active[order[end]]].rank == rank {
+                    need += max(0, target(order[end]) - values[order[end]])
+                    end += 1
                 }
-                left = max(0, left - need * share)
+                if need > 0 {
+                    let share = need <= left ? 1 : left / need
+                    for position in start..<end {
+                        let k = order[position]
+                        values[k] += max(0, target(k) - values[k]) * share
+                    }
+                    left = max(0, left - need * share)
+                }
+                start = end
             }
-            start = end
+        }
+        honour { k in min(lower[k], max(guards[k], demanded[k])) }
+        if left > 0 {
+            var upper = values
+            for k in 0..<count { upper[k] = max(values[k], demanded[k]) }
+            values = WaterFilling.fill(capacity: capacity, weights: weights, lower: values, upper: upper).allocations
+            var used = 0.0
+            for value in values { used += value }
+            left = max(0, capacity - used)
+            honour { k in lower[k] }
         }
         return values
     }

@@ -187,6 +187,46 @@ struct PoolAllocationTests {
         #expect(tight.allocatedTotal <= 100)
     }
 
+    @Test func degradedModeHonoursAFloorUpToWhatItsTenantAsksFor() {
+        // Two upper-tier tenants hold floors of 40 and ask for 10 and 50; two lower-tier tenants ask for
+        // 30 each. Σ lo = 80 > 70: degraded. Guards 4; rank 0's floors up to demand, 10 and 40 (48 more);
+        // the 18 left by weight over those values, up to demand: 10 + 40 + 2·f = 70 at f = 10.
+        let claims = [
+            AllocationClaim(floor: 40, demand: 10, starvationGuard: 1, rank: 0),
+            AllocationClaim(floor: 40, demand: 50, starvationGuard: 1, rank: 0),
+            AllocationClaim(demand: 30, starvationGuard: 1, rank: 1),
+            AllocationClaim(demand: 30, starvationGuard: 1, rank: 1),
+        ]
+        let result = Self.compute(70, claims)
+        #expect(result.degraded)
+        #expect(result.allocations == [10, 40, 10, 10])
+        #expect(result.reasons == [.degraded, .degraded, .degraded, .degraded])
+
+        // With every demand above the floors nothing changes: rank 0 shares the 66 above the guards in
+        // proportion to its floors above them, the lower tier stays at its guard.
+        let hungry = claims.map { claim -> AllocationClaim in
+            var claim = claim
+            claim.demand = 100
+            return claim
+        }
+        #expect(Self.compute(70, hungry).allocations == [34, 34, 1, 1])
+    }
+
+    @Test func degradedModeGivesTheFloorsAboveDemandWhatIsLeftOnceEveryDemandIsMet() {
+        // Σ lo = 80 > 60 but the demand is 40: guards 4; floors up to demand, [10, 20, 1, 1]; demand,
+        // [10, 20, 5, 5]; the 20 left goes to rank 0's floors above demand (30 and 20) in proportion.
+        let claims = [
+            AllocationClaim(floor: 40, demand: 10, starvationGuard: 1, rank: 0),
+            AllocationClaim(floor: 40, demand: 20, starvationGuard: 1, rank: 0),
+            AllocationClaim(demand: 5, starvationGuard: 1, rank: 1),
+            AllocationClaim(demand: 5, starvationGuard: 1, rank: 1),
+        ]
+        let result = Self.compute(60, claims)
+        #expect(result.degraded)
+        let expected = [22.0, 28, 5, 5]
+        for (value, want) in zip(result.allocations, expected) { #expect(abs(value - want) < 1e-9) }
+    }
+
     @Test func degradedModeScalesGuardsThatExceedCapacity() {
         let claims = (0..<4).map { _ in AllocationClaim(floor: 10, starvationGuard: 5) }
         let result = Self.compute(10, claims)
@@ -304,12 +344,25 @@ struct PoolAllocationTests {
             let result = PoolAllocation.compute(capacityEstimate: capacity, settings: Self.bare, claims: claims)
             guard result.degraded else { continue }
             degradedCases += 1
-            #expect(result.allocatedTotal <= capacity)
+            #expect(result.allocatedTotal <= capacity * (1 + 1e-12))
             #expect(result.allocations.allSatisfy { $0 > 0 })
-            // If any tenant of a rank got more than its guard, every tenant of a better rank holds its floor.
+            // If any tenant of a rank got more than its guard, every tenant of a better rank holds its floor,
+            // or as much of it as it asks for.
+            func held(_ claim: AllocationClaim) -> Double {
+                min(claim.floor, max(claim.starvationGuard, claim.demand))
+            }
             for (i, claim) in claims.enumerated() where result.allocations[i] > claim.starvationGuard * (1 + 1e-9) {
                 for (j, better) in claims.enumerated() where better.rank < claim.rank {
-                    #expect(result.allocations[j] >= better.floor * (1 - 1e-9))
+                    #expect(result.allocations[j] >= held(better) * (1 - 1e-9))
+                }
+            }
+            // Nothing is held back (the floors alone exceed the pool), and a floor above its tenant's
+            // demand is honoured only once every demand is met.
+            #expect(result.allocatedTotal >= capacity * (1 - 1e-9))
+            let unmet = claims.indices.contains { result.allocations[$0] < claims[$0].demand * (1 - 1e-9) }
+            if unmet {
+                for (i, claim) in claims.enumerated() {
+                    #expect(result.allocations[i] <= max(claim.starvationGuard, claim.demand) * (1 + 1e-9))
                 }
             }
         }
