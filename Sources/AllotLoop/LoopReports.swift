@@ -189,6 +189,9 @@ public struct TenantStatus: Sendable, Hashable, Codable {
     public var gatewayShares: [String: Double]
     /// What each gateway admitted (served) for this tenant, requests and tokens per minute, for drift.
     public var gatewayServed: [String: PerDimension<Double>]
+    /// The tenant was first seen less than a short window ago: which gateways its calls reach is not
+    /// known yet (``gatewayShares`` lists those that happened to see its first calls).
+    public var young: Bool
 
     public init(
         key: AllocationKey, tenantClass: TenantClass, suspect: Bool = false, suspectReasons: [String] = [],
@@ -197,7 +200,8 @@ public struct TenantStatus: Sendable, Hashable, Codable {
         peakToAverage: Double = 1, tokensPerRequest: Double = 0, trend: Double = 0, lastActivityAt: Double? = nil,
         samples: Int = 0, retryRatio: Double = 0, queueWaitP95Ms: Double? = nil, completionTokensP50: Double? = nil,
         completionTokensP95: Double? = nil, starved: Bool = false, starvedSince: Double? = nil,
-        gatewayShares: [String: Double] = [:], gatewayServed: [String: PerDimension<Double>] = [:]
+        gatewayShares: [String: Double] = [:], gatewayServed: [String: PerDimension<Double>] = [:],
+        young: Bool = false
     ) {
         self.key = key
         self.tenantClass = tenantClass
@@ -221,6 +225,7 @@ public struct TenantStatus: Sendable, Hashable, Codable {
         self.starvedSince = starvedSince
         self.gatewayShares = gatewayShares
         self.gatewayServed = gatewayServed
+        self.young = young
     }
 }
 

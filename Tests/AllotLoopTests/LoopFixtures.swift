@@ -79,6 +79,7 @@ actor ScriptedClassifier: ConsumptionClassifying {
         var tpm: Double
         var shares: [String: Double]
         var served: [String: PerDimension<Double>]
+        var young = false
     }
 
     struct State: Codable, Sendable, Equatable {
@@ -98,11 +99,13 @@ actor ScriptedClassifier: ConsumptionClassifying {
 
     func setDemand(
         _ tenant: String, upstream: String = pool4o, rpm: Double, tpm: Double, shares: [String: Double] = [:],
-        served: [String: PerDimension<Double>] = [:]
+        served: [String: PerDimension<Double>] = [:], young: Bool = false
     ) {
         current.demands.removeAll { $0.tenant == tenant && $0.upstream == upstream }
         current.demands.append(
-            Demand(tenant: tenant, upstream: upstream, rpm: rpm, tpm: tpm, shares: shares, served: served))
+            Demand(
+                tenant: tenant, upstream: upstream, rpm: rpm, tpm: tpm, shares: shares, served: served,
+                young: young))
     }
 
     func classify(
@@ -126,7 +129,8 @@ actor ScriptedClassifier: ConsumptionClassifying {
                 TenantStatus(
                     key: AllocationKey(tenant: $0.tenant, upstream: $0.upstream), tenantClass: .steady,
                     demand: PerDimension(rpm: $0.rpm, tpm: $0.tpm), completionTokensP50: 120,
-                    completionTokensP95: 480, gatewayShares: $0.shares, gatewayServed: $0.served)
+                    completionTokensP95: 480, gatewayShares: $0.shares, gatewayServed: $0.served,
+                    young: $0.young)
             },
             alerts: [])
     }

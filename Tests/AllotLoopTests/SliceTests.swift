@@ -1,5 +1,5 @@
 import AllotCore
-import AllotLoop
+@testable import AllotLoop
 import AllotProtocol
 import AllotStore
 import Foundation
@@ -104,6 +104,47 @@ struct SeededGenerator: RandomNumberGenerator {
             #expect(sum.floor <= 2)
         }
         await harness.close()
+    }
+
+    @Test func aNewTenantIsSpreadOverEveryGatewayOfItsUpstream() async throws {
+        let harness = try LoopHarness()
+        try await harness.open()
+        await harness.classifier.setDemand(
+            "old", rpm: 30, tpm: 3000, shares: ["gw-a": 0.5, "gw-b": 0.3, "gw-c": 0.2])
+        // Its first calls happened to reach gw-a only.
+        await harness.classifier.setDemand("new", rpm: 30, tpm: 3000, shares: ["gw-a": 1], young: true)
+        await harness.tick()
+        for gateway in ["gw-a", "gw-b", "gw-c"] {
+            #expect(isClose(try servedSnapshot(harness.publisher, gateway: gateway).tenant("new")?.rpm.rate, 10))
+        }
+        #expect(isClose(try servedSnapshot(harness.publisher, gateway: "gw-b").tenant("old")?.rpm.rate, 9))
+        // A short window later its slices follow where its calls land.
+        await harness.classifier.setDemand("new", rpm: 30, tpm: 3000, shares: ["gw-a": 1])
+        await harness.tick()
+        #expect(isClose(try servedSnapshot(harness.publisher, gateway: "gw-a").tenant("new")?.rpm.rate, 30))
+        #expect(try servedSnapshot(harness.publisher, gateway: "gw-b").tenant("new") == nil)
+        await harness.close()
+    }
+
+    @Test func aNewTenantsSpreadStaysWithTheGatewaysOfItsUpstream() {
+        func status(_ tenant: String, _ upstream: String, _ shares: [String: Double], young: Bool) -> TenantStatus {
+            TenantStatus(
+                key: AllocationKey(tenant: tenant, upstream: upstream), tenantClass: .coldStart,
+                demand: PerDimension(rpm: 10, tpm: 1000), gatewayShares: shares, young: young)
+        }
+        // gw-z serves another upstream only; gw-y has seen the new tenant but no other tenant of its upstream.
+        let new = status("new", "up-1", ["gw-a": 0.8, "gw-y": 0.2], young: true)
+        let spread = SnapshotAssembler.shares(of: new, upstreamGateways: ["gw-a", "gw-b"])
+        let third: Double = 1.0 / 3
+        let expected: [String: Double] = ["gw-a": third, "gw-b": third, "gw-y": third]
+        #expect(spread == expected)
+        // Nothing to spread over: the Classifier's shares stand, as they do for every other class.
+        #expect(SnapshotAssembler.shares(of: new, upstreamGateways: nil) == new.gatewayShares)
+        #expect(SnapshotAssembler.shares(of: new, upstreamGateways: ["gw-a"]) == new.gatewayShares)
+        // A tenant seen for a short window (still in cold start: too few requests) keeps its shares.
+        let steady = status("old", "up-1", ["gw-a": 1], young: false)
+        let kept: [String: Double] = ["gw-a": 1]
+        #expect(SnapshotAssembler.shares(of: steady, upstreamGateways: ["gw-a", "gw-b"]) == kept)
     }
 
     @Test func aNewGatewayGetsSlicesFromTheNextTickAndAGoneOneLosesThem() async throws {

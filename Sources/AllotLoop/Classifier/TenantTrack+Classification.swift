@@ -259,7 +259,7 @@ extension TenantTrack {
             completionTokensP50: completionTokens.p50, completionTokensP95: completionTokens.p95, starved: starved,
             starvedSince: starved ? starvingSince : nil, gatewayShares: gatewayShares(
                 rules: rules, sparse: demandShort.rpm * settings.shortWindowSeconds / 60 < rules.sparseSamples),
-            gatewayServed: gatewayServed())
+            gatewayServed: gatewayServed(), young: (foldedSeconds ?? .infinity) < settings.shortWindowSeconds)
         return Classification(observation: observation, status: status, alerts: alerts)
     }
 

@@ -135,6 +135,19 @@ struct ClassifierRatesTests {
         #expect(F.status(report)?.completionTokensP95 == 991.5)
     }
 
+    @Test func aTenantIsYoungForItsFirstShortWindow() throws {
+        var run = ClassifierRun(start: t0)
+        var report = run.tick { script, from, to in F.served(&script, 12, from: from, to: to) }
+        var ticks = 1
+        #expect(F.status(report)?.young == true)
+        while F.status(report)?.young == true, ticks < 100 {
+            report = run.tick { script, from, to in F.served(&script, 12, from: from, to: to) }
+            ticks += 1
+        }
+        // 5-s ticks: young while less than the 60-s short window is folded; the 12th folds its last second.
+        #expect(ticks == 12)
+    }
+
     @Test func gatewaySharesGiveANewGatewayItsMinimum() throws {
         var run = ClassifierRun(start: t0)
         var report = run.tick { script, from, to in F.served(&script, 12, from: from, to: to) }
