@@ -138,9 +138,11 @@ struct SeededGenerator: RandomNumberGenerator {
         let third: Double = 1.0 / 3
         let expected: [String: Double] = ["gw-a": third, "gw-b": third, "gw-y": third]
         #expect(spread == expected)
-        // Nothing to spread over: the Classifier's shares stand, as they do for every other class.
+        // Even between the gateways that saw it when no other tenant of its upstream is known elsewhere.
+        let halves: [String: Double] = ["gw-a": 0.5, "gw-y": 0.5]
+        #expect(SnapshotAssembler.shares(of: new, upstreamGateways: ["gw-a"]) == halves)
+        // Nothing known of its upstream: the Classifier's shares stand.
         #expect(SnapshotAssembler.shares(of: new, upstreamGateways: nil) == new.gatewayShares)
-        #expect(SnapshotAssembler.shares(of: new, upstreamGateways: ["gw-a"]) == new.gatewayShares)
         // A tenant seen for a short window (still in cold start: too few requests) keeps its shares.
         let steady = status("old", "up-1", ["gw-a": 1], young: false)
         let kept: [String: Double] = ["gw-a": 1]

@@ -50,7 +50,6 @@ public enum SnapshotAssembler {
         }
         var spread = upstreamGateways
         spread.formUnion(status.gatewayShares.keys)
-        guard spread.count > status.gatewayShares.count else { return status.gatewayShares }
         let even = 1 / Double(spread.count)
         var shares = [String: Double](minimumCapacity: spread.count)
         for gateway in spread { shares[gateway] = even }
@@ -101,6 +100,14 @@ public enum SnapshotAssembler {
         for status in statuses where !status.gatewayShares.isEmpty {
             upstreamGateways[status.key.upstream, default: []].formUnion(status.gatewayShares.keys)
         }
+        var spansPlanMemo: [String: Bool] = [:]
+        func spansPlan(_ upstream: String) -> Bool {
+            if let known = spansPlanMemo[upstream] { return known }
+            let universe = upstreamGateways[upstream] ?? []
+            let spans = !universe.isEmpty && gatewayIDs.allSatisfy { universe.contains($0) }
+            spansPlanMemo[upstream] = spans
+            return spans
+        }
 
         var tenants: [TenantEntry] = []
         var fallback: [FallbackEntry] = []
@@ -130,11 +137,14 @@ public enum SnapshotAssembler {
                         tpm: bucket(rate: allocation.fallback.tpm, bucketSeconds: seconds, requests: false)))
             }
             slices.append(
-                status.flatMap {
-                    SlicePlan.split(
-                        rpm: entry.rpm.rate, tpm: entry.tpm.rate,
-                        shares: Self.shares(of: $0, upstreamGateways: upstreamGateways[key.upstream]),
-                        index: gatewayIndex, minimumShare: minimumShare)
+                status.flatMap { status in
+                    // Spread over every gateway of the version: the plan's even split, without a list of slices
+                    // (10,000 new tenants behind many gateways would otherwise each carry one per gateway).
+                    if status.young, spansPlan(key.upstream) { return nil }
+                    let shares = Self.shares(of: status, upstreamGateways: upstreamGateways[key.upstream])
+                    return SlicePlan.split(
+                        rpm: entry.rpm.rate, tpm: entry.tpm.rate, shares: shares, index: gatewayIndex,
+                        minimumShare: minimumShare)
                 })
         }
 
