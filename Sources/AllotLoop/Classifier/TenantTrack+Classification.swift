@@ -259,7 +259,7 @@ extension TenantTrack {
             completionTokensP50: completionTokens.p50, completionTokensP95: completionTokens.p95, starved: starved,
             starvedSince: starved ? starvingSince : nil, gatewayShares: gatewayShares(
                 rules: rules, sparse: demandShort.rpm * settings.shortWindowSeconds / 60 < rules.sparseSamples),
-            gatewayServed: gatewayServed(), young: (foldedSeconds ?? .infinity) < settings.shortWindowSeconds)
+            gatewayServed: gatewayServed(), young: isYoung(shortWindow: settings.shortWindowSeconds))
         return Classification(observation: observation, status: status, alerts: alerts)
     }
 
@@ -512,6 +512,18 @@ extension TenantTrack {
         context.priors.values[memo] = prior
         return prior
     }
+
+    /// First seen less than `shortWindow` ago, and its requests so far too few to show that they keep to the
+    /// gateways that saw them: fewer than ``stickyEvidence`` per gateway. Calls spread evenly over G gateways
+    /// put five in a row on one of them with probability G⁻⁴; a tenant routed to one gateway (sticky
+    /// routing, consistent hashing by tenant) is recognised after its fifth request, not a minute later.
+    func isYoung(shortWindow: Double) -> Bool {
+        guard (foldedSeconds ?? .infinity) < shortWindow else { return false }
+        return (youngWanted?.rpm ?? 0) < Self.stickyEvidence * Double(max(1, gateways.count))
+    }
+
+    /// Requests per gateway seen that show a young tenant's calls keep to the gateways that saw them.
+    static let stickyEvidence = 5.0
 
     /// Each gateway's share of the tenant's demand: the short-window EWMAs normalised, every gateway
     /// lifted to `minimumGatewayShare` (a gateway that just started seeing the tenant has almost no

@@ -42,8 +42,8 @@ public enum SnapshotAssembler {
     /// gateways by chance in its first tick; its slices followed them, and every other gateway held it to
     /// `default` until later ticks had seen it there: 200 tenants arriving at once at 150 % of a pool
     /// behind three gateways starved 44.6 tenant-minutes in ten minutes (seeds 1–8; spread, 24.7;
-    /// `static`, 18.4), nearly all in the first two minutes. A tenant that only ever reaches one gateway
-    /// (sticky routing) is spread for that first short window only.
+    /// `static`, 18.4), nearly all in the first two minutes. A tenant whose calls keep to the gateways
+    /// that saw them (sticky routing) stops being young after five requests per such gateway.
     static func shares(of status: TenantStatus, upstreamGateways: Set<String>?) -> [String: Double] {
         guard status.young, let upstreamGateways, !upstreamGateways.isEmpty else {
             return status.gatewayShares

@@ -136,16 +136,30 @@ struct ClassifierRatesTests {
     }
 
     @Test func aTenantIsYoungForItsFirstShortWindow() throws {
+        // One request a tick, to gw-1, gw-2 and gw-3 in turn: always fewer than five per gateway seen.
         var run = ClassifierRun(start: t0)
-        var report = run.tick { script, from, to in F.served(&script, 12, from: from, to: to) }
-        var ticks = 1
-        #expect(F.status(report)?.young == true)
-        while F.status(report)?.young == true, ticks < 100 {
-            report = run.tick { script, from, to in F.served(&script, 12, from: from, to: to) }
+        var ticks = 0
+        func next() -> ClassifierReport {
             ticks += 1
+            let gateway = "gw-\((ticks - 1) % 3 + 1)"
+            return run.tick { script, from, to in F.served(&script, 1, from: from, to: to, gateway: gateway) }
         }
+        var report = next()
+        #expect(F.status(report)?.young == true)
+        while F.status(report)?.young == true, ticks < 100 { report = next() }
         // 5-s ticks: young while less than the 60-s short window is folded; the 12th folds its last second.
         #expect(ticks == 12)
+    }
+
+    @Test func aTenantWhoseCallsKeepToOneGatewayIsNotYoungForLong() throws {
+        var run = ClassifierRun(start: t0)
+        var report = run.tick { script, from, to in F.served(&script, 2, from: from, to: to) }
+        #expect(F.status(report)?.young == true)
+        report = run.tick { script, from, to in F.served(&script, 2, from: from, to: to) }
+        #expect(F.status(report)?.young == true)
+        // The fifth request, still at gw-1.
+        report = run.tick { script, from, to in F.served(&script, 1, from: from, to: to) }
+        #expect(F.status(report)?.young == false)
     }
 
     @Test func gatewaySharesGiveANewGatewayItsMinimum() throws {
