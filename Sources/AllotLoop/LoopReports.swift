@@ -189,8 +189,9 @@ public struct TenantStatus: Sendable, Hashable, Codable {
     public var gatewayShares: [String: Double]
     /// What each gateway admitted (served) for this tenant, requests and tokens per minute, for drift.
     public var gatewayServed: [String: PerDimension<Double>]
-    /// The tenant was first seen less than a short window ago: which gateways its calls reach is not
-    /// known yet (``gatewayShares`` lists those that happened to see its first calls).
+    /// The tenant was first seen less than a short window ago and has sent too few requests to show that
+    /// they keep to the gateways that saw them: which gateways its calls reach is not known yet
+    /// (``gatewayShares`` lists those that happened to see its first calls).
     public var young: Bool
 
     public init(
