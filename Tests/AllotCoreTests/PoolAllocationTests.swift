@@ -187,41 +187,32 @@ struct PoolAllocationTests {
         #expect(tight.allocatedTotal <= 100)
     }
 
+    /// Two upper-tier tenants with floors of 40 and two lower-tier tenants without, guards of 1, asking
+    /// for `demands` in that order.
+    private static func floorsOfForty(demands: [Double]) -> [AllocationClaim] {
+        demands.enumerated().map { index, demand in
+            AllocationClaim(floor: index < 2 ? 40 : 0, demand: demand, starvationGuard: 1, rank: index < 2 ? 0 : 1)
+        }
+    }
+
     @Test func degradedModeHonoursAFloorUpToWhatItsTenantAsksFor() {
         // Two upper-tier tenants hold floors of 40 and ask for 10 and 50; two lower-tier tenants ask for
         // 30 each. Σ lo = 80 > 70: degraded. Guards 4; rank 0's floors up to demand, 10 and 40 (48 more);
         // the 18 left by weight over those values, up to demand: 10 + 40 + 2·f = 70 at f = 10.
-        let claims = [
-            AllocationClaim(floor: 40, demand: 10, starvationGuard: 1, rank: 0),
-            AllocationClaim(floor: 40, demand: 50, starvationGuard: 1, rank: 0),
-            AllocationClaim(demand: 30, starvationGuard: 1, rank: 1),
-            AllocationClaim(demand: 30, starvationGuard: 1, rank: 1),
-        ]
-        let result = Self.compute(70, claims)
+        let result = Self.compute(70, Self.floorsOfForty(demands: [10, 50, 30, 30]))
         #expect(result.degraded)
         #expect(result.allocations == [10, 40, 10, 10])
         #expect(result.reasons == [.degraded, .degraded, .degraded, .degraded])
 
         // With every demand above the floors nothing changes: rank 0 shares the 66 above the guards in
         // proportion to its floors above them, the lower tier stays at its guard.
-        let hungry = claims.map { claim -> AllocationClaim in
-            var claim = claim
-            claim.demand = 100
-            return claim
-        }
-        #expect(Self.compute(70, hungry).allocations == [34, 34, 1, 1])
+        #expect(Self.compute(70, Self.floorsOfForty(demands: [100, 100, 100, 100])).allocations == [34, 34, 1, 1])
     }
 
     @Test func degradedModeGivesTheFloorsAboveDemandWhatIsLeftOnceEveryDemandIsMet() {
         // Σ lo = 80 > 60 but the demand is 40: guards 4; floors up to demand, [10, 20, 1, 1]; demand,
         // [10, 20, 5, 5]; the 20 left goes to rank 0's floors above demand (30 and 20) in proportion.
-        let claims = [
-            AllocationClaim(floor: 40, demand: 10, starvationGuard: 1, rank: 0),
-            AllocationClaim(floor: 40, demand: 20, starvationGuard: 1, rank: 0),
-            AllocationClaim(demand: 5, starvationGuard: 1, rank: 1),
-            AllocationClaim(demand: 5, starvationGuard: 1, rank: 1),
-        ]
-        let result = Self.compute(60, claims)
+        let result = Self.compute(60, Self.floorsOfForty(demands: [10, 20, 5, 5]))
         #expect(result.degraded)
         let expected = [22.0, 28, 5, 5]
         for (value, want) in zip(result.allocations, expected) { #expect(abs(value - want) < 1e-9) }
