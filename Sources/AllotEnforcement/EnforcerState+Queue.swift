@@ -174,8 +174,10 @@ extension EnforcerState {
     /// may have changed, the lanes due in ``laneChecks`` and the waiters whose deadline is over: the head of
     /// any other lane cannot have become admissible, so re-evaluating it would only restate its failure. Its
     /// stored failure (what a request queued behind it is told, aged to `now`) stays the one of its last
-    /// evaluation. A wake for the passage of time changes nothing but the clock; a completion or a release
-    /// changes its upstream's lanes; a cancellation its lane; a snapshot everything.
+    /// evaluation. A wake for the passage of time changes nothing but the clock; a release, or a completion
+    /// that frees room other tenants share (a refund to the idle or cap buckets, a permit of the gateway's own
+    /// concurrency cap, a brake released), changes its upstream's lanes; any other completion and a
+    /// cancellation their own lane; a snapshot everything.
     mutating func pump(now: Double, effects: inout Effects, changed scope: PumpScope = .everything) {
         checkLease(now: now, effects: &effects)
         settleLateWaiters(now: now, effects: &effects)
@@ -272,7 +274,8 @@ extension EnforcerState {
         case everything
         /// Only the clock: the lanes due in ``laneChecks``.
         case time
-        /// Room on one upstream (a completion, a release: refunds, a permit, the gateway's cap): its lanes.
+        /// Room on one upstream (a release, a completion that refunds to the idle or cap buckets or frees a
+        /// permit of the gateway's own concurrency cap): its lanes.
         case upstream(String)
         /// One lane's order (a cancelled waiter): that lane.
         case lane(TenantKey)

@@ -1035,12 +1035,16 @@ struct EnforcerState {
         let served = outcome == .ok && (result.status.map { (200..<300).contains($0) } ?? false)
         let keepsReservation = served || outcome == .quotaExhausted
         let actual = result.actualTokens.map { Double(max(0, $0)) } ?? (keepsReservation ? record.estimate : 0)
-        if record.charged {
-            reconcile(record, actualTokens: actual, now: now)
-        }
+        // What the completion frees for other tenants' waiters: a permit of the gateway's own concurrency cap,
+        // tokens refunded to the upstream's idle or cap buckets, a brake released. Anything else (its own
+        // permit, its own refund) concerns its own lane alone.
+        var sharedRoom = configuration.maxInFlightPerUpstream != nil
+        if record.charged, reconcile(record, actualTokens: actual, now: now) { sharedRoom = true }
+        let brakes = statistics.brakes
         if configuration.followStatedLimits, !result.headers.isEmpty {
             noteStatedLimits(result.headers, upstream: record.key.upstream, now: now, effects: &effects)
         }
+        if statistics.brakes != brakes { sharedRoom = true }
         statistics.completed += 1
         if reportsTelemetry {
             effects.telemetry.append(
@@ -1053,7 +1057,7 @@ struct EnforcerState {
                     modelVersion: result.modelVersion, retry: ticket.retry,
                     headers: RateLimitHeaders.select(from: result.headers), errorType: result.errorType))
         }
-        pump(now: now, effects: &effects, changed: .upstream(record.key.upstream))
+        pump(now: now, effects: &effects, changed: sharedRoom ? .upstream(record.key.upstream) : .lane(record.key))
         return true
     }
 
@@ -1144,8 +1148,10 @@ struct EnforcerState {
         return true
     }
 
-    private mutating func reconcile(_ record: TicketRecord, actualTokens actual: Double, now: Double) {
-        guard let index = states.index(forKey: record.key) else { return }
+    /// Returns true when it refunded tokens to the upstream's idle or cap buckets (room for other tenants).
+    @discardableResult
+    private mutating func reconcile(_ record: TicketRecord, actualTokens actual: Double, now: Double) -> Bool {
+        guard let index = states.index(forKey: record.key) else { return false }
         states.values[index].inFlight -= 1
         let delta = actual - record.estimate
         if delta > 0 {
@@ -1168,6 +1174,9 @@ struct EnforcerState {
                 tasks[taskKey] = usage
             }
         }
+        return delta < 0
+            && ((!idle.isEmpty && idle[record.key.upstream] != nil)
+                || (record.capTPM && caps[record.key.upstream] != nil))
     }
 
     /// Returns unused tokens to where they came from: the burst credit (if the same grant is still in force)

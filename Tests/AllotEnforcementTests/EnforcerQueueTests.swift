@@ -329,6 +329,36 @@ import Testing
         #expect(log.labels == ["acme", "globex"])
     }
 
+    @Test(arguments: [(capWindow: 0.0, used: 100, visits: 1), (capWindow: 10, used: 100, visits: 1),
+                      (capWindow: 0, used: 10, visits: 1), (capWindow: 10, used: 10, visits: 2)])
+    func aCompletionLooksAtOtherTenantsLanesOnlyWhenItFreesRoomTheyShare(
+        capWindow: Double, used: Int, visits: Int
+    ) throws {
+        // acme and globex on one upstream; nobody borrows. acme's 100-token call completes at 1000.5 having used
+        // `used` tokens: a refund is acme's own (its waiter's) and, with the gateway's cap on, room in the cap,
+        // which globex's head draws on too; using what it reserved frees nothing but acme's permit.
+        let enforcer = Enforcer.make(
+            .make(tenants: [
+                TenantEntry.make("acme", upstream: "u1", tpm: Bucket(rate: 600, burst: 100)),
+                TenantEntry.make("globex", upstream: "u1", rpm: Bucket(rate: 6, burst: 1)),
+            ]),
+            configuration: GatewayConfiguration(
+                gatewayID: "gw-1", maxWait: PerTaskClass(all: 20), borrowIdle: false, capWindow: capWindow))
+        let log = DecisionLog()
+        let running = try enforcer.mustAdmit(.make("acme", upstream: "u1", tokens: 100), now: 1_000)
+        submit(enforcer, .make("acme", upstream: "u1", tokens: 50), now: 1_000, log: log, label: "acme")  // 1005
+        _ = try enforcer.mustAdmit(.make("globex", upstream: "u1"), now: 1_000)
+        submit(enforcer, .make("globex", upstream: "u1"), now: 1_000, log: log, label: "globex")  // 1010
+        let before = enforcer.statistics.pumpVisits
+        enforcer.complete(
+            running, AttemptResult(status: 200, promptTokens: used / 2, completionTokens: used - used / 2),
+            now: 1_000.5)
+        #expect(enforcer.statistics.pumpVisits - before == visits)
+        #expect(log.labels == (used < 100 ? ["acme"] : []))
+        enforcer.pump(now: 1_010)
+        #expect(Set(log.labels) == ["acme", "globex"])
+    }
+
     @Test func anExpiredHeadIsDecidedAfreshAndTheNextWaiterOfItsLaneGetsItsTurn() throws {
         // acme: 10 tokens per second, burst 100; y: one request per 10 s; nobody borrows. Batch calls may wait
         // 5 s.
