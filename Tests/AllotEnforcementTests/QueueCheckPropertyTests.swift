@@ -7,7 +7,7 @@ import Testing
 /// soonest instant a head may pass by refill alone (``Failure/possibleIn(_:)``) really is a lower bound. Driven
 /// at random — six tenants on two upstreams with idle lending, small buckets, every task
 /// class, completions that use more or less than reserved, wakes at the queue's own wake time — after every
-/// pump no head that could be admitted is left behind unless its look is still to come, and none is
+/// pump and every completion no head that could be admitted is left behind unless its look is still to come, and none is
 /// admissible before its lower bound. (Taking the retry-after itself as the bound, which leaves out idle
 /// allocation a head may borrow sooner, fails here.)
 @Suite struct QueueCheckPropertyTests {
@@ -51,6 +51,9 @@ import Testing
                 _ = state.complete(
                     ticket, AttemptResult(status: 200, promptTokens: used / 2, completionTokens: used - used / 2),
                     now: now, effects: &effects)
+                // A completion looks only at the lanes it may have changed (its own, or its upstream's when it
+                // refunded to the idle or cap buckets): no other head may have become admissible by it.
+                checkedHeads += try checkHeads(of: state, at: now)
             default:
                 // A wake, when the queue asks for one (at most a second ahead, so time moves on).
                 now = min(state.nextWakeTime() ?? .infinity, now + 1)
