@@ -1040,11 +1040,11 @@ struct EnforcerState {
         // permit, its own refund) concerns its own lane alone.
         var sharedRoom = configuration.maxInFlightPerUpstream != nil
         if record.charged, reconcile(record, actualTokens: actual, now: now) { sharedRoom = true }
-        let brakes = statistics.brakes
-        if configuration.followStatedLimits, !result.headers.isEmpty {
+        if configuration.followStatedLimits, !result.headers.isEmpty,
             noteStatedLimits(result.headers, upstream: record.key.upstream, now: now, effects: &effects)
+        {
+            sharedRoom = true
         }
-        if statistics.brakes != brakes { sharedRoom = true }
         statistics.completed += 1
         if reportsTelemetry {
             effects.telemetry.append(
@@ -1063,21 +1063,22 @@ struct EnforcerState {
 
     /// Reads the limits a response's headers state and brakes the upstream (``GatewayConfiguration/followStatedLimits``)
     /// when they are well below the capacity the snapshot allocates from, or releases the brake.
+    /// Returns true when the brake changed.
     mutating func noteStatedLimits(
         _ headers: [(String, String)], upstream: String, now: Double, effects: inout Effects
-    ) {
+    ) -> Bool {
         // Without a capacity to compare with (no snapshot, or it does not list the upstream) there is nothing to
         // brake: the headers are not parsed.
-        guard snapshotTable.upstreams[upstream] != nil else { return }
+        guard snapshotTable.upstreams[upstream] != nil else { return false }
         let signals = ProviderSignals(headerFields: headers, now: now)
-        guard signals.requests.limit != nil || signals.tokens.limit != nil else { return }
+        guard signals.requests.limit != nil || signals.tokens.limit != nil else { return false }
         var limits = stated[upstream] ?? StatedLimits()
         // A limit of 0 states nothing a rate could follow (a broken proxy, a suspended key): the refusals tell.
         if let limit = signals.requests.limit, limit > 0 { limits.requests.note(Double(limit), at: now) }
         if let limit = signals.tokens.limit, limit > 0 { limits.tokens.note(Double(limit), at: now) }
         stated[upstream] = limits
         let brake = brakeFractions(upstream, at: now)
-        guard brake != brakes[upstream] ?? Self.noBrake else { return }
+        guard brake != brakes[upstream] ?? Self.noBrake else { return false }
         brakes[upstream] = brake == Self.noBrake ? nil : brake
         enforceSnapshotTable(at: now)
         statistics.brakes += 1
@@ -1086,6 +1087,7 @@ struct EnforcerState {
                 upstream: upstream, rpmFraction: brake.rpm, tpmFraction: brake.tpm,
                 statedRPM: limits.requests.believed(at: now, maxAge: Self.statementMaxAge),
                 statedTPM: limits.tokens.believed(at: now, maxAge: Self.statementMaxAge)))
+        return true
     }
 
     /// Per dimension, the believed stated limit (``RecentStatements``) as a fraction of the snapshot's capacity
@@ -1149,7 +1151,6 @@ struct EnforcerState {
     }
 
     /// Returns true when it refunded tokens to the upstream's idle or cap buckets (room for other tenants).
-    @discardableResult
     private mutating func reconcile(_ record: TicketRecord, actualTokens actual: Double, now: Double) -> Bool {
         guard let index = states.index(forKey: record.key) else { return false }
         states.values[index].inFlight -= 1
@@ -1163,9 +1164,8 @@ struct EnforcerState {
                 caps[record.key.upstream]!.tpm?.take(delta, at: now)
             }
             statistics.debtTokens += delta
-        } else if delta < 0 {
-            refundTokens(record, -delta, at: index, now: now)
         }
+        let shared = delta < 0 && refundTokens(record, -delta, at: index, now: now)
         if let taskID = record.ticket.taskID {
             let taskKey = TaskKey(tenant: record.key.tenant, taskID: taskID)
             if var usage = tasks[taskKey] {
@@ -1174,22 +1174,27 @@ struct EnforcerState {
                 tasks[taskKey] = usage
             }
         }
-        return delta < 0
-            && ((!idle.isEmpty && idle[record.key.upstream] != nil)
-                || (record.capTPM && caps[record.key.upstream] != nil))
+        return shared
     }
 
     /// Returns unused tokens to where they came from: the burst credit (if the same grant is still in force)
     /// or the TPM bucket, never above its burst.
-    private mutating func refundTokens(_ record: TicketRecord, _ amount: Double, at index: StateIndex, now: Double) {
-        guard amount > 0 else { return }
+    /// Returns true when some went back to the upstream's idle or cap buckets, which other tenants draw on.
+    @discardableResult
+    private mutating func refundTokens(
+        _ record: TicketRecord, _ amount: Double, at index: StateIndex, now: Double
+    ) -> Bool {
+        guard amount > 0 else { return false }
+        var shared = false
         if !idle.isEmpty, idle[record.key.upstream] != nil {
             idle[record.key.upstream]!.refund(calls: 0, tokens: amount, at: now)
+            shared = true
         }
         if record.capTPM, caps[record.key.upstream] != nil {
             caps[record.key.upstream]!.tpm?.refund(amount, at: now)
+            shared = true
         }
-        if record.tpmBorrowed { return }
+        if record.tpmBorrowed { return shared }
         if record.tpmFromCredit {
             if let credit = states.values[index].credit, credit.grant.expiresAt == record.creditExpiry {
                 states.values[index].credit!.usedTokens = max(0, credit.usedTokens - amount)
@@ -1199,6 +1204,7 @@ struct EnforcerState {
             states.values[index].tpm.refund(amount, at: now)
             statistics.refundedTokens += states.values[index].tpm.level - before
         }
+        return shared
     }
 }
 
