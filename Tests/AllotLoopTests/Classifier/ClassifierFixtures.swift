@@ -68,6 +68,15 @@ enum ClassifierFixtures {
     /// `1 − e^(−Δ/τ)`.
     static func weight(_ elapsed: Double, _ window: Double) -> Double { 1 - exp(-elapsed / window) }
 
+    /// `shares` tilted as the classifier tilts a tenant's gateway shares (``TenantTrack/tilts(of:tenant:)``),
+    /// normalised to sum to 1.
+    static func tilted(_ shares: [String: Double], tenant: String = "acme") -> [String: Double] {
+        let tilts = TenantTrack.tilts(of: Array(shares.keys), tenant: tenant)
+        let weighted = shares.map { ($0.key, $0.value * (1 + TenantTrack.gatewayTilt * tilts[$0.key]!)) }
+        let sum = weighted.reduce(0) { $0 + $1.1 }
+        return Dictionary(uniqueKeysWithValues: weighted.map { ($0.0, $0.1 / sum) })
+    }
+
     static func close(_ a: Double?, _ b: Double, tolerance: Double = 1e-9) -> Bool {
         guard let a else { return false }
         return abs(a - b) <= tolerance * max(1, abs(b))

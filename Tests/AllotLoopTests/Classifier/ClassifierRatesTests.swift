@@ -176,19 +176,93 @@ struct ClassifierRatesTests {
         #expect(F.close(two, 12 * F.weight(5, 60)))
         let raw = two / (one + two)
         #expect(raw < 0.05)
-        #expect(F.close(status.gatewayShares["gw-2"], 0.05 / (1 - raw + 0.05)))
+        // Counted as 2 · (one + two) requests (the short window's EWMA as a count; dispersion 1): far beyond
+        // chance, so the shares keep nearly all of the departure from an even split before the lift.
+        let chiSquare = 2 * (one + two) * 2 * (raw - 0.5) * (raw - 0.5) / 0.5
+        let kept = 1 - 1 / chiSquare
+        #expect(kept > 0.99)
+        let liftedTwo = max(0.05, 0.5 + kept * (raw - 0.5))
+        let liftedOne = 0.5 + kept * (0.5 - raw)
+        let expected = F.tilted(["gw-1": liftedOne, "gw-2": liftedTwo])
+        #expect(F.close(status.gatewayShares["gw-2"], expected["gw-2"]!))
         #expect(F.close(status.gatewayShares.values.reduce(0, +), 1))
 
-        // Both gateways carry equal traffic for long: equal shares.
+        // Both gateways carry equal traffic for long: equal shares, tilted ±5 %.
         for _ in 0..<200 {
             report = run.tick { script, from, to in
                 F.served(&script, 6, from: from, to: to) + F.served(&script, 6, from: from, to: to, gateway: "gw-2")
             }
         }
-        #expect(F.close(F.status(report)?.gatewayShares["gw-1"], 0.5, tolerance: 1e-6))
+        let even = F.tilted(["gw-1": 0.5, "gw-2": 0.5])
+        #expect(F.close(F.status(report)?.gatewayShares["gw-1"], even["gw-1"]!, tolerance: 1e-6))
         // A gateway silent for the long window is dropped from the slices.
         for _ in 0..<181 { report = run.tick { script, from, to in F.served(&script, 6, from: from, to: to) } }
         #expect(F.status(report)?.gatewayShares.keys.sorted() == ["gw-1"])
+    }
+
+    @Test func gatewaySharesStayEvenUnlessTheCountsDepartFromEvenByMoreThanChance() throws {
+        // 30 and 29 requests a tick at two gateways (360 and 348 rpm): as a count, 2 · 708 requests in the short
+        // window, whose 51/49 split gives Pearson's X² ≈ 0.4 against an even split, below its expectation 1.
+        // (59 requests every tick throughout: an index of dispersion of 1.)
+        var run = ClassifierRun(start: t0)
+        func split(_ first: Int, _ script: inout TelemetryScript, _ from: Double, _ to: Double) -> [StoredEvent] {
+            F.served(&script, first, from: from, to: to)
+                + F.served(&script, 59 - first, from: from, to: to, gateway: "gw-2")
+        }
+        var report = run.tick { script, from, to in split(30, &script, from, to) }
+        for _ in 0..<39 { report = run.tick { script, from, to in split(30, &script, from, to) } }
+        let even = F.tilted(["gw-1": 0.5, "gw-2": 0.5])
+        #expect(F.close(F.status(report)?.gatewayShares["gw-1"], even["gw-1"]!))
+        #expect(F.close(F.status(report)?.gatewayShares["gw-2"], even["gw-2"]!))
+        // 49 and 10 (sticky routing, or a weighted balancer): X² ≈ 620, and the shares follow the counts.
+        for _ in 0..<200 { report = run.tick { script, from, to in split(49, &script, from, to) } }
+        let status = try #require(F.status(report))
+        let one = try #require(status.gatewayServed["gw-1"]?.rpm)
+        let two = try #require(status.gatewayServed["gw-2"]?.rpm)
+        let raw = one / (one + two)
+        #expect(F.close(raw, 49.0 / 59, tolerance: 1e-6))
+        let chiSquare = 2 * (one + two) * 2 * (raw - 0.5) * (raw - 0.5) / 0.5
+        #expect(chiSquare > 600)
+        let kept = 0.5 + (1 - 1 / chiSquare) * (raw - 0.5)
+        #expect(F.close(status.gatewayShares["gw-1"], F.tilted(["gw-1": kept, "gw-2": 1 - kept])["gw-1"]!))
+    }
+
+    @Test func gatewayTiltsSpreadEvenlyAndRotateWithTheTenant() {
+        // One gateway: no tilt. Two: −1 and +1. Three: −1, 0, +1, in name order rotated by the tenant.
+        #expect(TenantTrack.tilts(of: ["gw-1"], tenant: "acme") == ["gw-1": 0])
+        #expect(TenantTrack.tilts(of: [], tenant: "acme").isEmpty)
+        let gateways = ["gw-3", "gw-1", "gw-2"]
+        var sums = ["gw-1": 0.0, "gw-2": 0.0, "gw-3": 0.0]
+        var rotations = Set<[Double]>()
+        for index in 0..<300 {
+            let tilts = TenantTrack.tilts(of: gateways, tenant: "tenant-\(index)")
+            #expect(tilts.values.sorted() == [-1, 0, 1])
+            // The same tenant always gets the same tilts, whatever order its gateways come in.
+            #expect(TenantTrack.tilts(of: gateways.reversed(), tenant: "tenant-\(index)") == tilts)
+            rotations.insert(["gw-1", "gw-2", "gw-3"].map { tilts[$0]! })
+            for (gateway, tilt) in tilts { sums[gateway]! += tilt }
+        }
+        // Every rotation occurs, and over many tenants no gateway is always the short one.
+        #expect(rotations.count == 3)
+        for sum in sums.values { #expect(abs(sum) < 30) }
+        #expect(TenantTrack.gatewayTilt == 0.05)
+    }
+
+    @Test func anEvenlyRoutedTenantsSlicesDifferFromGatewayToGateway() throws {
+        // Three gateways each see 20 requests a tick: the shares are even but for the tilt, so that no two slices
+        // refill at the same rate (equal slices retuned together admit in lockstep).
+        var run = ClassifierRun(start: t0)
+        var report = run.tick { script, from, to in [] }
+        for _ in 0..<60 {
+            report = run.tick { script, from, to in
+                F.served(&script, 20, from: from, to: to) + F.served(&script, 20, from: from, to: to, gateway: "gw-2")
+                    + F.served(&script, 20, from: from, to: to, gateway: "gw-3")
+            }
+        }
+        let shares = try #require(F.status(report)?.gatewayShares)
+        let expected = F.tilted(["gw-1": 1.0 / 3, "gw-2": 1.0 / 3, "gw-3": 1.0 / 3])
+        for gateway in ["gw-1", "gw-2", "gw-3"] { #expect(F.close(shares[gateway], expected[gateway]!)) }
+        #expect(Set(shares.values.map { ($0 * 3 * 1000).rounded() }) == [950, 1000, 1050])
     }
 
     @Test func lateAndFutureEventsCountInTheTickThatReadsThem() throws {
