@@ -252,13 +252,12 @@ struct ClassifierRatesTests {
         // Three gateways each see 20 requests a tick: the shares are even but for the tilt, so that no two slices
         // refill at the same rate (equal slices retuned together admit in lockstep).
         var run = ClassifierRun(start: t0)
-        var report = run.tick { script, from, to in [] }
-        for _ in 0..<60 {
-            report = run.tick { script, from, to in
-                F.served(&script, 20, from: from, to: to) + F.served(&script, 20, from: from, to: to, gateway: "gw-2")
-                    + F.served(&script, 20, from: from, to: to, gateway: "gw-3")
-            }
+        func evenly(_ script: inout TelemetryScript, _ from: Double, _ to: Double) -> [StoredEvent] {
+            F.served(&script, 20, from: from, to: to) + F.served(&script, 20, from: from, to: to, gateway: "gw-2")
+                + F.served(&script, 20, from: from, to: to, gateway: "gw-3")
         }
+        var report = run.tick { script, from, to in evenly(&script, from, to) }
+        for _ in 0..<59 { report = run.tick { script, from, to in evenly(&script, from, to) } }
         let shares = try #require(F.status(report)?.gatewayShares)
         let expected = F.tilted(["gw-1": 1.0 / 3, "gw-2": 1.0 / 3, "gw-3": 1.0 / 3])
         for gateway in ["gw-1", "gw-2", "gw-3"] { #expect(F.close(shares[gateway], expected[gateway]!)) }
