@@ -238,17 +238,12 @@ enum ProposalID {
     static func make(
         _ tenant: String, _ upstream: String, _ dimension: String, _ kind: String, _ actor: String, _ time: Double
     ) -> String {
-        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        var hash = StableHash()
         let millis = Int64((time * 1000).rounded())
         for part in [tenant, upstream, dimension, kind, actor, String(millis)] {
-            for byte in part.utf8 {
-                hash ^= UInt64(byte)
-                hash &*= 0x0000_0100_0000_01B3
-            }
-            hash ^= 0x1F
-            hash &*= 0x0000_0100_0000_01B3
+            hash.add(part)
+            hash.add(0x1F)
         }
-        let hex = String(hash, radix: 16)
-        return "p-" + String(repeating: "0", count: 16 - hex.count) + hex
+        return "p-" + hash.hex
     }
 }

@@ -114,17 +114,15 @@ struct TaskTable: Sendable {
 
     /// FNV-1a over the tenant's account number and the task id's UTF-8, then a final avalanche.
     static func hash(account: Int32, task: String) -> UInt64 {
-        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        var hash = StableHash()
         var value = UInt32(bitPattern: account)
         for _ in 0..<4 {
-            hash = (hash ^ UInt64(value & 0xFF)) &* 0x0000_0100_0000_01B3
+            hash.add(UInt8(value & 0xFF))
             value >>= 8
         }
-        for byte in task.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
-        hash ^= hash >> 33
-        hash &*= 0xFF51_AFD7_ED55_8CCD
-        hash ^= hash >> 33
-        return hash == 0 ? 1 : hash
+        hash.add(task)
+        let mixed = hash.mixed
+        return mixed == 0 ? 1 : mixed
     }
 
     /// Counts one call of the task `hash`; `info` describes it when it is new. Returns whether the

@@ -545,15 +545,14 @@ extension TenantTrack {
         var total = 0.0
         for gateway in gateways { total += gateway.demand }
         let weight = sparse ? 0 : evidenceOfUnevenRouting(total: total, even: even, shortWindow: shortWindow)
-        func lifted(_ gateway: GatewayTrack) -> Double {
+        let lifted = gateways.map { gateway in
             let measured = total > 0 ? even + weight * (gateway.demand / total - even) : even
             return (sparse ? even : max(rules.minimumGatewayShare, measured))
                 * (1 + Self.gatewayTilt * (tilt[gateway.name] ?? 0))
         }
-        var sum = 0.0
-        for gateway in gateways { sum += lifted(gateway) }
+        let sum = lifted.reduce(0, +)
         var shares = [String: Double](minimumCapacity: gateways.count)
-        for gateway in gateways { shares[gateway.name] = lifted(gateway) / sum }
+        for (gateway, share) in zip(gateways, lifted) { shares[gateway.name] = share / sum }
         return shares
     }
 
@@ -578,13 +577,10 @@ extension TenantTrack {
     static func tilts(of gateways: [String], tenant: String) -> [String: Double] {
         guard gateways.count > 1 else { return gateways.first.map { [$0: 0] } ?? [:] }
         let names = gateways.sorted()
-        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
-        for byte in tenant.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
-        hash ^= hash >> 33
-        hash &*= 0xFF51_AFD7_ED55_8CCD
-        hash ^= hash >> 33
+        var hash = StableHash()
+        hash.add(tenant)
         let count = names.count
-        let rotation = Int(hash % UInt64(count))
+        let rotation = Int(hash.mixed % UInt64(count))
         var tilts = [String: Double](minimumCapacity: count)
         for (rank, name) in names.enumerated() {
             tilts[name] = 2 * Double((rank + rotation) % count) / Double(count - 1) - 1

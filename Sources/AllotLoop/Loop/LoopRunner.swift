@@ -314,13 +314,9 @@ public actor LoopRunner {
     /// policies get equal versions whatever files they came from. (The server may use a
     /// cryptographic hash instead; any string works for `policy_version`.)
     public nonisolated static func policyVersion(of policy: Policy) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in policy.canonicalBytes {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
-        }
-        let hex = String(hash, radix: 16)
-        return String(repeating: "0", count: 16 - hex.count) + hex
+        var hash = StableHash()
+        for byte in policy.canonicalBytes { hash.add(byte) }
+        return hash.hex
     }
 
     // MARK: Running
