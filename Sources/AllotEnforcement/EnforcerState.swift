@@ -335,19 +335,21 @@ enum FailureText: Sendable {
     /// The gateway's own cap per upstream.
     case gatewayConcurrency(upstream: String, cap: Int)
     /// The gateway's own share of an upstream (``GatewayCap``) without room for `amount` for `delay` seconds.
-    case gatewayCap(upstream: String, limit: LimitKind, parameters: Bucket, amount: Double, delay: Double)
+    case gatewayCap(
+        upstream: String, limit: LimitKind, parameters: Bucket, amount: Double, reserve: Double, delay: Double)
 
     /// "600 requests/min (burst 100) has no room for a request; retry in 0.1 s" (tokens for TPM); `retry` names
     /// what to wait for before the delay.
     private static func room(
-        limit: LimitKind, parameters: Bucket, amount: Double, delay: Double, retry: String = "retry in"
+        limit: LimitKind, parameters: Bucket, amount: Double, delay: Double, retry: String = "retry in",
+        kept: String = ""
     ) -> String {
         let useTPM = limit == .tpm
         let unit = useTPM ? "tokens" : "requests"
         // The estimate is the caller's (any Int): formatted, not converted, so one near Int.max cannot trap.
         let what = useTPM ? "\(EnforcerState.format(amount.rounded(.up))) tokens" : "a request"
         return "\(EnforcerState.format(parameters.rate)) \(unit)/min (burst \(EnforcerState.format(parameters.burst))) "
-            + "has no room for \(what); \(retry) \(EnforcerState.format(delay)) s"
+            + "has no room for \(what)\(kept); \(retry) \(EnforcerState.format(delay)) s"
     }
 
     var formatted: String {
@@ -367,9 +369,10 @@ enum FailureText: Sendable {
                 + "(max_concurrency \(maximum))"
         case .gatewayConcurrency(let upstream, let cap):
             return "this gateway has \(cap) requests in flight on \(upstream), its maximum"
-        case .gatewayCap(let upstream, let limit, let parameters, let amount, let delay):
+        case .gatewayCap(let upstream, let limit, let parameters, let amount, let reserve, let delay):
+            let kept = reserve > 0 ? " beside the \(EnforcerState.format(reserve * 100)) % kept for realtime calls" : ""
             return "this gateway's share of \(upstream) for all its tenants, "
-                + Self.room(limit: limit, parameters: parameters, amount: amount, delay: delay)
+                + Self.room(limit: limit, parameters: parameters, amount: amount, delay: delay, kept: kept)
         }
     }
 }
@@ -488,6 +491,9 @@ struct EnforcerState {
     /// idle allocation is what that request is waiting to use, and borrowers with smaller requests would take
     /// every refill of the cap before it.
     var capHeldUntil: [String: CapHold] = [:]
+    /// Per upstream: when a realtime call last came (``GatewayConfiguration/capRealtimeReserve``); entries older
+    /// than ``GatewayConfiguration/capRealtimeMemory`` are dropped at each snapshot.
+    var realtimeSeenAt: [String: Double] = [:]
     /// Per upstream: the limits its responses stated, for the brake (``GatewayConfiguration/followStatedLimits``).
     var stated: [String: StatedLimits] = [:]
     /// Waiting requests, one lane per (tenant, upstream).
@@ -580,6 +586,9 @@ struct EnforcerState {
         }
         idle = nextIdle
         caps = nextCaps
+        if !realtimeSeenAt.isEmpty {
+            realtimeSeenAt = realtimeSeenAt.filter { instant - $0.value <= configuration.capRealtimeMemory }
+        }
     }
 
     /// `existing` (or new buckets) retuned at `instant` to `window` seconds of the summed rates; nil when neither
@@ -865,18 +874,30 @@ struct EnforcerState {
                 }
                 if let verdict = check(failure) { return verdict }
                 charge = Charge()
-            } else if !caps.isEmpty, request.taskClass != .realtime, let cap = caps[key.upstream],
-                !cap.admits(amount: amount, skipRPM: charge.rpmFromCredit, skipTPM: charge.tpmFromCredit, at: now)
+            } else if !caps.isEmpty, let cap = caps[key.upstream],
+                case let reserve = capReserve(for: request, charge: charge, upstream: key.upstream, now: now),
+                !cap.admits(
+                    amount: amount, reserve: reserve, skipRPM: charge.rpmFromCredit, skipTPM: charge.tpmFromCredit,
+                    at: now)
             {
-                let blocking = cap.blocking(amount: amount, at: now)
+                let blocking = cap.blocking(amount: amount, reserve: reserve, at: now)
                 let delay = max(blocking.delay, Self.borrowRecheck)
                 var failure = Failure(
                     limit: blocking.limit, code: "gateway_rate_limited",
                     text: .gatewayCap(
                         upstream: key.upstream, limit: blocking.limit, parameters: blocking.bucket, amount: amount,
-                        delay: delay),
+                        reserve: reserve, delay: delay),
                     retryAfter: delay, fromRefill: true, shadowable: true)
                 failure.earliest = blocking.delay
+                if reserve > 0 {
+                    // A lower bound whatever happens meanwhile: a realtime call's own bucket may refill (then it
+                    // may use the reserve), and the reserve lapses a memory after the last realtime call.
+                    let unreserved = cap.blocking(amount: amount, at: now).delay
+                    let lapse =
+                        request.taskClass == .realtime
+                        ? 0 : (realtimeSeenAt[key.upstream] ?? now) + configuration.capRealtimeMemory - now
+                    failure.earliest = min(blocking.delay, max(unreserved, lapse))
+                }
                 if !charge.rpmBorrowed && !charge.tpmBorrowed { failure.capHold = (blocking.limit, now + delay) }
                 if let verdict = check(failure) { return verdict }
                 charge = Charge()
@@ -884,6 +905,18 @@ struct EnforcerState {
         }
         charge.shadowFailure = shadowFailure
         return .admit(charge)
+    }
+
+    /// The fraction of the cap's burst `request` must leave (``GatewayConfiguration/capRealtimeReserve``): none for
+    /// a realtime call within its own allocation, nor where no realtime call came to the upstream within
+    /// ``GatewayConfiguration/capRealtimeMemory``; the reserve for everything else.
+    private func capReserve(for request: AdmissionRequest, charge: Charge, upstream: String, now: Double) -> Double {
+        let reserve = configuration.capRealtimeReserve
+        guard reserve > 0, let seen = realtimeSeenAt[upstream], now - seen <= configuration.capRealtimeMemory else {
+            return 0
+        }
+        if request.taskClass == .realtime && !charge.rpmBorrowed && !charge.tpmBorrowed { return 0 }
+        return reserve
     }
 
     /// The RPM or TPM failure, whichever takes longer to clear; its retry-after is the refill time (the

@@ -55,7 +55,8 @@ public struct GatewayConfiguration: Sendable {
     /// The gateway's own cap per upstream (``GatewayCap``): everything it admits there, its tenants' own
     /// requests and borrowed ones alike, fits a bucket refilled at the sum of its slices and holding this many
     /// seconds of it (at least the largest tenant's burst), so that slices rounded up to whole requests cannot
-    /// add up to a burst the upstream refuses. Realtime calls and burst credit are not held by it. 0 turns it
+    /// add up to a burst the upstream refuses. Burst credit is not held by it; realtime calls have a reserve in it
+    /// (``capRealtimeReserve``). 0 turns it
     /// off. Default 10 (a tier's default `bucket_s`): the fleet's slices sum to the allocation, so together the
     /// gateways' caps hold this many seconds of it, and a provider's bucket holds little more (the simulated one
     /// 10 s). At 20 s, three gateways in front of pools of 60 to 3,000 rpm released 20 s of allocation after
@@ -64,6 +65,13 @@ public struct GatewayConfiguration: Sendable {
     public var capWindow: Double
     /// ``capWindow``'s default, seconds.
     public static let defaultCapWindow = 10.0
+    /// The fraction of the cap's burst (each dimension) the other task classes leave for realtime calls on an
+    /// upstream where realtime calls came within ``capRealtimeMemory`` seconds; a realtime call within its own
+    /// allocation may use it (``GatewayCap`` has the measurements). 0 keeps nothing. Default 0.25.
+    public var capRealtimeReserve: Double
+    /// How long after the last realtime call on an upstream the cap keeps ``capRealtimeReserve`` there,
+    /// seconds. Default 300 (sparse realtime tenants send a task every few minutes).
+    public var capRealtimeMemory: Double
     /// Where the gateway holds no slice on an upstream the snapshot lists with a capacity (every tenant there
     /// is on the snapshot's `default`: a fresh installation's first snapshot, a gateway that has just joined),
     /// its cap there refills at this fraction of that capacity instead of the sum of slices (with the cap's
@@ -102,6 +110,8 @@ public struct GatewayConfiguration: Sendable {
     ///   - borrowIdle: whether tenants may borrow allocation left idle by others on the same upstream.
     ///   - borrowWindow: the idle buckets' size in seconds of the summed rate.
     ///   - capWindow: the gateway cap's size in seconds of the summed rate (0: no cap).
+    ///   - capRealtimeReserve: the fraction of the cap's burst the other classes leave for realtime calls.
+    ///   - capRealtimeMemory: seconds after the last realtime call on an upstream that the reserve is kept.
     ///   - newcomerCapShare: the cap's rate, as a fraction of the upstream's capacity, where the gateway holds
     ///     no slice there.
     ///   - followStatedLimits: whether a lower limit stated in response headers brakes the upstream at once.
@@ -115,7 +125,8 @@ public struct GatewayConfiguration: Sendable {
         maxInFlightPerUpstream: Int? = nil, bootstrapLimits: RateLimits? = nil, defaultRetryAfter: Double = 1,
         maxTrackedTasks: Int = 100_000, taskIdleTimeout: Double = 3_600, borrowIdle: Bool = true,
         borrowWindow: Double = 5, borrowShare: Double = 1, borrowUnboundedPriority: Int = 0,
-        capWindow: Double = defaultCapWindow, newcomerCapShare: Double = 0.34,
+        capWindow: Double = defaultCapWindow, capRealtimeReserve: Double = 0.25, capRealtimeMemory: Double = 300,
+        newcomerCapShare: Double = 0.34,
         followStatedLimits: Bool = true, pastDeadline: PastDeadlinePolicy = .rankLast,
         onEvent: (@Sendable (GatewayEvent) -> Void)? = nil
     ) {
@@ -135,6 +146,8 @@ public struct GatewayConfiguration: Sendable {
         self.borrowShare = borrowShare
         self.borrowUnboundedPriority = borrowUnboundedPriority
         self.capWindow = capWindow
+        self.capRealtimeReserve = capRealtimeReserve
+        self.capRealtimeMemory = capRealtimeMemory
         self.newcomerCapShare = newcomerCapShare
         self.followStatedLimits = followStatedLimits
         self.pastDeadline = pastDeadline

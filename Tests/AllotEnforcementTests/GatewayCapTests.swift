@@ -82,14 +82,62 @@ import Testing
         #expect(try third.mustDeny(.make("n17"), now: 1_000).code == "gateway_rate_limited")
     }
 
-    @Test func realtimeCallsAreNotHeldButAreCharged() throws {
+    @Test func realtimeCallsMayUseTheReserveTheOtherClassesLeave() throws {
         let enforcer = Enforcer.make(.make(tenants: Self.small))
-        for index in 0..<3 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_000) }
-        // The cap is empty; a realtime call with room in its own bucket goes, and leaves the cap 1 in debt.
-        _ = try enforcer.mustAdmit(.make("s6", taskClass: .realtime), now: 1_000)
-        let later = 1_000 + 1 / 0.3
-        #expect(try enforcer.mustDeny(.make("s7"), now: later).code == "gateway_rate_limited")
-        _ = try enforcer.mustAdmit(.make("s7"), now: 1_000 + 2 / 0.3)
+        // A realtime call takes the cap from 3 to 2; from now on the other classes leave a quarter of its burst
+        // (0.75 of a request) for realtime calls.
+        _ = try enforcer.mustAdmit(.make("s0", taskClass: .realtime), now: 1_000)
+        _ = try enforcer.mustAdmit(.make("s1"), now: 1_000)  // 2 ≥ 1 + 0.75
+        let held = try enforcer.mustDeny(.make("s2"), now: 1_000)  // 1 < 1.75
+        #expect(held.code == "gateway_rate_limited")
+        #expect(approx(held.retryAfter, 0.75 / 0.3))
+        #expect(
+            held.message
+                == "this gateway's share of openai/gpt-4o for all its tenants, 18 requests/min (burst 3) has no room "
+                + "for a request beside the 25 % kept for realtime calls; retry in 2.5 s")
+        // A realtime call within its own allocation may use the reserve…
+        _ = try enforcer.mustAdmit(.make("s3", taskClass: .realtime), now: 1_000)
+        // …but not overdraw it: with the cap empty it is held like any other call, and its maximum wait (0.5 s)
+        // is shorter than the refill, so it is denied with the refill as its retry-after.
+        let empty = try enforcer.mustDeny(.make("s4", taskClass: .realtime), now: 1_000)
+        #expect(empty.code == "gateway_rate_limited")
+        #expect(approx(empty.retryAfter, 1 / 0.3))
+        #expect(empty.message == Self.message)
+    }
+
+    @Test func aBorrowedRealtimeCallLeavesTheReserveLikeTheOthers() throws {
+        // Idle buckets of 20 s (6 requests), full after 20 s without admissions; each tenant may borrow one
+        // request within its allowance.
+        let enforcer = Enforcer.make(
+            .make(tenants: Self.small), configuration: GatewayConfiguration(gatewayID: "gw-1", borrowWindow: 20))
+        _ = try enforcer.mustAdmit(.make("s0", taskClass: .realtime), now: 1_030)  // its own request: cap 3 → 2
+        // Its own bucket is empty; it borrows, and a borrowed call leaves the reserve: 2 ≥ 1.75, cap → 1.
+        _ = try enforcer.mustAdmit(.make("s0", taskClass: .realtime), now: 1_030)
+        let borrowed = try enforcer.mustDeny(.make("s0", taskClass: .realtime), now: 1_030)  // 1 < 1.75
+        #expect(borrowed.code == "gateway_rate_limited")
+        #expect(borrowed.message.hasSuffix("beside the 25 % kept for realtime calls; retry in 2.5 s"))
+        // Another tenant's realtime call within its own allocation takes the last request.
+        _ = try enforcer.mustAdmit(.make("s1", taskClass: .realtime), now: 1_030)
+    }
+
+    @Test func theReserveIsKeptForItsMemoryAfterTheLastRealtimeCallAndCanBeTurnedOff() throws {
+        // A memory of 60 s (300 by default; the snapshot here expires 300 s on).
+        let enforcer = Enforcer.make(
+            .make(tenants: Self.small), configuration: GatewayConfiguration(gatewayID: "gw-1", capRealtimeMemory: 60))
+        _ = try enforcer.mustAdmit(.make("s0", taskClass: .realtime), now: 1_000)
+        // 60 s on the cap is full again (3): two calls leave 1, and the reserve still holds the third back.
+        for index in 1...2 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_060) }
+        #expect(try enforcer.mustDeny(.make("s3"), now: 1_060).code == "gateway_rate_limited")
+        // 61 s after the realtime call nothing is kept: a level of 1.3 admits a call.
+        _ = try enforcer.mustAdmit(.make("s3"), now: 1_061)
+
+        // With the reserve off a realtime call keeps nothing back, and is held by an empty cap all the same.
+        let off = Enforcer.make(
+            .make(tenants: Self.small),
+            configuration: GatewayConfiguration(gatewayID: "gw-1", capRealtimeReserve: 0))
+        _ = try off.mustAdmit(.make("s0", taskClass: .realtime), now: 1_000)
+        for index in 1...2 { _ = try off.mustAdmit(.make("s\(index)"), now: 1_000) }
+        #expect(try off.mustDeny(.make("s3", taskClass: .realtime), now: 1_000).code == "gateway_rate_limited")
     }
 
     @Test func tenantsOnTheDefaultEntryAreHeldAndChargedButNotSummed() throws {
