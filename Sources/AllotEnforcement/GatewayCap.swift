@@ -23,13 +23,13 @@ import AllotProtocol
 ///   - Realtime calls exempt (never held, charged all the same), as before: a realtime tenant's task sent six
 ///     calls, 7,200 tokens, within 1.6 s through an empty cap into an 8,000-token provider bucket. 5.0 % of
 ///     the attempts were answered 429, and the cuts held the estimate at 75–95 % of the true capacity
-///     (60 rpm, 48k TPM, three gateways: utilisation 78.3 %; 86.0 % and 2.3 % with the reserve).
+///     (60 rpm, 48k TPM, three gateways: utilisation 78.3 %; 88.8 % and 1.3 % with the reserve).
 ///   - Realtime calls held like the others: behind background calls queued for minutes, which take every
 ///     refill, a call that may wait half a second is denied whenever it comes (starved tenant-minutes
-///     16.0 → 39.2; 14.8 with the reserve).
+///     16.0 → 39.2; 17.8 with the reserve).
 ///   - A reserve that borrowed realtime calls may use too: a realtime tenant wanting three times its share
-///     borrowed what its neighbour left idle while the reserve held that neighbour back (28.5 → 48.7; 31.0
-///     when only a realtime call within its own allocation may use it).
+///     borrowed what its neighbour left idle while the reserve held that neighbour back (28.5 → 48.7 with a
+///     quarter of the burst kept; 25.7 when only a realtime call within its own allocation may use it).
 ///   It changes no rate, only the burst the other classes may take; without realtime calls nothing is kept.
 /// - **Burst credit is outside it** (neither checked nor charged): credit is lent from the pool's reserve, which
 ///   no slice includes, and is meant to exceed the allocation.

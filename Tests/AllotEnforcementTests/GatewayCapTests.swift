@@ -84,17 +84,17 @@ import Testing
 
     @Test func realtimeCallsMayUseTheReserveTheOtherClassesLeave() throws {
         let enforcer = Enforcer.make(.make(tenants: Self.small))
-        // A realtime call takes the cap from 3 to 2; from now on the other classes leave a quarter of its burst
-        // (0.75 of a request) for realtime calls.
+        // A realtime call takes the cap from 3 to 2; from now on the other classes leave a tenth of its burst
+        // (0.3 of a request) for realtime calls.
         _ = try enforcer.mustAdmit(.make("s0", taskClass: .realtime), now: 1_000)
-        _ = try enforcer.mustAdmit(.make("s1"), now: 1_000)  // 2 ≥ 1 + 0.75
-        let held = try enforcer.mustDeny(.make("s2"), now: 1_000)  // 1 < 1.75
+        _ = try enforcer.mustAdmit(.make("s1"), now: 1_000)  // 2 ≥ 1 + 0.3
+        let held = try enforcer.mustDeny(.make("s2"), now: 1_000)  // 1 < 1.3
         #expect(held.code == "gateway_rate_limited")
-        #expect(approx(held.retryAfter, 0.75 / 0.3))
+        #expect(approx(held.retryAfter, 0.3 / 0.3))
         #expect(
             held.message
                 == "this gateway's share of openai/gpt-4o for all its tenants, 18 requests/min (burst 3) has no room "
-                + "for a request beside the 25 % kept for realtime calls; retry in 2.5 s")
+                + "for a request beside the 10 % kept for realtime calls; retry in 1.0 s")
         // A realtime call within its own allocation may use the reserve…
         _ = try enforcer.mustAdmit(.make("s3", taskClass: .realtime), now: 1_000)
         // …but not overdraw it: with the cap empty it is held like any other call, and its maximum wait (0.5 s)
@@ -111,11 +111,11 @@ import Testing
         let enforcer = Enforcer.make(
             .make(tenants: Self.small), configuration: GatewayConfiguration(gatewayID: "gw-1", borrowWindow: 20))
         _ = try enforcer.mustAdmit(.make("s0", taskClass: .realtime), now: 1_030)  // its own request: cap 3 → 2
-        // Its own bucket is empty; it borrows, and a borrowed call leaves the reserve: 2 ≥ 1.75, cap → 1.
+        // Its own bucket is empty; it borrows, and a borrowed call leaves the reserve: 2 ≥ 1.3, cap → 1.
         _ = try enforcer.mustAdmit(.make("s0", taskClass: .realtime), now: 1_030)
-        let borrowed = try enforcer.mustDeny(.make("s0", taskClass: .realtime), now: 1_030)  // 1 < 1.75
+        let borrowed = try enforcer.mustDeny(.make("s0", taskClass: .realtime), now: 1_030)  // 1 < 1.3
         #expect(borrowed.code == "gateway_rate_limited")
-        #expect(borrowed.message.hasSuffix("beside the 25 % kept for realtime calls; retry in 2.5 s"))
+        #expect(borrowed.message.hasSuffix("beside the 10 % kept for realtime calls; retry in 1.0 s"))
         // Another tenant's realtime call within its own allocation takes the last request.
         _ = try enforcer.mustAdmit(.make("s1", taskClass: .realtime), now: 1_030)
     }
@@ -128,8 +128,8 @@ import Testing
         // 60 s on the cap is full again (3): two calls leave 1, and the reserve still holds the third back.
         for index in 1...2 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_060) }
         #expect(try enforcer.mustDeny(.make("s3"), now: 1_060).code == "gateway_rate_limited")
-        // 61 s after the realtime call nothing is kept: a level of 1.3 admits a call.
-        _ = try enforcer.mustAdmit(.make("s3"), now: 1_061)
+        // Half a second later (60.5 s after the realtime call) nothing is kept: a level of 1.15 admits a call.
+        _ = try enforcer.mustAdmit(.make("s3"), now: 1_060.5)
 
         // With the reserve off a realtime call keeps nothing back, and is held by an empty cap all the same.
         let off = Enforcer.make(
