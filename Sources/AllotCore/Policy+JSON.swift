@@ -15,6 +15,7 @@ extension Policy {
             "safety_margin": .number(allocation.safetyMargin), "demand_headroom": .number(allocation.demandHeadroom),
             "demand_deviations": .number(allocation.demandDeviations),
             "surplus": .string(allocation.surplus.rawValue), "burst_reserve": .number(allocation.burstReserve),
+            "idle_share": .number(allocation.idleShare),
         ]
         root["dampening"] = [
             "alpha": .number(dampening.alpha), "deadband": .number(dampening.deadband),

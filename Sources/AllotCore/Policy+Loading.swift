@@ -40,7 +40,9 @@ enum PolicyFields {
     static let maps = ["tiers", "upstreams", "tenants", "task_budgets"]
     static let topLevel = ["description", "default_tier"] + sections + maps
     static let loop = ["interval_s", "lease_s", "forget_after_s"]
-    static let allocation = ["safety_margin", "demand_headroom", "demand_deviations", "surplus", "burst_reserve"]
+    static let allocation = [
+        "safety_margin", "demand_headroom", "demand_deviations", "surplus", "burst_reserve", "idle_share",
+    ]
     static let dampening = ["alpha", "deadband", "persist_ticks", "max_up", "max_down", "min_step"]
     static let tier = [
         "description", "priority", "weight", "floor", "ceiling", "guard_min", "guard_max", "starvation_guard",
@@ -321,6 +323,9 @@ struct PolicyLoader {
         }
         if let value = reader.number(object["burst_reserve"], at: path.key("burst_reserve"), .fraction) {
             settings.burstReserve = value
+        }
+        if let value = reader.number(object["idle_share"], at: path.key("idle_share"), .fraction) {
+            settings.idleShare = value
         }
         return settings
     }

@@ -22,23 +22,28 @@ public struct AllocationSettings: Sendable, Hashable, Codable {
     /// Fraction of the surplus kept back to fund burst credits (SPEC 6.3, 6.5). In `[0, 1]`.
     /// What-if plans use 0: they have no live lending.
     public var burstReserve: Double
+    /// The most of `C` the idle tenants' `idle_allocation`s may take together; beyond it they are scaled
+    /// down in proportion. In `[0, 1]`; 1 scales them only when they exceed `C` itself.
+    public var idleShare: Double
 
     public init(
         safetyMargin: Double = 0.02, demandHeadroom: Double = 0.2, surplus: SurplusMode = .distribute,
-        burstReserve: Double = 0.1, demandDeviations: Double = 2
+        burstReserve: Double = 0.1, demandDeviations: Double = 2, idleShare: Double = 0.1
     ) {
         self.safetyMargin = safetyMargin
         self.demandHeadroom = demandHeadroom
         self.surplus = surplus
         self.burstReserve = burstReserve
         self.demandDeviations = demandDeviations
+        self.idleShare = idleShare
     }
 
     private enum CodingKeys: String, CodingKey {
-        case safetyMargin, demandHeadroom, surplus, burstReserve, demandDeviations
+        case safetyMargin, demandHeadroom, surplus, burstReserve, demandDeviations, idleShare
     }
 
-    /// Settings stored before `demandDeviations` existed decode with it off (their allocations were computed so).
+    /// Settings stored before `demandDeviations` existed decode with it off (their allocations were computed so),
+    /// and before `idleShare` existed with 1.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         safetyMargin = try container.decode(Double.self, forKey: .safetyMargin)
@@ -46,6 +51,7 @@ public struct AllocationSettings: Sendable, Hashable, Codable {
         surplus = try container.decode(SurplusMode.self, forKey: .surplus)
         burstReserve = try container.decode(Double.self, forKey: .burstReserve)
         demandDeviations = try container.decodeIfPresent(Double.self, forKey: .demandDeviations) ?? 0
+        idleShare = try container.decodeIfPresent(Double.self, forKey: .idleShare) ?? 1
     }
 }
 
@@ -107,7 +113,8 @@ public struct AllocationClaim: Sendable, Hashable {
 ///
 /// `compute` runs, in order:
 /// 1. `C = C_est · (1 − safety_margin)`; idle tenants take their `idle_allocation` from `C` first
-///    (scaled down proportionally if even those exceed `C`);
+///    (scaled down proportionally if together they exceed `idle_share` of `C`: absolute idle allocations sized
+///    for large pools took two thirds of a 60-rpm pool shared by 40 tenants, 14 of them critical);
 /// 2. for active tenants `hi_i = max(lo_i, min(ce_i, D_i · (1 + demand_headroom) + s · extra_i))`, with the
 ///    budget cap applied to `ce_i` and `lo_i` (`extra_i`, `s`: the pooled swing allowance, ``swingAllowance``;
 ///    0 for a claim without a `spread`, so a what-if plan uses SPEC 6.1's formula exactly);
@@ -245,10 +252,11 @@ public struct PoolAllocation: Sendable {
         var unclamped = [Double](repeating: 0, count: count)
         var guardClamped = [Bool](repeating: false, count: count)
 
-        // 1. Idle tenants take their idle allocation first (scaled down if even those exceed C).
+        // 1. Idle tenants take their idle allocation first (scaled down if they exceed `idle_share` of C).
         var idleTotal = 0.0
         if idleWanted > 0 {
-            let idleScale = idleWanted > capacity ? capacity / idleWanted : 1
+            let idleCap = capacity * min(1, max(0, settings.idleShare.isFinite ? settings.idleShare : 1))
+            let idleScale = idleWanted > idleCap ? idleCap / idleWanted : 1
             for i in 0..<count where claims[i].isIdle {
                 let value = min(claims[i].idleAllocation, claims[i].budgetCap) * idleScale
                 allocations[i] = value

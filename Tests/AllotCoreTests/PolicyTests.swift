@@ -316,7 +316,7 @@ struct PolicyTests {
         let issues = PolicyFixtures.issues(
             with: """
                 {"loop": {"interval_s": -1, "lease": 5},
-                 "allocation": {"surplus": "share", "burst_reserve": 2},
+                 "allocation": {"surplus": "share", "burst_reserve": 2, "idle_share": -0.1},
                  "tiers": {"gold": {"priority": 0.5, "mode": "enforced", "budgets": {"window": "day"}}},
                  "task_budgets": {"realtme": {"max_calls": 1, "max_tokens": 1}}}
                 """)
@@ -324,7 +324,7 @@ struct PolicyTests {
         #expect(
             paths == [
                 "$.loop.lease", "$.loop.interval_s", "$.allocation.surplus", "$.allocation.burst_reserve",
-                "$.tiers.gold.priority", "$.tiers.gold.mode", "$.tiers.gold.budgets", "$.task_budgets.realtme",
+                "$.allocation.idle_share", "$.tiers.gold.priority", "$.tiers.gold.mode", "$.tiers.gold.budgets", "$.task_budgets.realtme",
             ])
         #expect(
             issues.first { $0.path == "$.allocation.surplus" }?.message

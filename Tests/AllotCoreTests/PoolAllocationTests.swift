@@ -156,13 +156,31 @@ struct PoolAllocationTests {
     }
 
     @Test func idleAllocationsAboveCapacityAreScaled() {
+        var settings = Self.bare
+        settings.idleShare = 1
         let result = Self.compute(
             6,
             [
                 AllocationClaim(isIdle: true, idleAllocation: 4), AllocationClaim(isIdle: true, idleAllocation: 8),
                 AllocationClaim(),
-            ])
+            ], settings: settings)
         #expect(result.allocations == [2, 4, 0])
+    }
+
+    @Test func idleAllocationsTakeAtMostTheIdleShareTogether() {
+        let claims = [
+            AllocationClaim(isIdle: true, idleAllocation: 8), AllocationClaim(isIdle: true, idleAllocation: 12),
+            AllocationClaim(),
+        ]
+        // 20 of 100 wanted by idle tenants; the default idle_share (a tenth) scales them to 4 and 6.
+        let result = Self.compute(100, claims)
+        #expect(result.allocations == [4, 6, 90])
+        #expect(result.idleTotal == 10)
+        #expect(result.reasons == [.idle, .idle, .fairShare])
+        // At 1 they keep all of it (SPEC 6.1: taken from C first).
+        var settings = Self.bare
+        settings.idleShare = 1
+        #expect(Self.compute(100, claims, settings: settings).allocations == [8, 12, 80])
     }
 
     @Test func degradedModeHonoursFloorsTierByTier() {
