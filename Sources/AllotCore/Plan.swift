@@ -13,7 +13,7 @@ import AllotJSON
 /// - `capacity` (required): per minute; a dimension left out is not computed and is absent from
 ///   the output.
 /// - `settings` (optional): `surplus` (`distribute` | `hold`), `safety_margin`, `demand_headroom`,
-///   each defaulting to the policy in force. The burst reserve is always 0: a plan has no live
+///   `idle_share`, each defaulting to the policy in force. The burst reserve is always 0: a plan has no live
 ///   lending to back.
 /// - `tenants` (required, may be empty): `id` (required, unique); `tier` (optional: the tier's
 ///   weight multiplier, floor, ceiling, starvation guard and idle allocation fill what the tenant
@@ -77,7 +77,7 @@ public enum Plan {
     }
 
     private static let fields = ["capacity", "settings", "tenants"]
-    private static let settingsFields = ["surplus", "safety_margin", "demand_headroom"]
+    private static let settingsFields = ["surplus", "safety_margin", "demand_headroom", "idle_share"]
     private static let tenantFields = [
         "id", "tier", "weight", "floor", "ceiling", "demand", "idle", "starvation_guard",
     ]
@@ -88,7 +88,7 @@ public enum Plan {
             capacity: PerDimension(nil),
             settings: AllocationSettings(
                 safetyMargin: policy.allocation.safetyMargin, demandHeadroom: policy.allocation.demandHeadroom,
-                surplus: policy.allocation.surplus, burstReserve: 0),
+                surplus: policy.allocation.surplus, burstReserve: 0, idleShare: policy.allocation.idleShare),
             tenants: [])
         guard let object = reader.object(input, at: root) else { return request }
         reader.checkFields(object, at: root, known: fields, required: ["capacity", "tenants"])
@@ -120,6 +120,9 @@ public enum Plan {
                 settings["demand_headroom"], at: settingsPath.key("demand_headroom"), .nonNegative)
             {
                 request.settings.demandHeadroom = value
+            }
+            if let value = reader.number(settings["idle_share"], at: settingsPath.key("idle_share"), .fraction) {
+                request.settings.idleShare = value
             }
         }
 

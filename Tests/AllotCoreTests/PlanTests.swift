@@ -146,6 +146,24 @@ struct PlanTests {
         )
     }
 
+    @Test func idleAllocationsTakeAtMostTheIdleShare() throws {
+        // Two idle critical tenants (5 rpm each) on a 60-rpm pool: by the shipped policy's idle_share (0.1)
+        // they take 6 rpm together, 3 each; with "idle_share": 1 all 10 (SPEC 6.1: taken from C first).
+        func plan(_ extra: String) -> String {
+            #"{"capacity": {"rpm": 60}, "settings": {"safety_margin": 0, "surplus": "hold""# + extra + "}, "
+                + #""tenants": [{"id": "i1", "tier": "critical", "idle": true}, "#
+                + #"{"id": "i2", "tier": "critical", "idle": true}, {"id": "a", "demand": {"rpm": 100}}]}"#
+        }
+        let shared = try Self.run(plan(""))
+        #expect(shared.contains(#"{"id":"i1","rpm":3.0,"reason":{"rpm":"idle"}}"#))
+        #expect(shared.contains(#"{"id":"a","rpm":54.0,"reason":{"rpm":"fair_share"}}"#))
+        let whole = try Self.run(plan(#", "idle_share": 1"#))
+        #expect(whole.contains(#"{"id":"i1","rpm":5.0,"reason":{"rpm":"idle"}}"#))
+        #expect(whole.contains(#"{"id":"a","rpm":50.0,"reason":{"rpm":"fair_share"}}"#))
+        let bad = try #require(Self.error(plan(#", "idle_share": 2"#)))
+        #expect(bad.message.contains("idle_share"))
+    }
+
     @Test func emptyTenantListGivesAnEmptyPlan() throws {
         #expect(
             try Self.run(#"{"capacity": {"rpm": 10}, "tenants": []}"#)
