@@ -54,12 +54,12 @@ extension EnforcerState {
     ) -> Submission {
         checkLease(now: now, effects: &effects)
         settleLateWaiters(now: now, effects: &effects)
-        if request.taskClass == .realtime, configuration.capRealtimeReserve > 0, configuration.capWindow > 0 {
-            realtimeSeenAt[request.upstream] = now
-        }
         let key = TenantKey(tenant: request.tenant, upstream: request.upstream)
         let index = stateIndex(key, now: now)
         let estimate = self.estimate(for: request, learned: index.flatMap { states.values[$0].policy.tokenEstimate })
+        if request.taskClass == .realtime, configuration.capRealtimeReserve > 0, configuration.capWindow > 0 {
+            realtimeSeen[request.upstream] = RealtimeSeen(at: now, tokens: Double(estimate))
+        }
         let position = request.lanePosition(at: now)
         if position.late { statistics.lateCalls += 1 }
         var failure: Failure

@@ -336,7 +336,7 @@ enum FailureText: Sendable {
     case gatewayConcurrency(upstream: String, cap: Int)
     /// The gateway's own share of an upstream (``GatewayCap``) without room for `amount` for `delay` seconds.
     case gatewayCap(
-        upstream: String, limit: LimitKind, parameters: Bucket, amount: Double, reserve: Double, delay: Double)
+        upstream: String, limit: LimitKind, parameters: Bucket, amount: Double, reserve: CapReserve, delay: Double)
 
     /// "600 requests/min (burst 100) has no room for a request; retry in 0.1 s" (tokens for TPM); `retry` names
     /// what to wait for before the delay.
@@ -370,7 +370,7 @@ enum FailureText: Sendable {
         case .gatewayConcurrency(let upstream, let cap):
             return "this gateway has \(cap) requests in flight on \(upstream), its maximum"
         case .gatewayCap(let upstream, let limit, let parameters, let amount, let reserve, let delay):
-            let kept = reserve > 0 ? " beside the \(EnforcerState.format(reserve * 100)) % kept for realtime calls" : ""
+            let kept = reserve.isEmpty ? "" : " beside the room kept for realtime calls"
             return "this gateway's share of \(upstream) for all its tenants, "
                 + Self.room(limit: limit, parameters: parameters, amount: amount, delay: delay, kept: kept)
         }
@@ -491,9 +491,9 @@ struct EnforcerState {
     /// idle allocation is what that request is waiting to use, and borrowers with smaller requests would take
     /// every refill of the cap before it.
     var capHeldUntil: [String: CapHold] = [:]
-    /// Per upstream: when a realtime call last came (``GatewayConfiguration/capRealtimeReserve``); entries older
-    /// than ``GatewayConfiguration/capRealtimeMemory`` are dropped at each snapshot.
-    var realtimeSeenAt: [String: Double] = [:]
+    /// Per upstream: when the last realtime call came and its tokens (``GatewayConfiguration/capRealtimeReserve``);
+    /// entries older than ``GatewayConfiguration/capRealtimeMemory`` are dropped at each snapshot.
+    var realtimeSeen: [String: RealtimeSeen] = [:]
     /// Per upstream: the limits its responses stated, for the brake (``GatewayConfiguration/followStatedLimits``).
     var stated: [String: StatedLimits] = [:]
     /// Waiting requests, one lane per (tenant, upstream).
@@ -586,8 +586,8 @@ struct EnforcerState {
         }
         idle = nextIdle
         caps = nextCaps
-        if !realtimeSeenAt.isEmpty {
-            realtimeSeenAt = realtimeSeenAt.filter { instant - $0.value <= configuration.capRealtimeMemory }
+        if !realtimeSeen.isEmpty {
+            realtimeSeen = realtimeSeen.filter { instant - $0.value.at <= configuration.capRealtimeMemory }
         }
     }
 
@@ -875,7 +875,7 @@ struct EnforcerState {
                 if let verdict = check(failure) { return verdict }
                 charge = Charge()
             } else if !caps.isEmpty, let cap = caps[key.upstream],
-                case let reserve = capReserve(for: request, charge: charge, upstream: key.upstream, now: now),
+                case let reserve = capReserve(for: request, charge: charge, cap: cap, upstream: key.upstream, now: now),
                 !cap.admits(
                     amount: amount, reserve: reserve, skipRPM: charge.rpmFromCredit, skipTPM: charge.tpmFromCredit,
                     at: now)
@@ -889,14 +889,10 @@ struct EnforcerState {
                         reserve: reserve, delay: delay),
                     retryAfter: delay, fromRefill: true, shadowable: true)
                 failure.earliest = blocking.delay
-                if reserve > 0 {
+                if !reserve.isEmpty {
                     // A lower bound whatever happens meanwhile: a realtime call's own bucket may refill (then it
-                    // may use the reserve), and the reserve lapses a memory after the last realtime call.
-                    let unreserved = cap.blocking(amount: amount, at: now).delay
-                    let lapse =
-                        request.taskClass == .realtime
-                        ? 0 : (realtimeSeenAt[key.upstream] ?? now) + configuration.capRealtimeMemory - now
-                    failure.earliest = min(blocking.delay, max(unreserved, lapse))
+                    // may use the reserve), the next realtime call may be smaller, and the reserve lapses.
+                    failure.earliest = cap.blocking(amount: amount, at: now).delay
                 }
                 if !charge.rpmBorrowed && !charge.tpmBorrowed { failure.capHold = (blocking.limit, now + delay) }
                 if let verdict = check(failure) { return verdict }
@@ -907,16 +903,23 @@ struct EnforcerState {
         return .admit(charge)
     }
 
-    /// The fraction of the cap's burst `request` must leave (``GatewayConfiguration/capRealtimeReserve``): none for
-    /// a realtime call within its own allocation, nor where no realtime call came to the upstream within
-    /// ``GatewayConfiguration/capRealtimeMemory``; the reserve for everything else.
-    private func capReserve(for request: AdmissionRequest, charge: Charge, upstream: String, now: Double) -> Double {
-        let reserve = configuration.capRealtimeReserve
-        guard reserve > 0, let seen = realtimeSeenAt[upstream], now - seen <= configuration.capRealtimeMemory else {
-            return 0
+    /// What `request` must leave in `cap` for realtime calls (``GatewayConfiguration/capRealtimeReserve``): nothing
+    /// for a realtime call within its own allocation, nor where no realtime call came to the upstream within
+    /// ``GatewayConfiguration/capRealtimeMemory``; for everything else the reserve's share of each burst, but at
+    /// least one request and the last realtime call's tokens (a tenth of a small gateway's burst of three requests
+    /// held no realtime call: 32 gateways in front of a 600-rpm pool met a premium tenant's realtime tasks, due in
+    /// 10 s, with the cap's refill, and 80 % of them made it instead of 94 % when exempt; 91 % with the minimum).
+    private func capReserve(
+        for request: AdmissionRequest, charge: Charge, cap: GatewayCap, upstream: String, now: Double
+    ) -> CapReserve {
+        let share = configuration.capRealtimeReserve
+        guard share > 0, let seen = realtimeSeen[upstream], now - seen.at <= configuration.capRealtimeMemory else {
+            return .none
         }
-        if request.taskClass == .realtime && !charge.rpmBorrowed && !charge.tpmBorrowed { return 0 }
-        return reserve
+        if request.taskClass == .realtime && !charge.rpmBorrowed && !charge.tpmBorrowed { return .none }
+        return CapReserve(
+            rpm: max(1, share * (cap.rpm?.parameters.burst ?? 0)),
+            tpm: max(seen.tokens, share * (cap.tpm?.parameters.burst ?? 0)))
     }
 
     /// The RPM or TPM failure, whichever takes longer to clear; its retry-after is the refill time (the

@@ -66,10 +66,11 @@ public struct GatewayConfiguration: Sendable {
     /// ``capWindow``'s default, seconds.
     public static let defaultCapWindow = 10.0
     /// The fraction of the cap's burst (each dimension) the other task classes leave for realtime calls on an
-    /// upstream where realtime calls came within ``capRealtimeMemory`` seconds; a realtime call within its own
-    /// allocation may use it (``GatewayCap`` has the measurements). 0 keeps nothing. Default 0.1: over the 50
-    /// random scenarios with realtime tenants (seeds 1 and 2) 0.25 halved the 429s as well but starved
-    /// tenant-minutes summed 2,840 against 2,826 without a reserve, 0.1 2,813.
+    /// upstream where realtime calls came within ``capRealtimeMemory`` seconds, at least one request and the last
+    /// realtime call's tokens; a realtime call within its own allocation may use it (``GatewayCap`` has the
+    /// measurements). 0 keeps nothing. Default 0.1: over the 50 random scenarios with realtime tenants (seeds 1
+    /// and 2, without the minimum) 0.25 halved the 429s as well but starved tenant-minutes summed 2,840
+    /// against 2,826 without a reserve, 0.1 2,813.
     public var capRealtimeReserve: Double
     /// How long after the last realtime call on an upstream the cap keeps ``capRealtimeReserve`` there,
     /// seconds. Default 300 (sparse realtime tenants send a task every few minutes).

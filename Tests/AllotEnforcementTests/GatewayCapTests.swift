@@ -84,17 +84,17 @@ import Testing
 
     @Test func realtimeCallsMayUseTheReserveTheOtherClassesLeave() throws {
         let enforcer = Enforcer.make(.make(tenants: Self.small))
-        // A realtime call takes the cap from 3 to 2; from now on the other classes leave a tenth of its burst
-        // (0.3 of a request) for realtime calls.
+        // A realtime call takes the cap from 3 to 2; from now on the other classes leave room for realtime calls:
+        // a tenth of the burst (0.3 of a request), but at least one request.
         _ = try enforcer.mustAdmit(.make("s0", taskClass: .realtime), now: 1_000)
-        _ = try enforcer.mustAdmit(.make("s1"), now: 1_000)  // 2 ≥ 1 + 0.3
-        let held = try enforcer.mustDeny(.make("s2"), now: 1_000)  // 1 < 1.3
+        _ = try enforcer.mustAdmit(.make("s1"), now: 1_000)  // 2 ≥ 1 + 1
+        let held = try enforcer.mustDeny(.make("s2"), now: 1_000)  // 1 < 2
         #expect(held.code == "gateway_rate_limited")
-        #expect(approx(held.retryAfter, 0.3 / 0.3))
+        #expect(approx(held.retryAfter, 1 / 0.3))
         #expect(
             held.message
                 == "this gateway's share of openai/gpt-4o for all its tenants, 18 requests/min (burst 3) has no room "
-                + "for a request beside the 10 % kept for realtime calls; retry in 1.0 s")
+                + "for a request beside the room kept for realtime calls; retry in 3.333 s")
         // A realtime call within its own allocation may use the reserve…
         _ = try enforcer.mustAdmit(.make("s3", taskClass: .realtime), now: 1_000)
         // …but not overdraw it: with the cap empty it is held like any other call, and its maximum wait (0.5 s)
@@ -111,11 +111,11 @@ import Testing
         let enforcer = Enforcer.make(
             .make(tenants: Self.small), configuration: GatewayConfiguration(gatewayID: "gw-1", borrowWindow: 20))
         _ = try enforcer.mustAdmit(.make("s0", taskClass: .realtime), now: 1_030)  // its own request: cap 3 → 2
-        // Its own bucket is empty; it borrows, and a borrowed call leaves the reserve: 2 ≥ 1.3, cap → 1.
+        // Its own bucket is empty; it borrows, and a borrowed call leaves the reserve: 2 ≥ 1 + 1, cap → 1.
         _ = try enforcer.mustAdmit(.make("s0", taskClass: .realtime), now: 1_030)
-        let borrowed = try enforcer.mustDeny(.make("s0", taskClass: .realtime), now: 1_030)  // 1 < 1.3
+        let borrowed = try enforcer.mustDeny(.make("s0", taskClass: .realtime), now: 1_030)  // 1 < 2
         #expect(borrowed.code == "gateway_rate_limited")
-        #expect(borrowed.message.hasSuffix("beside the 10 % kept for realtime calls; retry in 1.0 s"))
+        #expect(borrowed.message.hasSuffix("beside the room kept for realtime calls; retry in 3.333 s"))
         // Another tenant's realtime call within its own allocation takes the last request.
         _ = try enforcer.mustAdmit(.make("s1", taskClass: .realtime), now: 1_030)
     }
