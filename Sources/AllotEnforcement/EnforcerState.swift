@@ -888,12 +888,9 @@ struct EnforcerState {
                         upstream: key.upstream, limit: blocking.limit, parameters: blocking.bucket, amount: amount,
                         reserve: reserve, delay: delay),
                     retryAfter: delay, fromRefill: true, shadowable: true)
-                failure.earliest = blocking.delay
-                if !reserve.isEmpty {
-                    // A lower bound whatever happens meanwhile: a realtime call's own bucket may refill (then it
-                    // may use the reserve), the next realtime call may be smaller, and the reserve lapses.
-                    failure.earliest = cap.blocking(amount: amount, at: now).delay
-                }
+                // A lower bound whatever happens meanwhile: with a reserve, the refill without it (a realtime call's
+                // own bucket may refill and use the reserve, the next realtime call may be smaller, the reserve lapses).
+                failure.earliest = reserve.isEmpty ? blocking.delay : cap.blocking(amount: amount, at: now).delay
                 if !charge.rpmBorrowed && !charge.tpmBorrowed { failure.capHold = (blocking.limit, now + delay) }
                 if let verdict = check(failure) { return verdict }
                 charge = Charge()
@@ -906,9 +903,7 @@ struct EnforcerState {
     /// What `request` must leave in `cap` for realtime calls (``GatewayConfiguration/capRealtimeReserve``): nothing
     /// for a realtime call within its own allocation, nor where no realtime call came to the upstream within
     /// ``GatewayConfiguration/capRealtimeMemory``; for everything else the reserve's share of each burst, but at
-    /// least one request and the last realtime call's tokens (a tenth of a small gateway's burst of three requests
-    /// held no realtime call: 32 gateways in front of a 600-rpm pool met a premium tenant's realtime tasks, due in
-    /// 10 s, with the cap's refill, and 80 % of them made it instead of 94 % when exempt; 91 % with the minimum).
+    /// least one request and the last realtime call's tokens (``GatewayCap`` has the reasons).
     private func capReserve(
         for request: AdmissionRequest, charge: Charge, cap: GatewayCap, upstream: String, now: Double
     ) -> CapReserve {
