@@ -128,6 +128,9 @@ struct PoolTrack: Sendable, Hashable, Codable {
     }
     /// The last multiplicative decrease, and until when further quota errors are attributed to it.
     var lastDecreaseAt: PerDimension<Double?> = PerDimension(nil)
+    /// The limit in force (stated, else declared) at the last decrease: a statement a quarter above it is
+    /// followed even if it rose in smaller steps. Optional: checkpoints written before it decode without it.
+    var startAtDecrease: PerDimension<Double?>?
     var holdUntil: PerDimension<Double?> = PerDimension(nil)
     /// Newest quota-exhaustion evidence attributed to each dimension, and unattributed (event time).
     var lastQuotaAt: PerDimension<Double?> = PerDimension(nil)

@@ -267,9 +267,13 @@ struct PoolEvaluation {
                     // the next quota errors cut again if the statement is wrong. A cut still wins over a limit
                     // stated all along (evidence beats a statement) and over small moves. (A pool back from 450
                     // to 1,500 rpm took two minutes to probe up.)
+                    // A quarter above the last statement, or above the one in force at the cut: a provider raising
+                    // its limit from 500 to 1,000 rpm in steps of 100 a minute stayed followed by probing alone,
+                    // the estimate four minutes behind (utilisation 84 %).
                     let raised =
                         pool.headerLimit[dimension] != nil
-                        && pool.startValue[dimension].map { start >= $0 * Self.statedRaise } ?? false
+                        && [pool.startValue[dimension], recentCut ? pool.startAtDecrease?[dimension] ?? nil : nil]
+                            .contains { $0.map { start >= $0 * Self.statedRaise } ?? false }
                     // A statement that lowers the estimate is a decrease like a quota cut: the refusals until the
                     // lower allocations are in force belong to it and cut no further (a 30-s tick saw a drop to a
                     // stated 700 and its own 429s at once, and cut to 665).
@@ -287,7 +291,10 @@ struct PoolEvaluation {
                     if pool.estimate[dimension] == nil || !recentCut || raised {
                         pool.estimate[dimension] = start
                         // The cut is superseded: its refusals, still in the window, do not measure the new limit.
-                        if raised, recentCut { pool.lastDecreaseAt[dimension] = nil }
+                        if raised, recentCut {
+                            pool.lastDecreaseAt[dimension] = nil
+                            pool.startAtDecrease?[dimension] = nil
+                        }
                         let source =
                             pool.headerLimit[dimension] != nil ? "the provider's limit" : "the declared capacity"
                         pool.lastAction[dimension] = CapacityAction(
@@ -346,6 +353,9 @@ struct PoolEvaluation {
                 pool.estimate[dimension] = cut
                 if let served, served <= estimate * settings.decreaseFactor { remember(limit: served, dimension) }
                 pool.lastDecreaseAt[dimension] = now
+                var atDecrease = pool.startAtDecrease ?? PerDimension(nil)
+                atDecrease[dimension] = pool.startValue[dimension]
+                pool.startAtDecrease = atDecrease
                 pool.holdUntil[dimension] = now + settings.decreaseHoldSeconds
                 pool.lastAction[dimension] = CapacityAction(
                     at: now,

@@ -586,6 +586,37 @@ struct ObserverEstimateTests {
         #expect(status.signals.contains("rpm estimate set to the provider's limit, 2000"))
     }
 
+    @Test func aStatedLimitRaisedByAQuarterInSmallStepsSinceTheCutIsFollowed() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy())
+        // Cut to 600 while the provider states 1000.
+        _ = estimation.observe(script.delta { Self.cutTo600(&$0, t0: t0) }, now: t0 + 1)
+        var now = t0
+        func state(_ limit: Int64) throws -> UpstreamStatus {
+            var status: UpstreamStatus?
+            for _ in 0..<4 {
+                now += 5
+                let events = script.spread(20, from: now - 5, to: now) { script, at in
+                    script.event(at: at, signals: F.openAI(limitRequests: limit))
+                }
+                status = F.status(estimation.observe(script.delta(events), now: now))
+            }
+            return try #require(status)
+        }
+        // Raised a tenth at a time: 1100 and 1200 are less than a quarter above the 1000 stated at the cut, and
+        // each less than a quarter above the one before; the cut stands.
+        for limit: Int64 in [1000, 1100, 1200] {
+            let status = try state(limit)
+            #expect(status.headerLimit.rpm == Double(limit))
+            #expect(status.estimate.rpm == 600)
+        }
+        // 1300 is only 8 % above 1200, but 30 % above the limit in force when the estimate was cut: followed.
+        let status = try state(1300)
+        #expect(status.headerLimit.rpm == 1300)
+        #expect(status.estimate.rpm == 1300)
+        #expect(status.signals.contains("rpm estimate set to the provider's limit, 1300"))
+    }
+
     @Test func doesNotMoveUpWithoutEvidence() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy())
