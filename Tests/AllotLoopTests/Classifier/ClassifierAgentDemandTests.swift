@@ -164,6 +164,45 @@ struct ClassifierAgentDemandTests {
         #expect(observation.demand.rpm < 6)  // 5 % of the task's 120 per minute
     }
 
+    @Test func aQuietSpellIsNotAStopUntilItOutlastsTwiceTheLongestSeenAndASparseTenantNeverStops() throws {
+        // A tenant working in bursts: a minute at 144 requests a minute, then two minutes quiet, for half an hour.
+        // Its short window holds more than a sparse tenant's 20 requests when it goes quiet.
+        var bursts = ClassifierRun(start: t0)
+        var report: ClassifierReport?
+        for tick in 0..<360 {
+            report = bursts.tick { script, from, to in tick % 36 < 12 ? F.served(&script, 12, from: from, to: to) : [] }
+        }
+        // 185 s after its last burst: a long quiet spell, not yet a stop (its longest, 125 s between bursts, has faded
+        // over the long window to 96 s; twice that is 192 s). Sparse by now, it has the long-window rate as its
+        // floor…
+        for _ in 0..<13 { report = bursts.tick() }
+        var last = try #require(report)
+        var status = try #require(F.status(last))
+        #expect(status.servedShort.rpm < 20)
+        #expect(status.servedLong.rpm > 20)
+        #expect(try #require(F.observation(last)).demand.rpm >= status.servedLong.rpm * (1 - 1e-9))
+        // …and a minute after that it has stopped: its demand level has followed its short window down (it stays
+        // apart from the level for `levelPersistSeconds` first), before it is idle (300 s).
+        for _ in 0..<16 { report = bursts.tick() }
+        last = try #require(report)
+        status = try #require(F.status(last))
+        #expect(status.tenantClass != .idle)
+        #expect(try #require(F.observation(last)).demand.rpm < 0.5 * status.servedLong.rpm)
+
+        // A tenant sparse while it works (a task of 10 calls every two minutes) is never stopped: four and a half
+        // minutes after its last task the long-window rate is still its floor.
+        var sparse = ClassifierRun(start: t0)
+        for tick in 0..<360 {
+            report = sparse.tick { script, from, to in tick % 24 == 0 ? F.served(&script, 10, from: from, to: to) : [] }
+        }
+        for _ in 0..<31 { report = sparse.tick() }
+        last = try #require(report)
+        status = try #require(F.status(last))
+        #expect(status.tenantClass != .idle)
+        #expect(status.servedLong.rpm > 2)
+        #expect(try #require(F.observation(last)).demand.rpm >= status.servedLong.rpm * (1 - 1e-9))
+    }
+
     @Test func theClumpIsTheMostDemandInOneTickDecayingOverTheLongWindow() throws {
         var run = ClassifierRun(start: t0)
         var report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) }

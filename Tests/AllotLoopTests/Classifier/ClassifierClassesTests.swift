@@ -102,6 +102,27 @@ struct ClassifierClassesTests {
         #expect(observation.demand.rpm < 0.25 * before)
     }
 
+    @Test func aTenantThatStopsIsNotMeasuredOverItsLongWindowOnceItsShortOneIsSparse() throws {
+        // 144 requests a minute for half an hour (its long window, 15 minutes, holds most of it), then nothing.
+        var run = ClassifierRun(start: t0)
+        var report = run.tick { script, from, to in F.served(&script, 12, from: from, to: to) }
+        for _ in 0..<359 { report = run.tick { script, from, to in F.served(&script, 12, from: from, to: to) } }
+        let before = try #require(F.observation(report)).demand.rpm
+        #expect(before > 140)
+        // Four minutes without a request (not yet idle): its short rate falls below a sparse tenant's (20
+        // requests in the short window) after about two, while its long window still holds over half its rate.
+        // Its demand falls with the short rate and never climbs back to the long window's.
+        var demands: [Double] = []
+        for _ in 0..<48 {
+            report = run.tick()
+            demands.append(try #require(F.observation(report)).demand.rpm)
+        }
+        #expect(F.status(report)?.tenantClass != .idle)
+        #expect(try #require(F.status(report)).servedLong.rpm > 0.5 * before)
+        for (earlier, later) in zip(demands, demands.dropFirst()) { #expect(later <= earlier) }
+        #expect(demands.last! < 0.1 * before)
+    }
+
     @Test func aTenantBackFromIdleAtTwiceItsRateIsMeasuredExactlyFromItsFirstTick() throws {
         var run = ClassifierRun(start: t0)
         var report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) }
