@@ -1071,6 +1071,10 @@ struct EnforcerState {
         // permit, its own refund) concerns its own lane alone.
         var sharedRoom = configuration.maxInFlightPerUpstream != nil
         if record.charged, reconcile(record, actualTokens: actual, now: now) { sharedRoom = true }
+        if outcome == .quotaExhausted, configuration.capHoldsAfterRefusal, caps[record.key.upstream] != nil {
+            let retryAfter = ProviderSignals(headerFields: result.headers, now: now).retryAfter
+            caps[record.key.upstream]!.holdAfterRefusal(retryAfter: retryAfter, tokens: record.estimate, at: now)
+        }
         if configuration.followStatedLimits, !result.headers.isEmpty,
             noteStatedLimits(result.headers, upstream: record.key.upstream, now: now, effects: &effects)
         {

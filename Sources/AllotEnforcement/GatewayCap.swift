@@ -89,6 +89,37 @@ struct GatewayCap: SummedBuckets {
         return (.rpm, rpm?.parameters ?? Bucket(rate: 0, burst: 0), max(rpmDelay, tpmDelay))
     }
 
+    /// After a quota refusal (429) for a request of `tokens`: draws each bucket down to where it admits such a
+    /// request again only `retryAfter` seconds from `now` (at most ``longestRefusalHold``), or empties it when the
+    /// refusal gives no retry-after. A bucket already that low is left alone.
+    ///
+    /// Why: the refusal says the provider has no room now, whatever the cap's burst says; the cap's burst is
+    /// there to absorb the slices' rounding, not to be spent into an empty provider. Without this, a gateway that
+    /// had saved a burst during a lull kept admitting it into the refusals until the Observer's next cut. With
+    /// it (seed 1 unless stated): blind-capacity-drop, the provider stating no limit, seeds 1–8: 429s 0.84 →
+    /// 0.58 %, utilisation 98.2 → 100.0 % (fewer cuts below the true limit); a 500-rpm pool behind 16 gateways
+    /// whose declared 800 rpm the first bursts believed: 1.54 → 0.99 %, utilisation 89.1 → 92.9 %; a random
+    /// 60-rpm pool 2.96 → 1.66 % (85.6 → 87.7 %); over the 14 random scenarios with any 429s, starved
+    /// tenant-minutes 452.5 → 450.4 and 429s lower in nine. Emptying the cap instead, whatever the retry-after:
+    /// 429s lower still there (1.09 %; blind-capacity-drop 0.45 %), but a 60-rpm pool of 5,000–10,000-token
+    /// calls, where one call takes the gateway's third of the pool 11 s to refill and the provider 4, lost
+    /// utilisation (85.5 → 79.8 %; 84.1 % with the retry-after).
+    mutating func holdAfterRefusal(retryAfter: Double?, tokens: Double, at now: Double) {
+        let wait = retryAfter.map { $0.isFinite ? min(max(0, $0), Self.longestRefusalHold) : Self.longestRefusalHold }
+        func held(_ bucket: inout TokenBucket?, need: Double) {
+            guard let current = bucket else { return }
+            let floor = wait.map { need - current.ratePerSecond * $0 } ?? 0
+            let level = current.level(at: now)
+            if level > floor { bucket?.take(level - floor, at: now) }
+        }
+        held(&rpm, need: 1)
+        held(&tpm, need: tokens.isFinite ? max(0, tokens) : 0)
+    }
+
+    /// The longest retry-after a refusal holds the cap for, seconds: a minute, the window of the limits a
+    /// gateway's refusals are about (a day's quota refused is the circuit's and the caller's business).
+    static let longestRefusalHold = 60.0
+
     /// Applies new parameters at `instant`: a known bucket keeps its level (clamped), a new one starts full.
     mutating func retune(rpm newRPM: Bucket?, tpm newTPM: Bucket?, at instant: Double) {
         rpm = Self.retuned(rpm, newRPM, at: instant)

@@ -85,6 +85,11 @@ public struct GatewayConfiguration: Sendable {
     /// tenth the first five seconds of the built-in scenarios started slower (tpm-vs-rpm, seeds 9-24: starved
     /// tenant-minutes 0.8 → 0.9; a third: 0.6). 0 turns it off. Default 0.34.
     public var newcomerCapShare: Double
+    /// Whether a quota refusal (429) draws the gateway's cap on its upstream down so that it admits nothing
+    /// there before the refusal's retry-after (at most ``GatewayCap/longestRefusalHold`` seconds), or empties
+    /// it when the refusal gives none (``GatewayCap/holdAfterRefusal(retryAfter:tokens:at:)`` has the
+    /// measurements). Default true.
+    public var capHoldsAfterRefusal: Bool
     /// Follow a lower limit the provider states before Allot does: when the last three responses of an upstream
     /// all state a limit (`x-ratelimit-limit-*`, `anthropic-ratelimit-*-limit`) below 90% of the capacity the
     /// snapshot allocates from, the listed tenants' limits there are scaled by the stated limit over that
@@ -117,6 +122,7 @@ public struct GatewayConfiguration: Sendable {
     ///   - capRealtimeMemory: seconds after the last realtime call on an upstream that the reserve is kept.
     ///   - newcomerCapShare: the cap's rate, as a fraction of the upstream's capacity, where the gateway holds
     ///     no slice there.
+    ///   - capHoldsAfterRefusal: whether a quota refusal holds the gateway's cap until its retry-after.
     ///   - followStatedLimits: whether a lower limit stated in response headers brakes the upstream at once.
     ///   - pastDeadline: what happens to calls of tasks whose deadline has passed.
     ///   - onEvent: event handler.
@@ -129,7 +135,7 @@ public struct GatewayConfiguration: Sendable {
         maxTrackedTasks: Int = 100_000, taskIdleTimeout: Double = 3_600, borrowIdle: Bool = true,
         borrowWindow: Double = 5, borrowShare: Double = 1, borrowUnboundedPriority: Int = 0,
         capWindow: Double = defaultCapWindow, capRealtimeReserve: Double = 0.1, capRealtimeMemory: Double = 300,
-        newcomerCapShare: Double = 0.34,
+        newcomerCapShare: Double = 0.34, capHoldsAfterRefusal: Bool = true,
         followStatedLimits: Bool = true, pastDeadline: PastDeadlinePolicy = .rankLast,
         onEvent: (@Sendable (GatewayEvent) -> Void)? = nil
     ) {
@@ -152,6 +158,7 @@ public struct GatewayConfiguration: Sendable {
         self.capRealtimeReserve = capRealtimeReserve
         self.capRealtimeMemory = capRealtimeMemory
         self.newcomerCapShare = newcomerCapShare
+        self.capHoldsAfterRefusal = capHoldsAfterRefusal
         self.followStatedLimits = followStatedLimits
         self.pastDeadline = pastDeadline
         self.onEvent = onEvent

@@ -194,6 +194,41 @@ import Testing
         _ = try enforcer.mustAdmit(.make("s7"), now: 1_000 + 1 / 0.3)
     }
 
+    @Test func aQuotaRefusalHoldsTheCapUntilItsRetryAfter() throws {
+        // The cap holds 3 requests and refills 0.3 a second. One admitted leaves 2; the provider refuses it
+        // (429, retry after 5 s) half a second later: the cap is drawn down to -0.5, where it admits the next
+        // request 5 s on, although 2.15 requests of its burst were left and s1's own bucket is full.
+        let refusal = AttemptResult(status: 429, latency: 0.5, headers: [("retry-after", "5")])
+        let enforcer = Enforcer.make(.make(tenants: Self.small))
+        enforcer.complete(try enforcer.mustAdmit(.make("s0"), now: 1_000), refusal, now: 1_000.5)
+        let denial = try enforcer.mustDeny(.make("s1"), now: 1_000.5)
+        #expect(denial.code == "gateway_rate_limited")
+        #expect(approx(denial.retryAfter, 5))
+        #expect(try enforcer.mustDeny(.make("s1"), now: 1_005.4).code == "gateway_rate_limited")
+        _ = try enforcer.mustAdmit(.make("s1"), now: 1_005.5)
+
+        // A refusal without a retry-after empties the cap: the next request comes one refill (3.333 s) later.
+        let bare = Enforcer.make(.make(tenants: Self.small))
+        bare.complete(try bare.mustAdmit(.make("s0"), now: 1_000), AttemptResult(status: 429), now: 1_000.5)
+        #expect(approx(try bare.mustDeny(.make("s1"), now: 1_000.5).retryAfter, 1 / 0.3))
+        _ = try bare.mustAdmit(.make("s1"), now: 1_000.5 + 1 / 0.3)
+
+        // A retry-after beyond a minute holds it a minute; a success, or the setting off, holds nothing.
+        let long = Enforcer.make(.make(tenants: Self.small))
+        long.complete(
+            try long.mustAdmit(.make("s0"), now: 1_000), AttemptResult(status: 429, headers: [("retry-after", "3600")]),
+            now: 1_000.5)
+        #expect(approx(try long.mustDeny(.make("s1"), now: 1_000.5).retryAfter, 60))
+        let served = Enforcer.make(.make(tenants: Self.small))
+        served.complete(try served.mustAdmit(.make("s0"), now: 1_000), AttemptResult(status: 200), now: 1_000.5)
+        _ = try served.mustAdmit(.make("s1"), now: 1_000.5)
+        let off = Enforcer.make(
+            .make(tenants: Self.small),
+            configuration: GatewayConfiguration(gatewayID: "gw-1", capHoldsAfterRefusal: false))
+        off.complete(try off.mustAdmit(.make("s0"), now: 1_000), refusal, now: 1_000.5)
+        _ = try off.mustAdmit(.make("s1"), now: 1_000.5)
+    }
+
     @Test func aNewSnapshotKeepsTheCapsLevel() throws {
         let enforcer = Enforcer.make(.make(tenants: Self.small))
         for index in 0..<3 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_000) }
