@@ -267,8 +267,8 @@ struct TenantTrack: Sendable, Hashable, Codable {
     /// The longest time between two demand events, fading over the long window (``hasStopped(now:shortWindow:)``).
     /// Optional: older checkpoints decode without it.
     var longestQuiet: Double?
-    /// The last tick at which its short window held `sparseSamples` requests or more (``hasStopped(now:shortWindow:)``).
-    /// Optional: older checkpoints decode without it.
+    /// The last tick at which its short window held `sparseSamples` requests or more
+    /// (``hasStopped(now:shortWindow:)``). Optional: older checkpoints decode without it.
     var lastDenseAt: Double?
     /// Since when demand exceeds the allocation (`sustained_over`), and since when the tenant starves.
     var overSince: Double?

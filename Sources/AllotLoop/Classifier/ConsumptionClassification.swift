@@ -18,9 +18,9 @@ import Foundation
 ///   engine sees is this short-window rate, with two corrections for agents (closed-loop clients, whose
 ///   calls wait for earlier ones, so that what they send follows what they are let through):
 ///   a *sparse* tenant (fewer than `sparseSamples` requests in the short window) reports at least its
-///   long-window rate — unless it has stopped (`TenantTrack.hasStopped`), and a *constrained* tenant (requests waiting in gateway queues — Little's law
-///   over the `queue_ms` reported — or denied) claims its allocation × (1 + `constrainedProbe`) in the
-///   dimensions it fills (``ClassificationRules``).
+///   long-window rate — unless it has stopped (`TenantTrack.hasStopped`) — and a *constrained* tenant
+///   (requests waiting in gateway queues — Little's law over the `queue_ms` reported — or denied) claims its
+///   allocation × (1 + `constrainedProbe`) in the dimensions it fills (``ClassificationRules``).
 /// - **Clump**: the most requests and tokens asked for within one tick, decaying over the long window;
 ///   the engine's buckets hold at least one clump (``TenantObservation/clump``).
 /// - **Classes**, first match: `idle` (no demand event for `idle_after_s`), `cold_start` (fewer than

@@ -205,11 +205,11 @@ extension TenantTrack {
             }
         }
         var demand = level ?? demandShort
-        if demandShort.rpm * settings.shortWindowSeconds / 60 < rules.sparseSamples {
-            if !hasStopped(now: now, shortWindow: settings.shortWindowSeconds) {
-                let long = wantedLong ?? demandLong
-                demand = PerDimension { max(demand[$0], long[$0]) }
-            }
+        if demandShort.rpm * settings.shortWindowSeconds / 60 < rules.sparseSamples,
+            !hasStopped(now: now, shortWindow: settings.shortWindowSeconds)
+        {
+            let long = wantedLong ?? demandLong
+            demand = PerDimension { max(demand[$0], long[$0]) }
         }
         if coldStart, !idle {
             // The prior raises a new tenant's demand while evidence is thin; it never holds it below what

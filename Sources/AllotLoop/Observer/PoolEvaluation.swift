@@ -270,10 +270,13 @@ struct PoolEvaluation {
                     // A quarter above the last statement, or above the one in force at the cut: a provider raising
                     // its limit from 500 to 1,000 rpm in steps of 100 a minute stayed followed by probing alone,
                     // the estimate four minutes behind (utilisation 84 %).
+                    func raisedAbove(_ earlier: Double?) -> Bool {
+                        earlier.map { start >= $0 * Self.statedRaise } ?? false
+                    }
+                    let atCut = recentCut ? pool.startAtDecrease?[dimension] ?? nil : nil
                     let raised =
                         pool.headerLimit[dimension] != nil
-                        && [pool.startValue[dimension], recentCut ? pool.startAtDecrease?[dimension] ?? nil : nil]
-                            .contains { $0.map { start >= $0 * Self.statedRaise } ?? false }
+                        && (raisedAbove(pool.startValue[dimension]) || raisedAbove(atCut))
                     // A statement that lowers the estimate is a decrease like a quota cut: the refusals until the
                     // lower allocations are in force belong to it and cut no further (a 30-s tick saw a drop to a
                     // stated 700 and its own 429s at once, and cut to 665).
