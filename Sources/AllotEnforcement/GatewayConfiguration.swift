@@ -83,7 +83,8 @@ public struct GatewayConfiguration: Sendable {
     /// pool behind three gateways had 211 of their first 385 attempts answered 429 (6.6 % of a five-minute
     /// run's), none with it. A third, so that three gateways together start from the upstream's capacity; at a
     /// tenth the first five seconds of the built-in scenarios started slower (tpm-vs-rpm, seeds 9-24: starved
-    /// tenant-minutes 0.8 → 0.9; a third: 0.6). 0 turns it off. Default 0.34.
+    /// tenant-minutes 0.8 → 0.9; a third: 0.6). 0 turns it off. Default 0.34: set about 1/N for a fleet of N
+    /// gateways (eight at 0.34 each start from 2.7 times the upstream's capacity).
     public var newcomerCapShare: Double
     /// Whether a quota refusal (429) draws the gateway's cap on its upstream down so that it admits nothing
     /// there before the refusal's retry-after (at most ``GatewayCap/longestRefusalHold`` seconds), or empties

@@ -1,4 +1,5 @@
 import AllotCore
+import AllotEnforcement
 import AllotJSON
 import Testing
 
@@ -51,6 +52,15 @@ import Testing
         #expect(trace.samples[0].tenants[0].demandRPM == 18)
         #expect(trace.samples[0].pools[0].trueRPM == 600)
         #expect(!trace.tasks.isEmpty)
+    }
+
+    @Test func theFleetStartsFromTheUpstreamsCapacityWhateverItsSize() {
+        // Three gateways keep the library's default; any number of them together start from 102 % of an upstream's
+        // capacity where none holds a slice yet (eight at the default 0.34 each started from 2.7 times it).
+        #expect(SimulationRun.newcomerCapShare(gateways: 3) == GatewayConfiguration(gatewayID: "g").newcomerCapShare)
+        for gateways in [1, 2, 8, 16, 32] {
+            #expect(abs(SimulationRun.newcomerCapShare(gateways: gateways) * Double(gateways) - 1.02) < 1e-12)
+        }
     }
 
     @Test func allotServesEveryTaskWhenDemandIsBelowCapacity() async throws {
