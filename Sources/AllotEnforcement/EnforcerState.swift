@@ -1071,13 +1071,17 @@ struct EnforcerState {
         // permit, its own refund) concerns its own lane alone.
         var sharedRoom = configuration.maxInFlightPerUpstream != nil
         if record.charged, reconcile(record, actualTokens: actual, now: now) { sharedRoom = true }
-        if outcome == .quotaExhausted, configuration.capHoldsAfterRefusal, caps[record.key.upstream] != nil {
-            let retryAfter = ProviderSignals(headerFields: result.headers, now: now).retryAfter
-            caps[record.key.upstream]!.holdAfterRefusal(retryAfter: retryAfter, tokens: record.estimate, at: now)
+        // The headers are parsed once, and only for what reads them: the cap's hold after a refusal, and the brake
+        // (which needs a capacity to compare with: the snapshot must list the upstream).
+        let upstream = record.key.upstream
+        let holding = outcome == .quotaExhausted && configuration.capHoldsAfterRefusal && caps[upstream] != nil
+        let braking =
+            configuration.followStatedLimits && !result.headers.isEmpty && snapshotTable.upstreams[upstream] != nil
+        let signals = holding || braking ? ProviderSignals(headerFields: result.headers, now: now) : nil
+        if holding {
+            caps[upstream]!.holdAfterRefusal(retryAfter: signals?.retryAfter, tokens: record.estimate, at: now)
         }
-        if configuration.followStatedLimits, !result.headers.isEmpty,
-            noteStatedLimits(result.headers, upstream: record.key.upstream, now: now, effects: &effects)
-        {
+        if braking, let signals, noteStatedLimits(signals, upstream: upstream, now: now, effects: &effects) {
             sharedRoom = true
         }
         statistics.completed += 1
@@ -1096,16 +1100,15 @@ struct EnforcerState {
         return true
     }
 
-    /// Reads the limits a response's headers state and brakes the upstream (``GatewayConfiguration/followStatedLimits``)
-    /// when they are well below the capacity the snapshot allocates from, or releases the brake.
-    /// Returns true when the brake changed.
+    /// Reads the limits a response's headers state (`signals`) and brakes the upstream
+    /// (``GatewayConfiguration/followStatedLimits``) when they are well below the capacity the snapshot allocates
+    /// from, or releases the brake. Returns true when the brake changed.
     mutating func noteStatedLimits(
-        _ headers: [(String, String)], upstream: String, now: Double, effects: inout Effects
+        _ signals: ProviderSignals, upstream: String, now: Double, effects: inout Effects
     ) -> Bool {
         // Without a capacity to compare with (no snapshot, or it does not list the upstream) there is nothing to
-        // brake: the headers are not parsed.
+        // brake (the caller does not parse the headers then).
         guard snapshotTable.upstreams[upstream] != nil else { return false }
-        let signals = ProviderSignals(headerFields: headers, now: now)
         guard signals.requests.limit != nil || signals.tokens.limit != nil else { return false }
         var limits = stated[upstream] ?? StatedLimits()
         // A limit of 0 states nothing a rate could follow (a broken proxy, a suspended key): the refusals tell.

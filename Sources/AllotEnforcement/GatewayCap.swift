@@ -107,10 +107,12 @@ struct GatewayCap: SummedBuckets {
     mutating func holdAfterRefusal(retryAfter: Double?, tokens: Double, at now: Double) {
         let wait = retryAfter.map { $0.isFinite ? min(max(0, $0), Self.longestRefusalHold) : Self.longestRefusalHold }
         func held(_ bucket: inout TokenBucket?, need: Double) {
-            guard let current = bucket else { return }
+            guard var current = bucket else { return }
             let floor = wait.map { need - current.ratePerSecond * $0 } ?? 0
             let level = current.level(at: now)
-            if level > floor { bucket?.take(level - floor, at: now) }
+            guard level > floor else { return }
+            current.take(level - floor, at: now)
+            bucket = current
         }
         held(&rpm, need: 1)
         held(&tpm, need: tokens.isFinite ? max(0, tokens) : 0)

@@ -49,7 +49,7 @@ struct ClassifierClassesTests {
         // A sparse tenant is judged by the time it has been watched too: after two short windows (24 ticks)
         // with 24 samples of the 30 it is no longer a newcomer — a tenant of two requests a minute would
         // otherwise keep its tier's prior for a quarter of an hour.
-        for _ in 0..<21 { report = run.tick { script, from, to in F.served(&script, 1, from: from, to: to) } }
+        report = run.serve(1, ticks: 21)
         observation = try #require(F.observation(report))
         #expect(observation.samples == 23)
         #expect(observation.tenantClass == .coldStart)
@@ -77,8 +77,7 @@ struct ClassifierClassesTests {
     @Test func aTenantBackFromIdleClaimsWhatItWantedBeforeFadingOverAShortWindow() throws {
         var run = ClassifierRun(start: t0)
         // 120 requests a minute for five minutes: its level settles there.
-        var report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) }
-        for _ in 0..<59 { report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) } }
+        var report = run.serve(10, ticks: 60)
         let before = try #require(F.observation(report)).demand.rpm
         #expect(before > 100)
         // Ten minutes without a request: idle, its idle allocation only.
@@ -92,12 +91,12 @@ struct ClassifierClassesTests {
         #expect(abs(observation.demand.rpm - before) < 0.01 * before)
         // …fading over the short window: half of it 30 s later (its measured demand is still below that; the
         // remembered level keeps easing toward the level it shows now)…
-        for _ in 0..<6 { report = run.tick { script, from, to in F.served(&script, 1, from: from, to: to) } }
+        report = run.serve(1, ticks: 6)
         observation = try #require(F.observation(report))
         #expect(observation.demand.rpm > 0.47 * before && observation.demand.rpm < 0.5 * before)
         // …and gone after 60 s: what it shows now is all it gets (a sparse tenant's long-window rate, which still
         // remembers some of the 120).
-        for _ in 0..<6 { report = run.tick { script, from, to in F.served(&script, 1, from: from, to: to) } }
+        report = run.serve(1, ticks: 6)
         observation = try #require(F.observation(report))
         #expect(observation.demand.rpm < 0.25 * before)
     }
@@ -105,8 +104,7 @@ struct ClassifierClassesTests {
     @Test func aTenantThatStopsIsNotMeasuredOverItsLongWindowOnceItsShortOneIsSparse() throws {
         // 144 requests a minute for half an hour (its long window, 15 minutes, holds most of it), then nothing.
         var run = ClassifierRun(start: t0)
-        var report = run.tick { script, from, to in F.served(&script, 12, from: from, to: to) }
-        for _ in 0..<359 { report = run.tick { script, from, to in F.served(&script, 12, from: from, to: to) } }
+        var report = run.serve(12, ticks: 360)
         let before = try #require(F.observation(report)).demand.rpm
         #expect(before > 140)
         // Four minutes without a request (not yet idle): its short rate falls below a sparse tenant's (20
@@ -125,8 +123,7 @@ struct ClassifierClassesTests {
 
     @Test func aTenantBackFromIdleAtTwiceItsRateIsMeasuredExactlyFromItsFirstTick() throws {
         var run = ClassifierRun(start: t0)
-        var report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) }
-        for _ in 0..<59 { report = run.tick { script, from, to in F.served(&script, 10, from: from, to: to) } }
+        var report = run.serve(10, ticks: 60)
         report = run.tick(after: 600)
         #expect(F.status(report)?.tenantClass == .idle)
         // Back at 240 a minute (20 a tick, the first at the tick's start): its exact rate since, not its short
@@ -136,14 +133,13 @@ struct ClassifierClassesTests {
         #expect(F.close(observation.demand.rpm, 240))
         #expect(F.close(observation.demand.tpm, 240 * 150))
         // Still measured so within the short window…
-        for _ in 0..<5 { report = run.tick { script, from, to in F.served(&script, 20, from: from, to: to) } }
+        report = run.serve(20, ticks: 5)
         observation = try #require(F.observation(report))
         #expect(F.close(observation.demand.rpm, 240))
         // …and a return with fewer requests than a sparse tenant's short window holds (one task of 15 calls) is
         // not read so, or one task would claim 180 a minute: it claims the level it remembers (119.5, fading).
         var sparse = ClassifierRun(start: t0)
-        report = sparse.tick { script, from, to in F.served(&script, 10, from: from, to: to) }
-        for _ in 0..<59 { report = sparse.tick { script, from, to in F.served(&script, 10, from: from, to: to) } }
+        report = sparse.serve(10, ticks: 60)
         report = sparse.tick(after: 600)
         report = sparse.tick { script, from, to in F.served(&script, 15, from: from, to: to) }
         observation = try #require(F.observation(report))

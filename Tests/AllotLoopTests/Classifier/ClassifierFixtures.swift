@@ -30,6 +30,15 @@ struct ClassifierRun {
         let events = make(&script, from, now)
         return classification.classify(script.delta(events), allocations: allocations, capacities: capacities, now: now)
     }
+
+    /// `ticks` 5-s ticks with `perTick` served requests in each (``ClassifierFixtures/served``); the last report.
+    mutating func serve(_ perTick: Int, ticks: Int) -> ClassifierReport {
+        var report = tick { script, from, to in ClassifierFixtures.served(&script, perTick, from: from, to: to) }
+        for _ in 1..<max(1, ticks) {
+            report = tick { script, from, to in ClassifierFixtures.served(&script, perTick, from: from, to: to) }
+        }
+        return report
+    }
 }
 
 enum ClassifierFixtures {
