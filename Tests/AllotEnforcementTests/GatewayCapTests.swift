@@ -219,6 +219,14 @@ import Testing
             try long.mustAdmit(.make("s0"), now: 1_000), AttemptResult(status: 429, headers: [("retry-after", "3600")]),
             now: 1_000.5)
         #expect(approx(try long.mustDeny(.make("s1"), now: 1_000.5).retryAfter, 60))
+        // A negative or unreadable retry-after is none: the cap is emptied.
+        for headers in [[("retry-after", "-5")], [("retry-after", "soon"), ("retry-after-ms", "NaN")]] {
+            let hostile = Enforcer.make(.make(tenants: Self.small))
+            hostile.complete(
+                try hostile.mustAdmit(.make("s0"), now: 1_000), AttemptResult(status: 429, headers: headers),
+                now: 1_000.5)
+            #expect(approx(try hostile.mustDeny(.make("s1"), now: 1_000.5).retryAfter, 1 / 0.3), "\(headers)")
+        }
         let served = Enforcer.make(.make(tenants: Self.small))
         served.complete(try served.mustAdmit(.make("s0"), now: 1_000), AttemptResult(status: 200), now: 1_000.5)
         _ = try served.mustAdmit(.make("s1"), now: 1_000.5)
