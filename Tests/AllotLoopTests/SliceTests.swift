@@ -106,6 +106,61 @@ struct SeededGenerator: RandomNumberGenerator {
         await harness.close()
     }
 
+    @Test func aTenantsSlicesKeepStaggeredFractionsOfARequestSoThatTheyDoNotRefillInLockstep() async throws {
+        let harness = try LoopHarness()
+        try await harness.open(policy: loopPolicy(rpm: 1000, tpm: 1_000_000))
+        let gateways = (0..<32).map { "gw-\($0)" }
+        let shares = Dictionary(uniqueKeysWithValues: gateways.map { ($0, 1.0 / 32) })
+        await harness.classifier.setDemand("acme", rpm: 45, tpm: 90_000, shares: shares)
+        await harness.tick()
+        let global = try #require(try servedSnapshot(harness.publisher).tenant("acme"))
+        #expect(isClose(global.rpm.rate, 45))
+        var fractions: [Double] = []
+        for gateway in gateways {
+            let entry = try #require(try servedSnapshot(harness.publisher, gateway: gateway).tenant("acme"))
+            let share = Share(entry: global, rpm: entry.rpm.rate, tpm: entry.tpm.rate, gatewayCount: 32)
+            let plain = share.apply(to: global, rpm: entry.rpm.rate, tpm: entry.tpm.rate)
+            // 1.4 rpm a gateway: its bucket share and room for two requests, raised by less than one request;
+            // the rates and the token bucket as they were.
+            #expect(entry.rpm.rate == plain.rpm.rate)
+            #expect(entry.rpm.burst >= plain.rpm.burst && entry.rpm.burst < plain.rpm.burst + 1)
+            #expect(entry.rpm.burst.rounded(.down) >= 2)
+            #expect(entry.tpm == plain.tpm)
+            fractions.append(entry.rpm.burst - entry.rpm.burst.rounded(.down))
+        }
+        // The fractions spread over the whole request: no gap between neighbours (round the unit) reaches two
+        // thirty-seconds. Unstaggered, all 32 were the same.
+        let sorted = fractions.sorted()
+        let gaps = zip(sorted.dropFirst(), sorted).map { $0 - $1 } + [sorted[0] + 1 - sorted[31]]
+        #expect(gaps.allSatisfy { $0 < 2.0 / 32 })
+        // The same for the next version.
+        await harness.tick()
+        let again = try #require(try servedSnapshot(harness.publisher, gateway: "gw-7").tenant("acme"))
+        #expect(again.rpm.burst - again.rpm.burst.rounded(.down) == fractions[7])
+        await harness.close()
+    }
+
+    @Test func aStaggeredBucketIsRaisedToItsFractionByLessThanARequestAndNeverAboveTheTenants() {
+        #expect(abs(Share.staggered(2.75, to: 0.25, global: 10) - 3.25) < 1e-12)
+        #expect(abs(Share.staggered(2.25, to: 0.75, global: 10) - 2.75) < 1e-12)
+        #expect(Share.staggered(2.5, to: 0.5, global: 10) == 2.5)
+        #expect(Share.staggered(2, to: 0, global: 10) == 2)
+        // Never above the tenant's own bucket (one gateway holding all of it), never below the slice's.
+        #expect(Share.staggered(2.75, to: 0.25, global: 3) == 3)
+        #expect(Share.staggered(2.75, to: 0.25, global: 2) == 2.75)
+        // A slice under one request, and a stagger that is not a fraction, stay as they are.
+        #expect(Share.staggered(0.4, to: 0.9, global: 0.4) == 0.4)
+        #expect(Share.staggered(2.75, to: .nan, global: 10) == 2.75)
+        #expect(Share.staggered(2.75, to: 1, global: 10) == 2.75)
+        // Every position of a plan gets its own fraction, the same each time.
+        let first = Share.stagger(tenant: "acme", upstream: pool4o, position: 0)
+        #expect(first >= 0 && first < 1)
+        #expect(Share.stagger(tenant: "acme", upstream: pool4o, position: 0) == first)
+        let second = Share.stagger(tenant: "acme", upstream: pool4o, position: 1)
+        #expect(abs((second - first + 1).truncatingRemainder(dividingBy: 1) - 0.618_033_988_749_894_9) < 1e-9)
+        #expect(Share.stagger(tenant: "globex", upstream: pool4o, position: 0) != first)
+    }
+
     @Test func aNewTenantIsSpreadOverEveryGatewayOfItsUpstream() async throws {
         let harness = try LoopHarness()
         try await harness.open()
