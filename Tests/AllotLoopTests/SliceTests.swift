@@ -140,6 +140,31 @@ struct SeededGenerator: RandomNumberGenerator {
         await harness.close()
     }
 
+    @Test func slicesTheTiltDriftsApartWithinFiveMinutesAreNotStaggered() async throws {
+        let harness = try LoopHarness()
+        try await harness.open(policy: loopPolicy(rpm: 1000, tpm: 1_000_000))
+        let gateways = ["gw-a", "gw-b", "gw-c"]
+        let shares = Dictionary(uniqueKeysWithValues: gateways.map { ($0, 1.0 / 3) })
+        // 30 rpm a slice behind three: neighbours 2 % apart drift a 2-s refill apart in 100 s.
+        await harness.classifier.setDemand("acme", rpm: 90, tpm: 90_000, shares: shares)
+        await harness.tick()
+        let global = try #require(try servedSnapshot(harness.publisher).tenant("acme"))
+        for gateway in gateways {
+            let entry = try #require(try servedSnapshot(harness.publisher, gateway: gateway).tenant("acme"))
+            let plain = Share(entry: global, rpm: entry.rpm.rate, tpm: entry.tpm.rate, gatewayCount: 3)
+                .apply(to: global, rpm: entry.rpm.rate, tpm: entry.tpm.rate)
+            #expect(entry.rpm == plain.rpm)
+        }
+        await harness.close()
+        // The bound: a refill period over the neighbours' relative spread (2 × 0.02 / (G − 1)) above 300 s.
+        #expect(!Share.needsStagger(rate: 10, gateways: 3))  // 6 s / 0.02 = 300 s: not above
+        #expect(Share.needsStagger(rate: 9.9, gateways: 3))
+        #expect(Share.needsStagger(rate: 154, gateways: 32))
+        #expect(!Share.needsStagger(rate: 155, gateways: 32))
+        #expect(!Share.needsStagger(rate: 1, gateways: 1))
+        #expect(!Share.needsStagger(rate: 0, gateways: 32))
+    }
+
     @Test func aStaggeredBucketIsRaisedToItsFractionByLessThanARequestAndNeverAboveTheTenants() {
         #expect(abs(Share.staggered(2.75, to: 0.25, global: 10) - 3.25) < 1e-12)
         #expect(abs(Share.staggered(2.25, to: 0.75, global: 10) - 2.75) < 1e-12)
