@@ -96,6 +96,9 @@ public enum DampingAction: String, Sendable, Hashable, Codable, CaseIterable {
     case entered
     /// The target moved by less than the deadband; the published value stayed.
     case heldDeadband = "held_deadband"
+    /// The value already covers what the tenant needs; only the pool's surplus moved, and it stayed
+    /// (`dampening.hold_surplus`).
+    case heldSurplus = "held_surplus"
     /// The target reversed direction but has not stayed on the new side for `persist_ticks` yet.
     case heldPersistence = "held_persistence"
     /// The published value moved all the way to the (smoothed) target.

@@ -34,6 +34,13 @@ public struct DamperState: Sendable, Hashable, Codable {
 /// target without oscillating, and never lets the published sum exceed capacity.
 ///
 /// Per tenant:
+/// 0. Surplus hold (``DampeningSettings/holdSurplus``): a tenant given a `need` (its allocation before the
+///    surplus, SPEC 6.3) whose published value `P` covers it (`need ≤ P ≤ surplusCap`) keeps `P` — unless it
+///    is pressing for more. The surplus is growth headroom, not anyone's demand, and re-dividing it every
+///    tick as the others' demand estimates wobble moved every allocation of an uncontended pool for nothing
+///    (capacity-drop: two thirds of its total variation). What the hold keeps is given back in steps 7
+///    and 8 (another tenant's rise, a capacity drop), and what it leaves unallocated goes to the held
+///    tenants below the value dampening alone would publish (step 7b).
 /// 1. A tenant without state, or returning from idle (`entering`), enters directly at its target:
 ///    no slow ramp from zero.
 /// 2. Otherwise the target is smoothed, `S ← S + alpha · (T − S)` — except a rise of a tenant blocked by
@@ -56,6 +63,9 @@ public struct DamperState: Sendable, Hashable, Codable {
 ///    targets (within their own step limit), in proportion to how far above they are, as far as the
 ///    rises need: a hold against
 ///    noise in one tenant's target must not keep capacity from another whose target rose.
+/// 7b. Surplus the holds left unallocated (up to what the targets sum to, so a burst reserve stays
+///    unallocated) goes to the held tenants whose own dampened value is above what they hold, in proportion
+///    to the difference: a capacity rise or a tenant gone idle still reaches the others.
 /// 8. Capacity override: if the published sum still exceeds `C` (capacity dropped, or entering
 ///    tenants need room), the excess is cut at once from the tenants above their new target, in
 ///    proportion to how far above it they are. Because the targets sum to at most `C`, that always
@@ -75,16 +85,24 @@ public enum Dampening {
         /// The tenant's weighted fair share `f · w_i` (within its floor and ceiling): a pressing tenant
         /// below it may rise to `min(target, fairShare)` in one tick, past the step limit. 0: none.
         public var fairShare: Double
+        /// What the tenant needs of its target: its allocation before the surplus. A published value between
+        /// it and `surplusCap` is held while the surplus moves (step 0). nil: no hold (an idle tenant, one in
+        /// burst debt, `surplus: hold`, or `hold_surplus` off).
+        public var need: Double?
+        /// The most surplus the tenant may hold: `min(ceiling, guard_max, budget cap)`.
+        public var surplusCap: Double
 
         public init(
             target: Double, hardCap: Double = .infinity, entering: Bool = false, pressing: Bool = false,
-            fairShare: Double = 0
+            fairShare: Double = 0, need: Double? = nil, surplusCap: Double = .infinity
         ) {
             self.target = target
             self.hardCap = hardCap
             self.entering = entering
             self.pressing = pressing
             self.fairShare = fairShare
+            self.need = need
+            self.surplusCap = surplusCap
         }
     }
 
@@ -100,6 +118,11 @@ public enum Dampening {
         var previous = [Double](repeating: 0, count: count)
         var values = [Double](repeating: 0, count: count)
         var next = [DamperState](repeating: DamperState(published: 0, smoothed: 0), count: count)
+        // Per held tenant (step 0), the value dampening alone would have published; NaN when not held.
+        var normal = [Double](repeating: .nan, count: count)
+        // …and its state and action had it not been held (step 7b may release the hold).
+        var released = [(DamperState, DampingAction)?](repeating: nil, count: count)
+        var anyHeld = false
 
         // Per tenant: smoothing, deadband, persistence, step limit, hard cap.
         for i in 0..<count {
@@ -127,6 +150,24 @@ public enum Dampening {
                 updated.direction = -1
                 updated.smoothed = min(updated.smoothed, target)
             }
+            let published = state.published
+            if let need = input.need, values[i] != published, actions[i] != .cut, published >= need,
+                published <= min(input.surplusCap, input.hardCap), !(input.pressing && values[i] > published)
+            {
+                // Step 0: the surplus is held. The smoothed target keeps following; the move is not made.
+                normal[i] = values[i]
+                released[i] = (updated, actions[i])
+                values[i] = published
+                actions[i] = .heldSurplus
+                anyHeld = true
+                let smoothed = updated.smoothed
+                updated = state
+                updated.smoothed = smoothed
+                updated.pendingDirection = 0
+                updated.pendingTicks = 0
+                updated.driftDirection = 0
+                updated.driftTicks = 0
+            }
             next[i] = updated
         }
 
@@ -142,6 +183,20 @@ public enum Dampening {
             }
         }
         var room = max(0, capacity - committed)
+        if anyHeld, rising > room {
+            // Surplus holds give way first, down to what dampening alone would publish: they hold only surplus.
+            var above = 0.0
+            for i in 0..<count where values[i] > normal[i] { above += values[i] - normal[i] }
+            let freed = min(rising - room, above)
+            if freed > 0 {
+                let share = freed / above
+                for i in 0..<count where values[i] > normal[i] {
+                    values[i] -= (values[i] - normal[i]) * share
+                    actions[i] = .gaveWay
+                }
+                room += freed
+            }
+        }
         if rising > room {
             // Those held above their target (by the deadband, persistence or the step limit) give way first,
             // down to their targets, as far as the rises need: their hold is against noise in their own
@@ -176,6 +231,31 @@ public enum Dampening {
             for i in 0..<count where actions[i] != .entered && values[i] > previous[i] {
                 values[i] = previous[i] + (values[i] - previous[i]) * share
                 actions[i] = .waitedForRoom
+            }
+        }
+
+        // Step 7b: what the holds left unallocated goes to the held tenants below their dampened value.
+        if anyHeld {
+            var total = 0.0
+            var targets = 0.0
+            var below = 0.0
+            for i in 0..<count {
+                total += values[i]
+                targets += max(0, inputs[i].target)
+                if normal[i] > values[i] { below += normal[i] - values[i] }
+            }
+            let leftover = min(capacity - total, targets - total, below)
+            if leftover > 0, below > 0 {
+                let share = leftover / below
+                for i in 0..<count where normal[i] > values[i] {
+                    if share >= 1, let (state, action) = released[i] {
+                        values[i] = normal[i]
+                        next[i] = state
+                        actions[i] = action
+                    } else {
+                        values[i] += (normal[i] - values[i]) * share
+                    }
+                }
             }
         }
 

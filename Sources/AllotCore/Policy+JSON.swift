@@ -21,6 +21,7 @@ extension Policy {
             "alpha": .number(dampening.alpha), "deadband": .number(dampening.deadband),
             "persist_ticks": .int(Int64(dampening.persistTicks)), "max_up": .number(dampening.maxUp),
             "max_down": .number(dampening.maxDown), "min_step": dampening.minStep.json,
+            "hold_surplus": .bool(dampening.holdSurplus),
         ]
         root["default_tier"] = .string(defaultTier)
         root["costs"] = ["currency": .string(costs.currency), "default_price": costs.defaultPrice.json]

@@ -43,7 +43,7 @@ enum PolicyFields {
     static let allocation = [
         "safety_margin", "demand_headroom", "demand_deviations", "surplus", "burst_reserve", "idle_share",
     ]
-    static let dampening = ["alpha", "deadband", "persist_ticks", "max_up", "max_down", "min_step"]
+    static let dampening = ["alpha", "deadband", "persist_ticks", "max_up", "max_down", "min_step", "hold_surplus"]
     static let tier = [
         "description", "priority", "weight", "floor", "ceiling", "guard_min", "guard_max", "starvation_guard",
         "idle_allocation", "cold_start_demand", "burst", "queue_wait_slo_ms", "queue_weight", "mode",
@@ -347,6 +347,9 @@ struct PolicyLoader {
             settings.maxDown = value
         }
         if let value = reader.quantity(object["min_step"], at: path.key("min_step")) { settings.minStep = value }
+        if let value = reader.bool(object["hold_surplus"], at: path.key("hold_surplus")) {
+            settings.holdSurplus = value
+        }
         return settings
     }
 

@@ -150,10 +150,14 @@ public struct DampeningSettings: Sendable, Hashable {
     /// The step allowance never goes below this (absolute, or a percentage of `C`); also the
     /// reference size for the deadband of values near zero.
     public var minStep: Quantity
+    /// A tenant whose published value covers what it needs (its allocation before the surplus) keeps it
+    /// while the pool's surplus is re-divided: the surplus moves only as far as other tenants' needs, the
+    /// capacity and the surplus left unallocated require (``Dampening``, step 0).
+    public var holdSurplus: Bool
 
     public init(
         alpha: Double = 0.3, deadband: Double = 0.05, persistTicks: Int = 3, maxUp: Double = 0.25,
-        maxDown: Double = 0.5, minStep: Quantity = .percent(1)
+        maxDown: Double = 0.5, minStep: Quantity = .percent(1), holdSurplus: Bool = true
     ) {
         self.alpha = alpha
         self.deadband = deadband
@@ -161,6 +165,7 @@ public struct DampeningSettings: Sendable, Hashable {
         self.maxUp = maxUp
         self.maxDown = maxDown
         self.minStep = minStep
+        self.holdSurplus = holdSurplus
     }
 }
 

@@ -345,6 +345,7 @@ private struct PoolTick {
             guard let allocation = pools[dimension], let limit = capacity[dimension] else { continue }
             var inputs: [Dampening.Input] = []
             inputs.reserveCapacity(count)
+            let holds = policy.dampening.holdSurplus && policy.allocation.surplus == .distribute
             for index in 0..<count {
                 let claim = claims[dimension][index]
                 let target = allocation.allocations[index]
@@ -355,10 +356,14 @@ private struct PoolTick {
                 let fairShare =
                     pressing && !claim.isIdle
                     ? min(claim.ceiling, claim.budgetCap, max(claim.floor, allocation.level * claim.weight)) : 0
+                let holdsSurplus =
+                    holds && !claim.isIdle && claim.receivesSurplus
+                    && observations[members[index]].tenantClass != .idle
                 inputs.append(
                     Dampening.Input(
                         target: target, hardCap: max(target, min(claim.ceiling, claim.budgetCap)), entering: entering,
-                        pressing: pressing, fairShare: fairShare))
+                        pressing: pressing, fairShare: fairShare, need: holdsSurplus ? allocation.needs[index] : nil,
+                        surplusCap: min(claim.ceiling, claim.budgetCap, claim.guardMax)))
             }
             var states = records.map { $0.dampers[dimension] }
             previous[dimension] = states.map { $0?.published }

@@ -143,6 +143,11 @@ public struct PoolAllocation: Sendable {
     public var settings: AllocationSettings
     /// `x_i` per claim, in input order. Never sums above `capacity`.
     public var allocations: [Double]
+    /// Per claim, what it was given before the surplus (step 4): the demand, floor or fair-share value
+    /// the water-filling settled on (the idle allocation for an idle tenant; in degraded mode, the
+    /// allocation itself). What lies between it and `allocations` is growth headroom, which dampening may
+    /// leave where it is (``DampeningSettings/holdSurplus``).
+    public var needs: [Double]
     /// Why each tenant got its value (the allocator's reasons: `idle`, `degraded`, `budget`,
     /// `guardrail_clamped`, `surplus`, `ceiling`, `demand`, `floor`, `fair_share`).
     public var reasons: [AllocationReason]
@@ -246,6 +251,7 @@ public struct PoolAllocation: Sendable {
         let activeCount = active.count
 
         var allocations = [Double](repeating: 0, count: count)
+        var needs = [Double](repeating: 0, count: count)
         var reasons = [AllocationReason](repeating: .fairShare, count: count)
         var lowerBounds = [Double](repeating: 0, count: count)
         var upperBounds = [Double](repeating: 0, count: count)
@@ -260,6 +266,7 @@ public struct PoolAllocation: Sendable {
             for i in 0..<count where claims[i].isIdle {
                 let value = min(claims[i].idleAllocation, claims[i].budgetCap) * idleScale
                 allocations[i] = value
+                needs[i] = value
                 lowerBounds[i] = value
                 upperBounds[i] = value
                 unclamped[i] = value
@@ -287,6 +294,7 @@ public struct PoolAllocation: Sendable {
             for k in 0..<activeCount {
                 let i = active[k]
                 unclamped[i] = values[k]
+                needs[i] = values[k]
                 reasons[i] = values[k] >= claims[i].budgetCap ? .budget : .degraded
             }
         } else {
@@ -344,6 +352,7 @@ public struct PoolAllocation: Sendable {
             }
 
             // 4. Surplus: a burst reserve is kept back; the rest is handed out (unless `hold`).
+            for k in 0..<activeCount { needs[active[k]] = values[k] }
             var used = 0.0
             for value in values { used += value }
             let surplus = max(0, remaining - used)
@@ -376,8 +385,10 @@ public struct PoolAllocation: Sendable {
             upperBounds[i] = upper[k]
         }
         WaterFilling.trim(&allocations, limit: capacity)
+        for i in 0..<count where needs[i] > allocations[i] { needs[i] = allocations[i] }
         return PoolAllocation(
             capacityEstimate: capacityEstimate, capacity: capacity, settings: settings, allocations: allocations,
+            needs: needs,
             reasons: reasons, lowerBounds: lowerBounds, upperBounds: upperBounds, unclamped: unclamped,
             guardClamped: guardClamped, level: level, surplusLevel: surplusLevel, degraded: degraded,
             burstReserve: burstReserve, idleTotal: idleTotal)

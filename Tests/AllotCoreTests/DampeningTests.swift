@@ -207,6 +207,92 @@ struct DampeningTests {
         #expect(actions == [.cut, .entered])
     }
 
+    // MARK: Surplus hold (step 0)
+
+    /// One tick where each tenant has a need (its allocation before the surplus) besides its target.
+    static func tick(
+        _ states: inout [DamperState?], targets: [Double], needs: [Double?], capacity: Double = 1000,
+        pressing: [Bool]? = nil, surplusCaps: [Double]? = nil
+    ) -> (values: [Double], actions: [DampingAction]) {
+        let inputs = targets.indices.map { i in
+            Dampening.Input(
+                target: targets[i], pressing: pressing?[i] ?? false, need: needs[i],
+                surplusCap: surplusCaps?[i] ?? .infinity)
+        }
+        let actions = Dampening.apply(inputs, states: &states, capacity: capacity, settings: settings)
+        return (states.map { $0!.published }, actions)
+    }
+
+    @Test func aTenantWhoseValueCoversItsNeedHoldsItWhileOnlyTheSurplusMoves() {
+        // Needs 200 and 300 on a pool of 1,000: the surplus 500 was split 400/100 and is now re-split 250/250
+        // (another tenant's demand estimate wobbled). Both still have what they need: nothing moves.
+        var states: [DamperState?] = [
+            DamperState(published: 600, smoothed: 600), DamperState(published: 400, smoothed: 400),
+        ]
+        let held = Self.tick(&states, targets: [450, 550], needs: [200, 300])
+        #expect(held.values == [600, 400])
+        #expect(held.actions == [.heldSurplus, .heldSurplus])
+        // The smoothed targets still follow (alpha 1 here), so the moment the hold ends dampening starts from them.
+        #expect(states.map { $0!.smoothed } == [450, 550])
+        // Without needs (no hold) the same tick re-splits the surplus.
+        var unheld: [DamperState?] = [
+            DamperState(published: 600, smoothed: 600), DamperState(published: 400, smoothed: 400),
+        ]
+        #expect(Self.tick(&unheld, targets: [450, 550], needs: [nil, nil]).values == [450, 500])
+        // A value above the tenant's surplus cap (its ceiling or guard_max) is not held.
+        var capped: [DamperState?] = [DamperState(published: 600, smoothed: 600)]
+        #expect(Self.tick(&capped, targets: [450], needs: [200], surplusCaps: [500]) == ([450], [.followed]))
+        // Nor is a pressing tenant's rise: it wants more than it has.
+        var pressing: [DamperState?] = [DamperState(published: 400, smoothed: 400)]
+        #expect(Self.tick(&pressing, targets: [480], needs: [300], pressing: [true]) == ([480], [.followed]))
+    }
+
+    @Test func aHeldSurplusGivesWayToAnotherTenantsNeedAtOnce() {
+        // Tenant 1 now needs 550, more than its 400: it rises (by max_up, to 500). Tenant 0 holds 600 of which it
+        // needs 200; it gives way as far as the rise needs (100), at once.
+        var states: [DamperState?] = [
+            DamperState(published: 600, smoothed: 600), DamperState(published: 400, smoothed: 400),
+        ]
+        let (values, actions) = Self.tick(&states, targets: [450, 550], needs: [200, 550])
+        #expect(values == [500, 500])
+        #expect(actions == [.gaveWay, .limited])
+        // A capacity drop cuts a held tenant to its target like any other.
+        states = [DamperState(published: 600, smoothed: 600), DamperState(published: 400, smoothed: 400)]
+        let dropped = Self.tick(&states, targets: [300, 300], needs: [200, 300], capacity: 600)
+        #expect(dropped.values == [300, 300])
+        #expect(dropped.actions == [.cut, .cut])
+    }
+
+    @Test func whatTheHoldsLeaveUnallocatedGoesToTheHeldTenants() {
+        // Tenant 2 went idle (no hold: its target is its idle allocation, 20) and falls by max_down to 150.
+        // Tenants 0 and 1 hold 400 and 300 against needs of 100, while their targets rose to 490: the 150 it
+        // freed goes to them in proportion to how far below their dampened values (490; 375 by max_up) they are.
+        var states: [DamperState?] = [
+            DamperState(published: 400, smoothed: 400), DamperState(published: 300, smoothed: 300),
+            DamperState(published: 300, smoothed: 300),
+        ]
+        let (values, actions) = Self.tick(&states, targets: [490, 490, 20], needs: [100, 100, nil])
+        #expect(abs(values[0] - (400 + 90.0 * 150 / 165)) < 1e-9)
+        #expect(abs(values[1] - (300 + 75.0 * 150 / 165)) < 1e-9)
+        #expect(values[2] == 150)
+        #expect(abs(values.reduce(0, +) - 1000) < 1e-9)
+        #expect(actions == [.heldSurplus, .heldSurplus, .limited])
+        // Next tick tenant 2 falls to 75. Tenant 0 is within its deadband of 490 and stays; tenant 1 (dampened value
+        // 460.2 by max_up) takes the 75 freed, which is less than it is short.
+        let first1 = 300 + 75.0 * 150 / 165
+        let next = Self.tick(&states, targets: [490, 490, 20], needs: [100, 100, nil])
+        #expect(next.values[2] == 75)
+        #expect(next.values[0] == values[0])
+        #expect(abs(next.values[1] - (first1 + 75)) < 1e-9)
+        #expect(next.actions == [.heldDeadband, .heldSurplus, .limited])
+        #expect(abs(next.values.reduce(0, +) - 1000) < 1e-9)
+        // Where the freed room covers the difference, a held tenant takes its dampened value as if never held.
+        states = [DamperState(published: 400, smoothed: 400), DamperState(published: 100, smoothed: 100)]
+        let released = Self.tick(&states, targets: [450, 450], needs: [100, nil])
+        #expect(released.values == [450, 125])
+        #expect(released.actions == [.followed, .limited])
+    }
+
     @Test func hardCapsApplyAtOnce() {
         var states: [DamperState?] = [DamperState(published: 500, smoothed: 500)]
         let actions = Dampening.apply(

@@ -421,6 +421,55 @@ struct PolicyEngineTests {
         #expect(decision.reason("a") == .surplus)
     }
 
+    /// The surplus is held where it lies while every tenant has what it needs (`dampening.hold_surplus`): a
+    /// demand that rises and falls back within an uncontended pool moves the allocations once, not twice.
+    @Test func aSurplusIsNotReSplitWhileEveryTenantHasWhatItNeeds() throws {
+        func run(hold: Bool) -> [(Double, Double)] {
+            var policy = Timeline.makePolicy()
+            policy.allocation.surplus = .distribute
+            policy.allocation.burstReserve = 0
+            policy.dampening.holdSurplus = hold
+            var timeline = Timeline(policy: policy)
+            var trace: [(Double, Double)] = []
+            for b in [200.0, 400, 200, 200, 200, 200, 200] {
+                let decision = timeline.tick([
+                    Timeline.observe("a", rpm: 100, tpm: 1000), Timeline.observe("b", rpm: b, tpm: 1000),
+                ])
+                trace.append((decision.rate("a") ?? -1, decision.rate("b") ?? -1))
+            }
+            return trace
+        }
+        // Needs 100 (a, weight 4) and 200 (b, weight 2) of 1,000 rpm: the surplus by weight, 666.7 / 333.3. b's
+        // demand rises to 400: it needs more than it has and takes it from a's surplus (600 / 400).
+        let held = run(hold: true)
+        #expect(close(held[0].0, 2000.0 / 3) && close(held[0].1, 1000.0 / 3))
+        #expect(close(held[1].0, 600) && close(held[1].1, 400))
+        // Back at 200, b still has what it needs and a too: nothing moves.
+        for (a, b) in held.dropFirst(2) { #expect(close(a, 600) && close(b, 400)) }
+        // Without the hold the surplus is split by weight again within a few ticks.
+        let split = run(hold: false)
+        #expect(close(split[1].0, 600) && close(split[1].1, 400))
+        #expect(close(split.last!.0, 2000.0 / 3) && close(split.last!.1, 1000.0 / 3))
+    }
+
+    @Test func aHeldSurplusIsExplainedAsSuch() throws {
+        var policy = Timeline.makePolicy()
+        policy.allocation.surplus = .distribute
+        policy.allocation.burstReserve = 0
+        var timeline = Timeline(policy: policy)
+        timeline.tick([Timeline.observe("a", rpm: 100, tpm: 1000), Timeline.observe("b", rpm: 400, tpm: 1000)])
+        let decision = timeline.tick([
+            Timeline.observe("a", rpm: 100, tpm: 1000), Timeline.observe("b", rpm: 200, tpm: 1000),
+        ])
+        let b = try #require(decision.allocation(tenant: "b", upstream: "p/m")?.rpm)
+        #expect(b.explanation.damping == .heldSurplus)
+        #expect(b.explanation.json["damping"] == "held_surplus")
+        #expect(close(b.explanation.target, 1000.0 / 3))
+        #expect(close(b.rate, 400))
+        #expect(b.reason == .surplus)
+        #expect(close(decision.pools[0].allocated.rpm, 1000))
+    }
+
     @Test func budgetsThrottleThenCutAndLiftingIsDampened() throws {
         var policy = Timeline.makePolicy()
         var premium = try #require(policy.tier(named: "premium"))

@@ -195,6 +195,21 @@ struct PolicyTests {
         #expect(issue.message == "must not be negative (got -1)")
     }
 
+    @Test func holdSurplusIsReadDefaultsToTrueAndMustBeABoolean() throws {
+        let policy = try PolicyFixtures.load([
+            ("00-tiers.json", PolicyFixtures.tiers), ("extra.json", #"{"dampening": {"hold_surplus": false}}"#),
+        ])
+        #expect(policy.dampening.holdSurplus == false)
+        #expect(policy.canonicalJSON["dampening"]?["hold_surplus"] == false)
+        let defaulted = try PolicyFixtures.load([("00-tiers.json", PolicyFixtures.tiers)])
+        #expect(defaulted.dampening.holdSurplus == true)
+        #expect(defaulted.canonicalJSON["dampening"]?["hold_surplus"] == true)
+        let issue = try Self.only(PolicyFixtures.issues(with: #"{"dampening": {"hold_surplus": "yes"}}"#))
+        #expect(issue.path == "$.dampening.hold_surplus")
+        #expect(issue.code == .wrongType)
+        #expect(issue.message == "expected true or false, got string")
+    }
+
     @Test func fractionsOutOfRangeAreRejected() throws {
         let margin = try Self.only(PolicyFixtures.issues(with: #"{"allocation": {"safety_margin": 1.5}}"#))
         #expect(margin.path == "$.allocation.safety_margin")

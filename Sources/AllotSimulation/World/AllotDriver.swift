@@ -93,6 +93,23 @@ final class AllotDriver {
         }
     }
 
+    /// One line per allocation of the last tick for the tenants named in `tenants` (`*`: every tenant): class,
+    /// and per dimension the demand, upper bound, fair-share level, target, published value and the damping
+    /// action taken: `ALLOT_SIM_TENANTS`'s trace.
+    func tenantTrace(at time: Double, tenants: Set<String>) -> [String] {
+        guard let decision = runner.view.decision else { return [] }
+        func number(_ value: Double?) -> String { value.map { String(Int($0.rounded())) } ?? "-" }
+        return decision.allocations.filter { tenants.contains($0.tenant) || tenants.contains("*") }.map { allocation in
+            var line = "t=\(Int(time)) \(allocation.tenant) \(allocation.upstream) \(allocation.tenantClass.rawValue)"
+            for (name, value) in [("rpm", allocation.rpm), ("tpm", allocation.tpm)] {
+                guard let e = value?.explanation else { continue }
+                line += " | \(name) D=\(number(e.demand)) up=\(number(e.upper)) level=\(number(e.level)) "
+                    + "T=\(number(e.target)) P=\(number(e.published)) \(e.damping.rawValue)"
+            }
+            return line
+        }
+    }
+
     /// The Observer's capacity estimate of `pool`, per minute.
     func estimate(pool: String) -> (rpm: Double?, tpm: Double?) {
         guard let observation = runner.view.observer?.pools.first(where: { $0.upstream == pool }) else {

@@ -118,6 +118,9 @@ final class SimulationRun {
         queue.push(0, .tick)
         let end = scenario.durationSeconds
         let debug = ProcessInfo.processInfo.environment["ALLOT_SIM_DEBUG"] != nil
+        let watched = ProcessInfo.processInfo.environment["ALLOT_SIM_TENANTS"].map {
+            Set($0.split(separator: ",").map(String.init))
+        }
         var processed = 0
         var kinds = [0, 0, 0, 0, 0]
         var nextReport = 60.0
@@ -161,6 +164,11 @@ final class SimulationRun {
                 queue.push(now + tickInterval, .tick)
                 if debug, let allot {
                     for line in allot.observerTrace(at: now) { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+                }
+                if let watched, let allot {
+                    for line in allot.tenantTrace(at: now, tenants: watched) {
+                        FileHandle.standardError.write(Data((line + "\n").utf8))
+                    }
                 }
                 // Between events the run never suspends (an actor hop to a free actor runs inline), so
                 // without this a simulation holds a thread of the shared cooperative pool for its whole
