@@ -54,6 +54,31 @@ import Testing
         #expect(!trace.tasks.isEmpty)
     }
 
+    /// A tenant has no allocation until it first has one, so its entry is not counted as a move (total variation
+    /// measures oscillation; `static`, provisioned from the start, never paid for an entry): equal-split gives a
+    /// tenant arriving at one minute half of a 600-rpm pool, and only the first tenant's 600 → 300 counts.
+    @Test func aTenantsFirstAllocationIsNotAMove() async throws {
+        let tenant = { (id: String, arrivals: String) in
+            """
+            {"id": "\(id)", "tier": "premium", "pool": "openai/gpt-4o", "arrivals": \(arrivals),
+             "task": {"class": "interactive", "calls": {"min": 2, "max": 4}, "parallelism": 2,
+                      "prompt_tokens": {"mean": 500, "sd": 100}, "completion_tokens": {"mean": 100, "sd": 20},
+                      "deadline_s": 60}}
+            """
+        }
+        let scenario = try decode(
+            scenarioJSON(
+                tenants: "[" + tenant("early", #"[{"at_s": 0, "tasks_per_min": 6}]"#) + ","
+                    + tenant("late", #"[{"at_s": 0, "tasks_per_min": 0}, {"at_s": 60, "tasks_per_min": 6}]"#) + "]"))
+        let trace = try await Simulator.run(scenario, strategy: .equalSplit, seed: 1)
+        let late = trace.samples.map { $0.tenants[1].allocationRPM }
+        #expect(late.prefix(6).allSatisfy { $0 == nil })
+        #expect(late.suffix(5).allSatisfy { $0 == 300 })
+        #expect(trace.samples.last?.tenants[0].allocationRPM == 300)
+        // 300 of 600 rpm and 500,000 of 1,000,000 tpm moved once in two minutes: 25 %/min (50 with the entry).
+        #expect(RunMetrics(trace: trace).totalVariation == 25)
+    }
+
     @Test func theFleetStartsFromTheUpstreamsCapacityWhateverItsSize() {
         // Three gateways keep the library's default; any number of them together start from 102 % of an upstream's
         // capacity where none holds a slice yet (eight at the default 0.34 each started from 2.7 times it).

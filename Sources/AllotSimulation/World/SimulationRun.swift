@@ -549,7 +549,9 @@ final class SimulationRun {
                 {
                     tenants[index].firstAllocationAt = now
                 }
-            } else {
+            } else if allocation[index] != nil {
+                // Gone from every snapshot after having had an allocation: 0. Before its first allocation a
+                // tenant has none (nil), so its entry is not counted as a move of its allocation.
                 allocation[index] = (0, 0)
             }
         }
