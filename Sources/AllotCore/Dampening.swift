@@ -39,8 +39,8 @@ public struct DamperState: Sendable, Hashable, Codable {
 ///    is pressing for more. The surplus is growth headroom, not anyone's demand, and re-dividing it every
 ///    tick as the others' demand estimates wobble moved every allocation of an uncontended pool for nothing
 ///    (capacity-drop: two thirds of its total variation). What the hold keeps is given back in steps 7
-///    and 8 (another tenant's rise, a capacity drop), and what it leaves unallocated goes to the held
-///    tenants below the value dampening alone would publish (step 7b).
+///    and 8 (another tenant's rise, a capacity drop), never below the tenant's need, and what it leaves
+///    unallocated goes to the held tenants below the value dampening alone would publish (step 7b).
 /// 1. A tenant without state, or returning from idle (`entering`), enters directly at its target:
 ///    no slow ramp from zero.
 /// 2. Otherwise the target is smoothed, `S ← S + alpha · (T − S)` — except a rise of a tenant blocked by
@@ -154,8 +154,9 @@ public enum Dampening {
             if let need = input.need, values[i] != published, actions[i] != .cut, published >= need,
                 published <= min(input.surplusCap, input.hardCap), !(input.pressing && values[i] > published)
             {
-                // Step 0: the surplus is held. The smoothed target keeps following; the move is not made.
-                normal[i] = values[i]
+                // Step 0: the surplus is held. The smoothed target keeps following; the move is not made. What the
+                // tenant gives back later never goes below its need, however far behind its smoothed target is.
+                normal[i] = max(values[i], need)
                 released[i] = (updated, actions[i])
                 values[i] = published
                 actions[i] = .heldSurplus
@@ -184,7 +185,8 @@ public enum Dampening {
         }
         var room = max(0, capacity - committed)
         if anyHeld, rising > room {
-            // Surplus holds give way first, down to what dampening alone would publish: they hold only surplus.
+            // Surplus holds give way first, down to what dampening alone would publish (never below their need):
+            // they hold only surplus.
             var above = 0.0
             for i in 0..<count where values[i] > normal[i] { above += values[i] - normal[i] }
             let freed = min(rising - room, above)
