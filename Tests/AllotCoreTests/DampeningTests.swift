@@ -344,49 +344,19 @@ struct DampeningTests {
         }
     }
 
-    @Test func randomSequencesRespectStepLimitsAndCapacity() {
-        var random = SeededRandom(seed: 0xDA50)
-        let settings = DampeningSettings(
-            alpha: 0.6, deadband: 0.05, persistTicks: 2, maxUp: 0.25, maxDown: 0.5, minStep: .percent(1))
-        for _ in 0..<200 {
-            let count = Int.random(in: 1...8, using: &random)
-            var states = [DamperState?](repeating: nil, count: count)
-            var capacity = random.uniform(100...1000)
-            for _ in 0..<60 {
-                let before = states.map { $0?.published }
-                let dropped = random.chance(0.1)
-                if dropped {
-                    capacity *= random.uniform(0.3...0.9)
-                } else if random.chance(0.2) {
-                    capacity *= random.uniform(1...1.5)
-                }
-                // Targets: a random split of at most the capacity.
-                let shares = (0..<count).map { _ in random.uniform(0...1) }
-                let total = shares.reduce(0, +) + random.uniform(0...1)
-                let targets = shares.map { capacity * $0 / max(total, 1e-9) }
-                let (values, actions) = Self.tick(&states, targets, capacity: capacity, settings: settings)
-                #expect(values.reduce(0, +) <= capacity)
-                let minStep = capacity / 100
-                for i in 0..<count {
-                    guard let old = before[i] else { continue }
-                    if values[i] > old {
-                        #expect(values[i] - old <= max(0.25 * old, minStep) * (1 + 1e-9))
-                    } else if actions[i] != .cut {
-                        #expect(old - values[i] <= max(0.5 * old, minStep) * (1 + 1e-9))
-                    } else {
-                        // A cut never goes below the tenant's own target.
-                        #expect(values[i] >= min(old, targets[i]) * (1 - 1e-9))
-                    }
-                }
-            }
-        }
-    }
+    static let randomSettings = DampeningSettings(
+        alpha: 0.6, deadband: 0.05, persistTicks: 2, maxUp: 0.25, maxDown: 0.5, minStep: .percent(1))
 
-    @Test func randomSequencesWithSurplusHoldsStayWithinCapacityAndAboveNeeds() {
-        var random = SeededRandom(seed: 0x5A11)
-        let settings = DampeningSettings(
-            alpha: 0.6, deadband: 0.05, persistTicks: 2, maxUp: 0.25, maxDown: 0.5, minStep: .percent(1))
-        var held = 0
+    /// 200 random pools of 1–8 tenants, 60 ticks each: every tick the capacity drops (10 %) or rises (18 %) at
+    /// random and the targets are a random split of at most the capacity; `body` runs the tick and checks it.
+    static func randomTicks(
+        seed: UInt64,
+        _ body: (
+            _ random: inout SeededRandom, _ states: inout [DamperState?], _ targets: [Double], _ capacity: Double,
+            _ before: [Double?]
+        ) -> Void
+    ) {
+        var random = SeededRandom(seed: seed)
         for _ in 0..<200 {
             let count = Int.random(in: 1...8, using: &random)
             var states = [DamperState?](repeating: nil, count: count)
@@ -401,22 +371,47 @@ struct DampeningTests {
                 let shares = (0..<count).map { _ in random.uniform(0...1) }
                 let total = shares.reduce(0, +) + random.uniform(0...1)
                 let targets = shares.map { capacity * $0 / max(total, 1e-9) }
-                let needs: [Double?] = targets.map { random.chance(0.3) ? nil : $0 * random.uniform(0...1) }
-                let pressing = (0..<count).map { _ in random.chance(0.1) }
-                let inputs = (0..<count).map { i in
-                    Dampening.Input(target: targets[i], pressing: pressing[i], need: needs[i])
+                body(&random, &states, targets, capacity, before)
+            }
+        }
+    }
+
+    @Test func randomSequencesRespectStepLimitsAndCapacity() {
+        Self.randomTicks(seed: 0xDA50) { _, states, targets, capacity, before in
+            let (values, actions) = Self.tick(&states, targets, capacity: capacity, settings: Self.randomSettings)
+            #expect(values.reduce(0, +) <= capacity)
+            let minStep = capacity / 100
+            for i in targets.indices {
+                guard let old = before[i] else { continue }
+                if values[i] > old {
+                    #expect(values[i] - old <= max(0.25 * old, minStep) * (1 + 1e-9))
+                } else if actions[i] != .cut {
+                    #expect(old - values[i] <= max(0.5 * old, minStep) * (1 + 1e-9))
+                } else {
+                    // A cut never goes below the tenant's own target.
+                    #expect(values[i] >= min(old, targets[i]) * (1 - 1e-9))
                 }
-                let actions = Dampening.apply(inputs, states: &states, capacity: capacity, settings: settings)
-                let values = states.map { $0!.published }
-                #expect(values.reduce(0, +) <= capacity * (1 + 1e-9))
-                for i in 0..<count {
-                    #expect(values[i].isFinite && values[i] >= 0)
-                    if actions[i] == .heldSurplus { held += 1 }
-                    // A tenant that had what it needs never loses it: holds, give-way and cuts all stop at or
-                    // above the need (targets here always fit the capacity).
-                    if let need = needs[i], let old = before[i], old >= need {
-                        #expect(values[i] >= need * (1 - 1e-9), "need \(need), was \(old), now \(values[i])")
-                    }
+            }
+        }
+    }
+
+    @Test func randomSequencesWithSurplusHoldsStayWithinCapacityAndAboveNeeds() {
+        var held = 0
+        Self.randomTicks(seed: 0x5A11) { random, states, targets, capacity, before in
+            let needs: [Double?] = targets.map { random.chance(0.3) ? nil : $0 * random.uniform(0...1) }
+            let inputs = targets.indices.map { i in
+                Dampening.Input(target: targets[i], pressing: random.chance(0.1), need: needs[i])
+            }
+            let actions = Dampening.apply(inputs, states: &states, capacity: capacity, settings: Self.randomSettings)
+            let values = states.map { $0!.published }
+            #expect(values.reduce(0, +) <= capacity * (1 + 1e-9))
+            for i in targets.indices {
+                #expect(values[i].isFinite && values[i] >= 0)
+                if actions[i] == .heldSurplus { held += 1 }
+                // A tenant that had what it needs never loses it: holds, give-way and cuts all stop at or above
+                // the need (targets here always fit the capacity).
+                if let need = needs[i], let old = before[i], old >= need {
+                    #expect(values[i] >= need * (1 - 1e-9), "need \(need), was \(old), now \(values[i])")
                 }
             }
         }
