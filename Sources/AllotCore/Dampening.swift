@@ -118,10 +118,9 @@ public enum Dampening {
         var previous = [Double](repeating: 0, count: count)
         var values = [Double](repeating: 0, count: count)
         var next = [DamperState](repeating: DamperState(published: 0, smoothed: 0), count: count)
-        // Per held tenant (step 0), the value dampening alone would have published; NaN when not held.
-        var normal = [Double](repeating: .nan, count: count)
-        // …and its state and action had it not been held (step 7b may release the hold).
-        var released = [(DamperState, DampingAction)?](repeating: nil, count: count)
+        // Per tenant held by step 0: the value dampening alone would have published (never below the need), and
+        // the state and action it would have had (step 7b may release the hold). nil when not held.
+        var held = [(normal: Double, state: DamperState, action: DampingAction)?](repeating: nil, count: count)
         var anyHeld = false
 
         // Per tenant: smoothing, deadband, persistence, step limit, hard cap.
@@ -156,8 +155,7 @@ public enum Dampening {
             {
                 // Step 0: the surplus is held. The smoothed target keeps following; the move is not made. What the
                 // tenant gives back later never goes below its need, however far behind its smoothed target is.
-                normal[i] = max(values[i], need)
-                released[i] = (updated, actions[i])
+                held[i] = (max(values[i], need), updated, actions[i])
                 values[i] = published
                 actions[i] = .heldSurplus
                 anyHeld = true
@@ -187,13 +185,14 @@ public enum Dampening {
         if anyHeld, rising > room {
             // Surplus holds give way first, down to what dampening alone would publish (never below their need):
             // they hold only surplus.
+            func excess(_ i: Int) -> Double { held[i].map { max(0, values[i] - $0.normal) } ?? 0 }
             var above = 0.0
-            for i in 0..<count where values[i] > normal[i] { above += values[i] - normal[i] }
+            for i in 0..<count { above += excess(i) }
             let freed = min(rising - room, above)
             if freed > 0 {
                 let share = freed / above
-                for i in 0..<count where values[i] > normal[i] {
-                    values[i] -= (values[i] - normal[i]) * share
+                for i in 0..<count where excess(i) > 0 {
+                    values[i] -= excess(i) * share
                     actions[i] = .gaveWay
                 }
                 room += freed
@@ -238,24 +237,26 @@ public enum Dampening {
 
         // Step 7b: what the holds left unallocated goes to the held tenants below their dampened value.
         if anyHeld {
+            func shortfall(_ i: Int) -> Double { held[i].map { max(0, $0.normal - values[i]) } ?? 0 }
             var total = 0.0
             var targets = 0.0
             var below = 0.0
             for i in 0..<count {
                 total += values[i]
                 targets += max(0, inputs[i].target)
-                if normal[i] > values[i] { below += normal[i] - values[i] }
+                below += shortfall(i)
             }
             let leftover = min(capacity - total, targets - total, below)
             if leftover > 0, below > 0 {
                 let share = leftover / below
-                for i in 0..<count where normal[i] > values[i] {
-                    if share >= 1, let (state, action) = released[i] {
-                        values[i] = normal[i]
-                        next[i] = state
-                        actions[i] = action
+                for i in 0..<count {
+                    guard let hold = held[i], hold.normal > values[i] else { continue }
+                    if share >= 1 {
+                        values[i] = hold.normal
+                        next[i] = hold.state
+                        actions[i] = hold.action
                     } else {
-                        values[i] += (normal[i] - values[i]) * share
+                        values[i] += (hold.normal - values[i]) * share
                     }
                 }
             }

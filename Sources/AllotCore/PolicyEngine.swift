@@ -356,9 +356,7 @@ private struct PoolTick {
                 let fairShare =
                     pressing && !claim.isIdle
                     ? min(claim.ceiling, claim.budgetCap, max(claim.floor, allocation.level * claim.weight)) : 0
-                let holdsSurplus =
-                    holds && !claim.isIdle && claim.receivesSurplus
-                    && observations[members[index]].tenantClass != .idle
+                let holdsSurplus = holds && !claim.isIdle && claim.receivesSurplus
                 inputs.append(
                     Dampening.Input(
                         target: target, hardCap: max(target, min(claim.ceiling, claim.budgetCap)), entering: entering,
