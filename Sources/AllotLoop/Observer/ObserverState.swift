@@ -212,26 +212,57 @@ extension PoolTrack {
     static let startPersistTicks = 3
 
     /// Sets ``headerLimit`` from the remembered statements, once per tick: the median of the newest
-    /// ``limitMemory``, unless the median of the newest ``statementMemory`` is further from that of the
-    /// older ones than three times its own ``medianTolerance(_:)`` — a real change of limit, not jitter
-    /// (six standard errors) — in which case the memory restarts from the newest, and the change is
-    /// followed within a few seconds of statements. (Against the median of all of them, a limit cut by
-    /// 30 % under headers that jitter by 30 % was never far enough from the mixture, and took minutes.)
+    /// ``limitMemory``, unless the newest statements show a change of limit (``changedSuffix(_:)``), in
+    /// which case the memory restarts from them and the change is followed within a few statements.
+    /// (Against the median of all of them, a limit cut by 30 % under headers that jitter by 30 % was never
+    /// far enough from the mixture, and took minutes.)
     mutating func refreshHeaderLimits() {
         guard var memory = recentLimits else { return }
         for dimension in RateDimension.allCases where !memory[dimension].isEmpty {
             var values = memory[dimension]
             if values.count > Self.limitMemory { values.removeFirst(values.count - Self.limitMemory) }
-            let newest = Array(values.suffix(Self.statementMemory))
-            if let older = Self.median(Array(values.dropLast(newest.count))), let recent = Self.median(newest),
-                abs(recent - older) > 3 * Self.medianTolerance(newest) * older
-            {
-                values = newest
-            }
+            if let changed = Self.changedSuffix(values) { values = Array(values.suffix(changed)) }
             memory[dimension] = values
             headerLimit[dimension] = Self.median(values)
         }
         recentLimits = memory
+    }
+
+    /// The shorter runs of newest statements that may show a change before ``statementMemory`` of them do.
+    static let changeRuns = [33, 17, 9, 5, 3]
+
+    /// How many of the newest `values` (oldest first) state a new limit, or nil for none:
+    /// - all ``statementMemory`` of the newest, when their median is further from that of the older ones
+    ///   than three times its own ``medianTolerance(_:)`` (six standard errors);
+    /// - else the longest run of ``changeRuns`` whose statements all lie on one side of the older ones' median,
+    ///   beyond three times the tolerance of a median of that many (``medianTolerance(_:)``'s formula with the
+    ///   spread of the older ones, which are at least as many and at least 5): clean headers that agree on a
+    ///   new value are believed after three statements, jittering ones only after a move their jitter could
+    ///   not make (±30 % jitter: three statements beyond +96 %, 33 beyond +29 %). Counting statements alone, a
+    ///   pool that had shrunk to 9 rpm (a statement every ten seconds or so) stayed at that limit for four
+    ///   minutes after the provider stated 900 again, and took as long to believe the drop.
+    static func changedSuffix(_ values: [Double]) -> Int? {
+        let newest = Array(values.suffix(Self.statementMemory))
+        if let older = median(Array(values.dropLast(newest.count))), let recent = median(newest),
+            abs(recent - older) > 3 * medianTolerance(newest) * older
+        {
+            return newest.count
+        }
+        for run in changeRuns where values.count - run >= max(run, 5) {
+            let older = Array(values.dropLast(run))
+            guard let center = median(older), center > 0,
+                let mad = median(older.map { abs($0 - center) })
+            else { continue }
+            let spread = 1.4826 * mad / center
+            let tolerance = max(0.01, 2 * 1.2533 * spread / Double(run).squareRoot())
+            let newest = values.suffix(run)
+            if newest.allSatisfy({ $0 > center * (1 + 3 * tolerance) })
+                || newest.allSatisfy({ $0 < center * (1 - 3 * tolerance) })
+            {
+                return run
+            }
+        }
+        return nil
     }
 
     static func medianTolerance(_ values: [Double]) -> Double {

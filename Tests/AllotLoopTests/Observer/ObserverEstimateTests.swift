@@ -133,6 +133,67 @@ struct ObserverEstimateTests {
         }
     }
 
+    /// `count` statements of `limit` rpm, one every `spacing` seconds from `start`.
+    private static func statements(
+        _ script: inout TelemetryScript, limit: Int64, count: Int, start: Double, spacing: Double = 10
+    ) -> [StoredEvent] {
+        (0..<count).map { index in
+            script.event(
+                at: start + Double(index) * spacing, latencyMs: 200, prompt: 100, completion: 20,
+                signals: F.openAI(
+                    limitRequests: limit, remainingRequests: limit - 1, limitTokens: 90_000, resetMs: 120))
+        }
+    }
+
+    @Test func aQuietPoolFollowsAChangeOfLimitThatCleanStatementsAgreeOnWithinThree() throws {
+        // A pool cut to 9 rpm answers a statement every ten seconds or so: 80 of them say 9.
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy())
+        var now = t0
+        func observe(_ limit: Int64, count: Int, over seconds: Double) -> ObserverReport {
+            let spacing = seconds / Double(count)
+            let events = Self.statements(&script, limit: limit, count: count, start: now, spacing: spacing)
+            now += seconds
+            return estimation.observe(script.delta(events), now: now)
+        }
+        var report = observe(9, count: 80, over: 800)
+        #expect(F.status(report)?.headerLimit.rpm == 9)
+        // The provider states 900 again. Two statements are not yet a change; the third is, though the newest
+        // 61 statements' median (what decided before) still says 9.
+        report = observe(900, count: 2, over: 20)
+        #expect(F.status(report)?.headerLimit.rpm == 9)
+        report = observe(900, count: 1, over: 10)
+        #expect(F.status(report)?.headerLimit.rpm == 900)
+        #expect(F.status(report)?.estimate.rpm == 900)
+        // And down again: three clean statements of 9 after the 900s.
+        _ = observe(900, count: 60, over: 600)
+        report = observe(9, count: 3, over: 30)
+        #expect(F.status(report)?.headerLimit.rpm == 9)
+        #expect(F.status(report)?.estimate.rpm == 9)
+    }
+
+    @Test func aFewStatementsBeyondTheJitterOfTheOlderOnesAreNotAChange() throws {
+        // ±30 % jitter around 900, then a run of statements 40 % up: within what three such statements can
+        // show by chance (the older ones' spread), and short of the newest 61's majority.
+        var ticks = StatementTicks()
+        for seed in 0..<4 { _ = try ticks.tick(center: 900, seed: seed, random: true) }
+        var script = ticks.script
+        var estimation = ticks.estimation
+        let high = Self.statements(&script, limit: 1_260, count: 9, start: ticks.now, spacing: 0.5)
+        let report = estimation.observe(script.delta(high), now: ticks.now + 5)
+        let stated = try #require(F.status(report)?.headerLimit.rpm)
+        #expect(abs(stated - 900) < 900 * 0.05)
+        // The same nine statements after clean ones are a change.
+        var clean = CapacityEstimation(policy: F.policy())
+        var cleanScript = TelemetryScript()
+        let history = Self.statements(&cleanScript, limit: 900, count: 240, start: t0, spacing: 1)
+        _ = clean.observe(cleanScript.delta(history), now: t0 + 240)
+        let moved = clean.observe(
+            cleanScript.delta(Self.statements(&cleanScript, limit: 1_260, count: 9, start: t0 + 240, spacing: 0.5)),
+            now: t0 + 245)
+        #expect(F.status(moved)?.headerLimit.rpm == 1_260)
+    }
+
     @Test func headersThatJitterDoNotMoveTheEstimate() throws {
         var ticks = StatementTicks()
         var shortMedians: [Double] = []
