@@ -303,6 +303,14 @@ final class SimulationRun {
                 at: now, promptTokens: call.prompt, completionTokens: call.completion)
             calls[id].response = response
             poolCounters[pool].attempts += 1
+            if response.kind == .success {
+                // Served when the upstream takes it, the instant its capacity is spent: counted at completion, the
+                // calls in flight across a drop to 1 rpm were served "after" it, 473 times the new capacity.
+                tenantCounters[call.tenant].servedRequests += 1
+                tenantCounters[call.tenant].servedTokens += Double(call.prompt + call.completion)
+                poolCounters[pool].servedRequests += 1
+                poolCounters[pool].servedTokens += Double(call.prompt + call.completion)
+            }
             queue.push(now + response.latency, .done(id))
         case .denied(let denial):
             tenantCounters[call.tenant].denials += 1
@@ -345,10 +353,6 @@ final class SimulationRun {
         let pool = tenants[call.tenant].pool
         switch response.kind {
         case .success:
-            tenantCounters[call.tenant].servedRequests += 1
-            tenantCounters[call.tenant].servedTokens += Double(call.prompt + call.completion)
-            poolCounters[pool].servedRequests += 1
-            poolCounters[pool].servedTokens += Double(call.prompt + call.completion)
             completeCall(call.task)
         case .quota, .overloaded:
             if response.kind == .quota {
