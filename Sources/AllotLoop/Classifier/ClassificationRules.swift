@@ -85,8 +85,7 @@ public struct ClassificationRules: Sendable, Hashable, Codable {
     public var levelNoiseMultiple: Double
     public var levelDeadband: Double
     /// …or when it has stayed beyond the deadband on one side for this many seconds (a real change
-    /// smaller than the noise is followed within a minute). Within this many seconds of the tenant's last
-    /// block by its own bucket, a fall follows only this rule: a clumpy agent's pause is not less demand.
+    /// smaller than the noise is followed within a minute).
     public var levelPersistSeconds: Double
 
     /// Runaway-task accounting: a `task_id` not seen for this long is forgotten…

@@ -240,9 +240,6 @@ struct TenantTrack: Sendable, Hashable, Codable {
     /// The same for the long-window demand: a level left off the tenant's mean by the noise it was set
     /// in is corrected once the long window says so for that long.
     var levelLongDrift: PerDimension<Double>?
-    /// When the tenant was last blocked by its own bucket: for `levelPersistSeconds` after it, its level
-    /// falls only once the lower rate persists. nil in checkpoints written before it.
-    var lastBlockedAt: Double?
     /// Long-window means of the requests wanted per tick and of their square: the index of dispersion
     /// (variance ÷ mean) of the tick counts, 1 for requests arriving independently, the clump size for
     /// requests in clumps — the level's model of its own noise. Optional: older checkpoints decode without.

@@ -325,7 +325,6 @@ extension TenantTrack {
         claim: PerDimension<Double>?, blocked: Bool
     ) -> PerDimension<Double> {
         let shortWindow = windows.short
-        if blocked { lastBlockedAt = now }
         let filled = foldedSeconds.map { 1 - exp(-$0 / shortWindow) } ?? 1
         let filledLong = foldedSeconds.map { 1 - exp(-$0 / windows.long) } ?? 1
         let short = wantedShort ?? demandShort
@@ -418,12 +417,7 @@ extension TenantTrack {
             // A rise of a blocked tenant (its requests are denied in this dimension) is evidence, not noise:
             // it passes at once.
             let evidence = blocked && gap > 0 && (claim?[dimension] ?? 0) > 0
-            // A fall within `levelPersistSeconds` of the last block is a pause between clumps, not less demand:
-            // it passes only once it persists. Falling at once, a clumpy agent was blocked by its next clump,
-            // claimed its way back up and fell again (seeds 1–8 of the built-ins: starved tenant-minutes
-            // 16.6 → 15.8, total variation −1.2 %; held-out random scenarios, seeds 1 and 2: −2.7 and −1.9 %).
-            let pause = gap < 0 && (lastBlockedAt.map { now - $0 < rules.levelPersistSeconds } ?? false)
-            if evidence || (!pause && abs(gap) > rules.levelNoiseMultiple * spread)
+            if evidence || abs(gap) > rules.levelNoiseMultiple * spread
                 || abs(drift[dimension]) >= rules.levelPersistSeconds
             {
                 current[dimension] = input

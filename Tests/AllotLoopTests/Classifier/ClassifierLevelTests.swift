@@ -181,45 +181,4 @@ struct ClassifierLevelTests {
         #expect(F.close(demands[1], 150, tolerance: 1e-6))
         #expect(F.close(demands[3], 150, tolerance: 1e-6))
     }
-
-    /// Ticks until the level falls below 80 % of where it stood when the tenant's rate dropped from 16 to 2 calls
-    /// a tick, after two minutes at 8 a tick and, with `blocked`, a minute denied 6 more a tick by its RPM bucket
-    /// (the other way, served 14 a tick: the same rate, never blocked).
-    private func ticksToFall(blocked: Bool) throws -> (ticks: Int?, from: Double) {
-        var run = ClassifierRun(start: t0)
-        let allocation = [F.acme: PerDimension<Double>(rpm: 100, tpm: 1_000_000)]
-        for _ in 0..<24 {
-            _ = run.tick(allocations: allocation) { script, from, to in F.served(&script, 8, from: from, to: to) }
-        }
-        var report = run.tick(allocations: allocation) { script, from, to in F.served(&script, 8, from: from, to: to) }
-        for _ in 0..<12 {
-            report = run.tick(allocations: allocation) { script, from, to in
-                blocked
-                    ? F.served(&script, 10, from: from, to: to)
-                        + script.spread(6, from: from, to: to) { script, at in
-                            script.event(at: at, outcome: .deniedLocal, estimated: 150, errorType: "rpm")
-                        }
-                    : F.served(&script, 16, from: from, to: to)
-            }
-        }
-        let before = try #require(F.observation(report)).demand.rpm
-        for tick in 1...24 {
-            report = run.tick(allocations: allocation) { script, from, to in F.served(&script, 2, from: from, to: to) }
-            if try #require(F.observation(report)).demand.rpm < 0.8 * before { return (tick, before) }
-        }
-        return (nil, before)
-    }
-
-    @Test func aFallWithinAMinuteOfABlockIsAPauseUntilItPersists() throws {
-        // Never blocked, at 146: the drop to 24 a minute is beyond three times its noise at the eighth tick.
-        let free = try ticksToFall(blocked: false)
-        #expect(F.close(free.from, 145.9, tolerance: 0.1))
-        #expect(free.ticks == 8)
-        // Blocked until the drop, its claim at 150 (allocation × 1.5): the level holds until the lower rate has
-        // stayed beyond the deadband for a minute, at the 14th tick. Falling by the noise rule as the other does,
-        // it fell at the fourth (its level, a claim, has no measured noise of its own to wait for).
-        let blocked = try ticksToFall(blocked: true)
-        #expect(blocked.from == 150)
-        #expect(blocked.ticks == 14)
-    }
 }
