@@ -79,6 +79,33 @@ import Testing
         #expect(RunMetrics(trace: trace).totalVariation == 25)
     }
 
+    /// A call is served when the upstream accepts it, the instant it spends the capacity: counted when its answer
+    /// came back, the calls in flight across a drop were served "after" it, far above the new capacity.
+    @Test func aCallIsServedWhenTheUpstreamAcceptsItNotWhenItsAnswerComesBack() async throws {
+        let pools = """
+            [{"id": "openai/gpt-4o", "provider": "openai", "declared_rpm": 600, "declared_tpm": 1000000,
+              "capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}, {"at_s": 60, "rpm": 1, "tpm": 1000000}],
+              "latency": {"base_ms": 5000, "per_1k_output_tokens_ms": 0, "knee": 0.8, "max_factor": 1}}]
+            """
+        let tenants = """
+            [{"id": "acme", "count": 2, "tier": "premium", "pool": "openai/gpt-4o",
+              "arrivals": [{"at_s": 0, "tasks_per_min": 60}],
+              "task": {"class": "interactive", "calls": {"min": 2, "max": 4}, "parallelism": 2,
+                       "prompt_tokens": {"mean": 500, "sd": 100}, "completion_tokens": {"mean": 100, "sd": 20},
+                       "deadline_s": 60}}]
+            """
+        let trace = try await Simulator.run(
+            try decode(scenarioJSON(tenants: tenants, pools: pools)), strategy: .static, seed: 1)
+        // About 280 calls a minute, each answered 5 s later: some 20 in flight when the pool drops to 1 rpm.
+        let before = try #require(trace.samples.first { $0.start == 50 })
+        #expect(before.pools[0].servedRPM > 200)
+        // After it, only what the provider's bucket (10 s of 1 rpm, at most one call as it refills) accepts.
+        for sample in trace.samples where sample.start >= 60 {
+            #expect(sample.pools[0].servedRPM <= 6, "\(sample.start)")
+            #expect(sample.tenants.reduce(0) { $0 + $1.servedRPM } == sample.pools[0].servedRPM)
+        }
+    }
+
     @Test func theFleetStartsFromTheUpstreamsCapacityWhateverItsSize() {
         // Three gateways keep the library's default; any number of them together start from 102 % of an upstream's
         // capacity where none holds a slice yet (eight at the default 0.34 each started from 2.7 times it).
