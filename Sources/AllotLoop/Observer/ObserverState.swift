@@ -253,8 +253,7 @@ extension PoolTrack {
             guard let center = median(older), center > 0,
                 let mad = median(older.map { abs($0 - center) })
             else { continue }
-            let spread = 1.4826 * mad / center
-            let tolerance = max(0.01, 2 * 1.2533 * spread / Double(run).squareRoot())
+            let tolerance = tolerance(mad: mad, center: center, count: run)
             let newest = values.suffix(run)
             if newest.allSatisfy({ $0 > center * (1 + 3 * tolerance) })
                 || newest.allSatisfy({ $0 < center * (1 - 3 * tolerance) })
@@ -268,7 +267,13 @@ extension PoolTrack {
     static func medianTolerance(_ values: [Double]) -> Double {
         guard values.count > 1, let center = median(values), center > 0 else { return 0.01 }
         guard let mad = median(values.map { abs($0 - center) }) else { return 0.01 }
-        let error = 1.2533 * 1.4826 * mad / Double(values.count).squareRoot()
+        return tolerance(mad: mad, center: center, count: values.count)
+    }
+
+    /// ``medianTolerance(_:)`` of a median of `count` statements whose spread is `mad` (the median absolute
+    /// deviation) around `center`: twice the standard error relative to `center`, at least 1 %.
+    static func tolerance(mad: Double, center: Double, count: Int) -> Double {
+        let error = 1.2533 * 1.4826 * mad / Double(count).squareRoot()
         return max(0.01, 2 * error / center)
     }
 }
