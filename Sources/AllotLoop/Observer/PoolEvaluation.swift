@@ -256,7 +256,10 @@ struct PoolEvaluation {
                 }
                 pool.startPending = pending
             }
-            let ceiling = start.map { max(0, $0 - others) }
+            // Where the provider has never stated a limit, the declared capacity is the operator's guess, not a
+            // limit: the estimate may probe above it (see the probe below); only refusals bound it.
+            let blind = pool.headerLimit[dimension] == nil
+            let ceiling = blind ? nil : start.map { max(0, $0 - others) }
 
             if start != pool.startValue[dimension] {
                 if let start {
@@ -392,7 +395,11 @@ struct PoolEvaluation {
             // of tokens: cut to 16k after a storm, its tenants' slices could no longer admit one call, and it
             // stayed there — 44 % utilisation for twelve minutes.)
             let heldBack = gap > 0 && window.count(.deniedLocal) > 0
-            if quiet, room, pool.circuit == .closed, !pool.latencyDegrading,
+            // Above the declared capacity of a pool that states no limit: only while our own gateways turn demand
+            // away, at high utilisation.
+            let aboveDeclared = blind && estimate >= start ?? .infinity
+            let wanted = !aboveDeclared || (window.count(.deniedLocal) > 0 && used >= enough)
+            if quiet, room, wanted, pool.circuit == .closed, !pool.latencyDegrading,
                 used >= enough || atFloor || heldBack, elapsed > 0
             {
                 // Without any stated limit, after a quota cut within the long window the step is a share of the
@@ -401,7 +408,7 @@ struct PoolEvaluation {
                 let measured =
                     pool.headerLimit[dimension] == nil
                     && (pool.lastDecreaseAt[dimension] ?? -Double.infinity) >= now - settings.longWindowSeconds
-                let unit = measured ? estimate : (pool.reference[dimension] ?? estimate)
+                let unit = measured || aboveDeclared ? estimate : (pool.reference[dimension] ?? estimate)
                 // Above where the provider refused within the long window: about a third of the step — up to one step
                 // above it. Passed by a step with no refusal, the measurement is disproven: served while
                 // throttled under-reads a limit met in a transient (blind capacity drop, seed 8: cut to 457 of

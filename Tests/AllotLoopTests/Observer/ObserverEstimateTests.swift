@@ -622,6 +622,52 @@ struct ObserverEstimateTests {
         #expect(try Self.estimatesAfterCut(served: 10, t0: t0).allSatisfy { $0 == 600 })
     }
 
+    /// The estimate after each of 40 ticks (5 s) of 48 answers per tick (576 a minute: 96 % of a declared 600),
+    /// `denied` calls our own gateways turned away per tick, and answers stating a limit of 600 when `stated`.
+    static func estimatesAtTheDeclaredCapacity(denied: Int, stated: Bool = false, t0: Double) throws -> [Double] {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 600))
+        var estimates: [Double] = []
+        for tick in 1...40 {
+            let now = t0 + Double(tick) * 5
+            var events = script.spread(48, from: now - 5, to: now) { script, at in
+                stated ? script.event(at: at, signals: F.openAI(limitRequests: 600)) : script.event(at: at)
+            }
+            events += script.spread(denied, from: now - 5, to: now) { script, at in
+                script.event(at: at, outcome: .deniedLocal)
+            }
+            let report = estimation.observe(script.delta(events), now: now)
+            estimates.append(try #require(F.status(report)).estimate.rpm!)
+        }
+        return estimates
+    }
+
+    @Test func withoutAStatedLimitTheEstimateProbesAboveTheDeclaredCapacityOnlyForDemandOurGatewaysTurnAway() throws {
+        // A provider that states no limit (Google's) and has never refused: the declared 600 is the operator's
+        // guess. Used at 96 % while our gateways deny calls, the estimate rises by 5 % of itself a minute (×1.5
+        // after a minute of such steps) for as long as the use stays at 90 % of it: up to 576 / 0.9 = 640.
+        let denying = try Self.estimatesAtTheDeclaredCapacity(denied: 3, t0: t0)
+        let first = try #require(denying.firstIndex { $0 > 600 })
+        var expected = Array(repeating: 600.0, count: first)
+        var estimate = 600.0
+        for tick in first..<40 {
+            if 576 / estimate >= 0.9 {
+                let boost = Double(tick - first) * 5 >= 60 ? 1.5 : 1
+                estimate += 0.05 * estimate * boost * 5 / 60
+            }
+            expected.append(estimate)
+        }
+        #expect(first <= 2)
+        for (tick, (value, want)) in zip(denying, expected).enumerated() {
+            #expect(abs(value - want) < 1e-6, "tick \(tick + 1)")
+        }
+        #expect(denying.last! > 640 && denying.last! < 645)
+        // Nobody turned away: the demand is met at the declared capacity, and nothing asks for more.
+        #expect(try Self.estimatesAtTheDeclaredCapacity(denied: 0, t0: t0).allSatisfy { $0 == 600 })
+        // A limit the provider states is a ceiling, denials or not.
+        #expect(try Self.estimatesAtTheDeclaredCapacity(denied: 3, stated: true, t0: t0).allSatisfy { $0 == 600 })
+    }
+
     @Test func aCutWinsOverAStatedLimitUntilTheProviderRaisesItByAQuarter() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy())
