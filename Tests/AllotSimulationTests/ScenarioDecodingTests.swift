@@ -126,6 +126,12 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
             "pools[0].provider", #"must be "openai" or "anthropic", not "azure""#
         ),
         (
+            scenarioJSON().replacingOccurrences(of: #""provider": "openai""#, with: #""provider": "google""#),
+            "pools[0].provider",
+            #"must be "openai" or "anthropic", not "google" (a provider that states no limit, like Google's: "#
+                + #"either, with "noise": {"header_missing": 1})"#
+        ),
+        (
             scenarioJSON().replacingOccurrences(of: #"{"at_s": 0, "rpm": 600"#, with: #"{"at_s": 5, "rpm": 600"#),
             "pools[0].capacity[0].at_s", "the first capacity step must start at 0"
         ),

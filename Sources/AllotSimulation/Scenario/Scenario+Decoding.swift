@@ -250,7 +250,10 @@ private struct ScenarioReader {
         let id = try identifier(object["id"], path + ".id", extra: "./_")
         let providerName = try string(object["provider"], path + ".provider")
         guard let provider = ProviderStyle(rawValue: providerName) else {
-            throw fail(path + ".provider", "must be \"openai\" or \"anthropic\", not \"\(providerName)\"")
+            throw fail(
+                path + ".provider",
+                "must be \"openai\" or \"anthropic\", not \"\(providerName)\" (a provider that states no limit, "
+                    + "like Google's: either, with \"noise\": {\"header_missing\": 1})")
         }
         let declaredRPM = try number(object["declared_rpm"], path + ".declared_rpm", 1...10_000_000)
         let declaredTPM = try number(object["declared_tpm"], path + ".declared_tpm", 1...10_000_000_000)
