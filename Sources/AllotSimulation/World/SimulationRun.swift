@@ -46,6 +46,9 @@ final class SimulationRun {
     private var tenantCounters: [TenantCounters]
     private var poolCounters: [PoolCounters]
     private var now = 0.0
+    /// `ALLOT_SIM_DEBUG`: local denials per tenant and code/limit, printed at the end of the run.
+    private let debugDenials = ProcessInfo.processInfo.environment["ALLOT_SIM_DEBUG"] != nil
+    private var deniedBy: [String: Int] = [:]
 
     init(scenario: Scenario, strategy: SimulationStrategy, seed: UInt64, basePolicy: Policy? = nil) async throws {
         self.scenario = scenario
@@ -179,6 +182,11 @@ final class SimulationRun {
             }
         }
         closeSamples(upTo: end)
+        if debug {
+            for (key, count) in deniedBy.sorted(by: { $0.key < $1.key }) {
+                FileHandle.standardError.write(Data("denied \(key) \(count)\n".utf8))
+            }
+        }
         return trace()
     }
 
@@ -314,6 +322,7 @@ final class SimulationRun {
             queue.push(now + response.latency, .done(id))
         case .denied(let denial):
             tenantCounters[call.tenant].denials += 1
+            if debugDenials { deniedBy["\(tenants[call.tenant].spec.id) \(denial.code)/\(denial.limit.rawValue)", default: 0] += 1 }
             let behaviour = tenants[call.tenant].spec.behaviour
             // A denial without a retry-after is final (a task budget used up, a deadline passed): an agent
             // framework gives the task up rather than retrying into the same refusal every second. A gaming
