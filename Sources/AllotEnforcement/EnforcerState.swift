@@ -370,7 +370,7 @@ enum FailureText: Sendable {
         case .gatewayConcurrency(let upstream, let cap):
             return "this gateway has \(cap) requests in flight on \(upstream), its maximum"
         case .gatewayCap(let upstream, let limit, let parameters, let amount, let reserve, let delay):
-            let kept = reserve.isEmpty ? "" : " beside the room kept for realtime calls"
+            let kept = reserve.isEmpty ? "" : " beside the room kept for \(reserve.purpose.rawValue)"
             return "this gateway's share of \(upstream) for all its tenants, "
                 + Self.room(limit: limit, parameters: parameters, amount: amount, delay: delay, kept: kept)
         }
@@ -907,9 +907,12 @@ struct EnforcerState {
     private func capReserve(
         for request: AdmissionRequest, charge: Charge, cap: GatewayCap, upstream: String, now: Double
     ) -> CapReserve {
+        // A borrowed request leaves one request of room: the lender's own bucket is whole (borrowing never takes
+        // from it), and a lender coming back must not find the gateway's cap emptied by its borrower.
+        let lender = charge.rpmBorrowed || charge.tpmBorrowed ? CapReserve(rpm: 1, tpm: 0, for: .lenders) : .none
         let share = configuration.capRealtimeReserve
         guard share > 0, let seen = realtimeSeen[upstream], now - seen.at <= configuration.capRealtimeMemory else {
-            return .none
+            return lender
         }
         if request.taskClass == .realtime && !charge.rpmBorrowed && !charge.tpmBorrowed { return .none }
         return CapReserve(

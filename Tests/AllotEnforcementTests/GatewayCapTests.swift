@@ -291,6 +291,31 @@ import Testing
         #expect(enforcer.statistics.borrowed == 1)
     }
 
+    /// A borrower leaves one request of room in the cap for the tenants it borrows from: their own buckets are whole,
+    /// and a lender coming back must not find the cap emptied by its borrower. Two tenants of 12 RPM with a
+    /// 1-request burst (a slice behind many gateways): the cap and, with a 10-s borrow window, the idle buckets refill
+    /// at 24 RPM (0.4 per second) and hold 4 requests.
+    @Test func aBorrowerLeavesTheLenderARequestInTheCap() throws {
+        let tenants = ["hog", "lender"].map { TenantEntry.make($0, rpm: Bucket(rate: 12, burst: 1)) }
+        let enforcer = Enforcer.make(
+            .make(tenants: tenants),
+            configuration: GatewayConfiguration(gatewayID: "gw-1", borrowWindow: 10, borrowShare: .infinity))
+        // Twenty seconds after the snapshot the cap and the idle buckets are full (4). The hog's own request
+        // takes both to 3, two borrowed ones to 1; a third would leave the cap empty.
+        for _ in 0..<3 { _ = try enforcer.mustAdmit(.make("hog"), now: 1_020) }
+        #expect(enforcer.statistics.borrowed == 2)
+        let held = try enforcer.mustDeny(.make("hog"), now: 1_020)
+        #expect(held.code == "gateway_rate_limited")
+        #expect(approx(held.retryAfter, 2.5))
+        #expect(
+            held.message
+                == "this gateway's share of openai/gpt-4o for all its tenants, 24 requests/min (burst 4) has no room "
+                + "for a request beside the room kept for the tenants it borrows from; retry in 2.5 s")
+        // The lender's own request finds its bucket whole and the cap's last request.
+        _ = try enforcer.mustAdmit(.make("lender"), now: 1_020)
+        #expect(try enforcer.mustDeny(.make("lender"), now: 1_020).code == "rate_limited")
+    }
+
     @Test func withoutARequestHeldBackTheSameBorrowGoesThrough() throws {
         let enforcer = Enforcer.make(.make(tenants: Self.pair), configuration: IdleCapacityTests.unbounded)
         _ = try enforcer.mustAdmit(.make("small", tokens: 1_000), now: 1_100)
