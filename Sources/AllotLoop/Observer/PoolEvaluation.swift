@@ -447,13 +447,16 @@ struct PoolEvaluation {
                         settings.probeRecover * gap) * elapsed / 60
                 let raised = min(ceiling ?? .infinity, estimate + step)
                 pool.estimate[dimension] = raised
+                let why =
+                    aboveDeclared && boost > 1
+                    ? " (steps ×\(Self.format(boost)) above the declared capacity, no limit stated)"
+                    : boost > 1 ? " (steps ×\(Self.format(boost)) after a minute of probing without a refusal)" : ""
                 pool.lastAction[dimension] = CapacityAction(
                     at: now,
                     text: (!fromFloor
                         ? "probing up: \(name) utilisation \(percent(used)) with no quota errors, estimate "
                         : "probing up from the floor: \(name) no quota errors for a short window, estimate ")
-                        + "\(Self.format(estimate)) → \(Self.format(raised))"
-                        + (boost > 1 ? " (steps ×\(Self.format(boost)) after a minute of probing without a refusal)" : ""))
+                        + "\(Self.format(estimate)) → \(Self.format(raised))" + why)
             } else if used < CapacityEstimation.evidenceUtilisation, window.coverage > 0 {
                 signals.append("\(name) utilisation \(percent(used)) is below 50%: no evidence to probe up")
             }

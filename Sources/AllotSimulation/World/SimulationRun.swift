@@ -322,7 +322,9 @@ final class SimulationRun {
             queue.push(now + response.latency, .done(id))
         case .denied(let denial):
             tenantCounters[call.tenant].denials += 1
-            if debugDenials { deniedBy["\(tenants[call.tenant].spec.id) \(denial.code)/\(denial.limit.rawValue)", default: 0] += 1 }
+            if debugDenials {
+                deniedBy["\(tenants[call.tenant].spec.id) \(denial.code)/\(denial.limit.rawValue)", default: 0] += 1
+            }
             let behaviour = tenants[call.tenant].spec.behaviour
             // A denial without a retry-after is final (a task budget used up, a deadline passed): an agent
             // framework gives the task up rather than retrying into the same refusal every second. A gaming
