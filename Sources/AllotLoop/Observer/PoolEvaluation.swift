@@ -399,7 +399,7 @@ struct PoolEvaluation {
             let heldBack = gap > 0 && window.count(.deniedLocal) > 0
             // Above the declared capacity of a pool that states no limit: only while our own gateways turn demand
             // away, at high utilisation.
-            let aboveDeclared = blind && estimate >= start ?? .infinity
+            let aboveDeclared = blind && estimate >= (start ?? .infinity)
             let wanted = !aboveDeclared || (window.count(.deniedLocal) > 0 && used >= enough)
             if quiet, room, wanted, pool.circuit == .closed, !pool.latencyDegrading,
                 used >= enough || atFloor || heldBack, elapsed > 0

@@ -182,7 +182,7 @@ final class SimulationRun {
             }
         }
         closeSamples(upTo: end)
-        if debug {
+        if debugDenials {
             for (key, count) in deniedBy.sorted(by: { $0.key < $1.key }) {
                 FileHandle.standardError.write(Data("denied \(key) \(count)\n".utf8))
             }
