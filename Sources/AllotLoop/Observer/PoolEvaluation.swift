@@ -396,11 +396,11 @@ struct PoolEvaluation {
             // starves itself of the use that would raise it. (A 45k-TPM pool whose calls carry tens of thousands
             // of tokens: cut to 16k after a storm, its tenants' slices could no longer admit one call, and it
             // stayed there — 44 % utilisation for twelve minutes.)
-            let heldBack = gap > 0 && window.count(.deniedLocal) > 0
             // Above the declared capacity of a pool that states no limit: only while our own gateways turn demand
-            // away, at high utilisation.
+            // away; as below a stated limit, half the estimate used is then evidence enough.
             let aboveDeclared = blind && estimate >= (start ?? .infinity)
-            let wanted = !aboveDeclared || (window.count(.deniedLocal) > 0 && used >= enough)
+            let heldBack = (gap > 0 || aboveDeclared) && window.count(.deniedLocal) > 0
+            let wanted = !aboveDeclared || (heldBack && used >= CapacityEstimation.evidenceUtilisation)
             if quiet, room, wanted, pool.circuit == .closed, !pool.latencyDegrading,
                 used >= enough || atFloor || heldBack, elapsed > 0
             {
