@@ -408,8 +408,7 @@ struct PoolEvaluation {
                 // estimate, not of the declared capacity: a declared capacity twice the real one made every
                 // probe overshoot by a tenth a minute (blind capacity drop: 107 of 243 refusals).
                 let measured =
-                    pool.headerLimit[dimension] == nil
-                    && (pool.lastDecreaseAt[dimension] ?? -Double.infinity) >= now - settings.longWindowSeconds
+                    blind && (pool.lastDecreaseAt[dimension] ?? -Double.infinity) >= now - settings.longWindowSeconds
                 let unit = measured || aboveDeclared ? estimate : (pool.reference[dimension] ?? estimate)
                 // Above where the provider refused within the long window: about a third of the step — up to one step
                 // above it. Passed by a step with no refusal, the measurement is disproven: served while

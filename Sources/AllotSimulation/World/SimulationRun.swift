@@ -46,8 +46,9 @@ final class SimulationRun {
     private var tenantCounters: [TenantCounters]
     private var poolCounters: [PoolCounters]
     private var now = 0.0
-    /// `ALLOT_SIM_DEBUG`: local denials per tenant and code/limit, printed at the end of the run.
-    private let debugDenials = ProcessInfo.processInfo.environment["ALLOT_SIM_DEBUG"] != nil
+    /// `ALLOT_SIM_DEBUG`: the run's trace on stderr (see docs/scenarios.md), ending with ``deniedBy``.
+    private let debug = ProcessInfo.processInfo.environment["ALLOT_SIM_DEBUG"] != nil
+    /// Local denials per tenant and code/limit, counted only with ``debug``.
     private var deniedBy: [String: Int] = [:]
 
     init(scenario: Scenario, strategy: SimulationStrategy, seed: UInt64, basePolicy: Policy? = nil) async throws {
@@ -120,7 +121,6 @@ final class SimulationRun {
         for index in tenants.indices { scheduleNextArrival(index, after: 0) }
         queue.push(0, .tick)
         let end = scenario.durationSeconds
-        let debug = ProcessInfo.processInfo.environment["ALLOT_SIM_DEBUG"] != nil
         let watched = ProcessInfo.processInfo.environment["ALLOT_SIM_TENANTS"].map {
             Set($0.split(separator: ",").map(String.init))
         }
@@ -182,7 +182,7 @@ final class SimulationRun {
             }
         }
         closeSamples(upTo: end)
-        if debugDenials {
+        if debug {
             for (key, count) in deniedBy.sorted(by: { $0.key < $1.key }) {
                 FileHandle.standardError.write(Data("denied \(key) \(count)\n".utf8))
             }
@@ -322,7 +322,7 @@ final class SimulationRun {
             queue.push(now + response.latency, .done(id))
         case .denied(let denial):
             tenantCounters[call.tenant].denials += 1
-            if debugDenials {
+            if debug {
                 deniedBy["\(tenants[call.tenant].spec.id) \(denial.code)/\(denial.limit.rawValue)", default: 0] += 1
             }
             let behaviour = tenants[call.tenant].spec.behaviour
