@@ -10,8 +10,9 @@ import AllotStore
 /// - **Start**: the provider's header limit normalised per minute (the event's own window when the
 ///   signal states one, else the pool's `header_window`), else the policy's declared capacity. When
 ///   that start value moves (a header appears, the provider changes the limit, the policy changes) —
-///   a header median moves only beyond twice its standard error (``PoolTrack/medianTolerance(_:)``)
-///   for three ticks running, or beyond three times that at once, so statements that jitter do not move
+///   a header median moves only beyond twice its standard error (``PoolTrack/medianTolerance(_:)``; √2
+///   times that against a start value resting on as many statements) for three ticks running, or beyond
+///   three times that at once, so statements that jitter do not move
 ///   capacity — the estimate follows it — unless a quota decrease happened within the long window, in which
 ///   case it only lowers the estimate (evidence beats a statement).
 /// - **Shared key**: a provider `remaining` lower than our own traffic explains (`limit − remaining`

@@ -243,8 +243,13 @@ struct PoolEvaluation {
             var start = pool.headerLimit[dimension] ?? declared[dimension]
             if let stated = pool.headerLimit[dimension], let previous = pool.startValue[dimension], previous > 0 {
                 // Within the statements' own noise, or beyond it only briefly: not a new limit (headers that
-                // jitter must not move capacity). Far beyond it, or persistently: a new limit.
-                let tolerance = PoolTrack.medianTolerance(pool.recentLimits?[dimension] ?? []) * previous
+                // jitter must not move capacity). Far beyond it, or persistently: a new limit. Noise is that of
+                // two medians against a start value of as many statements or more (``PoolTrack/medianTolerance(_:)``).
+                let statements = pool.recentLimits?[dimension] ?? []
+                let behind = pool.startCount?[dimension] ?? 0
+                let tolerance =
+                    PoolTrack.medianTolerance(statements) * previous
+                    * (behind > 0 && behind >= statements.count ? 2.squareRoot() : 1)
                 var pending = pool.startPending ?? PerDimension(0)
                 let moved = abs(stated - previous)
                 if moved <= tolerance {
@@ -312,6 +317,9 @@ struct PoolEvaluation {
                     }
                 }
                 pool.startValue[dimension] = start
+                var counts = pool.startCount ?? PerDimension(0)
+                counts[dimension] = pool.headerLimit[dimension] != nil ? pool.recentLimits?[dimension].count ?? 0 : 0
+                pool.startCount = counts
             }
             if let start {
                 pool.reference[dimension] = start

@@ -212,6 +212,22 @@ struct ObserverEstimateTests {
         #expect(shortMedians.min()! < 860 && shortMedians.max()! > 940)
     }
 
+    @Test func onceTheMedianRestsOnAFullMemoryItsWanderDoesNotMoveTheEstimate() throws {
+        // Half an hour of ±30 % jitter around 900, 61 statements a tick. The median of the newest 601 wanders by
+        // about 1.2 % (one standard error); against a start value that is itself such a median, a move counts
+        // only beyond √2 times one median's tolerance (that of a difference of two). With one median's
+        // tolerance the estimate moved 13 times after the first tick (939 at most, 878 at least).
+        var ticks = StatementTicks()
+        var moves: [Int: Double] = [:]
+        var last = 0.0
+        for seed in 0..<360 {
+            let estimate = try #require(try ticks.tick(center: 900, seed: seed, random: true).estimate.rpm)
+            if estimate != last { moves[seed] = estimate }
+            last = estimate
+        }
+        #expect(moves == [0: 871, 10: 904, 230: 874, 240: 914, 344: 883, 358: 915])
+    }
+
     @Test func aHeaderMedianThatMovesIsFollowedOnceItPersistsAndAtOnceWhenItMovesFar() throws {
         var ticks = StatementTicks()
         let first = try ticks.tick(center: 900, seed: 0, random: false)
