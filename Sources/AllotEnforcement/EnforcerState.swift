@@ -900,21 +900,24 @@ struct EnforcerState {
         return .admit(charge)
     }
 
-    /// What `request` must leave in `cap` for realtime calls (``GatewayConfiguration/capRealtimeReserve``): nothing
+    /// What `request` must leave in `cap`: for realtime calls (``GatewayConfiguration/capRealtimeReserve``), nothing
     /// for a realtime call within its own allocation, nor where no realtime call came to the upstream within
     /// ``GatewayConfiguration/capRealtimeMemory``; for everything else the reserve's share of each burst, but at
-    /// least one request and the last realtime call's tokens (``GatewayCap`` has the reasons).
+    /// least one request and the last realtime call's tokens. A borrowed request leaves at least one request, for the
+    /// tenants it borrows from (``GatewayCap`` has the reasons).
     private func capReserve(
         for request: AdmissionRequest, charge: Charge, cap: GatewayCap, upstream: String, now: Double
     ) -> CapReserve {
         // A borrowed request leaves one request of room: the lender's own bucket is whole (borrowing never takes
         // from it), and a lender coming back must not find the gateway's cap emptied by its borrower.
-        let lender = charge.rpmBorrowed || charge.tpmBorrowed ? CapReserve(rpm: 1, tpm: 0, for: .lenders) : .none
+        let borrowed = charge.rpmBorrowed || charge.tpmBorrowed
+        let lender = borrowed ? CapReserve(rpm: 1, tpm: 0, for: .lenders) : .none
         let share = configuration.capRealtimeReserve
         guard share > 0, let seen = realtimeSeen[upstream], now - seen.at <= configuration.capRealtimeMemory else {
             return lender
         }
-        if request.taskClass == .realtime && !charge.rpmBorrowed && !charge.tpmBorrowed { return .none }
+        // The realtime reserve keeps at least one request: it covers the lenders' too.
+        if request.taskClass == .realtime && !borrowed { return .none }
         return CapReserve(
             rpm: max(1, share * (cap.rpm?.parameters.burst ?? 0)),
             tpm: max(seen.tokens, share * (cap.tpm?.parameters.burst ?? 0)))
