@@ -1056,7 +1056,7 @@ struct EnforcerState {
 
     /// Reconciles a finished attempt: frees its permit, turns the reservation into actual usage (over-spend is
     /// debt in the TPM bucket, under-spend is refunded up to the burst; a quota 429 without usage keeps its
-    /// reservation), and reports the attempt.
+    /// reservation; an overload refusal gives back its request too), and reports the attempt.
     mutating func complete(_ ticket: Ticket, _ result: AttemptResult, now: Double, effects: inout Effects) -> Bool {
         guard let record = tickets.removeValue(forKey: ticket.id) else { return false }
         if configuration.maxInFlightPerUpstream != nil { upstreamInFlight[record.key.upstream, default: 1] -= 1 }
@@ -1077,6 +1077,17 @@ struct EnforcerState {
         // permit, its own refund) concerns its own lane alone.
         var sharedRoom = configuration.maxInFlightPerUpstream != nil
         if record.charged, reconcile(record, actualTokens: actual, now: now) { sharedRoom = true }
+        // An overload refusal (503, 529) is the provider's capacity for everyone, not this key's quota: it spent
+        // none of the rate limit the allocation is a slice of, so its request goes back like its tokens. Charged,
+        // a 35 % overload for a minute held a contended pool at 61 % of its capacity while the retries waited for
+        // allocation; the pacing of the retries is the client's backoff and, for the classes it sheds, the
+        // circuit. (A stream the provider broke off after its 200 did count: it keeps its request.)
+        let overloadRefusal = outcome == .overloaded && !(result.status.map { (200..<300).contains($0) } ?? false)
+        if record.charged, overloadRefusal, let index = states.index(forKey: record.key),
+            refundRequest(record, at: index, now: now)
+        {
+            sharedRoom = true
+        }
         // The headers are parsed once, and only for what reads them: the cap's hold after a refusal, and the brake
         // (which needs a capacity to compare with: the snapshot must list the upstream).
         let upstream = record.key.upstream
@@ -1169,19 +1180,7 @@ struct EnforcerState {
         if configuration.maxInFlightPerUpstream != nil { upstreamInFlight[record.key.upstream, default: 1] -= 1 }
         if record.charged, let index = states.index(forKey: record.key) {
             states.values[index].inFlight -= 1
-            if record.rpmFromCredit {
-                if states.values[index].credit?.grant.expiresAt == record.creditExpiry {
-                    states.values[index].credit!.usedCalls -= 1
-                }
-            } else if !record.rpmBorrowed {
-                states.values[index].rpm.refund(1, at: now)
-            }
-            if !idle.isEmpty, idle[record.key.upstream] != nil {
-                idle[record.key.upstream]!.refund(calls: 1, tokens: 0, at: now)
-            }
-            if record.capRPM, caps[record.key.upstream] != nil {
-                caps[record.key.upstream]!.rpm?.refund(1, at: now)
-            }
+            refundRequest(record, at: index, now: now)
             refundTokens(record, record.estimate, at: index, now: now)
             if let taskID = ticket.taskID {
                 let taskKey = TaskKey(tenant: record.key.tenant, taskID: taskID)
@@ -1192,6 +1191,30 @@ struct EnforcerState {
         statistics.released += 1
         pump(now: now, effects: &effects, changed: .upstream(record.key.upstream))
         return true
+    }
+
+    /// Returns a request to where it came from: the burst credit (if the same grant is still in force) or the RPM
+    /// bucket (not a borrowed one's: it came from the idle buckets), and the upstream's idle and cap buckets.
+    /// Returns true when it went back to the upstream's idle or cap buckets, which other tenants draw on.
+    @discardableResult
+    private mutating func refundRequest(_ record: TicketRecord, at index: StateIndex, now: Double) -> Bool {
+        var shared = false
+        if record.rpmFromCredit {
+            if states.values[index].credit?.grant.expiresAt == record.creditExpiry {
+                states.values[index].credit!.usedCalls -= 1
+            }
+        } else if !record.rpmBorrowed {
+            states.values[index].rpm.refund(1, at: now)
+        }
+        if !idle.isEmpty, idle[record.key.upstream] != nil {
+            idle[record.key.upstream]!.refund(calls: 1, tokens: 0, at: now)
+            shared = true
+        }
+        if record.capRPM, caps[record.key.upstream] != nil {
+            caps[record.key.upstream]!.rpm?.refund(1, at: now)
+            shared = true
+        }
+        return shared
     }
 
     /// Returns true when it refunded tokens to the upstream's idle or cap buckets (room for other tenants).

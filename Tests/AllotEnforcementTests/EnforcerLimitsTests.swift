@@ -420,6 +420,35 @@ import Testing
         #expect(tpm(1_020) == 200)
     }
 
+    @Test func anOverloadRefusalGivesBackItsRequest() throws {
+        let entry = TenantEntry.make(rpm: Bucket(rate: 60, burst: 2), tpm: Bucket(rate: 60_000, burst: 10_000))
+        let enforcer = Enforcer.make(
+            .make(tenants: [entry]), configuration: GatewayConfiguration(gatewayID: "gw-1", capHoldsAfterRefusal: false))
+        func rpm() -> Double? {
+            enforcer.tenantStatus(tenant: "acme", upstream: Snapshot.defaultUpstream, now: 1_000)?.rpm.level
+        }
+        let first = try enforcer.mustAdmit(.make(tokens: 100), now: 1_000)
+        let second = try enforcer.mustAdmit(.make(tokens: 100), now: 1_000)
+        #expect(rpm() == 0)
+        // Anthropic's 529 and a 503 spent none of the key's rate limit: the request goes back, and the retry passes.
+        enforcer.complete(first, AttemptResult(status: 529, errorType: "overloaded_error"), now: 1_000)
+        #expect(rpm() == 1)
+        let retry = try enforcer.mustAdmit(.make(tokens: 100), now: 1_000)
+        enforcer.complete(second, AttemptResult(status: 503, errorType: "server_error"), now: 1_000)
+        #expect(rpm() == 1)
+        let third = try enforcer.mustAdmit(.make(tokens: 100), now: 1_000)
+        #expect(rpm() == 0)
+        // A quota 429, a server error and a stream broken off after its 200 keep their request.
+        enforcer.complete(retry, AttemptResult(status: 429, errorType: "rate_limit_error"), now: 1_000)
+        enforcer.complete(third, AttemptResult(status: 500, errorType: "api_error"), now: 1_000)
+        #expect(rpm() == 0)
+        #expect(try enforcer.mustDeny(.make(tokens: 100), now: 1_000).limit == .rpm)
+        let streamed = try enforcer.mustAdmit(.make(tokens: 100), now: 1_001)
+        enforcer.complete(
+            streamed, AttemptResult(status: 200, errorType: "overloaded_error", outcome: .overloaded), now: 1_001)
+        #expect(enforcer.tenantStatus(tenant: "acme", upstream: Snapshot.defaultUpstream, now: 1_001)?.rpm.level == 0)
+    }
+
     @Test func releaseReturnsEverythingAndReportsNothing() throws {
         let collector = EventCollector()
         let enforcer = Enforcer.make(.make(tenants: [TenantEntry.make(maxConcurrency: 1)]), collector: collector)
