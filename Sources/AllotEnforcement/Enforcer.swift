@@ -166,8 +166,9 @@ public final class Enforcer: @unchecked Sendable {
 
     /// Reports a dispatched request's result: frees its concurrency permit, reconciles its token reservation
     /// with the actual usage (over-spend becomes debt in the TPM bucket, under-spend is refunded up to the
-    /// burst; an overload refusal, 503 or 529, gives back its request too), records the attempt's telemetry event (outcome classified with `ErrorClassifier` unless given),
-    /// and admits waiting requests that now fit. False if the ticket was already handed back.
+    /// burst; an overload refusal, 503 or 529, gives back its request too), records the attempt's telemetry
+    /// event (outcome classified with `ErrorClassifier` unless given), and admits waiting requests that now fit.
+    /// False if the ticket was already handed back.
     @discardableResult
     public func complete(_ ticket: Ticket, _ result: AttemptResult, now: Double) -> Bool {
         mutate { state, effects in state.complete(ticket, result, now: now, effects: &effects) }

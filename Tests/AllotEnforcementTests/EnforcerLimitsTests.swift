@@ -422,8 +422,8 @@ import Testing
 
     @Test func anOverloadRefusalGivesBackItsRequest() throws {
         let entry = TenantEntry.make(rpm: Bucket(rate: 60, burst: 2), tpm: Bucket(rate: 60_000, burst: 10_000))
-        let enforcer = Enforcer.make(
-            .make(tenants: [entry]), configuration: GatewayConfiguration(gatewayID: "gw-1", capHoldsAfterRefusal: false))
+        let configuration = GatewayConfiguration(gatewayID: "gw-1", capHoldsAfterRefusal: false)
+        let enforcer = Enforcer.make(.make(tenants: [entry]), configuration: configuration)
         func rpm() -> Double? {
             enforcer.tenantStatus(tenant: "acme", upstream: Snapshot.defaultUpstream, now: 1_000)?.rpm.level
         }
