@@ -1,3 +1,4 @@
+import AllotJSON
 import Testing
 
 @testable import AllotSimulation
@@ -47,7 +48,14 @@ import Testing
     /// starves the pipeline for minutes at a stretch.
     @Test func nightCollisionAllotMakesThePremiumDeadlines() async throws {
         let report = try await report("night-collision")
-        #expect(report.headlineWinner == "allot")
+        // A tie with equal-split, at 100 %: no single winner.
+        #expect(report.headlineBest == ["allot", "equal-split"])
+        #expect(report.headlineWinner == nil)
+        #expect(report.table().contains("(higher is better): tie: allot, equal-split\n"))
+        let headline = try #require(try JSON.parse(report.json())["headline"])
+        #expect(headline["winner"] == .null)
+        #expect(headline["best"] == .array([.string("allot"), .string("equal-split")]))
+        #expect(headline["allot_wins"] == .bool(false))
         let allot = try metrics(report, "allot")
         let premium = try #require(allot.tiers["premium"]?.sloAttainment)
         #expect(premium >= 0.999)
@@ -169,7 +177,7 @@ import Testing
     /// (36.6% premium SLO).
     @Test func coldStartAllotServesNewTenantsAtOnce() async throws {
         let report = try await report("cold-start")
-        #expect(report.headlineWinner == "allot")
+        #expect(report.headlineBest == ["allot", "static", "equal-split"])
         let allot = try metrics(report, "allot")
         #expect(allot.tiers["premium"]?.sloAttainment == 1)
         #expect((allot.timeToFirstAllocation ?? .infinity) < 10)

@@ -110,6 +110,12 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
             scenarioJSON().replacingOccurrences(of: #""better": "higher""#, with: #""better": "lower""#),
             "headline.better", "utilisation is better higher, not lower"
         ),
+        (
+            scenarioJSON().replacingOccurrences(
+                of: #"{"metric": "utilisation", "better": "higher"}"#,
+                with: #"{"metric": "slo_attainment", "tier": "critical", "better": "higher"}"#),
+            "headline.tier", #"no tenant has tier "critical" (the tenants' tiers: premium)"#
+        ),
     ]
 
     @Test(arguments: consistencyCases)
@@ -117,9 +123,16 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         rejectsWithThePathAndReason(text: text, path: path, reason: reason)
     }
 
+    @Test func aMissingHeadlineDirectionSaysWhichOneTheMetricHas() {
+        rejectsWithThePathAndReason(
+            text: scenarioJSON().replacingOccurrences(of: #", "better": "higher""#, with: ""),
+            path: "headline.better", reason: #"missing: "lower" or "higher" (utilisation is better higher)"#)
+    }
+
     @Test(arguments: [
         (scenarioJSON(extra: #", "colour": 1"#), "colour", "unknown field"),
         (scenarioJSON().replacingOccurrences(of: #""duration_s": 120, "#, with: ""), "duration_s", "missing"),
+
         (scenarioJSON(duration: 10), "duration_s", "must be between 60 and 86400, not 10"),
         (
             scenarioJSON().replacingOccurrences(of: #""provider": "openai""#, with: #""provider": "azure""#),

@@ -26,19 +26,34 @@ public struct SimulationReport: Sendable {
         self.perSeed = []
     }
 
-    /// The strategy that does best on the headline metric (nil values lose; ties go to the first
-    /// strategy listed), and whether `allot` beats every other strategy strictly.
-    public var headlineWinner: String? {
-        var best: (String, Double)?
+    /// The strategies that do best on the headline metric, in the order listed: one, or several that tie
+    /// exactly (100 % SLO attainment, 0 429s); nil values lose; empty when no strategy has a value.
+    public var headlineBest: [String] {
+        var best: [String] = []
+        var bestValue: Double?
         for run in metrics {
             guard let value = headlineValue(run) else { continue }
-            if let current = best {
-                if headline.higherIsBetter ? value > current.1 : value < current.1 { best = (run.strategy, value) }
-            } else {
-                best = (run.strategy, value)
+            if let current = bestValue, value == current {
+                best.append(run.strategy)
+            } else if bestValue == nil || (headline.higherIsBetter ? value > bestValue! : value < bestValue!) {
+                best = [run.strategy]
+                bestValue = value
             }
         }
-        return best?.0
+        return best
+    }
+
+    /// The one strategy that does best on the headline metric; nil on a tie (``headlineBest``) or without
+    /// values. Whether `allot` beats every other strategy strictly is ``allotWinsHeadline``.
+    public var headlineWinner: String? {
+        let best = headlineBest
+        return best.count == 1 ? best[0] : nil
+    }
+
+    /// "winner allot", "tie: allot, static, equal-split", or "winner none".
+    var headlineVerdict: String {
+        let best = headlineBest
+        return best.count > 1 ? "tie: " + best.joined(separator: ", ") : "winner \(best.first ?? "none")"
     }
 
     /// The headline value, with "never" (nil latency or convergence) counted as the worst.
@@ -66,7 +81,7 @@ public struct SimulationReport: Sendable {
         var headlineObject: JSONObject = [
             "metric": .string(headline.metric), "better": .string(headline.higherIsBetter ? "higher" : "lower"),
             "tier": headline.tier.map(JSON.string) ?? .null,
-            "winner": headlineWinner.map(JSON.string) ?? .null,
+            "winner": headlineWinner.map(JSON.string) ?? .null, "best": .array(headlineBest.map(JSON.string)),
         ]
         if let wins = allotWinsHeadline { headlineObject["allot_wins"] = .bool(wins) }
         var values = JSONObject()
@@ -158,7 +173,7 @@ public struct SimulationReport: Sendable {
         var widths = Array(repeating: 0, count: header.count)
         for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
         var text = "scenario \(scenario), \(seedLabel); headline \(headline.label) (\(headline.higherIsBetter ? "higher" : "lower") is better)"
-        text += ": winner \(headlineWinner ?? "none")\n"
+        text += ": \(headlineVerdict)\n"
         for row in rows {
             text += row.enumerated().map { i, cell in
                 i == 0 ? cell.padding(toLength: widths[i]) : String(repeating: " ", count: widths[i] - cell.count) + cell
@@ -233,9 +248,10 @@ extension SimulationReport {
         |---|---|---|---:|---:|---:|---:|---:|---:|---:|
         """
 
-    /// This scenario's rows of the results table, one per strategy; the headline winner in bold.
+    /// This scenario's rows of the results table, one per strategy; the best on the headline in bold (all of
+    /// them on a tie).
     public func markdownRows() -> String {
-        let winner = headlineWinner
+        let best = Set(headlineBest)
         var text = ""
         for run in metrics {
             let value = headlineValue(run)
@@ -244,7 +260,7 @@ extension SimulationReport {
             if value == nil, ["convergence_s", "task_latency_p50_s", "task_latency_p95_s", "task_latency_p99_s"].contains(headline.metric) {
                 valueText = "never"
             }
-            if run.strategy == winner { valueText = "**\(valueText)**" }
+            if best.contains(run.strategy) { valueText = "**\(valueText)**" }
             let judged = run.tiers.values.reduce(0) { $0 + $1.tasks }
             let met = run.tiers.values.reduce(0.0) { $0 + ($1.sloAttainment ?? 0) * Double($1.tasks) }
             text += "| \(scenario) | \(headline.label) (\(headline.higherIsBetter ? "higher" : "lower")) | \(run.strategy) | \(valueText) | "

@@ -209,14 +209,22 @@ private struct ScenarioReader {
             if tierOf[tenant.id] == nil { tierOf[tenant.id] = (tenant.tier, tenant.pool) }
         }
         let headline = try headline(root["headline"], "headline", tiers: tiers)
+        if let tier = headline.tier, !tenants.contains(where: { $0.tier == tier }) {
+            let used = Set(tenants.map(\.tier)).sorted().joined(separator: ", ")
+            throw fail("headline.tier", "no tenant has tier \"\(tier)\" (the tenants' tiers: \(used))")
+        }
         return Scenario(
             name: name, description: description, headline: headline, durationSeconds: duration,
             sampleIntervalSeconds: interval, gateways: gateways, tickIntervalSeconds: tick, pools: pools, tenants: tenants)
     }
 
     func headline(_ json: JSON?, _ path: String, tiers: Set<String>) throws(ScenarioError) -> ScenarioHeadline {
-        let object = try object(json, path, keys: ["metric", "tier", "better"], required: ["metric", "better"])
+        let object = try object(json, path, keys: ["metric", "tier", "better"], required: ["metric"])
         let metric = try string(object["metric"], path + ".metric")
+        guard object["better"] != nil else {
+            let natural = ScenarioHeadline.higherIsBetter.contains(metric) ? "higher" : "lower"
+            throw fail(path + ".better", "missing: \"lower\" or \"higher\" (\(metric) is better \(natural))")
+        }
         let better = try string(object["better"], path + ".better")
         guard better == "lower" || better == "higher" else {
             throw fail(path + ".better", "must be \"lower\" or \"higher\", not \"\(better)\"")
