@@ -132,7 +132,6 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
     @Test(arguments: [
         (scenarioJSON(extra: #", "colour": 1"#), "colour", "unknown field"),
         (scenarioJSON().replacingOccurrences(of: #""duration_s": 120, "#, with: ""), "duration_s", "missing"),
-
         (scenarioJSON(duration: 10), "duration_s", "must be between 60 and 86400, not 10"),
         (
             scenarioJSON().replacingOccurrences(of: #""provider": "openai""#, with: #""provider": "azure""#),

@@ -35,7 +35,7 @@ public struct SimulationReport: Sendable {
             guard let value = headlineValue(run) else { continue }
             if let current = bestValue, value == current {
                 best.append(run.strategy)
-            } else if bestValue == nil || (headline.higherIsBetter ? value > bestValue! : value < bestValue!) {
+            } else if bestValue.map({ headline.higherIsBetter ? value > $0 : value < $0 }) ?? true {
                 best = [run.strategy]
                 bestValue = value
             }
