@@ -133,7 +133,13 @@ enum CommandTree {
                 help: "Run the scenario with N simulated gateways (1-32) instead of its own `gateways` (the "
                     + "built-ins have 3): the more gateways, the smaller each tenant's slice at each."),
         ],
-        flags: [FlagSpec("list", help: "Print the built-in scenario names, one per line, and exit.")])
+        flags: [
+            FlagSpec("list", help: "Print the built-in scenario names, one per line, and exit."),
+            FlagSpec(
+                "check",
+                help: "Validate the scenario (and --policy), print what it describes (pools, tenants after count, "
+                    + "headline) and exit without running it; exit 1 with the field at fault when it is invalid."),
+        ])
 
     static let tokens = CommandSpec(
         "tokens", abstract: "Create, list and revoke API tokens (stored only as SHA-256 hashes)",

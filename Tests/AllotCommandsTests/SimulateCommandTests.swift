@@ -38,6 +38,29 @@ import Testing
         #expect(strategy.code == 2)
     }
 
+    @Test func checkValidatesAndDescribesTheScenarioWithoutRunningIt() async throws {
+        let path = NSTemporaryDirectory() + "check-\(UUID().uuidString).json"
+        try Data(Self.oneTenantScenario(name: "tiny", duration: 60, tier: "standard", tasksPerMinute: 6).utf8)
+            .write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let result = await runCLI(["simulate", "--scenario", path, "--check"])
+        #expect(result.code == 0, "\(result.err)")
+        #expect(
+            result.out
+                == "ok: tiny: 60 s, 3 gateway(s), 1 tenant(s) (1 standard), headline upstream_429_rate (lower is better)\n"
+                + "  pool p (anthropic): 120 rpm and 200000 tpm at 0 s")
+        #expect(!result.err.contains("simulated s in"))  // nothing ran
+        let builtin = await runCLI(["simulate", "--scenario", "night-collision", "--check"])
+        #expect(builtin.code == 0)
+        #expect(builtin.out.hasPrefix("ok: night-collision: 2400 s, 3 gateway(s), 3 tenant(s) (1 critical, 1 premium"))
+        try Data(Self.oneTenantScenario(name: "tiny", duration: 60, tier: "gold", tasksPerMinute: 6).utf8)
+            .write(to: URL(fileURLWithPath: path))
+        let invalid = await runCLI(["simulate", "--scenario", path, "--check"])
+        #expect(invalid.code == 1)
+        #expect(invalid.err.contains(#"tenants[0].tier: unknown tier "gold""#), "\(invalid.err)")
+        #expect(invalid.out.isEmpty)
+    }
+
     @Test func gatewaysOverridesTheScenariosGatewayCountWithinOneTo32() async throws {
         let path = NSTemporaryDirectory() + "gateways-\(UUID().uuidString).json"
         try Data(Self.oneTenantScenario(name: "tiny", duration: 60, tier: "standard", tasksPerMinute: 6).utf8)
