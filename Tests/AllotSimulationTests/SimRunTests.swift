@@ -333,6 +333,13 @@ import Testing
         let firstTenant = lines.first { $0.contains(",tenant,") }!.split(
             separator: ",", omittingEmptySubsequences: false)
         #expect(firstTenant[header.firstIndex(of: "entitled_rpm")!] == SimulationReport.fixed(entitled.rpm[0][0], 2))
+        // A pool row sums its tenants' arrived demand, and has no entitlement.
+        let arrived = RunMetrics.arrivedDemand(trace: traces[0])
+        let firstPool = lines.first { $0.contains(",pool,") }!.split(separator: ",", omittingEmptySubsequences: false)
+        func column(_ name: String) -> Substring { firstPool[header.firstIndex(of: name)!] }
+        #expect(column("arrived_rpm") == SimulationReport.fixed(arrived.rpm[0].reduce(0, +), 2))
+        #expect(column("arrived_tpm") == SimulationReport.fixed(arrived.tpm[0].reduce(0, +), 2))
+        #expect(column("entitled_rpm") == "")
         let svg = report.timelineSVG()
         #expect(svg.hasPrefix("<svg xmlns=\"http://www.w3.org/2000/svg\""))
         #expect(svg.contains("true capacity (hidden)"))

@@ -13,13 +13,19 @@ extension SimulationReport {
             for (k, sample) in trace.samples.enumerated() {
                 let t = Self.fixed(sample.start, 0)
                 for (index, pool) in sample.pools.enumerated() {
+                    // Its tenants' arrived demand summed (what they brought, against the nominal `demand_*`).
+                    var poolArrived = (rpm: 0.0, tpm: 0.0)
+                    for (tenant, info) in trace.tenants.enumerated() where info.pool == trace.pools[index].id {
+                        poolArrived.rpm += arrived.rpm[k][tenant]
+                        poolArrived.tpm += arrived.tpm[k][tenant]
+                    }
                     text +=
                         "\(trace.strategy),\(t),pool,\(trace.pools[index].id),,\(cell(pool.trueRPM)),\(cell(pool.trueTPM)),"
                     text +=
                         "\(cell(pool.estimatedRPM)),\(cell(pool.estimatedTPM)),\(cell(pool.demandRPM)),\(cell(pool.demandTPM)),"
-                    text +=
-                        ",,\(cell(pool.servedRPM)),\(cell(pool.servedTPM)),,\(pool.upstream429s),\(pool.upstreamAttempts),,,,,"
-                        + "\(trace.pools[index].id)\n"
+                    text += ",,\(cell(pool.servedRPM)),\(cell(pool.servedTPM)),,"
+                    text += "\(pool.upstream429s),\(pool.upstreamAttempts),"
+                    text += "\(cell(poolArrived.rpm)),\(cell(poolArrived.tpm)),,,\(trace.pools[index].id)\n"
                 }
                 for (index, tenant) in sample.tenants.enumerated() {
                     let info = trace.tenants[index]
