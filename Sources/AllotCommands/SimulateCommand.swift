@@ -8,30 +8,6 @@ import Foundation
 /// [--gateways N]`,
 /// `allot simulate --list`, `allot simulate --scenario NAME|FILE --check`.
 enum SimulateCommand {
-    /// What `--check` prints for a valid scenario: the world it describes, as read (tenants after `count`).
-    static func checkSummary(_ scenario: Scenario) -> String {
-        let tenants = Set(scenario.tenants.map(\.id)).count
-        var tiers: [String: Int] = [:]
-        for tier in Dictionary(grouping: scenario.tenants, by: \.id).compactMap({ $0.value.first?.tier }) {
-            tiers[tier, default: 0] += 1
-        }
-        let pools = scenario.pools.map { pool in
-            let steps = pool.capacity.map {
-                "\(Self.number($0.rpm)) rpm and \(Self.number($0.tpm)) tpm at \(Self.number($0.at)) s"
-            }
-            return "  pool \(pool.id) (\(pool.provider.rawValue)): " + steps.joined(separator: ", ")
-                + (pool.overload.isEmpty ? "" : "; \(pool.overload.count) overload window(s)")
-        }
-        return (["ok: \(scenario.name): \(Self.number(scenario.durationSeconds)) s, \(scenario.gateways) gateway(s), "
-            + "\(tenants) tenant(s) (" + tiers.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }
-                .joined(separator: ", ") + "), headline \(scenario.headline.label) "
-            + "(\(scenario.headline.higherIsBetter ? "higher" : "lower") is better)"] + pools).joined(separator: "\n")
-    }
-
-    static func number(_ value: Double) -> String {
-        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
-    }
-
     static func run(_ command: ParsedCommand, output: CommandOutput) async throws -> Int32 {
         if command.flag("list") {
             output.out(Scenario.builtinNames.joined(separator: "\n"))
@@ -62,7 +38,7 @@ enum SimulateCommand {
             scenario.gateways = gateways
         }
         if command.flag("check") {
-            output.out(checkSummary(scenario))
+            output.out(scenario.summary)
             return 0
         }
         let seed = UInt64(try command.int("seed", in: 0...Int.max) ?? 1)

@@ -21,6 +21,26 @@ public struct ScenarioError: Error, Sendable, Equatable, CustomStringConvertible
 }
 
 extension Scenario {
+    /// What `allot simulate --check` prints for a valid scenario: the world it describes, as read (tenants after
+    /// `count`, each counted once however many pools it calls).
+    public var summary: String {
+        let byID = Dictionary(grouping: tenants, by: \.id)
+        var tiers: [String: Int] = [:]
+        for entries in byID.values { tiers[entries[0].tier, default: 0] += 1 }
+        let number = ScenarioReader.format
+        let pools = pools.map { pool in
+            let steps = pool.capacity.map { "\(number($0.rpm)) rpm and \(number($0.tpm)) tpm at \(number($0.at)) s" }
+            return "  pool \(pool.id) (\(pool.provider.rawValue)): " + steps.joined(separator: ", ")
+                + (pool.overload.isEmpty ? "" : "; \(pool.overload.count) overload window(s)")
+        }
+        let tierCounts = tiers.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+        let head =
+            "ok: \(name): \(number(durationSeconds)) s, \(gateways) gateway(s), "
+            + "\(byID.count) tenant(s) (\(tierCounts)), headline \(headline.label) "
+            + "(\(headline.higherIsBetter ? "higher" : "lower") is better)"
+        return ([head] + pools).joined(separator: "\n")
+    }
+
     /// The built-in scenarios' names (`scenarios/*.json`, embedded), sorted.
     public static var builtinNames: [String] {
         AllotAssets.scenarios.map { String($0.name.dropLast(".json".count)) }.sorted()
