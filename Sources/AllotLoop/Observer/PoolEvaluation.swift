@@ -589,7 +589,11 @@ struct PoolEvaluation {
                     // 60-rpm pool at its limit: estimate 48, then 38 for a minute).
                     signals.append(comparison + " while the upstream answers 429: saturation, not degradation")
                 } else if now < pool.latencyExplainedUntil ?? -Double.infinity {
-                    signals.append(comparison + " after the provider stated a lower limit: the warning of that drop")
+                    // Whether the latency warned of the drop or came with it (a pool turned contended), the stated
+                    // limit is already the estimate: not a second cut.
+                    signals.append(
+                        comparison + " after the provider stated a lower limit: latency that goes with that drop, "
+                            + "already in the estimate")
                 } else if pool.circuit != .closed, window.count(.overloaded) > 0 {
                     // The upstream answers overload errors and the circuit is shedding for them: the latency is
                     // that overload (and the backlog readmitted after it), which the circuit handles. Lowering the

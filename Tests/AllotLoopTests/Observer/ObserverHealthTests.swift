@@ -233,7 +233,7 @@ struct ObserverHealthTests {
         #expect(
             status.signals.contains(
                 "short-window p95 296 ms vs baseline p95 102 ms (×2.9) after the provider stated a lower limit: "
-                    + "the warning of that drop"))
+                    + "latency that goes with that drop, already in the estimate"))
     }
 
     @Test func latencyRisingWhileTheCircuitShedsForOverloadIsNotLostCapacity() throws {
