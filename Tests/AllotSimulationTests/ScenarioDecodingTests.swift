@@ -116,6 +116,11 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
                 with: #"{"metric": "slo_attainment", "tier": "critical", "better": "higher"}"#),
             "headline.tier", #"no tenant has tier "critical" (the tenants' tiers: premium)"#
         ),
+        (
+            scenarioJSON().replacingOccurrences(of: #""duration_s": 120"#, with: #""duration_s": 120.5"#),
+            "duration_s", "must be an integer, not 120.5"
+        ),
+        (scenarioJSON(extra: #", "sample_interval_s": 2.5"#), "sample_interval_s", "must be an integer, not 2.5"),
     ]
 
     @Test(arguments: consistencyCases)
