@@ -121,6 +121,14 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
             "duration_s", "must be an integer, not 120.5"
         ),
         (scenarioJSON(extra: #", "sample_interval_s": 2.5"#), "sample_interval_s", "must be an integer, not 2.5"),
+        (
+            scenarioJSON().replacingOccurrences(of: #""description": "test""#, with: #""description": """#),
+            "description", "must not be empty"
+        ),
+        (
+            scenarioJSON().replacingOccurrences(of: #""description": "test""#, with: #""description": " \t ""#),
+            "description", "must not be empty"
+        ),
     ]
 
     @Test(arguments: consistencyCases)

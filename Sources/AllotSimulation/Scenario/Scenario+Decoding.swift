@@ -180,6 +180,8 @@ private struct ScenarioReader {
             required: ["name", "description", "headline", "duration_s", "pools", "tenants"])
         let name = try identifier(root["name"], "name", extra: "")
         let description = try string(root["description"], "description")
+        // What it models is the one thing a reader of the report has to go on.
+        guard !description.allSatisfy(\.isWhitespace) else { throw fail("description", "must not be empty") }
         // Whole seconds, as documented: the run and its intervals are counted in them (timeline.csv's `t_s`).
         let duration = Double(try integer(root["duration_s"], "duration_s", 60...86_400))
         let interval = Double(try integer(root["sample_interval_s"], "sample_interval_s", 1...300, default: 10))
