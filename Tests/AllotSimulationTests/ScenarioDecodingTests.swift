@@ -129,6 +129,12 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
             scenarioJSON().replacingOccurrences(of: #""description": "test""#, with: #""description": " \t ""#),
             "description", "must not be empty"
         ),
+        (
+            scenarioJSON().replacingOccurrences(
+                of: #""arrivals": [{"at_s": 0, "tasks_per_min": 6}]"#,
+                with: #""arrivals": [{"at_s": 0, "tasks_per_min": 0}, {"at_s": 60, "tasks_per_min": 0}]"#),
+            "tenants[0].arrivals", "every rate is 0: the tenant never sends a task"
+        ),
     ]
 
     @Test(arguments: consistencyCases)

@@ -372,6 +372,10 @@ private struct ScenarioReader {
             try before(duration, at, ap + ".at_s")
             arrivals.append(ArrivalStep(at: at, tasksPerMinute: try number(a["tasks_per_min"], ap + ".tasks_per_min", 0...100_000)))
         }
+        // Like a pool no tenant uses: a tenant that never sends anything tells no story (and has no demand to judge).
+        guard arrivals.contains(where: { $0.tasksPerMinute > 0 }) else {
+            throw fail(path + ".arrivals", "every rate is 0: the tenant never sends a task")
+        }
         let task = try taskShape(object["task"], path + ".task")
         var behaviour = TenantBehaviour.honest
         if let json = object["behaviour"] {
