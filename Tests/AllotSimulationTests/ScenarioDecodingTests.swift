@@ -135,6 +135,15 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
                 with: #""arrivals": [{"at_s": 0, "tasks_per_min": 0}, {"at_s": 60, "tasks_per_min": 0}]"#),
             "tenants[0].arrivals", "every rate is 0: the tenant never sends a task"
         ),
+        (
+            scenarioJSON().replacingOccurrences(
+                of: #""capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}]"#,
+                with: #""capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}], "overload": "#
+                    + #"[{"from_s": 10, "to_s": 60, "rate": 0.2}, {"from_s": 60, "to_s": 70, "rate": 0.1}, "#
+                    + #"{"from_s": 50, "to_s": 55, "rate": 0.5}]"#),
+            "pools[0].overload[2]",
+            "overlaps pools[0].overload[0] (from_s 10, to_s 60): windows must not overlap (one rate at a time)"
+        ),
     ]
 
     @Test(arguments: consistencyCases)
@@ -256,6 +265,16 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
                     tenants: "[\(tenant(pool: "openai/gpt-4o", tier: "premium")), "
                         + "\(tenant(pool: "anthropic/claude-sonnet", tier: "standard"))]", pools: pools))
         }
+    }
+
+    /// Windows that only touch (one ends where the next starts) do not overlap.
+    @Test func overloadWindowsThatTouchAreAccepted() throws {
+        let scenario = try decode(
+            scenarioJSON().replacingOccurrences(
+                of: #""capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}]"#,
+                with: #""capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}], "overload": "#
+                    + #"[{"from_s": 60, "to_s": 70, "rate": 0.1}, {"from_s": 10, "to_s": 60, "rate": 0.2}]"#))
+        #expect(scenario.pools[0].overload.map(\.from) == [60, 10])
     }
 
     @Test func notJSONAndUnknownBuiltIns() {

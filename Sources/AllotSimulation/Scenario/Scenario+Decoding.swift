@@ -322,6 +322,14 @@ private struct ScenarioReader {
                 let to = try number(w["to_s"], wp + ".to_s", 0...Self.maxSeconds)
                 guard to > from else { throw fail(wp + ".to_s", "must be after from_s") }
                 try before(duration, from, wp + ".from_s")
+                // Overlapping windows would each draw their own chance, 1 − (1 − a)(1 − b) in effect, which no
+                // author means: one rate at a time. A window may start where another ends (`[from_s, to_s)`).
+                if let other = overload.firstIndex(where: { $0.from < to && from < $0.to }) {
+                    throw fail(
+                        wp,
+                        "overlaps \(path).overload[\(other)] (from_s \(Self.format(overload[other].from)), to_s "
+                            + "\(Self.format(overload[other].to))): windows must not overlap (one rate at a time)")
+                }
                 overload.append(OverloadWindow(from: from, to: to, rate: try number(w["rate"], wp + ".rate", 0...1)))
             }
         }
