@@ -144,6 +144,12 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
             "pools[0].overload[2]",
             "overlaps pools[0].overload[0] (from_s 10, to_s 60): windows must not overlap (one rate at a time)"
         ),
+        (
+            scenarioJSON().replacingOccurrences(
+                of: #""capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}]"#,
+                with: #""capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}], "latency_warning_s": 200"#),
+            "pools[0].latency_warning_s", "must be at most duration_s (120), not 200"
+        ),
     ]
 
     @Test(arguments: consistencyCases)

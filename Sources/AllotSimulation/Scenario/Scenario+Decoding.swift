@@ -313,6 +313,12 @@ private struct ScenarioReader {
             latency.maxFactor = try number(l["max_factor"], lp + ".max_factor", 1...100, default: latency.maxFactor)
         }
         let warning = try number(object["latency_warning_s"], path + ".latency_warning_s", 0...3600, default: 0)
+        // A warning longer than the run would start before it: the author has mistaken the unit or the field.
+        guard warning <= duration else {
+            throw fail(
+                path + ".latency_warning_s",
+                "must be at most duration_s (\(Self.format(duration))), not \(Self.format(warning))")
+        }
         var overload: [OverloadWindow] = []
         if let json = object["overload"] {
             for (index, json) in try array(json, path + ".overload", count: 0...1000).enumerated() {
