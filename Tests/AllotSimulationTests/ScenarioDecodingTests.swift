@@ -217,7 +217,8 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         }
     }
 
-    @Test func duplicateTenantsAfterExpansionAreRejected() {
+    /// Two entries whose ids collide once `count` is expanded: the error names both entries, and what each was.
+    @Test func duplicateTenantsAfterExpansionNameBothEntries() {
         func tenant(_ id: String, count: Int) -> String {
             """
             {"id": "\(id)", "count": \(count), "tier": "free", "pool": "openai/gpt-4o",
@@ -226,13 +227,24 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
                       "prompt_tokens": {"mean": 10}, "completion_tokens": {"mean": 10}, "deadline_s": 60}}
             """
         }
-        let text = scenarioJSON(tenants: "[\(tenant("acme", count: 2)), \(tenant("acme-01", count: 1))]")
+        let text = scenarioJSON(
+            tenants: "[\(tenant("other", count: 1)), \(tenant("acme", count: 2)), \(tenant("acme-01", count: 1))]")
         #expect(
             throws: ScenarioError(
-                source: "test.json", path: "tenants",
-                reason: #"duplicate tenant id "acme-01" on pool "openai/gpt-4o" (after expanding count)"#)
+                source: "test.json", path: "tenants[2].id",
+                reason: #"duplicate tenant id "acme-01" on pool "openai/gpt-4o", from tenants[1] ("acme" with "#
+                    + #"count 2) and tenants[2] ("acme-01"): a tenant id is unique per pool after expanding count"#)
         ) {
             try decode(text)
+        }
+        #expect(
+            throws: ScenarioError(
+                source: "test.json", path: "tenants[1].id",
+                reason: #"duplicate tenant id "acme-01" on pool "openai/gpt-4o", from tenants[0] ("acme" with "#
+                    + #"count 3) and tenants[1] ("acme" with count 2): a tenant id is unique per pool after "#
+                    + "expanding count")
+        ) {
+            try decode(scenarioJSON(tenants: "[\(tenant("acme", count: 3)), \(tenant("acme", count: 2))]"))
         }
     }
 

@@ -207,8 +207,14 @@ private struct ScenarioReader {
             throw fail("pools[\(index)].id", "duplicate pool id \"\(pool.id)\"")
         }
         var tenants: [ScenarioTenant] = []
+        // Per tenant after `count`: the entry it came from, so that an error can name the entries, not the ids.
+        var entries: [(index: Int, label: String)] = []
         for (index, json) in try array(root["tenants"], "tenants", count: 1...1000).enumerated() {
-            tenants += try tenant(json, "tenants[\(index)]", pools: seenPools, tiers: tiers, duration: duration)
+            let expanded = try tenant(json, "tenants[\(index)]", pools: seenPools, tiers: tiers, duration: duration)
+            let id = json["id"]?.stringValue ?? ""
+            let label = "tenants[\(index)] (\"\(id)\"\(expanded.count > 1 ? " with count \(expanded.count)" : ""))"
+            tenants += expanded
+            entries += Array(repeating: (index, label), count: expanded.count)
         }
         let used = Set(tenants.map(\.pool))
         for (index, pool) in pools.enumerated() where !used.contains(pool.id) {
@@ -216,13 +222,17 @@ private struct ScenarioReader {
         }
         guard tenants.count <= 1000 else { throw fail("tenants", "more than 1000 tenants after expanding count") }
         // A tenant may call several pools (one entry per pool, as Allot keys a tenant per upstream), with one tier.
-        var seenTenants = Set<String>()
+        var seenTenants: [String: Int] = [:]
         var tierOf: [String: (tier: String, pool: String)] = [:]
-        for tenant in tenants {
-            guard seenTenants.insert(tenant.id + "\u{1}" + tenant.pool).inserted else {
+        for (position, tenant) in tenants.enumerated() {
+            let key = tenant.id + "\u{1}" + tenant.pool
+            if let first = seenTenants[key] {
                 throw fail(
-                    "tenants", "duplicate tenant id \"\(tenant.id)\" on pool \"\(tenant.pool)\" (after expanding count)")
+                    "tenants[\(entries[position].index)].id",
+                    "duplicate tenant id \"\(tenant.id)\" on pool \"\(tenant.pool)\", from \(entries[first].label) and "
+                        + "\(entries[position].label): a tenant id is unique per pool after expanding count")
             }
+            seenTenants[key] = position
             if let first = tierOf[tenant.id], first.tier != tenant.tier {
                 throw fail(
                     "tenants",
