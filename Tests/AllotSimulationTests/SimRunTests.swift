@@ -296,6 +296,33 @@ import Testing
         #expect(!colours.values.contains(["#d62728"]))  // red is the estimate's
     }
 
+    /// A capacity step that repeats the step before it changes nothing: it is not a capacity change, so
+    /// there is no convergence to measure ("-"), as for a pool without a change. Counted as one, convergence
+    /// was measured on a pool that never moved.
+    @Test func aCapacityStepThatChangesNothingIsNotACapacityChange() async throws {
+        func run(_ capacity: String) async throws -> SimulationTrace {
+            let pools = """
+                [{"id": "openai/gpt-4o", "provider": "openai", "declared_rpm": 600, "declared_tpm": 1000000,
+                  "capacity": \(capacity)}]
+                """
+            return try await Simulator.run(try decode(scenarioJSON(pools: pools)), strategy: .static, seed: 1)
+        }
+        let repeated = try await run(
+            #"[{"at_s": 0, "rpm": 600, "tpm": 1000000}, {"at_s": 60, "rpm": 600, "tpm": 1000000}]"#)
+        #expect(repeated.capacityChangeTimes == [])
+        let metrics = RunMetrics(trace: repeated)
+        #expect(!metrics.hasCapacityChange)
+        #expect(metrics.convergenceSeconds == nil)
+        let report = SimulationReport(scenario: try Self.small(), seed: 1, traces: [repeated])
+        let row = try #require(report.table().split(separator: "\n").first { $0.hasPrefix("static ") })
+        #expect(row.split(separator: " ")[6] == "-")  // the "converge s" column
+        // A step that changes either dimension is a change.
+        let moved = try await run(
+            #"[{"at_s": 0, "rpm": 600, "tpm": 1000000}, {"at_s": 30, "rpm": 600, "tpm": 1000000}, "#
+                + #"{"at_s": 60, "rpm": 600, "tpm": 900000}, {"at_s": 90, "rpm": 600, "tpm": 900000}]"#)
+        #expect(moved.capacityChangeTimes == [60])
+    }
+
     @Test func reportHasTheSpecShape() async throws {
         let scenario = try Self.small()
         let traces = [

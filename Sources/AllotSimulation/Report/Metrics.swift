@@ -20,7 +20,8 @@ public struct RunMetrics: Sendable, Equatable {
     /// Seconds after a capacity change until the served rate stays within ±10% of
     /// min(true capacity, demand) (the worst change); nil when it never settles or nothing changed.
     public var convergenceSeconds: Double?
-    /// Whether the scenario has a capacity change at all (convergence is then measured).
+    /// Whether the scenario has a capacity change at all (``SimulationTrace/capacityChangeTimes``; convergence is
+    /// then measured).
     public var hasCapacityChange: Bool
     /// Mean seconds from a tenant's first request to its first allocation; nil when no tenant got one.
     public var timeToFirstAllocation: Double?

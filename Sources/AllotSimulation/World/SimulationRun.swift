@@ -654,9 +654,14 @@ final class SimulationRun {
     }
 
     private func trace() -> SimulationTrace {
+        // A step that repeats the one before it changes nothing; counted as a change, convergence was measured on a
+        // pool that never moved.
         var changes: [Double] = []
         for pool in scenario.pools {
-            for step in pool.capacity.dropFirst() where step.at < scenario.durationSeconds { changes.append(step.at) }
+            for (previous, step) in zip(pool.capacity, pool.capacity.dropFirst())
+            where step.at < scenario.durationSeconds && (step.rpm != previous.rpm || step.tpm != previous.tpm) {
+                changes.append(step.at)
+            }
         }
         return SimulationTrace(
             scenario: scenario.name, strategy: strategy.rawValue, seed: seed, durationSeconds: scenario.durationSeconds,
