@@ -323,6 +323,36 @@ import Testing
         #expect(moved.capacityChangeTimes == [60])
     }
 
+    /// report.json keeps `null` for a metric that was "never" reached and for one that does not apply; each
+    /// strategy's `never` lists the first kind, as the table prints them ("never" against "-").
+    @Test func reportJSONListsTheMetricsThatWereNeverReached() throws {
+        var never = SeedMeansTests.run(
+            utilisation: nil, rate: 0, starved: 0, tv: nil, convergence: nil, slo: 0.5, p95: nil, jain: 1, tasks: 10)
+        never.tiers["free"] = TierMetrics(
+            sloAttainment: nil, latencyP50: nil, latencyP95: nil, latencyP99: nil, jain: nil, tasks: 0)
+        var none = SeedMeansTests.run(
+            utilisation: 0.9, rate: 0, starved: 0, tv: 1, convergence: nil, slo: 1, p95: 3, jain: 1, tasks: 10)
+        none.strategy = "static"
+        none.hasCapacityChange = false
+        none.tiers["free"] = never.tiers["free"]
+        let report = SimulationReport(scenario: try Self.small(), seeds: [1], perSeed: [[never, none]])
+        let json = try JSON.parse(report.json())
+        #expect(
+            json["strategies"]?["allot"]?["never"]
+                == .array([
+                    .string("convergence_s"), .string("tiers.premium.task_latency_p95_s"),
+                    .string("tiers.premium.task_latency_p99_s"),
+                ]))
+        #expect(json["strategies"]?["allot"]?["convergence_s"] == .null)
+        #expect(json["strategies"]?["allot"]?["tiers"]?["free"]?["task_latency_p95_s"] == .null)
+        #expect(json["strategies"]?["static"]?["never"] == .array([]))
+        #expect(json["strategies"]?["static"]?["convergence_s"] == .null)
+        #expect(json["per_seed"]?[0]?["strategies"]?["allot"]?["never"] == json["strategies"]?["allot"]?["never"])
+        let table = report.table().split(separator: "\n")
+        #expect(table.contains { $0.hasPrefix("allot ") && $0.contains(" never ") })
+        #expect(!table.contains { $0.hasPrefix("static ") && $0.contains("never") })
+    }
+
     @Test func reportHasTheSpecShape() async throws {
         let scenario = try Self.small()
         let traces = [

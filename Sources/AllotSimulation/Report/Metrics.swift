@@ -47,6 +47,23 @@ public struct RunMetrics: Sendable, Equatable {
         self.tiers = tiers
     }
 
+    /// The metrics whose nil means "never" (report.json's `never`, the table's "never"), by their report.json
+    /// keys: convergence after a capacity change that never settled, and a latency percentile that a tier's
+    /// unfinished tasks reach (the tier had tasks to judge). Every other nil means "not applicable" (no capacity
+    /// change, no tasks, no allocations, no contention), which report.json's `null` alone does not tell apart.
+    public var neverReached: [String] {
+        var keys: [String] = []
+        if hasCapacityChange, convergenceSeconds == nil { keys.append("convergence_s") }
+        for (name, tier) in tiers.sorted(by: { $0.key < $1.key }) where tier.tasks > 0 {
+            let percentiles = [
+                ("task_latency_p50_s", tier.latencyP50), ("task_latency_p95_s", tier.latencyP95),
+                ("task_latency_p99_s", tier.latencyP99),
+            ]
+            for (key, value) in percentiles where value == nil { keys.append("tiers.\(name).\(key)") }
+        }
+        return keys
+    }
+
     /// The value of a headline metric (nil: not measured / never).
     public func value(of metric: String, tier: String?) -> Double? {
         switch metric {
