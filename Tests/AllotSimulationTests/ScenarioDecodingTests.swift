@@ -285,6 +285,27 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         }
     }
 
+    /// `static_quota`: both dimensions, a pool's declared ranges, nothing else.
+    @Test(arguments: [
+        (#"{"rpm": 0, "tpm": 1000}"#, "tenants[0].static_quota.rpm", "must be between 1 and 10000000, not 0"),
+        (#"{"rpm": 10}"#, "tenants[0].static_quota.tpm", "missing"),
+        (
+            #"{"rpm": 10, "tpm": 20000000000}"#, "tenants[0].static_quota.tpm",
+            "must be between 1 and 10000000000, not 20000000000"
+        ),
+        (
+            #"{"rpm": 10, "tpm": 1000, "rps": 1}"#, "tenants[0].static_quota.rps",
+            "unknown field (allowed: rpm, tpm)"
+        ),
+        ("60", "tenants[0].static_quota", "must be an object, not number"),
+    ])
+    func rejectsABrokenStaticQuota(quota: String, path: String, reason: String) {
+        rejectsWithThePathAndReason(
+            text: scenarioJSON().replacingOccurrences(
+                of: #""deadline_s": 60}}"#, with: #""deadline_s": 60}, "static_quota": \#(quota)}"#),
+            path: path, reason: reason)
+    }
+
     /// Windows that only touch (one ends where the next starts) do not overlap.
     @Test func overloadWindowsThatTouchAreAccepted() throws {
         let scenario = try decode(

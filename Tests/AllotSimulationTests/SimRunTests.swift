@@ -323,6 +323,35 @@ import Testing
         #expect(moved.capacityChangeTimes == [60])
     }
 
+    /// A tenant's `static_quota` is what `static` provisioned for it, whatever its tier's weight; the others keep
+    /// the weight rule over every tenant of the pool (`declared × weight / Σweights`), and the other strategies
+    /// ignore the field.
+    @Test func staticProvisionsATenantsStaticQuota() async throws {
+        let tenants = """
+            [{"id": "stale", "tier": "premium", "pool": "openai/gpt-4o", "static_quota": {"rpm": 60, "tpm": 90000},
+              "arrivals": [{"at_s": 0, "tasks_per_min": 40}],
+              "task": {"class": "batch", "calls": {"min": 2, "max": 4}, "parallelism": 2,
+                       "prompt_tokens": {"mean": 500}, "completion_tokens": {"mean": 100}, "deadline_s": 60}},
+             {"id": "fresh", "tier": "premium", "pool": "openai/gpt-4o", "arrivals": [{"at_s": 0, "tasks_per_min": 6}],
+              "task": {"class": "batch", "calls": {"min": 2, "max": 4}, "parallelism": 2,
+                       "prompt_tokens": {"mean": 500}, "completion_tokens": {"mean": 100}, "deadline_s": 60}}]
+            """
+        let scenario = try decode(scenarioJSON(duration: 300, tenants: tenants))
+        let trace = try await Simulator.run(scenario, strategy: .static, seed: 1)
+        for sample in trace.samples {
+            #expect(sample.tenants[0].allocationRPM == 60 && sample.tenants[0].allocationTPM == 90_000)
+            // 600 rpm × 4 / (4 + 4): the stale tenant's weight still counts in the sum.
+            #expect(sample.tenants[1].allocationRPM == 300 && sample.tenants[1].allocationTPM == 500_000)
+        }
+        // It wants 120 calls a minute and is served its quota: 60 a minute over every 30 s after the first 10 s, in
+        // which the gateways' buckets start full.
+        let served = trace.samples.map { $0.tenants[0].servedRPM }
+        #expect(served[0] == 66)
+        for k in 1..<(served.count - 2) { #expect(served[k..<(k + 3)].reduce(0, +) / 3 == 60, "\(k)") }
+        let split = try await Simulator.run(scenario, strategy: .equalSplit, seed: 1)
+        #expect(split.samples.last?.tenants.map(\.allocationRPM) == [300, 300])
+    }
+
     /// report.json keeps `null` for a metric that was "never" reached and for one that does not apply; each
     /// strategy's `never` lists the first kind, as the table prints them ("never" against "-").
     @Test func reportJSONListsTheMetricsThatWereNeverReached() throws {

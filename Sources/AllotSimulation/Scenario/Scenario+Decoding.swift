@@ -375,7 +375,8 @@ private struct ScenarioReader {
         -> [ScenarioTenant]
     {
         let object = try object(
-            json, path, keys: ["id", "count", "tier", "pool", "arrivals", "task", "behaviour", "max_retries"],
+            json, path,
+            keys: ["id", "count", "tier", "pool", "arrivals", "task", "behaviour", "max_retries", "static_quota"],
             required: ["id", "tier", "pool", "arrivals", "task"])
         let id = try identifier(object["id"], path + ".id", extra: "._")
         let count = try integer(object["count"], path + ".count", 1...1000, default: 1)
@@ -410,12 +411,20 @@ private struct ScenarioReader {
             behaviour = value
         }
         let retries = try integer(object["max_retries"], path + ".max_retries", 0...100, default: 6)
+        var quota: StaticQuota?
+        if let json = object["static_quota"] {
+            let qp = path + ".static_quota"
+            let q = try self.object(json, qp, keys: ["rpm", "tpm"], required: ["rpm", "tpm"])
+            quota = StaticQuota(
+                rpm: try number(q["rpm"], qp + ".rpm", 1...10_000_000),
+                tpm: try number(q["tpm"], qp + ".tpm", 1...10_000_000_000))
+        }
         let digits = max(2, String(count).count)
         return (1...count).map { n in
             let suffix = String(repeating: "0", count: digits - String(n).count) + String(n)
             return ScenarioTenant(
                 id: count == 1 ? id : "\(id)-\(suffix)", tier: tier, pool: pool, arrivals: arrivals, task: task,
-                behaviour: behaviour, maxRetries: retries)
+                behaviour: behaviour, maxRetries: retries, staticQuota: quota)
         }
     }
 
