@@ -20,7 +20,8 @@ public struct SimulationTrace: Sendable, Equatable {
     public var samples: [TraceSample]
     /// Every task that arrived (finished, failed or still running at the end).
     public var tasks: [TaskOutcome]
-    /// Times (s) at which any pool's hidden true capacity changed.
+    /// Times (s) at which any pool's hidden true capacity changed: the steps that change its RPM or TPM (one that
+    /// repeats the step before it is none).
     public var capacityChangeTimes: [Double]
 
     public init(

@@ -222,6 +222,54 @@ import Testing
         #expect(none.totalVariation == nil)
     }
 
+    /// One pool whose true capacity goes from 100 to 150 rpm at 60 s (and TPM × 1000), its tenants' nominal
+    /// demand 120 rpm throughout, served `served[k]` in the six 10-s intervals after the change.
+    static func convergenceTrace(served: [Double]) -> SimulationTrace {
+        let rates = Array(repeating: 100.0, count: 6) + served
+        let samples = rates.indices.map { k in
+            TraceSample(
+                start: Double(k) * 10,
+                pools: [
+                    PoolSample(
+                        trueRPM: k < 6 ? 100 : 150, trueTPM: k < 6 ? 100_000 : 150_000, demandRPM: 120,
+                        demandTPM: 120_000, servedRPM: rates[k], servedTPM: rates[k] * 1000, upstreamAttempts: 10,
+                        upstream429s: 0, upstreamOverloaded: 0, estimatedRPM: nil, estimatedTPM: nil)
+                ],
+                tenants: [
+                    TenantSample(
+                        demandRPM: 120, demandTPM: 120_000, servedRPM: rates[k], servedTPM: rates[k] * 1000,
+                        allocationRPM: nil, allocationTPM: nil, denials: 0, upstream429s: 0)
+                ])
+        }
+        return SimulationTrace(
+            scenario: "t", strategy: "s", seed: 1, durationSeconds: Double(rates.count) * 10,
+            sampleIntervalSeconds: 10, pools: [TracePool(id: "p", declaredRPM: 100, declaredTPM: 100_000)],
+            tenants: [
+                TraceTenant(
+                    id: "a", tier: "standard", pool: "p", weight: 1, floorRPM: 0, floorTPM: 0, ceilingRPM: nil,
+                    ceilingTPM: nil, firstRequestAt: 0, firstAllocationAt: nil)
+            ],
+            samples: samples, tasks: [], capacityChangeTimes: [60])
+    }
+
+    /// A backlog drained at the new capacity, above the nominal demand, has converged: served within
+    /// [0.9 × min(true, demand), 1.1 × true] over trailing 30-s means. Judged within ±10 % of min(true, demand),
+    /// serving 150 against a demand of 120 was "never".
+    @Test func drainingABacklogAtTheCapacityHasConverged() {
+        // 30-s means from the change's first interval: 100, 100, 116.7, 133.3, 150, 150 — within [108, 165]
+        // from the third interval on (80–90 s), which ends 30 s after the change.
+        let draining = RunMetrics(trace: Self.convergenceTrace(served: [100, 100, 150, 150, 150, 150]))
+        #expect(draining.hasCapacityChange)
+        #expect(draining.convergenceSeconds == 30)
+        // Serving at the demand converges as before: within from the first interval on.
+        let atDemand = RunMetrics(trace: Self.convergenceTrace(served: [120, 120, 120, 120, 120, 120]))
+        #expect(atDemand.convergenceSeconds == 10)
+        // Above 1.1 × the true capacity (165) is not settled: "never".
+        let above = RunMetrics(trace: Self.convergenceTrace(served: [170, 170, 170, 170, 170, 170]))
+        #expect(above.hasCapacityChange)
+        #expect(above.convergenceSeconds == nil)
+    }
+
     @Test func utilisationIsMeasuredOnlyWhileDemandExceedsCapacity() {
         let metrics = RunMetrics(
             trace: Self.trace(

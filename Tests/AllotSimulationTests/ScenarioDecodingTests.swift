@@ -116,6 +116,40 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
                 with: #"{"metric": "slo_attainment", "tier": "critical", "better": "higher"}"#),
             "headline.tier", #"no tenant has tier "critical" (the tenants' tiers: premium)"#
         ),
+        (
+            scenarioJSON().replacingOccurrences(of: #""duration_s": 120"#, with: #""duration_s": 120.5"#),
+            "duration_s", "must be an integer, not 120.5"
+        ),
+        (scenarioJSON(extra: #", "sample_interval_s": 2.5"#), "sample_interval_s", "must be an integer, not 2.5"),
+        (
+            scenarioJSON().replacingOccurrences(of: #""description": "test""#, with: #""description": """#),
+            "description", "must not be empty"
+        ),
+        (
+            scenarioJSON().replacingOccurrences(of: #""description": "test""#, with: #""description": " \t ""#),
+            "description", "must not be empty"
+        ),
+        (
+            scenarioJSON().replacingOccurrences(
+                of: #""arrivals": [{"at_s": 0, "tasks_per_min": 6}]"#,
+                with: #""arrivals": [{"at_s": 0, "tasks_per_min": 0}, {"at_s": 60, "tasks_per_min": 0}]"#),
+            "tenants[0].arrivals", "every rate is 0: the tenant never sends a task"
+        ),
+        (
+            scenarioJSON().replacingOccurrences(
+                of: #""capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}]"#,
+                with: #""capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}], "overload": "#
+                    + #"[{"from_s": 10, "to_s": 60, "rate": 0.2}, {"from_s": 60, "to_s": 70, "rate": 0.1}, "#
+                    + #"{"from_s": 50, "to_s": 55, "rate": 0.5}]"#),
+            "pools[0].overload[2]",
+            "overlaps pools[0].overload[0] (from_s 10, to_s 60): windows must not overlap (one rate at a time)"
+        ),
+        (
+            scenarioJSON().replacingOccurrences(
+                of: #""capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}]"#,
+                with: #""capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}], "latency_warning_s": 200"#),
+            "pools[0].latency_warning_s", "must be at most duration_s (120), not 200"
+        ),
     ]
 
     @Test(arguments: consistencyCases)
@@ -183,7 +217,8 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         }
     }
 
-    @Test func duplicateTenantsAfterExpansionAreRejected() {
+    /// Two entries whose ids collide once `count` is expanded: the error names both entries, and what each was.
+    @Test func duplicateTenantsAfterExpansionNameBothEntries() {
         func tenant(_ id: String, count: Int) -> String {
             """
             {"id": "\(id)", "count": \(count), "tier": "free", "pool": "openai/gpt-4o",
@@ -192,13 +227,24 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
                       "prompt_tokens": {"mean": 10}, "completion_tokens": {"mean": 10}, "deadline_s": 60}}
             """
         }
-        let text = scenarioJSON(tenants: "[\(tenant("acme", count: 2)), \(tenant("acme-01", count: 1))]")
+        let text = scenarioJSON(
+            tenants: "[\(tenant("other", count: 1)), \(tenant("acme", count: 2)), \(tenant("acme-01", count: 1))]")
         #expect(
             throws: ScenarioError(
-                source: "test.json", path: "tenants",
-                reason: #"duplicate tenant id "acme-01" on pool "openai/gpt-4o" (after expanding count)"#)
+                source: "test.json", path: "tenants[2].id",
+                reason: #"duplicate tenant id "acme-01" on pool "openai/gpt-4o", from tenants[1] ("acme" with "#
+                    + #"count 2) and tenants[2] ("acme-01"): a tenant id is unique per pool after expanding count"#)
         ) {
             try decode(text)
+        }
+        #expect(
+            throws: ScenarioError(
+                source: "test.json", path: "tenants[1].id",
+                reason: #"duplicate tenant id "acme-01" on pool "openai/gpt-4o", from tenants[0] ("acme" with "#
+                    + #"count 3) and tenants[1] ("acme" with count 2): a tenant id is unique per pool after "#
+                    + "expanding count")
+        ) {
+            try decode(scenarioJSON(tenants: "[\(tenant("acme", count: 3)), \(tenant("acme", count: 2))]"))
         }
     }
 
@@ -237,6 +283,37 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
                     tenants: "[\(tenant(pool: "openai/gpt-4o", tier: "premium")), "
                         + "\(tenant(pool: "anthropic/claude-sonnet", tier: "standard"))]", pools: pools))
         }
+    }
+
+    /// `static_quota`: both dimensions, a pool's declared ranges, nothing else.
+    @Test(arguments: [
+        (#"{"rpm": 0, "tpm": 1000}"#, "tenants[0].static_quota.rpm", "must be between 1 and 10000000, not 0"),
+        (#"{"rpm": 10}"#, "tenants[0].static_quota.tpm", "missing"),
+        (
+            #"{"rpm": 10, "tpm": 20000000000}"#, "tenants[0].static_quota.tpm",
+            "must be between 1 and 10000000000, not 20000000000"
+        ),
+        (
+            #"{"rpm": 10, "tpm": 1000, "rps": 1}"#, "tenants[0].static_quota.rps",
+            "unknown field (allowed: rpm, tpm)"
+        ),
+        ("60", "tenants[0].static_quota", "must be an object, not number"),
+    ])
+    func rejectsABrokenStaticQuota(quota: String, path: String, reason: String) {
+        rejectsWithThePathAndReason(
+            text: scenarioJSON().replacingOccurrences(
+                of: #""deadline_s": 60}}"#, with: #""deadline_s": 60}, "static_quota": \#(quota)}"#),
+            path: path, reason: reason)
+    }
+
+    /// Windows that only touch (one ends where the next starts) do not overlap.
+    @Test func overloadWindowsThatTouchAreAccepted() throws {
+        let scenario = try decode(
+            scenarioJSON().replacingOccurrences(
+                of: #""capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}]"#,
+                with: #""capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}], "overload": "#
+                    + #"[{"from_s": 60, "to_s": 70, "rate": 0.1}, {"from_s": 10, "to_s": 60, "rate": 0.2}]"#))
+        #expect(scenario.pools[0].overload.map(\.from) == [60, 10])
     }
 
     @Test func notJSONAndUnknownBuiltIns() {

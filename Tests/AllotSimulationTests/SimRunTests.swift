@@ -296,6 +296,92 @@ import Testing
         #expect(!colours.values.contains(["#d62728"]))  // red is the estimate's
     }
 
+    /// A capacity step that repeats the step before it changes nothing: it is not a capacity change, so
+    /// there is no convergence to measure ("-"), as for a pool without a change. Counted as one, convergence
+    /// was measured on a pool that never moved.
+    @Test func aCapacityStepThatChangesNothingIsNotACapacityChange() async throws {
+        func run(_ capacity: String) async throws -> SimulationTrace {
+            let pools = """
+                [{"id": "openai/gpt-4o", "provider": "openai", "declared_rpm": 600, "declared_tpm": 1000000,
+                  "capacity": \(capacity)}]
+                """
+            return try await Simulator.run(try decode(scenarioJSON(pools: pools)), strategy: .static, seed: 1)
+        }
+        let repeated = try await run(
+            #"[{"at_s": 0, "rpm": 600, "tpm": 1000000}, {"at_s": 60, "rpm": 600, "tpm": 1000000}]"#)
+        #expect(repeated.capacityChangeTimes == [])
+        let metrics = RunMetrics(trace: repeated)
+        #expect(!metrics.hasCapacityChange)
+        #expect(metrics.convergenceSeconds == nil)
+        let report = SimulationReport(scenario: try Self.small(), seed: 1, traces: [repeated])
+        let row = try #require(report.table().split(separator: "\n").first { $0.hasPrefix("static ") })
+        #expect(row.split(separator: " ")[6] == "-")  // the "converge s" column
+        // A step that changes either dimension is a change.
+        let moved = try await run(
+            #"[{"at_s": 0, "rpm": 600, "tpm": 1000000}, {"at_s": 30, "rpm": 600, "tpm": 1000000}, "#
+                + #"{"at_s": 60, "rpm": 600, "tpm": 900000}, {"at_s": 90, "rpm": 600, "tpm": 900000}]"#)
+        #expect(moved.capacityChangeTimes == [60])
+    }
+
+    /// A tenant's `static_quota` is what `static` provisioned for it, whatever its tier's weight; the others keep
+    /// the weight rule over every tenant of the pool (`declared × weight / Σweights`), and the other strategies
+    /// ignore the field.
+    @Test func staticProvisionsATenantsStaticQuota() async throws {
+        let tenants = """
+            [{"id": "stale", "tier": "premium", "pool": "openai/gpt-4o", "static_quota": {"rpm": 60, "tpm": 90000},
+              "arrivals": [{"at_s": 0, "tasks_per_min": 40}],
+              "task": {"class": "batch", "calls": {"min": 2, "max": 4}, "parallelism": 2,
+                       "prompt_tokens": {"mean": 500}, "completion_tokens": {"mean": 100}, "deadline_s": 60}},
+             {"id": "fresh", "tier": "premium", "pool": "openai/gpt-4o", "arrivals": [{"at_s": 0, "tasks_per_min": 6}],
+              "task": {"class": "batch", "calls": {"min": 2, "max": 4}, "parallelism": 2,
+                       "prompt_tokens": {"mean": 500}, "completion_tokens": {"mean": 100}, "deadline_s": 60}}]
+            """
+        let scenario = try decode(scenarioJSON(duration: 300, tenants: tenants))
+        let trace = try await Simulator.run(scenario, strategy: .static, seed: 1)
+        for sample in trace.samples {
+            #expect(sample.tenants[0].allocationRPM == 60 && sample.tenants[0].allocationTPM == 90_000)
+            // 600 rpm × 4 / (4 + 4): the stale tenant's weight still counts in the sum.
+            #expect(sample.tenants[1].allocationRPM == 300 && sample.tenants[1].allocationTPM == 500_000)
+        }
+        // It wants 120 calls a minute and is served its quota: 60 a minute over every 30 s after the first 10 s, in
+        // which the gateways' buckets start full.
+        let served = trace.samples.map { $0.tenants[0].servedRPM }
+        #expect(served[0] == 66)
+        for k in 1..<(served.count - 2) { #expect(served[k..<(k + 3)].reduce(0, +) / 3 == 60, "\(k)") }
+        let split = try await Simulator.run(scenario, strategy: .equalSplit, seed: 1)
+        #expect(split.samples.last?.tenants.map(\.allocationRPM) == [300, 300])
+    }
+
+    /// report.json keeps `null` for a metric that was "never" reached and for one that does not apply; each
+    /// strategy's `never` lists the first kind, as the table prints them ("never" against "-").
+    @Test func reportJSONListsTheMetricsThatWereNeverReached() throws {
+        var never = SeedMeansTests.run(
+            utilisation: nil, rate: 0, starved: 0, tv: nil, convergence: nil, slo: 0.5, p95: nil, jain: 1, tasks: 10)
+        never.tiers["free"] = TierMetrics(
+            sloAttainment: nil, latencyP50: nil, latencyP95: nil, latencyP99: nil, jain: nil, tasks: 0)
+        var none = SeedMeansTests.run(
+            utilisation: 0.9, rate: 0, starved: 0, tv: 1, convergence: nil, slo: 1, p95: 3, jain: 1, tasks: 10)
+        none.strategy = "static"
+        none.hasCapacityChange = false
+        none.tiers["free"] = never.tiers["free"]
+        let report = SimulationReport(scenario: try Self.small(), seeds: [1], perSeed: [[never, none]])
+        let json = try JSON.parse(report.json())
+        #expect(
+            json["strategies"]?["allot"]?["never"]
+                == .array([
+                    .string("convergence_s"), .string("tiers.premium.task_latency_p95_s"),
+                    .string("tiers.premium.task_latency_p99_s"),
+                ]))
+        #expect(json["strategies"]?["allot"]?["convergence_s"] == .null)
+        #expect(json["strategies"]?["allot"]?["tiers"]?["free"]?["task_latency_p95_s"] == .null)
+        #expect(json["strategies"]?["static"]?["never"] == .array([]))
+        #expect(json["strategies"]?["static"]?["convergence_s"] == .null)
+        #expect(json["per_seed"]?[0]?["strategies"]?["allot"]?["never"] == json["strategies"]?["allot"]?["never"])
+        let table = report.table().split(separator: "\n")
+        #expect(table.contains { $0.hasPrefix("allot ") && $0.contains(" never ") })
+        #expect(!table.contains { $0.hasPrefix("static ") && $0.contains("never") })
+    }
+
     @Test func reportHasTheSpecShape() async throws {
         let scenario = try Self.small()
         let traces = [

@@ -128,6 +128,8 @@ public struct SimulationReport: Sendable {
                 "convergence_s": Self.number(run.convergenceSeconds),
                 "time_to_first_allocation_s": Self.number(run.timeToFirstAllocation),
                 "tiers": .object(tiers),
+                // Added beside the keys, whose `null` stays: which of them are "never" rather than not applicable.
+                "never": .array(run.neverReached.map(JSON.string)),
             ])
         }
         return .object(strategies)

@@ -180,8 +180,11 @@ private struct ScenarioReader {
             required: ["name", "description", "headline", "duration_s", "pools", "tenants"])
         let name = try identifier(root["name"], "name", extra: "")
         let description = try string(root["description"], "description")
-        let duration = try number(root["duration_s"], "duration_s", 60...86_400)
-        let interval = try number(root["sample_interval_s"], "sample_interval_s", 1...300, default: 10)
+        // What it models is the one thing a reader of the report has to go on.
+        guard !description.allSatisfy(\.isWhitespace) else { throw fail("description", "must not be empty") }
+        // Whole seconds, as documented: the run and its intervals are counted in them (timeline.csv's `t_s`).
+        let duration = Double(try integer(root["duration_s"], "duration_s", 60...86_400))
+        let interval = Double(try integer(root["sample_interval_s"], "sample_interval_s", 1...300, default: 10))
         guard interval <= duration / 2 else {
             throw fail(
                 "sample_interval_s",
@@ -204,8 +207,14 @@ private struct ScenarioReader {
             throw fail("pools[\(index)].id", "duplicate pool id \"\(pool.id)\"")
         }
         var tenants: [ScenarioTenant] = []
+        // Per tenant after `count`: the entry it came from, so that an error can name the entries, not the ids.
+        var entries: [(index: Int, label: String)] = []
         for (index, json) in try array(root["tenants"], "tenants", count: 1...1000).enumerated() {
-            tenants += try tenant(json, "tenants[\(index)]", pools: seenPools, tiers: tiers, duration: duration)
+            let expanded = try tenant(json, "tenants[\(index)]", pools: seenPools, tiers: tiers, duration: duration)
+            let id = json["id"]?.stringValue ?? ""
+            let label = "tenants[\(index)] (\"\(id)\"\(expanded.count > 1 ? " with count \(expanded.count)" : ""))"
+            tenants += expanded
+            entries += Array(repeating: (index, label), count: expanded.count)
         }
         let used = Set(tenants.map(\.pool))
         for (index, pool) in pools.enumerated() where !used.contains(pool.id) {
@@ -213,13 +222,17 @@ private struct ScenarioReader {
         }
         guard tenants.count <= 1000 else { throw fail("tenants", "more than 1000 tenants after expanding count") }
         // A tenant may call several pools (one entry per pool, as Allot keys a tenant per upstream), with one tier.
-        var seenTenants = Set<String>()
+        var seenTenants: [String: Int] = [:]
         var tierOf: [String: (tier: String, pool: String)] = [:]
-        for tenant in tenants {
-            guard seenTenants.insert(tenant.id + "\u{1}" + tenant.pool).inserted else {
+        for (position, tenant) in tenants.enumerated() {
+            let key = tenant.id + "\u{1}" + tenant.pool
+            if let first = seenTenants[key] {
                 throw fail(
-                    "tenants", "duplicate tenant id \"\(tenant.id)\" on pool \"\(tenant.pool)\" (after expanding count)")
+                    "tenants[\(entries[position].index)].id",
+                    "duplicate tenant id \"\(tenant.id)\" on pool \"\(tenant.pool)\", from \(entries[first].label) and "
+                        + "\(entries[position].label): a tenant id is unique per pool after expanding count")
             }
+            seenTenants[key] = position
             if let first = tierOf[tenant.id], first.tier != tenant.tier {
                 throw fail(
                     "tenants",
@@ -310,6 +323,12 @@ private struct ScenarioReader {
             latency.maxFactor = try number(l["max_factor"], lp + ".max_factor", 1...100, default: latency.maxFactor)
         }
         let warning = try number(object["latency_warning_s"], path + ".latency_warning_s", 0...3600, default: 0)
+        // A warning longer than the run would start before it: the author has mistaken the unit or the field.
+        guard warning <= duration else {
+            throw fail(
+                path + ".latency_warning_s",
+                "must be at most duration_s (\(Self.format(duration))), not \(Self.format(warning))")
+        }
         var overload: [OverloadWindow] = []
         if let json = object["overload"] {
             for (index, json) in try array(json, path + ".overload", count: 0...1000).enumerated() {
@@ -319,6 +338,14 @@ private struct ScenarioReader {
                 let to = try number(w["to_s"], wp + ".to_s", 0...Self.maxSeconds)
                 guard to > from else { throw fail(wp + ".to_s", "must be after from_s") }
                 try before(duration, from, wp + ".from_s")
+                // Overlapping windows would each draw their own chance, 1 − (1 − a)(1 − b) in effect, which no
+                // author means: one rate at a time. A window may start where another ends (`[from_s, to_s)`).
+                if let other = overload.firstIndex(where: { $0.from < to && from < $0.to }) {
+                    throw fail(
+                        wp,
+                        "overlaps \(path).overload[\(other)] (from_s \(Self.format(overload[other].from)), to_s "
+                            + "\(Self.format(overload[other].to))): windows must not overlap (one rate at a time)")
+                }
                 overload.append(OverloadWindow(from: from, to: to, rate: try number(w["rate"], wp + ".rate", 0...1)))
             }
         }
@@ -348,7 +375,8 @@ private struct ScenarioReader {
         -> [ScenarioTenant]
     {
         let object = try object(
-            json, path, keys: ["id", "count", "tier", "pool", "arrivals", "task", "behaviour", "max_retries"],
+            json, path,
+            keys: ["id", "count", "tier", "pool", "arrivals", "task", "behaviour", "max_retries", "static_quota"],
             required: ["id", "tier", "pool", "arrivals", "task"])
         let id = try identifier(object["id"], path + ".id", extra: "._")
         let count = try integer(object["count"], path + ".count", 1...1000, default: 1)
@@ -369,6 +397,10 @@ private struct ScenarioReader {
             try before(duration, at, ap + ".at_s")
             arrivals.append(ArrivalStep(at: at, tasksPerMinute: try number(a["tasks_per_min"], ap + ".tasks_per_min", 0...100_000)))
         }
+        // Like a pool no tenant uses: a tenant that never sends anything tells no story (and has no demand to judge).
+        guard arrivals.contains(where: { $0.tasksPerMinute > 0 }) else {
+            throw fail(path + ".arrivals", "every rate is 0: the tenant never sends a task")
+        }
         let task = try taskShape(object["task"], path + ".task")
         var behaviour = TenantBehaviour.honest
         if let json = object["behaviour"] {
@@ -379,12 +411,20 @@ private struct ScenarioReader {
             behaviour = value
         }
         let retries = try integer(object["max_retries"], path + ".max_retries", 0...100, default: 6)
+        var quota: StaticQuota?
+        if let json = object["static_quota"] {
+            let qp = path + ".static_quota"
+            let q = try self.object(json, qp, keys: ["rpm", "tpm"], required: ["rpm", "tpm"])
+            quota = StaticQuota(
+                rpm: try number(q["rpm"], qp + ".rpm", 1...10_000_000),
+                tpm: try number(q["tpm"], qp + ".tpm", 1...10_000_000_000))
+        }
         let digits = max(2, String(count).count)
         return (1...count).map { n in
             let suffix = String(repeating: "0", count: digits - String(n).count) + String(n)
             return ScenarioTenant(
                 id: count == 1 ? id : "\(id)-\(suffix)", tier: tier, pool: pool, arrivals: arrivals, task: task,
-                behaviour: behaviour, maxRetries: retries)
+                behaviour: behaviour, maxRetries: retries, staticQuota: quota)
         }
     }
 

@@ -167,10 +167,13 @@ public struct ScenarioTenant: Sendable, Equatable {
     public var task: TaskShape
     public var behaviour: TenantBehaviour
     public var maxRetries: Int
+    /// The quota the `static` baseline provisioned for this tenant (per minute); nil: the weight rule's. Other
+    /// strategies ignore it.
+    public var staticQuota: StaticQuota?
 
     public init(
         id: String, tier: String, pool: String, arrivals: [ArrivalStep], task: TaskShape,
-        behaviour: TenantBehaviour = .honest, maxRetries: Int = 6
+        behaviour: TenantBehaviour = .honest, maxRetries: Int = 6, staticQuota: StaticQuota? = nil
     ) {
         self.id = id
         self.tier = tier
@@ -179,6 +182,7 @@ public struct ScenarioTenant: Sendable, Equatable {
         self.task = task
         self.behaviour = behaviour
         self.maxRetries = maxRetries
+        self.staticQuota = staticQuota
     }
 
     /// Tasks per minute at `time`.
@@ -186,6 +190,17 @@ public struct ScenarioTenant: Sendable, Equatable {
         var rate = 0.0
         for step in arrivals where step.at <= time { rate = step.tasksPerMinute }
         return rate
+    }
+}
+
+/// A quota set by hand, per minute: what `static` provisioned for a tenant (one set at onboarding that went stale).
+public struct StaticQuota: Sendable, Equatable {
+    public var rpm: Double
+    public var tpm: Double
+
+    public init(rpm: Double, tpm: Double) {
+        self.rpm = rpm
+        self.tpm = tpm
     }
 }
 

@@ -467,6 +467,9 @@ final class SimulationRun {
         var tpm: Double
     }
 
+    /// Each tenant's `static_quota`, else `declared × weight / Σweights` of its pool. The sum is over every tenant of
+    /// the pool, those with a quota of their own included, so that giving one tenant a quota changes no other's:
+    /// like quotas set by hand over time, they need not add up to the declared capacity.
     private func staticLimits() -> [Limits] {
         var limits: [Limits] = []
         for (poolIndex, pool) in scenario.pools.enumerated() {
@@ -474,10 +477,11 @@ final class SimulationRun {
             let total = members.reduce(0) { $0 + weight(of: $1.spec) }
             for member in members {
                 let share = weight(of: member.spec) / total
+                let quota = member.spec.staticQuota
                 limits.append(
                     Limits(
-                        tenant: member.spec.id, pool: pool.id, tier: member.spec.tier, rpm: pool.declaredRPM * share,
-                        tpm: pool.declaredTPM * share))
+                        tenant: member.spec.id, pool: pool.id, tier: member.spec.tier,
+                        rpm: quota?.rpm ?? pool.declaredRPM * share, tpm: quota?.tpm ?? pool.declaredTPM * share))
             }
         }
         return limits
@@ -654,9 +658,14 @@ final class SimulationRun {
     }
 
     private func trace() -> SimulationTrace {
+        // A step that repeats the one before it changes nothing; counted as a change, convergence was measured on a
+        // pool that never moved.
         var changes: [Double] = []
         for pool in scenario.pools {
-            for step in pool.capacity.dropFirst() where step.at < scenario.durationSeconds { changes.append(step.at) }
+            for (previous, step) in zip(pool.capacity, pool.capacity.dropFirst())
+            where step.at < scenario.durationSeconds && (step.rpm != previous.rpm || step.tpm != previous.tpm) {
+                changes.append(step.at)
+            }
         }
         return SimulationTrace(
             scenario: scenario.name, strategy: strategy.rawValue, seed: seed, durationSeconds: scenario.durationSeconds,
