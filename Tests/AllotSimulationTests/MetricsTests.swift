@@ -270,6 +270,23 @@ import Testing
         #expect(above.convergenceSeconds == nil)
     }
 
+    /// Convergence after a change judges the pools that changed then: a pool beside it whose capacity never moved
+    /// has nothing to converge to, whatever it serves.
+    @Test func convergenceJudgesOnlyThePoolWhoseCapacityChanged() {
+        var trace = Self.convergenceTrace(served: [120, 120, 120, 120, 120, 120])
+        trace.pools.append(TracePool(id: "q", declaredRPM: 200, declaredTPM: 200_000))
+        for k in trace.samples.indices {
+            // Unchanged at 200 rpm, served 50 of a nominal 120: outside any band around its demand.
+            trace.samples[k].pools.append(
+                PoolSample(
+                    trueRPM: 200, trueTPM: 200_000, demandRPM: 120, demandTPM: 120_000, servedRPM: 50,
+                    servedTPM: 50_000, upstreamAttempts: 5, upstream429s: 0, upstreamOverloaded: 0, estimatedRPM: nil,
+                    estimatedTPM: nil))
+        }
+        // Judged over both pools, the unchanged one made it "never".
+        #expect(RunMetrics(trace: trace).convergenceSeconds == 10)
+    }
+
     @Test func utilisationIsMeasuredOnlyWhileDemandExceedsCapacity() {
         let metrics = RunMetrics(
             trace: Self.trace(

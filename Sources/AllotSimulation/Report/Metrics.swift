@@ -312,10 +312,21 @@ extension RunMetrics {
             let next = trace.capacityChangeTimes.first(where: { $0 > change }) ?? trace.durationSeconds
             let last = samples.lastIndex(where: { $0.start < next }) ?? first
             let smooth = max(1, Int((30 / interval).rounded()))
+            // Only the pools whose capacity changed then are judged: an unchanged pool beside it has nothing to
+            // converge to (fleet-hour's second pool, served below 90 % of its nominal load while its arrivals ran
+            // lower, made every strategy's convergence "never").
+            let changed =
+                first > 0
+                ? trace.pools.indices.filter { p in
+                    let before = samples[first - 1].pools[p]
+                    let after = samples[first].pools[p]
+                    return before.trueRPM != after.trueRPM || before.trueTPM != after.trueTPM
+                } : []
+            let judged = changed.isEmpty ? Array(trace.pools.indices) : changed
             var settledAt: Int?
             for k in stride(from: last, through: first, by: -1) {
                 var within = true
-                for p in trace.pools.indices {
+                for p in judged {
                     let lo = max(first, k - smooth + 1)
                     let span = Double(k - lo + 1)
                     let served = (lo...k).reduce(0.0) { $0 + samples[$1].pools[p].servedRPM } / span
