@@ -125,8 +125,8 @@ import Testing
         let allocation = try #require(header.firstIndex(of: "allocation_rpm"))
         let allocations = csv.dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false) }
             .filter { $0[2] == "tenant" }.compactMap { Double($0[allocation]) }
-        // Twelve 10-s samples; in the first the tenant has no allocation yet (blank: its entry is not a move).
-        #expect(allocations.count == 11)
+        // Twelve 10-s samples; the first may end before the tenant's first allocation (blank: its entry is not a move).
+        #expect((11...12).contains(allocations.count), "\(allocations)")
         #expect(allocations.max() == 30, "the gold tier's ceiling bounds the allocation: \(allocations)")
 
         try Data(#"{"tiers": {"gold": {"weight": -1}}}"#.utf8).write(to: URL(fileURLWithPath: policies + "/bad.json"))
