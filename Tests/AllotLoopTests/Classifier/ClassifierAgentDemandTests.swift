@@ -118,6 +118,21 @@ struct ClassifierAgentDemandTests {
         #expect(observation.pressing == PerDimension(rpm: true, tpm: false))
     }
 
+    @Test func aTenantBlockedByItsRPMBucketClaimsRPMHoweverFullItsTokenAllocationLooks() throws {
+        // As above, but its token allocation is 12,000 a minute while it is served 18,000 (tokens it borrowed, or an
+        // allocation that lagged): tokens "used" at 151 %, requests at 93 %. Its denials all name `rpm`, so tokens
+        // are not what holds it back and the request dimension is claimed (pressing). Compared with the token
+        // usage, requests (under 75 % of it) were claimed in neither dimension.
+        let (observation, _) = try run(queueMs: nil, allocation: PerDimension(rpm: 130, tpm: 12_000)) {
+            script, from, to in
+            script.spread(3, from: from, to: to) { script, at in
+                script.event(at: at, outcome: .deniedLocal, estimated: 150, errorType: "rpm")
+            }
+        }
+        #expect(observation.pressing == PerDimension(rpm: true, tpm: false))
+        #expect(abs(observation.demand.rpm - 156 * 1.25 / 1.2) <= 0.1 * observation.demand.rpm)
+    }
+
     @Test func aBlockedTenantsJumpIsReadOverTheFastWindow() throws {
         // Ten minutes at 240 served per minute against 250 RPM, 3 requests per tick denied by the RPM bucket
         // (blocked: 276 attempts per minute, a claim of 287.5, which the allocation × 1.5 = 375 does not cap).
