@@ -224,6 +224,35 @@ struct PolicyTests {
         #expect(percent.message == #"percentage out of range: "150%" (allowed 0% to 100%)"#)
     }
 
+    /// A percentage is digits, an optional fraction and `%`, nothing else: "2 %", " 2%", "+2%" and "2.%" had been
+    /// accepted while "2% " was refused.
+    @Test(arguments: ["2 %", " 2%", "+2%", "2.%", "2% ", ".5%", "2%%", "1e1%"])
+    func aPercentageOutOfItsGrammarIsRejectedWithTheFieldPath(text: String) throws {
+        let issue = try Self.only(
+            PolicyFixtures.issues(with: #"{"tiers": {"gold": {"priority": 0, "floor": {"rpm": "\#(text)"}}}}"#))
+        #expect(issue.path == "$.tiers.gold.floor.rpm")
+        #expect(issue.code == .invalidValue)
+        #expect(
+            issue.message
+                == #"expected a number or a percentage such as "5%" (a percentage is digits, an optional fraction, "#
+                + #"then %: no spaces or signs), got "\#(text)""#)
+    }
+
+    @Test func aPercentageInItsGrammarIsAccepted() throws {
+        let policy = try PolicyFixtures.load([
+            (
+                "tiers.json",
+                #"{"default_tier": "gold", "tiers": {"gold": {"priority": 0, "floor": {"rpm": "0.25%", "tpm": "2%"}}}}"#
+            )
+        ])
+        #expect(policy.tier(named: "gold")?.floor == PerDimension(rpm: .percent(0.25), tpm: .percent(2)))
+        let negative = try Self.only(
+            PolicyFixtures.issues(with: #"{"tiers": {"gold": {"priority": 0, "floor": {"rpm": "-2%"}}}}"#))
+        #expect(negative.path == "$.tiers.gold.floor.rpm")
+        #expect(negative.code == .negative)
+        #expect(negative.message == #"must not be negative (got "-2%")"#)
+    }
+
     @Test func floorAboveCeilingIsRejectedForTiersAndTenants() throws {
         let tier = try Self.only(
             PolicyFixtures.issues(
