@@ -287,7 +287,18 @@ struct PolicyLoader {
         reader.checkFields(object, at: path, known: PolicyFields.loop)
         var loop = LoopSettings()
         if let value = reader.number(object["interval_s"], at: path.key("interval_s"), .positive) {
-            loop.intervalSeconds = value
+            // The server ticks for real at this interval: below a second the loop (classifier, observer, engine,
+            // a snapshot written to SQLite and pushed to every gateway) would run back to back, and beyond a
+            // minute a capacity drop or a starving tenant goes unanswered for longer than the windows that
+            // detect them. The simulator's `tick_interval_s` has the same range.
+            if Self.intervalRange.contains(value) {
+                loop.intervalSeconds = value
+            } else {
+                reader.report(
+                    path.key("interval_s"), .outOfRange,
+                    "must be between \(Quantity.format(Self.intervalRange.lowerBound)) and "
+                        + "\(Quantity.format(Self.intervalRange.upperBound)) s (got \(Quantity.format(value)))")
+            }
         }
         if let value = reader.number(object["lease_s"], at: path.key("lease_s"), .positive) {
             loop.leaseSeconds = value
@@ -713,6 +724,9 @@ struct PolicyLoader {
             if let value = values[dimension] { target[dimension] = value }
         }
     }
+
+    /// The range of `loop.interval_s`, in seconds.
+    static let intervalRange = 1.0...60.0
 
     /// Whether `a > b` is certain without knowing `C`: both absolute, or both percentages.
     static func exceeds(_ a: Quantity, _ b: Quantity) -> Bool {

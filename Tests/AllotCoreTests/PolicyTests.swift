@@ -253,6 +253,22 @@ struct PolicyTests {
         #expect(negative.message == #"must not be negative (got "-2%")"#)
     }
 
+    /// The server ticks at `loop.interval_s` for real: 1 to 60 s, as a scenario's `policy.tick_interval_s`.
+    @Test func theLoopIntervalIsOneToSixtySeconds() throws {
+        for (text, shown) in [("0.25", "0.25"), ("0.999", "0.999"), ("61", "61"), ("3600", "3600")] {
+            let issue = try Self.only(PolicyFixtures.issues(with: #"{"loop": {"interval_s": \#(text)}}"#))
+            #expect(issue.path == "$.loop.interval_s")
+            #expect(issue.code == .outOfRange)
+            #expect(issue.message == "must be between 1 and 60 s (got \(shown))")
+        }
+        for value in [1, 2.5, 60] {
+            let policy = try PolicyFixtures.load([
+                ("00-tiers.json", PolicyFixtures.tiers), ("engine.json", #"{"loop": {"interval_s": \#(value)}}"#),
+            ])
+            #expect(policy.loop.intervalSeconds == value)
+        }
+    }
+
     @Test func floorAboveCeilingIsRejectedForTiersAndTenants() throws {
         let tier = try Self.only(
             PolicyFixtures.issues(
