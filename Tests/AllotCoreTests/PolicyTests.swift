@@ -372,6 +372,28 @@ struct PolicyTests {
         #expect(issue.code == .missingField)
     }
 
+    /// A file that is not JSON is the one issue reported about what it would have held: a trailing comma in
+    /// tiers.json had also reported "engine.json: $.tiers: no tiers are defined", and a tenant's tier or the
+    /// default tier named in it as unknown. Other files' own problems are still reported.
+    @Test func anUnreadableFileIsNotFollowedByWhatItWouldHaveDefined() throws {
+        let tiers = #"{"default_tier": "standard", "tiers": {"standard": {"priority": 0},}}"#
+        let issue = try Self.only(
+            PolicyFixtures.issues([
+                ("engine.json", #"{"loop": {"interval_s": 5}}"#), ("tiers.json", tiers),
+                ("tenants.json", #"{"tenants": {"acme": {"tier": "standard"}}}"#),
+            ]))
+        #expect(issue.file == "tiers.json")
+        #expect(issue.path == "$")
+        #expect(issue.code == .invalidJSON)
+        let split = PolicyFixtures.issues([
+            ("a-tiers.json", #"{"tiers": {"gold": {"priority": 0}}}"#), ("b-tiers.json", tiers),
+            ("engine.json", #"{"loop": {"interval_s": -1}}"#),
+            ("tenants.json", #"{"default_tier": "standard", "tenants": {"acme": {"tier": "standard"}}}"#),
+        ])
+        #expect(split.map(\.file) == ["b-tiers.json", "engine.json"])
+        #expect(split.map(\.path) == ["$", "$.loop.interval_s"])
+    }
+
     @Test func everyIssueIsReportedAtOnce() throws {
         let issues = PolicyFixtures.issues(
             with: """
