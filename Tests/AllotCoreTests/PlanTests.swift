@@ -146,6 +146,31 @@ struct PlanTests {
         )
     }
 
+    /// Tiers of equal priority are one rank in degraded mode: where capacity runs out their tenants share what is left
+    /// in proportion to their floors (above the guard), whatever the tiers' names. Ranked by name, "east" had its
+    /// floor in full before "west" got anything beyond its guard.
+    @Test func tiersOfEqualPriorityShareARankInDegradedMode() throws {
+        let policy = try PolicyFixtures.load([
+            (
+                "tiers.json",
+                #"{"default_tier": "west", "tiers": {"west": {"priority": 1, "starvation_guard": 0}, "#
+                    + #""east": {"priority": 1, "starvation_guard": 0}, "top": {"priority": 0, "starvation_guard": 0}}}"#
+            )
+        ])
+        #expect(policy.tierRanks == ["top": 0, "east": 1, "west": 1])
+        let output = try Self.run(
+            """
+            {"capacity": {"rpm": 100}, "settings": {"safety_margin": 0},
+             "tenants": [{"id": "t", "tier": "top", "floor": 40}, {"id": "w", "tier": "west", "floor": 60},
+                         {"id": "e", "tier": "east", "floor": 60}]}
+            """, policy: policy)
+        // top's floor first (40), then the 60 left shared by east and west in proportion to their floors.
+        #expect(
+            output
+                == #"{"allocations":[{"id":"t","rpm":40.0,"reason":{"rpm":"degraded"}},{"id":"w","rpm":30.0,"reason":{"rpm":"degraded"}},{"id":"e","rpm":30.0,"reason":{"rpm":"degraded"}}],"unallocated":{"rpm":0.0},"degraded":{"rpm":true}}"#
+        )
+    }
+
     @Test func idleAllocationsTakeAtMostTheIdleShare() throws {
         // Two idle critical tenants (5 rpm each) on a 60-rpm pool: by the shipped policy's idle_share (0.1)
         // they take 6 rpm together, 3 each; with "idle_share": 1 all 10 (SPEC 6.1: taken from C first).
