@@ -474,9 +474,9 @@ final class SimulationRun {
         var limits: [Limits] = []
         for (poolIndex, pool) in scenario.pools.enumerated() {
             let members = tenants.filter { $0.pool == poolIndex }
-            let total = members.reduce(0) { $0 + weight(of: $1.spec) }
+            let total = members.reduce(0) { $0 + terms(of: $1).weight }
             for member in members {
-                let share = weight(of: member.spec) / total
+                let share = terms(of: member).weight / total
                 let quota = member.spec.staticQuota
                 limits.append(
                     Limits(
@@ -513,8 +513,12 @@ final class SimulationRun {
         }
     }
 
-    private func weight(of tenant: ScenarioTenant) -> Double {
-        policy.tier(named: tenant.tier)?.weight ?? 1
+    /// The tenant's terms as the engine resolves them (``Policy/terms(ofTenant:upstream:overrides:now:)``): its
+    /// tier's weight, floor and ceiling, with what the policy's `tenants` gives it on top. `static` and the metrics'
+    /// entitlement use these, so that a tenant given its own weight in tenants.json is judged by the terms `allot`
+    /// was given (with only the tier's, one at weight 0.5 of a tier at 2 was entitled to twice what allot gave it).
+    private func terms(of tenant: TenantRun) -> TenantTerms {
+        policy.terms(ofTenant: tenant.spec.id, upstream: scenario.pools[tenant.pool].id, overrides: [], now: 0)
     }
 
     /// Hands each gateway an equal slice of `limits` as a snapshot (buckets of 10 s, like Allot's
@@ -674,17 +678,16 @@ final class SimulationRun {
                 TracePool(id: $0.id, declaredRPM: $0.declaredRPM, declaredTPM: $0.declaredTPM)
             },
             tenants: tenants.map { tenant in
-                let tier = policy.tier(named: tenant.spec.tier)
+                let terms = terms(of: tenant)
                 let pool = scenario.pools[tenant.pool]
-                func quantity(_ q: Quantity?, _ capacity: Double) -> Double? {
-                    q.map { $0.resolved(capacity: capacity) }
-                }
+                let ceilingRPM = terms.ceiling.rpm.resolved(capacity: pool.declaredRPM)
+                let ceilingTPM = terms.ceiling.tpm.resolved(capacity: pool.declaredTPM)
                 return TraceTenant(
-                    id: tenant.spec.id, tier: tenant.spec.tier, pool: tenant.spec.pool, weight: tier?.weight ?? 1,
-                    floorRPM: quantity(tier?.floor.rpm, pool.declaredRPM) ?? 0,
-                    floorTPM: quantity(tier?.floor.tpm, pool.declaredTPM) ?? 0,
-                    ceilingRPM: quantity(tier?.ceiling.rpm, pool.declaredRPM).flatMap { $0.isFinite ? $0 : nil },
-                    ceilingTPM: quantity(tier?.ceiling.tpm, pool.declaredTPM).flatMap { $0.isFinite ? $0 : nil },
+                    id: tenant.spec.id, tier: tenant.spec.tier, pool: tenant.spec.pool, weight: terms.weight,
+                    floorRPM: terms.floor.rpm.resolved(capacity: pool.declaredRPM),
+                    floorTPM: terms.floor.tpm.resolved(capacity: pool.declaredTPM),
+                    ceilingRPM: ceilingRPM.isFinite ? ceilingRPM : nil,
+                    ceilingTPM: ceilingTPM.isFinite ? ceilingTPM : nil,
                     firstRequestAt: tenant.firstRequestAt, firstAllocationAt: tenant.firstAllocationAt)
             },
             samples: samples,
