@@ -1,3 +1,5 @@
+import AllotJSON
+import AllotServer
 import Foundation
 import Testing
 
@@ -45,10 +47,12 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: path) }
         let result = await runCLI(["simulate", "--scenario", path, "--check"])
         #expect(result.code == 0, "\(result.err)")
+        let builtIn = try PolicySource.embedded.load().version
         #expect(
             result.out
                 == "ok: tiny: 60 s, 3 gateway(s), 1 tenant(s) (1 standard), headline upstream_429_rate (lower is better)\n"
-                + "  pool p (anthropic): 120 rpm and 200000 tpm at 0 s")
+                + "  pool p (anthropic): 120 rpm and 200000 tpm at 0 s\n"
+                + "  policy built-in, policy_version \(builtIn)")
         #expect(!result.err.contains("simulated s in"))  // nothing ran
         let builtin = await runCLI(["simulate", "--scenario", "night-collision", "--check"])
         #expect(builtin.code == 0)
@@ -93,8 +97,14 @@ import Testing
         for file in ["report.json", "timeline.csv", "timeline.svg", "results.md"] {
             #expect(FileManager.default.fileExists(atPath: directory + "/" + file), "\(file)")
         }
-        let report = try String(contentsOfFile: directory + "/report.json", encoding: .utf8)
-        #expect(report.contains("\"static\""))
+        let report = try JSON.parse(try String(contentsOfFile: directory + "/report.json", encoding: .utf8))
+        #expect(report["strategies"]?["static"] != nil)
+        let builtIn = try PolicySource.embedded.load().version
+        #expect(report["policy"] == ["source": "built-in", "version": .string(builtIn)])
+        #expect(result.out.split(separator: "\n")[1] == "policy built-in, policy_version \(builtIn)")
+        // results.md stays the README table's rows: the policy is named in report.json and on stdout.
+        let results = try String(contentsOfFile: directory + "/results.md", encoding: .utf8)
+        #expect(!results.contains("policy"))
     }
 
     /// `--policy DIR` runs allot with a candidate policy: its tiers are the ones a scenario may name, its
@@ -120,6 +130,15 @@ import Testing
         let out = base + "/out"
         let result = await runCLI(["simulate", "--scenario", scenario, "--strategy", "allot", "--policy", policies, "--out", out])
         #expect(result.code == 0, "\(result.err)")
+        // Which policy ran, and its version as `allot serve` names it: on the table's second line, in report.json
+        // (beside SPEC 12's keys) and from --check.
+        let version = try PolicySource.directory(policies).load().version
+        #expect(result.out.split(separator: "\n")[1] == "policy \(policies), policy_version \(version)")
+        let report = try JSON.parse(try String(contentsOfFile: out + "/report.json", encoding: .utf8))
+        #expect(report["policy"] == ["source": .string(policies), "version": .string(version)])
+        #expect(report["scenario"] == "gold" && report["seed"] == 1 && report["strategies"]?["allot"] != nil)
+        let check = await runCLI(["simulate", "--scenario", scenario, "--check", "--policy", policies])
+        #expect(check.out.hasSuffix("\n  policy \(policies), policy_version \(version)"), "\(check.out)")
         let csv = try String(contentsOfFile: out + "/timeline.csv", encoding: .utf8).split(separator: "\n")
         let header = csv[0].split(separator: ",", omittingEmptySubsequences: false)
         let allocation = try #require(header.firstIndex(of: "allocation_rpm"))
@@ -201,6 +220,8 @@ import Testing
         #expect(result.err.contains("cold-start seed 3: 1 strategy in"))
         let report = try String(contentsOfFile: directory + "/report.json", encoding: .utf8)
         #expect(report.contains("\"per_seed\""))
+        #expect(report.contains(#""policy": {"#))
+        #expect(result.out.split(separator: "\n")[1].hasPrefix("policy built-in, policy_version "))
         #expect(FileManager.default.fileExists(atPath: directory + "/results.md"))
         #expect(!FileManager.default.fileExists(atPath: directory + "/timeline.csv"))
 
