@@ -47,14 +47,26 @@ final class SimulationRun {
     private var poolCounters: [PoolCounters]
     private var now = 0.0
     /// `ALLOT_SIM_DEBUG`: the run's trace on stderr (see docs/scenarios.md), ending with ``deniedBy``.
-    private let debug = ProcessInfo.processInfo.environment["ALLOT_SIM_DEBUG"] != nil
+    private let debug: Bool
+    /// `ALLOT_SIM_TENANTS`: the tenants whose allocations are traced after every tick of `allot` (`*`: all).
+    private let watched: Set<String>?
+    /// Where the traces go, one line at a time (without its newline): stderr, or a test's collector.
+    private let log: (String) -> Void
     /// Local denials per tenant and code/limit, counted only with ``debug``.
     private var deniedBy: [String: Int] = [:]
 
-    init(scenario: Scenario, strategy: SimulationStrategy, seed: UInt64, basePolicy: Policy? = nil) async throws {
+    /// `environment`: where `ALLOT_SIM_DEBUG` and `ALLOT_SIM_TENANTS` are read; `log`: where their lines go.
+    init(
+        scenario: Scenario, strategy: SimulationStrategy, seed: UInt64, basePolicy: Policy? = nil,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        log: @escaping (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+    ) async throws {
         self.scenario = scenario
         self.strategy = strategy
         self.seed = seed
+        debug = environment["ALLOT_SIM_DEBUG"] != nil
+        watched = environment["ALLOT_SIM_TENANTS"].map { Set($0.split(separator: ",").map(String.init)) }
+        self.log = log
         policy = try SimulationPolicy.policy(for: scenario, base: basePolicy)
         tickInterval = policy.loop.intervalSeconds
         for (index, pool) in scenario.pools.enumerated() { poolIndex[pool.id] = index }
@@ -121,9 +133,6 @@ final class SimulationRun {
         for index in tenants.indices { scheduleNextArrival(index, after: 0) }
         queue.push(0, .tick)
         let end = scenario.durationSeconds
-        let watched = ProcessInfo.processInfo.environment["ALLOT_SIM_TENANTS"].map {
-            Set($0.split(separator: ",").map(String.init))
-        }
         var processed = 0
         var kinds = [0, 0, 0, 0, 0]
         var nextReport = 60.0
@@ -144,10 +153,7 @@ final class SimulationRun {
                 let waiting = gateways.map {
                     ($0.status(now: epoch + event.time).queueLength, $0.statistics.deniedTotal)
                 }
-                FileHandle.standardError.write(
-                    Data(
-                        "t=\(Int(event.time)) events=\(processed) pending=\(queue.count) kinds=\(kinds) waiting=\(waiting)\n"
-                            .utf8))
+                log("t=\(Int(event.time)) events=\(processed) pending=\(queue.count) kinds=\(kinds) waiting=\(waiting)")
             }
             closeSamples(upTo: event.time)
             now = event.time
@@ -166,12 +172,10 @@ final class SimulationRun {
                 try await tick()
                 queue.push(now + tickInterval, .tick)
                 if debug, let allot {
-                    for line in allot.observerTrace(at: now) { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+                    for line in allot.observerTrace(at: now) { log(line) }
                 }
                 if let watched, let allot {
-                    for line in allot.tenantTrace(at: now, tenants: watched) {
-                        FileHandle.standardError.write(Data((line + "\n").utf8))
-                    }
+                    for line in allot.tenantTrace(at: now, tenants: watched) { log(line) }
                 }
                 // Between events the run never suspends (an actor hop to a free actor runs inline), so
                 // without this a simulation holds a thread of the shared cooperative pool for its whole
@@ -184,7 +188,7 @@ final class SimulationRun {
         closeSamples(upTo: end)
         if debug {
             for (key, count) in deniedBy.sorted(by: { $0.key < $1.key }) {
-                FileHandle.standardError.write(Data("denied \(key) \(count)\n".utf8))
+                log("denied \(key) \(count)")
             }
         }
         return trace()
