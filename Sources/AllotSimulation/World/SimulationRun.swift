@@ -130,6 +130,15 @@ final class SimulationRun {
     }
 
     private func loop() async throws -> SimulationTrace {
+        // A name that is not a tenant of the scenario would trace nothing, silently (a typo, or a `count`ed id).
+        if strategy == .allot, let watched {
+            let unknown = watched.subtracting(scenario.tenants.map(\.id) + ["*"]).sorted()
+            if !unknown.isEmpty {
+                log(
+                    "ALLOT_SIM_TENANTS: no tenant \(unknown.joined(separator: ", ")) in scenario \(scenario.name) "
+                        + "(ignored; a tenant with count N is id-01 … id-NN)")
+            }
+        }
         for index in tenants.indices { scheduleNextArrival(index, after: 0) }
         queue.push(0, .tick)
         let end = scenario.durationSeconds
@@ -327,7 +336,8 @@ final class SimulationRun {
         case .denied(let denial):
             tenantCounters[call.tenant].denials += 1
             if debug {
-                deniedBy["\(tenants[call.tenant].spec.id) \(denial.code)/\(denial.limit.rawValue)", default: 0] += 1
+                let spec = tenants[call.tenant].spec
+                deniedBy["\(spec.id) \(spec.pool) \(denial.code)/\(denial.limit.rawValue)", default: 0] += 1
             }
             let behaviour = tenants[call.tenant].spec.behaviour
             // A denial without a retry-after is final (a task budget used up, a deadline passed): an agent
