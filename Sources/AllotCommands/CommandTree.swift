@@ -110,8 +110,9 @@ enum CommandTree {
             report.json, timeline.csv, timeline.svg and results.md. Deterministic for a seed. The \
             scenario format and the metrics are documented in docs/scenarios.md. On stderr, \
             ALLOT_SIM_DEBUG=1 prints what the observer concluded after every tick and the gateways' \
-            local denials per tenant at the end; ALLOT_SIM_TENANTS=a,b (or *) prints those tenants' \
-            demand, fair-share level and published allocation after every tick.
+            local denials per tenant and pool at the end; ALLOT_SIM_TENANTS=a,b (or *) prints those \
+            tenants' demand, fair-share level and published allocation after every tick (and names \
+            any that are no tenant of the scenario).
             """,
         options: [
             OptionSpec("scenario", value: "NAME|FILE", help: "Built-in scenario name (see --list) or a scenario JSON file."),

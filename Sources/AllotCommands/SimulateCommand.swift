@@ -18,13 +18,22 @@ enum SimulateCommand {
             return 2
         }
         var policy: Policy?
-        if let directory = command.string("policy") {
-            do throws(PolicyLoadError) {
-                policy = try PolicySource.directory(directory).load().policy
-            } catch {
-                output.err("allot simulate: \(error.message)")
-                return 1
+        // Named in the table, in report.json and by --check: which policy `allot` ran with, and its version
+        // as `allot serve` would report it.
+        let provenance: PolicyProvenance
+        do throws(PolicyLoadError) {
+            if let directory = command.string("policy") {
+                let loaded = try PolicySource.directory(directory).load()
+                policy = loaded.policy
+                provenance = PolicyProvenance(source: directory, version: loaded.version)
+            } else {
+                // `policy` stays nil: the run loads the same built-in files (SimulationPolicy.defaultPolicy()).
+                let version = try PolicySource.embedded.load().version
+                provenance = PolicyProvenance(source: PolicyProvenance.builtIn, version: version)
             }
+        } catch {
+            output.err("allot simulate: \(error.message)")
+            return 1
         }
         var scenario: Scenario
         do throws(ScenarioError) {
@@ -38,7 +47,7 @@ enum SimulateCommand {
             scenario.gateways = gateways
         }
         if command.flag("check") {
-            output.out(scenario.summary)
+            output.out(scenario.summary + "\n  " + provenance.line)
             return 0
         }
         let seed = UInt64(try command.int("seed", in: 0...Int.max) ?? 1)
@@ -54,7 +63,7 @@ enum SimulateCommand {
         let choice = command.string("strategy") ?? "all"
         let strategies: [SimulationStrategy] =
             choice == "all" ? SimulationStrategy.allCases : SimulationStrategy(rawValue: choice).map { [$0] } ?? []
-        let report: SimulationReport
+        var report: SimulationReport
         if command.string("seeds") == nil {
             var traces: [SimulationTrace] = []
             for strategy in strategies {
@@ -104,6 +113,7 @@ enum SimulateCommand {
             }
             report = SimulationReport(scenario: scenario, seeds: seeds, perSeed: perSeed)
         }
+        report.policy = provenance
         output.out(report.table())
         if let directory = command.string("out") {
             do {

@@ -139,11 +139,18 @@ struct FieldReader {
             return number(json, at: path, .nonNegative).map { Quantity.absolute($0) }
         case .string(let text):
             guard let quantity = Quantity.parse(percentOrUnbounded: text) else {
+                if text.hasPrefix("-"), Quantity.parse(percentOrUnbounded: String(text.dropFirst())) != nil {
+                    report(path, .negative, "must not be negative (got \"\(text)\")")
+                    return nil
+                }
                 let forms =
                     allowUnbounded
                     ? "a number, a percentage such as \"5%\" or \"unbounded\""
                     : "a number or a percentage such as \"5%\""
-                report(path, .invalidValue, "expected \(forms), got \"\(text)\"")
+                // A near miss of a percentage ("2 %", "+2%", "2.%") says what the form is.
+                let rule =
+                    text.contains("%") ? " (a percentage is digits, an optional fraction, then %: no spaces or signs)" : ""
+                report(path, .invalidValue, "expected \(forms)\(rule), got \"\(text)\"")
                 return nil
             }
             switch quantity {
@@ -153,10 +160,6 @@ struct FieldReader {
                     return nil
                 }
             case .percent(let percent):
-                if percent < 0 {
-                    report(path, .negative, "must not be negative (got \"\(text)\")")
-                    return nil
-                }
                 if percent > percentLimit {
                     report(
                         path, .outOfRange,

@@ -17,7 +17,9 @@ import AllotJSON
 ///   lending to back.
 /// - `tenants` (required, may be empty): `id` (required, unique); `tier` (optional: the tier's
 ///   weight multiplier, floor, ceiling, starvation guard and idle allocation fill what the tenant
-///   leaves out); `weight` (default 1, multiplied by the tier weight); `floor` (default 0),
+///   leaves out); a tenant the policy's `tenants` names gets its tier (when the plan gives none),
+///   weight, floor and ceiling from there where the plan leaves them out, as `allot serve` would;
+///   `weight` (default 1, multiplied by the tier weight); `floor` (default 0),
 ///   `ceiling` and `demand` (default unbounded), each per dimension, as in policies: a number per
 ///   minute, `"N%"` of `C` (floor, ceiling), or `"unbounded"` (ceiling, demand). A single value
 ///   applies to both dimensions.
@@ -164,6 +166,23 @@ public enum Plan {
             if let value = reader.dimensions(fields["ceiling"], at: path.key("ceiling"), allowUnbounded: true) {
                 tenant.ceiling = value
             }
+            // A tenant the policy's `tenants` names has its terms there, as `allot serve` gives them
+            // (`Policy.terms(ofTenant:…)`): its tier when the plan gives none, its weight, floor and ceiling
+            // where the plan leaves them out. What the plan gives wins, field by field and per dimension, like
+            // an override. A tenant the policy does not name and the plan gives no tier keeps only its own
+            // fields (SPEC 6: not the default tier).
+            let own = (floor: tenant.floor, ceiling: tenant.ceiling)
+            if let entry = policy.tenant(tenant.id) {
+                if fields["tier"] == nil, let tier = policy.tier(named: entry.tier) {
+                    tenant.tier = tier
+                    tenant.rank = ranks[tier.name] ?? Int.max
+                }
+                if fields["weight"] == nil { tenant.weight = entry.weight }
+                for dimension in RateDimension.allCases {
+                    if tenant.floor[dimension] == nil { tenant.floor[dimension] = entry.floor[dimension] }
+                    if tenant.ceiling[dimension] == nil { tenant.ceiling[dimension] = entry.ceiling[dimension] }
+                }
+            }
             if let value = reader.dimensions(fields["starvation_guard"], at: path.key("starvation_guard")) {
                 tenant.starvationGuard = value
             }
@@ -189,10 +208,16 @@ public enum Plan {
                 let floor = tenant.floor(dimension).resolved(capacity: effective)
                 let ceiling = tenant.ceiling(dimension).resolved(capacity: effective)
                 if floor > ceiling {
-                    let field = tenant.floor[dimension] != nil || tenant.ceiling[dimension] == nil ? "floor" : "ceiling"
+                    // Named by the field the plan gave; a value from the policy's tenants says so.
+                    let field = own.floor[dimension] != nil || own.ceiling[dimension] == nil ? "floor" : "ceiling"
+                    func source(_ given: Quantity?, _ merged: Quantity?) -> String {
+                        given == nil && merged != nil ? " (the policy's, for this tenant)" : ""
+                    }
                     reader.report(
                         path.key(field).key(dimension.rawValue), .floorAboveCeiling,
-                        "floor (\(Quantity.format(floor))) is above ceiling (\(Quantity.format(ceiling)))")
+                        "floor (\(Quantity.format(floor)))\(source(own.floor[dimension], tenant.floor[dimension])) "
+                            + "is above ceiling (\(Quantity.format(ceiling)))"
+                            + source(own.ceiling[dimension], tenant.ceiling[dimension]))
                 }
             }
             request.tenants.append(tenant)

@@ -94,6 +94,11 @@ struct PolicyLoader {
     private var mergeIssues: [PolicyIssue] = []
     /// Which file defined each merged path (section fields, map entries, `default_tier`).
     private var origins: [JSONPath: String] = [:]
+    /// A file could not be read (not JSON, or not an object). Checks that relate values across files — at
+    /// least one tier, `default_tier` naming one, a tenant's tier — are then skipped: the unread file may hold
+    /// what they look for, and a trailing comma in tiers.json had also reported "engine.json: $.tiers: no
+    /// tiers are defined".
+    private var unreadFile = false
 
     init(files: [PolicyFile]) {
         self.files = files.sorted { $0.name < $1.name }
@@ -124,6 +129,7 @@ struct PolicyLoader {
             do {
                 document = try JSON.parse(file.bytes)
             } catch {
+                unreadFile = true
                 mergeIssues.append(
                     PolicyIssue(
                         file: file.name, path: "$", code: .invalidJSON,
@@ -131,6 +137,7 @@ struct PolicyLoader {
                 continue
             }
             guard let root = document.objectValue else {
+                unreadFile = true
                 mergeIssues.append(
                     PolicyIssue(
                         file: file.name, path: "$", code: .wrongType,
@@ -230,7 +237,7 @@ struct PolicyLoader {
             if let tier = readTier(name: name, value, at: tiersPath.key(name)) { policy.setTier(tier) }
         }
         let tierNames = policy.tiers.map(\.name)
-        if tierNames.isEmpty, reader.problems.allSatisfy({ $0.path != tiersPath }) {
+        if tierNames.isEmpty, !unreadFile, reader.problems.allSatisfy({ $0.path != tiersPath }) {
             reader.report(
                 tiersPath, .missingField,
                 "no tiers are defined; define at least one (see the shipped policies/tiers.json)")
@@ -239,12 +246,14 @@ struct PolicyLoader {
         let defaultTierPath = root.key("default_tier")
         if let name = reader.string(merged["default_tier"], at: defaultTierPath) {
             policy.defaultTier = name
-            if !tierNames.isEmpty, policy.tier(named: name) == nil {
+            if !tierNames.isEmpty, !unreadFile, policy.tier(named: name) == nil {
                 reader.report(
                     defaultTierPath, .unknownTier,
                     NameSuggestion.unknownMessage("tier", name, known: tierNames))
             }
-        } else if merged["default_tier"] == nil, !tierNames.isEmpty, policy.tier(named: policy.defaultTier) == nil {
+        } else if merged["default_tier"] == nil, !tierNames.isEmpty, !unreadFile,
+            policy.tier(named: policy.defaultTier) == nil
+        {
             reader.report(
                 defaultTierPath, .missingField,
                 "\"default_tier\" is not set and there is no tier named \"standard\" to default to")
@@ -257,7 +266,7 @@ struct PolicyLoader {
 
         let tenantsPath = root.key("tenants")
         for (id, value) in merged["tenants"]?.objectValue ?? [:] {
-            if let tenant = readTenant(id: id, value, at: tenantsPath.key(id), policy: policy) {
+            if let tenant = readTenant(id: id, value, at: tenantsPath.key(id), policy: policy, tiersKnown: !unreadFile) {
                 policy.setTenant(tenant)
             }
         }
@@ -287,7 +296,18 @@ struct PolicyLoader {
         reader.checkFields(object, at: path, known: PolicyFields.loop)
         var loop = LoopSettings()
         if let value = reader.number(object["interval_s"], at: path.key("interval_s"), .positive) {
-            loop.intervalSeconds = value
+            // The server ticks for real at this interval: below a second the loop (classifier, observer, engine,
+            // a snapshot written to SQLite and pushed to every gateway) would run back to back, and beyond a
+            // minute a capacity drop or a starving tenant goes unanswered for longer than the windows that
+            // detect them. The simulator's `tick_interval_s` has the same range.
+            if Self.intervalRange.contains(value) {
+                loop.intervalSeconds = value
+            } else {
+                reader.report(
+                    path.key("interval_s"), .outOfRange,
+                    "must be between \(Quantity.format(Self.intervalRange.lowerBound)) and "
+                        + "\(Quantity.format(Self.intervalRange.upperBound)) s (got \(Quantity.format(value)))")
+            }
         }
         if let value = reader.number(object["lease_s"], at: path.key("lease_s"), .positive) {
             loop.leaseSeconds = value
@@ -661,7 +681,9 @@ struct PolicyLoader {
         return Price(inputPerMillionTokens: input, outputPerMillionTokens: output, perRequest: perRequest ?? 0)
     }
 
-    private mutating func readTenant(id: String, _ json: JSON, at path: JSONPath, policy: Policy) -> TenantPolicy? {
+    private mutating func readTenant(
+        id: String, _ json: JSON, at path: JSONPath, policy: Policy, tiersKnown: Bool
+    ) -> TenantPolicy? {
         if !Self.isValidName(id, maxLength: 128, extra: [0x3A]) {
             reader.report(path, .invalidValue, "a tenant id must be 1-128 characters of [A-Za-z0-9._:-]")
         }
@@ -672,7 +694,7 @@ struct PolicyLoader {
         let tierPath = path.key("tier")
         if let name = reader.string(object["tier"], at: tierPath) {
             tenant.tier = name
-            if policy.tier(named: name) == nil, !policy.tiers.isEmpty {
+            if policy.tier(named: name) == nil, !policy.tiers.isEmpty, tiersKnown {
                 reader.report(
                     tierPath, .unknownTier,
                     NameSuggestion.unknownMessage("tier", name, known: policy.tiers.map(\.name)))
@@ -713,6 +735,9 @@ struct PolicyLoader {
             if let value = values[dimension] { target[dimension] = value }
         }
     }
+
+    /// The range of `loop.interval_s`, in seconds.
+    static let intervalRange = 1.0...60.0
 
     /// Whether `a > b` is certain without knowing `C`: both absolute, or both percentages.
     static func exceeds(_ a: Quantity, _ b: Quantity) -> Bool {

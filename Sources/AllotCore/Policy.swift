@@ -93,9 +93,14 @@ public struct Policy: Sendable, Hashable {
     public mutating func setTenant(_ tenant: TenantPolicy) { tenantsByID[tenant.id] = tenant }
 
     /// The rank of each tier in priority order (0 = most important): degraded mode honours floors
-    /// rank by rank. Equal priorities are ordered by name, so ranks are total and deterministic.
+    /// rank by rank. Tiers of equal priority share a rank: where capacity runs out their tenants share
+    /// what is left in proportion to their floors, as the tenants of one tier do, and as the gateways
+    /// (whose borrowing exemption reads the priority number) already treated them. Ordering them by
+    /// name had put "gold" before "silver" of the same priority for no reason anyone had written down.
     public var tierRanks: [String: Int] {
-        Dictionary(uniqueKeysWithValues: tiers.enumerated().map { ($0.element.name, $0.offset) })
+        let priorities = Set(tiersByName.values.map(\.priority)).sorted()
+        let rank = Dictionary(uniqueKeysWithValues: priorities.enumerated().map { ($0.element, $0.offset) })
+        return tiersByName.mapValues { rank[$0.priority]! }
     }
 
     /// The price of an upstream pool, and whether it was priced (false → the default price applies

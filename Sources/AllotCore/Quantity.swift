@@ -36,16 +36,19 @@ public enum Quantity: Sendable, Hashable {
         }
     }
 
-    /// Parses the string forms (`"5%"`, `"12.5 %"`, `"unbounded"`); numbers are handled by the caller.
-    /// Returns nil for anything else. The range of a percentage is checked by the validator, which
-    /// can name the field.
+    /// Parses the string forms: `"unbounded"`, or a percentage written as digits, an optional fraction
+    /// (`.` and at least one digit) and `%`, nothing else (`^[0-9]+(\.[0-9]+)?%$`: `"5%"`, `"12.5%"`).
+    /// Returns nil for anything else — `"2 %"`, `" 2%"`, `"+2%"`, `"2.%"`, `"2% "`, `"-2%"`: a policy
+    /// is read by people and by this parser, and a form one of them reads differently is refused. The
+    /// range of a percentage is checked by the validator, which can name the field.
     public static func parse(percentOrUnbounded text: String) -> Quantity? {
         if text == "unbounded" { return .unbounded }
         guard text.hasSuffix("%") else { return nil }
-        let number = text.dropLast().trimmingSpacesOnly()
-        guard !number.isEmpty,
-            number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "." || $0 == "-" || $0 == "+") }),
-            let value = Double(number), value.isFinite
+        let number = text.utf8.dropLast()
+        let parts = number.split(separator: UInt8(ascii: "."), maxSplits: 1, omittingEmptySubsequences: false)
+        guard !parts.isEmpty, parts.count <= 2,
+            parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") } }),
+            let value = Double(String(decoding: number, as: UTF8.self)), value.isFinite
         else { return nil }
         return .percent(value)
     }
@@ -54,15 +57,6 @@ public enum Quantity: Sendable, Hashable {
     static func format(_ value: Double) -> String {
         if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
         return String(value)
-    }
-}
-
-extension Substring {
-    fileprivate func trimmingSpacesOnly() -> Substring {
-        var text = self
-        while text.last == " " { text = text.dropLast() }
-        while text.first == " " { text = text.dropFirst() }
-        return text
     }
 }
 

@@ -59,7 +59,8 @@ public struct TraceTenant: Sendable, Equatable {
     public var id: String
     public var tier: String
     public var pool: String
-    /// Policy weight, floor and ceiling (per minute) used to compute each tenant's entitlement.
+    /// Weight, floor and ceiling (per minute, against the declared capacity) used to compute each tenant's
+    /// entitlement: its terms as the engine resolves them, the tier's with the policy's tenant entry on top.
     public var weight: Double
     public var floorRPM: Double
     public var floorTPM: Double

@@ -5,7 +5,8 @@ public enum SimulationStrategy: String, Sendable, CaseIterable {
     /// The real loop: Observer, Classifier, Policy Engine and Publisher on a temporary SQLite
     /// database, telemetry through the ingest path, gateways enforcing with `AllotEnforcement`.
     case allot
-    /// Fixed per-tenant quotas set at provisioning: the declared capacity split by tier weight.
+    /// Fixed per-tenant quotas set at provisioning: the declared capacity split by weight (the tier's, times
+    /// the policy's own for a tenant its `tenants` names).
     case `static`
     /// One global bucket at the declared capacity, a FIFO queue, exponential backoff with jitter,
     /// no tenant awareness.

@@ -118,4 +118,32 @@ func temporaryDirectory() throws -> String {
         #expect(missing.code == 1)
         #expect(missing.err.contains("cannot read"))
     }
+
+    /// `--policy FILE` (a policy file where a directory is wanted) or a directory that is not there: the command names
+    /// the path and what it expected, and exits 1 before doing anything.
+    @Test func aPolicyPathThatIsNotADirectoryIsNamedWithWhatIsExpected() async throws {
+        let directory = try temporaryDirectory()
+        let file = directory + "/tiers.json"
+        try #"{"tiers": {"gold": {"priority": 0}}, "default_tier": "gold"}"#
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let plan = directory + "/plan.json"
+        try #"{"capacity": {"rpm": 100}, "tenants": []}"#.write(toFile: plan, atomically: true, encoding: .utf8)
+        let expected = " (expected a directory holding the policy's *.json files: tiers.json, engine.json, "
+            + "upstreams.json, tenants.json, …)"
+        for (path, problem) in [(file, "it is a file, not a directory"), (directory + "/none", "there is no such directory")]
+        {
+            let message = "cannot read policy directory \(path): \(problem)\(expected)"
+            let simulate = await runCLI(["simulate", "--scenario", "cold-start", "--policy", path])
+            #expect(simulate.code == 1)
+            #expect(simulate.err == "allot simulate: " + message)
+            #expect(simulate.out.isEmpty)
+            let check = await runCLI(["simulate", "--scenario", "cold-start", "--check", "--policy", path])
+            #expect(check.code == 1)
+            #expect(check.err == "allot simulate: " + message)
+            let planned = await runCLI(["plan", plan, "--policy", path])
+            #expect(planned.code == 1)
+            #expect(planned.err == "allot plan: " + message)
+            #expect(planned.out.isEmpty)
+        }
+    }
 }

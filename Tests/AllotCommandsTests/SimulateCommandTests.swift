@@ -1,3 +1,5 @@
+import AllotJSON
+import AllotServer
 import Foundation
 import Testing
 
@@ -45,10 +47,12 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: path) }
         let result = await runCLI(["simulate", "--scenario", path, "--check"])
         #expect(result.code == 0, "\(result.err)")
+        let builtIn = try PolicySource.embedded.load().version
         #expect(
             result.out
                 == "ok: tiny: 60 s, 3 gateway(s), 1 tenant(s) (1 standard), headline upstream_429_rate (lower is better)\n"
-                + "  pool p (anthropic): 120 rpm and 200000 tpm at 0 s")
+                + "  pool p (anthropic): 120 rpm and 200000 tpm at 0 s\n"
+                + "  policy built-in, policy_version \(builtIn)")
         #expect(!result.err.contains("simulated s in"))  // nothing ran
         let builtin = await runCLI(["simulate", "--scenario", "night-collision", "--check"])
         #expect(builtin.code == 0)
@@ -93,8 +97,14 @@ import Testing
         for file in ["report.json", "timeline.csv", "timeline.svg", "results.md"] {
             #expect(FileManager.default.fileExists(atPath: directory + "/" + file), "\(file)")
         }
-        let report = try String(contentsOfFile: directory + "/report.json", encoding: .utf8)
-        #expect(report.contains("\"static\""))
+        let report = try JSON.parse(try String(contentsOfFile: directory + "/report.json", encoding: .utf8))
+        #expect(report["strategies"]?["static"] != nil)
+        let builtIn = try PolicySource.embedded.load().version
+        #expect(report["policy"] == ["source": "built-in", "version": .string(builtIn)])
+        #expect(result.out.split(separator: "\n")[1] == "policy built-in, policy_version \(builtIn)")
+        // results.md stays the README table's rows: the policy is named in report.json and on stdout.
+        let results = try String(contentsOfFile: directory + "/results.md", encoding: .utf8)
+        #expect(!results.contains("policy"))
     }
 
     /// `--policy DIR` runs allot with a candidate policy: its tiers are the ones a scenario may name, its
@@ -120,6 +130,15 @@ import Testing
         let out = base + "/out"
         let result = await runCLI(["simulate", "--scenario", scenario, "--strategy", "allot", "--policy", policies, "--out", out])
         #expect(result.code == 0, "\(result.err)")
+        // Which policy ran, and its version as `allot serve` names it: on the table's second line, in report.json
+        // (beside SPEC 12's keys) and from --check.
+        let version = try PolicySource.directory(policies).load().version
+        #expect(result.out.split(separator: "\n")[1] == "policy \(policies), policy_version \(version)")
+        let report = try JSON.parse(try String(contentsOfFile: out + "/report.json", encoding: .utf8))
+        #expect(report["policy"] == ["source": .string(policies), "version": .string(version)])
+        #expect(report["scenario"] == "gold" && report["seed"] == 1 && report["strategies"]?["allot"] != nil)
+        let check = await runCLI(["simulate", "--scenario", scenario, "--check", "--policy", policies])
+        #expect(check.out.hasSuffix("\n  policy \(policies), policy_version \(version)"), "\(check.out)")
         let csv = try String(contentsOfFile: out + "/timeline.csv", encoding: .utf8).split(separator: "\n")
         let header = csv[0].split(separator: ",", omittingEmptySubsequences: false)
         let allocation = try #require(header.firstIndex(of: "allocation_rpm"))
@@ -139,6 +158,56 @@ import Testing
         #expect(missing.err.contains("cannot read policy directory \(base)/none"))
     }
 
+    /// A tenant the policy's tenants.json gives its own weight (b: 0.5 × gold's 2) has that weight wherever the
+    /// simulator weighs it, as `allot` is given it: `static` provisions 80 and 40 of the pool's 120 rpm, and the
+    /// metrics' entitlement splits the true capacity the same way (by the tier's weight alone: 60 and 60, and a
+    /// tenant allot served by its own weight counted as starved).
+    @Test func aTenantsOwnWeightInThePolicyIsWhatStaticAndTheEntitlementUse() async throws {
+        let base = NSTemporaryDirectory() + "allot-sim-tenant-terms-\(UUID().uuidString)"
+        let policies = base + "/policies"
+        try FileManager.default.createDirectory(atPath: policies, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        try Data(#"{"default_tier": "gold", "tiers": {"gold": {"priority": 0, "weight": 2}}}"#.utf8)
+            .write(to: URL(fileURLWithPath: policies + "/tiers.json"))
+        func tenant(_ id: String) -> String {
+            """
+            {"id": "\(id)", "tier": "gold", "pool": "p", "arrivals": [{"at_s": 0, "tasks_per_min": 100}],
+             "task": {"class": "batch", "calls": {"min": 2, "max": 3}, "parallelism": 1,
+                      "prompt_tokens": {"mean": 300}, "completion_tokens": {"mean": 50}, "deadline_s": 30}}
+            """
+        }
+        let scenario = base + "/weights.json"
+        try Data(
+            """
+            {"name": "weights", "description": "test", "headline": {"metric": "upstream_429_rate", "better": "lower"},
+             "duration_s": 120, "pools": [{"id": "p", "provider": "anthropic", "declared_rpm": 120,
+               "declared_tpm": 2000000, "capacity": [{"at_s": 0, "rpm": 120, "tpm": 2000000}]}],
+             "tenants": [\(tenant("a")), \(tenant("b"))]}
+            """.utf8
+        ).write(to: URL(fileURLWithPath: scenario))
+
+        /// The last interval's (allocation, entitlement) in rpm of each tenant, `static`.
+        func lastRPM(_ arguments: [String]) async throws -> [String: [String]] {
+            let out = base + "/out-\(UUID().uuidString)"
+            let result = await runCLI(
+                ["simulate", "--scenario", scenario, "--strategy", "static", "--out", out] + arguments)
+            #expect(result.code == 0, "\(result.err)")
+            let rows = try String(contentsOfFile: out + "/timeline.csv", encoding: .utf8).split(separator: "\n")
+                .map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+            let header = rows[0]
+            let columns = ["t_s", "kind", "id", "allocation_rpm", "entitled_rpm"].map { header.firstIndex(of: $0)! }
+            var last: [String: [String]] = [:]
+            for row in rows.dropFirst() where row[columns[1]] == "tenant" && row[columns[0]] == "110" {
+                last[row[columns[2]]] = [row[columns[3]], row[columns[4]]]
+            }
+            return last
+        }
+        #expect(try await lastRPM(["--policy", policies]) == ["a": ["60.00", "60.00"], "b": ["60.00", "60.00"]])
+        try Data(#"{"tenants": {"b": {"tier": "gold", "weight": 0.5}}}"#.utf8)
+            .write(to: URL(fileURLWithPath: policies + "/tenants.json"))
+        #expect(try await lastRPM(["--policy", policies]) == ["a": ["80.00", "80.00"], "b": ["40.00", "40.00"]])
+    }
+
     /// `--seeds` runs every listed seed and prints the means; `--out` then writes report.json and
     /// results.md (no timelines); a bad list is a usage error naming what is wrong.
     @Test func seedsPrintTheMeansAndWriteEachSeed() async throws {
@@ -151,6 +220,8 @@ import Testing
         #expect(result.err.contains("cold-start seed 3: 1 strategy in"))
         let report = try String(contentsOfFile: directory + "/report.json", encoding: .utf8)
         #expect(report.contains("\"per_seed\""))
+        #expect(report.contains(#""policy": {"#))
+        #expect(result.out.split(separator: "\n")[1].hasPrefix("policy built-in, policy_version "))
         #expect(FileManager.default.fileExists(atPath: directory + "/results.md"))
         #expect(!FileManager.default.fileExists(atPath: directory + "/timeline.csv"))
 

@@ -14,9 +14,9 @@ struct PlanTests {
         String(decoding: try Plan.run(bytes: Array(text.utf8), policy: policy), as: UTF8.self)
     }
 
-    private static func error(_ text: String) -> PlanError? {
+    private static func error(_ text: String, policy: Policy = PlanTests.policy) -> PlanError? {
         do {
-            _ = try run(text)
+            _ = try run(text, policy: policy)
             return nil
         } catch let error as PlanError {
             return error
@@ -112,6 +112,62 @@ struct PlanTests {
         #expect(rpm.reasons == [.fairShare, .fairShare, .floor])
     }
 
+    /// The shipped policy with these tenants in place of the examples in its tenants.json.
+    static func policy(tenants: String) throws -> Policy {
+        try Policy.load(
+            files: try PolicyTests.shippedPolicyFiles().filter { $0.name != "tenants.json" }
+                + [PolicyFile(name: "tenants.json", bytes: Array(tenants.utf8))])
+    }
+
+    /// A tenant the policy's tenants.json names has its terms there, as `allot serve` gives them: acme its own 4 %
+    /// floor (not premium's 0.5 %), vip-01 its tier and weight 2 though the plan names neither, legacy-01 its
+    /// 80-rpm ceiling. What the plan gives wins (solo's weight 1 over the policy's 3); a tenant the policy does not
+    /// name and the plan gives no tier keeps weight 1 (SPEC 6), not the default tier's.
+    @Test func tenantsThePolicyNamesGetTheirPolicyTermsUnlessThePlanGivesItsOwn() throws {
+        let policy = try Self.policy(
+            tenants: """
+                {"tenants": {"acme": {"tier": "premium", "floor": {"rpm": "4%"}},
+                             "vip-01": {"tier": "premium", "weight": 2},
+                             "legacy-01": {"tier": "standard", "ceiling": {"rpm": 80}},
+                             "solo": {"tier": "standard", "weight": 3}}}
+                """)
+        let output = try Self.run(
+            """
+            {"capacity": {"rpm": 1000}, "settings": {"safety_margin": 0, "demand_headroom": 0, "surplus": "hold"},
+             "tenants": [{"id": "acme", "tier": "premium", "demand": {"rpm": 10}}, {"id": "vip-01"},
+                         {"id": "legacy-01", "tier": "standard"}, {"id": "walk-in"},
+                         {"id": "solo", "tier": "standard", "weight": 1}]}
+            """, policy: policy)
+        // C = 1,000: acme holds its floor of 40 (it asks for 10), legacy-01 its ceiling of 80; the other 880 go by
+        // weight 8 (premium 4 × 2), 1 and 2 (standard 2 × the plan's 1): a level of 80.
+        #expect(
+            output
+                == #"{"allocations":[{"id":"acme","rpm":40.0,"reason":{"rpm":"floor"}},{"id":"vip-01","rpm":640.0,"reason":{"rpm":"fair_share"}},{"id":"legacy-01","rpm":80.0,"reason":{"rpm":"ceiling"}},{"id":"walk-in","rpm":80.0,"reason":{"rpm":"fair_share"}},{"id":"solo","rpm":160.0,"reason":{"rpm":"fair_share"}}],"unallocated":{"rpm":0.0},"degraded":{"rpm":false}}"#
+        )
+
+        // The plan's own floor and ceiling win over the policy's, per dimension.
+        let own = try Self.run(
+            """
+            {"capacity": {"rpm": 1000}, "settings": {"safety_margin": 0, "demand_headroom": 0, "surplus": "hold"},
+             "tenants": [{"id": "acme", "floor": {"rpm": 10}, "demand": {"rpm": 5}},
+                         {"id": "legacy-01", "ceiling": {"rpm": 300}}]}
+            """, policy: policy)
+        #expect(
+            own
+                == #"{"allocations":[{"id":"acme","rpm":10.0,"reason":{"rpm":"floor"}},{"id":"legacy-01","rpm":300.0,"reason":{"rpm":"ceiling"}}],"unallocated":{"rpm":690.0},"degraded":{"rpm":false}}"#
+        )
+
+        // A floor from the policy above the plan's own ceiling is named with where each came from.
+        let conflict = try #require(
+            Self.error(
+                #"{"capacity": {"rpm": 1000}, "tenants": [{"id": "acme", "ceiling": {"rpm": 20}}]}"#, policy: policy))
+        #expect(conflict.field == "tenants[0].ceiling.rpm")
+        #expect(
+            conflict.message
+                == #"tenant "acme" (tenants[0]): ceiling.rpm: floor (39.2) (the policy's, for this tenant) is above "#
+                + "ceiling (20)")
+    }
+
     @Test func settingsDefaultToThePolicy() throws {
         // Shipped policy: safety margin 0.02, headroom 0.2, surplus distribute.
         let output = try Self.run(
@@ -143,6 +199,31 @@ struct PlanTests {
         #expect(
             output
                 == #"{"allocations":[{"id":"c","rpm":70.0,"reason":{"rpm":"degraded"}},{"id":"p","rpm":29.0,"reason":{"rpm":"degraded"}},{"id":"i","rpm":1.0,"reason":{"rpm":"idle"}}],"unallocated":{"rpm":0.0},"degraded":{"rpm":true}}"#
+        )
+    }
+
+    /// Tiers of equal priority are one rank in degraded mode: where capacity runs out their tenants share what is left
+    /// in proportion to their floors (above the guard), whatever the tiers' names. Ranked by name, "east" had its
+    /// floor in full before "west" got anything beyond its guard.
+    @Test func tiersOfEqualPriorityShareARankInDegradedMode() throws {
+        let policy = try PolicyFixtures.load([
+            (
+                "tiers.json",
+                #"{"default_tier": "west", "tiers": {"west": {"priority": 1, "starvation_guard": 0}, "#
+                    + #""east": {"priority": 1, "starvation_guard": 0}, "top": {"priority": 0, "starvation_guard": 0}}}"#
+            )
+        ])
+        #expect(policy.tierRanks == ["top": 0, "east": 1, "west": 1])
+        let output = try Self.run(
+            """
+            {"capacity": {"rpm": 100}, "settings": {"safety_margin": 0},
+             "tenants": [{"id": "t", "tier": "top", "floor": 40}, {"id": "w", "tier": "west", "floor": 60},
+                         {"id": "e", "tier": "east", "floor": 60}]}
+            """, policy: policy)
+        // top's floor first (40), then the 60 left shared by east and west in proportion to their floors.
+        #expect(
+            output
+                == #"{"allocations":[{"id":"t","rpm":40.0,"reason":{"rpm":"degraded"}},{"id":"w","rpm":30.0,"reason":{"rpm":"degraded"}},{"id":"e","rpm":30.0,"reason":{"rpm":"degraded"}}],"unallocated":{"rpm":0.0},"degraded":{"rpm":true}}"#
         )
     }
 

@@ -224,6 +224,51 @@ struct PolicyTests {
         #expect(percent.message == #"percentage out of range: "150%" (allowed 0% to 100%)"#)
     }
 
+    /// A percentage is digits, an optional fraction and `%`, nothing else: "2 %", " 2%", "+2%" and "2.%" had been
+    /// accepted while "2% " was refused.
+    @Test(arguments: ["2 %", " 2%", "+2%", "2.%", "2% ", ".5%", "2%%", "1e1%"])
+    func aPercentageOutOfItsGrammarIsRejectedWithTheFieldPath(text: String) throws {
+        let issue = try Self.only(
+            PolicyFixtures.issues(with: #"{"tiers": {"gold": {"priority": 0, "floor": {"rpm": "\#(text)"}}}}"#))
+        #expect(issue.path == "$.tiers.gold.floor.rpm")
+        #expect(issue.code == .invalidValue)
+        #expect(
+            issue.message
+                == #"expected a number or a percentage such as "5%" (a percentage is digits, an optional fraction, "#
+                + #"then %: no spaces or signs), got "\#(text)""#)
+    }
+
+    @Test func aPercentageInItsGrammarIsAccepted() throws {
+        let policy = try PolicyFixtures.load([
+            (
+                "tiers.json",
+                #"{"default_tier": "gold", "tiers": {"gold": {"priority": 0, "floor": {"rpm": "0.25%", "tpm": "2%"}}}}"#
+            )
+        ])
+        #expect(policy.tier(named: "gold")?.floor == PerDimension(rpm: .percent(0.25), tpm: .percent(2)))
+        let negative = try Self.only(
+            PolicyFixtures.issues(with: #"{"tiers": {"gold": {"priority": 0, "floor": {"rpm": "-2%"}}}}"#))
+        #expect(negative.path == "$.tiers.gold.floor.rpm")
+        #expect(negative.code == .negative)
+        #expect(negative.message == #"must not be negative (got "-2%")"#)
+    }
+
+    /// The server ticks at `loop.interval_s` for real: 1 to 60 s, as a scenario's `policy.tick_interval_s`.
+    @Test func theLoopIntervalIsOneToSixtySeconds() throws {
+        for (text, shown) in [("0.25", "0.25"), ("0.999", "0.999"), ("61", "61"), ("3600", "3600")] {
+            let issue = try Self.only(PolicyFixtures.issues(with: #"{"loop": {"interval_s": \#(text)}}"#))
+            #expect(issue.path == "$.loop.interval_s")
+            #expect(issue.code == .outOfRange)
+            #expect(issue.message == "must be between 1 and 60 s (got \(shown))")
+        }
+        for value in [1, 2.5, 60] {
+            let policy = try PolicyFixtures.load([
+                ("00-tiers.json", PolicyFixtures.tiers), ("engine.json", #"{"loop": {"interval_s": \#(value)}}"#),
+            ])
+            #expect(policy.loop.intervalSeconds == value)
+        }
+    }
+
     @Test func floorAboveCeilingIsRejectedForTiersAndTenants() throws {
         let tier = try Self.only(
             PolicyFixtures.issues(
@@ -325,6 +370,28 @@ struct PolicyTests {
         let issue = try Self.only(PolicyFixtures.issues([("engine.json", #"{"loop": {"interval_s": 5}}"#)]))
         #expect(issue.path == "$.tiers")
         #expect(issue.code == .missingField)
+    }
+
+    /// A file that is not JSON is the one issue reported about what it would have held: a trailing comma in
+    /// tiers.json had also reported "engine.json: $.tiers: no tiers are defined", and a tenant's tier or the
+    /// default tier named in it as unknown. Other files' own problems are still reported.
+    @Test func anUnreadableFileIsNotFollowedByWhatItWouldHaveDefined() throws {
+        let tiers = #"{"default_tier": "standard", "tiers": {"standard": {"priority": 0},}}"#
+        let issue = try Self.only(
+            PolicyFixtures.issues([
+                ("engine.json", #"{"loop": {"interval_s": 5}}"#), ("tiers.json", tiers),
+                ("tenants.json", #"{"tenants": {"acme": {"tier": "standard"}}}"#),
+            ]))
+        #expect(issue.file == "tiers.json")
+        #expect(issue.path == "$")
+        #expect(issue.code == .invalidJSON)
+        let split = PolicyFixtures.issues([
+            ("a-tiers.json", #"{"tiers": {"gold": {"priority": 0}}}"#), ("b-tiers.json", tiers),
+            ("engine.json", #"{"loop": {"interval_s": -1}}"#),
+            ("tenants.json", #"{"default_tier": "standard", "tenants": {"acme": {"tier": "standard"}}}"#),
+        ])
+        #expect(split.map(\.file) == ["b-tiers.json", "engine.json"])
+        #expect(split.map(\.path) == ["$", "$.loop.interval_s"])
     }
 
     @Test func everyIssueIsReportedAtOnce() throws {

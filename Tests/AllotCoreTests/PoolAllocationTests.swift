@@ -39,6 +39,21 @@ struct PoolAllocationTests {
         #expect(result.level == 20)
     }
 
+    /// A floor that resolves above the ceiling (263 rpm against "20%" of C = 980, 196 rpm: only known at run time)
+    /// wins: `hi = max(lo, min(ce, …))`, and no surplus goes above it (policies/README.md, *Floor above ceiling*).
+    /// In degraded mode the floor is honoured up to the ceiling first, its remainder only once every demand is met.
+    @Test func aFloorAboveTheCeilingWins() {
+        var settings = Self.bare
+        settings.surplus = .distribute
+        let claims = [AllocationClaim(floor: 263, ceiling: 196, demand: 1000), AllocationClaim(demand: 100)]
+        let result = Self.compute(980, claims, settings: settings)
+        #expect(result.allocations == [263, 717])
+        #expect(result.reasons == [.floor, .surplus])
+        let degraded = Self.compute(250, claims, settings: settings)
+        #expect(degraded.degraded)
+        #expect(degraded.allocations == [196, 54])
+    }
+
     @Test func demandBelowFairShareIsMetAndTheRestShared() {
         var settings = Self.bare
         settings.demandHeadroom = 0.2

@@ -34,8 +34,8 @@ import Testing
         #expect(ordinary.index(of: -0.1) == -1)
     }
 
-    /// A policy accepts any positive `interval_s`: 10³⁰⁰ s in milliseconds is past Int.max, and converting it
-    /// trapped when the first snapshot was assembled.
+    /// Loop settings built in code take any positive interval (policy files are held to 1–60 s): 10³⁰⁰ s in
+    /// milliseconds is past Int.max, and converting it trapped when the first snapshot was assembled.
     @Test func aHugeIntervalGivesARefreshThatFits() {
         #expect(SnapshotAssembler.refreshMilliseconds(loopPolicy(interval: 1e300, lease: 1e300)) == Int(Int32.max))
         #expect(SnapshotAssembler.refreshMilliseconds(loopPolicy(interval: 5)) == 5_000)

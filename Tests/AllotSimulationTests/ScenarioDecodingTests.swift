@@ -157,6 +157,28 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         rejectsWithThePathAndReason(text: text, path: path, reason: reason)
     }
 
+    /// Names and ids out of their alphabet: the message lists each allowed character on its own ('-', '.', '_', not
+    /// one string "'._'").
+    static let identifierCases: [(String, String, String)] = [
+        (
+            scenarioJSON().replacingOccurrences(of: #""name": "tiny""#, with: #""name": "Tiny""#), "name",
+            #"must be 1 to 64 characters of a-z, 0-9, '-', not "Tiny""#
+        ),
+        (
+            scenarioJSON().replacingOccurrences(of: #""id": "acme""#, with: #""id": "acme+1""#), "tenants[0].id",
+            #"must be 1 to 64 characters of a-z, 0-9, '-', '.', '_', not "acme+1""#
+        ),
+        (
+            scenarioJSON().replacingOccurrences(of: #""id": "openai/gpt-4o""#, with: #""id": "openai:gpt-4o""#),
+            "pools[0].id", #"must be 1 to 64 characters of a-z, 0-9, '-', '.', '/', '_', not "openai:gpt-4o""#
+        ),
+    ]
+
+    @Test(arguments: identifierCases)
+    func rejectsANameOutOfItsAlphabet(text: String, path: String, reason: String) {
+        rejectsWithThePathAndReason(text: text, path: path, reason: reason)
+    }
+
     @Test func aMissingHeadlineDirectionSaysWhichOneTheMetricHas() {
         rejectsWithThePathAndReason(
             text: scenarioJSON().replacingOccurrences(of: #", "better": "higher""#, with: ""),

@@ -433,4 +433,62 @@ import Testing
         #expect(svg.contains("true capacity (hidden)"))
         #expect(report.markdownRows().split(separator: "\n").count == 2)
     }
+
+    /// `ALLOT_SIM_DEBUG` and `ALLOT_SIM_TENANTS` on a pool of 20 rpm: a traced tenant's values below 10 keep one or
+    /// two decimals (they read `D=4 up=2 level=0 T=0 P=0`), a denial summary names the pool, and names that are no
+    /// tenant of the scenario are reported once, in one line.
+    @Test func theDebugTracesAreReadableOnATinyPool() async throws {
+        let pools = """
+            [{"id": "tiny/pool", "provider": "openai", "declared_rpm": 20, "declared_tpm": 40000,
+              "capacity": [{"at_s": 0, "rpm": 20, "tpm": 40000}]}]
+            """
+        let tenants = """
+            [{"id": "acme", "count": 2, "tier": "standard", "pool": "tiny/pool",
+              "arrivals": [{"at_s": 0, "tasks_per_min": 3}],
+              "task": {"class": "interactive", "calls": {"min": 2, "max": 4}, "parallelism": 2,
+                       "prompt_tokens": {"mean": 500}, "completion_tokens": {"mean": 100}, "deadline_s": 60}}]
+            """
+        let scenario = try decode(scenarioJSON(duration: 180, tenants: tenants, pools: pools))
+        var lines: [String] = []
+        let run = try await SimulationRun(
+            scenario: scenario, strategy: .allot, seed: 1,
+            environment: ["ALLOT_SIM_DEBUG": "1", "ALLOT_SIM_TENANTS": "acme-01,ghost,acme"], log: { lines.append($0) })
+        _ = try await run.execute()
+
+        #expect(
+            lines.filter { $0.hasPrefix("ALLOT_SIM_TENANTS") }
+                == [
+                    "ALLOT_SIM_TENANTS: no tenant acme, ghost in scenario tiny "
+                        + "(ignored; a tenant with count N is id-01 … id-NN)"
+                ])
+        let traced = lines.filter { $0.hasPrefix("t=") && $0.contains(" acme-01 tiny/pool ") }
+        #expect(!traced.isEmpty)
+        #expect(!lines.contains { $0.hasPrefix("t=") && $0.contains(" acme-02 tiny/pool ") })
+        // Every value of the rpm part: whole from 10 up, one decimal from 1, two below.
+        var small = 0
+        for line in traced {
+            let rpm = try #require(line.split(separator: "|").first { $0.hasPrefix(" rpm ") })
+            for field in rpm.split(separator: " ") {
+                guard let equals = field.firstIndex(of: "=") else { continue }
+                let text = field[field.index(after: equals)...]
+                let value = try #require(Double(text), "\(line)")
+                let decimals = text.firstIndex(of: ".").map { text.distance(from: $0, to: text.endIndex) - 1 } ?? 0
+                #expect(decimals == (abs(value) >= 10 ? 0 : abs(value) >= 1 ? 1 : value == 0 ? 0 : 2), "\(line)")
+                if abs(value) < 10 { small += 1 }
+            }
+        }
+        #expect(small > 0, "a tiny pool has values below 10")
+        let denied = lines.filter { $0.hasPrefix("denied ") }
+        #expect(!denied.isEmpty)
+        for line in denied {
+            let fields = line.split(separator: " ")
+            #expect(fields.count == 5 && fields[2] == "tiny/pool" && Int(fields[4]) != nil, "\(line)")
+        }
+    }
+
+    @Test func aTraceValueKeepsDecimalsBelowTen() {
+        #expect(
+            [nil, 0, 0.004, 0.25, -0.5, 1, 2.345, 9.94, 9.96, 10, 135.4, .infinity].map(AllotDriver.traceNumber)
+                == ["-", "0", "0.00", "0.25", "-0.50", "1.0", "2.3", "9.9", "10.0", "10", "135", "inf"])
+    }
 }

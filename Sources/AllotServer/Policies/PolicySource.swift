@@ -38,6 +38,17 @@ public enum PolicySource: Sendable, Equatable, CustomStringConvertible {
         case .embedded:
             return AllotAssets.defaultPolicies.map { PolicyFile(name: $0.name, bytes: $0.bytes) }
         case .directory(let path):
+            // Checked first: reading a file (or nothing) as a directory fails with an error that names neither
+            // the path nor what was wanted ("(NSCocoaErrorDomain error 256.)" for a file on Linux).
+            var isDirectory: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+            guard exists, isDirectory.boolValue else {
+                throw PolicyLoadError(
+                    message: "cannot read policy directory \(path): "
+                        + (exists ? "it is a file, not a directory" : "there is no such directory")
+                        + " (expected a directory holding the policy's *.json files: tiers.json, engine.json, "
+                        + "upstreams.json, tenants.json, …)")
+            }
             let names: [String]
             do {
                 names = try FileManager.default.contentsOfDirectory(atPath: path)

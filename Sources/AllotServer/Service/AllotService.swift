@@ -84,7 +84,9 @@ public final class AllotService: Sendable {
             }
         } catch {
             await pool.close()
-            throw ServiceStartError("\(configuration.policies): \(error.message)")
+            // A message about the directory itself names it already ("cannot read policy directory DIR: …").
+            let source = configuration.policies.description
+            throw ServiceStartError(error.message.contains(source) ? error.message : "\(source): \(error.message)")
         }
         let initialPolicy = await watcher.current
         policyBox.value = initialPolicy

@@ -15,6 +15,8 @@ public struct SimulationReport: Sendable {
     public var metrics: [RunMetrics]
     /// Per seed, the strategies' metrics (empty for a single run).
     public var perSeed: [[RunMetrics]]
+    /// Which policy `allot` ran with: `report.json`'s `policy` and the table's second line; nil leaves both out.
+    public var policy: PolicyProvenance?
 
     public init(scenario: Scenario, seed: UInt64, traces: [SimulationTrace]) {
         self.scenario = scenario.name
@@ -90,6 +92,9 @@ public struct SimulationReport: Sendable {
         var root: JSONObject = [
             "scenario": .string(scenario), "strategies": Self.strategiesJSON(metrics), "headline": .object(headlineObject),
         ]
+        if let policy {
+            root["policy"] = .object(["source": .string(policy.source), "version": .string(policy.version)])
+        }
         if perSeed.isEmpty {
             root["seed"] = .int(Int64(seed))
         } else {
@@ -176,6 +181,7 @@ public struct SimulationReport: Sendable {
         for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
         var text = "scenario \(scenario), \(seedLabel); headline \(headline.label) (\(headline.higherIsBetter ? "higher" : "lower") is better)"
         text += ": \(headlineVerdict)\n"
+        if let policy { text += policy.line + "\n" }
         for row in rows {
             text += row.enumerated().map { i, cell in
                 i == 0 ? cell.padding(toLength: widths[i]) : String(repeating: " ", count: widths[i] - cell.count) + cell
@@ -218,6 +224,26 @@ public struct SimulationReport: Sendable {
         if exponent >= 0 { for _ in 0..<exponent { value *= 10 } } else { for _ in 0..<(-exponent) { value /= 10 } }
         return value
     }
+}
+
+/// The policy a simulation ran with, as `report.json` and the printed table name it.
+public struct PolicyProvenance: Sendable, Hashable {
+    /// `built-in` (the policies compiled into the binary), or the directory as given to `--policy`.
+    public var source: String
+    /// The policy's version as `allot serve` names it in snapshots and `/readyz` (`policy_version`: the first
+    /// 16 hex digits of the SHA-256 of its canonical form, whatever the file layout).
+    public var version: String
+
+    public init(source: String, version: String) {
+        self.source = source
+        self.version = version
+    }
+
+    /// The built-in policies' source name.
+    public static let builtIn = "built-in"
+
+    /// `policy built-in, policy_version 0123456789abcdef`.
+    public var line: String { "policy \(source), policy_version \(version)" }
 }
 
 extension Double {

@@ -162,7 +162,9 @@ private struct ScenarioReader {
         let value = try string(json, path)
         let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789-" + extra)
         guard (1...64).contains(value.count), value.allSatisfy({ allowed.contains($0) }) else {
-            throw fail(path, "must be 1 to 64 characters of a-z, 0-9, '-'\(extra.isEmpty ? "" : ", '\(extra)'"), not \"\(value)\"")
+            // Each extra character quoted on its own: "'._'" read as one string of three.
+            let listed = (["a-z", "0-9", "'-'"] + extra.map { "'\($0)'" }).joined(separator: ", ")
+            throw fail(path, "must be 1 to 64 characters of \(listed), not \"\(value)\"")
         }
         return value
     }

@@ -98,7 +98,7 @@ final class AllotDriver {
     /// action taken: `ALLOT_SIM_TENANTS`'s trace.
     func tenantTrace(at time: Double, tenants: Set<String>) -> [String] {
         guard let decision = runner.view.decision else { return [] }
-        func number(_ value: Double?) -> String { value.map { String(Int($0.rounded())) } ?? "-" }
+        let number = Self.traceNumber
         return decision.allocations.filter { tenants.contains($0.tenant) || tenants.contains("*") }.map { allocation in
             var line = "t=\(Int(time)) \(allocation.tenant) \(allocation.upstream) \(allocation.tenantClass.rawValue)"
             for (name, value) in [("rpm", allocation.rpm), ("tpm", allocation.tpm)] {
@@ -107,6 +107,19 @@ final class AllotDriver {
                     + "T=\(number(e.target)) P=\(number(e.published)) \(e.damping.rawValue)"
             }
             return line
+        }
+    }
+
+    /// A value of ``tenantTrace(at:tenants:)``: whole numbers from 10 up, one decimal from 1, two below (on a
+    /// pool of a few rpm, `D=4 up=2 level=0 T=0 P=0` said nothing); `-` for none.
+    static func traceNumber(_ value: Double?) -> String {
+        guard let value else { return "-" }
+        guard value.isFinite else { return String(value) }
+        switch abs(value) {
+        case 10...: return String(Int(value.rounded()))
+        case 1...: return String(format: "%.1f", value)
+        case 0: return "0"
+        default: return String(format: "%.2f", value)
         }
     }
 

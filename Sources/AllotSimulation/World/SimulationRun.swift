@@ -47,14 +47,26 @@ final class SimulationRun {
     private var poolCounters: [PoolCounters]
     private var now = 0.0
     /// `ALLOT_SIM_DEBUG`: the run's trace on stderr (see docs/scenarios.md), ending with ``deniedBy``.
-    private let debug = ProcessInfo.processInfo.environment["ALLOT_SIM_DEBUG"] != nil
+    private let debug: Bool
+    /// `ALLOT_SIM_TENANTS`: the tenants whose allocations are traced after every tick of `allot` (`*`: all).
+    private let watched: Set<String>?
+    /// Where the traces go, one line at a time (without its newline): stderr, or a test's collector.
+    private let log: (String) -> Void
     /// Local denials per tenant and code/limit, counted only with ``debug``.
     private var deniedBy: [String: Int] = [:]
 
-    init(scenario: Scenario, strategy: SimulationStrategy, seed: UInt64, basePolicy: Policy? = nil) async throws {
+    /// `environment`: where `ALLOT_SIM_DEBUG` and `ALLOT_SIM_TENANTS` are read; `log`: where their lines go.
+    init(
+        scenario: Scenario, strategy: SimulationStrategy, seed: UInt64, basePolicy: Policy? = nil,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        log: @escaping (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+    ) async throws {
         self.scenario = scenario
         self.strategy = strategy
         self.seed = seed
+        debug = environment["ALLOT_SIM_DEBUG"] != nil
+        watched = environment["ALLOT_SIM_TENANTS"].map { Set($0.split(separator: ",").map(String.init)) }
+        self.log = log
         policy = try SimulationPolicy.policy(for: scenario, base: basePolicy)
         tickInterval = policy.loop.intervalSeconds
         for (index, pool) in scenario.pools.enumerated() { poolIndex[pool.id] = index }
@@ -118,12 +130,18 @@ final class SimulationRun {
     }
 
     private func loop() async throws -> SimulationTrace {
+        // A name that is not a tenant of the scenario would trace nothing, silently (a typo, or a `count`ed id).
+        if strategy == .allot, let watched {
+            let unknown = watched.subtracting(scenario.tenants.map(\.id) + ["*"]).sorted()
+            if !unknown.isEmpty {
+                log(
+                    "ALLOT_SIM_TENANTS: no tenant \(unknown.joined(separator: ", ")) in scenario \(scenario.name) "
+                        + "(ignored; a tenant with count N is id-01 … id-NN)")
+            }
+        }
         for index in tenants.indices { scheduleNextArrival(index, after: 0) }
         queue.push(0, .tick)
         let end = scenario.durationSeconds
-        let watched = ProcessInfo.processInfo.environment["ALLOT_SIM_TENANTS"].map {
-            Set($0.split(separator: ",").map(String.init))
-        }
         var processed = 0
         var kinds = [0, 0, 0, 0, 0]
         var nextReport = 60.0
@@ -144,10 +162,7 @@ final class SimulationRun {
                 let waiting = gateways.map {
                     ($0.status(now: epoch + event.time).queueLength, $0.statistics.deniedTotal)
                 }
-                FileHandle.standardError.write(
-                    Data(
-                        "t=\(Int(event.time)) events=\(processed) pending=\(queue.count) kinds=\(kinds) waiting=\(waiting)\n"
-                            .utf8))
+                log("t=\(Int(event.time)) events=\(processed) pending=\(queue.count) kinds=\(kinds) waiting=\(waiting)")
             }
             closeSamples(upTo: event.time)
             now = event.time
@@ -166,12 +181,10 @@ final class SimulationRun {
                 try await tick()
                 queue.push(now + tickInterval, .tick)
                 if debug, let allot {
-                    for line in allot.observerTrace(at: now) { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+                    for line in allot.observerTrace(at: now) { log(line) }
                 }
                 if let watched, let allot {
-                    for line in allot.tenantTrace(at: now, tenants: watched) {
-                        FileHandle.standardError.write(Data((line + "\n").utf8))
-                    }
+                    for line in allot.tenantTrace(at: now, tenants: watched) { log(line) }
                 }
                 // Between events the run never suspends (an actor hop to a free actor runs inline), so
                 // without this a simulation holds a thread of the shared cooperative pool for its whole
@@ -184,7 +197,7 @@ final class SimulationRun {
         closeSamples(upTo: end)
         if debug {
             for (key, count) in deniedBy.sorted(by: { $0.key < $1.key }) {
-                FileHandle.standardError.write(Data("denied \(key) \(count)\n".utf8))
+                log("denied \(key) \(count)")
             }
         }
         return trace()
@@ -323,7 +336,8 @@ final class SimulationRun {
         case .denied(let denial):
             tenantCounters[call.tenant].denials += 1
             if debug {
-                deniedBy["\(tenants[call.tenant].spec.id) \(denial.code)/\(denial.limit.rawValue)", default: 0] += 1
+                let spec = tenants[call.tenant].spec
+                deniedBy["\(spec.id) \(spec.pool) \(denial.code)/\(denial.limit.rawValue)", default: 0] += 1
             }
             let behaviour = tenants[call.tenant].spec.behaviour
             // A denial without a retry-after is final (a task budget used up, a deadline passed): an agent
@@ -474,9 +488,9 @@ final class SimulationRun {
         var limits: [Limits] = []
         for (poolIndex, pool) in scenario.pools.enumerated() {
             let members = tenants.filter { $0.pool == poolIndex }
-            let total = members.reduce(0) { $0 + weight(of: $1.spec) }
+            let total = members.reduce(0) { $0 + terms(of: $1).weight }
             for member in members {
-                let share = weight(of: member.spec) / total
+                let share = terms(of: member).weight / total
                 let quota = member.spec.staticQuota
                 limits.append(
                     Limits(
@@ -513,8 +527,12 @@ final class SimulationRun {
         }
     }
 
-    private func weight(of tenant: ScenarioTenant) -> Double {
-        policy.tier(named: tenant.tier)?.weight ?? 1
+    /// The tenant's terms as the engine resolves them (``Policy/terms(ofTenant:upstream:overrides:now:)``): its
+    /// tier's weight, floor and ceiling, with what the policy's `tenants` gives it on top. `static` and the metrics'
+    /// entitlement use these, so that a tenant given its own weight in tenants.json is judged by the terms `allot`
+    /// was given (with only the tier's, one at weight 0.5 of a tier at 2 was entitled to twice what allot gave it).
+    private func terms(of tenant: TenantRun) -> TenantTerms {
+        policy.terms(ofTenant: tenant.spec.id, upstream: scenario.pools[tenant.pool].id, overrides: [], now: 0)
     }
 
     /// Hands each gateway an equal slice of `limits` as a snapshot (buckets of 10 s, like Allot's
@@ -674,17 +692,16 @@ final class SimulationRun {
                 TracePool(id: $0.id, declaredRPM: $0.declaredRPM, declaredTPM: $0.declaredTPM)
             },
             tenants: tenants.map { tenant in
-                let tier = policy.tier(named: tenant.spec.tier)
+                let terms = terms(of: tenant)
                 let pool = scenario.pools[tenant.pool]
-                func quantity(_ q: Quantity?, _ capacity: Double) -> Double? {
-                    q.map { $0.resolved(capacity: capacity) }
-                }
+                let ceilingRPM = terms.ceiling.rpm.resolved(capacity: pool.declaredRPM)
+                let ceilingTPM = terms.ceiling.tpm.resolved(capacity: pool.declaredTPM)
                 return TraceTenant(
-                    id: tenant.spec.id, tier: tenant.spec.tier, pool: tenant.spec.pool, weight: tier?.weight ?? 1,
-                    floorRPM: quantity(tier?.floor.rpm, pool.declaredRPM) ?? 0,
-                    floorTPM: quantity(tier?.floor.tpm, pool.declaredTPM) ?? 0,
-                    ceilingRPM: quantity(tier?.ceiling.rpm, pool.declaredRPM).flatMap { $0.isFinite ? $0 : nil },
-                    ceilingTPM: quantity(tier?.ceiling.tpm, pool.declaredTPM).flatMap { $0.isFinite ? $0 : nil },
+                    id: tenant.spec.id, tier: tenant.spec.tier, pool: tenant.spec.pool, weight: terms.weight,
+                    floorRPM: terms.floor.rpm.resolved(capacity: pool.declaredRPM),
+                    floorTPM: terms.floor.tpm.resolved(capacity: pool.declaredTPM),
+                    ceilingRPM: ceilingRPM.isFinite ? ceilingRPM : nil,
+                    ceilingTPM: ceilingTPM.isFinite ? ceilingTPM : nil,
                     firstRequestAt: tenant.firstRequestAt, firstAllocationAt: tenant.firstAllocationAt)
             },
             samples: samples,

@@ -195,4 +195,23 @@ import Testing
         #expect(try await running.json("/v1/snapshot")["policy_version"] == .string(reloaded))
         await running.stop()
     }
+
+    /// `--policies FILE`, or a directory that is not there: the service does not start, and says which path and what it
+    /// expected, not "(NSCocoaErrorDomain error 256.)".
+    @Test func aPolicyPathThatIsNotADirectoryIsRefusedNamingThePath() async throws {
+        let file = Self.temporaryDirectory() + "-tiers.json"
+        try Data(AllotAssets.defaultPolicies.first { $0.name == "tiers.json" }!.bytes).write(to: URL(fileURLWithPath: file))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let expected = " (expected a directory holding the policy's *.json files: tiers.json, engine.json, "
+            + "upstreams.json, tenants.json, …)"
+        for (path, problem) in [(file, "it is a file, not a directory"), (file + "-none", "there is no such directory")] {
+            do {
+                let running = try await Self.launch(directory: Self.temporaryDirectory(), policies: .directory(path))
+                await running.stop()
+                Issue.record("started with the policies at \(path)")
+            } catch let error as ServiceStartError {
+                #expect(error.message == "cannot read policy directory \(path): \(problem)\(expected)")
+            }
+        }
+    }
 }
