@@ -162,19 +162,28 @@ import Testing
     /// One tenant of a 100-rpm pool wanting 80 and throttled throughout, served `served[k]` in 10-s
     /// intervals; the other idle.
     static func starvationTrace(served: [Double]) -> SimulationTrace {
+        onePoolTrace(served: served, trueRPM: { _ in 100 }, demandRPM: 80, denials: 1, changes: [])
+    }
+
+    /// One pool and one tenant in 10-s intervals (TPM × 1000 throughout), served `served[k]`.
+    static func onePoolTrace(
+        served: [Double], trueRPM: (Int) -> Double, demandRPM: Double, denials: Int, changes: [Double]
+    ) -> SimulationTrace {
         let samples = served.indices.map { k in
             TraceSample(
                 start: Double(k) * 10,
                 pools: [
                     PoolSample(
-                        trueRPM: 100, trueTPM: 100_000, demandRPM: 80, demandTPM: 80_000, servedRPM: served[k],
-                        servedTPM: served[k] * 1000, upstreamAttempts: 10, upstream429s: 0, upstreamOverloaded: 0,
-                        estimatedRPM: nil, estimatedTPM: nil)
+                        trueRPM: trueRPM(k), trueTPM: trueRPM(k) * 1000, demandRPM: demandRPM,
+                        demandTPM: demandRPM * 1000, servedRPM: served[k], servedTPM: served[k] * 1000,
+                        upstreamAttempts: 10, upstream429s: 0, upstreamOverloaded: 0, estimatedRPM: nil,
+                        estimatedTPM: nil)
                 ],
                 tenants: [
                     TenantSample(
-                        demandRPM: 80, demandTPM: 80_000, servedRPM: served[k], servedTPM: served[k] * 1000,
-                        allocationRPM: nil, allocationTPM: nil, denials: 1, upstream429s: 0)
+                        demandRPM: demandRPM, demandTPM: demandRPM * 1000, servedRPM: served[k],
+                        servedTPM: served[k] * 1000, allocationRPM: nil, allocationTPM: nil, denials: denials,
+                        upstream429s: 0)
                 ])
         }
         return SimulationTrace(
@@ -185,7 +194,7 @@ import Testing
                     id: "a", tier: "standard", pool: "p", weight: 1, floorRPM: 0, floorTPM: 0, ceilingRPM: nil,
                     ceilingTPM: nil, firstRequestAt: 0, firstAllocationAt: nil)
             ],
-            samples: samples, tasks: [], capacityChangeTimes: [])
+            samples: samples, tasks: [], capacityChangeTimes: changes)
     }
 
     @Test func onlyStarvedStretchesOfFiveMinutesAreSustainedStarvation() {
@@ -225,31 +234,9 @@ import Testing
     /// One pool whose true capacity goes from 100 to 150 rpm at 60 s (and TPM × 1000), its tenants' nominal
     /// demand 120 rpm throughout, served `served[k]` in the six 10-s intervals after the change.
     static func convergenceTrace(served: [Double]) -> SimulationTrace {
-        let rates = Array(repeating: 100.0, count: 6) + served
-        let samples = rates.indices.map { k in
-            TraceSample(
-                start: Double(k) * 10,
-                pools: [
-                    PoolSample(
-                        trueRPM: k < 6 ? 100 : 150, trueTPM: k < 6 ? 100_000 : 150_000, demandRPM: 120,
-                        demandTPM: 120_000, servedRPM: rates[k], servedTPM: rates[k] * 1000, upstreamAttempts: 10,
-                        upstream429s: 0, upstreamOverloaded: 0, estimatedRPM: nil, estimatedTPM: nil)
-                ],
-                tenants: [
-                    TenantSample(
-                        demandRPM: 120, demandTPM: 120_000, servedRPM: rates[k], servedTPM: rates[k] * 1000,
-                        allocationRPM: nil, allocationTPM: nil, denials: 0, upstream429s: 0)
-                ])
-        }
-        return SimulationTrace(
-            scenario: "t", strategy: "s", seed: 1, durationSeconds: Double(rates.count) * 10,
-            sampleIntervalSeconds: 10, pools: [TracePool(id: "p", declaredRPM: 100, declaredTPM: 100_000)],
-            tenants: [
-                TraceTenant(
-                    id: "a", tier: "standard", pool: "p", weight: 1, floorRPM: 0, floorTPM: 0, ceilingRPM: nil,
-                    ceilingTPM: nil, firstRequestAt: 0, firstAllocationAt: nil)
-            ],
-            samples: samples, tasks: [], capacityChangeTimes: [60])
+        onePoolTrace(
+            served: Array(repeating: 100.0, count: 6) + served, trueRPM: { $0 < 6 ? 100 : 150 }, demandRPM: 120,
+            denials: 0, changes: [60])
     }
 
     /// A backlog drained at the new capacity, above the nominal demand, has converged: served within
