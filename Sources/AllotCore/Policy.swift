@@ -100,7 +100,7 @@ public struct Policy: Sendable, Hashable {
     public var tierRanks: [String: Int] {
         let priorities = Set(tiersByName.values.map(\.priority)).sorted()
         let rank = Dictionary(uniqueKeysWithValues: priorities.enumerated().map { ($0.element, $0.offset) })
-        return tiersByName.mapValues { rank[$0.priority]! }
+        return tiersByName.mapValues { rank[$0.priority] ?? 0 }
     }
 
     /// The price of an upstream pool, and whether it was priced (false → the default price applies
