@@ -149,7 +149,8 @@ struct FieldReader {
                     : "a number or a percentage such as \"5%\""
                 // A near miss of a percentage ("2 %", "+2%", "2.%") says what the form is.
                 let rule =
-                    text.contains("%") ? " (a percentage is digits, an optional fraction, then %: no spaces or signs)" : ""
+                    text.contains("%")
+                    ? " (a percentage is digits, an optional fraction, then %: no spaces or signs)" : ""
                 report(path, .invalidValue, "expected \(forms)\(rule), got \"\(text)\"")
                 return nil
             }

@@ -266,7 +266,9 @@ struct PolicyLoader {
 
         let tenantsPath = root.key("tenants")
         for (id, value) in merged["tenants"]?.objectValue ?? [:] {
-            if let tenant = readTenant(id: id, value, at: tenantsPath.key(id), policy: policy, tiersKnown: !unreadFile) {
+            if let tenant = readTenant(
+                id: id, value, at: tenantsPath.key(id), policy: policy, tiersKnown: !unreadFile)
+            {
                 policy.setTenant(tenant)
             }
         }

@@ -130,8 +130,8 @@ func temporaryDirectory() throws -> String {
         try #"{"capacity": {"rpm": 100}, "tenants": []}"#.write(toFile: plan, atomically: true, encoding: .utf8)
         let expected = " (expected a directory holding the policy's *.json files: tiers.json, engine.json, "
             + "upstreams.json, tenants.json, …)"
-        for (path, problem) in [(file, "it is a file, not a directory"), (directory + "/none", "there is no such directory")]
-        {
+        let cases = [(file, "it is a file, not a directory"), (directory + "/none", "there is no such directory")]
+        for (path, problem) in cases {
             let message = "cannot read policy directory \(path): \(problem)\(expected)"
             let simulate = await runCLI(["simulate", "--scenario", "cold-start", "--policy", path])
             #expect(simulate.code == 1)

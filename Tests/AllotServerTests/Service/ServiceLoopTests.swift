@@ -200,11 +200,13 @@ import Testing
     /// expected, not "(NSCocoaErrorDomain error 256.)".
     @Test func aPolicyPathThatIsNotADirectoryIsRefusedNamingThePath() async throws {
         let file = Self.temporaryDirectory() + "-tiers.json"
-        try Data(AllotAssets.defaultPolicies.first { $0.name == "tiers.json" }!.bytes).write(to: URL(fileURLWithPath: file))
+        let tiers = try #require(AllotAssets.defaultPolicies.first { $0.name == "tiers.json" })
+        try Data(tiers.bytes).write(to: URL(fileURLWithPath: file))
         defer { try? FileManager.default.removeItem(atPath: file) }
         let expected = " (expected a directory holding the policy's *.json files: tiers.json, engine.json, "
             + "upstreams.json, tenants.json, …)"
-        for (path, problem) in [(file, "it is a file, not a directory"), (file + "-none", "there is no such directory")] {
+        let cases = [(file, "it is a file, not a directory"), (file + "-none", "there is no such directory")]
+        for (path, problem) in cases {
             do {
                 let running = try await Self.launch(directory: Self.temporaryDirectory(), policies: .directory(path))
                 await running.stop()
