@@ -27,9 +27,11 @@ enum SimulateCommand {
                 policy = loaded.policy
                 provenance = PolicyProvenance(source: directory, version: loaded.version)
             } else {
-                // `policy` stays nil: the run loads the same built-in files (SimulationPolicy.defaultPolicy()).
-                let version = try PolicySource.embedded.load().version
-                provenance = PolicyProvenance(source: PolicyProvenance.builtIn, version: version)
+                // The built-in files, loaded once here for their version and handed to every run, as a --policy is
+                // (what each run would otherwise load again: SimulationPolicy.defaultPolicy(), the same files).
+                let loaded = try PolicySource.embedded.load()
+                policy = loaded.policy
+                provenance = PolicyProvenance(source: PolicyProvenance.builtIn, version: loaded.version)
             }
         } catch {
             output.err("allot simulate: \(error.message)")

@@ -329,21 +329,24 @@ extension RunMetrics {
                 for p in judged {
                     let lo = max(first, k - smooth + 1)
                     let span = Double(k - lo + 1)
-                    let served = (lo...k).reduce(0.0) { $0 + samples[$1].pools[p].servedRPM } / span
-                    let target =
-                        (lo...k).reduce(0.0) {
-                            $0 + min(samples[$1].pools[p].trueRPM, samples[$1].pools[p].demandRPM)
-                        } / span
-                    let capacity = (lo...k).reduce(0.0) { $0 + samples[$1].pools[p].trueRPM } / span
-                    let servedT = (lo...k).reduce(0.0) { $0 + samples[$1].pools[p].servedTPM } / span
-                    let targetT =
-                        (lo...k).reduce(0.0) {
-                            $0 + min(samples[$1].pools[p].trueTPM, samples[$1].pools[p].demandTPM)
-                        } / span
-                    let capacityT = (lo...k).reduce(0.0) { $0 + samples[$1].pools[p].trueTPM } / span
-                    let rpmOK = target <= 0 || (served >= 0.9 * target && served <= 1.1 * capacity)
-                    let tpmOK = targetT <= 0 || (servedT >= 0.9 * targetT && servedT <= 1.1 * capacityT)
-                    if !(rpmOK || tpmOK) { within = false }
+                    // Within [0.9 × mean min(true, demand), 1.1 × mean true] in one dimension, 30-s means.
+                    func settled(
+                        _ served: KeyPath<PoolSample, Double>, _ capacity: KeyPath<PoolSample, Double>,
+                        _ demand: KeyPath<PoolSample, Double>
+                    ) -> Bool {
+                        var (servedSum, capacitySum, targetSum) = (0.0, 0.0, 0.0)
+                        for j in lo...k {
+                            let pool = samples[j].pools[p]
+                            servedSum += pool[keyPath: served]
+                            capacitySum += pool[keyPath: capacity]
+                            targetSum += min(pool[keyPath: capacity], pool[keyPath: demand])
+                        }
+                        let (mean, target) = (servedSum / span, targetSum / span)
+                        return target <= 0 || (mean >= 0.9 * target && mean <= 1.1 * (capacitySum / span))
+                    }
+                    if !(settled(\.servedRPM, \.trueRPM, \.demandRPM) || settled(\.servedTPM, \.trueTPM, \.demandTPM)) {
+                        within = false
+                    }
                 }
                 if within { settledAt = k } else { break }
             }

@@ -488,9 +488,10 @@ final class SimulationRun {
         var limits: [Limits] = []
         for (poolIndex, pool) in scenario.pools.enumerated() {
             let members = tenants.filter { $0.pool == poolIndex }
-            let total = members.reduce(0) { $0 + terms(of: $1).weight }
-            for member in members {
-                let share = terms(of: member).weight / total
+            let weights = members.map { terms(of: $0).weight }
+            let total = weights.reduce(0, +)
+            for (member, weight) in zip(members, weights) {
+                let share = weight / total
                 let quota = member.spec.staticQuota
                 limits.append(
                     Limits(
