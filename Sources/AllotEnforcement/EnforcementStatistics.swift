@@ -14,6 +14,8 @@ public struct EnforcementStatistics: Sendable, Equatable {
     public var shadowWouldDeny: [LimitKind: Int] = [:]
     /// Waiting requests whose caller gave up.
     public var cancelledWhileQueued = 0
+    /// Waiting requests reported `queued` once they had waited ``GatewayConfiguration/queuedReportAfter``.
+    public var reportedWhileQueued = 0
     /// Waiting requests denied (`queue_full`) to make room in a full queue for a call of an older task of the
     /// same tenant.
     public var displaced = 0

@@ -413,6 +413,17 @@ struct Waiter: Sendable {
     var seq: UInt64
     /// Its rank among its tenant's waiters of its class (task deadline passed, task start).
     var position: LanePosition
+    /// Reported `queued` once it had waited ``GatewayConfiguration/queuedReportAfter``
+    /// (``EnforcerState/reportLongWaits(now:effects:)``).
+    var reported = false
+    /// The request as its attempt or denial is reported: once reported `queued`, with `retry` one higher, so
+    /// that Allot counts it once as demand.
+    var reportedRequest: AdmissionRequest {
+        guard reported else { return request }
+        var request = request
+        request.retry += 1
+        return request
+    }
     /// What blocked it at its last evaluation, and when that was.
     var failure: Failure
     var failureAt: Double
@@ -445,6 +456,13 @@ struct Waiter: Sendable {
         self.failureAt = enqueuedAt
         self.onDecision = onDecision
     }
+}
+
+/// A waiter to report `queued` at `due` if it still waits then (``EnforcerState/waitReports``).
+struct WaitReport: Sendable {
+    var due: Double
+    var id: UInt64
+    var slot: Int
 }
 
 /// When a pump must look at a lane's head again (``EnforcerState/laneChecks``).
@@ -498,6 +516,11 @@ struct EnforcerState {
     var stated: [String: StatedLimits] = [:]
     /// Waiting requests, one lane per (tenant, upstream).
     var queue = WaitQueue()
+    /// The waiters not yet reported `queued` (``GatewayConfiguration/queuedReportAfter``), in the order they
+    /// came (so by the time their report is due), from ``waitReportsStart`` on; entries of waiters that left
+    /// are skipped when reached.
+    var waitReports: [WaitReport] = []
+    var waitReportsStart = 0
     /// The places a pump visits, kept between pumps so that their storage is reused.
     var pumpVisits = MinHeap<QueuePlace>()
     /// The earliest deadline among the waiters or refill time of a pair's head (exact after a pump, never

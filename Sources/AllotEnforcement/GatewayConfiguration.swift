@@ -10,6 +10,14 @@ public struct GatewayConfiguration: Sendable {
     public var maxWait: PerTaskClass<Double>
     /// Most requests waiting at once; beyond it requests are denied at once (`queue_full`). Default 10,000.
     public var maxQueueLength: Int
+    /// Seconds a request waits in the admission queue before the gateway reports it as `queued`, once, with
+    /// the time it arrived: Allot then counts the demand a standing queue holds when it arrives, not when the
+    /// queue lets it through at the allocation's pace. Its later attempt or denial is reported with `retry`
+    /// one higher, so the request counts once as demand. Default 5, the longest an interactive request waits:
+    /// realtime and interactive requests are denied by then (which Allot sees), so only batch and background
+    /// requests — up to 60 and 300 s in the queue without a denial — are reported, as soon as an interactive
+    /// one would have been denied. `.infinity`: never (only a caller that gives up is reported `queued`).
+    public var queuedReportAfter: Double
     /// Completion tokens reserved when neither the caller nor the snapshot gives an estimate. Default 500.
     public var defaultCompletionEstimate: Int
     /// Which of the snapshot's learned completion percentiles to reserve: p50 (default; over-spend becomes debt
@@ -108,6 +116,7 @@ public struct GatewayConfiguration: Sendable {
     ///   - gatewayID: this instance's id.
     ///   - maxWait: per task class, seconds a request may queue.
     ///   - maxQueueLength: most waiting requests.
+    ///   - queuedReportAfter: seconds of waiting after which a request is reported `queued`.
     ///   - defaultCompletionEstimate: tokens reserved when nothing better is known.
     ///   - estimatePercentile: which learned percentile to reserve.
     ///   - defaultMaxConcurrency: concurrency cap for unlisted tenants.
@@ -130,7 +139,7 @@ public struct GatewayConfiguration: Sendable {
     public init(
         gatewayID: String,
         maxWait: PerTaskClass<Double> = PerTaskClass(realtime: 0.5, interactive: 5, batch: 60, background: 300),
-        maxQueueLength: Int = 10_000, defaultCompletionEstimate: Int = 500,
+        maxQueueLength: Int = 10_000, queuedReportAfter: Double = 5, defaultCompletionEstimate: Int = 500,
         estimatePercentile: EstimatePercentile = .p50, defaultMaxConcurrency: Int? = nil,
         maxInFlightPerUpstream: Int? = nil, bootstrapLimits: RateLimits? = nil, defaultRetryAfter: Double = 1,
         maxTrackedTasks: Int = 100_000, taskIdleTimeout: Double = 3_600, borrowIdle: Bool = true,
@@ -143,6 +152,7 @@ public struct GatewayConfiguration: Sendable {
         self.gatewayID = gatewayID
         self.maxWait = maxWait
         self.maxQueueLength = maxQueueLength
+        self.queuedReportAfter = queuedReportAfter
         self.defaultCompletionEstimate = defaultCompletionEstimate
         self.estimatePercentile = estimatePercentile
         self.defaultMaxConcurrency = defaultMaxConcurrency

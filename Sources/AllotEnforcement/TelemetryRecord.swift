@@ -7,10 +7,11 @@ import AllotTime
 /// one per request the gateway denied locally or that was abandoned while queued, so that unmet demand is
 /// visible to Allot.
 ///
-/// Every request that reaches the gateway produces exactly one event with a terminal state, so Allot's demand
-/// (served + denied + queued) counts each request once: an attempt (`ok`, `quota_exhausted`, …) carries the
-/// time it waited in `queue_ms`; a denial (`denied_local`, possibly after waiting) carries it too; `queued` is
-/// reported only for a request whose caller gave up (was cancelled) while it waited.
+/// Every request that reaches the gateway is counted once as demand (Allot counts first attempts, `retry` 0):
+/// an attempt (`ok`, `quota_exhausted`, …) carries the time it waited in `queue_ms`; a denial (`denied_local`,
+/// possibly after waiting) carries it too. A request that waits ``GatewayConfiguration/queuedReportAfter``
+/// (5 s) is reported `queued` then, stamped with the time it arrived, and its later attempt or denial carries
+/// `retry` one higher; one whose caller gives up (is cancelled) before that is reported `queued` then.
 public struct TelemetryRecord: Sendable, Equatable {
     /// When the attempt was dispatched (or the request denied), seconds since the epoch; sent as integer
     /// epoch milliseconds.

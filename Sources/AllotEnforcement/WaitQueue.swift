@@ -320,6 +320,9 @@ struct WaitQueue {
     /// True when `place` still names a waiting request (its slot was not freed or reused).
     func holds(_ place: QueuePlace) -> Bool { isOccupied(place.slot, by: place.id) }
 
+    /// True when the waiter `id` still waits in `slot`.
+    func holds(slot: Int, id: UInt64) -> Bool { isOccupied(slot, by: id) }
+
     /// Adds `waiter` (its ``Waiter/keyID`` is set here) at its place in its lane and returns that place: its
     /// (tag, seq) is then the one of the place it took (see the type's comment).
     @discardableResult

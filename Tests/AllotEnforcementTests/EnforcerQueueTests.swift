@@ -166,6 +166,10 @@ import Testing
             Issue.record("background was not queued")
             return
         }
+        // Five seconds in, it is reported as waiting (``GatewayConfiguration/queuedReportAfter``); then the refill.
+        #expect(enforcer.nextWakeTime == 1_006)
+        enforcer.pump(now: 1_006)
+        #expect(enforcer.statistics.reportedWhileQueued == 1)
         #expect(enforcer.nextWakeTime == 1_010)
         enforcer.pump(now: 1_010)
         #expect(log.admission("bg")?.ticket?.waited == 9)
@@ -220,6 +224,68 @@ import Testing
             return
         }
         #expect(other.code == "queue_full")
+    }
+
+    @Test func aRequestWaitingFiveSecondsIsReportedQueuedOnceAndItsAttemptAsARetry() throws {
+        let collector = EventCollector()
+        // A request every 10 s; the default configuration: batch requests wait up to 60 s, reported after 5.
+        let slow = TenantEntry.make(rpm: Bucket(rate: 6, burst: 1))
+        let enforcer = Enforcer.make(.make(tenants: [slow]), collector: collector)
+        let log = DecisionLog()
+        _ = try enforcer.mustAdmit(now: 1_000)
+        submit(enforcer, .make(taskClass: .batch, taskID: "t-1"), now: 1_001, log: log, label: "first")
+        guard case .queued(let second) = submit(enforcer, .make(taskClass: .batch), now: 1_003, log: log, label: "2")
+        else {
+            Issue.record("not queued")
+            return
+        }
+        #expect(collector.telemetry.filter { $0.outcome == .queued }.isEmpty)
+        #expect(enforcer.nextWakeTime == 1_006)
+        enforcer.pump(now: 1_006)
+        var queued = collector.telemetry.filter { $0.outcome == .queued }
+        #expect(queued.count == 1)
+        // Stamped with its arrival, its wait so far, its own attempt number and the limit it waits on.
+        #expect(queued.first?.ts == 1_001)
+        #expect(queued.first?.queueWait == 5)
+        #expect(queued.first?.retry == 0)
+        #expect(queued.first?.errorType == "rpm")
+        #expect(queued.first?.taskID == "t-1")
+        #expect(enforcer.nextWakeTime == 1_008)  // the second one's report
+        enforcer.pump(now: 1_008)
+        queued = collector.telemetry.filter { $0.outcome == .queued }
+        #expect(queued.map(\.ts) == [1_001, 1_003])
+        enforcer.pump(now: 1_009)
+        #expect(collector.telemetry.filter { $0.outcome == .queued }.count == 2)  // each once
+        enforcer.pump(now: 1_010)
+        let ticket = try #require(log.admission("first")?.ticket)
+        #expect(ticket.waited == 9)
+        enforcer.complete(ticket, AttemptResult(status: 200, promptTokens: 50, completionTokens: 50), now: 1_011)
+        // Its attempt is its second report: Allot counts the request once, at the first.
+        let attempt = try #require(collector.telemetry.last)
+        #expect(attempt.outcome == .ok)
+        #expect(attempt.retry == 1)
+        #expect(attempt.queueWait == 9)
+        // A reported waiter whose caller gives up is not reported again.
+        let before = collector.telemetry.count
+        #expect(enforcer.cancel(second, now: 1_012))
+        #expect(collector.telemetry.count == before)
+        #expect(enforcer.statistics.reportedWhileQueued == 2)
+        #expect(enforcer.statistics.cancelledWhileQueued == 1)
+    }
+
+    @Test func anInteractiveRequestIsDeniedBeforeItWouldBeReportedAndAShortWaitIsNotReported() throws {
+        let collector = EventCollector()
+        let enforcer = Enforcer.make(.make(tenants: [Self.oneRPS]), collector: collector)
+        let log = DecisionLog()
+        _ = try enforcer.mustAdmit(now: 1_000)
+        // Interactive: at most 5 s in the queue, so never reported as waiting; batch admitted within a second.
+        submit(enforcer, .make(taskClass: .interactive), now: 1_000, log: log, label: "interactive")
+        submit(enforcer, .make(taskClass: .batch), now: 1_000, log: log, label: "batch")
+        for second in 1...6 { enforcer.pump(now: 1_000 + Double(second)) }
+        #expect(log.labels == ["interactive", "batch"])
+        #expect(collector.telemetry.filter { $0.outcome == .queued }.isEmpty)
+        #expect(enforcer.statistics.reportedWhileQueued == 0)
+        #expect(enforcer.nextWakeTime == 1_300)  // only the lease end is left
     }
 
     @Test func aCancelledWaiterIsReportedAsQueued() throws {
@@ -287,7 +353,9 @@ import Testing
                 TenantEntry.make("soon", rpm: Bucket(rate: 60, burst: 1)),
                 TenantEntry.make("late", rpm: Bucket(rate: 6, burst: 1)),
             ]),
-            configuration: GatewayConfiguration(gatewayID: "gw-1", maxWait: PerTaskClass(all: 20), borrowIdle: false))
+            // No report of long waits (``GatewayConfiguration/queuedReportAfter``): its wake is not a refill's.
+            configuration: GatewayConfiguration(
+                gatewayID: "gw-1", maxWait: PerTaskClass(all: 20), queuedReportAfter: .infinity, borrowIdle: false))
         let log = DecisionLog()
         for tenant in ["soon", "late"] {
             _ = try enforcer.mustAdmit(.make(tenant), now: 1_000)

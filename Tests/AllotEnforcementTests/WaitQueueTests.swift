@@ -438,8 +438,10 @@ import Testing
     }
 
     @Test func anExpiredHeadIsDeniedWithItsLatestFailureAndTheNextWaiterIsEvaluatedInTheSamePump() throws {
+        // (No report of long waits, ``GatewayConfiguration/queuedReportAfter``: the wakes here are deadlines.)
         let configuration = GatewayConfiguration(
-            gatewayID: "gw-1", maxWait: PerTaskClass(realtime: 1, interactive: 8, batch: 30, background: 60))
+            gatewayID: "gw-1", maxWait: PerTaskClass(realtime: 1, interactive: 8, batch: 30, background: 60),
+            queuedReportAfter: .infinity)
         let enforcer = Enforcer.make(
             .make(tenants: [TenantEntry.make("slow", rpm: Bucket(rate: 60, burst: 1))]), configuration: configuration)
         let log = DecisionLog()

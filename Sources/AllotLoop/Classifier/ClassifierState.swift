@@ -92,8 +92,11 @@ struct TickCounts: Sendable {
     /// Denials that named no limit at all (other names — concurrency, budgets, circuits — count in neither).
     var deniedUnnamed: Float = 0
 
-    var demandRequests: Double { Double(servedRequests) + Double(denied) + Double(queued) }
-    var demandTokens: Double { Double(servedTokens) + Double(deniedTokens) + Double(queuedTokens) }
+    /// The requests the gateways settled (served or denied), and their tokens: the attempt-based measures. A
+    /// `queued` event is a request still waiting (or given up): it counts in ``newRequests`` only, since a
+    /// waiting request's attempt or denial is reported too (with `retry` one higher).
+    var demandRequests: Double { Double(servedRequests) + Double(denied) }
+    var demandTokens: Double { Double(servedTokens) + Double(deniedTokens) }
     var cost: Double { costHour + costDay + costMonth }
 }
 
@@ -215,6 +218,11 @@ struct TenantTrack: Sendable, Hashable, Codable {
     /// fast window (``ClassificationRules/fastWindowSeconds``): how far a blocked tenant's claim may go
     /// while the short window still lags a jump. Optional: older checkpoints decode without it.
     var attemptsFast: PerDimension<Double>?
+    /// Requests (and tokens) wanted per minute over the fast window, each once (``wantedShort``'s counts):
+    /// with requests reported waiting (`queued`) in them, how far the claim of a tenant held in gateway queues
+    /// may go — its attempts count the waiting requests only once the queue lets them through. Optional: older
+    /// checkpoints decode without it.
+    var wantedFast: PerDimension<Double>?
     var wantedShort: PerDimension<Double>?
     var wantedLong: PerDimension<Double>?
     /// Denials per minute that named the tenant's RPM and TPM buckets (short window): which dimension

@@ -334,7 +334,8 @@ public struct ConsumptionClassification: Sendable {
                     // An attempt the upstream refused or failed: its tokens count as wanted (first attempts).
                     tokens = events[position].estimatedTokens != nil ? estimated : promptCount + completionCount
                 }
-                if let wait = events[position].queueMs, wait.isFinite, wait >= 0 {
+                // A `queued` event's wait is a request's wait so far; its attempt or denial reports the whole.
+                if outcome != .queued, let wait = events[position].queueMs, wait.isFinite, wait >= 0 {
                     queueSamples.append(UInt32(index) << 8 | UInt32(scale.bucket(of: wait)))
                     if wait > 0 { ticks[index].waitSeconds += Float(wait / 1000) }
                 }
@@ -407,6 +408,13 @@ public struct ConsumptionClassification: Sendable {
             case queued:
                 ticks[index].queued += 1
                 ticks[index].queuedTokens += record.tokens
+                // A request reported while it waits (``AllotEnforcement``'s gateways report a batch or background
+                // request after 5 s) names the limit it waits on, as a denial does: the allocation binds there
+                // now, minutes before the queue lets it through or denies it. It counts like a denial in the
+                // constrained tenant's claim (``TenantTrack``), not as one (`denied`).
+                if record.flags & EventRecord.limitRPM != 0 { ticks[index].deniedByRPM += 1 }
+                if record.flags & EventRecord.limitTPM != 0 { ticks[index].deniedByTPM += 1 }
+                if record.flags & EventRecord.limitUnnamed != 0 { ticks[index].deniedUnnamed += 1 }
             default:
                 demand = false
             }
@@ -421,7 +429,8 @@ public struct ConsumptionClassification: Sendable {
                 ticks[index].samples += 1
                 if at > ticks[index].lastActivityAt { ticks[index].lastActivityAt = at }
             }
-            if record.gateway >= 0 {
+            // A request reported waiting counts at its gateway when it is settled (attempted or denied).
+            if record.gateway >= 0, record.outcome != queued {
                 let served = record.outcome == ok
                 let tokens = served ? record.tokens : 0
                 if !ticks[index].gateways.count(slot: record.gateway, demand: demand, served: served, tokens: tokens) {

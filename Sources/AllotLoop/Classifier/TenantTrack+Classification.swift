@@ -78,6 +78,10 @@ extension TenantTrack {
         ewma(&fastAttempts.rpm, tick.demandRequests, fold.fast)
         ewma(&fastAttempts.tpm, tick.demandTokens, fold.fast)
         attemptsFast = fastAttempts
+        var fastWanted = wantedFast ?? wanted.short
+        ewma(&fastWanted.rpm, tick.newRequests, fold.fast)
+        ewma(&fastWanted.tpm, tick.newTokens, fold.fast)
+        wantedFast = fastWanted
         ewma(&demandShort.rpm, tick.demandRequests, short)
         ewma(&demandShort.tpm, tick.demandTokens, short)
         ewma(&demandLong.rpm, tick.demandRequests, long)
@@ -452,8 +456,8 @@ extension TenantTrack {
     /// What a constrained tenant claims (see ``ClassificationRules/constrainedProbe``), per dimension.
     ///
     /// A tenant is constrained when its requests wait in gateway queues (at least
-    /// ``ClassificationRules/constrainedWaiting`` on average) or are denied by its rate buckets or given up in
-    /// a queue (at least ``ClassificationRules/constrainedDeniedShare`` of what it wants). Denials name the
+    /// ``ClassificationRules/constrainedWaiting`` on average) or are denied by its rate buckets (at least
+    /// ``ClassificationRules/constrainedDeniedShare`` of what it wants). Denials name the
     /// limit (`error_type` `rpm`, `tpm`; one without a name counts for both): other denials — its
     /// concurrency cap, a budget, an open circuit — are not helped by more rate and do not count. It claims a
     /// dimension that it fills — served, plus one request, at least ``ClassificationRules/constrainedUse`` of
@@ -472,7 +476,7 @@ extension TenantTrack {
         let rateDenied = PerDimension<Double> { byLimit[$0] + unnamed }
         guard
             (waitingShort ?? 0) >= rules.constrainedWaiting
-                || byLimit.rpm + byLimit.tpm + unnamed + queuedShort >= rules.constrainedDeniedShare * wanted
+                || byLimit.rpm + byLimit.tpm + unnamed >= rules.constrainedDeniedShare * wanted
         else { return nil }
         // Within one request of the allocation counts as filling it: a tenant of 30k-token calls cannot
         // use the last 20k of a minute's tokens, and one call more or less in the window is noise.
@@ -516,7 +520,8 @@ extension TenantTrack {
             // short window or the fast one, whichever is higher: after a jump the short window's average
             // held the claim back for most of a minute (a support surge whose tasks have a 60-s deadline
             // reached its share 50 s in), while in steady state the two agree and nothing changes.
-            let attemptRate = max(demandShort[dimension], attemptsFast?[dimension] ?? 0)
+            let attemptRate = max(
+                demandShort[dimension], attemptsFast?[dimension] ?? 0, wantedFast?[dimension] ?? 0)
             let attempted = attemptRate * (1 + rules.constrainedProbe) / (1 + max(0, headroom))
             return max(served, min(allocation[dimension] * (1 + rules.blockedGrowth), attempted))
         }

@@ -160,7 +160,10 @@ final class SimulationRun {
             if debug, event.time >= nextReport {
                 nextReport += 60
                 let waiting = gateways.map {
-                    ($0.status(now: epoch + event.time).queueLength, $0.statistics.deniedTotal)
+                    (
+                        $0.status(now: epoch + event.time).queueLength, $0.statistics.deniedTotal,
+                        $0.statistics.reportedWhileQueued
+                    )
                 }
                 log("t=\(Int(event.time)) events=\(processed) pending=\(queue.count) kinds=\(kinds) waiting=\(waiting)")
             }

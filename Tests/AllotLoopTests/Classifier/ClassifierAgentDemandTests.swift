@@ -133,6 +133,32 @@ struct ClassifierAgentDemandTests {
         #expect(abs(observation.demand.rpm - 156 * 1.25 / 1.2) <= 0.1 * observation.demand.rpm)
     }
 
+    @Test func requestsReportedWaitingOnTheRPMBucketBlockTheTenantAndCountOnceAsDemand() throws {
+        // Per 5-s tick: 10 requests served at once, 3 reported `queued` on the RPM bucket after waiting (the
+        // gateway's report of a batch request at 5 s: `retry` 0), and 3 earlier ones admitted after their wait
+        // (reported again: `retry` 1). Wanted: 13 a tick (156 a minute), each request once; served: 156.
+        let (observation, status) = try run(queueMs: nil, allocation: PerDimension(rpm: 160, tpm: 1_000_000)) {
+            script, from, to in
+            script.spread(3, from: from, to: to) { script, at in
+                script.event(at: at, outcome: .queued, queueMs: 5_000, estimated: 150, retry: 0, errorType: "rpm")
+            }
+                + script.spread(3, from: from, to: to) { script, at in
+                    script.event(at: at, queueMs: 30_000, prompt: 100, completion: 50, retry: 1)
+                }
+        }
+        #expect(F.close(status.servedShort.rpm, 156, tolerance: 1e-3))
+        #expect(F.close(status.queuedRPM, 36, tolerance: 1e-3))
+        // 36 waiting a minute is over a tenth of what it wants: blocked in RPM, as by as many denials. It claims
+        // its allocation × 1.5 (240), but no more than what arrives (156, the waiting requests at their arrival)
+        // plus the probe, less the engine's headroom: 162.5.
+        #expect(observation.pressing == PerDimension(rpm: true, tpm: false))
+        #expect(abs(observation.demand.rpm - 156 * 1.25 / 1.2) <= 0.1 * observation.demand.rpm)
+        #expect(observation.demand.rpm >= 156)
+        // Its tokens: the 13 requests a tick wanted, the waiting ones at their estimate.
+        let asked: Double = 12 * (10 * 150 + 3 * 150)
+        #expect(F.close(observation.demand.tpm, asked, tolerance: 1e-3))
+    }
+
     @Test func aBlockedTenantsJumpIsReadOverTheFastWindow() throws {
         // Ten minutes at 240 served per minute against 250 RPM, 3 requests per tick denied by the RPM bucket
         // (blocked: 276 attempts per minute, a claim of 287.5, which the allocation × 1.5 = 375 does not cap).

@@ -78,10 +78,11 @@ struct ClassifierRatesTests {
                 + script.spread(3, from: from, to: to) { script, at in
                     script.event(at: at, outcome: .deniedLocal, estimated: 200)
                 }
-                + [script.event(at: from + 1, outcome: .queued, queueMs: 40, estimated: 300)]
+                // A request reported while it waits: its wait so far is not a wait (its attempt reports the whole).
+                + [script.event(at: from + 1, outcome: .queued, queueMs: 5_000, estimated: 300)]
                 // A first attempt refused upstream is a request wanted too; a retry of any request is not.
                 + [script.event(at: from + 2, outcome: .quotaExhausted, status: 429, estimated: 400)]
-                + [script.event(at: from + 3, outcome: .deniedLocal, estimated: 200, retry: 1)]
+                + [script.event(at: from + 3, outcome: .deniedLocal, queueMs: 40, estimated: 200, retry: 1)]
         }
         let status = try #require(F.status(report))
         let w = F.weight(5, 60)
