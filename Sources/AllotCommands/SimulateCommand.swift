@@ -52,6 +52,7 @@ enum SimulateCommand {
             output.out(scenario.summary + "\n  " + provenance.line)
             return 0
         }
+        for warning in scenario.warnings { output.err("allot simulate: warning: \(warning)") }
         let seed = UInt64(try command.int("seed", in: 0...Int.max) ?? 1)
         var seeds = [seed]
         if let list = command.string("seeds") {

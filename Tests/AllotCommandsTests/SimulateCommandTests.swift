@@ -65,6 +65,33 @@ import Testing
         #expect(invalid.out.isEmpty)
     }
 
+    @Test func aHeadlineOnATierWithNoTaskDueWithinTheRunIsWarnedAbout() async throws {
+        // Tasks due 90 s after they arrive, judged on SLO attainment: a 60-s run judges none of them.
+        let path = NSTemporaryDirectory() + "due-\(UUID().uuidString).json"
+        let scenario = Self.oneTenantScenario(name: "late", duration: 60, tier: "standard", tasksPerMinute: 6)
+            .replacingOccurrences(
+                of: #""metric": "upstream_429_rate", "better": "lower""#,
+                with: #""metric": "slo_attainment", "tier": "standard", "better": "higher""#)
+            .replacingOccurrences(of: #""deadline_s": 30"#, with: #""deadline_s": 90"#)
+        try Data(scenario.utf8).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let warning =
+            "headline slo_attainment[standard]: no task of tier standard is due within the run (the earliest is "
+            + "due at 90 s, the run ends at 60 s): no strategy can win on it"
+        let check = await runCLI(["simulate", "--scenario", path, "--check"])
+        #expect(check.code == 0, "\(check.err)")
+        #expect(check.out.contains("\n  warning: " + warning + "\n"), "\(check.out)")
+        let run = await runCLI(["simulate", "--scenario", path, "--strategy", "static"])
+        #expect(run.code == 0, "\(run.err)")
+        #expect(run.err.contains("allot simulate: warning: " + warning))
+        // A run long enough for its first task to fall due: no warning.
+        try Data(scenario.replacingOccurrences(of: #""duration_s": 60"#, with: #""duration_s": 90"#).utf8)
+            .write(to: URL(fileURLWithPath: path))
+        let due = await runCLI(["simulate", "--scenario", path, "--check"])
+        #expect(due.code == 0, "\(due.err)")
+        #expect(!due.out.contains("warning"))
+    }
+
     @Test func gatewaysOverridesTheScenariosGatewayCountWithinOneTo32() async throws {
         let path = NSTemporaryDirectory() + "gateways-\(UUID().uuidString).json"
         try Data(Self.oneTenantScenario(name: "tiny", duration: 60, tier: "standard", tasksPerMinute: 6).utf8)

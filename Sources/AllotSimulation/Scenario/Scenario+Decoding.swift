@@ -38,7 +38,27 @@ extension Scenario {
             "ok: \(name): \(number(durationSeconds)) s, \(gateways) gateway(s), "
             + "\(byID.count) tenant(s) (\(tierCounts)), headline \(headline.label) "
             + "(\(headline.higherIsBetter ? "higher" : "lower") is better)"
-        return ([head] + pools).joined(separator: "\n")
+        return ([head] + pools + warnings.map { "  warning: " + $0 }).joined(separator: "\n")
+    }
+
+    /// What `--check` warns about in a scenario that is valid but cannot tell what its author meant: a headline
+    /// judged on tasks (SLO attainment, a latency percentile) of a tier none of whose tasks is due within the
+    /// run — the metrics judge only tasks whose deadline falls inside it, so every strategy would show `-` and
+    /// none would win.
+    public var warnings: [String] {
+        guard let tier = headline.tier,
+            headline.metric == "slo_attainment" || headline.metric.hasPrefix("task_latency_")
+        else { return [] }
+        let due = tenants.filter { $0.tier == tier }.compactMap { tenant -> Double? in
+            guard let first = tenant.arrivals.first(where: { $0.tasksPerMinute > 0 }) else { return nil }
+            return first.at + tenant.task.deadlineSeconds
+        }
+        guard let earliest = due.min(), earliest > durationSeconds else { return [] }
+        let number = ScenarioReader.format
+        return [
+            "headline \(headline.label): no task of tier \(tier) is due within the run (the earliest is due at "
+                + "\(number(earliest)) s, the run ends at \(number(durationSeconds)) s): no strategy can win on it"
+        ]
     }
 
     /// The built-in scenarios' names (`scenarios/*.json`, embedded), sorted.
