@@ -122,6 +122,15 @@ public struct SimulationReport: Sendable {
                     "tasks": .int(Int64(tier.tasks)),
                 ])
             }
+            var pools = JSONObject()
+            for (id, pool) in run.pools.sorted(by: { $0.key < $1.key }) {
+                pools[id] = .object([
+                    "utilisation": Self.number(pool.utilisation),
+                    "upstream_429_rate": Self.number(pool.upstream429Rate),
+                    "upstream_attempts": .int(Int64(pool.upstreamAttempts)),
+                    "upstream_429s": .int(Int64(pool.upstream429s)),
+                ])
+            }
             strategies[run.strategy] = .object([
                 "utilisation": Self.number(run.utilisation),
                 "upstream_429_rate": Self.number(run.upstream429Rate),
@@ -133,6 +142,8 @@ public struct SimulationReport: Sendable {
                 "convergence_s": Self.number(run.convergenceSeconds),
                 "time_to_first_allocation_s": Self.number(run.timeToFirstAllocation),
                 "tiers": .object(tiers),
+                // Added beside the overall figures, which stay the whole scenario's.
+                "pools": .object(pools),
                 // Added beside the keys, whose `null` stays: which of them are "never" rather than not applicable.
                 "never": .array(run.neverReached.map(JSON.string)),
             ])
