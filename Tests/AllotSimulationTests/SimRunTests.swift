@@ -508,6 +508,47 @@ import Testing
         }
     }
 
+    /// The printed table and results.md add a per-pool table (strategy, pool, utilisation, 429 rate) after the
+    /// rows for a scenario of several pools; one of one pool prints what it always has.
+    @Test func onlyAScenarioOfSeveralPoolsHasAPerPoolTable() async throws {
+        let two = try Self.twoPools()
+        let report = SimulationReport(
+            scenario: two, seed: 1, traces: [try await Simulator.run(two, strategy: .static, seed: 1)])
+        let roomy = try #require(report.metrics.first?.pools["roomy"])
+        let tight = try #require(report.metrics.first?.pools["tight"])
+        let (tightUse, tightRate) = (
+            SimulationReport.percent(tight.utilisation), SimulationReport.percent(tight.upstream429Rate, digits: 2)
+        )
+        let roomyRate = SimulationReport.percent(roomy.upstream429Rate, digits: 2)
+        #expect(roomy.utilisation == nil && tight.upstream429s > 0)
+        // Right-aligned under "util" and "429 rate", as the table above.
+        func right(_ cell: String, _ width: Int) -> String { String(repeating: " ", count: width - cell.count) + cell }
+        let util = max(4, tightUse.count)
+        // The scenario, the header and static's row (no policy line); a blank line; the pools' header and rows;
+        // "" after the last "\n".
+        let lines = report.table().split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count == 8)
+        #expect(lines[3] == "")
+        #expect(lines[4] == "strategy  pool   \(right("util", util))  429 rate")
+        #expect(lines[5] == "static    roomy  \(right("-", util))  \(right(roomyRate, 8))")
+        #expect(lines[6] == "static    tight  \(right(tightUse, util))  \(right(tightRate, 8))")
+        #expect(lines[7] == "")
+        #expect(
+            report.markdownPoolTable()
+                == "\n| strategy | pool | utilisation | 429 rate |\n|---|---|---:|---:|\n"
+                + "| static | roomy | - | \(roomyRate) |\n| static | tight | \(tightUse) | \(tightRate) |\n")
+        #expect(report.markdownRows().split(separator: "\n").count == 1)
+
+        let one = try Self.small()
+        let single = SimulationReport(
+            scenario: one, seed: 1, traces: [try await Simulator.run(one, strategy: .static, seed: 1)])
+        #expect(single.metrics.first?.pools.keys.sorted() == ["openai/gpt-4o"])
+        let table = single.table()
+        #expect(table.split(separator: "\n", omittingEmptySubsequences: false).count == 4)
+        #expect(!table.contains("\n\n") && !table.contains("pool"))
+        #expect(single.markdownPoolTable() == "")
+    }
+
     /// `ALLOT_SIM_DEBUG` and `ALLOT_SIM_TENANTS` on a pool of 20 rpm: a traced tenant's values below 10 keep one or
     /// two decimals (they read `D=4 up=2 level=0 T=0 P=0`), a denial summary names the pool, and names that are no
     /// tenant of the scenario are reported once, in one line.
