@@ -123,7 +123,10 @@ enum SimulateCommand {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
                 var files = [
                     ("report.json", report.json()),
-                    ("results.md", SimulationReport.markdownHeader + "\n" + report.markdownRows()),
+                    (
+                        "results.md",
+                        SimulationReport.markdownHeader + "\n" + report.markdownRows() + report.markdownPoolTable()
+                    ),
                 ]
                 if !report.traces.isEmpty {
                     files += [("timeline.csv", report.timelineCSV()), ("timeline.svg", report.timelineSVG())]

@@ -256,4 +256,50 @@ import Testing
         #expect(bad.code == 2)
         #expect(bad.err == "allot simulate: --seeds: \"5-1\" is not a seed or a range A-B of seeds (A <= B)")
     }
+
+    /// results.md of a scenario of several pools: the README table's rows, a blank line, then the per-pool table
+    /// (what scripts/sim-results leaves out); of one pool, the rows alone, as ever.
+    @Test func resultsMDOfSeveralPoolsAddsAPerPoolTableAfterTheRows() async throws {
+        let directory = NSTemporaryDirectory() + "allot-sim-pools-\(UUID().uuidString)"
+        let path = directory + ".json"
+        let one = Self.oneTenantScenario(name: "pools", duration: 60, tier: "standard", tasksPerMinute: 6)
+        // The same with a second pool, "q", and a tenant on it.
+        let task = """
+            "task": {"class": "batch", "calls": {"min": 2, "max": 3}, "parallelism": 1,
+                     "prompt_tokens": {"mean": 300}, "completion_tokens": {"mean": 50}, "deadline_s": 30}
+            """
+        let two = """
+            {"name": "pools", "description": "test", "headline": {"metric": "upstream_429_rate", "better": "lower"},
+             "duration_s": 60,
+             "pools": [{"id": "p", "provider": "anthropic", "declared_rpm": 120, "declared_tpm": 200000,
+                        "capacity": [{"at_s": 0, "rpm": 120, "tpm": 200000}]},
+                       {"id": "q", "provider": "openai", "declared_rpm": 60, "declared_tpm": 200000,
+                        "capacity": [{"at_s": 0, "rpm": 60, "tpm": 200000}]}],
+             "tenants": [{"id": "a", "tier": "standard", "pool": "p", "arrivals": [{"at_s": 0, "tasks_per_min": 6}],
+                          \(task)},
+                         {"id": "b", "tier": "standard", "pool": "q", "arrivals": [{"at_s": 0, "tasks_per_min": 6}],
+                          \(task)}]}
+            """
+        defer {
+            try? FileManager.default.removeItem(atPath: path)
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        func results(_ scenario: String) async throws -> (out: String, results: [Substring]) {
+            try Data(scenario.utf8).write(to: URL(fileURLWithPath: path))
+            let result = await runCLI(["simulate", "--scenario", path, "--strategy", "static", "--out", directory])
+            #expect(result.code == 0, "\(result.err)")
+            let text = try String(contentsOfFile: directory + "/results.md", encoding: .utf8)
+            return (result.out, text.split(separator: "\n", omittingEmptySubsequences: false))
+        }
+        let (outTwo, lines) = try await results(two)
+        try #require(lines.count == 9, "\(lines)")  // header (2), static's row, blank, pools' header (2), 2 pools, ""
+        #expect(lines[2].hasPrefix("| pools | upstream_429_rate (lower) | static | "))
+        #expect(lines[3] == "")
+        #expect(lines[4...5] == ["| strategy | pool | utilisation | 429 rate |", "|---|---|---:|---:|"])
+        #expect(lines[6].hasPrefix("| static | p | - | ") && lines[7].hasPrefix("| static | q | - | "))
+        #expect(outTwo.contains("\n\nstrategy  pool  "))
+        let (outOne, rows) = try await results(one)
+        #expect(rows.count == 4 && !rows.dropLast().contains(""))  // header (2), static's row, ""
+        #expect(!outOne.contains("\n\n"))
+    }
 }

@@ -274,6 +274,48 @@ import Testing
         #expect(RunMetrics(trace: trace).convergenceSeconds == 10)
     }
 
+    /// `trace`'s pool "p" with a second pool "q" beside it (no tenants; true 200 rpm / 200,000 tpm, served 120),
+    /// 20 attempts and 5 429s per interval, whose nominal demand is `qDemand[k]` rpm (× 1000 tpm).
+    static func twoPoolTrace(served: [(Double, Double)], qDemand: [Double]) -> SimulationTrace {
+        var trace = Self.trace(served: served, allocations: Array(repeating: (50, 50), count: served.count))
+        trace.pools.append(TracePool(id: "q", declaredRPM: 200, declaredTPM: 200_000))
+        for k in trace.samples.indices {
+            trace.samples[k].pools.append(
+                PoolSample(
+                    trueRPM: 200, trueTPM: 200_000, demandRPM: qDemand[k], demandTPM: qDemand[k] * 1000,
+                    servedRPM: qDemand[k] > 200 ? 200 : 120, servedTPM: qDemand[k] > 200 ? 200_000 : 120_000,
+                    upstreamAttempts: 20, upstream429s: 5, upstreamOverloaded: 0, estimatedRPM: nil, estimatedTPM: nil))
+        }
+        return trace
+    }
+
+    /// Each pool's utilisation and 429 rate by the overall rules over that pool alone; the overall figures stay
+    /// the whole scenario's: its utilisation the mean over every contended interval of every pool (not the mean of
+    /// the pools' means), its 429 rate all 429s ÷ all attempts.
+    @Test func eachPoolHasItsOwnUtilisationAndUpstream429Rate() {
+        // p: 100 rpm, nominal demand 160, served 50, 75, 100, 25: utilisation (0.5 + 0.75 + 1 + 0.25) / 4; 1 429 in
+        // 40 attempts. q: demand 120 of 200, never contended: no utilisation; 20 429s in 80 attempts.
+        let served: [(Double, Double)] = [(25, 25), (37.5, 37.5), (50, 50), (12.5, 12.5)]
+        let onePool = RunMetrics(trace: Self.trace(served: served, allocations: Array(repeating: (50, 50), count: 4)))
+        let quiet = RunMetrics(trace: Self.twoPoolTrace(served: served, qDemand: [120, 120, 120, 120]))
+        #expect(
+            quiet.pools == [
+                "p": PoolMetrics(utilisation: 0.625, upstream429Rate: 0.025, upstreamAttempts: 40, upstream429s: 1),
+                "q": PoolMetrics(utilisation: nil, upstream429Rate: 0.25, upstreamAttempts: 80, upstream429s: 20),
+            ])
+        #expect(onePool.pools == ["p": quiet.pools["p"]!])
+        // An uncontended pool leaves the overall utilisation as it was; its attempts count in the overall rate.
+        #expect(quiet.utilisation == 0.625 && onePool.utilisation == 0.625)
+        #expect(quiet.upstream429Rate == 21.0 / 120)
+        #expect(quiet.upstreamAttempts == 120 && quiet.upstream429s == 21)
+        // q contended (300 of 200) in the first two intervals, served 200 in them: its utilisation 1 over those
+        // two; overall (0.5 + 1 + 0.75 + 1 + 1 + 0.25) / 6 = 0.75, where the mean of the pools' means is 0.8125.
+        let busy = RunMetrics(trace: Self.twoPoolTrace(served: served, qDemand: [300, 300, 120, 120]))
+        #expect(busy.pools["p"] == quiet.pools["p"])
+        #expect(busy.pools["q"]?.utilisation == 1)
+        #expect(busy.utilisation == 0.75)
+    }
+
     @Test func utilisationIsMeasuredOnlyWhileDemandExceedsCapacity() {
         let metrics = RunMetrics(
             trace: Self.trace(

@@ -39,6 +39,30 @@ import Testing
         #expect(withNever.utilisation == 0.925)
     }
 
+    /// Per pool by the same rules as the overall figures: utilisation and 429 rate the mean over the seeds that
+    /// have a value, attempts and 429s the sums.
+    @Test func poolMeansFollowTheOverallRules() {
+        let noPool = Self.run(
+            utilisation: 0.9, rate: 0.01, starved: 0, tv: 1, convergence: 30, slo: 1, p95: 1, jain: 1, tasks: 1)
+        var (a, b) = (noPool, noPool)
+        a.pools = [
+            "p": PoolMetrics(utilisation: 0.5, upstream429Rate: 0.25, upstreamAttempts: 40, upstream429s: 10),
+            "q": PoolMetrics(utilisation: nil, upstream429Rate: 0, upstreamAttempts: 0, upstream429s: 0),
+        ]
+        b.pools = [
+            "p": PoolMetrics(utilisation: 0.75, upstream429Rate: 0.5, upstreamAttempts: 20, upstream429s: 10),
+            "q": PoolMetrics(utilisation: 1, upstream429Rate: 0.125, upstreamAttempts: 80, upstream429s: 10),
+        ]
+        #expect(
+            RunMetrics.mean(of: [a, b]).pools == [
+                // Not 20 / 60: the mean of the seeds' rates, as overall.
+                "p": PoolMetrics(utilisation: 0.625, upstream429Rate: 0.375, upstreamAttempts: 60, upstream429s: 20),
+                // The seed in which q was never contended has no utilisation to average; its rate of 0 counts.
+                "q": PoolMetrics(utilisation: 1, upstream429Rate: 0.0625, upstreamAttempts: 80, upstream429s: 10),
+            ])
+        #expect(RunMetrics.mean(of: [noPool, noPool]).pools == [:])
+    }
+
     @Test(arguments: [
         ("1-8", [1, 2, 3, 4, 5, 6, 7, 8]), ("7", [7]), ("1,4,9-11", [1, 4, 9, 10, 11]), ("0-0", [0]),
     ])

@@ -434,6 +434,121 @@ import Testing
         #expect(report.markdownRows().split(separator: "\n").count == 2)
     }
 
+    /// Two minutes, two pools: "roomy" (600 rpm) with `small()`'s two tenants (about 36 calls a minute in all), and
+    /// "tight" (20 rpm) with three tenants wanting about 90 calls a minute in all.
+    static func twoPools() throws -> Scenario {
+        let pools = """
+            [{"id": "roomy", "provider": "openai", "declared_rpm": 600, "declared_tpm": 1000000,
+              "capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}]},
+             {"id": "tight", "provider": "anthropic", "declared_rpm": 20, "declared_tpm": 1000000,
+              "capacity": [{"at_s": 0, "rpm": 20, "tpm": 1000000}]}]
+            """
+        let task = """
+            "task": {"class": "interactive", "calls": {"min": 2, "max": 4}, "parallelism": 2,
+                     "prompt_tokens": {"mean": 500}, "completion_tokens": {"mean": 100}, "deadline_s": 60}
+            """
+        let tenants = """
+            [{"id": "acme", "count": 2, "tier": "premium", "pool": "roomy",
+              "arrivals": [{"at_s": 0, "tasks_per_min": 6}], \(task)},
+             {"id": "crowd", "count": 3, "tier": "standard", "pool": "tight",
+              "arrivals": [{"at_s": 0, "tasks_per_min": 10}], \(task)}]
+            """
+        return try decode(scenarioJSON(duration: 120, tenants: tenants, pools: pools))
+    }
+
+    /// report.json's `pools`: per strategy and pool id, the pool's utilisation and 429s by the overall rules over
+    /// that pool alone (`null`: never contended), in single-seed reports, `per_seed` and the means alike.
+    @Test func reportJSONHasEachPoolsUtilisationAndUpstream429s() async throws {
+        let scenario = try Self.twoPools()
+        var traces: [SimulationTrace] = []
+        for strategy in [SimulationStrategy.static, .fifoBackoff] {
+            traces.append(try await Simulator.run(scenario, strategy: strategy, seed: 1))
+        }
+        let json = try JSON.parse(SimulationReport(scenario: scenario, seed: 1, traces: traces).json())
+        for trace in traces {
+            let strategy = try #require(json["strategies"]?[trace.strategy])
+            guard case .object(let pools) = strategy["pools"] else {
+                Issue.record("\(trace.strategy): no pools object")
+                continue
+            }
+            #expect(pools.keys.sorted() == ["roomy", "tight"])
+            for (p, id) in ["roomy", "tight"].enumerated() {
+                let pool = try #require(pools[id])
+                guard case .object(let keys) = pool else { continue }
+                #expect(
+                    keys.keys.sorted() == ["upstream_429_rate", "upstream_429s", "upstream_attempts", "utilisation"])
+                // Counted here from the trace's pool samples; both pools' binding dimension is RPM.
+                let samples = trace.samples.map { $0.pools[p] }
+                let attempts = samples.reduce(0) { $0 + $1.upstreamAttempts }
+                let rejected = samples.reduce(0) { $0 + $1.upstream429s }
+                let used = samples.filter { $0.demandRPM > $0.trueRPM }.map { $0.servedRPM / $0.trueRPM }
+                #expect(pool["upstream_attempts"]?.intValue == attempts)
+                #expect(pool["upstream_429s"]?.intValue == rejected)
+                #expect(
+                    pool["upstream_429_rate"]?.doubleValue
+                        == SimulationReport.round6(attempts > 0 ? Double(rejected) / Double(attempts) : 0))
+                if id == "roomy" {
+                    #expect(used.isEmpty && pool["utilisation"] == .null)  // 36 of 600 rpm
+                } else {
+                    #expect(used.count == samples.count)  // 90 of 20 rpm throughout
+                    let mean = used.reduce(0, +) / Double(used.count)
+                    #expect(pool["utilisation"]?.doubleValue == SimulationReport.round6(mean))
+                }
+            }
+        }
+        #expect((json["strategies"]?["static"]?["pools"]?["tight"]?["upstream_429s"]?.intValue ?? 0) > 0)
+        // Over seeds: each seed's pools as in its own report, and the means of them (of one seed here).
+        let perSeed = [traces.map(RunMetrics.init(trace:))]
+        let seeds = try JSON.parse(SimulationReport(scenario: scenario, seeds: [1], perSeed: perSeed).json())
+        for name in ["static", "fifo-backoff"] {
+            let single = json["strategies"]?[name]?["pools"]
+            #expect(single != nil)
+            #expect(seeds["per_seed"]?[0]?["strategies"]?[name]?["pools"] == single)
+            #expect(seeds["strategies"]?[name]?["pools"] == single)
+        }
+    }
+
+    /// The printed table and results.md add a per-pool table (strategy, pool, utilisation, 429 rate) after the
+    /// rows for a scenario of several pools; one of one pool prints what it always has.
+    @Test func onlyAScenarioOfSeveralPoolsHasAPerPoolTable() async throws {
+        let two = try Self.twoPools()
+        let report = SimulationReport(
+            scenario: two, seed: 1, traces: [try await Simulator.run(two, strategy: .static, seed: 1)])
+        let roomy = try #require(report.metrics.first?.pools["roomy"])
+        let tight = try #require(report.metrics.first?.pools["tight"])
+        let (tightUse, tightRate) = (
+            SimulationReport.percent(tight.utilisation), SimulationReport.percent(tight.upstream429Rate, digits: 2)
+        )
+        let roomyRate = SimulationReport.percent(roomy.upstream429Rate, digits: 2)
+        #expect(roomy.utilisation == nil && tight.upstream429s > 0)
+        // Right-aligned under "util" and "429 rate", as the table above.
+        func right(_ cell: String, _ width: Int) -> String { String(repeating: " ", count: width - cell.count) + cell }
+        let util = max(4, tightUse.count)
+        // The scenario, the header and static's row (no policy line); a blank line; the pools' header and rows;
+        // "" after the last "\n".
+        let lines = report.table().split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count == 8)
+        #expect(lines[3] == "")
+        #expect(lines[4] == "strategy  pool   \(right("util", util))  429 rate")
+        #expect(lines[5] == "static    roomy  \(right("-", util))  \(right(roomyRate, 8))")
+        #expect(lines[6] == "static    tight  \(right(tightUse, util))  \(right(tightRate, 8))")
+        #expect(lines[7] == "")
+        #expect(
+            report.markdownPoolTable()
+                == "\n| strategy | pool | utilisation | 429 rate |\n|---|---|---:|---:|\n"
+                + "| static | roomy | - | \(roomyRate) |\n| static | tight | \(tightUse) | \(tightRate) |\n")
+        #expect(report.markdownRows().split(separator: "\n").count == 1)
+
+        let one = try Self.small()
+        let single = SimulationReport(
+            scenario: one, seed: 1, traces: [try await Simulator.run(one, strategy: .static, seed: 1)])
+        #expect(single.metrics.first?.pools.keys.sorted() == ["openai/gpt-4o"])
+        let table = single.table()
+        #expect(table.split(separator: "\n", omittingEmptySubsequences: false).count == 4)
+        #expect(!table.contains("\n\n") && !table.contains("pool"))
+        #expect(single.markdownPoolTable() == "")
+    }
+
     /// `ALLOT_SIM_DEBUG` and `ALLOT_SIM_TENANTS` on a pool of 20 rpm: a traced tenant's values below 10 keep one or
     /// two decimals (they read `D=4 up=2 level=0 T=0 P=0`), a denial summary names the pool, and names that are no
     /// tenant of the scenario are reported once, in one line.

@@ -7,6 +7,8 @@ extension RunMetrics {
     /// - convergence and latency percentiles: nil ("never") when any seed's is nil — a run that never
     ///   settled must not be averaged away — else the mean;
     /// - attempts, 429s and tasks: the sums.
+    ///
+    /// Per tier and per pool by the same rules, over the seeds in which the tier or pool is present.
     public static func mean(of runs: [RunMetrics]) -> RunMetrics {
         precondition(!runs.isEmpty, "at least one run")
         func average(_ values: [Double?]) -> Double? {
@@ -24,6 +26,15 @@ extension RunMetrics {
                 latencyP95: strict(present.map(\.latencyP95)), latencyP99: strict(present.map(\.latencyP99)),
                 jain: average(present.map(\.jain)), tasks: present.reduce(0) { $0 + $1.tasks })
         }
+        var pools: [String: PoolMetrics] = [:]
+        for id in Set(runs.flatMap { $0.pools.keys }) {
+            let present = runs.compactMap { $0.pools[id] }
+            pools[id] = PoolMetrics(
+                utilisation: average(present.map(\.utilisation)),
+                upstream429Rate: average(present.map(\.upstream429Rate)) ?? 0,
+                upstreamAttempts: present.reduce(0) { $0 + $1.upstreamAttempts },
+                upstream429s: present.reduce(0) { $0 + $1.upstream429s })
+        }
         let changes = runs.contains { $0.hasCapacityChange }
         return RunMetrics(
             strategy: runs[0].strategy, utilisation: average(runs.map(\.utilisation)),
@@ -34,7 +45,7 @@ extension RunMetrics {
             totalVariation: average(runs.map(\.totalVariation)),
             convergenceSeconds: changes ? strict(runs.map(\.convergenceSeconds)) : nil, hasCapacityChange: changes,
             timeToFirstAllocation: average(runs.map(\.timeToFirstAllocation)), tiers: tiers,
-            sustainedStarvationTenantMinutes: average(runs.map(\.sustainedStarvationTenantMinutes)) ?? 0)
+            sustainedStarvationTenantMinutes: average(runs.map(\.sustainedStarvationTenantMinutes)) ?? 0, pools: pools)
     }
 }
 

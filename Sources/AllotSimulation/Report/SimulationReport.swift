@@ -122,6 +122,15 @@ public struct SimulationReport: Sendable {
                     "tasks": .int(Int64(tier.tasks)),
                 ])
             }
+            var pools = JSONObject()
+            for (id, pool) in run.pools.sorted(by: { $0.key < $1.key }) {
+                pools[id] = .object([
+                    "utilisation": Self.number(pool.utilisation),
+                    "upstream_429_rate": Self.number(pool.upstream429Rate),
+                    "upstream_attempts": .int(Int64(pool.upstreamAttempts)),
+                    "upstream_429s": .int(Int64(pool.upstream429s)),
+                ])
+            }
             strategies[run.strategy] = .object([
                 "utilisation": Self.number(run.utilisation),
                 "upstream_429_rate": Self.number(run.upstream429Rate),
@@ -133,6 +142,8 @@ public struct SimulationReport: Sendable {
                 "convergence_s": Self.number(run.convergenceSeconds),
                 "time_to_first_allocation_s": Self.number(run.timeToFirstAllocation),
                 "tiers": .object(tiers),
+                // Added beside the overall figures, which stay the whole scenario's.
+                "pools": .object(pools),
                 // Added beside the keys, whose `null` stays: which of them are "never" rather than not applicable.
                 "never": .array(run.neverReached.map(JSON.string)),
             ])
@@ -154,7 +165,8 @@ public struct SimulationReport: Sendable {
 
     // MARK: the table
 
-    /// One line per strategy: the global metrics, then per tier SLO attainment, p95 latency and Jain.
+    /// One line per strategy: the global metrics, then per tier SLO attainment, p95 latency and Jain; for a
+    /// scenario of several pools, then one line per strategy and pool (``poolRows``).
     public func table() -> String {
         let tiers = Array(Set(metrics.flatMap { $0.tiers.keys })).sorted { Self.tierOrder($0) < Self.tierOrder($1) }
         var header = ["strategy", "util", "429 rate", "starved min", "≥5 min", "TV %/min", "converge s", "1st alloc s"]
@@ -177,17 +189,47 @@ public struct SimulationReport: Sendable {
             }
             rows.append(row)
         }
-        var widths = Array(repeating: 0, count: header.count)
-        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
         var text = "scenario \(scenario), \(seedLabel); headline \(headline.label) (\(headline.higherIsBetter ? "higher" : "lower") is better)"
         text += ": \(headlineVerdict)\n"
         if let policy { text += policy.line + "\n" }
-        for row in rows {
-            text += row.enumerated().map { i, cell in
-                i == 0 ? cell.padding(toLength: widths[i]) : String(repeating: " ", count: widths[i] - cell.count) + cell
-            }.joined(separator: "  ") + "\n"
+        text += Self.aligned(rows, leftColumns: 1)
+        let pools = poolRows
+        if !pools.isEmpty {
+            text += "\n" + Self.aligned([["strategy", "pool", "util", "429 rate"]] + pools, leftColumns: 2)
         }
         return text
+    }
+
+    /// Rows of a table, one line each: the first `leftColumns` columns padded on the right, the others on the left,
+    /// two spaces apart.
+    static func aligned(_ rows: [[String]], leftColumns: Int) -> String {
+        var widths = Array(repeating: 0, count: rows.map(\.count).max() ?? 0)
+        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
+        var text = ""
+        for row in rows {
+            let cells = row.enumerated().map { i, cell in
+                i < leftColumns
+                    ? cell.padding(toLength: widths[i]) : String(repeating: " ", count: widths[i] - cell.count) + cell
+            }
+            text += cells.joined(separator: "  ") + "\n"
+        }
+        return text
+    }
+
+    /// Per strategy (in the table's order) and pool (by id): strategy, pool, utilisation, 429 rate — when the
+    /// scenario has more than one pool, else none: one pool's figures are the overall ones.
+    var poolRows: [[String]] {
+        let ids = Set(metrics.flatMap { $0.pools.keys }).sorted()
+        guard ids.count > 1 else { return [] }
+        return metrics.flatMap { run in
+            ids.map { id in
+                let pool = run.pools[id]
+                return [
+                    run.strategy, id, Self.percent(pool?.utilisation),
+                    Self.percent(pool?.upstream429Rate, digits: 2),
+                ]
+            }
+        }
     }
 
     /// "seed 3", or "means over seeds 1-8" / "means over seeds 1, 4, 9".
@@ -297,6 +339,17 @@ extension SimulationReport {
             text += "\(Self.fixed(run.totalVariation, 2)) | "
             text += "\(judged > 0 ? Self.percent(met / Double(judged)) : "-") |\n"
         }
+        return text
+    }
+
+    /// `results.md`'s per-pool table, after the rows and a blank line: strategy, pool, utilisation and 429 rate
+    /// (``poolRows``); empty for a scenario of one pool. Not part of ``markdownRows()``, which the README's results
+    /// table is pasted from (scripts/sim-results stops at the blank line).
+    public func markdownPoolTable() -> String {
+        let rows = poolRows
+        guard !rows.isEmpty else { return "" }
+        var text = "\n| strategy | pool | utilisation | 429 rate |\n|---|---|---:|---:|\n"
+        for row in rows { text += "| " + row.joined(separator: " | ") + " |\n" }
         return text
     }
 }
