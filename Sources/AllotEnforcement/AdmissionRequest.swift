@@ -100,6 +100,8 @@ public struct Ticket: Sendable, Hashable {
     public let snapshotVersion: Int64?
     /// In `shadow` mode: the limit that would have denied this request (it was admitted anyway and not charged).
     public let shadowDenial: LimitKind?
+    /// The attempt number its telemetry reports: the request's `retry`, one higher when the gateway reported it
+    /// `queued` while it waited (``GatewayConfiguration/queuedReportAfter``), so that Allot counts it once.
     public let retry: Int
 
     init(

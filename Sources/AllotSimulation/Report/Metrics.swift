@@ -261,8 +261,8 @@ extension RunMetrics {
                 poolUtilisation[p].count += 1
             }
         }
-        let attempts = samples.reduce(0) { $0 + $1.pools.reduce(0) { $0 + $1.upstreamAttempts } }
-        let rejected = samples.reduce(0) { $0 + $1.pools.reduce(0) { $0 + $1.upstream429s } }
+        let attempts = poolUpstream.reduce(0) { $0 + $1.attempts }
+        let rejected = poolUpstream.reduce(0) { $0 + $1.rejected }
         var pools: [String: PoolMetrics] = [:]
         for (p, pool) in trace.pools.enumerated() {
             let (sum, count) = poolUtilisation[p]
