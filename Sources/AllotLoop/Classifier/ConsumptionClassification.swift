@@ -402,22 +402,20 @@ public struct ConsumptionClassification: Sendable {
             case denied:
                 ticks[index].denied += 1
                 ticks[index].deniedTokens += record.tokens
-                if record.flags & EventRecord.limitRPM != 0 { ticks[index].deniedByRPM += 1 }
-                if record.flags & EventRecord.limitTPM != 0 { ticks[index].deniedByTPM += 1 }
-                if record.flags & EventRecord.limitUnnamed != 0 { ticks[index].deniedUnnamed += 1 }
             case queued:
                 ticks[index].queued += 1
                 ticks[index].queuedTokens += record.tokens
-                // A request reported while it waits (``AllotEnforcement``'s gateways report a batch or background
-                // request after 5 s) names the limit it waits on, as a denial does: the allocation binds there
-                // now, minutes before the queue lets it through or denies it. It counts like a denial in the
-                // constrained tenant's claim (``TenantTrack``), not as one (`denied`).
-                if record.flags & EventRecord.limitRPM != 0 { ticks[index].deniedByRPM += 1 }
-                if record.flags & EventRecord.limitTPM != 0 { ticks[index].deniedByTPM += 1 }
-                if record.flags & EventRecord.limitUnnamed != 0 { ticks[index].deniedUnnamed += 1 }
             default:
                 demand = false
             }
+            // The limit a denial names (only denials and `queued` events carry these flags). A request reported
+            // while it waits (``AllotEnforcement``'s gateways report a batch or background request after 5 s)
+            // names the limit it waits on, as a denial does: the allocation binds there now, minutes before the
+            // queue lets it through or denies it. It counts like a denial in the constrained tenant's claim
+            // (``TenantTrack``), not as one (`denied`).
+            if record.flags & EventRecord.limitRPM != 0 { ticks[index].deniedByRPM += 1 }
+            if record.flags & EventRecord.limitTPM != 0 { ticks[index].deniedByTPM += 1 }
+            if record.flags & EventRecord.limitUnnamed != 0 { ticks[index].deniedUnnamed += 1 }
             // Demand counts each request once, at its first attempt, whatever became of it: a request
             // denied three times and then served is one request wanted, not four (clients mark their
             // retries). A spend-cap refusal is not demand the pool could meet.
