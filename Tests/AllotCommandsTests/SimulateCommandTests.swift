@@ -92,6 +92,104 @@ import Testing
         #expect(!due.out.contains("warning"))
     }
 
+    /// `--check` on `scenario` (written to a temporary file): its exit code and stdout.
+    static func check(_ scenario: String) async throws -> (code: Int32, out: String) {
+        let path = NSTemporaryDirectory() + "check-\(UUID().uuidString).json"
+        try Data(scenario.utf8).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let result = await runCLI(["simulate", "--scenario", path, "--check"])
+        return (result.code, result.out + result.err)
+    }
+
+    @Test func aTenantWhoseMeanCallIsLargerThanItsPoolsTokenBucketIsWarnedAbout() async throws {
+        // Pool p's 10-s token bucket holds 33333 tokens from t=0 s, 10000 after the drop at t=30 s; a second entry,
+        // "big" with count 3, makes calls of 20000 + 1000 tokens on average: too big for the second step only.
+        let one = Self.oneTenantScenario(name: "big", duration: 60, tier: "standard", tasksPerMinute: 6)
+        let steps = #"[{"at_s": 0, "rpm": 120, "tpm": 200000}, {"at_s": 30, "rpm": 120, "tpm": 60000}]"#
+        let big = """
+            {"id": "big", "count": 3, "tier": "standard", "pool": "p", "arrivals": [{"at_s": 0, "tasks_per_min": 1}],
+             "task": {"class": "batch", "calls": {"min": 1, "max": 1}, "parallelism": 1,
+                      "prompt_tokens": {"mean": 20000}, "completion_tokens": {"mean": 1000}, "deadline_s": 30}}
+            """
+        let scenario = one.replacingOccurrences(of: #"[{"at_s": 0, "rpm": 120, "tpm": 200000}]"#, with: steps)
+            .replacingOccurrences(of: #""deadline_s": 30}}]}"#, with: #""deadline_s": 30}}, "# + big + "]}")
+        let check = try await Self.check(scenario)
+        #expect(check.code == 0, "\(check.out)")
+        let warning: String =
+            #"tenants[1] ("big" with count 3): its mean call of 21000 tokens (task.prompt_tokens.mean + "#
+            + #"completion_tokens.mean) is larger than pool "p"'s 10-s token bucket (10000 of 60000 tpm at "#
+            + "pools[0].capacity[1], from t=30 s): the simulated provider admits such a call only when its bucket "
+            + "is full, so on a pool with any other traffic it meets 429s whatever the allocator does"
+        #expect(check.out.contains("\n  warning: " + warning + "\n"), "\(check.out)")
+        #expect(check.out.components(separatedBy: "warning:").count == 2, "\(check.out)")  // once for the entry
+        // A mean call larger than the pool's whole tpm (here at both steps): the stronger wording, the smallest step.
+        let whole = try await Self.check(
+            scenario.replacingOccurrences(
+                of: #""completion_tokens": {"mean": 1000}"#, with: #""completion_tokens": {"mean": 50000}"#))
+        #expect(whole.code == 0, "\(whole.out)")
+        let stronger: String =
+            #"tenants[1] ("big" with count 3): its mean call of 70000 tokens (task.prompt_tokens.mean + "#
+            + #"completion_tokens.mean) is larger than pool "p"'s whole capacity of 60000 tpm "#
+            + "(pools[0].capacity[1], from t=30 s, too small at 2 of its 2 steps; its 10-s token bucket "
+            + "holds 10000): the simulated provider admits such a call only when its bucket is full, and each "
+            + "one admitted leaves the bucket empty for the next 60 s: it meets 429s whatever the allocator "
+            + "does, and so does every other call on the pool"
+        #expect(whole.out.contains("\n  warning: " + stronger + "\n"), "\(whole.out)")
+        // Calls that fit every step's bucket: no warning.
+        let fits = try await Self.check(
+            scenario.replacingOccurrences(
+                of: #""prompt_tokens": {"mean": 20000}"#, with: #""prompt_tokens": {"mean": 9000}"#))
+        #expect(fits.code == 0, "\(fits.out)")
+        #expect(!fits.out.contains("warning"), "\(fits.out)")
+    }
+
+    @Test func aLatencyWarningOnAPoolWhoseCapacityNeverDropsIsWarnedAbout() async throws {
+        let one = Self.oneTenantScenario(name: "rise", duration: 60, tier: "standard", tasksPerMinute: 6)
+        // Capacity that only rises: the warning before a drop never applies.
+        let scenario = one.replacingOccurrences(
+            of: #""capacity": [{"at_s": 0, "rpm": 120, "tpm": 200000}]"#,
+            with: #""capacity": [{"at_s": 0, "rpm": 120, "tpm": 200000}, {"at_s": 30, "rpm": 240, "tpm": 400000}], "#
+                + #""latency_warning_s": 20"#)
+        let warning: String =
+            #"pools[0].latency_warning_s (pool "p", 20 s): the pool's capacity never drops (no capacity step "#
+            + "lowers rpm or tpm from the step before it): the latency warning never applies"
+        let check = try await Self.check(scenario)
+        #expect(check.code == 0, "\(check.out)")
+        #expect(check.out.contains("\n  warning: " + warning + "\n"), "\(check.out)")
+        // A run warns on stderr and still runs.
+        let path = NSTemporaryDirectory() + "rise-\(UUID().uuidString).json"
+        try Data(scenario.utf8).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let run = await runCLI(["simulate", "--scenario", path, "--strategy", "static"])
+        #expect(run.code == 0, "\(run.err)")
+        #expect(run.err.contains("allot simulate: warning: " + warning + "\n"), "\(run.err)")
+        // The same warning before a drop in tpm alone: no warning.
+        let drop = try await Self.check(scenario.replacingOccurrences(of: #""tpm": 400000"#, with: #""tpm": 100000"#))
+        #expect(drop.code == 0, "\(drop.out)")
+        #expect(!drop.out.contains("warning"), "\(drop.out)")
+    }
+
+    @Test func aLatencyWarningThatWouldStartBeforeTheRunIsWarnedAbout() async throws {
+        // A drop at t=30 s warned of 45 s before: from t=-15 s, so the run starts 15 s into the ramp (×1 to ×3).
+        let one = Self.oneTenantScenario(name: "early", duration: 60, tier: "standard", tasksPerMinute: 6)
+        let scenario = one.replacingOccurrences(
+            of: #""capacity": [{"at_s": 0, "rpm": 120, "tpm": 200000}]"#,
+            with: #""capacity": [{"at_s": 0, "rpm": 120, "tpm": 200000}, {"at_s": 30, "rpm": 60, "tpm": 200000}], "#
+                + #""latency_warning_s": 45"#)
+        let check = try await Self.check(scenario)
+        #expect(check.code == 0, "\(check.out)")
+        let warning: String =
+            #"pools[0].latency_warning_s (pool "p", 45 s): the drop at pools[0].capacity[1] (at_s 30) would be "#
+            + "warned of from t=-15 s: the warning is cut short by 15 s at the start of the run (latency starts at "
+            + "×1.67, not ×1)"
+        #expect(check.out.contains("\n  warning: " + warning + "\n"), "\(check.out)")
+        // A warning that starts at t=0 exactly: no warning.
+        let fits = try await Self.check(
+            scenario.replacingOccurrences(of: #""latency_warning_s": 45"#, with: #""latency_warning_s": 30"#))
+        #expect(fits.code == 0, "\(fits.out)")
+        #expect(!fits.out.contains("warning"), "\(fits.out)")
+    }
+
     @Test func gatewaysOverridesTheScenariosGatewayCountWithinOneTo32() async throws {
         let path = NSTemporaryDirectory() + "gateways-\(UUID().uuidString).json"
         try Data(Self.oneTenantScenario(name: "tiny", duration: 60, tier: "standard", tasksPerMinute: 6).utf8)

@@ -41,11 +41,18 @@ extension Scenario {
         return ([head] + pools + warnings.map { "  warning: " + $0 }).joined(separator: "\n")
     }
 
-    /// What `--check` warns about in a scenario that is valid but cannot tell what its author meant: a headline
-    /// judged on tasks (SLO attainment, a latency percentile) of a tier none of whose tasks is due within the
-    /// run — the metrics judge only tasks whose deadline falls inside it, so every strategy would show `-` and
-    /// none would win.
+    /// What `--check` warns about (and a run, on stderr) in a scenario that is valid but cannot mean what its
+    /// author meant (docs/scenarios.md): a headline on a tier with no task due within the run, a tenant whose mean
+    /// call does not fit its pool's token bucket, a latency warning on a pool whose capacity never drops, a
+    /// latency warning that would start before the run.
     public var warnings: [String] {
+        headlineWarnings + tokenBucketWarnings + latencyWarningWarnings
+    }
+
+    /// A headline judged on tasks (SLO attainment, a latency percentile) of a tier none of whose tasks is due
+    /// within the run: the metrics judge only tasks whose deadline falls inside it, so every strategy would show
+    /// `-` and none would win.
+    var headlineWarnings: [String] {
         guard let tier = headline.tier,
             headline.metric == "slo_attainment" || headline.metric.hasPrefix("task_latency_")
         else { return [] }
@@ -59,6 +66,89 @@ extension Scenario {
             "headline \(headline.label): no task of tier \(tier) is due within the run (the earliest is due at "
                 + "\(number(earliest)) s, the run ends at \(number(durationSeconds)) s): no strategy can win on it"
         ]
+    }
+
+    /// A tenant whose mean call is larger than its pool's token bucket (``SimUpstream/burstSeconds`` of the
+    /// tpm) at some capacity step: the simulated provider admits a call larger than the bucket only when the
+    /// bucket is full (and the call then empties it for longer than the bucket takes to fill), so on a pool with
+    /// any other traffic it meets 429s whatever the allocator does. Once per `tenants` entry, naming the step
+    /// with the smallest bucket.
+    var tokenBucketWarnings: [String] {
+        let number = ScenarioReader.format
+        let entries =
+            tenantEntries.count == tenants.count
+            ? tenantEntries
+            : tenants.enumerated().map { ScenarioTenantEntry(index: $0.offset, id: $0.element.id, count: 1) }
+        var warned = Set<Int>()
+        var warnings: [String] = []
+        for (tenant, entry) in zip(tenants, entries) {
+            guard warned.insert(entry.index).inserted,
+                let poolIndex = pools.firstIndex(where: { $0.id == tenant.pool })
+            else { continue }
+            let pool = pools[poolIndex]
+            let call = tenant.task.meanTokensPerCall
+            let bucket = { (step: CapacityStep) in step.tpm / 60 * SimUpstream.burstSeconds }
+            let tooSmall = pool.capacity.indices.filter { call > bucket(pool.capacity[$0]) }
+            // The smallest such bucket (the first of equals): the step the call fits worst.
+            guard let worst = tooSmall.min(by: { pool.capacity[$0].tpm < pool.capacity[$1].tpm }) else { continue }
+            let step = pool.capacity[worst]
+            let stepPath = "pools[\(poolIndex)].capacity[\(worst)]"
+            let others =
+                tooSmall.count > 1 ? ", too small at \(tooSmall.count) of its \(pool.capacity.count) steps" : ""
+            let head =
+                "\(entry.label): its mean call of \(number(call)) tokens (task.prompt_tokens.mean + "
+                + "completion_tokens.mean) is larger than pool \"\(pool.id)\"'s "
+            let full = "the simulated provider admits such a call only when its bucket is full"
+            if call > step.tpm {
+                // Admitted, it leaves the bucket below empty until the excess over the bucket has refilled.
+                let empty = (call - bucket(step)) / (step.tpm / 60)
+                warnings.append(
+                    head + "whole capacity of \(number(step.tpm)) tpm (\(stepPath), from t=\(number(step.at)) s"
+                        + "\(others); its \(number(SimUpstream.burstSeconds))-s token bucket holds "
+                        + "\(number(bucket(step).rounded(.down)))): \(full), and each one admitted leaves the bucket "
+                        + "empty for the next \(number(empty.rounded())) s: it meets 429s whatever the allocator does, "
+                        + "and so does every other call on the pool")
+            } else {
+                warnings.append(
+                    head + "\(number(SimUpstream.burstSeconds))-s token bucket (\(number(bucket(step).rounded(.down))) "
+                        + "of \(number(step.tpm)) tpm at \(stepPath), from t=\(number(step.at)) s\(others)): \(full), "
+                        + "so on a pool with any other traffic it meets 429s whatever the allocator does")
+            }
+        }
+        return warnings
+    }
+
+    /// `latency_warning_s` on a pool whose capacity never drops (the warning never applies), and a drop whose
+    /// warning would start before t = 0 (cut short at the start of the run).
+    var latencyWarningWarnings: [String] {
+        let number = ScenarioReader.format
+        var warnings: [String] = []
+        for (poolIndex, pool) in pools.enumerated() where pool.latencyWarningSeconds > 0 {
+            let warning = pool.latencyWarningSeconds
+            let path = "pools[\(poolIndex)].latency_warning_s (pool \"\(pool.id)\", \(number(warning)) s)"
+            let drops = pool.capacity.indices.dropFirst().filter { index in
+                let step = pool.capacity[index]
+                let previous = pool.capacity[index - 1]
+                return step.rpm < previous.rpm || step.tpm < previous.tpm
+            }
+            guard !drops.isEmpty else {
+                warnings.append(
+                    path + ": the pool's capacity never drops (no capacity step lowers rpm or tpm from the step "
+                        + "before it): the latency warning never applies")
+                continue
+            }
+            for index in drops where pool.capacity[index].at < warning {
+                let at = pool.capacity[index].at
+                // The ramp from ×1 to ×3 over the warning, already part-way up at t = 0.
+                let factor = 1 + 2 * (warning - at) / warning
+                warnings.append(
+                    path + ": the drop at pools[\(poolIndex)].capacity[\(index)] (at_s \(number(at))) would be warned "
+                        + "of from t=\(number(at - warning)) s: the warning is cut short by \(number(warning - at)) s "
+                        + "at the start of the run (latency starts at ×\(number((factor * 100).rounded() / 100)), "
+                        + "not ×1)")
+            }
+        }
+        return warnings
     }
 
     /// The built-in scenarios' names (`scenarios/*.json`, embedded), sorted.
@@ -229,14 +319,14 @@ private struct ScenarioReader {
             throw fail("pools[\(index)].id", "duplicate pool id \"\(pool.id)\"")
         }
         var tenants: [ScenarioTenant] = []
-        // Per tenant after `count`: the entry it came from, so that an error can name the entries, not the ids.
-        var entries: [(index: Int, label: String)] = []
+        // Per tenant after `count`: the entry it came from, so that an error (or a warning) can name the entries,
+        // not the ids.
+        var entries: [ScenarioTenantEntry] = []
         for (index, json) in try array(root["tenants"], "tenants", count: 1...1000).enumerated() {
             let expanded = try tenant(json, "tenants[\(index)]", pools: seenPools, tiers: tiers, duration: duration)
-            let id = json["id"]?.stringValue ?? ""
-            let label = "tenants[\(index)] (\"\(id)\"\(expanded.count > 1 ? " with count \(expanded.count)" : ""))"
+            let entry = ScenarioTenantEntry(index: index, id: json["id"]?.stringValue ?? "", count: expanded.count)
             tenants += expanded
-            entries += Array(repeating: (index, label), count: expanded.count)
+            entries += Array(repeating: entry, count: expanded.count)
         }
         let used = Set(tenants.map(\.pool))
         for (index, pool) in pools.enumerated() where !used.contains(pool.id) {
@@ -270,7 +360,8 @@ private struct ScenarioReader {
         }
         return Scenario(
             name: name, description: description, headline: headline, durationSeconds: duration,
-            sampleIntervalSeconds: interval, gateways: gateways, tickIntervalSeconds: tick, pools: pools, tenants: tenants)
+            sampleIntervalSeconds: interval, gateways: gateways, tickIntervalSeconds: tick, pools: pools,
+            tenants: tenants, tenantEntries: entries)
     }
 
     func headline(_ json: JSON?, _ path: String, tiers: Set<String>) throws(ScenarioError) -> ScenarioHeadline {

@@ -15,11 +15,15 @@ public struct Scenario: Sendable, Equatable {
     public var tickIntervalSeconds: Double?
     public var pools: [ScenarioPool]
     public var tenants: [ScenarioTenant]
+    /// Per tenant, in `tenants`' order, the file's `tenants` entry it was expanded from, so that a warning names
+    /// the entry once, not each tenant of its `count`. Empty for a scenario built in code: each tenant is then
+    /// its own entry.
+    public var tenantEntries: [ScenarioTenantEntry]
 
     public init(
         name: String, description: String, headline: ScenarioHeadline, durationSeconds: Double,
         sampleIntervalSeconds: Double = 10, gateways: Int = 3, tickIntervalSeconds: Double? = nil,
-        pools: [ScenarioPool], tenants: [ScenarioTenant]
+        pools: [ScenarioPool], tenants: [ScenarioTenant], tenantEntries: [ScenarioTenantEntry] = []
     ) {
         self.name = name
         self.description = description
@@ -30,7 +34,26 @@ public struct Scenario: Sendable, Equatable {
         self.tickIntervalSeconds = tickIntervalSeconds
         self.pools = pools
         self.tenants = tenants
+        self.tenantEntries = tenantEntries
     }
+}
+
+/// One entry of a scenario file's `tenants`, as written (before `count` expansion).
+public struct ScenarioTenantEntry: Sendable, Equatable {
+    /// Its index in the file's `tenants`.
+    public var index: Int
+    /// Its `id` as written (with `count` > 1 its tenants are `id-01` … `id-NN`).
+    public var id: String
+    public var count: Int
+
+    public init(index: Int, id: String, count: Int) {
+        self.index = index
+        self.id = id
+        self.count = count
+    }
+
+    /// How errors and warnings name the entry: `tenants[2] ("doc-reader" with count 5)`.
+    public var label: String { "tenants[\(index)] (\"\(id)\"\(count > 1 ? " with count \(count)" : ""))" }
 }
 
 /// The metric a scenario's story is judged by, and which direction is better.
