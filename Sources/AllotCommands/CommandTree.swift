@@ -25,8 +25,9 @@ enum CommandTree {
         discussion: """
             Creates the data directory and its SQLite database on first start, applies the migrations, \
             loads the policies, serves the last persisted snapshot at once, and runs the feedback loop \
-            every policy interval. On an empty database it creates an admin token, prints it once and \
-            writes it to DIR/admin-token (mode 0600).
+            every policy interval. When the database holds no admin token (first start, or only tokens \
+            of other roles made with `allot tokens create`), it creates one, prints it once and writes it \
+            to DIR/admin-token (mode 0600).
 
             SIGTERM or SIGINT shut down gracefully: stop accepting, answer held long-polls, finish \
             in-flight requests, close the database.
