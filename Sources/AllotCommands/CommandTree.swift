@@ -17,7 +17,7 @@ enum CommandTree {
         environment: "ALLOT_URL")
 
     static let tokenOption = OptionSpec(
-        "token", value: "TOKEN", help: "Bearer token for the running server (role admin or sre as required).",
+        "token", value: "TOKEN", help: "Bearer token for the running server: an admin token (none with --dev).",
         environment: "ALLOT_TOKEN")
 
     static let serve = CommandSpec(
@@ -83,7 +83,12 @@ enum CommandTree {
             written by a newer Allot is refused. `allot serve` does the same at start.
             """,
         options: [dataOption],
-        flags: [FlagSpec("status", help: "Only list applied and pending migrations; change nothing.")])
+        flags: [
+            FlagSpec(
+                "status",
+                help: "Only list applied and pending migrations; change nothing (a missing database is not "
+                    + "created: every migration is listed as pending).")
+        ])
 
     static let plan = CommandSpec(
         "plan", abstract: "Compute one what-if allocation from a JSON file and print it",
