@@ -44,7 +44,8 @@ enum CommandTree {
                 environment: "ALLOT_POLICIES"),
             logLevelOption,
             OptionSpec(
-                "max-body-bytes", value: "BYTES", help: "Largest request body accepted (larger: 413).",
+                "max-body-bytes", value: "BYTES",
+                help: "Largest request body accepted (larger: 413); from 1024 to 1073741824.",
                 default: "16777216", environment: "ALLOT_MAX_BODY_BYTES"),
             OptionSpec(
                 "max-connections", value: "N", help: "Open connections allowed (beyond: 503 and close).",
