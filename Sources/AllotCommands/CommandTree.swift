@@ -17,7 +17,7 @@ enum CommandTree {
         environment: "ALLOT_URL")
 
     static let tokenOption = OptionSpec(
-        "token", value: "TOKEN", help: "Bearer token for the running server (role admin or sre as required).",
+        "token", value: "TOKEN", help: "Bearer token for the running server: an admin token (none with --dev).",
         environment: "ALLOT_TOKEN")
 
     static let serve = CommandSpec(
@@ -25,8 +25,9 @@ enum CommandTree {
         discussion: """
             Creates the data directory and its SQLite database on first start, applies the migrations, \
             loads the policies, serves the last persisted snapshot at once, and runs the feedback loop \
-            every policy interval. On an empty database it creates an admin token, prints it once and \
-            writes it to DIR/admin-token (mode 0600).
+            every policy interval. When the database holds no admin token (first start, or only tokens \
+            of other roles made with `allot tokens create`), it creates one, prints it once and writes it \
+            to DIR/admin-token (mode 0600).
 
             SIGTERM or SIGINT shut down gracefully: stop accepting, answer held long-polls, finish \
             in-flight requests, close the database.
@@ -43,7 +44,8 @@ enum CommandTree {
                 environment: "ALLOT_POLICIES"),
             logLevelOption,
             OptionSpec(
-                "max-body-bytes", value: "BYTES", help: "Largest request body accepted (larger: 413).",
+                "max-body-bytes", value: "BYTES",
+                help: "Largest request body accepted (larger: 413); from 1024 to 1073741824.",
                 default: "16777216", environment: "ALLOT_MAX_BODY_BYTES"),
             OptionSpec(
                 "max-connections", value: "N", help: "Open connections allowed (beyond: 503 and close).",
@@ -82,7 +84,12 @@ enum CommandTree {
             written by a newer Allot is refused. `allot serve` does the same at start.
             """,
         options: [dataOption],
-        flags: [FlagSpec("status", help: "Only list applied and pending migrations; change nothing.")])
+        flags: [
+            FlagSpec(
+                "status",
+                help: "Only list applied and pending migrations; change nothing (a missing database is not "
+                    + "created: every migration is listed as pending).")
+        ])
 
     static let plan = CommandSpec(
         "plan", abstract: "Compute one what-if allocation from a JSON file and print it",

@@ -1,6 +1,7 @@
 import AllotArguments
 import AllotSQLite
 import AllotStore
+import Foundation
 
 /// `allot migrate [--data DIR] [--status]`.
 enum MigrateCommand {
@@ -20,20 +21,29 @@ enum MigrateCommand {
         return 0
     }
 
+    /// `--status`: lists what the database has applied and what is pending, as `NNNN_name`. A database
+    /// that does not exist is not created (nor its directory): every migration is listed as pending.
     private static func status(_ directory: DataDirectory, output: CommandOutput) async throws -> Int32 {
         let migrator = try DataDirectory.migrator()
-        try directory.create()
+        guard FileManager.default.fileExists(atPath: directory.databasePath) else {
+            output.out("\(directory.databasePath): no database yet (not created)")
+            for migration in migrator.migrations { output.out("pending  \(label(migration.version, migration.name))") }
+            return 0
+        }
         let pool = try await DatabasePool.open(path: directory.databasePath)
         defer { Task { await pool.close() } }
         let (applied, pending) = try await pool.writer.access {
             (connection) throws(MigrationError) -> ([AppliedMigration], [Migration]) in
             (try migrator.appliedMigrations(connection), try migrator.pendingMigrations(connection))
         }
-        for migration in applied {
-            let number = String(migration.version)
-            output.out("applied  \(String(repeating: "0", count: max(0, 4 - number.count)))\(number)_\(migration.name)")
-        }
-        for migration in pending { output.out("pending  \(migration.fileName)") }
+        for migration in applied { output.out("applied  \(label(migration.version, migration.name))") }
+        for migration in pending { output.out("pending  \(label(migration.version, migration.name))") }
         return 0
+    }
+
+    /// `0001_telemetry`: the migration's file name without `.sql`, as `schema_migrations` records it.
+    private static func label(_ version: Int, _ name: String) -> String {
+        let number = String(version)
+        return "\(String(repeating: "0", count: max(0, 4 - number.count)))\(number)_\(name)"
     }
 }

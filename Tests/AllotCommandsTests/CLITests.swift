@@ -88,6 +88,22 @@ func temporaryDirectory() throws -> String {
         #expect(!status.out.contains("pending"))
     }
 
+    @Test func migrateStatusCreatesNothingWhereThereIsNoDatabase() async throws {
+        let data = try temporaryDirectory() + "/absent/allot-data"
+        let status = await runCLI(["migrate", "--data", data, "--status"])
+        #expect(status.code == 0)
+        #expect(status.out.contains("no database yet (not created)"))
+        #expect(status.out.contains("pending  0001_telemetry\n"))
+        #expect(!status.out.contains("0001_telemetry.sql"))
+        #expect(!FileManager.default.fileExists(atPath: data))
+        #expect(!FileManager.default.fileExists(atPath: (data as NSString).deletingLastPathComponent))
+        // Once migrated, the same names are listed as applied.
+        #expect(await runCLI(["migrate", "--data", data]).code == 0)
+        let after = await runCLI(["migrate", "--data", data, "--status"])
+        #expect(after.out.contains("applied  0001_telemetry\n"))
+        #expect(!after.out.contains("pending"))
+    }
+
     @Test func planPrintsTheSpecExample() async throws {
         let directory = try temporaryDirectory()
         let file = directory + "/plan.json"

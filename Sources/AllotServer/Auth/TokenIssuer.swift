@@ -62,11 +62,13 @@ public struct TokenIssuer: Sendable {
         return result?.after
     }
 
-    /// First start (SPEC 8): when the token table is empty, creates an admin token and writes it to
-    /// `path` with mode 0600. Never overwrites an existing file (`O_EXCL`): if one is there, the
-    /// token is still created and returned (to be printed once), and `wroteFile` is false.
+    /// First start (SPEC 8): when the database holds no admin token (tokens of other roles, e.g.
+    /// created with `allot tokens create` before the first `allot serve`, do not count), creates one
+    /// and writes it to `path` with mode 0600. Never overwrites an existing file (`O_EXCL`): if one
+    /// is there, the token is still created and returned (to be printed once), and `wroteFile` is
+    /// false.
     ///
-    /// - Returns: nil when tokens already exist (nothing to do).
+    /// - Returns: nil when an admin token (even a revoked one) already exists (nothing to do).
     public func bootstrapAdmin(tokenFile path: String, now: Double) async throws -> (
         issued: Issued, wroteFile: Bool, fileError: String?
     )? {

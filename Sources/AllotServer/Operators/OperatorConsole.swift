@@ -73,9 +73,10 @@ public final class OperatorConsole: Sendable {
     /// The version of the snapshot being served, if any.
     var snapshotVersion: Int64? { loopSlot.value?.publisher.current?.version }
 
-    /// First start (SPEC 8): creates the admin token when the token table is empty, writes it to
-    /// `DIR/admin-token` (mode 0600, never overwritten) and hands a notice for the person starting
-    /// the service to `announce` (printed once, on stderr). Does nothing when tokens exist.
+    /// First start (SPEC 8): creates the admin token when the database holds no admin token (other
+    /// roles' tokens do not count), writes it to `DIR/admin-token` (mode 0600, never overwritten) and
+    /// hands a notice for the person starting the service to `announce` (printed once, on stderr).
+    /// Does nothing when an admin token exists, even a revoked one.
     public func bootstrapAdminToken(
         directory: DataDirectory, announce: @Sendable (String) -> Void
     ) async throws {

@@ -27,9 +27,10 @@ enum ServiceRoutes {
         table.get(SnapshotRoute.path, .snapshot) { request, _ in try await snapshot.respond(to: request) }
 
         // Admins: drain before maintenance (SPEC 7).
-        let drain = DrainRoute(publisher: loop.publisher, clock: context.clock)
-        table.post(DrainRoute.path, .admin) { request, _ in try await drain.drain(request) }
-        table.delete(DrainRoute.path, .admin) { request, _ in await drain.resume(request) }
+        let drain = DrainRoute(
+            publisher: loop.publisher, clock: context.clock, audit: context.operators.audit, logger: context.logger)
+        table.post(DrainRoute.path, .admin) { request, principal in try await drain.drain(request, by: principal) }
+        table.delete(DrainRoute.path, .admin) { request, principal in await drain.resume(request, by: principal) }
 
         // SREs.
         let plan = PlanRoute(policy: { context.policy.policy })

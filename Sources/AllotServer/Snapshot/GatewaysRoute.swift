@@ -1,7 +1,9 @@
 import AllotCore
 import AllotHTTP
 import AllotJSON
+import AllotLog
 import AllotLoop
+import AllotStore
 import AllotTime
 
 /// `GET /v1/gateways` (SPEC sections 7 and 9): every gateway that polled for snapshots, with the
@@ -77,19 +79,34 @@ public struct GatewaysRoute: Sendable {
 /// `POST` answers `{"drained": true, "version": N, "generated_at": "…", "expires_at": "…"}`; 409
 /// `no_snapshot` when nothing was published yet; 503 `database_unavailable` when the drain
 /// version cannot be persisted. `DELETE` answers `{"drained": false}`.
+///
+/// Both are audited (SPEC 8: every mutation) as `drain.start` and `drain.end`, with the acting token's
+/// name and role, once the change is made: a drain with the version it published, an end only when a
+/// drain was in force (ending no drain changes nothing). The drain version is persisted by the
+/// publisher, so its audit record follows in a second write, as a policy reload's does; if that write
+/// fails the drain stands and the failure is logged.
 public struct DrainRoute: Sendable {
     public let publisher: AllocationPublisher
     public var clock: any AllotClock
+    /// Where drains are audited; nil audits nothing (tests of the publishing alone).
+    public var audit: AuditLog?
+    public var logger: Logger
 
     public static let path = "/v1/drain"
 
-    public init(publisher: AllocationPublisher, clock: any AllotClock) {
+    public init(
+        publisher: AllocationPublisher, clock: any AllotClock, audit: AuditLog? = nil, logger: Logger = .disabled
+    ) {
         self.publisher = publisher
         self.clock = clock
+        self.audit = audit
+        self.logger = logger
     }
 
-    /// `POST`: drains now.
-    public func drain(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
+    /// `POST`: drains now, audited as `principal`.
+    public func drain(_ request: HTTPRequest, by principal: Principal? = nil) async throws(HTTPError) -> HTTPResponse {
+        let previous = publisher.current?.version
+        let wasDrained = await publisher.drainedSince != nil
         let snapshot: PublishedSnapshot
         do {
             snapshot = try await publisher.drain(now: clock.now)
@@ -101,17 +118,37 @@ public struct DrainRoute: Sendable {
                 message: "the drain could not be persisted: \(error)",
                 headers: ["Retry-After": "1"])
         }
-        return .json(
-            [
-                "drained": true, "version": .int(snapshot.version),
-                "generated_at": .string(RFC3339.format(snapshot.generatedAt)),
-                "expires_at": .string(RFC3339.format(snapshot.expiresAt)),
-            ])
+        let after: JSON = [
+            "drained": true, "version": .int(snapshot.version),
+            "generated_at": .string(RFC3339.format(snapshot.generatedAt)),
+            "expires_at": .string(RFC3339.format(snapshot.expiresAt)),
+        ]
+        let before: JSON = ["drained": .bool(wasDrained), "version": previous.map(JSON.int) ?? .null]
+        await record("drain.start", by: principal, before: before, after: after)
+        return .json(after)
     }
 
-    /// `DELETE`: ends the drain; the next tick publishes normally.
-    public func resume(_ request: HTTPRequest) async -> HTTPResponse {
+    /// `DELETE`: ends the drain; the next tick publishes normally. Audited when a drain was in force.
+    public func resume(_ request: HTTPRequest, by principal: Principal? = nil) async -> HTTPResponse {
+        let since = await publisher.drainedSince
         await publisher.resume()
+        if let since {
+            await record(
+                "drain.end", by: principal, before: ["drained": true, "since": .string(RFC3339.format(since))],
+                after: ["drained": false])
+        }
         return .json(["drained": false])
+    }
+
+    private func record(_ action: String, by principal: Principal?, before: JSON, after: JSON) async {
+        guard let audit else { return }
+        let entry = AuditEntry(
+            atMs: EpochTime.milliseconds(fromSeconds: clock.now), actor: principal?.name ?? "unknown",
+            actorRole: principal?.role.rawValue, action: action, subject: "snapshot", before: before, after: after)
+        do {
+            try await audit.append(entry)
+        } catch {
+            logger.error("cannot audit a drain", ["action": .string(action), "error": .string("\(error)")])
+        }
     }
 }

@@ -17,7 +17,7 @@ public struct AuditEntry: Sendable, Hashable {
     public var actorRole: String?
     /// What, as `noun.verb`: `override.set`, `override.propose`, `override.delete`,
     /// `proposal.approve`, `proposal.reject`, `burst.request`, `token.create`, `token.revoke`,
-    /// `policy.reload`.
+    /// `policy.reload`, `drain.start`, `drain.end`.
     public var action: String
     /// The object acted on: a tenant id, proposal id, token id or policy source.
     public var subject: String

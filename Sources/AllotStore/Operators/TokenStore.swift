@@ -70,11 +70,14 @@ public struct TokenStore: Sendable {
         }
     }
 
-    /// Creates `record` only when the table has no token at all (first start of `allot serve`).
-    /// Returns false, changing nothing, when any token (even a revoked one) exists.
+    /// Creates `record` only when the table has no token of its role yet (`allot serve` creating the
+    /// first admin token: tokens of other roles, e.g. made with `allot tokens create` before the first
+    /// start, do not count). Returns false, changing nothing, when a token of that role (even a revoked
+    /// one) exists.
     public func createFirst(_ record: TokenRecord, hash: String, audit: AuditEntry) async throws -> Bool {
         try await pool.write { connection in
-            let count = try connection.queryValue("SELECT count(*) FROM api_tokens")?.int64 ?? 0
+            let count =
+                try connection.queryValue("SELECT count(*) FROM api_tokens WHERE role = ?", record.role)?.int64 ?? 0
             guard count == 0 else { return false }
             try connection.run(
                 """

@@ -187,4 +187,44 @@ import Testing
         #expect(!logs.isEmpty)
         for token in running.tokens.values { #expect(!logs.contains(token)) }
     }
+
+    /// `allot tokens create` before the first `allot serve` (the README's order for a gateway token)
+    /// must not cost the admin token: serve creates it whenever the database holds no admin token.
+    @Test func tokensCreatedBeforeTheFirstStartStillGetTheAdminTokenCreatedOnce() async throws {
+        let directory = NSTemporaryDirectory() + "allot-auth-\(UUID().uuidString)"
+        let (pool, _) = try await DataDirectory(path: directory).openDatabase()
+        let early = try await TokenIssuer(store: TokenStore(pool: pool)).create(
+            name: "cs-team", role: "operator", actor: .cli, now: Date().timeIntervalSince1970)
+        await pool.close()
+
+        let announced = Mutex<[String]>([])
+        let service = try await AllotService.start(
+            ServeConfiguration(port: 0, dataDirectory: directory, policies: .embedded), logger: .disabled,
+            announce: { line in announced.withLock { $0.append(line) } })
+        let notices = announced.withLock { $0 }
+        let admin = try String(contentsOfFile: directory + "/admin-token", encoding: .utf8)
+        #expect(admin.hasSuffix("\n"))
+        let secret = admin.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(APIToken.isWellFormed(secret))
+        #expect(notices.count == 1)
+        #expect(notices.first?.hasPrefix("allot: created the first admin token (shown once): \(secret)\n") == true)
+        let attributes = try FileManager.default.attributesOfItem(atPath: directory + "/admin-token")
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        let records = try await service.context.operators.tokens.all()
+        #expect(records.map(\.role).sorted() == ["admin", "operator"])
+        #expect(records.first { $0.role == "operator" }?.id == early.record.id)
+        let principal = try await service.context.operators.authenticator.authenticate(
+            HTTPRequest(target: "/v1/tokens", headers: ["Authorization": "Bearer \(secret)"]))
+        #expect(principal.role == .admin)
+        await service.shutdown(gracePeriod: .seconds(1))
+
+        // A restart finds the admin token and creates none.
+        let again = Mutex<[String]>([])
+        let restarted = try await AllotService.start(
+            ServeConfiguration(port: 0, dataDirectory: directory, policies: .embedded), logger: .disabled,
+            announce: { line in again.withLock { $0.append(line) } })
+        #expect(try await restarted.context.operators.tokens.count() == 2)
+        await restarted.shutdown(gracePeriod: .seconds(1))
+        #expect(again.withLock { $0 }.isEmpty)
+    }
 }

@@ -135,6 +135,16 @@ import Testing
         #expect(snapshot["expires_at"] == snapshot["generated_at"])
         let resumed = try await running.send(.delete, "/v1/drain")
         #expect(try JSON.parse(resumed.body)["drained"] == false)
+        // Both are audited (SPEC 8), as the acting token (`dev` here); ending no drain changes and audits nothing.
+        #expect(try await running.send(.delete, "/v1/drain").status == .ok)
+        let audited = try await running.json("/v1/audit?action=drain")["entries"]?.arrayValue ?? []
+        #expect(audited.compactMap { $0["action"]?.stringValue } == ["drain.end", "drain.start"])
+        #expect(audited.allSatisfy { $0["actor"] == "dev" && $0["actor_role"] == "admin" })
+        #expect(audited.allSatisfy { $0["subject"] == "snapshot" })
+        #expect(audited.last?["before"]?["version"] == .int(first))
+        #expect(audited.last?["after"]?["version"] == .int(first + 1))
+        #expect(audited.last?["after"]?["expires_at"] == answer["expires_at"])
+        #expect(audited.first?["after"]?["drained"] == false)
         let afterDrain = try await running.tick(after: first + 1)
         await running.stop()
 

@@ -63,6 +63,21 @@ import Testing
         #expect(try await tokens.token(id: "tok-1")?.lastUsedMs == 7)
     }
 
+    @Test func theFirstTokenOfARoleIsCreatedWhateverOtherRolesExist() async throws {
+        let tokens = TokenStore(pool: try await StoreDatabase.temporary())
+        let operatorToken = TokenRecord(id: "tok-1", name: "cs", role: "operator", createdMs: 1, createdBy: "cli")
+        try await tokens.create(operatorToken, hash: String(repeating: "ab", count: 32), audit: entry("token.create"))
+        // An operator token made before the first start does not stand in for the admin token.
+        let admin = TokenRecord(id: "tok-2", name: "admin", role: "admin", createdMs: 2, createdBy: "first-start")
+        #expect(try await tokens.createFirst(admin, hash: String(repeating: "cd", count: 32), audit: entry("x")))
+        // A revoked admin token still counts: revoking it is not asking for a new one.
+        _ = try await tokens.revoke(id: "tok-2", atMs: 3, by: "admin") { _, _ in self.entry("token.revoke") }
+        var another = admin
+        another.id = "tok-3"
+        #expect(!(try await tokens.createFirst(another, hash: String(repeating: "ef", count: 32), audit: entry("x"))))
+        #expect(try await tokens.all().map(\.id) == ["tok-1", "tok-2"])
+    }
+
     @Test func overridesExpireAndProposalsConflict() async throws {
         let store = OperatorStore(pool: try await StoreDatabase.temporary())
         let override = Override(
