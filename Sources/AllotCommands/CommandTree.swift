@@ -139,7 +139,7 @@ enum CommandTree {
             OptionSpec(
                 "gateways", value: "N",
                 help: "Run the scenario with N simulated gateways (1-32) instead of its own `gateways` (the "
-                    + "built-ins have 3): the more gateways, the smaller each tenant's slice at each."),
+                    + "built-ins have 3, fleet-hour 4): the more gateways, the smaller each tenant's slice at each."),
         ],
         flags: [
             FlagSpec("list", help: "Print the built-in scenario names, one per line, and exit."),
