@@ -85,9 +85,10 @@ public struct ClassificationRules: Sendable, Hashable, Codable {
     public var levelNoiseMultiple: Double
     public var levelDeadband: Double
     /// …or when it has stayed beyond the deadband on one side for this many seconds: a claim (the tenant denied or
-    /// queued), or a fall beyond the tenant's modelled noise. A rise that nobody refuses does not move it by
-    /// persisting (the headroom covers it, and a tenant it leaves short claims): an agent's rate stays a minute on
-    /// one side of a 10 % deadband often enough that counting it moved every allocation with the noise.
+    /// queued), a fall beyond the tenant's modelled noise, or a rise beyond twice it. A smaller rise that nobody
+    /// refuses does not move it by persisting (the headroom covers it, and a tenant it leaves short claims): an
+    /// agent's rate stays a minute on one side of a 10 % deadband often enough that counting it moved every
+    /// allocation with the noise.
     public var levelPersistSeconds: Double
 
     /// Runaway-task accounting: a `task_id` not seen for this long is forgotten…
