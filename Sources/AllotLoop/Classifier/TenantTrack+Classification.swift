@@ -320,8 +320,9 @@ extension TenantTrack {
     /// when it leaves the level by more than `levelNoiseMultiple` standard deviations of its noise —
     /// the variance of the short rate around the long one, a long-window EWMA — and by more than
     /// `levelDeadband` of the level (at least one request, or one request's tokens); or when it has
-    /// stayed beyond the deadband on one side for `levelPersistSeconds` — it, or (with no claim) the
-    /// long-window rate, which then becomes the level. Otherwise the level holds: an
+    /// stayed beyond the deadband on one side for `levelPersistSeconds` as a claim, a fall beyond its modelled
+    /// noise or a rise beyond twice it — it, or (with no claim) the long-window rate, which then becomes the
+    /// level. Otherwise the level holds: an
     /// agent's tasks of tens of calls make its short-window rate swing by a third around a steady
     /// demand, and every swing moved every allocation of the pool.
     mutating func moveLevel(
