@@ -106,10 +106,20 @@ public final class OperatorConsole: Sendable {
             before: ["version": .string(old.version), "files": .array(old.files.map { .string($0) })],
             after: ["version": .string(new.version), "files": .array(new.files.map { .string($0) })],
             reason: "policy files changed")
+        await audit.appendAfterTheFact(entry, logger: logger, failure: "cannot audit a policy reload")
+    }
+}
+
+extension AuditLog {
+    /// Appends the record of a change already made and persisted elsewhere (a policy reload, a drain): its failure
+    /// cannot undo the change, so it is logged (`failure`, with `fields` and the error), not thrown.
+    func appendAfterTheFact(
+        _ entry: AuditEntry, logger: Logger, failure: String, fields: [(String, LogValue)] = []
+    ) async {
         do {
-            try await audit.append(entry)
+            _ = try await append(entry)
         } catch {
-            logger.error("cannot audit a policy reload", ["error": .string("\(error)")])
+            logger.log(.error, failure, fields: fields + [("error", .string("\(error)"))])
         }
     }
 }

@@ -145,10 +145,7 @@ public struct DrainRoute: Sendable {
         let entry = AuditEntry(
             atMs: EpochTime.milliseconds(fromSeconds: clock.now), actor: principal?.name ?? "unknown",
             actorRole: principal?.role.rawValue, action: action, subject: "snapshot", before: before, after: after)
-        do {
-            try await audit.append(entry)
-        } catch {
-            logger.error("cannot audit a drain", ["action": .string(action), "error": .string("\(error)")])
-        }
+        await audit.appendAfterTheFact(
+            entry, logger: logger, failure: "cannot audit a drain", fields: [("action", .string(action))])
     }
 }

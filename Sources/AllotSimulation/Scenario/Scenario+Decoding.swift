@@ -87,7 +87,7 @@ extension Scenario {
             else { continue }
             let pool = pools[poolIndex]
             let call = tenant.task.meanTokensPerCall
-            let bucket = { (step: CapacityStep) in step.tpm / 60 * SimUpstream.burstSeconds }
+            let bucket = SimUpstream.tokenBurst(at:)
             let tooSmall = pool.capacity.indices.filter { call > bucket(pool.capacity[$0]) }
             // The smallest such bucket (the first of equals): the step the call fits worst.
             guard let worst = tooSmall.min(by: { pool.capacity[$0].tpm < pool.capacity[$1].tpm }) else { continue }
@@ -126,10 +126,8 @@ extension Scenario {
         for (poolIndex, pool) in pools.enumerated() where pool.latencyWarningSeconds > 0 {
             let warning = pool.latencyWarningSeconds
             let path = "pools[\(poolIndex)].latency_warning_s (pool \"\(pool.id)\", \(number(warning)) s)"
-            let drops = pool.capacity.indices.dropFirst().filter { index in
-                let step = pool.capacity[index]
-                let previous = pool.capacity[index - 1]
-                return step.rpm < previous.rpm || step.tpm < previous.tpm
+            let drops = pool.capacity.indices.dropFirst().filter {
+                pool.capacity[$0].drops(from: pool.capacity[$0 - 1])
             }
             guard !drops.isEmpty else {
                 warnings.append(
@@ -139,8 +137,8 @@ extension Scenario {
             }
             for index in drops where pool.capacity[index].at < warning {
                 let at = pool.capacity[index].at
-                // The ramp from ×1 to ×3 over the warning, already part-way up at t = 0.
-                let factor = 1 + 2 * (warning - at) / warning
+                // The ramp over the warning, already part-way up at t = 0.
+                let factor = SimUpstream.warningFactor(into: warning - at, of: warning)
                 warnings.append(
                     path + ": the drop at pools[\(poolIndex)].capacity[\(index)] (at_s \(number(at))) would be warned "
                         + "of from t=\(number(at - warning)) s: the warning is cut short by \(number(warning - at)) s "

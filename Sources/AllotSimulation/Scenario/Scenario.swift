@@ -141,6 +141,9 @@ public struct CapacityStep: Sendable, Equatable {
         self.rpm = rpm
         self.tpm = tpm
     }
+
+    /// Whether this step lowers the pool's rpm or tpm from `previous` (a drop, which a latency warning precedes).
+    public func drops(from previous: CapacityStep) -> Bool { rpm < previous.rpm || tpm < previous.tpm }
 }
 
 /// Latency of one call: `base + per-1k-output × completion/1000`, times a factor that grows

@@ -62,7 +62,15 @@ public struct SimUpstream: Sendable {
     }
 
     private var requestBurst: Double { step.rpm / 60 * Self.burstSeconds }
-    private var tokenBurst: Double { step.tpm / 60 * Self.burstSeconds }
+    private var tokenBurst: Double { Self.tokenBurst(at: step) }
+
+    /// The tokens the bucket holds at `step`: ``burstSeconds`` of its tpm.
+    public static func tokenBurst(at step: CapacityStep) -> Double { step.tpm / 60 * burstSeconds }
+
+    /// The latency factor `seconds` into a drop's warning of `warning` seconds: a ramp from ×1 to ×3.
+    public static func warningFactor(into seconds: Double, of warning: Double) -> Double {
+        1 + 2 * seconds / warning
+    }
 
     /// How drained the buckets are: 0 idle, 1 at capacity.
     public mutating func utilisation(at time: Double) -> Double {
@@ -110,11 +118,9 @@ public struct SimUpstream: Sendable {
         }
         if pool.latencyWarningSeconds > 0 {
             for (index, next) in pool.capacity.enumerated() where index > 0 {
-                let previous = pool.capacity[index - 1]
-                let drops = next.rpm < previous.rpm || next.tpm < previous.tpm
                 let start = next.at - pool.latencyWarningSeconds
-                if drops, time >= start, time < next.at {
-                    factor *= 1 + 2 * (time - start) / pool.latencyWarningSeconds
+                if next.drops(from: pool.capacity[index - 1]), time >= start, time < next.at {
+                    factor *= Self.warningFactor(into: time - start, of: pool.latencyWarningSeconds)
                 }
             }
         }
