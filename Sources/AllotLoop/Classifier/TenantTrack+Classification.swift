@@ -416,16 +416,11 @@ extension TenantTrack {
                 }
                 continue
             }
-            // Persistence counts for a claim (the tenant denied or queued: evidence), for a fall beyond the
-            // tenant's modelled noise, and for a rise beyond twice it; not for a smaller rise that nobody refuses,
-            // which the headroom and the swing allowance cover (if they do not, the tenant is refused and claims).
-            // Counted, an agent's rate, which swings by a fifth and more (tasks of 12 calls at 10 a minute) and so
-            // stays a minute beyond the 10 % deadband often, moved the level to wherever it then was, and every
-            // allocation of the pool with it (noisy-signals: 151 → 147 → 141 → 136 → 143 → 152 rpm while 120
-            // arrived). A fall counts sooner: what a tenant no longer uses should go to the others. Over seeds 1–8
-            // of the built-ins total variation 106.9 → 87.8 %/min, starved tenant-minutes 15.08 → 14.63; over 40
-            // random scenarios (seeds 1–4) total variation −3.1 %, starved tenant-minutes −3.3 %. (Rises counted
-            // only when claimed: 85.3 %/min but 15.23 starved, and more starved in every other set measured.)
+            // Persistence (the rule in the doc comment above): a smaller rise nobody refuses is covered by the
+            // headroom and the swing allowance, and counted it moved every allocation of the pool with an agent's
+            // noise (noisy-signals: 151 → 147 → 141 → 136 → 143 → 152 rpm while 120 arrived). A fall counts sooner:
+            // what a tenant no longer uses should go to the others. Measurements and the trials that did not land:
+            // docs/scenarios.md, *Where allot falls short*.
             let side = gap > 0 ? 1.0 : -1.0
             let claimed = (claim?[dimension] ?? 0) > rate
             let modelledSpread = modelled.squareRoot()
