@@ -190,6 +190,53 @@ import Testing
         #expect(!fits.out.contains("warning"), "\(fits.out)")
     }
 
+    @Test func aHeadlineMeasuredOnlyAfterSomethingTheScenarioNeverHasIsWarnedAbout() async throws {
+        // One tenant of 6 tasks a minute × 2.5 calls: 15 of the pool's 120 rpm, 5,250 of its 200,000 tpm.
+        let one = Self.oneTenantScenario(name: "calm", duration: 60, tier: "standard", tasksPerMinute: 6)
+        let headline = #""metric": "upstream_429_rate", "better": "lower""#
+        let utilisation = try await Self.check(
+            one.replacingOccurrences(of: headline, with: #""metric": "utilisation", "better": "higher""#))
+        #expect(utilisation.code == 0, "\(utilisation.out)")
+        let uncontended: String =
+            #"headline utilisation: no pool's scheduled demand ever exceeds its true capacity (the most is 12.5 % "#
+            + #"of pool "p"'s rpm from t=0 s): utilisation is measured only while demand exceeds capacity, so no "#
+            + "strategy can win on it"
+        #expect(utilisation.out.contains("\n  warning: " + uncontended + "\n"), "\(utilisation.out)")
+        // Jain's index, judged over the same intervals; named by its tier.
+        let jain = try await Self.check(
+            one.replacingOccurrences(of: headline, with: #""metric": "jain", "tier": "standard", "better": "higher""#))
+        #expect(jain.out.contains("warning: headline jain[standard]: no pool's scheduled demand"), "\(jain.out)")
+        // From t=30 s, 60 tasks a minute × 2.5 calls = 150 rpm: contended, no warning; the peak is found at the
+        // arrival step, not only at t=0.
+        let busy = try await Self.check(
+            one.replacingOccurrences(of: headline, with: #""metric": "utilisation", "better": "higher""#)
+                .replacingOccurrences(
+                    of: #"[{"at_s": 0, "tasks_per_min": 6.0}]"#,
+                    with: #"[{"at_s": 0, "tasks_per_min": 6}, {"at_s": 30, "tasks_per_min": 60}]"#))
+        #expect(busy.code == 0, "\(busy.out)")
+        #expect(!busy.out.contains("warning"), "\(busy.out)")
+        // Convergence with a capacity step that repeats the one before it (no change), and with one past the run.
+        let steps =
+            #"[{"at_s": 0, "rpm": 120, "tpm": 200000}, {"at_s": 20, "rpm": 120, "tpm": 200000}, "#
+            + #"{"at_s": 60, "rpm": 60, "tpm": 200000}]"#
+        let convergence = one.replacingOccurrences(of: headline, with: #""metric": "convergence_s", "better": "lower""#)
+            .replacingOccurrences(of: #"[{"at_s": 0, "rpm": 120, "tpm": 200000}]"#, with: steps)
+        let unchanged = try await Self.check(convergence)
+        #expect(unchanged.code == 1, "\(unchanged.out)")  // a step at duration_s is an error of its own
+        #expect(unchanged.out.contains("pools[0].capacity[2].at_s: must be before duration_s (60), not 60"))
+        let still = try await Self.check(convergence.replacingOccurrences(of: #""at_s": 60"#, with: #""at_s": 40"#)
+            .replacingOccurrences(of: #""rpm": 60"#, with: #""rpm": 120"#))
+        #expect(still.code == 0, "\(still.out)")
+        let noChange: String =
+            "headline convergence_s: no pool's capacity changes within the run (no capacity step before "
+            + "duration_s changes rpm or tpm from the step before it): convergence is measured only after a change, "
+            + "so no strategy can win on it"
+        #expect(still.out.contains("\n  warning: " + noChange + "\n"), "\(still.out)")
+        let drops = try await Self.check(convergence.replacingOccurrences(of: #""at_s": 60"#, with: #""at_s": 40"#))
+        #expect(drops.code == 0, "\(drops.out)")
+        #expect(!drops.out.contains("warning"), "\(drops.out)")
+    }
+
     @Test func gatewaysOverridesTheScenariosGatewayCountWithinOneTo32() async throws {
         let path = NSTemporaryDirectory() + "gateways-\(UUID().uuidString).json"
         try Data(Self.oneTenantScenario(name: "tiny", duration: 60, tier: "standard", tasksPerMinute: 6).utf8)

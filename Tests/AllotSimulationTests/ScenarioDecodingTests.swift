@@ -150,6 +150,13 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
                 with: #""capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}], "latency_warning_s": 200"#),
             "pools[0].latency_warning_s", "must be at most duration_s (120), not 200"
         ),
+        (
+            scenarioJSON().replacingOccurrences(
+                of: #""capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}]"#,
+                with: #""capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}], "overload": "#
+                    + #"[{"from_s": 10, "to_s": 60, "rate": 0.2}, {"from_s": 60, "to_s": 70, "rate": 0}]"#),
+            "pools[0].overload[1].rate", "must be above 0 (a window of rate 0 refuses nothing)"
+        ),
     ]
 
     @Test(arguments: consistencyCases)

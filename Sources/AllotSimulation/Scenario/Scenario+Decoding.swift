@@ -46,7 +46,7 @@ extension Scenario {
     /// call does not fit its pool's token bucket, a latency warning on a pool whose capacity never drops, a
     /// latency warning that would start before the run.
     public var warnings: [String] {
-        headlineWarnings + tokenBucketWarnings + latencyWarningWarnings
+        headlineWarnings + unmeasuredHeadlineWarnings + tokenBucketWarnings + latencyWarningWarnings
     }
 
     /// A headline judged on tasks (SLO attainment, a latency percentile) of a tier none of whose tasks is due
@@ -66,6 +66,58 @@ extension Scenario {
             "headline \(headline.label): no task of tier \(tier) is due within the run (the earliest is due at "
                 + "\(number(earliest)) s, the run ends at \(number(durationSeconds)) s): no strategy can win on it"
         ]
+    }
+
+    /// A headline measured only after something the scenario never has, so every strategy would show `-` and none
+    /// would win: `convergence_s` with no capacity change within the run (``capacityChangeTimes``), and
+    /// `utilisation` or a tier's `jain` when no pool's demand ever exceeds its true capacity. Demand is what the
+    /// metrics count it by: each tenant's scheduled arrival rate × its mean calls per task (× mean tokens per call
+    /// for tpm), summed over the pool's tenants, against the capacity step in force.
+    var unmeasuredHeadlineWarnings: [String] {
+        let number = ScenarioReader.format
+        let never = "no strategy can win on it"
+        switch headline.metric {
+        case "convergence_s" where capacityChangeTimes.isEmpty:
+            return [
+                "headline convergence_s: no pool's capacity changes within the run (no capacity step before "
+                    + "duration_s changes rpm or tpm from the step before it): convergence is measured only after "
+                    + "a change, so \(never)"
+            ]
+        case "utilisation", "jain":
+            guard let peak = peakDemand, peak.ratio <= 1 else { return [] }
+            let what = headline.metric == "jain" ? "Jain's index is" : "utilisation is"
+            return [
+                "headline \(headline.label): no pool's scheduled demand ever exceeds its true capacity (the most is "
+                    + "\(number((peak.ratio * 1000).rounded() / 10)) % of pool \"\(peak.pool)\"'s \(peak.dimension) "
+                    + "from t=\(number(peak.at)) s): \(what) measured only while demand exceeds capacity, so "
+                    + "\(never)"
+            ]
+        default:
+            return []
+        }
+    }
+
+    /// The highest ratio, over pools and the spans between steps (capacity and arrival steps, within the run), of
+    /// a pool's scheduled demand to its true capacity in either dimension: where, in which dimension, from when
+    /// (the first of equals).
+    var peakDemand: (ratio: Double, pool: String, dimension: String, at: Double)? {
+        var peak: (ratio: Double, pool: String, dimension: String, at: Double)?
+        for pool in pools {
+            let members = tenants.filter { $0.pool == pool.id }
+            let starts = Set([0] + pool.capacity.map(\.at) + members.flatMap { $0.arrivals.map(\.at) })
+            for at in starts.filter({ $0 < durationSeconds }).sorted() {
+                let step = pool.capacity(at: at)
+                let rpm = members.reduce(0) { $0 + $1.arrivalRate(at: at) * $1.task.meanCalls }
+                let tpm = members.reduce(0) {
+                    $0 + $1.arrivalRate(at: at) * $1.task.meanCalls * $1.task.meanTokensPerCall
+                }
+                for (ratio, dimension) in [(rpm / step.rpm, "rpm"), (tpm / step.tpm, "tpm")]
+                where ratio > (peak?.ratio ?? -1) {
+                    peak = (ratio, pool.id, dimension, at)
+                }
+            }
+        }
+        return peak
     }
 
     /// A tenant whose mean call is larger than its pool's token bucket (``SimUpstream/burstSeconds`` of the
@@ -457,7 +509,9 @@ private struct ScenarioReader {
                         "overlaps \(path).overload[\(other)] (from_s \(Self.format(overload[other].from)), to_s "
                             + "\(Self.format(overload[other].to))): windows must not overlap (one rate at a time)")
                 }
-                overload.append(OverloadWindow(from: from, to: to, rate: try number(w["rate"], wp + ".rate", 0...1)))
+                let rate = try number(w["rate"], wp + ".rate", 0...1)
+                guard rate > 0 else { throw fail(wp + ".rate", "must be above 0 (a window of rate 0 refuses nothing)") }
+                overload.append(OverloadWindow(from: from, to: to, rate: rate))
             }
         }
         var jitter = 0.0

@@ -86,6 +86,22 @@ public struct ScenarioHeadline: Sendable, Equatable {
     public var label: String { tier.map { "\(metric)[\($0)]" } ?? metric }
 }
 
+extension Scenario {
+    /// When some pool's true capacity changes within the run, sorted: each step before `duration_s` that changes
+    /// rpm or tpm from the step before it. A step that repeats the one before it changes nothing; counted as a
+    /// change, convergence would be measured on a pool that never moved.
+    public var capacityChangeTimes: [Double] {
+        var changes: [Double] = []
+        for pool in pools {
+            for (previous, step) in zip(pool.capacity, pool.capacity.dropFirst())
+            where step.at < durationSeconds && (step.rpm != previous.rpm || step.tpm != previous.tpm) {
+                changes.append(step.at)
+            }
+        }
+        return changes.sorted()
+    }
+}
+
 /// Which provider's headers and error statuses the simulated upstream speaks.
 public enum ProviderStyle: String, Sendable, Equatable, CaseIterable {
     case openai, anthropic

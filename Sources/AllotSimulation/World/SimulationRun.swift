@@ -680,16 +680,7 @@ final class SimulationRun {
     }
 
     private func trace() -> SimulationTrace {
-        // A step that repeats the one before it changes nothing; counted as a change, convergence was measured on a
-        // pool that never moved.
-        var changes: [Double] = []
-        for pool in scenario.pools {
-            for (previous, step) in zip(pool.capacity, pool.capacity.dropFirst())
-            where step.at < scenario.durationSeconds && (step.rpm != previous.rpm || step.tpm != previous.tpm) {
-                changes.append(step.at)
-            }
-        }
-        return SimulationTrace(
+        SimulationTrace(
             scenario: scenario.name, strategy: strategy.rawValue, seed: seed, durationSeconds: scenario.durationSeconds,
             sampleIntervalSeconds: scenario.sampleIntervalSeconds,
             pools: scenario.pools.map {
@@ -714,7 +705,7 @@ final class SimulationRun {
                     tenant: $0.tenant, taskClass: tenants[$0.tenant].spec.task.taskClass.rawValue, arrival: $0.arrival,
                     deadline: $0.deadline, finished: $0.finished)
             },
-            capacityChangeTimes: changes.sorted())
+            capacityChangeTimes: scenario.capacityChangeTimes)
     }
 }
 
