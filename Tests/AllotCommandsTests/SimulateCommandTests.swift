@@ -205,7 +205,35 @@ import Testing
         // Jain's index, judged over the same intervals; named by its tier.
         let jain = try await Self.check(
             one.replacingOccurrences(of: headline, with: #""metric": "jain", "tier": "standard", "better": "higher""#))
-        #expect(jain.out.contains("warning: headline jain[standard]: no pool's scheduled demand"), "\(jain.out)")
+        #expect(
+            jain.out.contains(
+                "warning: headline jain[standard]: on the pools tier standard uses, no pool's scheduled demand ever "
+                    + "exceeds its true capacity (the most is 12.5 % of pool \"p\"'s rpm from t=0 s): Jain's index is "
+                    + "measured only while"), "\(jain.out)")
+        // A second pool, contended by a premium tenant (60 tasks a minute × 2.5 calls on 60 rpm): utilisation is
+        // measured there, but the standard tier's Jain's index is judged on pool p alone.
+        let second =
+            #"{"id": "q", "provider": "openai", "declared_rpm": 60, "declared_tpm": 200000, "#
+            + #""capacity": [{"at_s": 0, "rpm": 60, "tpm": 200000}]}"#
+        let whale =
+            #"{"id": "w", "tier": "premium", "pool": "q", "arrivals": [{"at_s": 0, "tasks_per_min": 60}], "#
+            + #""task": {"class": "batch", "calls": {"min": 2, "max": 3}, "parallelism": 1, "#
+            + #""prompt_tokens": {"mean": 300}, "completion_tokens": {"mean": 50}, "deadline_s": 30}}"#
+        let twoPools = one.replacingOccurrences(of: #"200000}]}]"#, with: #"200000}]}, "# + second + "]")
+            .replacingOccurrences(of: #""deadline_s": 30}}]}"#, with: #""deadline_s": 30}}, "# + whale + "]}")
+        let contended = try await Self.check(
+            twoPools.replacingOccurrences(of: headline, with: #""metric": "utilisation", "better": "higher""#))
+        #expect(contended.code == 0, "\(contended.out)")
+        #expect(!contended.out.contains("warning"), "\(contended.out)")
+        let standardJain = try await Self.check(
+            twoPools.replacingOccurrences(
+                of: headline, with: #""metric": "jain", "tier": "standard", "better": "higher""#))
+        #expect(standardJain.out.contains("warning: headline jain[standard]: on the pools tier standard uses"))
+        let premiumJain = try await Self.check(
+            twoPools.replacingOccurrences(
+                of: headline, with: #""metric": "jain", "tier": "premium", "better": "higher""#))
+        #expect(premiumJain.code == 0, "\(premiumJain.out)")
+        #expect(!premiumJain.out.contains("warning"), "\(premiumJain.out)")
         // From t=30 s, 60 tasks a minute × 2.5 calls = 150 rpm: contended, no warning; the peak is found at the
         // arrival step, not only at t=0.
         let busy = try await Self.check(

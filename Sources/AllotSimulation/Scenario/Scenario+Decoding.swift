@@ -70,7 +70,8 @@ extension Scenario {
 
     /// A headline measured only after something the scenario never has, so every strategy would show `-` and none
     /// would win: `convergence_s` with no capacity change within the run (``capacityChangeTimes``), and
-    /// `utilisation` or a tier's `jain` when no pool's demand ever exceeds its true capacity. Demand is what the
+    /// `utilisation` or a tier's `jain` when no pool (of the tier's tenants, for `jain`) has demand above its true
+    /// capacity. Demand is what the
     /// metrics count it by: each tenant's scheduled arrival rate × its mean calls per task (× mean tokens per call
     /// for tpm), summed over the pool's tenants, against the capacity step in force.
     var unmeasuredHeadlineWarnings: [String] {
@@ -84,10 +85,13 @@ extension Scenario {
                     + "a change, so \(never)"
             ]
         case "utilisation", "jain":
-            guard let peak = peakDemand, peak.ratio <= 1 else { return [] }
+            // A tier's Jain's index is judged on its own tenants' pools only.
+            let judged = headline.tier.map { tier in Set(tenants.filter { $0.tier == tier }.map(\.pool)) }
+            guard let peak = peakDemand(on: judged), peak.ratio <= 1 else { return [] }
             let what = headline.metric == "jain" ? "Jain's index is" : "utilisation is"
             return [
-                "headline \(headline.label): no pool's scheduled demand ever exceeds its true capacity (the most is "
+                "headline \(headline.label): \(headline.tier.map { "on the pools tier \($0) uses, " } ?? "")"
+                    + "no pool's scheduled demand ever exceeds its true capacity (the most is "
                     + "\(number((peak.ratio * 1000).rounded() / 10)) % of pool \"\(peak.pool)\"'s \(peak.dimension) "
                     + "from t=\(number(peak.at)) s): \(what) measured only while demand exceeds capacity, so "
                     + "\(never)"
@@ -99,10 +103,10 @@ extension Scenario {
 
     /// The highest ratio, over pools and the spans between steps (capacity and arrival steps, within the run), of
     /// a pool's scheduled demand to its true capacity in either dimension: where, in which dimension, from when
-    /// (the first of equals).
-    var peakDemand: (ratio: Double, pool: String, dimension: String, at: Double)? {
+    /// (the first of equals). `judged`: only those pools (by id); nil: every pool.
+    func peakDemand(on judged: Set<String>? = nil) -> (ratio: Double, pool: String, dimension: String, at: Double)? {
         var peak: (ratio: Double, pool: String, dimension: String, at: Double)?
-        for pool in pools {
+        for pool in pools where judged?.contains(pool.id) ?? true {
             let members = tenants.filter { $0.pool == pool.id }
             let starts = Set([0] + pool.capacity.map(\.at) + members.flatMap { $0.arrivals.map(\.at) })
             for at in starts.filter({ $0 < durationSeconds }).sorted() {
