@@ -43,7 +43,9 @@ public struct ObserverSettings: Sendable, Hashable, Codable {
     public var degradeFactor: Double
     /// Share of upstream attempts answered `overloaded` in the short window that opens the circuit.
     public var circuitOpenRatio: Double
-    /// Share that also sheds `interactive` traffic (severe overload).
+    /// Share that also sheds `interactive` traffic (severe overload), keeps an open circuit open past
+    /// `circuitQuietSeconds` and reopens a half-open one. Default 1: only a provider refusing every attempt is
+    /// severe (policies/README.md: shedding from half the attempts refused starved more and met fewer SLOs).
     public var circuitSevereRatio: Double
     /// Upstream attempts the short window needs before the overload share is judged.
     public var circuitMinAttempts: Int
@@ -61,7 +63,7 @@ public struct ObserverSettings: Sendable, Hashable, Codable {
         latencyRecoverRatio: Double = 1.2,
         latencyLoadRise: Double = 0.25, latencyMinSamples: Int = 20, degradeFactor: Double = 0.8,
         circuitOpenRatio: Double = 0.2,
-        circuitSevereRatio: Double = 0.5, circuitMinAttempts: Int = 20, circuitQuietSeconds: Double = 30,
+        circuitSevereRatio: Double = 1, circuitMinAttempts: Int = 20, circuitQuietSeconds: Double = 30,
         sharedTolerance: Double = 0.05
     ) {
         self.shortWindowSeconds = shortWindowSeconds

@@ -56,9 +56,11 @@ struct ObserverHealthTests {
         #expect(F.alerts(report, kind: "circuit_open").isEmpty)
     }
 
+    /// With `circuit_severe_ratio` 0.5: half the attempts refused is severe.
     @Test func severeOverloadShedsInteractiveAndHalfOpenReopens() throws {
         var script = TelemetryScript()
-        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
+        let settings = ObserverSettings(circuitSevereRatio: 0.5)
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000, observer: settings))
         var report = estimation.observe(script.delta { Self.overload(&$0, t0: t0, severe: true) }, now: t0)
         #expect(F.status(report)?.shed == ["background", "batch", "interactive"])
         report = estimation.observe(script.delta([]), now: t0 + 30)
@@ -71,6 +73,34 @@ struct ObserverHealthTests {
         #expect(status.circuitOpen)
         #expect(status.shed.first == "background")
         #expect(status.shed.count >= 2)
+    }
+
+    /// The default `circuit_severe_ratio` (1): half the attempts refused sheds `batch` (and `background`) for
+    /// `circuit_quiet_s`, never `interactive`, and answers while half-open do not reopen the circuit; a provider
+    /// refusing every attempt does both.
+    @Test func byDefaultOnlyAProviderRefusingEveryAttemptIsSevere() throws {
+        #expect(ObserverSettings().circuitSevereRatio == 1)
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
+        var report = estimation.observe(script.delta { Self.overload(&$0, t0: t0, severe: true) }, now: t0)
+        #expect(F.status(report)?.shed == ["background", "batch"])
+        var sheds: [[String]] = []
+        for step in 1...6 {
+            let end = t0 + Double(step) * 10
+            report = estimation.observe(script.delta { Self.overload(&$0, t0: end, severe: true) }, now: end)
+            sheds.append(F.status(report)?.shed ?? [])
+        }
+        // Open for `circuit_quiet_s` (30 s), then half-open although half the attempts are still refused.
+        let halfOpen = Array(repeating: ["background"], count: 4)
+        #expect(sheds == [["background", "batch"], ["background", "batch"]] + halfOpen)
+        // A provider refusing every attempt of the short window: severe.
+        var outage = TelemetryScript()
+        var dead = CapacityEstimation(policy: F.policy(rpm: 1000))
+        let refused = outage.spread(30, from: t0 - 10, to: t0) { script, at in
+            script.event(at: at, outcome: .overloaded, status: 529, errorType: "overloaded_error")
+        }
+        report = dead.observe(outage.delta(refused), now: t0)
+        #expect(F.status(report)?.shed == ["background", "batch", "interactive"])
     }
 
     @Test func aSustainedPartialOverloadReadmitsBatchAfterTheQuietPeriod() throws {
@@ -351,7 +381,9 @@ struct ObserverHealthTests {
         let reloaded = try Policy.load(files: [PolicyFile(name: "canonical.json", bytes: policy.canonicalBytes)])
         #expect(reloaded.observer == policy.observer)
 
-        let bad = #"{"observer": {"latency_ratio": 1, "circuit_open_ratio": 0.6, "probe_stp": 1}}"#
+        let bad =
+            #"{"observer": {"latency_ratio": 1, "circuit_open_ratio": 0.6, "circuit_severe_ratio": 0.5, "#
+            + #""probe_stp": 1}}"#
         let issues = Policy.validate(files: [
             PolicyFile(name: "engine.json", bytes: Array(bad.utf8)),
             PolicyFile(name: "tiers.json", bytes: Array(tiers.utf8)),
