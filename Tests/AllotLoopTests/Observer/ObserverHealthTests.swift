@@ -22,6 +22,14 @@ struct ObserverHealthTests {
         }
     }
 
+    /// The circuit's phase by its signal: `open`, `half-open`, or nil (closed).
+    static func phase(_ report: ObserverReport) -> String? {
+        guard let signals = F.status(report)?.signals else { return nil }
+        if signals.contains(where: { $0.contains("; circuit open, shedding") }) { return "open" }
+        if signals.contains(where: { $0.contains("; circuit half-open (probing), shedding") }) { return "half-open" }
+        return nil
+    }
+
     @Test func overloadOpensTheCircuitShedsAndRecovers() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
@@ -29,22 +37,24 @@ struct ObserverHealthTests {
         var status = try #require(F.status(report))
         #expect(status.state == .overloaded)
         #expect(status.circuitOpen)
-        #expect(status.shed == ["background", "batch"])
+        // Below the severe share only `background` is shed: the rest meet the provider's refusals and back off.
+        #expect(status.shed == ["background"])
         #expect(status.estimate.rpm == 1000)  // overload is not quota: capacity unchanged
         #expect(report.pools.first?.state == .overloaded)
         #expect(
             status.signals.contains(
-                "overloaded: 10 of 30 attempts (33.3%) in the last 60 s; circuit open, shedding background, batch"))
+                "overloaded: 10 of 30 attempts (33.3%) in the last 60 s; circuit open, shedding background"))
         #expect(F.alerts(report, kind: "circuit_open").map(\.since) == [t0])
 
         // Still open 9.7 s after the last overload error…
         report = estimation.observe(script.delta([]), now: t0 + 9)
-        #expect(F.status(report)?.shed == ["background", "batch"])
-        // …half-open (probing: only background still shed) once 10 s pass without one: the overload is over…
+        #expect(Self.phase(report) == "open")
+        // …half-open (probing) once 10 s pass without one: the overload is over…
         report = estimation.observe(script.delta([]), now: t0 + 10)
         status = try #require(F.status(report))
         #expect(status.state == .overloaded)
         #expect(status.circuitOpen)
+        #expect(Self.phase(report) == "half-open")
         #expect(status.shed == ["background"])
         #expect(F.alerts(report, kind: "circuit_open").map(\.since) == [t0])
         // …and closed after another quiet period.
@@ -64,35 +74,34 @@ struct ObserverHealthTests {
         var report = estimation.observe(script.delta { Self.overload(&$0, t0: t0, severe: true) }, now: t0)
         #expect(F.status(report)?.shed == ["background", "batch", "interactive"])
         report = estimation.observe(script.delta([]), now: t0 + 30)
+        #expect(Self.phase(report) == "half-open")
         #expect(F.status(report)?.shed == ["background"])
         // An overload answer while half-open, with the short window's share still severe (16 of 31),
         // reopens the circuit at once.
         let probe = [script.event(at: t0 + 32, outcome: .overloaded, status: 503)]
         report = estimation.observe(script.delta(probe), now: t0 + 35)
-        let status = try #require(F.status(report))
-        #expect(status.circuitOpen)
-        #expect(status.shed.first == "background")
-        #expect(status.shed.count >= 2)
+        #expect(Self.phase(report) == "open")
+        #expect(F.status(report)?.shed == ["background", "batch", "interactive"])
     }
 
-    /// The default `circuit_severe_ratio` (1): half the attempts refused sheds `batch` (and `background`) for
-    /// `circuit_quiet_s`, never `interactive`, and answers while half-open do not reopen the circuit; a provider
-    /// refusing every attempt does both.
+    /// The default `circuit_severe_ratio` (1): half the attempts refused sheds only `background`, the circuit
+    /// half-opens after `circuit_quiet_s` and answers while half-open do not reopen it; a provider refusing
+    /// every attempt sheds `batch` and `interactive` too.
     @Test func byDefaultOnlyAProviderRefusingEveryAttemptIsSevere() throws {
         #expect(ObserverSettings().circuitSevereRatio == 1)
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
         var report = estimation.observe(script.delta { Self.overload(&$0, t0: t0, severe: true) }, now: t0)
-        #expect(F.status(report)?.shed == ["background", "batch"])
-        var sheds: [[String]] = []
+        #expect(F.status(report)?.shed == ["background"])
+        var phases: [String?] = []
         for step in 1...6 {
             let end = t0 + Double(step) * 10
             report = estimation.observe(script.delta { Self.overload(&$0, t0: end, severe: true) }, now: end)
-            sheds.append(F.status(report)?.shed ?? [])
+            phases.append(Self.phase(report))
+            #expect(F.status(report)?.shed == ["background"])
         }
         // Open for `circuit_quiet_s` (30 s), then half-open although half the attempts are still refused.
-        let halfOpen = Array(repeating: ["background"], count: 4)
-        #expect(sheds == [["background", "batch"], ["background", "batch"]] + halfOpen)
+        #expect(phases == ["open", "open", "half-open", "half-open", "half-open", "half-open"])
         // A provider refusing every attempt of the short window: severe.
         var outage = TelemetryScript()
         var dead = CapacityEstimation(policy: F.policy(rpm: 1000))
@@ -103,26 +112,24 @@ struct ObserverHealthTests {
         #expect(F.status(report)?.shed == ["background", "batch", "interactive"])
     }
 
-    @Test func aSustainedPartialOverloadReadmitsBatchAfterTheQuietPeriod() throws {
+    @Test func aSustainedPartialOverloadHalfOpensAfterTheQuietPeriod() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
         // A third of the attempts overloaded, for two minutes: 30 attempts every 10 s.
         var report = estimation.observe(script.delta { Self.overload(&$0, t0: t0) }, now: t0)
-        #expect(F.status(report)?.shed == ["background", "batch"])
-        var sheds: [[String]] = []
+        #expect(Self.phase(report) == "open")
+        var phases: [String?] = []
         for step in 1...12 {
             let end = t0 + Double(step) * 10
             report = estimation.observe(script.delta { Self.overload(&$0, t0: end) }, now: end)
-            sheds.append(F.status(report)?.shed ?? [])
+            phases.append(Self.phase(report))
         }
         // Open for `circuit_quiet_s` (30 s), then half-open although overload errors keep coming: below the
-        // severe share the upstream still serves two thirds, and `batch` is readmitted. It stays half-open
-        // (only `background` shed) while the partial overload lasts.
-        #expect(sheds[0] == ["background", "batch"])
-        #expect(sheds[1] == ["background", "batch"])
-        #expect(sheds[2] == ["background"])
-        #expect(sheds[3...].allSatisfy { $0 == ["background"] })
+        // severe share the upstream still serves two thirds. It stays half-open while the partial overload lasts.
+        #expect(phases[0...1].allSatisfy { $0 == "open" })
+        #expect(phases[2...].allSatisfy { $0 == "half-open" })
         #expect(F.status(report)?.state == .overloaded)
+        #expect(F.status(report)?.shed == ["background"])
         // Closed 30 s after the last overload error.
         report = estimation.observe(script.delta([]), now: t0 + 149)
         #expect(F.status(report)?.shed == ["background"])
@@ -276,7 +283,7 @@ struct ObserverHealthTests {
         let report = estimation.observe(script.delta(events), now: t0)
         let status = try #require(F.status(report))
         #expect(status.circuitOpen)
-        #expect(status.shed == ["background", "batch"])
+        #expect(status.shed == ["background"])
         #expect(status.estimate == PerDimension(rpm: 1000, tpm: 100_000))
         #expect(F.alerts(report, kind: "upstream_degrading").isEmpty)
         #expect(
