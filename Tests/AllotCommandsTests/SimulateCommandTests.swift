@@ -265,6 +265,29 @@ import Testing
         #expect(!drops.out.contains("warning"), "\(drops.out)")
     }
 
+    @Test func aHeadlineStaticWinsByConstructionIsWarnedAbout() async throws {
+        let one = Self.oneTenantScenario(name: "fixed", duration: 60, tier: "standard", tasksPerMinute: 6)
+        let headline = #""metric": "upstream_429_rate", "better": "lower""#
+        let variation = try await Self.check(
+            one.replacingOccurrences(of: headline, with: #""metric": "total_variation", "better": "lower""#))
+        #expect(variation.code == 0, "\(variation.out)")
+        let never =
+            "headline total_variation: `static` never moves a quota, so its total variation is 0: no strategy can "
+            + "do better than tie it"
+        #expect(variation.out.contains("\n  warning: " + never + "\n"), "\(variation.out)")
+        let first = try await Self.check(
+            one.replacingOccurrences(
+                of: headline, with: #""metric": "time_to_first_allocation_s", "better": "lower""#))
+        #expect(
+            first.out.contains(
+                "\n  warning: headline time_to_first_allocation_s: `static` provisions every tenant before its "
+                    + "first call (0 s): no strategy can do better than tie it\n"), "\(first.out)")
+        // The built-in noisy-signals is judged on total variation: it says so too.
+        let builtin = await runCLI(["simulate", "--scenario", "noisy-signals", "--check"])
+        #expect(builtin.code == 0)
+        #expect(builtin.out.contains("\n  warning: " + never + "\n"), "\(builtin.out)")
+    }
+
     @Test func gatewaysOverridesTheScenariosGatewayCountWithinOneTo32() async throws {
         let path = NSTemporaryDirectory() + "gateways-\(UUID().uuidString).json"
         try Data(Self.oneTenantScenario(name: "tiny", duration: 60, tier: "standard", tasksPerMinute: 6).utf8)

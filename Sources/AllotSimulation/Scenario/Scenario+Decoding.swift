@@ -46,7 +46,7 @@ extension Scenario {
     /// call does not fit its pool's token bucket, a latency warning on a pool whose capacity never drops, a
     /// latency warning that would start before the run.
     public var warnings: [String] {
-        headlineWarnings + unmeasuredHeadlineWarnings + tokenBucketWarnings + latencyWarningWarnings
+        headlineWarnings + unwinnableHeadlineWarnings + tokenBucketWarnings + latencyWarningWarnings
     }
 
     /// A headline judged on tasks (SLO attainment, a latency percentile) of a tier none of whose tasks is due
@@ -68,16 +68,28 @@ extension Scenario {
         ]
     }
 
-    /// A headline measured only after something the scenario never has, so every strategy would show `-` and none
-    /// would win: `convergence_s` with no capacity change within the run (``capacityChangeTimes``), and
+    /// A headline `static` wins by construction: `total_variation` (it never moves a quota: 0) and
+    /// `time_to_first_allocation_s` (it provisions every tenant before its first call: 0 s); the others can at
+    /// best tie. And a headline measured only after something the scenario never has, so every strategy would
+    /// show `-` and none would win: `convergence_s` with no capacity change within the run (``capacityChangeTimes``), and
     /// `utilisation` or a tier's `jain` when no pool (of the tier's tenants, for `jain`) has demand above its true
     /// capacity. Demand is what the
     /// metrics count it by: each tenant's scheduled arrival rate × its mean calls per task (× mean tokens per call
     /// for tpm), summed over the pool's tenants, against the capacity step in force.
-    var unmeasuredHeadlineWarnings: [String] {
+    var unwinnableHeadlineWarnings: [String] {
         let number = ScenarioReader.format
         let never = "no strategy can win on it"
         switch headline.metric {
+        case "total_variation":
+            return [
+                "headline total_variation: `static` never moves a quota, so its total variation is 0: no strategy "
+                    + "can do better than tie it"
+            ]
+        case "time_to_first_allocation_s":
+            return [
+                "headline time_to_first_allocation_s: `static` provisions every tenant before its first call "
+                    + "(0 s): no strategy can do better than tie it"
+            ]
         case "convergence_s" where capacityChangeTimes.isEmpty:
             return [
                 "headline convergence_s: no pool's capacity changes within the run (no capacity step before "
