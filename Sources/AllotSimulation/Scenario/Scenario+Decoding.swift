@@ -71,11 +71,11 @@ extension Scenario {
     /// A headline `static` wins by construction: `total_variation` (it never moves a quota: 0) and
     /// `time_to_first_allocation_s` (it provisions every tenant before its first call: 0 s); the others can at
     /// best tie. And a headline measured only after something the scenario never has, so every strategy would
-    /// show `-` and none would win: `convergence_s` with no capacity change within the run (``capacityChangeTimes``), and
-    /// `utilisation` or a tier's `jain` when no pool (of the tier's tenants, for `jain`) has demand above its true
-    /// capacity. Demand is what the
-    /// metrics count it by: each tenant's scheduled arrival rate × its mean calls per task (× mean tokens per call
-    /// for tpm), summed over the pool's tenants, against the capacity step in force.
+    /// show `-` and none would win: `convergence_s` with no capacity change within the run
+    /// (``capacityChangeTimes``), and `utilisation` or a tier's `jain` when no pool (of the tier's tenants, for
+    /// `jain`) has demand above its true capacity. Demand is what the metrics count it by: each tenant's scheduled
+    /// arrival rate × its mean calls per task (× mean tokens per call for tpm), summed over the pool's tenants,
+    /// against the capacity step in force.
     var unwinnableHeadlineWarnings: [String] {
         let number = ScenarioReader.format
         let never = "no strategy can win on it"
