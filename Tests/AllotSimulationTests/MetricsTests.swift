@@ -95,6 +95,27 @@ import Testing
         #expect(quiet.starvationTenantMinutes == 0)
     }
 
+    @Test func jainJudgesTheDimensionThatBinds() {
+        // Both want 80 rpm of 100 and 100k tpm each of 100k (tokens bind: 2× against requests' 1.6×); each
+        // is served 50 rpm, a 60k tpm and b 40k: a over its due in the tokens that bind, b under, while the
+        // requests are even. Entitled 50 rpm and 50k tpm each.
+        var trace = Self.trace(
+            served: Array(repeating: (50, 50), count: 4), allocations: Array(repeating: (50, 50), count: 4))
+        for k in trace.samples.indices {
+            trace.samples[k].pools[0].demandTPM = 200_000
+            trace.samples[k].tenants[0].demandTPM = 100_000
+            trace.samples[k].tenants[1].demandTPM = 100_000
+            trace.samples[k].tenants[0].servedTPM = 60_000
+            trace.samples[k].tenants[1].servedTPM = 40_000
+        }
+        let jain = RunMetrics(trace: trace).tiers["standard"]!.jain!
+        // Tokens alone: 1.2 and 0.8. Summed with the even requests it read (1.1, 0.9): 0.990.
+        #expect(abs(jain - 4 / (2 * (1.2 * 1.2 + 0.8 * 0.8))) < 1e-12)
+        // Where requests bind (the tokens wanted below capacity) the same service is even.
+        for k in trace.samples.indices { trace.samples[k].pools[0].demandTPM = 90_000 }
+        #expect(RunMetrics(trace: trace).tiers["standard"]!.jain == 1)
+    }
+
     @Test func starvationIsJudgedAgainstTheDemandThatArrived() {
         // Both nominally want 80 of 100; a's tasks arrived at 1.5× that, b's at 30 rpm. Served 70 / 30.
         // Against the nominal rate b is entitled 50 and starved (30 < 0.7 × 50); against what arrived it

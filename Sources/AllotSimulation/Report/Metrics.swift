@@ -246,6 +246,8 @@ extension RunMetrics {
         var poolUtilisation = Array(repeating: (sum: 0.0, count: 0), count: trace.pools.count)
         var poolUpstream = Array(repeating: (attempts: 0, rejected: 0), count: trace.pools.count)
         var contended = Array(repeating: Array(repeating: false, count: trace.pools.count), count: samples.count)
+        // Per interval and pool, whether requests bind (else tokens): the dimension utilisation and Jain judge.
+        var bindsRPM = contended
         for (k, sample) in samples.enumerated() {
             for (p, pool) in sample.pools.enumerated() {
                 poolUpstream[p].attempts += pool.upstreamAttempts
@@ -254,6 +256,7 @@ extension RunMetrics {
                 let tpmRatio = pool.trueTPM > 0 ? pool.demandTPM / pool.trueTPM : 0
                 guard max(rpmRatio, tpmRatio) > 1 else { continue }
                 contended[k][p] = true
+                bindsRPM[k][p] = rpmRatio >= tpmRatio
                 let used = rpmRatio >= tpmRatio ? pool.servedRPM / pool.trueRPM : pool.servedTPM / pool.trueTPM
                 utilisationSum += used
                 utilisationCount += 1
@@ -425,19 +428,24 @@ extension RunMetrics {
                 let value = latencies[min(latencies.count - 1, Int((q * Double(latencies.count)).rounded(.up)) - 1)]
                 return value.isFinite ? value : nil
             }
-            // Jain over served ÷ entitled, using the intervals in which the tenant's pool was contended.
+            // Jain over served ÷ entitled, using the intervals in which the tenant's pool was contended, each in
+            // the dimension that binds there (as utilisation): summed over both, a tenant served 1.39× its due in
+            // the binding tokens and 0.8× in the requests that never bind read as fair as the rest (an outside
+            // reviewer's gaming tenant that under-declared its tokens: 1.000, where tokens alone give 0.967).
             var ratios: [Double] = []
             for m in members.sorted() {
                 var served = 0.0
                 var entitled = 0.0
                 for k in samples.indices where contended[k][tenantPool[m]] {
                     let s = samples[k].tenants[m]
-                    served +=
-                        s.servedRPM / max(1e-9, samples[k].pools[tenantPool[m]].trueRPM)
-                        + s.servedTPM / max(1e-9, samples[k].pools[tenantPool[m]].trueTPM)
-                    entitled +=
-                        entitledRPM[k][m] / max(1e-9, samples[k].pools[tenantPool[m]].trueRPM)
-                        + entitledTPM[k][m] / max(1e-9, samples[k].pools[tenantPool[m]].trueTPM)
+                    let pool = samples[k].pools[tenantPool[m]]
+                    if bindsRPM[k][tenantPool[m]] {
+                        served += s.servedRPM / max(1e-9, pool.trueRPM)
+                        entitled += entitledRPM[k][m] / max(1e-9, pool.trueRPM)
+                    } else {
+                        served += s.servedTPM / max(1e-9, pool.trueTPM)
+                        entitled += entitledTPM[k][m] / max(1e-9, pool.trueTPM)
+                    }
                 }
                 if entitled > 0 { ratios.append(served / entitled) }
             }
