@@ -43,9 +43,10 @@ public struct ObserverSettings: Sendable, Hashable, Codable {
     public var degradeFactor: Double
     /// Share of upstream attempts answered `overloaded` in the short window that opens the circuit.
     public var circuitOpenRatio: Double
-    /// Share that also sheds `interactive` traffic (severe overload), keeps an open circuit open past
-    /// `circuitQuietSeconds` and reopens a half-open one. Default 1: only a provider refusing every attempt is
-    /// severe (policies/README.md: shedding from half the attempts refused starved more and met fewer SLOs).
+    /// Share at which the overload is severe: an open circuit sheds `batch` and `interactive` too (below it, only
+    /// `background`), stays open past `circuitQuietSeconds`, and a half-open one reopens. Default 1: only a
+    /// provider refusing every attempt is severe (policies/README.md: shedding more starved more and met fewer
+    /// SLOs).
     public var circuitSevereRatio: Double
     /// Upstream attempts the short window needs before the overload share is judged.
     public var circuitMinAttempts: Int

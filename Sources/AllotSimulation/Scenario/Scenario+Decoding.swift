@@ -42,9 +42,10 @@ extension Scenario {
     }
 
     /// What `--check` warns about (and a run, on stderr) in a scenario that is valid but cannot mean what its
-    /// author meant (docs/scenarios.md): a headline on a tier with no task due within the run, a tenant whose mean
-    /// call does not fit its pool's token bucket, a latency warning on a pool whose capacity never drops, a
-    /// latency warning that would start before the run.
+    /// author meant (docs/scenarios.md): a headline on a tier with no task due within the run, a headline no
+    /// strategy can win on (``unwinnableHeadlineWarnings``), a tenant whose mean call does not fit its pool's token
+    /// bucket, a latency warning on a pool whose capacity never drops, a latency warning that would start before
+    /// the run.
     public var warnings: [String] {
         headlineWarnings + unwinnableHeadlineWarnings + tokenBucketWarnings + latencyWarningWarnings
     }
