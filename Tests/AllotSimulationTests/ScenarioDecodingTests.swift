@@ -157,6 +157,14 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
                     + #"[{"from_s": 10, "to_s": 60, "rate": 0.2}, {"from_s": 60, "to_s": 70, "rate": 0}]"#),
             "pools[0].overload[1].rate", "must be above 0 (a window of rate 0 refuses nothing)"
         ),
+        (
+            scenarioJSON().replacingOccurrences(
+                of: #""capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}]"#,
+                with: #""capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}], "#
+                    + #""noise": {"header_jitter": 0.2, "header_missing": 1}"#),
+            "pools[0].noise.header_jitter",
+            "must be 0 when header_missing is 1 (no answer carries a header to jitter), not 0.2"
+        ),
     ]
 
     @Test(arguments: consistencyCases)

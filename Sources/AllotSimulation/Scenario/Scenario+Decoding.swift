@@ -538,6 +538,11 @@ private struct ScenarioReader {
             let n = try self.object(json, np, keys: ["header_jitter", "header_missing"], required: [])
             jitter = try number(n["header_jitter"], np + ".header_jitter", 0...1, default: 0)
             missing = try number(n["header_missing"], np + ".header_missing", 0...1, default: 0)
+            guard jitter == 0 || missing < 1 else {
+                throw fail(
+                    np + ".header_jitter",
+                    "must be 0 when header_missing is 1 (no answer carries a header to jitter), not \(Self.format(jitter))")
+            }
         }
         return ScenarioPool(
             id: id, provider: provider, declaredRPM: declaredRPM, declaredTPM: declaredTPM, capacity: steps,
