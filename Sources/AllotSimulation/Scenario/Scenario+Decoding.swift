@@ -541,7 +541,8 @@ private struct ScenarioReader {
             guard jitter == 0 || missing < 1 else {
                 throw fail(
                     np + ".header_jitter",
-                    "must be 0 when header_missing is 1 (no answer carries a header to jitter), not \(Self.format(jitter))")
+                    "must be 0 when header_missing is 1 (no answer carries a header to jitter), not "
+                        + Self.format(jitter))
             }
         }
         return ScenarioPool(
