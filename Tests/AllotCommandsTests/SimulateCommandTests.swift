@@ -202,13 +202,14 @@ import Testing
             + #"of pool "p"'s rpm from t=0 s): utilisation is measured only while demand exceeds capacity, so no "#
             + "strategy can win on it"
         #expect(utilisation.out.contains("\n  warning: " + uncontended + "\n"), "\(utilisation.out)")
-        // Jain's index, judged over the same intervals; named by its tier.
+        // Jain's index, judged over the same intervals; named by its tier (of two tenants: of one it is 1 anyway).
+        let pair = one.replacingOccurrences(of: #""id": "a", "tier""#, with: #""id": "a", "count": 2, "tier""#)
         let jain = try await Self.check(
-            one.replacingOccurrences(of: headline, with: #""metric": "jain", "tier": "standard", "better": "higher""#))
+            pair.replacingOccurrences(of: headline, with: #""metric": "jain", "tier": "standard", "better": "higher""#))
         #expect(
             jain.out.contains(
                 "warning: headline jain[standard]: on the pools tier standard uses, no pool's scheduled demand ever "
-                    + "exceeds its true capacity (the most is 12.5 % of pool \"p\"'s rpm from t=0 s): Jain's index is "
+                    + "exceeds its true capacity (the most is 25 % of pool \"p\"'s rpm from t=0 s): Jain's index is "
                     + "measured only while"), "\(jain.out)")
         // A second pool, contended by a premium tenant (60 tasks a minute × 2.5 calls on 60 rpm): utilisation is
         // measured there, but the standard tier's Jain's index is judged on pool p alone.
@@ -219,8 +220,9 @@ import Testing
             #"{"id": "w", "tier": "premium", "pool": "q", "arrivals": [{"at_s": 0, "tasks_per_min": 60}], "#
             + #""task": {"class": "batch", "calls": {"min": 2, "max": 3}, "parallelism": 1, "#
             + #""prompt_tokens": {"mean": 300}, "completion_tokens": {"mean": 50}, "deadline_s": 30}}"#
-        let twoPools = one.replacingOccurrences(of: #"200000}]}]"#, with: #"200000}]}, "# + second + "]")
+        let twoPools = pair.replacingOccurrences(of: #"200000}]}]"#, with: #"200000}]}, "# + second + "]")
             .replacingOccurrences(of: #""deadline_s": 30}}]}"#, with: #""deadline_s": 30}}, "# + whale + "]}")
+            .replacingOccurrences(of: #""id": "w", "tier""#, with: #""id": "w", "count": 2, "tier""#)
         let contended = try await Self.check(
             twoPools.replacingOccurrences(of: headline, with: #""metric": "utilisation", "better": "higher""#))
         #expect(contended.code == 0, "\(contended.out)")
@@ -286,6 +288,33 @@ import Testing
         let builtin = await runCLI(["simulate", "--scenario", "noisy-signals", "--check"])
         #expect(builtin.code == 0)
         #expect(builtin.out.contains("\n  warning: " + never + "\n"), "\(builtin.out)")
+    }
+
+    @Test func aTierHeadlineEveryStrategyTiesOnIsWarnedAbout() async throws {
+        // One standard tenant: its Jain's index is 1 whatever happens.
+        let one = Self.oneTenantScenario(name: "alone", duration: 60, tier: "standard", tasksPerMinute: 6)
+        let headline = #""metric": "upstream_429_rate", "better": "lower""#
+        let jain = try await Self.check(
+            one.replacingOccurrences(of: headline, with: #""metric": "jain", "tier": "standard", "better": "higher""#))
+        #expect(
+            jain.out.contains(
+                "\n  warning: headline jain[standard]: tier standard has one tenant (\"a\"), and Jain's index of one "
+                    + "is 1 for every strategy: no strategy can win on it\n"), "\(jain.out)")
+        // Tasks of 2–3 calls one at a time on a pool of 600-ms calls: 2 × 0.51 s at best, against a 1-s deadline.
+        let slo = one.replacingOccurrences(
+            of: headline, with: #""metric": "slo_attainment", "tier": "standard", "better": "higher""#)
+        let late = try await Self.check(slo.replacingOccurrences(of: #""deadline_s": 30"#, with: #""deadline_s": 1"#))
+        #expect(
+            late.out.contains(
+                "\n  warning: headline slo_attainment[standard]: no task of tier standard can finish by its deadline "
+                    + "(at best 1.02 s, from its fewest calls at the pool's base latency, against deadline_s 1): every "
+                    + "strategy meets 0 %, so no strategy can win on it\n"), "\(late.out)")
+        // Two calls in parallel fit (0.51 s): no warning.
+        let parallel = try await Self.check(
+            slo.replacingOccurrences(of: #""deadline_s": 30"#, with: #""deadline_s": 1"#)
+                .replacingOccurrences(of: #""parallelism": 1"#, with: #""parallelism": 2"#))
+        #expect(parallel.code == 0, "\(parallel.out)")
+        #expect(!parallel.out.contains("warning"), "\(parallel.out)")
     }
 
     @Test func gatewaysOverridesTheScenariosGatewayCountWithinOneTo32() async throws {

@@ -69,9 +69,11 @@ extension Scenario {
         ]
     }
 
-    /// A headline `static` wins by construction: `total_variation` (it never moves a quota: 0) and
-    /// `time_to_first_allocation_s` (it provisions every tenant before its first call: 0 s); the others can at
-    /// best tie. And a headline measured only after something the scenario never has, so every strategy would
+    /// A tier headline every strategy ties on: `jain` on a tier of one tenant (1), `slo_attainment` when no task
+    /// of the tier can finish by its deadline even at the pool's base latency (0). A headline `static` wins by
+    /// construction: `total_variation` (it never moves a quota: 0) and `time_to_first_allocation_s` (it
+    /// provisions every tenant before its first call: 0 s); the others can at best tie. And a headline measured
+    /// only after something the scenario never has, so every strategy would
     /// show `-` and none would win: `convergence_s` with no capacity change within the run
     /// (``capacityChangeTimes``), and `utilisation` or a tier's `jain` when no pool (of the tier's tenants, for
     /// `jain`) has demand above its true capacity. Demand is what the metrics count it by: each tenant's scheduled
@@ -80,6 +82,30 @@ extension Scenario {
     var unwinnableHeadlineWarnings: [String] {
         let number = ScenarioReader.format
         let never = "no strategy can win on it"
+        if let tier = headline.tier {
+            let members = Set(tenants.filter { $0.tier == tier }.map(\.id))
+            if headline.metric == "jain", members.count == 1 {
+                return [
+                    "headline jain[\(tier)]: tier \(tier) has one tenant (\"\(members.first!)\"), and Jain's index of "
+                        + "one is 1 for every strategy: \(never)"
+                ]
+            }
+            // The fastest a task can finish: its fewest calls in rounds of `parallelism`, each at the pool's
+            // base latency less the 15 % jitter (no queueing, no output tokens, no think time).
+            let fastest = tenants.filter { $0.tier == tier }.map { tenant -> (Double, Double) in
+                let base = pools.first { $0.id == tenant.pool }?.latency.baseMs ?? 0
+                let rounds = (tenant.task.minCalls + tenant.task.parallelism - 1) / tenant.task.parallelism
+                return (Double(rounds) * 0.85 * base / 1000, tenant.task.deadlineSeconds)
+            }
+            if headline.metric == "slo_attainment", !fastest.isEmpty, fastest.allSatisfy({ $0.0 > $0.1 }) {
+                let slack = fastest.min { $0.0 - $0.1 < $1.0 - $1.1 }!
+                return [
+                    "headline slo_attainment[\(tier)]: no task of tier \(tier) can finish by its deadline (at best "
+                        + "\(number((slack.0 * 100).rounded() / 100)) s, from its fewest calls at the pool's base latency, "
+                        + "against deadline_s \(number(slack.1))): every strategy meets 0 %, so \(never)"
+                ]
+            }
+        }
         switch headline.metric {
         case "total_variation":
             return [
