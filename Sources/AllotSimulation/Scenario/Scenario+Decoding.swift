@@ -101,7 +101,8 @@ extension Scenario {
                 let slack = fastest.min { $0.0 - $0.1 < $1.0 - $1.1 }!
                 return [
                     "headline slo_attainment[\(tier)]: no task of tier \(tier) can finish by its deadline (at best "
-                        + "\(number((slack.0 * 100).rounded() / 100)) s, from its fewest calls at the pool's base latency, "
+                        + "\(number((slack.0 * 100).rounded() / 100)) s, from its fewest calls at the pool's base "
+                        + "latency, "
                         + "against deadline_s \(number(slack.1))): every strategy meets 0 %, so \(never)"
                 ]
             }
