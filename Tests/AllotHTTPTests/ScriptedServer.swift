@@ -41,7 +41,9 @@ final class ScriptedServer: Sendable {
         let thread = Thread {
             let client = accept(fd, nil, nil)
             guard client >= 0 else { return }
-            var timeout = timeval(tv_sec: 30, tv_usec: 0)
+            // Longer than a client's request timeout: a test task was once held over 10 s between two requests
+            // by other tests' work on the cooperative pool, and a server that gave up first would fail it.
+            var timeout = timeval(tv_sec: 120, tv_usec: 0)
             setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             var pending: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 4096)
