@@ -101,6 +101,20 @@ import Testing
         return (result.code, result.out + result.err)
     }
 
+    /// `--check` on `scenario` (a ``oneTenantScenario`` or one built on it) with `headline` for its own.
+    static func check(_ scenario: String, headline: String) async throws -> (code: Int32, out: String) {
+        try await check(
+            scenario.replacingOccurrences(of: #""metric": "upstream_429_rate", "better": "lower""#, with: headline))
+    }
+
+    /// Expects `--check` to have passed with no warning.
+    static func expectNoWarning(
+        _ result: (code: Int32, out: String), sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        #expect(result.code == 0, "\(result.out)", sourceLocation: sourceLocation)
+        #expect(!result.out.contains("warning"), "\(result.out)", sourceLocation: sourceLocation)
+    }
+
     @Test func aTenantWhoseMeanCallIsLargerThanItsPoolsTokenBucketIsWarnedAbout() async throws {
         // Pool p's 10-s token bucket holds 33333 tokens from t=0 s, 10000 after the drop at t=30 s; a second entry,
         // "big" with count 3, makes calls of 20000 + 1000 tokens on average: too big for the second step only.
@@ -139,8 +153,7 @@ import Testing
         let fits = try await Self.check(
             scenario.replacingOccurrences(
                 of: #""prompt_tokens": {"mean": 20000}"#, with: #""prompt_tokens": {"mean": 9000}"#))
-        #expect(fits.code == 0, "\(fits.out)")
-        #expect(!fits.out.contains("warning"), "\(fits.out)")
+        Self.expectNoWarning(fits)
     }
 
     @Test func aLatencyWarningOnAPoolWhoseCapacityNeverDropsIsWarnedAbout() async throws {
@@ -165,8 +178,7 @@ import Testing
         #expect(run.err.contains("allot simulate: warning: " + warning + "\n"), "\(run.err)")
         // The same warning before a drop in tpm alone: no warning.
         let drop = try await Self.check(scenario.replacingOccurrences(of: #""tpm": 400000"#, with: #""tpm": 100000"#))
-        #expect(drop.code == 0, "\(drop.out)")
-        #expect(!drop.out.contains("warning"), "\(drop.out)")
+        Self.expectNoWarning(drop)
     }
 
     @Test func aLatencyWarningThatWouldStartBeforeTheRunIsWarnedAbout() async throws {
@@ -186,16 +198,14 @@ import Testing
         // A warning that starts at t=0 exactly: no warning.
         let fits = try await Self.check(
             scenario.replacingOccurrences(of: #""latency_warning_s": 45"#, with: #""latency_warning_s": 30"#))
-        #expect(fits.code == 0, "\(fits.out)")
-        #expect(!fits.out.contains("warning"), "\(fits.out)")
+        Self.expectNoWarning(fits)
     }
 
     @Test func aHeadlineMeasuredOnlyAfterSomethingTheScenarioNeverHasIsWarnedAbout() async throws {
         // One tenant of 6 tasks a minute × 2.5 calls: 15 of the pool's 120 rpm, 5,250 of its 200,000 tpm.
         let one = Self.oneTenantScenario(name: "calm", duration: 60, tier: "standard", tasksPerMinute: 6)
         let headline = #""metric": "upstream_429_rate", "better": "lower""#
-        let utilisation = try await Self.check(
-            one.replacingOccurrences(of: headline, with: #""metric": "utilisation", "better": "higher""#))
+        let utilisation = try await Self.check(one, headline: #""metric": "utilisation", "better": "higher""#)
         #expect(utilisation.code == 0, "\(utilisation.out)")
         let uncontended: String =
             #"headline utilisation: no pool's scheduled demand ever exceeds its true capacity (the most is 12.5 % "#
@@ -204,8 +214,7 @@ import Testing
         #expect(utilisation.out.contains("\n  warning: " + uncontended + "\n"), "\(utilisation.out)")
         // Jain's index, judged over the same intervals; named by its tier (of two tenants: of one it is 1 anyway).
         let pair = one.replacingOccurrences(of: #""id": "a", "tier""#, with: #""id": "a", "count": 2, "tier""#)
-        let jain = try await Self.check(
-            pair.replacingOccurrences(of: headline, with: #""metric": "jain", "tier": "standard", "better": "higher""#))
+        let jain = try await Self.check(pair, headline: #""metric": "jain", "tier": "standard", "better": "higher""#)
         #expect(
             jain.out.contains(
                 "warning: headline jain[standard]: on the pools tier standard uses, no pool's scheduled demand ever "
@@ -223,19 +232,14 @@ import Testing
         let twoPools = pair.replacingOccurrences(of: #"200000}]}]"#, with: #"200000}]}, "# + second + "]")
             .replacingOccurrences(of: #""deadline_s": 30}}]}"#, with: #""deadline_s": 30}}, "# + whale + "]}")
             .replacingOccurrences(of: #""id": "w", "tier""#, with: #""id": "w", "count": 2, "tier""#)
-        let contended = try await Self.check(
-            twoPools.replacingOccurrences(of: headline, with: #""metric": "utilisation", "better": "higher""#))
-        #expect(contended.code == 0, "\(contended.out)")
-        #expect(!contended.out.contains("warning"), "\(contended.out)")
+        let contended = try await Self.check(twoPools, headline: #""metric": "utilisation", "better": "higher""#)
+        Self.expectNoWarning(contended)
         let standardJain = try await Self.check(
-            twoPools.replacingOccurrences(
-                of: headline, with: #""metric": "jain", "tier": "standard", "better": "higher""#))
+            twoPools, headline: #""metric": "jain", "tier": "standard", "better": "higher""#)
         #expect(standardJain.out.contains("warning: headline jain[standard]: on the pools tier standard uses"))
         let premiumJain = try await Self.check(
-            twoPools.replacingOccurrences(
-                of: headline, with: #""metric": "jain", "tier": "premium", "better": "higher""#))
-        #expect(premiumJain.code == 0, "\(premiumJain.out)")
-        #expect(!premiumJain.out.contains("warning"), "\(premiumJain.out)")
+            twoPools, headline: #""metric": "jain", "tier": "premium", "better": "higher""#)
+        Self.expectNoWarning(premiumJain)
         // From t=30 s, 60 tasks a minute × 2.5 calls = 150 rpm: contended, no warning; the peak is found at the
         // arrival step, not only at t=0.
         let busy = try await Self.check(
@@ -243,8 +247,7 @@ import Testing
                 .replacingOccurrences(
                     of: #"[{"at_s": 0, "tasks_per_min": 6.0}]"#,
                     with: #"[{"at_s": 0, "tasks_per_min": 6}, {"at_s": 30, "tasks_per_min": 60}]"#))
-        #expect(busy.code == 0, "\(busy.out)")
-        #expect(!busy.out.contains("warning"), "\(busy.out)")
+        Self.expectNoWarning(busy)
         // Convergence with a capacity step that repeats the one before it (no change), and with one past the run.
         let steps =
             #"[{"at_s": 0, "rpm": 120, "tpm": 200000}, {"at_s": 20, "rpm": 120, "tpm": 200000}, "#
@@ -263,23 +266,18 @@ import Testing
             + "so no strategy can win on it"
         #expect(still.out.contains("\n  warning: " + noChange + "\n"), "\(still.out)")
         let drops = try await Self.check(convergence.replacingOccurrences(of: #""at_s": 60"#, with: #""at_s": 40"#))
-        #expect(drops.code == 0, "\(drops.out)")
-        #expect(!drops.out.contains("warning"), "\(drops.out)")
+        Self.expectNoWarning(drops)
     }
 
     @Test func aHeadlineStaticWinsByConstructionIsWarnedAbout() async throws {
         let one = Self.oneTenantScenario(name: "fixed", duration: 60, tier: "standard", tasksPerMinute: 6)
-        let headline = #""metric": "upstream_429_rate", "better": "lower""#
-        let variation = try await Self.check(
-            one.replacingOccurrences(of: headline, with: #""metric": "total_variation", "better": "lower""#))
+        let variation = try await Self.check(one, headline: #""metric": "total_variation", "better": "lower""#)
         #expect(variation.code == 0, "\(variation.out)")
         let never =
             "headline total_variation: `static` never moves a quota, so its total variation is 0: no strategy can "
             + "do better than tie it"
         #expect(variation.out.contains("\n  warning: " + never + "\n"), "\(variation.out)")
-        let first = try await Self.check(
-            one.replacingOccurrences(
-                of: headline, with: #""metric": "time_to_first_allocation_s", "better": "lower""#))
+        let first = try await Self.check(one, headline: #""metric": "time_to_first_allocation_s", "better": "lower""#)
         #expect(
             first.out.contains(
                 "\n  warning: headline time_to_first_allocation_s: `static` provisions every tenant before its "
@@ -294,8 +292,7 @@ import Testing
         // One standard tenant: its Jain's index is 1 whatever happens.
         let one = Self.oneTenantScenario(name: "alone", duration: 60, tier: "standard", tasksPerMinute: 6)
         let headline = #""metric": "upstream_429_rate", "better": "lower""#
-        let jain = try await Self.check(
-            one.replacingOccurrences(of: headline, with: #""metric": "jain", "tier": "standard", "better": "higher""#))
+        let jain = try await Self.check(one, headline: #""metric": "jain", "tier": "standard", "better": "higher""#)
         #expect(
             jain.out.contains(
                 "\n  warning: headline jain[standard]: tier standard has one tenant (\"a\"), and Jain's index of one "
@@ -313,8 +310,7 @@ import Testing
         let parallel = try await Self.check(
             slo.replacingOccurrences(of: #""deadline_s": 30"#, with: #""deadline_s": 1"#)
                 .replacingOccurrences(of: #""parallelism": 1"#, with: #""parallelism": 2"#))
-        #expect(parallel.code == 0, "\(parallel.out)")
-        #expect(!parallel.out.contains("warning"), "\(parallel.out)")
+        Self.expectNoWarning(parallel)
     }
 
     @Test func gatewaysOverridesTheScenariosGatewayCountWithinOneTo32() async throws {
