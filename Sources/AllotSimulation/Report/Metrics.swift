@@ -257,7 +257,7 @@ extension RunMetrics {
                 guard max(rpmRatio, tpmRatio) > 1 else { continue }
                 contended[k][p] = true
                 bindsRPM[k][p] = rpmRatio >= tpmRatio
-                let used = rpmRatio >= tpmRatio ? pool.servedRPM / pool.trueRPM : pool.servedTPM / pool.trueTPM
+                let used = bindsRPM[k][p] ? pool.servedRPM / pool.trueRPM : pool.servedTPM / pool.trueTPM
                 utilisationSum += used
                 utilisationCount += 1
                 poolUtilisation[p].sum += used

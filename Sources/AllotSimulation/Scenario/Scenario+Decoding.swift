@@ -73,41 +73,39 @@ extension Scenario {
     /// of the tier can finish by its deadline even at the pool's base latency (0). A headline `static` wins by
     /// construction: `total_variation` (it never moves a quota: 0) and `time_to_first_allocation_s` (it
     /// provisions every tenant before its first call: 0 s); the others can at best tie. And a headline measured
-    /// only after something the scenario never has, so every strategy would
-    /// show `-` and none would win: `convergence_s` with no capacity change within the run
-    /// (``capacityChangeTimes``), and `utilisation` or a tier's `jain` when no pool (of the tier's tenants, for
-    /// `jain`) has demand above its true capacity. Demand is what the metrics count it by: each tenant's scheduled
-    /// arrival rate × its mean calls per task (× mean tokens per call for tpm), summed over the pool's tenants,
-    /// against the capacity step in force.
+    /// only after something the scenario never has, so every strategy would show `-` and none would win:
+    /// `convergence_s` with no capacity change within the run (``capacityChangeTimes``), and `utilisation` or a
+    /// tier's `jain` when no pool (of the tier's tenants, for `jain`) has demand above its true capacity. Demand
+    /// is what the metrics count it by: each tenant's scheduled arrival rate × its mean calls per task (× mean
+    /// tokens per call for tpm), summed over the pool's tenants, against the capacity step in force.
     var unwinnableHeadlineWarnings: [String] {
         let number = ScenarioReader.format
         let never = "no strategy can win on it"
-        if let tier = headline.tier {
-            let members = Set(tenants.filter { $0.tier == tier }.map(\.id))
-            if headline.metric == "jain", members.count == 1 {
-                return [
-                    "headline jain[\(tier)]: tier \(tier) has one tenant (\"\(members.first!)\"), and Jain's index of "
-                        + "one is 1 for every strategy: \(never)"
-                ]
-            }
+        let tierTenants = headline.tier.map { tier in tenants.filter { $0.tier == tier } } ?? []
+        let members = Set(tierTenants.map(\.id))
+        switch headline.metric {
+        case "jain" where members.count == 1:
+            return [
+                "headline \(headline.label): tier \(headline.tier!) has one tenant (\"\(members.first!)\"), and "
+                    + "Jain's index of one is 1 for every strategy: \(never)"
+            ]
+        case "slo_attainment":
             // The fastest a task can finish: its fewest calls in rounds of `parallelism`, each at the pool's
             // base latency less the 15 % jitter (no queueing, no output tokens, no think time).
-            let fastest = tenants.filter { $0.tier == tier }.map { tenant -> (Double, Double) in
+            let fastest = tierTenants.map { tenant -> (seconds: Double, deadline: Double) in
                 let base = pools.first { $0.id == tenant.pool }?.latency.baseMs ?? 0
                 let rounds = (tenant.task.minCalls + tenant.task.parallelism - 1) / tenant.task.parallelism
                 return (Double(rounds) * 0.85 * base / 1000, tenant.task.deadlineSeconds)
             }
-            if headline.metric == "slo_attainment", !fastest.isEmpty, fastest.allSatisfy({ $0.0 > $0.1 }) {
-                let slack = fastest.min { $0.0 - $0.1 < $1.0 - $1.1 }!
-                return [
-                    "headline slo_attainment[\(tier)]: no task of tier \(tier) can finish by its deadline (at best "
-                        + "\(number((slack.0 * 100).rounded() / 100)) s, from its fewest calls at the pool's base "
-                        + "latency, "
-                        + "against deadline_s \(number(slack.1))): every strategy meets 0 %, so \(never)"
-                ]
-            }
-        }
-        switch headline.metric {
+            guard let nearest = fastest.min(by: { $0.seconds - $0.deadline < $1.seconds - $1.deadline }),
+                nearest.seconds > nearest.deadline
+            else { return [] }
+            return [
+                "headline \(headline.label): no task of tier \(headline.tier!) can finish by its deadline (at best "
+                    + "\(number((nearest.seconds * 100).rounded() / 100)) s, from its fewest calls at the pool's "
+                    + "base latency, against deadline_s \(number(nearest.deadline))): every strategy meets 0 %, so "
+                    + never
+            ]
         case "total_variation":
             return [
                 "headline total_variation: `static` never moves a quota, so its total variation is 0: no strategy "
@@ -126,7 +124,7 @@ extension Scenario {
             ]
         case "utilisation", "jain":
             // A tier's Jain's index is judged on its own tenants' pools only.
-            let judged = headline.tier.map { tier in Set(tenants.filter { $0.tier == tier }.map(\.pool)) }
+            let judged = headline.tier.map { _ in Set(tierTenants.map(\.pool)) }
             guard let peak = peakDemand(on: judged), peak.ratio <= 1 else { return [] }
             let what = headline.metric == "jain" ? "Jain's index is" : "utilisation is"
             return [
