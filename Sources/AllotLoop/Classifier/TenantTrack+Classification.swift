@@ -143,7 +143,10 @@ extension TenantTrack {
         var over = false
         var starving = false
         var starvingText = ""
-        if let allocation {
+        // A tenant that has stopped wants nothing now, though its short window still remembers what it asked for:
+        // it is neither over its allocation nor starving (a whale gone quiet read `sustained_over` for a minute).
+        let stopped = hasStopped(now: now, shortWindow: settings.shortWindowSeconds)
+        if let allocation, !stopped {
             for dimension in RateDimension.allCases {
                 let allocated = allocation[dimension]
                 guard allocated > 0, allocated.isFinite else { continue }

@@ -197,6 +197,40 @@ struct ClassifierClassesTests {
         #expect(overFrom != nil)
     }
 
+    @Test func aTenantThatStoppedIsNotSustainedOver() throws {
+        var run = ClassifierRun(start: t0)
+        let allocation = [F.acme: PerDimension<Double>(rpm: 30, tpm: 1_000_000)]
+        // Six times its allocation (36 served and 144 denied a minute) for 400 s: `sustained_over` from 300 s.
+        var report = run.tick(allocations: allocation)
+        for _ in 1...80 {
+            report = run.tick(allocations: allocation) { script, from, to in
+                F.served(&script, 3, from: from, to: to)
+                    + script.spread(12, from: from, to: to) { script, at in
+                        script.event(at: at, outcome: .deniedLocal, estimated: 100, retry: 1)
+                    }
+            }
+        }
+        #expect(try #require(F.status(report)).tenantClass == .sustainedOver)
+        // Then nothing. Its short window asks above 30 for 60 × ln 6 ≈ 107 s; it has stopped once it has been
+        // quiet for a short window (60 s, and twice its longest quiet spell, under 1 s).
+        let lastEvent = run.now
+        var stoppedAndStillAsking = 0
+        for _ in 0..<30 {
+            report = run.tick(allocations: allocation)
+            let status = try #require(F.status(report))
+            let asked = status.servedShort.rpm + status.deniedRPM + status.queuedRPM
+            let quiet = run.now - lastEvent
+            if quiet <= 55 {
+                #expect(status.tenantClass == .sustainedOver, "quiet \(quiet) s")
+            } else if quiet > 60 {
+                #expect(status.tenantClass != .sustainedOver, "quiet \(quiet) s, asking \(asked)")
+                if asked > 30 { stoppedAndStillAsking += 1 }
+            }
+        }
+        // 65–105 s: stopped, its short window still above the allocation.
+        #expect(stoppedAndStillAsking == 9)
+    }
+
     @Test func starvationIsRaisedAfterExactlyTheWindowAndCleared() throws {
         var run = ClassifierRun(start: t0)
         let allocation = [F.acme: PerDimension<Double>(rpm: 120, tpm: 1_000_000)]
