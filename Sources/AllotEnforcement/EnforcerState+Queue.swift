@@ -187,6 +187,15 @@ extension EnforcerState {
     /// concurrency cap, a brake released), changes its upstream's lanes; any other completion and a
     /// cancellation their own lane; a snapshot everything.
     mutating func pump(now: Double, effects: inout Effects, changed scope: PumpScope = .everything) {
+        var scope = scope
+        if case .lane(let key) = scope, let lender = idle[key.upstream], lender.hasRoom(at: now) {
+            // The lane could borrow what its upstream's tenants leave idle: the upstream's waiters are looked at too,
+            // in service order, so that the loan goes to whoever is first in the queue, not to the tenant whose own
+            // event (a completion, a cancellation) happened to come first. A client that retries every 0.2 s has a
+            // call completing every moment: looked at alone, its lane took nearly every loan while honest tenants'
+            // waiters, checked when their refill was due, got none (outside review: 1.55× its due).
+            scope = .upstream(key.upstream)
+        }
         checkLease(now: now, effects: &effects)
         settleLateWaiters(now: now, effects: &effects)
         guard !queue.isEmpty else {
@@ -263,6 +272,8 @@ extension EnforcerState {
                     finish(waiter, failure: expired(waiter), now: now, effects: &effects)
                     if let next = queue.head(ofLane: keyID) { visits.push(next) }
                 } else {
+                    holdIdle(
+                        failure, key: waiter.key, rank: waiter.request.taskClass.rank, until: waiter.deadline, now: now)
                     queue[place.slot].failure = failure
                     queue[place.slot].failureAt = now
                     queue.block(keyID)
@@ -343,6 +354,27 @@ extension EnforcerState {
     mutating func holdCap(_ failure: Failure, upstream: String) {
         guard let hold = failure.capHold else { return }
         capHeldUntil[upstream, default: CapHold()].extend(hold.limit, until: hold.until)
+    }
+
+    /// Records a waiter short of idle allocation only (``Failure/idleHold``) as holding the idle buckets of its
+    /// upstream until they would cover its request, where nobody holds them yet (the first in service order keeps
+    /// them) and it can still be waiting then (`until`: its maximum wait's end). A hold lasts until its time even
+    /// when its waiter is admitted or leaves sooner: the waiters it kept out were told they could not borrow before
+    /// then, and a pump for the passage of time looks at them no sooner (``Failure/earliest``).
+    mutating func holdIdle(_ failure: Failure, key: TenantKey, rank: Int, until deadline: Double, now: Double) {
+        guard let hold = failure.idleHold else { return }
+        var held = idleHeld[key.upstream] ?? IdleHold()
+        func claim(_ current: IdleHold.Claim?, _ until: Double?) -> IdleHold.Claim? {
+            guard let until, until <= deadline else { return current }
+            // Another waiter's claim stands while it lasts, unless this one is of a more urgent class. A claim that
+            // replaces or renews one lasts at least as long (the waiters the old one kept out were told it would).
+            guard let current, current.until >= now else { return IdleHold.Claim(until: until, key: key, rank: rank) }
+            if current.key != key, current.rank <= rank { return current }
+            return IdleHold.Claim(until: max(until, current.until), key: key, rank: rank)
+        }
+        held.rpm = claim(held.rpm, hold.rpm)
+        held.tpm = claim(held.tpm, hold.tpm)
+        idleHeld[key.upstream] = held
     }
 
     /// Deals with the waiters whose task deadline has passed since the last look: with

@@ -286,6 +286,9 @@ struct Failure: Sendable {
     /// For the gateway's cap holding a request its own buckets admit: until when it claims the cap
     /// (``EnforcerState/capHeldUntil``).
     var capHold: (limit: LimitKind, until: Double)?
+    /// For a waiter that could borrow but finds too little idle allocation: until when, per dimension, it would
+    /// hold the idle buckets (``EnforcerState/idleHeld``).
+    var idleHold: (rpm: Double?, tpm: Double?)?
     /// With `fromRefill`: seconds until the request may pass by refill alone when that is sooner than
     /// `retryAfter`, which advises no less than ``EnforcerState/borrowRecheck`` (so that a pump does not spin)
     /// and ignores idle allocation a cap hold keeps from lending until the hold ends. Nil: `retryAfter`.
@@ -509,6 +512,8 @@ struct EnforcerState {
     /// idle allocation is what that request is waiting to use, and borrowers with smaller requests would take
     /// every refill of the cap before it.
     var capHeldUntil: [String: CapHold] = [:]
+    /// Per upstream: the waiters holding its idle buckets for their requests (``IdleHold``).
+    var idleHeld: [String: IdleHold] = [:]
     /// Per upstream: when the last realtime call came and its tokens (``GatewayConfiguration/capRealtimeReserve``);
     /// entries older than ``GatewayConfiguration/capRealtimeMemory`` are dropped at each snapshot.
     var realtimeSeen: [String: RealtimeSeen] = [:]
@@ -828,6 +833,8 @@ struct EnforcerState {
             var rpmOK = rpmFits || charge.rpmFromCredit
             var tpmOK = tpmFits || charge.tpmFromCredit
             var lender: IdleCapacity?
+            var idleHold: (rpm: Double?, tpm: Double?)?
+            var idleHeldUntil: (rpm: Double?, tpm: Double?) = (nil, nil)
             func later(_ idleDelay: Double?, _ allowance: TokenBucket?, _ amount: Double) -> Double? {
                 guard let idleDelay else { return nil }
                 guard let allowance else { return idleDelay }
@@ -843,27 +850,52 @@ struct EnforcerState {
                     if now <= held.rpm { lender?.rpm = nil }
                     if now <= held.tpm { lender?.tpm = nil }
                 }
-                let rpmBorrow = !rpmOK && IdleCapacity.lends(lender?.rpm, 1, at: now)
-                let tpmBorrow = !tpmOK && IdleCapacity.lends(lender?.tpm, amount, at: now)
+                // Idle allocation another waiter holds (``IdleHold``) is not lent now; it may be once the hold ends.
+                var available = lender
+                if let held = idleHeld[key.upstream] {
+                    if IdleHold.excludes(held.rpm, key, rank: rank, at: now) {
+                        available?.rpm = nil
+                        idleHeldUntil.rpm = held.rpm!.until
+                    }
+                    if IdleHold.excludes(held.tpm, key, rank: rank, at: now) {
+                        available?.tpm = nil
+                        idleHeldUntil.tpm = held.tpm!.until
+                    }
+                }
+                let rpmBorrow = !rpmOK && IdleCapacity.lends(available?.rpm, 1, at: now)
+                let tpmBorrow = !tpmOK && IdleCapacity.lends(available?.tpm, amount, at: now)
                 if (rpmOK || rpmBorrow) && (tpmOK || tpmBorrow),
-                    tenantState.mayBorrow(rpm: rpmBorrow, tpm: tpmBorrow, amount: amount, from: lender, at: now)
+                    tenantState.mayBorrow(rpm: rpmBorrow, tpm: tpmBorrow, amount: amount, from: available, at: now)
                 {
                     charge.rpmBorrowed = rpmBorrow
                     charge.tpmBorrowed = tpmBorrow
                     rpmOK = true
                     tpmOK = true
+                } else if arrival == nil, let available {
+                    // A waiter short of idle allocation only (within its allowance): the hold it would take.
+                    idleHold = Self.idleShortfall(
+                        available, tenantState.borrowable, amount: amount, rpm: rpmOK || rpmBorrow,
+                        tpm: tpmOK || tpmBorrow, at: now)
                 }
             }
             if !rpmOK || !tpmOK {
                 var failure = bucketFailure(
                     tenantState, key: key, amount: amount, rpmOK: rpmOK, tpmOK: tpmOK, now: now)
+                failure.idleHold = idleHold
                 if let lender, failure.fromRefill, let own = failure.retryAfter {
                     // Idle allocation may come sooner than the own refill (a lower bound: others draw on it too).
                     // …and no sooner than its own borrow allowance has room.
                     let allowance = tenantState.borrowable
-                    let rpmDelay = rpmOK ? 0 : later(IdleCapacity.delay(lender.rpm, 1, at: now), allowance?.rpm, 1)
+                    let rpmDelay =
+                        rpmOK
+                        ? 0
+                        : later(IdleCapacity.delay(lender.rpm, 1, at: now), allowance?.rpm, 1)
+                            .map { max($0, (idleHeldUntil.rpm ?? now) - now) }
                     let tpmDelay =
-                        tpmOK ? 0 : later(IdleCapacity.delay(lender.tpm, amount, at: now), allowance?.tpm, amount)
+                        tpmOK
+                        ? 0
+                        : later(IdleCapacity.delay(lender.tpm, amount, at: now), allowance?.tpm, amount)
+                            .map { max($0, (idleHeldUntil.tpm ?? now) - now) }
                     if let rpmDelay, let tpmDelay {
                         failure.retryAfter = min(own, max(rpmDelay, tpmDelay, Self.borrowRecheck))
                     }
@@ -879,7 +911,9 @@ struct EnforcerState {
                     }
                     // The idle buckets as they are, a cap hold aside (a hold past, or none, delays nothing).
                     let unheld = idle[key.upstream]
-                    let held = capHeldUntil[key.upstream] ?? CapHold()
+                    var held = capHeldUntil[key.upstream] ?? CapHold()
+                    if let until = idleHeldUntil.rpm { held.extend(.rpm, until: until) }
+                    if let until = idleHeldUntil.tpm { held.extend(.tpm, until: until) }
                     let earliest = max(
                         soonest(rpmOK, tenantState.rpm, unheld?.rpm, allowance?.rpm, 1, heldUntil: held.rpm),
                         soonest(tpmOK, tenantState.tpm, unheld?.tpm, allowance?.tpm, amount, heldUntil: held.tpm))
@@ -973,6 +1007,27 @@ struct EnforcerState {
             limit: limit, code: "zero_allocation",
             message: "tenant \(key.tenant) has no \(limit.rawValue) allocation on \(key.upstream)",
             retryAfter: table.refreshInterval, fromRefill: false, shadowable: true)
+    }
+
+    /// Until when a waiter whose request fails only for want of idle allocation would hold the idle buckets, per
+    /// dimension it is short in (nil: it is not such a waiter). `rpm`, `tpm`: whether that dimension is covered
+    /// (its own bucket, or a loan that fits). Not short where its own borrow allowance lacks room: beyond its
+    /// allowance a tenant borrows only what is left over (``TenantState/mayBorrow``), and holds nothing.
+    static func idleShortfall(
+        _ lender: IdleCapacity, _ allowance: (rpm: TokenBucket, tpm: TokenBucket)?, amount: Double, rpm: Bool,
+        tpm: Bool, at now: Double
+    ) -> (rpm: Double?, tpm: Double?)? {
+        func until(_ covered: Bool, _ idle: TokenBucket?, _ own: TokenBucket?, _ amount: Double) -> Double?? {
+            if covered { return .some(nil) }
+            guard let idle, own?.admits(amount, at: now) ?? true,
+                let delay = IdleCapacity.delay(idle, amount, at: now)
+            else { return nil }
+            return .some(now + delay)
+        }
+        guard let rpmUntil = until(rpm, lender.rpm, allowance?.rpm, 1),
+            let tpmUntil = until(tpm, lender.tpm, allowance?.tpm, amount), rpmUntil != nil || tpmUntil != nil
+        else { return nil }
+        return (rpmUntil, tpmUntil)
     }
 
     /// Seconds until `amount` may be borrowed from `idle` by refill alone (nil: never): once the idle bucket
@@ -1246,7 +1301,13 @@ struct EnforcerState {
         states.values[index].inFlight -= 1
         let delta = actual - record.estimate
         if delta > 0 {
-            if !record.tpmBorrowed { states.values[index].tpm.take(delta, at: now) }
+            if !record.tpmBorrowed {
+                states.values[index].tpm.take(delta, at: now)
+            } else if states.values[index].borrowable != nil {
+                // A loan larger than declared counts against the borrower's allowance: a client declaring half its
+                // tokens would otherwise borrow twice its allowance.
+                states.values[index].borrowable!.tpm.take(delta, at: now)
+            }
             if !idle.isEmpty, idle[record.key.upstream] != nil {
                 idle[record.key.upstream]!.take(calls: 0, tokens: delta, at: now)
             }

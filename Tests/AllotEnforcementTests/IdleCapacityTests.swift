@@ -161,4 +161,77 @@ import Testing
         _ = try greedy.mustAdmit(.make("other"), now: 1_010)
         #expect(try greedy.mustDeny(.make("other"), now: 1_010).limit == .rpm)
     }
+
+    /// `large` (calls of 1,000 tokens) and `small` (300) have emptied their own token buckets; `quiet` lends. The
+    /// idle token bucket refills at 60,120 tokens a minute (1,002/s) and starts 1,300 in debt (the two
+    /// admissions). Borrowing is unbounded by allowances, so only the hold decides.
+    static func largeWaitsForIdleTokens(class taskClass: TaskClass) throws -> (Enforcer, DecisionLog) {
+        let quiet = TenantEntry.make("quiet", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 60_000, burst: 1_000))
+        let large = TenantEntry.make("large", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 60, burst: 1_000))
+        let small = TenantEntry.make("small", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 60, burst: 300))
+        let enforcer = Enforcer.make(.make(tenants: [quiet, large, small]), configuration: Self.unbounded)
+        _ = try enforcer.mustAdmit(.make("large", taskClass: taskClass, tokens: 1_000), now: 1_000)
+        _ = try enforcer.mustAdmit(.make("small", tokens: 300), now: 1_000)
+        let log = DecisionLog()
+        // large's next call waits for idle allocation: 2,300 tokens away, 2.3 s.
+        guard
+            case .queued = enforcer.submit(
+                .make("large", taskClass: taskClass, tokens: 1_000), now: 1_000, onDecision: log.callback("large"))
+        else { throw FixtureError.unexpected }
+        // Before large is looked at again, small borrows 300 of the 704 accrued (404 left)…
+        _ = try enforcer.mustAdmit(.make("small", tokens: 300), now: 1_002)
+        #expect(enforcer.statistics.borrowed == 1)
+        // …so at its check large finds 700 of its 1,000: it holds the idle tokens for the 300 / 1,002 s they need.
+        let check = try #require(enforcer.nextWakeTime)
+        #expect(abs(check - (1_000 + 2_300.0 / 1_002)) < 1e-9)
+        enforcer.pump(now: check)
+        #expect(log.admission("large") == nil)
+        return (enforcer, log)
+    }
+
+    @Test func aWaiterShortOfIdleAllocationHoldsItAgainstSmallerLaterRequests() throws {
+        let (enforcer, log) = try Self.largeWaitsForIdleTokens(class: .interactive)
+        let holdEnds = 1_000 + 2_300.0 / 1_002 + 300.0 / 1_002
+        // 805 idle tokens would fit small's 300, but they are large's: small is told to come back when the hold ends.
+        let denial = try enforcer.mustDeny(.make("small", tokens: 300), now: 1_002.4)
+        #expect(denial.limit == .tpm)
+        #expect(abs(try #require(denial.retryAfter) - (holdEnds - 1_002.4)) < 1e-9)
+        #expect(enforcer.statistics.borrowed == 1)
+        // At the hold's end large borrows its 1,000.
+        let wake = try #require(enforcer.nextWakeTime)
+        #expect(abs(wake - holdEnds) < 1e-9)
+        enforcer.pump(now: wake)
+        let ticket = try #require(log.admission("large")?.ticket)
+        #expect(abs(ticket.waited - (holdEnds - 1_000)) < 1e-9)
+        #expect(enforcer.statistics.borrowed == 2)
+        // The hold ends with it: small borrows again once 300 have accrued.
+        _ = try enforcer.mustAdmit(.make("small", tokens: 300), now: holdEnds + 300.0 / 1_002)
+    }
+
+    @Test func aHoldDoesNotStopAMoreUrgentClass() throws {
+        // large waits with a batch call: small's interactive call borrows through its hold…
+        let (enforcer, _) = try Self.largeWaitsForIdleTokens(class: .batch)
+        _ = try enforcer.mustAdmit(.make("small", taskClass: .interactive, tokens: 300), now: 1_002.4)
+        #expect(enforcer.statistics.borrowed == 2)
+        // …and small's batch call does not.
+        _ = try enforcer.mustDeny(.make("small", taskClass: .batch, tokens: 300), now: 1_002.4)
+    }
+
+    @Test func aLoanLargerThanDeclaredCountsAgainstTheBorrowAllowance() throws {
+        // x: 6,000 tokens a minute (100/s), burst and allowance 1,000. The idle token bucket refills at 66,000 a
+        // minute (1,100/s), holds 10,000 (quiet's burst), and lends beyond an allowance only what leaves 2,500.
+        let quiet = TenantEntry.make("quiet", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 60_000, burst: 10_000))
+        let x = TenantEntry.make("x", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 6_000, burst: 1_000))
+        let enforcer = Enforcer.make(.make(tenants: [quiet, x]))
+        _ = try enforcer.mustAdmit(.make("x", tokens: 1_000), now: 1_000)  // own bucket 0, idle −1,000
+        // Two seconds on (own 200, idle 1,200) it borrows a call declared at 500 within its allowance…
+        let loan = try enforcer.mustAdmit(.make("x", tokens: 500), now: 1_002)
+        #expect(enforcer.statistics.borrowed == 1)
+        // …which used 1,000: the 500 it did not declare come off its allowance too (500 → 0), not only the idle bucket.
+        enforcer.complete(loan, AttemptResult(status: 200, promptTokens: 800, completionTokens: 200), now: 1_002)
+        // A second later: own 300, idle 1,300, allowance 100. Another 500 would be beyond its allowance and leave
+        // the idle bucket under a quarter full: denied. (Charged only what it declared, the allowance held 600.)
+        #expect(try enforcer.mustDeny(.make("x", tokens: 500), now: 1_003).limit == .tpm)
+        #expect(enforcer.statistics.borrowed == 1)
+    }
 }
