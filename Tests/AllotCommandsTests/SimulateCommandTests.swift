@@ -51,7 +51,8 @@ import Testing
         #expect(
             result.out
                 == "ok: tiny: 60 s, 3 gateway(s), 1 tenant(s) (1 standard), headline upstream_429_rate (lower is better)\n"
-                + "  pool p (anthropic): 120 rpm and 200000 tpm at 0 s\n"
+                + "  pool p (anthropic): 120 rpm and 200000 tpm at 0 s; scheduled demand peaks at 12.5 % of capacity "
+                + "(rpm, from 0 s)\n"
                 + "  policy built-in, policy_version \(builtIn)")
         #expect(!result.err.contains("simulated s in"))  // nothing ran
         let builtin = await runCLI(["simulate", "--scenario", "night-collision", "--check"])

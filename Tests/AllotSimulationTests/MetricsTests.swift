@@ -228,6 +228,9 @@ import Testing
         #expect(short.sustainedStarvationTenantMinutes == 0)
         // Thirty starved intervals in a row count whole.
         #expect(abs(dip.sustainedStarvationTenantMinutes - 5) < 1e-9)
+        // report.json names the tenant they belong to (and a run without starvation names none).
+        #expect(dip.starvedTenants == ["a": dip.starvationTenantMinutes])
+        #expect(RunMetrics(trace: Self.starvationTrace(served: Array(repeating: 80, count: 35))).starvedTenants == [:])
         // A stretch broken by a minute served in full is two dips, neither sustained: the well-served
         // intervals lift the trailing window above 0.7 × 80 for a while.
         let broken = RunMetrics(

@@ -63,6 +63,20 @@ import Testing
         #expect(RunMetrics.mean(of: [noPool, noPool]).pools == [:])
     }
 
+    /// Each tenant's starvation is its mean over every seed, a seed in which it did not starve counting as 0: the
+    /// tenants' figures still add up to the overall mean.
+    @Test func tenantStarvationMeansCountEverySeed() {
+        var (a, b) = (
+            Self.run(utilisation: 1, rate: 0, starved: 3, tv: 1, convergence: 1, slo: 1, p95: 1, jain: 1, tasks: 1),
+            Self.run(utilisation: 1, rate: 0, starved: 1, tv: 1, convergence: 1, slo: 1, p95: 1, jain: 1, tasks: 1)
+        )
+        a.starvedTenants = ["x": 2, "y": 1]
+        b.starvedTenants = ["x": 1]
+        let mean = RunMetrics.mean(of: [a, b])
+        #expect(mean.starvedTenants == ["x": 1.5, "y": 0.5])
+        #expect(mean.starvedTenants.values.reduce(0, +) == mean.starvationTenantMinutes)
+    }
+
     @Test(arguments: [
         ("1-8", [1, 2, 3, 4, 5, 6, 7, 8]), ("7", [7]), ("1,4,9-11", [1, 4, 9, 10, 11]), ("0-0", [0]),
     ])

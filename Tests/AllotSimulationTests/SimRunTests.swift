@@ -401,6 +401,10 @@ import Testing
         ] {
             #expect(strategy[key] != nil, "\(key)")
         }
+        // Which tenants the starvation figure is made of: they add up to it (to report.json's 6 digits).
+        let starved = try #require(strategy["starved_tenants"]?.objectValue)
+        let total = try #require(strategy["starvation_tenant_minutes"]?.doubleValue)
+        #expect(abs(starved.compactMap { $0.value.doubleValue }.reduce(0, +) - total) <= 1e-5 * max(1, total))
         let tier = try #require(strategy["tiers"]?["premium"])
         for key in ["slo_attainment", "task_latency_p50_s", "task_latency_p95_s", "task_latency_p99_s", "jain"] {
             #expect(tier[key] != nil, "\(key)")

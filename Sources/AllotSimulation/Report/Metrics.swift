@@ -14,6 +14,9 @@ public struct RunMetrics: Sendable, Equatable {
     /// ``sustainedStarvationSeconds`` in which every interval was starved: starvation as the
     /// Classifier alerts on it (SPEC 5: five minutes by default), not a dip.
     public var sustainedStarvationTenantMinutes: Double
+    /// ``starvationTenantMinutes`` by tenant id (a tenant on several pools summed), only the tenants with some: which
+    /// tenants starved, without rebuilding the rule from `timeline.csv`.
+    public var starvedTenants: [String: Double]
     /// Percent of the pool's capacity reallocated per minute (Σ|Δ allocation|); nil without
     /// per-tenant allocations (fifo-backoff).
     public var totalVariation: Double?
@@ -36,7 +39,8 @@ public struct RunMetrics: Sendable, Equatable {
         strategy: String, utilisation: Double?, upstream429Rate: Double, upstreamAttempts: Int, upstream429s: Int,
         starvationTenantMinutes: Double, totalVariation: Double?, convergenceSeconds: Double?,
         hasCapacityChange: Bool, timeToFirstAllocation: Double?, tiers: [String: TierMetrics],
-        sustainedStarvationTenantMinutes: Double = 0, pools: [String: PoolMetrics] = [:]
+        sustainedStarvationTenantMinutes: Double = 0, pools: [String: PoolMetrics] = [:],
+        starvedTenants: [String: Double] = [:]
     ) {
         self.strategy = strategy
         self.utilisation = utilisation
@@ -45,6 +49,7 @@ public struct RunMetrics: Sendable, Equatable {
         self.upstream429s = upstream429s
         self.starvationTenantMinutes = starvationTenantMinutes
         self.sustainedStarvationTenantMinutes = sustainedStarvationTenantMinutes
+        self.starvedTenants = starvedTenants
         self.totalVariation = totalVariation
         self.convergenceSeconds = convergenceSeconds
         self.hasCapacityChange = hasCapacityChange
@@ -279,6 +284,7 @@ extension RunMetrics {
         // Starvation tenant-minutes over trailing windows.
         var starvedSamples = 0
         var sustainedSamples = 0
+        var starvedByTenant: [String: Int] = [:]
         let sustained = max(1, Int((Self.sustainedStarvationSeconds / interval).rounded()))
         for tenant in 0..<tenantCount {
             var stretch = 0
@@ -315,6 +321,7 @@ extension RunMetrics {
                 let starvedTPM = entitled.tpm <= 1e-9 || served.tpm < Self.starvationRatio * entitled.tpm
                 if starvedRPM && starvedTPM && (entitled.rpm > 1e-9 || entitled.tpm > 1e-9) {
                     starvedSamples += 1
+                    starvedByTenant[trace.tenants[tenant].id, default: 0] += 1
                     stretch += 1
                 } else {
                     endStretch()
@@ -465,7 +472,8 @@ extension RunMetrics {
             totalVariation: hasAllocations ? 100 * variation / max(minutes, 1e-9) : nil,
             convergenceSeconds: converged ? convergence : nil, hasCapacityChange: !trace.capacityChangeTimes.isEmpty,
             timeToFirstAllocation: waits.isEmpty ? nil : waits.reduce(0, +) / Double(waits.count), tiers: tiers,
-            sustainedStarvationTenantMinutes: Double(sustainedSamples) * interval / 60, pools: pools)
+            sustainedStarvationTenantMinutes: Double(sustainedSamples) * interval / 60, pools: pools,
+            starvedTenants: starvedByTenant.mapValues { Double($0) * interval / 60 })
     }
 }
 

@@ -6,7 +6,8 @@ extension RunMetrics {
     ///   and Jain's index: the mean over the seeds that have a value (nil when none has one);
     /// - convergence and latency percentiles: nil ("never") when any seed's is nil — a run that never
     ///   settled must not be averaged away — else the mean;
-    /// - attempts, 429s and tasks: the sums.
+    /// - attempts, 429s and tasks: the sums;
+    /// - each tenant's starvation: the mean over all the seeds (a seed in which it did not starve counts as 0).
     ///
     /// Per tier and per pool by the same rules, over the seeds in which the tier or pool is present.
     public static func mean(of runs: [RunMetrics]) -> RunMetrics {
@@ -45,7 +46,10 @@ extension RunMetrics {
             totalVariation: average(runs.map(\.totalVariation)),
             convergenceSeconds: changes ? strict(runs.map(\.convergenceSeconds)) : nil, hasCapacityChange: changes,
             timeToFirstAllocation: average(runs.map(\.timeToFirstAllocation)), tiers: tiers,
-            sustainedStarvationTenantMinutes: average(runs.map(\.sustainedStarvationTenantMinutes)) ?? 0, pools: pools)
+            sustainedStarvationTenantMinutes: average(runs.map(\.sustainedStarvationTenantMinutes)) ?? 0, pools: pools,
+            starvedTenants: runs.reduce(into: [:]) { sums, run in
+                for (id, minutes) in run.starvedTenants { sums[id, default: 0] += minutes / Double(runs.count) }
+            })
     }
 }
 

@@ -144,6 +144,9 @@ public struct SimulationReport: Sendable {
                 "tiers": .object(tiers),
                 // Added beside the overall figures, which stay the whole scenario's.
                 "pools": .object(pools),
+                // Which tenants the starvation figure is made of (only those with some).
+                "starved_tenants": .object(
+                    JSONObject(run.starvedTenants.sorted { $0.key < $1.key }.map { ($0.key, Self.number($0.value)) })),
                 // Added beside the keys, whose `null` stays: which of them are "never" rather than not applicable.
                 "never": .array(run.neverReached.map(JSON.string)),
             ])

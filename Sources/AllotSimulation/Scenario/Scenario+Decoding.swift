@@ -30,8 +30,13 @@ extension Scenario {
         let number = ScenarioReader.format
         let pools = pools.map { pool in
             let steps = pool.capacity.map { "\(number($0.rpm)) rpm and \(number($0.tpm)) tpm at \(number($0.at)) s" }
+            // How loaded the story is, as scheduled: an author who meant "over-subscribed" sees at once if it is not.
+            let peak = peakDemand(on: [pool.id]).map {
+                "; scheduled demand peaks at \(String(format: "%.1f", 100 * $0.ratio)) % of capacity "
+                    + "(\($0.dimension), from \(number($0.at)) s)"
+            }
             return "  pool \(pool.id) (\(pool.provider.rawValue)): " + steps.joined(separator: ", ")
-                + (pool.overload.isEmpty ? "" : "; \(pool.overload.count) overload window(s)")
+                + (pool.overload.isEmpty ? "" : "; \(pool.overload.count) overload window(s)") + (peak ?? "")
         }
         let tierCounts = tiers.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
         let head =
