@@ -234,4 +234,65 @@ import Testing
         #expect(try enforcer.mustDeny(.make("x", tokens: 500), now: 1_003).limit == .tpm)
         #expect(enforcer.statistics.borrowed == 1)
     }
+
+    @Test func theWaiterAheadInServiceOrderHoldsTheIdleAllocationBeforeALaterOneTakesIt() throws {
+        // `large` waits for idle tokens (as above, due at 2,300 / 1,002 s); `solo` (one call at a time) waits behind
+        // its own call in flight. When that call completes at 1,002, 704 idle tokens would fit solo's 300, but
+        // `large`, ahead in service order, is looked at first: it is short of them, holds them, and `solo` waits.
+        let quiet = TenantEntry.make("quiet", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 60_000, burst: 1_000))
+        let large = TenantEntry.make("large", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 60, burst: 1_000))
+        let solo = TenantEntry.make(
+            "solo", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 60, burst: 300), maxConcurrency: 1)
+        let enforcer = Enforcer.make(.make(tenants: [quiet, large, solo]), configuration: Self.unbounded)
+        _ = try enforcer.mustAdmit(.make("large", tokens: 1_000), now: 1_000)
+        let inFlight = try enforcer.mustAdmit(.make("solo", tokens: 300), now: 1_000)
+        let log = DecisionLog()
+        for tenant in ["large", "solo"] {
+            let tokens = tenant == "large" ? 1_000 : 300
+            guard case .queued = enforcer.submit(.make(tenant, tokens: tokens), now: 1_000, onDecision: log.callback(tenant))
+            else { throw FixtureError.unexpected }
+        }
+        enforcer.complete(inFlight, AttemptResult(status: 200, promptTokens: 200, completionTokens: 100), now: 1_002)
+        #expect(log.admission("solo") == nil)
+        #expect(enforcer.statistics.borrowed == 0)
+        // `large` borrows when its 1,000 have accrued, then `solo` once 300 more have.
+        let due = 1_000 + 2_300.0 / 1_002
+        enforcer.pump(now: due)
+        #expect(abs(try #require(log.admission("large")?.ticket).waited - (due - 1_000)) < 1e-9)
+        #expect(log.admission("solo") == nil)
+        let next = try #require(enforcer.nextWakeTime)
+        #expect(abs(next - (due + 300.0 / 1_002)) < 1e-9)
+        enforcer.pump(now: next)
+        #expect(log.admission("solo")?.ticket != nil)
+        #expect(enforcer.statistics.borrowed == 2)
+    }
+
+    @Test func aCompletionThatLeavesIdleRoomLetsTheUpstreamsWaitersBorrowInServiceOrder() throws {
+        // `early` (a 310-token call) waits for idle tokens; `x` has a call in flight. The idle token bucket refills
+        // at 1,002/s and starts 600 in debt.
+        let quiet = TenantEntry.make("quiet", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 60_000, burst: 1_000))
+        let early = TenantEntry.make("early", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 60, burst: 300))
+        let x = TenantEntry.make("x", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 60, burst: 300))
+        let tenants = [quiet, early, x]
+        let enforcer = Enforcer.make(.make(tenants: tenants), configuration: Self.unbounded)
+        _ = try enforcer.mustAdmit(.make("early", tokens: 300), now: 1_000)
+        let inFlight = try enforcer.mustAdmit(.make("x", tokens: 300), now: 1_000)
+        let log = DecisionLog()
+        guard case .queued = enforcer.submit(.make("early", tokens: 310), now: 1_000, onDecision: log.callback("early"))
+        else { throw FixtureError.unexpected }
+        // A snapshot looks at every waiter when 305 idle tokens have accrued: early, 5 short, holds them for 5 / 1,002 s
+        // and is looked at again in 0.05 s (``EnforcerState/borrowRecheck``, the least a lane waits for a look).
+        let snapshot = 1_000 + 905.0 / 1_002
+        enforcer.apply(.make(version: 2, tenants: tenants), now: snapshot)
+        #expect(log.admission("early") == nil)
+        // x's next call comes during the hold: it waits too (307 would fit its 300), also for 0.05 s.
+        guard case .queued = enforcer.submit(.make("x", tokens: 300), now: snapshot + 0.002, onDecision: log.callback("x"))
+        else { throw FixtureError.unexpected }
+        // The hold over, x's call in flight completes, using what it reserved (nothing returns to the idle buckets).
+        // 325 idle tokens: the loan goes to early, first in service order, not to the tenant whose completion it was.
+        enforcer.complete(inFlight, AttemptResult(status: 200, promptTokens: 200, completionTokens: 100), now: snapshot + 0.02)
+        #expect(log.admission("early")?.ticket != nil)
+        #expect(log.admission("x") == nil)
+        #expect(enforcer.statistics.borrowed == 1)
+    }
 }
