@@ -91,7 +91,8 @@ struct IdleCapacity: SummedBuckets {
         return max(0, (amount - bucket.level(at: now)) / bucket.ratePerSecond)
     }
 
-    /// Whether anything could be lent at `now`: a request in a dimension with a bucket, and some tokens in the other.
+    /// Whether anything could be lent at `now`: a request's room in the request bucket and some tokens in the token
+    /// bucket (a dimension without a bucket, unlimited, holds nothing back).
     func hasRoom(at now: Double) -> Bool {
         guard rpm != nil || tpm != nil else { return false }
         return (rpm.map { $0.level(at: now) >= 1 } ?? true) && (tpm.map { $0.level(at: now) > 0 } ?? true)

@@ -162,13 +162,21 @@ import Testing
         #expect(try greedy.mustDeny(.make("other"), now: 1_010).limit == .rpm)
     }
 
+    /// A lender of 60,000 tokens a minute, and tenants of 60 (token-bound: they wait for what others leave idle).
+    static let lender = TenantEntry.make(
+        "quiet", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 60_000, burst: 1_000))
+    static func tokenBound(_ id: String, burst: Double, maxConcurrency: Int = 1_000) -> TenantEntry {
+        TenantEntry.make(
+            id, rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 60, burst: burst), maxConcurrency: maxConcurrency)
+    }
+
     /// `large` (calls of 1,000 tokens) and `small` (300) have emptied their own token buckets; `quiet` lends. The
     /// idle token bucket refills at 60,120 tokens a minute (1,002/s) and starts 1,300 in debt (the two
     /// admissions). Borrowing is unbounded by allowances, so only the hold decides.
     static func largeWaitsForIdleTokens(class taskClass: TaskClass) throws -> (Enforcer, DecisionLog) {
-        let quiet = TenantEntry.make("quiet", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 60_000, burst: 1_000))
-        let large = TenantEntry.make("large", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 60, burst: 1_000))
-        let small = TenantEntry.make("small", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 60, burst: 300))
+        let quiet = Self.lender
+        let large = Self.tokenBound("large", burst: 1_000)
+        let small = Self.tokenBound("small", burst: 300)
         let enforcer = Enforcer.make(.make(tenants: [quiet, large, small]), configuration: Self.unbounded)
         _ = try enforcer.mustAdmit(.make("large", taskClass: taskClass, tokens: 1_000), now: 1_000)
         _ = try enforcer.mustAdmit(.make("small", tokens: 300), now: 1_000)
@@ -220,14 +228,16 @@ import Testing
     @Test func aLoanLargerThanDeclaredCountsAgainstTheBorrowAllowance() throws {
         // x: 6,000 tokens a minute (100/s), burst and allowance 1,000. The idle token bucket refills at 66,000 a
         // minute (1,100/s), holds 10,000 (quiet's burst), and lends beyond an allowance only what leaves 2,500.
-        let quiet = TenantEntry.make("quiet", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 60_000, burst: 10_000))
+        let quiet = TenantEntry.make(
+            "quiet", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 60_000, burst: 10_000))
         let x = TenantEntry.make("x", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 6_000, burst: 1_000))
         let enforcer = Enforcer.make(.make(tenants: [quiet, x]))
         _ = try enforcer.mustAdmit(.make("x", tokens: 1_000), now: 1_000)  // own bucket 0, idle −1,000
         // Two seconds on (own 200, idle 1,200) it borrows a call declared at 500 within its allowance…
         let loan = try enforcer.mustAdmit(.make("x", tokens: 500), now: 1_002)
         #expect(enforcer.statistics.borrowed == 1)
-        // …which used 1,000: the 500 it did not declare come off its allowance too (500 → 0), not only the idle bucket.
+        // …which used 1,000: the 500 it did not declare come off its allowance too (500 → 0), not only the idle
+        // bucket.
         enforcer.complete(loan, AttemptResult(status: 200, promptTokens: 800, completionTokens: 200), now: 1_002)
         // A second later: own 300, idle 1,300, allowance 100. Another 500 would be beyond its allowance and leave
         // the idle bucket under a quarter full: denied. (Charged only what it declared, the allowance held 600.)
@@ -239,18 +249,17 @@ import Testing
         // `large` waits for idle tokens (as above, due at 2,300 / 1,002 s); `solo` (one call at a time) waits behind
         // its own call in flight. When that call completes at 1,002, 704 idle tokens would fit solo's 300, but
         // `large`, ahead in service order, is looked at first: it is short of them, holds them, and `solo` waits.
-        let quiet = TenantEntry.make("quiet", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 60_000, burst: 1_000))
-        let large = TenantEntry.make("large", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 60, burst: 1_000))
-        let solo = TenantEntry.make(
-            "solo", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 60, burst: 300), maxConcurrency: 1)
+        let quiet = Self.lender
+        let large = Self.tokenBound("large", burst: 1_000)
+        let solo = Self.tokenBound("solo", burst: 300, maxConcurrency: 1)
         let enforcer = Enforcer.make(.make(tenants: [quiet, large, solo]), configuration: Self.unbounded)
         _ = try enforcer.mustAdmit(.make("large", tokens: 1_000), now: 1_000)
         let inFlight = try enforcer.mustAdmit(.make("solo", tokens: 300), now: 1_000)
         let log = DecisionLog()
         for tenant in ["large", "solo"] {
             let tokens = tenant == "large" ? 1_000 : 300
-            guard case .queued = enforcer.submit(.make(tenant, tokens: tokens), now: 1_000, onDecision: log.callback(tenant))
-            else { throw FixtureError.unexpected }
+            let submitted = enforcer.submit(.make(tenant, tokens: tokens), now: 1_000, onDecision: log.callback(tenant))
+            guard case .queued = submitted else { throw FixtureError.unexpected }
         }
         enforcer.complete(inFlight, AttemptResult(status: 200, promptTokens: 200, completionTokens: 100), now: 1_002)
         #expect(log.admission("solo") == nil)
@@ -270,9 +279,9 @@ import Testing
     @Test func aCompletionThatLeavesIdleRoomLetsTheUpstreamsWaitersBorrowInServiceOrder() throws {
         // `early` (a 310-token call) waits for idle tokens; `x` has a call in flight. The idle token bucket refills
         // at 1,002/s and starts 600 in debt.
-        let quiet = TenantEntry.make("quiet", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 60_000, burst: 1_000))
-        let early = TenantEntry.make("early", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 60, burst: 300))
-        let x = TenantEntry.make("x", rpm: Bucket(rate: 600, burst: 100), tpm: Bucket(rate: 60, burst: 300))
+        let quiet = Self.lender
+        let early = Self.tokenBound("early", burst: 300)
+        let x = Self.tokenBound("x", burst: 300)
         let tenants = [quiet, early, x]
         let enforcer = Enforcer.make(.make(tenants: tenants), configuration: Self.unbounded)
         _ = try enforcer.mustAdmit(.make("early", tokens: 300), now: 1_000)
@@ -280,17 +289,19 @@ import Testing
         let log = DecisionLog()
         guard case .queued = enforcer.submit(.make("early", tokens: 310), now: 1_000, onDecision: log.callback("early"))
         else { throw FixtureError.unexpected }
-        // A snapshot looks at every waiter when 305 idle tokens have accrued: early, 5 short, holds them for 5 / 1,002 s
-        // and is looked at again in 0.05 s (``EnforcerState/borrowRecheck``, the least a lane waits for a look).
+        // A snapshot looks at every waiter when 305 idle tokens have accrued: early, 5 short, holds them for
+        // 5 / 1,002 s and is looked at again in 0.05 s (``EnforcerState/borrowRecheck``, the least a lane waits for
+        // a look).
         let snapshot = 1_000 + 905.0 / 1_002
         enforcer.apply(.make(version: 2, tenants: tenants), now: snapshot)
         #expect(log.admission("early") == nil)
         // x's next call comes during the hold: it waits too (307 would fit its 300), also for 0.05 s.
-        guard case .queued = enforcer.submit(.make("x", tokens: 300), now: snapshot + 0.002, onDecision: log.callback("x"))
-        else { throw FixtureError.unexpected }
+        let next = enforcer.submit(.make("x", tokens: 300), now: snapshot + 0.002, onDecision: log.callback("x"))
+        guard case .queued = next else { throw FixtureError.unexpected }
         // The hold over, x's call in flight completes, using what it reserved (nothing returns to the idle buckets).
         // 325 idle tokens: the loan goes to early, first in service order, not to the tenant whose completion it was.
-        enforcer.complete(inFlight, AttemptResult(status: 200, promptTokens: 200, completionTokens: 100), now: snapshot + 0.02)
+        let used = AttemptResult(status: 200, promptTokens: 200, completionTokens: 100)
+        enforcer.complete(inFlight, used, now: snapshot + 0.02)
         #expect(log.admission("early")?.ticket != nil)
         #expect(log.admission("x") == nil)
         #expect(enforcer.statistics.borrowed == 1)
