@@ -1017,17 +1017,23 @@ struct EnforcerState {
         _ lender: IdleCapacity, _ allowance: (rpm: TokenBucket, tpm: TokenBucket)?, amount: Double, rpm: Bool,
         tpm: Bool, at now: Double
     ) -> (rpm: Double?, tpm: Double?)? {
-        func until(_ covered: Bool, _ idle: TokenBucket?, _ own: TokenBucket?, _ amount: Double) -> Double?? {
-            if covered { return .some(nil) }
-            guard let idle, own?.admits(amount, at: now) ?? true,
+        // When the idle bucket will hold `amount`, if the allowance has room for it (nil: nothing to hold for).
+        func until(_ idle: TokenBucket?, _ allowance: TokenBucket?, _ amount: Double) -> Double? {
+            guard let idle, allowance?.admits(amount, at: now) ?? true,
                 let delay = IdleCapacity.delay(idle, amount, at: now)
             else { return nil }
-            return .some(now + delay)
+            return now + delay
         }
-        guard let rpmUntil = until(rpm, lender.rpm, allowance?.rpm, 1),
-            let tpmUntil = until(tpm, lender.tpm, allowance?.tpm, amount), rpmUntil != nil || tpmUntil != nil
-        else { return nil }
-        return (rpmUntil, tpmUntil)
+        var hold: (rpm: Double?, tpm: Double?) = (nil, nil)
+        if !rpm {
+            guard let until = until(lender.rpm, allowance?.rpm, 1) else { return nil }
+            hold.rpm = until
+        }
+        if !tpm {
+            guard let until = until(lender.tpm, allowance?.tpm, amount) else { return nil }
+            hold.tpm = until
+        }
+        return hold.rpm == nil && hold.tpm == nil ? nil : hold
     }
 
     /// Seconds until `amount` may be borrowed from `idle` by refill alone (nil: never): once the idle bucket

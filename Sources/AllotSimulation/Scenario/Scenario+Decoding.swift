@@ -32,7 +32,7 @@ extension Scenario {
             let steps = pool.capacity.map { "\(number($0.rpm)) rpm and \(number($0.tpm)) tpm at \(number($0.at)) s" }
             // How loaded the story is, as scheduled: an author who meant "over-subscribed" sees at once if it is not.
             let peak = peakDemand(on: [pool.id]).map {
-                "; scheduled demand peaks at \(String(format: "%.1f", 100 * $0.ratio)) % of capacity "
+                "; scheduled demand peaks at \(number(($0.ratio * 1000).rounded() / 10)) % of capacity "
                     + "(\($0.dimension), from \(number($0.at)) s)"
             }
             return "  pool \(pool.id) (\(pool.provider.rawValue)): " + steps.joined(separator: ", ")
