@@ -20,6 +20,9 @@ public struct Decision: Sendable {
     public var resolutions: [ResolutionOutcome]
     /// What became of each burst request given this tick.
     public var burstDecisions: [BurstDecision]
+    /// The burst credits the engine lent unasked, to tenants detected mid-task (SPEC 6.5), as the requests it
+    /// made for them (id `detected-…`); their outcomes are in `burstDecisions`. By pool, then tenant.
+    public var detectedBursts: [BurstRequest]
     /// Every evaluated budget of every tenant in the decision.
     public var budgets: [BudgetStatus]
     /// Conditions to raise: degraded mode, budgets, unknown prices, missing capacity, defaults.

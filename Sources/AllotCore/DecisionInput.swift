@@ -106,14 +106,19 @@ public struct TenantObservation: Sendable, Hashable {
     /// How far the tenant's rate swings from one minute to the next around `demand` (one standard deviation,
     /// per minute; ``AllocationClaim/spread``). 0: unknown.
     public var spread: PerDimension<Double>
+    /// The tenant's work fans out into tasks: its calls carry `task_id`s, several calls to a task. With the
+    /// class `bursting` it is a tenant mid-task, and the engine lends it burst credit unasked (SPEC 6.5).
+    public var fansOut: Bool
 
     public init(
         tenant: String, upstream: String, tenantClass: TenantClass = .steady, suspect: Bool = false,
         demand: PerDimension<Double>, served: PerDimension<Double> = PerDimension(0), samples: Int = 100,
         confidence: Double = 1, inputTokenShare: Double = 0.5, clump: PerDimension<Double> = PerDimension(0),
-        pressing: PerDimension<Bool> = PerDimension(false), spread: PerDimension<Double> = PerDimension(0)
+        pressing: PerDimension<Bool> = PerDimension(false), spread: PerDimension<Double> = PerDimension(0),
+        fansOut: Bool = false
     ) {
         self.spread = spread
+        self.fansOut = fansOut
         self.clump = clump
         self.pressing = pressing
         self.tenant = tenant

@@ -97,6 +97,7 @@ extension Tier {
                 "enabled": .bool(burst.enabled), "max_credit": burst.maxCredit.json,
                 "max_ttl_s": .number(burst.maxTTLSeconds), "repay_within_s": .number(burst.repayWithinSeconds),
                 "default_cooldown_s": .number(burst.defaultCooldownSeconds),
+                "detect_fan_out": .bool(burst.detectFanOut),
             ],
             "queue_wait_slo_ms": .number(queueWaitSLOMilliseconds), "mode": .string(mode.rawValue),
             "max_concurrency": .int(Int64(maxConcurrency)), "bucket_s": .number(bucketSeconds),

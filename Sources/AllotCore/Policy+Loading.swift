@@ -49,7 +49,7 @@ enum PolicyFields {
         "idle_allocation", "cold_start_demand", "burst", "queue_wait_slo_ms", "queue_weight", "mode",
         "max_concurrency", "bucket_s", "budgets",
     ]
-    static let burst = ["enabled", "max_credit", "max_ttl_s", "repay_within_s", "default_cooldown_s"]
+    static let burst = ["enabled", "max_credit", "max_ttl_s", "repay_within_s", "default_cooldown_s", "detect_fan_out"]
     static let budget = ["window", "amount", "soft", "throttle", "hard", "hard_action"]
     static let upstream = ["description", "capacity", "header_window", "price"]
     static let headerWindow = ["requests", "tokens"]
@@ -585,6 +585,9 @@ struct PolicyLoader {
         }
         if let value = reader.number(object["default_cooldown_s"], at: path.key("default_cooldown_s"), .nonNegative) {
             burst.defaultCooldownSeconds = value
+        }
+        if let value = reader.bool(object["detect_fan_out"], at: path.key("detect_fan_out")) {
+            burst.detectFanOut = value
         }
         return burst
     }

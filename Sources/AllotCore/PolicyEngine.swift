@@ -67,6 +67,7 @@ public enum PolicyEngine {
         allocations.reserveCapacity(membersByPool.values.reduce(0) { $0 + $1.count })
         var summaries: [PoolSummary] = []
         var burstDecisions: [BurstDecision] = []
+        var detectedBursts: [BurstRequest] = []
         for upstream in poolIDs {
             var pool = PoolTick(
                 upstream: upstream, observation: poolObservations[upstream], observations: observations,
@@ -76,6 +77,7 @@ public enum PolicyEngine {
             pool.run(state: &state, requests: requestsByPool[upstream] ?? [], into: &allocations)
             summaries.append(pool.summary)
             burstDecisions += pool.burstDecisions
+            detectedBursts += pool.detectedBursts
             alerts += pool.alerts
         }
         for (upstream, requests) in requestsByPool where !poolIDs.contains(upstream) {
@@ -95,7 +97,7 @@ public enum PolicyEngine {
             now: now, allocations: allocations, pools: summaries, proposals: state.proposals.all,
             expiredProposals: expired, resolutions: resolutions,
             burstDecisions: burstDecisions.sorted { ($0.upstream, $0.requestID) < ($1.upstream, $1.requestID) },
-            budgets: budgets.statuses, alerts: alerts.sorted())
+            detectedBursts: detectedBursts, budgets: budgets.statuses, alerts: alerts.sorted())
     }
 
     // MARK: Budgets
@@ -206,6 +208,8 @@ private struct PoolTick {
     let approvals: Set<ProposalBook.Approval>
 
     var burstDecisions: [BurstDecision] = []
+    /// The burst credits lent unasked this tick (``lendDetected(reserve:used:capacity:records:)``), as requests.
+    var detectedBursts: [BurstRequest] = []
     var alerts: [EngineAlert] = []
     var summary: PoolSummary
 
@@ -473,7 +477,8 @@ private struct PoolTick {
     }
 
     /// Funds active credits from the burst reserve (scaling them down if the reserve shrank), then
-    /// lends new ones in request order. Returns the credit rates reserved per dimension.
+    /// lends new ones: those asked for, in request order, then those detected. Returns the credit rates reserved
+    /// per dimension.
     private mutating func lendCredits(
         requests: [BurstRequest], pools: PerDimension<PoolAllocation?>, capacity: PerDimension<Double?>,
         records: inout [TenantRecord]
@@ -491,10 +496,21 @@ private struct PoolTick {
             used[dimension] = reserve[dimension]
         }
 
-        guard !requests.isEmpty else { return used }
+        let degraded = RateDimension.allCases.contains { pools[$0]?.degraded ?? false }
+        lendRequested(
+            requests, reserve: reserve, used: &used, degraded: degraded, capacity: capacity, records: &records)
+        if !degraded { lendDetected(reserve: reserve, used: &used, capacity: capacity, records: &records) }
+        return used
+    }
+
+    /// Lends the credits asked for (`POST /v1/tenants/{id}/bursts`), in request order.
+    private mutating func lendRequested(
+        _ requests: [BurstRequest], reserve: PerDimension<Double>, used: inout PerDimension<Double>, degraded: Bool,
+        capacity: PerDimension<Double?>, records: inout [TenantRecord]
+    ) {
+        guard !requests.isEmpty else { return }
         var index: [String: Int] = [:]
         for (position, member) in members.enumerated() { index[observations[member].tenant] = position }
-        let degraded = RateDimension.allCases.contains { pools[$0]?.degraded ?? false }
         let ordered = requests.sorted { ($0.requestedAt, $0.id) < ($1.requestedAt, $1.id) }
         for request in ordered {
             var decision = BurstDecision(
@@ -535,7 +551,60 @@ private struct PoolTick {
             decision.outcome = partial ? .partiallyGranted : .granted
             decision.credit = credit
         }
-        return used
+    }
+
+    /// Lends burst credit unasked to each tenant mid-task (SPEC 6.5, "detected from `task_id` fan-out") whose tier's
+    /// `burst.detect_fan_out` is on: classified `bursting`, its work fanning out into tasks
+    /// (``TenantObservation/fansOut``), blocked by its own bucket (``TenantObservation/pressing``) in a dimension where
+    /// it wants more than it was last published, and free to borrow by the rules every request meets (not suspect, no
+    /// credit active, no debt, no recent default, its tier's `burst.enabled`). It asks for the gap between its demand
+    /// and that allocation, for its tier's `max_ttl_s`; `max_credit` and what is left of the reserve cap it, as they
+    /// cap a request. After the requests sent by `POST /v1/tenants/{id}/bursts`, which come first; in tenant order.
+    /// Only the credits lent are reported (``detectedBursts``): a refusal is the tenant's normal state between bursts.
+    private mutating func lendDetected(
+        reserve: PerDimension<Double>, used: inout PerDimension<Double>, capacity: PerDimension<Double?>,
+        records: inout [TenantRecord]
+    ) {
+        for position in members.indices {
+            let observation = observations[members[position]]
+            guard observation.tenantClass == .bursting, observation.fansOut, !observation.suspect else { continue }
+            let terms = policy.terms(
+                ofTenant: observation.tenant, upstream: upstream,
+                overrides: overridesByTenant[observation.tenant] ?? [], now: now)
+            let burst = terms.tier.burst
+            guard burst.detectFanOut,
+                records[position].burst.refusal(
+                    tenantClass: observation.tenantClass, suspect: observation.suspect, now: now, policy: burst) == nil
+            else { continue }
+            // What it wants beyond what it holds — the allocation last published (the dampers' state) — per minute,
+            // where its bucket denies it (a dimension it is not refused in is not what holds it back).
+            let gap = PerDimension<Double> { dimension in
+                guard capacity[dimension] != nil, let held = records[position].dampers[dimension]?.published,
+                    observation.demand[dimension].isFinite, observation.pressing[dimension]
+                else { return 0 }
+                return max(0, observation.demand[dimension] - held)
+            }
+            guard gap.rpm > 0 || gap.tpm > 0 else { continue }
+            let minutes = burst.maxTTLSeconds / 60
+            let request = BurstRequest(
+                id: "detected-\(observation.tenant)-\(Int64((now * 1000).rounded()))", tenant: observation.tenant,
+                upstream: upstream, calls: gap.rpm * minutes, tokens: gap.tpm * minutes,
+                ttlSeconds: burst.maxTTLSeconds, requestedAt: now)
+            let available = PerDimension<Double> { reserve[$0] - used[$0] }
+            guard
+                let (credit, partial) = BurstAccount.lend(
+                    request, available: available, capacity: capacity.map { $0 ?? 0 }, now: now, policy: burst)
+            else { continue }
+            records[position].burst.credit = credit
+            records[position].burst.lent += 1
+            used.rpm += credit.rate.rpm
+            used.tpm += credit.rate.tpm
+            detectedBursts.append(request)
+            burstDecisions.append(
+                BurstDecision(
+                    requestID: request.id, tenant: request.tenant, upstream: upstream,
+                    outcome: partial ? .partiallyGranted : .granted, credit: credit))
+        }
     }
 
     /// The published reason: the allocator's when it explains a constraint (budget, degraded mode,
@@ -568,3 +637,4 @@ extension TenantAllocation {
         }
     }
 }
+

@@ -15,7 +15,7 @@ struct Timeline {
 
     /// Premium (w 4), standard (w 2) and free (w 1) on one pool `p/m` of 1000 RPM and 100,000 TPM, with
     /// no safety margin or headroom, surplus held, and dampening that follows targets at once (alpha 1).
-    static func makePolicy() -> Policy {
+    static func makePolicy(premiumBurst: BurstPolicy = BurstPolicy()) -> Policy {
         var policy = Policy(
             allocation: AllocationSettings(safetyMargin: 0, demandHeadroom: 0, surplus: .hold, burstReserve: 0.1),
             dampening: DampeningSettings(
@@ -25,7 +25,7 @@ struct Timeline {
             tiers: [
                 Tier(
                     name: "premium", priority: 1, weight: 4,
-                    starvationGuard: PerDimension(rpm: .absolute(5), tpm: .absolute(500))),
+                    starvationGuard: PerDimension(rpm: .absolute(5), tpm: .absolute(500)), burst: premiumBurst),
                 Tier(
                     name: "standard", priority: 2, weight: 2,
                     idleAllocation: PerDimension(rpm: .absolute(2), tpm: .absolute(200))),
@@ -326,6 +326,62 @@ struct PolicyEngineTests {
         var approved = pending
         approved.approved = true
         #expect(timeline.tick(tenants, overrides: [approved]).target("b") == 400)
+    }
+
+    /// Tenant `a` (premium) at 200 RPM / 20,000 TPM for a tick, then the tick of `burst`; with `detect_fan_out`
+    /// on unless told otherwise, and a credit of at most 120 s.
+    static func detectedBurst(detect: Bool = true, _ burst: TenantObservation) -> Decision {
+        var timeline = Timeline(
+            policy: Timeline.makePolicy(premiumBurst: BurstPolicy(maxTTLSeconds: 120, detectFanOut: detect)))
+        timeline.tick([Timeline.observe("a", rpm: 200, tpm: 20_000)])
+        return timeline.tick([burst])
+    }
+
+    /// `a` mid-task: bursting to 230 RPM, its tasks fanning out, its RPM bucket denying it.
+    static func midTask(
+        class tenantClass: TenantClass = .bursting, fansOut: Bool = true, pressing: Bool = true, suspect: Bool = false
+    ) -> TenantObservation {
+        var observation = Timeline.observe("a", rpm: 230, tpm: 20_000, class: tenantClass, suspect: suspect)
+        observation.fansOut = fansOut
+        observation.pressing = PerDimension(rpm: pressing, tpm: false)
+        return observation
+    }
+
+    @Test func aTenantMidTaskIsLentCreditUnasked() throws {
+        let decision = Self.detectedBurst(Self.midTask())
+        // The gap between its demand and what it held (230 − 200 RPM) where its bucket denies it; none in TPM,
+        // which it is not short of.
+        let request = try #require(decision.detectedBursts.first)
+        #expect(decision.detectedBursts.count == 1)
+        #expect(request.id == "detected-a-\(Int64((Timeline.start + 5) * 1000))")
+        #expect(request.calls == 60 && request.tokens == 0 && request.ttlSeconds == 120)
+        let outcome = try #require(decision.burstDecisions.first)
+        #expect(outcome.requestID == request.id && outcome.outcome == .granted)
+        #expect(outcome.credit?.rate == PerDimension(rpm: 30, tpm: 0))
+        let allocation = try #require(decision.allocation(tenant: "a", upstream: "p/m"))
+        #expect(allocation.burstCredit?.expiresAt == Timeline.start + 5 + 120)
+        #expect(allocation.rpm?.reason == .burstCredit)
+        #expect(allocation.burstAccount.lent == 1)
+        #expect(decision.pools[0].creditsLent == PerDimension(rpm: 30, tpm: 0))
+    }
+
+    @Test func creditIsLentUnaskedOnlyToATenantMidTaskWhoseTierDetects() {
+        for (name, decision) in [
+            ("detection off", Self.detectedBurst(detect: false, Self.midTask())),
+            ("steady", Self.detectedBurst(Self.midTask(class: .steady))),
+            ("sustained over", Self.detectedBurst(Self.midTask(class: .sustainedOver))),
+            ("no fan-out", Self.detectedBurst(Self.midTask(fansOut: false))),
+            ("not denied", Self.detectedBurst(Self.midTask(pressing: false))),
+            ("suspect", Self.detectedBurst(Self.midTask(suspect: true))),
+        ] {
+            #expect(decision.detectedBursts.isEmpty, "\(name)")
+            #expect(decision.burstDecisions.isEmpty, "\(name)")
+            #expect(decision.allocation(tenant: "a", upstream: "p/m")?.burstCredit == nil, "\(name)")
+        }
+        // Nor to one that asks for no more than it holds.
+        var content = Self.midTask()
+        content.demand = PerDimension(rpm: 200, tpm: 20_000)
+        #expect(Self.detectedBurst(content).detectedBursts.isEmpty)
     }
 
     @Test func burstCreditsAreLentFromTheReserveAndRepaid() throws {

@@ -171,6 +171,25 @@ struct PolicyTests {
         #expect(section.message == "expected an object, got array")
     }
 
+    @Test func fanOutDetectionIsOffUnlessATierTurnsItOn() throws {
+        let policy = try PolicyFixtures.load([
+            (
+                "tiers.json",
+                #"{"tiers": {"premium": {"priority": 1, "burst": {"detect_fan_out": true}}, "#
+                    + #""standard": {"priority": 2}}}"#
+            )
+        ])
+        #expect(policy.tier(named: "premium")?.burst.detectFanOut == true)
+        #expect(policy.tier(named: "standard")?.burst.detectFanOut == false)
+        #expect(policy.tier(named: "premium")?.json["burst"]?["detect_fan_out"] == JSON.bool(true))
+        let issue = try Self.only(
+            PolicyFixtures.issues([
+                ("tiers.json", #"{"tiers": {"standard": {"priority": 2, "burst": {"detect_fan_out": "yes"}}}}"#)
+            ]))
+        #expect(issue.path == "$.tiers.standard.burst.detect_fan_out")
+        #expect(issue.code == .wrongType)
+    }
+
     @Test func negativeRateIsRejected() throws {
         let issue = try Self.only(
             PolicyFixtures.issues(

@@ -55,6 +55,10 @@ struct TickCounts: Sendable {
     var queuedTokens: Float = 0
     /// Seconds the tick's requests waited in gateway queues (their `queue_ms`, summed).
     var waitSeconds: Float = 0
+    /// First attempts that reached the upstream carrying a `task_id`, and the tasks first seen among them
+    /// (``TaskTable``): their ratio is the calls a task makes, the fan-out burst credit is detected from.
+    var taskCalls: Float = 0
+    var tasksStarted: Float = 0
     /// Every event (attempts, denials, queueing), and those that were retries.
     var events: Float = 0
     var retries: Float = 0
@@ -214,6 +218,10 @@ struct TenantTrack: Sendable, Hashable, Codable {
     /// in checkpoints written before them.
     var youngSince: Double?
     var youngWanted: PerDimension<Double>?
+    /// First attempts with a `task_id` that reached the upstream, and the tasks started among them, per
+    /// minute (short window): ``TenantTrack/fansOut(rules:)``. Optional: older checkpoints decode without them.
+    var taskCallsShort: Double?
+    var tasksStartedShort: Double?
     /// Attempts (requests and tokens, retries included: what ``demandShort`` counts) per minute over the
     /// fast window (``ClassificationRules/fastWindowSeconds``): how far a blocked tenant's claim may go
     /// while the short window still lags a jump. Optional: older checkpoints decode without it.

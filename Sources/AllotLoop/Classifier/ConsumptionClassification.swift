@@ -281,7 +281,7 @@ public struct ConsumptionClassification: Sendable {
                 taskTable.reserve(newTasks: taskSamples.count)
                 for sample in taskSamples {
                     let taskClass = events[Int(sample.event)].taskClass
-                    taskTable.count(
+                    let started = taskTable.count(
                         sample.hash, tokens: sample.tokens, at: sample.at, budget: taskBudgets[taskClass.ordinal],
                         keyHint: Int(sample.track)
                     ) {
@@ -290,6 +290,7 @@ public struct ConsumptionClassification: Sendable {
                             tenant: key.tenant, task: events[Int(sample.event)].taskID ?? "", upstream: key.upstream,
                             taskClass: taskClass, firstSeenAt: sample.at)
                     }
+                    if started { ticks[Int(sample.track)].tasksStarted += 1 }
                 }
                 taskSamples.removeAll(keepingCapacity: true)
             }
@@ -346,6 +347,7 @@ public struct ConsumptionClassification: Sendable {
                         prompt: Float(promptCount), completion: Float(completionCount), track: Int32(index),
                         gateway: gateway, outcome: UInt8(outcome.ordinal), flags: flags))
                 if outcome.reachedUpstream, let task = events[position].taskID {
+                    if flags & EventRecord.retry == 0 { ticks[index].taskCalls += 1 }
                     taskSamples.append(
                         TaskSample(
                             hash: TaskTable.hash(account: Int32(trackAccount[index]), task: task),

@@ -99,6 +99,13 @@ extension TenantTrack {
         ewma(&unnamed, tick.deniedUnnamed, short)
         deniedUnnamed = unnamed
         ewma(&deniedShort, tick.denied, short)
+        if taskCallsShort != nil || tick.taskCalls > 0 {
+            var calls = taskCallsShort ?? 0
+            var started = tasksStartedShort ?? 0
+            ewma(&calls, tick.taskCalls, short)
+            ewma(&started, tick.tasksStarted, short)
+            (taskCallsShort, tasksStartedShort) = (calls, started)
+        }
         ewma(&queuedShort, tick.queued, short)
         let waiting = waitingShort ?? 0
         waitingShort = waiting + short * (Double(tick.waitSeconds) / fold.elapsed - waiting)
@@ -262,7 +269,7 @@ extension TenantTrack {
             tenant: key.tenant, upstream: key.upstream, tenantClass: tenantClass, suspect: suspect, demand: demand,
             served: servedShort, samples: samples, confidence: confidence, inputTokenShare: inputShare,
             clump: clump ?? PerDimension(0), pressing: suspect ? PerDimension(false) : pressing,
-            spread: idle ? PerDimension(0) : spread(of: demand))
+            spread: idle ? PerDimension(0) : spread(of: demand), fansOut: !idle && fansOut)
         let status = TenantStatus(
             key: key, tenantClass: tenantClass, suspect: suspect, suspectReasons: suspectReasons, demand: demand,
             servedShort: servedShort, servedLong: servedLong, deniedRPM: deniedShort, queuedRPM: queuedShort,
@@ -467,6 +474,18 @@ extension TenantTrack {
         }
         return now - last > max(shortWindow, 2 * quiet)
     }
+
+    /// Whether the tenant's work fans out into tasks (SPEC 6.5, "detected from `task_id` fan-out"): over the
+    /// short window its first attempts carry task ids, at least ``fanOutCalls`` calls a task started. What the
+    /// engine lends detected burst credit on, with the class `bursting`: an agent mid-task, not one that
+    /// merely sends more single calls.
+    var fansOut: Bool {
+        guard let calls = taskCallsShort, let started = tasksStartedShort, started > 0 else { return false }
+        return calls >= Self.fanOutCalls * started
+    }
+
+    /// Calls a task must make, on average, for the tenant's work to count as fanning out.
+    static let fanOutCalls = 2.0
 
     /// What a constrained tenant claims (see ``ClassificationRules/constrainedProbe``), per dimension.
     ///

@@ -143,6 +143,7 @@ public struct OperatorStore: Sendable {
         let expired = try decision.expiredProposals.map { ($0, try Self.encode($0)) }
         let bursts = try decision.burstDecisions.map { ($0, try $0.credit.map(Self.encode)) }
         let resolutions = decision.resolutions
+        let detected = decision.detectedBursts
         let burstCutoff = nowMs - Int64(burstRetentionSeconds * 1000)
         let proposalCutoff = nowMs - Int64(proposalRetentionSeconds * 1000)
         try await pool.write { connection in
@@ -164,6 +165,17 @@ public struct OperatorStore: Sendable {
             }
             for (proposal, body) in expired {
                 try Self.upsertEngineProposal(proposal, status: "expired", body: body, on: connection)
+            }
+            // A credit the engine lent unasked is stored like a request, decided in the same tick.
+            for request in detected {
+                try connection.run(
+                    """
+                    INSERT OR IGNORE INTO burst_requests
+                        (id, tenant, upstream, calls, tokens, ttl_s, task_id, requested_ms, requested_by, status)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')
+                    """,
+                    request.id, request.tenant, request.upstream, request.calls, request.tokens, request.ttlSeconds,
+                    request.taskID, EpochTime.milliseconds(fromSeconds: request.requestedAt), Self.detectedBy)
             }
             for (decision, credit) in bursts {
                 try connection.run(
@@ -506,6 +518,9 @@ public struct OperatorStore: Sendable {
     }
 
     // MARK: Burst requests
+
+    /// `requested_by` of a credit the engine lent unasked to a tenant detected mid-task (SPEC 6.5).
+    public static let detectedBy = "allot:fan-out"
 
     /// Stores a burst credit request (pending until the next tick) and audits it.
     public func requestBurst(_ request: BurstRequest, requestedBy: String, audit: AuditEntry) async throws {

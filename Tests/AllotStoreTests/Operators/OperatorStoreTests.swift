@@ -1,7 +1,8 @@
-import AllotCore
 import AllotSQLite
 import AllotStore
 import Testing
+
+@testable import AllotCore
 
 /// The operators' tables (migration 0003) without HTTP: tokens, audit log filters and paging,
 /// overrides, override proposals and their conflicts.
@@ -110,5 +111,38 @@ import Testing
         } catch let error as OperatorStoreError {
             #expect(error.code == "proposal_rejected")
         }
+    }
+}
+
+/// Burst credit the engine lent unasked (SPEC 6.5) is kept beside the requests operators sent.
+@Suite struct DetectedBurstStoreTests {
+    @Test func aCreditLentUnaskedIsStoredAsADecidedRequest() async throws {
+        let store = OperatorStore(pool: try await StoreDatabase.temporary())
+        let now = OperatorStoreTests.now
+        let request = BurstRequest(
+            id: "detected-acme-\(Int64(now * 1000))", tenant: "acme", upstream: "p/m", calls: 60, tokens: 0,
+            ttlSeconds: 120, requestedAt: now)
+        let credit = BurstCredit(
+            id: request.id, tenant: "acme", upstream: "p/m", taskID: nil, rate: PerDimension(rpm: 30, tpm: 0),
+            grantedAt: now, expiresAt: now + 120)
+        let decision = Decision(
+            now: now, allocations: [], pools: [], proposals: [], expiredProposals: [], resolutions: [],
+            burstDecisions: [
+                BurstDecision(
+                    requestID: request.id, tenant: "acme", upstream: "p/m", outcome: .granted, credit: credit)
+            ], detectedBursts: [request], budgets: [], alerts: [])
+        try await store.record(decision, now: now)
+        // Recorded twice (a tick retried): still one row.
+        try await store.record(decision, now: now)
+        let stored = try await store.bursts(tenant: "acme")
+        #expect(stored.count == 1)
+        let row = try #require(stored.first)
+        #expect(row.request == request)
+        #expect(row.requestedBy == OperatorStore.detectedBy)
+        #expect(row.status == "granted")
+        #expect(row.decidedAt == now)
+        #expect(row.credit == credit)
+        // Never handed to the engine as a pending request.
+        #expect(try await store.inputs(now: now).burstRequests.isEmpty)
     }
 }
