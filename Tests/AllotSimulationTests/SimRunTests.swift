@@ -296,6 +296,29 @@ import Testing
         #expect(colours.values.allSatisfy { $0.count == 1 })
         #expect(colours["a8"] == ["#1f77b4"] && colours["b2"] == ["#1f77b4"])  // the largest arrivals first
         #expect(!colours.values.contains(["#d62728"]))  // red is the estimate's
+        // Two minutes: the time axis every 15 s on whole steps. The values on round grid lines: pool-a's (120 rpm,
+        // served in bursts above 200) 100 apart, pool-b's (60 rpm) 25 apart.
+        #expect(count(">1m45s</text>") == 4 && count(">2m</text>") == 4 && !svg.contains(">20s</text>"))
+        let labels = svg.split(separator: "\n").filter { $0.contains("dy=\"4\"") }.map {
+            $0.components(separatedBy: "\">").last!.replacingOccurrences(of: "</text>", with: "")
+        }
+        let a = ["0", "100", "200", "300"]
+        let b = ["0", "25", "50", "75", "100"]
+        #expect(labels == a + a + b + b)
+    }
+
+    @Test func chartAxesStepOnRoundValues() {
+        #expect(SimulationReport.niceStep(1_900) == 500)
+        #expect(SimulationReport.niceStep(2_100) == 1_000)
+        #expect(SimulationReport.niceStep(4_200_000) == 2_000_000)
+        #expect(SimulationReport.niceStep(130) == 50)
+        #expect(SimulationReport.niceStep(9) == 2.5)
+        #expect(SimulationReport.niceStep(0) == 1)
+        #expect(SimulationReport.timeStep(120) == 15)
+        #expect(SimulationReport.timeStep(1_800) == 300)
+        #expect(SimulationReport.timeStep(2_400) == 300)
+        #expect(SimulationReport.timeStep(3_600) == 600)
+        #expect(SimulationReport.timeStep(86_400) == 10_800)
     }
 
     /// A capacity step that repeats the step before it changes nothing: it is not a capacity change, so

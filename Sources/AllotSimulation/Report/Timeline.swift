@@ -92,6 +92,26 @@ extension SimulationReport {
         return fixed(value, 0)
     }
 
+    /// A round step for an axis from 0 to `maximum` in about `intervals` steps: 1, 2, 2.5 or 5 times a power of
+    /// ten, so the grid lines fall on values a reader can name (a capacity of 1,000 on the "1.0k" line, not below
+    /// a line at 1,025 labelled so).
+    static func niceStep(_ maximum: Double, intervals: Double = 4) -> Double {
+        guard maximum.isFinite, maximum > 0 else { return 1 }
+        let raw = maximum / intervals
+        var magnitude = 1.0
+        while magnitude * 10 <= raw { magnitude *= 10 }
+        while magnitude > raw { magnitude /= 10 }
+        let step = [1, 2, 2.5, 5, 10].first { $0 * magnitude >= raw } ?? 10
+        return step * magnitude
+    }
+
+    /// The time axis' step: the first of 10 s … 12 h that gives at most `maximumTicks` intervals (labels on
+    /// whole minutes where the run is long enough, not at sixths of it: "6m40s").
+    static func timeStep(_ duration: Double, maximumTicks: Double = 8) -> Double {
+        let steps: [Double] = [10, 15, 30, 60, 120, 300, 600, 900, 1_200, 1_800, 3_600, 7_200, 10_800, 21_600, 43_200]
+        return steps.first { duration / $0 <= maximumTicks } ?? (duration / maximumTicks).rounded(.up)
+    }
+
     static func clock(_ seconds: Double) -> String {
         let total = Int(seconds.rounded())
         return "\(total / 60)m" + (total % 60 == 0 ? "" : "\(total % 60)s")
@@ -120,7 +140,9 @@ private struct PoolChart {
     let useTPM: Bool
     let shown: [Int]
     let others: [Int]
+    /// The top of the value axis, and the value between its grid lines (round numbers).
     let maxValue: Double
+    let step: Double
 
     init(traces: [SimulationTrace], pool: Int) {
         let reference = traces[0]
@@ -147,7 +169,9 @@ private struct PoolChart {
                 }
             }
         }
-        self.maxValue = maxValue * 1.1
+        // Room above the highest line, up to the next round grid line.
+        step = SimulationReport.niceStep(maxValue * 1.05)
+        self.maxValue = (maxValue * 1.05 / step).rounded(.up) * step
     }
 
     static func pick(_ sample: PoolSample, _ useTPM: Bool) -> (truth: Double, estimate: Double?, served: Double) {
@@ -185,16 +209,16 @@ private struct PoolChart {
         var svg = "<text x=\"\(left)\" y=\"\(fixed(y0 + 14, 1))\" font-size=\"13\" font-weight=\"bold\">"
         svg += "\(SimulationReport.escape(trace.strategy)) — \(SimulationReport.escape(id)), \(unit)</text>\n"
         // Axes and grid.
-        for i in 0...4 {
-            let v = maxValue * Double(i) / 4
+        for i in 0...Int((maxValue / step).rounded()) {
+            let v = step * Double(i)
             let yy = fixed(y(v), 1)
             svg += "<line x1=\"\(left)\" y1=\"\(yy)\" x2=\"\(fixed(left + plotWidth, 1))\" y2=\"\(yy)\" stroke=\"#e5e5e5\"/>"
             svg +=
                 "<text x=\"\(fixed(left - 6, 1))\" y=\"\(yy)\" text-anchor=\"end\" dy=\"4\">\(SimulationReport.compact(v))</text>\n"
         }
-        let ticks = 6
-        for i in 0...ticks {
-            let t = duration * Double(i) / Double(ticks)
+        let every = SimulationReport.timeStep(duration)
+        for i in 0...Int((duration / every).rounded(.down)) {
+            let t = every * Double(i)
             svg +=
                 "<text x=\"\(fixed(x(t), 1))\" y=\"\(fixed(y0 + 20 + plotHeight + 14, 1))\" text-anchor=\"middle\">\(SimulationReport.clock(t))</text>\n"
         }
