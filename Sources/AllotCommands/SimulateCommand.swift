@@ -63,6 +63,11 @@ enum SimulateCommand {
                 return 2
             }
         }
+        // The output directory is made ready before the run, not after minutes of simulation.
+        if let directory = command.string("out"), let problem = Self.outputProblem(directory) {
+            output.err("allot simulate: --out \(directory): \(problem)")
+            return 1
+        }
         let choice = command.string("strategy") ?? "all"
         let strategies: [SimulationStrategy] =
             choice == "all" ? SimulationStrategy.allCases : SimulationStrategy(rawValue: choice).map { [$0] } ?? []
@@ -140,5 +145,22 @@ enum SimulateCommand {
             }
         }
         return 0
+    }
+
+    /// Why `directory` cannot take the run's files (created, with its parents, if missing), or nil when it can.
+    static func outputProblem(_ directory: String) -> String? {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
+            if !isDirectory.boolValue { return "exists and is not a directory" }
+        } else {
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                let code = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)?.code ?? Int(errno)
+                return "cannot create the directory (\(String(cString: strerror(Int32(code)))))"
+            }
+        }
+        if access(directory, W_OK | X_OK) != 0 { return "not writable (\(String(cString: strerror(errno))))" }
+        return nil
     }
 }

@@ -103,15 +103,13 @@ public struct BurstPolicy: Sendable, Hashable {
     /// After a default, no new credit for this many seconds (the repayment record).
     public var defaultCooldownSeconds: Double
     /// Whether the engine lends credit unasked to a tenant detected mid-task from its `task_id` fan-out (SPEC 6.5;
-    /// `PoolTick.lendDetected`). Off by default: the reserve it lends is otherwise idle capacity the gateways lend
-    /// to whoever is short, and in the simulator's built-in scenarios lending it to bursting tenants cost the
-    /// others more than it gave (seeds 1–8, on in every tier: starved tenant-minutes 13.8 → 14.4).
+    /// `PoolTick.lendDetected`). On by default, as SPEC 6.5 has it.
     public var detectFanOut: Bool
 
     public init(
         enabled: Bool = true, maxCredit: PerDimension<Quantity> = PerDimension(.percent(10)),
         maxTTLSeconds: Double = 600, repayWithinSeconds: Double = 900, defaultCooldownSeconds: Double = 3600,
-        detectFanOut: Bool = false
+        detectFanOut: Bool = true
     ) {
         self.detectFanOut = detectFanOut
         self.enabled = enabled

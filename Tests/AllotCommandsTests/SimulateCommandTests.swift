@@ -356,6 +356,22 @@ import Testing
         #expect(!results.contains("policy"))
     }
 
+    /// An `--out` that cannot take the files is refused before anything is simulated, with the reason.
+    @Test func anUnusableOutputDirectoryIsRefusedBeforeTheRun() async throws {
+        let file = NSTemporaryDirectory() + "allot-sim-file-\(UUID().uuidString)"
+        try Data("x".utf8).write(to: URL(fileURLWithPath: file))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        for (out, reason) in [
+            (file, "exists and is not a directory"),
+            (file + "/below", "cannot create the directory (Not a directory)"),
+        ] {
+            let result = await runCLI(["simulate", "--scenario", "cold-start", "--strategy", "static", "--out", out])
+            #expect(result.code == 1)
+            #expect(result.err == "allot simulate: --out \(out): \(reason)", "\(result.err)")
+            #expect(result.out.isEmpty)  // nothing ran
+        }
+    }
+
     /// `--policy DIR` runs allot with a candidate policy: its tiers are the ones a scenario may name, its
     /// settings are what the engine applies (here a ceiling the allocation never passes), and a policy that
     /// does not load is refused with the loader's message, before anything runs.

@@ -382,6 +382,14 @@ struct PolicyEngineTests {
         var content = Self.midTask()
         content.demand = PerDimension(rpm: 200, tpm: 20_000)
         #expect(Self.detectedBurst(content).detectedBursts.isEmpty)
+        // Nor where the reserve covers less than a quarter of the gap: 600 wanted against 200 held leaves a reserve
+        // of 40 (10 % of the 400 unallocated) for a gap of 400. A sliver of credit puts the tenant in debt for what
+        // it is served beyond its allocation, and a tenant in debt gets no surplus.
+        var large = Self.midTask()
+        large.demand = PerDimension(rpm: 600, tpm: 20_000)
+        let refused = Self.detectedBurst(large)
+        #expect(refused.detectedBursts.isEmpty)
+        #expect(refused.pools[0].burstReserve.rpm == 40)
     }
 
     @Test func burstCreditsAreLentFromTheReserveAndRepaid() throws {

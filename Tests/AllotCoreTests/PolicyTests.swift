@@ -171,17 +171,17 @@ struct PolicyTests {
         #expect(section.message == "expected an object, got array")
     }
 
-    @Test func fanOutDetectionIsOffUnlessATierTurnsItOn() throws {
+    @Test func fanOutDetectionIsOnUnlessATierTurnsItOff() throws {
         let policy = try PolicyFixtures.load([
             (
                 "tiers.json",
-                #"{"tiers": {"premium": {"priority": 1, "burst": {"detect_fan_out": true}}, "#
+                #"{"tiers": {"premium": {"priority": 1, "burst": {"detect_fan_out": false}}, "#
                     + #""standard": {"priority": 2}}}"#
             )
         ])
-        #expect(policy.tier(named: "premium")?.burst.detectFanOut == true)
-        #expect(policy.tier(named: "standard")?.burst.detectFanOut == false)
-        #expect(policy.tier(named: "premium")?.json["burst"]?["detect_fan_out"] == JSON.bool(true))
+        #expect(policy.tier(named: "premium")?.burst.detectFanOut == false)
+        #expect(policy.tier(named: "standard")?.burst.detectFanOut == true)
+        #expect(policy.tier(named: "premium")?.json["burst"]?["detect_fan_out"] == JSON.bool(false))
         let issue = try Self.only(
             PolicyFixtures.issues([
                 ("tiers.json", #"{"tiers": {"standard": {"priority": 2, "burst": {"detect_fan_out": "yes"}}}}"#)
