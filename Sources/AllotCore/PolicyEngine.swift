@@ -560,7 +560,8 @@ private struct PoolTick {
     /// credit active, no debt, no recent default, its tier's `burst.enabled`). It asks for the gap between its demand
     /// and that allocation, for its tier's `max_ttl_s`; `max_credit` and what is left of the reserve cap it, as they
     /// cap a request, and it is lent only if it covers ``detectedMinimumShare`` of the gap. After the requests sent
-    /// by `POST /v1/tenants/{id}/bursts`, which come first; in tenant order. Only the credits lent are reported (``detectedBursts``): a refusal is the tenant's normal state between bursts.
+    /// by `POST /v1/tenants/{id}/bursts`, which come first; in tenant order. Only the credits lent are reported
+    /// (``detectedBursts``): a refusal is the tenant's normal state between bursts.
     private mutating func lendDetected(
         reserve: PerDimension<Double>, used: inout PerDimension<Double>, capacity: PerDimension<Double?>,
         records: inout [TenantRecord]
