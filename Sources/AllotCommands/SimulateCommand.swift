@@ -48,11 +48,14 @@ enum SimulateCommand {
             output.err("allot simulate: \(scenario.name) with \(gateways) gateways (the scenario has \(scenario.gateways))")
             scenario.gateways = gateways
         }
+        let concurrency = policy.map { scenario.concurrencyWarnings(policy: $0) } ?? []
         if command.flag("check") {
-            output.out(scenario.summary + "\n  " + provenance.line)
+            output.out(
+                ([scenario.summary] + concurrency.map { "  warning: " + $0 }).joined(separator: "\n") + "\n  "
+                    + provenance.line)
             return 0
         }
-        for warning in scenario.warnings { output.err("allot simulate: warning: \(warning)") }
+        for warning in scenario.warnings + concurrency { output.err("allot simulate: warning: \(warning)") }
         let seed = UInt64(try command.int("seed", in: 0...Int.max) ?? 1)
         var seeds = [seed]
         if let list = command.string("seeds") {

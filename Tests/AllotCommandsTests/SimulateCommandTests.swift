@@ -356,6 +356,28 @@ import Testing
         #expect(!results.contains("policy"))
     }
 
+    /// A tenant that needs more calls in flight than its tier's `max_concurrency` allows is warned about, by
+    /// `--check` and before a run: the gateways cap its rate whatever the allocation.
+    @Test func aTenantHeldByItsConcurrencyCapIsWarnedAbout() async throws {
+        let path = NSTemporaryDirectory() + "allot-sim-concurrency-\(UUID().uuidString).json"
+        // Free (8 in flight), 1,000 tasks of 2.5 calls a minute, answers of 600 + 20 × 50 / 1000 = 601 ms:
+        // 2,500 calls/min need 25 in flight; one gateway allows 8, about 799 calls/min.
+        try Data(Self.oneTenantScenario(name: "slow", duration: 60, tier: "free", tasksPerMinute: 1000).utf8)
+            .write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let warning =
+            "warning: tenants[0] (\"a\"): at its peak of 2500 calls/min, with answers of at least 0.6 s, it needs "
+            + "about 25 calls in flight, more than tier \"free\"'s max_concurrency 8 × 1 gateway(s) allows: "
+            + "`allot`'s gateways hold it to about 799 calls/min whatever its allocation (the baselines enforce no "
+            + "such cap)"
+        let check = await runCLI(["simulate", "--scenario", path, "--gateways", "1", "--check"])
+        #expect(check.code == 0, "\(check.err)")
+        #expect(check.out.contains("\n  " + warning + "\n"), "\(check.out)")
+        // With four gateways, 32 in flight: no warning.
+        let wide = await runCLI(["simulate", "--scenario", path, "--gateways", "4", "--check"])
+        #expect(!wide.out.contains("max_concurrency"), "\(wide.out)")
+    }
+
     /// An `--out` that cannot take the files is refused before anything is simulated, with the reason.
     @Test func anUnusableOutputDirectoryIsRefusedBeforeTheRun() async throws {
         let file = NSTemporaryDirectory() + "allot-sim-file-\(UUID().uuidString)"

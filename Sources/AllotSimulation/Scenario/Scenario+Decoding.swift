@@ -217,6 +217,41 @@ extension Scenario {
         return warnings
     }
 
+    /// Tenants the gateways' `max_concurrency` holds below their own rate (outside evaluation round 10): at its
+    /// peak arrival rate (tasks per minute × mean calls) and the pool's quickest mean answer (`latency.base_ms` +
+    /// `per_1k_output_tokens_ms` × mean completion ÷ 1000: no queueing factor), a tenant needs rate × latency ÷ 60
+    /// calls in flight (Little's law). More than its tier's `max_concurrency` × the gateways, and the gateways cap
+    /// it at about cap × 60 ÷ latency calls a minute whatever its allocation (the baselines enforce no such cap).
+    /// The engine does not know it: it allocates rate the tenant cannot use.
+    public func concurrencyWarnings(policy: Policy) -> [String] {
+        let number = ScenarioReader.format
+        let entries =
+            tenantEntries.count == tenants.count
+            ? tenantEntries
+            : tenants.enumerated().map { ScenarioTenantEntry(index: $0.offset, id: $0.element.id, count: 1) }
+        var warned = Set<Int>()
+        var warnings: [String] = []
+        for (tenant, entry) in zip(tenants, entries) {
+            guard warned.insert(entry.index).inserted, let pool = pools.first(where: { $0.id == tenant.pool }),
+                let tier = policy.tier(named: tenant.tier)
+            else { continue }
+            let peak = (tenant.arrivals.map(\.tasksPerMinute).max() ?? 0) * tenant.task.meanCalls
+            let output = pool.latency.perThousandOutputTokensMs * tenant.task.completionTokens.mean / 1000
+            let latency = (pool.latency.baseMs + output) / 1000
+            let cap = Double(tier.maxConcurrency * gateways)
+            let needed = peak * latency / 60
+            guard latency > 0, needed > cap else { continue }
+            warnings.append(
+                "\(entry.label): at its peak of \(number(peak.rounded())) calls/min, with answers of at least "
+                    + "\(number((latency * 10).rounded() / 10)) s, it needs about \(number(needed.rounded())) calls in "
+                    + "flight, more than tier \"\(tier.name)\"'s max_concurrency \(tier.maxConcurrency) × \(gateways) "
+                    + "gateway(s) allows: `allot`'s gateways hold it to about "
+                    + "\(number((cap * 60 / latency).rounded())) calls/min whatever its allocation "
+                    + "(the baselines enforce no such cap)")
+        }
+        return warnings
+    }
+
     /// `latency_warning_s` on a pool whose capacity never drops (the warning never applies), and a drop whose
     /// warning would start before t = 0 (cut short at the start of the run).
     var latencyWarningWarnings: [String] {
