@@ -588,7 +588,9 @@ private struct PoolTick {
             guard gap.rpm > 0 || gap.tpm > 0 else { continue }
             let minutes = burst.maxTTLSeconds / 60
             let request = BurstRequest(
-                id: "detected-\(observation.tenant)-\(Int64((now * 1000).rounded()))", tenant: observation.tenant,
+                // Unique per tenant, pool and tick: a tenant detected on two pools at once gets two rows.
+                id: "detected-\(observation.tenant)-\(upstream)-\(Int64((now * 1000).rounded()))",
+                tenant: observation.tenant,
                 upstream: upstream, calls: gap.rpm * minutes, tokens: gap.tpm * minutes,
                 ttlSeconds: burst.maxTTLSeconds, requestedAt: now)
             let available = PerDimension<Double> { reserve[$0] - used[$0] }
@@ -602,7 +604,6 @@ private struct PoolTick {
             used.rpm += credit.rate.rpm
             used.tpm += credit.rate.tpm
             detectedBursts.append(request)
-
             burstDecisions.append(
                 BurstDecision(
                     requestID: request.id, tenant: request.tenant, upstream: upstream,

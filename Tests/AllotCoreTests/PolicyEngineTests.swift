@@ -353,7 +353,7 @@ struct PolicyEngineTests {
         // which it is not short of.
         let request = try #require(decision.detectedBursts.first)
         #expect(decision.detectedBursts.count == 1)
-        #expect(request.id == "detected-a-\(Int64((Timeline.start + 5) * 1000))")
+        #expect(request.id == "detected-a-p/m-\(Int64((Timeline.start + 5) * 1000))")
         #expect(request.calls == 60 && request.tokens == 0 && request.ttlSeconds == 120)
         let outcome = try #require(decision.burstDecisions.first)
         #expect(outcome.requestID == request.id && outcome.outcome == .granted)

@@ -219,7 +219,7 @@ struct TenantTrack: Sendable, Hashable, Codable {
     var youngSince: Double?
     var youngWanted: PerDimension<Double>?
     /// First attempts with a `task_id` that reached the upstream, and the tasks started among them, per
-    /// minute (short window): ``TenantTrack/fansOut(rules:)``. Optional: older checkpoints decode without them.
+    /// minute (short window): ``TenantTrack/fansOut``. Optional: older checkpoints decode without them.
     var taskCallsShort: Double?
     var tasksStartedShort: Double?
     /// Attempts (requests and tokens, retries included: what ``demandShort`` counts) per minute over the

@@ -519,7 +519,8 @@ public struct OperatorStore: Sendable {
 
     // MARK: Burst requests
 
-    /// `requested_by` of a credit the engine lent unasked to a tenant detected mid-task (SPEC 6.5).
+    /// `requested_by` of a credit the engine lent unasked (id `detected-<tenant>-<upstream>-<epoch ms>`) to a
+    /// tenant detected mid-task (SPEC 6.5).
     public static let detectedBy = "allot:fan-out"
 
     /// Stores a burst credit request (pending until the next tick) and audits it.
