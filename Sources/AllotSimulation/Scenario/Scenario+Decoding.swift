@@ -174,16 +174,9 @@ extension Scenario {
     /// with the smallest bucket.
     var tokenBucketWarnings: [String] {
         let number = ScenarioReader.format
-        let entries =
-            tenantEntries.count == tenants.count
-            ? tenantEntries
-            : tenants.enumerated().map { ScenarioTenantEntry(index: $0.offset, id: $0.element.id, count: 1) }
-        var warned = Set<Int>()
         var warnings: [String] = []
-        for (tenant, entry) in zip(tenants, entries) {
-            guard warned.insert(entry.index).inserted,
-                let poolIndex = pools.firstIndex(where: { $0.id == tenant.pool })
-            else { continue }
+        for (tenant, entry) in firstOfEachEntry {
+            guard let poolIndex = pools.firstIndex(where: { $0.id == tenant.pool }) else { continue }
             let pool = pools[poolIndex]
             let call = tenant.task.meanTokensPerCall
             let bucket = SimUpstream.tokenBurst(at:)
@@ -217,6 +210,17 @@ extension Scenario {
         return warnings
     }
 
+    /// The first tenant of each `tenants` entry (an entry with `count` N expands to N alike), with its entry: what a
+    /// warning about the file names once.
+    var firstOfEachEntry: [(tenant: ScenarioTenant, entry: ScenarioTenantEntry)] {
+        let entries =
+            tenantEntries.count == tenants.count
+            ? tenantEntries
+            : tenants.enumerated().map { ScenarioTenantEntry(index: $0.offset, id: $0.element.id, count: 1) }
+        var seen = Set<Int>()
+        return zip(tenants, entries).filter { seen.insert($0.1.index).inserted }.map { ($0.0, $0.1) }
+    }
+
     /// Tenants the gateways' `max_concurrency` holds below their own rate (outside evaluation round 10): at its
     /// peak arrival rate (tasks per minute × mean calls) and the pool's quickest mean answer (`latency.base_ms` +
     /// `per_1k_output_tokens_ms` × mean completion ÷ 1000: no queueing factor), a tenant needs rate × latency ÷ 60
@@ -225,15 +229,9 @@ extension Scenario {
     /// The engine does not know it: it allocates rate the tenant cannot use.
     public func concurrencyWarnings(policy: Policy) -> [String] {
         let number = ScenarioReader.format
-        let entries =
-            tenantEntries.count == tenants.count
-            ? tenantEntries
-            : tenants.enumerated().map { ScenarioTenantEntry(index: $0.offset, id: $0.element.id, count: 1) }
-        var warned = Set<Int>()
         var warnings: [String] = []
-        for (tenant, entry) in zip(tenants, entries) {
-            guard warned.insert(entry.index).inserted, let pool = pools.first(where: { $0.id == tenant.pool }),
-                let tier = policy.tier(named: tenant.tier)
+        for (tenant, entry) in firstOfEachEntry {
+            guard let pool = pools.first(where: { $0.id == tenant.pool }), let tier = policy.tier(named: tenant.tier)
             else { continue }
             let peak = (tenant.arrivals.map(\.tasksPerMinute).max() ?? 0) * tenant.task.meanCalls
             let output = pool.latency.perThousandOutputTokensMs * tenant.task.completionTokens.mean / 1000
