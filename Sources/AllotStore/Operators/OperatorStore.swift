@@ -168,14 +168,7 @@ public struct OperatorStore: Sendable {
             }
             // A credit the engine lent unasked is stored like a request, decided in the same tick.
             for request in detected {
-                try connection.run(
-                    """
-                    INSERT OR IGNORE INTO burst_requests
-                        (id, tenant, upstream, calls, tokens, ttl_s, task_id, requested_ms, requested_by, status)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')
-                    """,
-                    request.id, request.tenant, request.upstream, request.calls, request.tokens, request.ttlSeconds,
-                    request.taskID, EpochTime.milliseconds(fromSeconds: request.requestedAt), Self.detectedBy)
+                try Self.insertBurst(request, requestedBy: Self.detectedBy, orIgnore: true, on: connection)
             }
             for (decision, credit) in bursts {
                 try connection.run(
@@ -526,16 +519,23 @@ public struct OperatorStore: Sendable {
     /// Stores a burst credit request (pending until the next tick) and audits it.
     public func requestBurst(_ request: BurstRequest, requestedBy: String, audit: AuditEntry) async throws {
         try await pool.write { connection in
-            try connection.run(
-                """
-                INSERT INTO burst_requests
-                    (id, tenant, upstream, calls, tokens, ttl_s, task_id, requested_ms, requested_by, status)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')
-                """,
-                request.id, request.tenant, request.upstream, request.calls, request.tokens, request.ttlSeconds,
-                request.taskID, EpochTime.milliseconds(fromSeconds: request.requestedAt), requestedBy)
+            try Self.insertBurst(request, requestedBy: requestedBy, orIgnore: false, on: connection)
             try AuditLog.append(audit, on: connection)
         }
+    }
+
+    /// Inserts `request` as pending (`orIgnore`: unless its id is stored already).
+    private static func insertBurst(
+        _ request: BurstRequest, requestedBy: String, orIgnore: Bool, on connection: SQLiteConnection
+    ) throws {
+        try connection.run(
+            """
+            INSERT \(orIgnore ? "OR IGNORE " : "")INTO burst_requests
+                (id, tenant, upstream, calls, tokens, ttl_s, task_id, requested_ms, requested_by, status)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')
+            """,
+            request.id, request.tenant, request.upstream, request.calls, request.tokens, request.ttlSeconds,
+            request.taskID, EpochTime.milliseconds(fromSeconds: request.requestedAt), requestedBy)
     }
 
     /// The tenant's burst requests, newest first.
