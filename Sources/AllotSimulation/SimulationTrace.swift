@@ -153,6 +153,8 @@ public struct TenantSample: Sendable, Equatable {
     /// Local denials and upstream 429s this tenant saw in the interval.
     public var denials: Int
     public var upstream429s: Int
+    /// Upstream overload refusals (503/529) this tenant saw in the interval: throttling too, by the upstream.
+    public var upstreamOverloaded: Int
     /// The tasks that arrived in the interval × their mean calls (and × mean tokens per call), per minute:
     /// the demand the Poisson draw actually produced, where `demandRPM` is its expectation. The same for
     /// every strategy; entitlements are judged against it (``RunMetrics``).
@@ -161,7 +163,8 @@ public struct TenantSample: Sendable, Equatable {
 
     public init(
         demandRPM: Double, demandTPM: Double, servedRPM: Double, servedTPM: Double, allocationRPM: Double?,
-        allocationTPM: Double?, denials: Int, upstream429s: Int, arrivedRPM: Double? = nil, arrivedTPM: Double? = nil
+        allocationTPM: Double?, denials: Int, upstream429s: Int, upstreamOverloaded: Int = 0, arrivedRPM: Double? = nil,
+        arrivedTPM: Double? = nil
     ) {
         self.demandRPM = demandRPM
         self.demandTPM = demandTPM
@@ -173,6 +176,7 @@ public struct TenantSample: Sendable, Equatable {
         self.allocationTPM = allocationTPM
         self.denials = denials
         self.upstream429s = upstream429s
+        self.upstreamOverloaded = upstreamOverloaded
     }
 }
 

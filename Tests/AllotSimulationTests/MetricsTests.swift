@@ -93,6 +93,13 @@ import Testing
                 served: Array(repeating: (90, 10), count: 4), allocations: Array(repeating: (90, 10), count: 4),
                 denials: 0))
         #expect(quiet.starvationTenantMinutes == 0)
+        // Refused by the upstream as overloaded (503/529) is throttled too: a strategy that sends into the
+        // refusals is not spared what one that sheds them locally is charged.
+        var refused = Self.trace(
+            served: Array(repeating: (90, 10), count: 4), allocations: Array(repeating: (90, 10), count: 4),
+            denials: 0)
+        for k in refused.samples.indices { refused.samples[k].tenants[1].upstreamOverloaded = 1 }
+        #expect(RunMetrics(trace: refused).starvationTenantMinutes == 0.25)
     }
 
     @Test func jainJudgesTheDimensionThatBinds() {

@@ -407,6 +407,32 @@ import Testing
         #expect(!table.contains { $0.hasPrefix("static ") && $0.contains("never") })
     }
 
+    /// A pool refusing a third of the attempts as overloaded (503) for the whole run: each tenant's refusals are
+    /// counted (they add up to the pool's, in the trace and in `timeline.csv`), so the starvation metric can
+    /// count them as throttling.
+    @Test func overloadRefusalsAreCountedPerTenant() async throws {
+        let pools = """
+            [{"id": "openai/gpt-4o", "provider": "openai", "declared_rpm": 600, "declared_tpm": 1000000,
+              "capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}],
+              "overload": [{"from_s": 0, "to_s": 120, "rate": 0.33}]}]
+            """
+        let scenario = try decode(scenarioJSON(duration: 120, pools: pools))
+        let trace = try await Simulator.run(scenario, strategy: .static, seed: 1)
+        var total = 0
+        for sample in trace.samples {
+            let tenants = sample.tenants.map(\.upstreamOverloaded)
+            #expect(tenants.reduce(0, +) == sample.pools[0].upstreamOverloaded)
+            total += sample.pools[0].upstreamOverloaded
+        }
+        #expect(total > 0)
+        let lines = SimulationReport(scenario: scenario, seed: 1, traces: [trace]).timelineCSV().split(separator: "\n")
+        let column = try #require(lines[0].split(separator: ",").firstIndex(of: "upstream_overloaded"))
+        let counted = lines.dropFirst().filter { $0.contains(",tenant,") }.compactMap {
+            Int($0.split(separator: ",", omittingEmptySubsequences: false)[column])
+        }
+        #expect(counted.reduce(0, +) == total)
+    }
+
     @Test func reportHasTheSpecShape() async throws {
         let scenario = try Self.small()
         let traces = [
@@ -439,18 +465,22 @@ import Testing
         #expect(rows == 73)  // header + 2 strategies × 12 intervals × (1 pool + 2 tenants)
         let lines = report.timelineCSV().split(separator: "\n", omittingEmptySubsequences: false).dropLast()
         let header = lines.first!.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-        #expect(header.suffix(5) == ["arrived_rpm", "arrived_tpm", "entitled_rpm", "entitled_tpm", "pool"])
+        #expect(
+            header.suffix(6) == [
+                "arrived_rpm", "arrived_tpm", "entitled_rpm", "entitled_tpm", "pool", "upstream_overloaded",
+            ])
         for line in lines {
             #expect(line.split(separator: ",", omittingEmptySubsequences: false).count == header.count)
         }
         // A tenant row carries the entitlement the metrics judge it against.
         let entitled = RunMetrics.entitlements(trace: traces[0])
-        let firstTenant = lines.first { $0.contains(",tenant,") }!.split(
+        let firstTenant = lines.dropFirst().first { $0.contains(",tenant,") }!.split(
             separator: ",", omittingEmptySubsequences: false)
         #expect(firstTenant[header.firstIndex(of: "entitled_rpm")!] == SimulationReport.fixed(entitled.rpm[0][0], 2))
         // A pool row sums its tenants' arrived demand, and has no entitlement.
         let arrived = RunMetrics.arrivedDemand(trace: traces[0])
-        let firstPool = lines.first { $0.contains(",pool,") }!.split(separator: ",", omittingEmptySubsequences: false)
+        let firstPool = lines.dropFirst().first { $0.contains(",pool,") }!.split(
+            separator: ",", omittingEmptySubsequences: false)
         func column(_ name: String) -> Substring { firstPool[header.firstIndex(of: name)!] }
         #expect(column("arrived_rpm") == SimulationReport.fixed(arrived.rpm[0].reduce(0, +), 2))
         #expect(column("arrived_tpm") == SimulationReport.fixed(arrived.tpm[0].reduce(0, +), 2))

@@ -145,7 +145,8 @@ extension RunMetrics {
     /// Starvation is judged over a trailing window this long, so that a quiet 10 s in a Poisson
     /// stream is not mistaken for starvation.
     public static let starvationWindowSeconds = 60.0
-    /// Served below this fraction of the entitlement (and throttled) is starvation.
+    /// Served below this fraction of the entitlement, and throttled (denied locally, or refused upstream with a
+    /// 429 or an overload 503/529), is starvation.
     public static let starvationRatio = 0.7
     /// The arrivals that scale a tenant's demand are counted over this window, centred on the sample.
     public static let demandWindowSeconds = 300.0
@@ -303,7 +304,7 @@ extension RunMetrics {
                 entitled.rpm += entitledRPM[k][tenant]
                 entitled.tpm += entitledTPM[k][tenant]
                 demand += arrivedRPM[k][tenant]
-                throttled += s.denials + s.upstream429s
+                throttled += s.denials + s.upstream429s + s.upstreamOverloaded
                 if k >= window {
                     let old = samples[k - window].tenants[tenant]
                     served.rpm -= old.servedRPM
@@ -311,7 +312,7 @@ extension RunMetrics {
                     entitled.rpm -= entitledRPM[k - window][tenant]
                     entitled.tpm -= entitledTPM[k - window][tenant]
                     demand -= arrivedRPM[k - window][tenant]
-                    throttled -= old.denials + old.upstream429s
+                    throttled -= old.denials + old.upstream429s + old.upstreamOverloaded
                 }
                 guard k + 1 >= window, throttled > 0, demand > served.rpm else {
                     endStretch()

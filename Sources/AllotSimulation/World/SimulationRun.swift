@@ -387,6 +387,7 @@ final class SimulationRun {
                 tenantCounters[call.tenant].upstream429s += 1
                 poolCounters[pool].upstream429s += 1
             } else {
+                tenantCounters[call.tenant].overloaded += 1
                 poolCounters[pool].overloaded += 1
             }
             calls[id].attempts += 1
@@ -626,7 +627,7 @@ final class SimulationRun {
                         servedRPM: Double(counters.servedRequests) * perMinute,
                         servedTPM: counters.servedTokens * perMinute, allocationRPM: allocation[index]?.rpm,
                         allocationTPM: allocation[index]?.tpm, denials: counters.denials,
-                        upstream429s: counters.upstream429s,
+                        upstream429s: counters.upstream429s, upstreamOverloaded: counters.overloaded,
                         arrivedRPM: Double(counters.arrivedTasks) * perMinute * spec.task.meanCalls,
                         arrivedTPM: Double(counters.arrivedTasks) * perMinute * spec.task.meanCalls
                             * spec.task.meanTokensPerCall))
@@ -811,6 +812,7 @@ struct TenantCounters {
     var servedTokens = 0.0
     var denials = 0
     var upstream429s = 0
+    var overloaded = 0
     /// Tasks that arrived. Their arrival times come from the tenant's own random stream alone, so the
     /// count is the same for every strategy (the calls a task makes are drawn from a stream that the
     /// service's timing also draws from: the metrics use the mean instead).
