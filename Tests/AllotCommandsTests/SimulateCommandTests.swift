@@ -368,8 +368,8 @@ import Testing
         let warning =
             "warning: tenants[0] (\"a\"): at its peak of 2500 calls/min, with answers of at least 0.6 s, it needs "
             + "about 25 calls in flight, more than tier \"free\"'s max_concurrency 8 × 1 gateway(s) allows: "
-            + "`allot`'s gateways hold it to about 799 calls/min whatever its allocation (the baselines enforce no "
-            + "such cap)"
+            + "the gateways hold it to about 799 calls/min whatever its allocation (all but `fifo-backoff`, which "
+            + "knows no tenant)"
         let check = await runCLI(["simulate", "--scenario", path, "--gateways", "1", "--check"])
         #expect(check.code == 0, "\(check.err)")
         #expect(check.out.contains("\n  " + warning + "\n"), "\(check.out)")

@@ -433,6 +433,33 @@ import Testing
         #expect(counted.reduce(0, +) == total)
     }
 
+    /// The per-tenant quota baselines hold a tenant to its tier's `max_concurrency` at each gateway, as `allot`'s
+    /// gateways do; `fifo-backoff`, which knows no tenant, does not. One free tenant (8 in flight) alone on a roomy
+    /// pool whose answers take 10 s wants about 300 calls a minute, and can have at most 8 × 60 ÷ 10 = 48 at a time.
+    @Test func perTenantBaselinesEnforceTheTiersConcurrencyCap() async throws {
+        let pools = """
+            [{"id": "p", "provider": "openai", "declared_rpm": 6000, "declared_tpm": 10000000,
+              "capacity": [{"at_s": 0, "rpm": 6000, "tpm": 10000000}],
+              "latency": {"base_ms": 10000, "per_1k_output_tokens_ms": 0}}]
+            """
+        let tenants = """
+            [{"id": "solo", "tier": "free", "pool": "p", "arrivals": [{"at_s": 0, "tasks_per_min": 30}],
+              "task": {"class": "batch", "calls": {"min": 10, "max": 10}, "parallelism": 10,
+                       "prompt_tokens": {"mean": 100, "sd": 10}, "completion_tokens": {"mean": 50, "sd": 5},
+                       "deadline_s": 600}}]
+            """
+        let scenario = try decode(scenarioJSON(duration: 300, tenants: tenants, pools: pools, extra: #", "gateways": 1"#))
+        func meanServed(_ strategy: SimulationStrategy) async throws -> Double {
+            let trace = try await Simulator.run(scenario, strategy: strategy, seed: 1)
+            let served = trace.samples.dropFirst(6).map { $0.tenants[0].servedRPM }
+            return served.reduce(0, +) / Double(served.count)
+        }
+        // 48 at the base latency; the model's jitter lets a few answers come sooner.
+        #expect(try await meanServed(.static) < 60)
+        #expect(try await meanServed(.equalSplit) < 60)
+        #expect(try await meanServed(.fifoBackoff) > 200)
+    }
+
     @Test func reportHasTheSpecShape() async throws {
         let scenario = try Self.small()
         let traces = [

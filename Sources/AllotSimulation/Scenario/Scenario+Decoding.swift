@@ -225,8 +225,9 @@ extension Scenario {
     /// peak arrival rate (tasks per minute × mean calls) and the pool's quickest mean answer (`latency.base_ms` +
     /// `per_1k_output_tokens_ms` × mean completion ÷ 1000: no queueing factor), a tenant needs rate × latency ÷ 60
     /// calls in flight (Little's law). More than its tier's `max_concurrency` × the gateways, and the gateways cap
-    /// it at about cap × 60 ÷ latency calls a minute whatever its allocation (the baselines enforce no such cap).
-    /// The engine does not know it: it allocates rate the tenant cannot use.
+    /// it at about cap × 60 ÷ latency calls a minute whatever its allocation — `allot`'s, `static`'s and
+    /// `equal-split`'s (`fifo-backoff`'s one global bucket knows no tenant). The engine does not know it: it
+    /// allocates rate the tenant cannot use.
     public func concurrencyWarnings(policy: Policy) -> [String] {
         let number = ScenarioReader.format
         var warnings: [String] = []
@@ -243,9 +244,9 @@ extension Scenario {
                 "\(entry.label): at its peak of \(number(peak.rounded())) calls/min, with answers of at least "
                     + "\(number((latency * 10).rounded() / 10)) s, it needs about \(number(needed.rounded())) calls in "
                     + "flight, more than tier \"\(tier.name)\"'s max_concurrency \(tier.maxConcurrency) × \(gateways) "
-                    + "gateway(s) allows: `allot`'s gateways hold it to about "
+                    + "gateway(s) allows: the gateways hold it to about "
                     + "\(number((cap * 60 / latency).rounded())) calls/min whatever its allocation "
-                    + "(the baselines enforce no such cap)")
+                    + "(all but `fifo-backoff`, which knows no tenant)")
         }
         return warnings
     }

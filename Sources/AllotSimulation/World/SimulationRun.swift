@@ -526,6 +526,9 @@ final class SimulationRun {
         return limits
     }
 
+    /// `max_concurrency` for a gateway entry that bounds nothing.
+    static let unboundedConcurrency = 1_000_000
+
     private func globalLimits() -> [Limits] {
         scenario.pools.map {
             Limits(tenant: Self.sharedTenant, pool: $0.id, tier: "standard", rpm: $0.declaredRPM, tpm: $0.declaredTPM)
@@ -541,7 +544,10 @@ final class SimulationRun {
     }
 
     /// Hands each gateway an equal slice of `limits` as a snapshot (buckets of 10 s, like Allot's
-    /// default), with no lease expiry.
+    /// default), with no lease expiry. A per-tenant quota (`static`, `equal-split`) comes with the tenant's tier's
+    /// `max_concurrency`, as `allot`'s gateways enforce it: provisioned with the quota, and the same for every
+    /// strategy that knows tenants (outside evaluation round 10: 40-s answers held `allot`'s tenants to 64 × 60 ÷ 40
+    /// calls a minute while `static`'s ran unbounded). `fifo-backoff`'s one global bucket knows no tenant.
     private func applyBaseline(_ limits: [Limits]) {
         baselineVersion += 1
         let share = 1 / Double(gateways.count)
@@ -550,7 +556,10 @@ final class SimulationRun {
                 id: limit.tenant, upstream: limit.pool, tier: limit.tier, priority: 0,
                 rpm: Bucket(rate: limit.rpm * share, burst: limit.rpm * share / 6),
                 tpm: Bucket(rate: limit.tpm * share, burst: limit.tpm * share / 6), queueWeight: 1,
-                reason: Reasons(rpm: strategy.rawValue, tpm: strategy.rawValue), maxConcurrency: 1_000_000)
+                reason: Reasons(rpm: strategy.rawValue, tpm: strategy.rawValue),
+                maxConcurrency: strategy == .fifoBackoff
+                    ? Self.unboundedConcurrency
+                    : policy.tier(named: limit.tier)?.maxConcurrency ?? Self.unboundedConcurrency)
         }
         let none = RateLimits(rpm: Bucket(rate: 0, burst: 0), tpm: Bucket(rate: 0, burst: 0))
         for gateway in gateways {
