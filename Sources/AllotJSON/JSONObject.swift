@@ -64,7 +64,15 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
         }
     }
 
-    /// Appends a member known not to be present yet. Used by the parser after it checked.
+    /// Appends a member unless `key` is present already (then returns false and changes nothing): the parser's one
+    /// look-up per member.
+    mutating func appendIfAbsent(key: String, value: JSON) -> Bool {
+        guard position(of: key) == nil else { return false }
+        appendUnchecked(key: key, value: value)
+        return true
+    }
+
+    /// Appends a member known not to be present yet.
     mutating func appendUnchecked(key: String, value: JSON) {
         members.append(Member(key: key, value: value))
         if index != nil {

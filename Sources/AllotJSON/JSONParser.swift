@@ -219,6 +219,7 @@ struct JSONByteParser {
             guard buffer[index] == UInt8(ascii: "\"") else {
                 throw JSONFailure(offset: index, message: "unexpected \(describe(buffer[index])), expected a member name string")
             }
+            let keyStart = index
             let key = try parseString()
             skipWhitespace()
             guard index < end, buffer[index] == UInt8(ascii: ":") else {
@@ -227,7 +228,11 @@ struct JSONByteParser {
             index += 1
             skipWhitespace()
             let value = try parseValue()
-            object[key] = value
+            // RFC 8259 leaves a repeated name's meaning open; readers disagree (first wins, last wins), so a
+            // policy or request whose author meant one value could be read as the other. Refused, with the name.
+            guard object.appendIfAbsent(key: key, value: value) else {
+                throw JSONFailure(offset: keyStart, message: "duplicate member name \(quoted(key))")
+            }
             skipWhitespace()
             guard index < end else { throw JSONFailure(offset: index, message: "unterminated object") }
             switch buffer[index] {
@@ -456,6 +461,12 @@ struct JSONByteParser {
     func describe(_ byte: UInt8) -> String {
         if byte >= 0x20 && byte < 0x7F { return "character '\(Character(Unicode.Scalar(byte)))'" }
         return "byte 0x\(String(byte, radix: 16, uppercase: true))"
+    }
+
+    /// A member name for an error message: as JSON writes it (quoted, escaped), the first 64 characters.
+    func quoted(_ name: String) -> String {
+        let shown = name.count > 64 ? String(name.prefix(64)) + "…" : name
+        return JSON.string(shown).serializedString()
     }
 
     func describeRaw(_ byte: UInt8) -> String {

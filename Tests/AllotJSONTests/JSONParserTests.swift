@@ -52,10 +52,23 @@ import Testing
         #expect(value["b"]?[5] == nil)
     }
 
-    @Test func duplicateKeysKeepFirstPositionAndLastValue() throws {
-        let value = try JSON.parse(#"{"a": 1, "b": 2, "a": 3}"#)
-        #expect(value.objectValue?.keys == ["a", "b"])
-        #expect(value["a"] == .int(3))
+    @Test func duplicateMemberNamesAreRefusedWhereTheSecondBegins() throws {
+        #expect(throws: JSONParseError(offset: 17, line: 1, column: 18, message: #"duplicate member name "a""#)) {
+            try JSON.parse(#"{"a": 1, "b": 2, "a": 3}"#)
+        }
+        // Nested, escaped (the same name however it is spelt), on a later line, in NDJSON.
+        #expect(throws: JSONParseError(offset: 17, line: 2, column: 2, message: #"duplicate member name "é""#)) {
+            try JSON.parse("{\"x\": {\"é\": 1,\n \"\\u00e9\": 2}}")
+        }
+        let lines = Array("{\"a\": 1}\n{\"b\": 1, \"b\": 1}\n".utf8)
+        #expect(throws: JSONParseError(offset: 18, line: 2, column: 10, record: 1, message: #"duplicate member name "b""#)) {
+            try JSON.parseLines(lines)
+        }
+        // The same name in sibling objects is no duplicate; the builder still lets a later value replace one.
+        #expect(try JSON.parse(#"[{"a": 1}, {"a": 2}]"#)[1]?["a"] == .int(2))
+        let built = JSONObject([("a", .int(1)), ("b", .int(2)), ("a", .int(3))])
+        #expect(built.keys == ["a", "b"])
+        #expect(built["a"] == .int(3))
     }
 
     @Test func decodesEscapes() throws {
