@@ -17,7 +17,7 @@ public enum ParseResult: Sendable {
 ///   wins over any other mistake on the line except an unknown command name.
 /// - `--name=VALUE` and `--name VALUE` set an option; the separate form does not take a next
 ///   argument that looks like an option (`--data --dev` is "missing value", use `--data=--dev`),
-///   but does take `-` and negative numbers.
+///   but does take `-`, negative numbers and other words whose dash a digit follows (`-1-2`).
 /// - `--flag` turns a flag on; `--flag=BOOL` sets it explicitly.
 /// - `-x VALUE` / `-x` are short aliases; bundling (`-abc`) is not supported.
 /// - `-` and any other word is a positional, or, for a command with subcommands, a command name;
@@ -217,7 +217,7 @@ struct ParseState {
                 return .help(HelpFormatter.help(for: chain))
             } else if argument.hasPrefix("--") {
                 try longOption(argument)
-            } else if argument.hasPrefix("-") && argument != "-" && !isNegativeNumber(argument) {
+            } else if argument.hasPrefix("-") && argument != "-" && !isDashedValue(argument) {
                 try shortOption(argument)
             } else if !command.subcommands.isEmpty {
                 if let help = try commandWord(argument) { return .help(help) }
@@ -353,9 +353,15 @@ struct ParseState {
     }
 
     /// Whether a separate argument may serve as an option's value: anything but an option
-    /// (`-` and negative numbers are values; `--` is not).
+    /// (`-`, negative numbers and anything else whose dash a digit follows — no option is named so — are values,
+    /// so that `--seeds -1-2` reaches the option's own check; `--` is not).
     private func isValue(_ argument: String) -> Bool {
-        !argument.hasPrefix("-") || argument == "-" || isNegativeNumber(argument)
+        !argument.hasPrefix("-") || argument == "-" || isDashedValue(argument)
+    }
+
+    /// A word that starts with a dash but names no option: a negative number, or a dash a digit follows.
+    private func isDashedValue(_ argument: String) -> Bool {
+        isNegativeNumber(argument) || argument.dropFirst().first.map { $0.isASCII && $0.isNumber } == true
     }
 
     private func isNegativeNumber(_ argument: String) -> Bool {

@@ -122,6 +122,9 @@ struct ParsingTests {
         #expect(try parse(["simulate", "--seed", "-5"]).int("seed") == -5)
         #expect(try parse(["simulate", "-5"]).positional("scenario") == "-5")
         #expect(try parse(["serve", "--ratio", "-0.5"]).double("ratio") == -0.5)
+        // A dash a digit follows names no option: the value reaches the option's own check ("-1-2" is no range).
+        #expect(try parse(["simulate", "--seed", "-1-2"]).string("seed") == "-1-2")
+        #expect(try parse(["simulate", "-1-2"]).positional("scenario") == "-1-2")
     }
 
     @Test("unicode, empty and very long values pass through untouched")
