@@ -194,6 +194,29 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         rejectsWithThePathAndReason(text: text, path: path, reason: reason)
     }
 
+    /// `null` is a value of the wrong type, for a number as for anything else, as in policies: it read as absent for
+    /// numbers only (`"gateways": null` ran with 3 gateways, `"duration_s": null` said "missing"; round 10).
+    @Test func nullIsAValueOfTheWrongTypeEverywhere() {
+        let cases: [(text: String, path: String, reason: String)] = [
+            (scenarioJSON(extra: #", "gateways": null"#), "gateways", "must be an integer, not null"),
+            (
+                scenarioJSON().replacingOccurrences(of: #""duration_s": 120, "#, with: #""duration_s": null, "#),
+                "duration_s", "must be an integer, not null"
+            ),
+            (
+                scenarioJSON().replacingOccurrences(of: #""parallelism": 2"#, with: #""parallelism": null"#),
+                "tenants[0].task.parallelism", "must be an integer, not null"
+            ),
+            (scenarioJSON(tenants: "null"), "tenants", "must be an array, not null"),
+        ]
+        for (text, path, reason) in cases { rejectsWithThePathAndReason(text: text, path: path, reason: reason) }
+        // A headline's `tier` may be null, as report.json writes it for a metric of no tier.
+        #expect(throws: Never.self) {
+            try decode(
+                scenarioJSON().replacingOccurrences(of: #""better": "higher""#, with: #""better": "higher", "tier": null"#))
+        }
+    }
+
     @Test func aMissingHeadlineDirectionSaysWhichOneTheMetricHas() {
         rejectsWithThePathAndReason(
             text: scenarioJSON().replacingOccurrences(of: #", "better": "higher""#, with: ""),

@@ -362,7 +362,9 @@ private struct ScenarioReader {
     func number(_ json: JSON?, _ path: String, _ range: ClosedRange<Double>, default value: Double? = nil)
         throws(ScenarioError) -> Double
     {
-        guard let json, !json.isNull else {
+        // `null` is a value of the wrong type, as everywhere in the file (and in policies): it read as "absent"
+        // here only, so `"gateways": null` ran with 3 gateways and `"duration_s": null` said "missing".
+        guard let json else {
             if let value { return value }
             throw fail(path, "missing")
         }
@@ -376,7 +378,7 @@ private struct ScenarioReader {
     func integer(_ json: JSON?, _ path: String, _ range: ClosedRange<Int>, default value: Int? = nil)
         throws(ScenarioError) -> Int
     {
-        guard let json, !json.isNull else {
+        guard let json else {
             if let value { return value }
             throw fail(path, "missing")
         }
