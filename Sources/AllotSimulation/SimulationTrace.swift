@@ -23,11 +23,14 @@ public struct SimulationTrace: Sendable, Equatable {
     /// Times (s) at which any pool's hidden true capacity changed: the steps that change its RPM or TPM (one that
     /// repeats the step before it is none).
     public var capacityChangeTimes: [Double]
+    /// Times (s) at which the latency warning of a capacity drop begins (`latency_warning_s` before it), sorted: the
+    /// next change's story starts there, and convergence after the change before is judged only until then.
+    public var warningStartTimes: [Double]
 
     public init(
         scenario: String, strategy: String, seed: UInt64, durationSeconds: Double, sampleIntervalSeconds: Double,
         pools: [TracePool], tenants: [TraceTenant], samples: [TraceSample], tasks: [TaskOutcome],
-        capacityChangeTimes: [Double]
+        capacityChangeTimes: [Double], warningStartTimes: [Double] = []
     ) {
         self.scenario = scenario
         self.strategy = strategy
@@ -39,6 +42,7 @@ public struct SimulationTrace: Sendable, Equatable {
         self.samples = samples
         self.tasks = tasks
         self.capacityChangeTimes = capacityChangeTimes
+        self.warningStartTimes = warningStartTimes
     }
 }
 

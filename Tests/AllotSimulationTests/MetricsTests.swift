@@ -288,6 +288,28 @@ import Testing
         #expect(above.convergenceSeconds == nil)
     }
 
+    /// Convergence after a change is judged until the next drop's latency warning begins, not until the drop: a loop
+    /// that cuts on the warning is below the old capacity there, as it should be (round 10: "never").
+    @Test func convergenceIsJudgedUntilTheNextDropsWarningBegins() {
+        // Settled at 120 from 60 s, then cut to 60 over the last two intervals (100–120 s), where the warning of a
+        // drop at 130 s (40 s of warning: from 90 s) has begun.
+        var trace = Self.convergenceTrace(served: [120, 120, 120, 120, 60, 60])
+        #expect(RunMetrics(trace: trace).convergenceSeconds == nil)
+        trace.warningStartTimes = [90]
+        #expect(RunMetrics(trace: trace).convergenceSeconds == 10)
+        // A warning that began before the change belongs to it, not to the next one.
+        trace.warningStartTimes = [20]
+        #expect(RunMetrics(trace: trace).convergenceSeconds == nil)
+        // And the scenario gives each drop's warning start, none for a rise, none before t = 0.
+        var scenario = try! decode(scenarioJSON(duration: 600))
+        scenario.pools[0].latencyWarningSeconds = 60
+        scenario.pools[0].capacity = [
+            CapacityStep(at: 0, rpm: 600, tpm: 1_000_000), CapacityStep(at: 30, rpm: 300, tpm: 1_000_000),
+            CapacityStep(at: 200, rpm: 600, tpm: 1_000_000), CapacityStep(at: 400, rpm: 600, tpm: 500_000),
+        ]
+        #expect(scenario.warningStartTimes == [0, 340])
+    }
+
     /// Convergence after a change judges the pools that changed then: a pool beside it whose capacity never moved
     /// has nothing to converge to, whatever it serves.
     @Test func convergenceJudgesOnlyThePoolWhoseCapacityChanged() {

@@ -362,7 +362,11 @@ extension RunMetrics {
         var converged = true
         for change in trace.capacityChangeTimes {
             guard let first = samples.firstIndex(where: { $0.start >= change }) else { continue }
-            let next = trace.capacityChangeTimes.first(where: { $0 > change }) ?? trace.durationSeconds
+            // Until the next change, or the latency warning of the next drop if that begins first: a loop that cuts
+            // on the warning (as it should) is below the old capacity there, and was judged "never" converged.
+            let next = min(
+                trace.capacityChangeTimes.first(where: { $0 > change }) ?? trace.durationSeconds,
+                trace.warningStartTimes.first(where: { $0 > change }) ?? trace.durationSeconds)
             let last = samples.lastIndex(where: { $0.start < next }) ?? first
             let smooth = max(1, Int((30 / interval).rounded()))
             // Only the pools whose capacity changed then are judged: an unchanged pool beside it has nothing to

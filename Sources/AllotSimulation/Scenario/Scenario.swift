@@ -100,6 +100,19 @@ extension Scenario {
         }
         return changes.sorted()
     }
+
+    /// When the latency warning of a capacity drop begins (`latency_warning_s` before each step that lowers rpm or
+    /// tpm, not before t = 0), sorted; empty without warnings.
+    public var warningStartTimes: [Double] {
+        var starts: [Double] = []
+        for pool in pools where pool.latencyWarningSeconds > 0 {
+            for (previous, step) in zip(pool.capacity, pool.capacity.dropFirst())
+            where step.at < durationSeconds && step.drops(from: previous) {
+                starts.append(max(0, step.at - pool.latencyWarningSeconds))
+            }
+        }
+        return starts.sorted()
+    }
 }
 
 /// Which provider's headers and error statuses the simulated upstream speaks.

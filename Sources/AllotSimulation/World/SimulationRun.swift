@@ -715,7 +715,7 @@ final class SimulationRun {
                     tenant: $0.tenant, taskClass: tenants[$0.tenant].spec.task.taskClass.rawValue, arrival: $0.arrival,
                     deadline: $0.deadline, finished: $0.finished)
             },
-            capacityChangeTimes: scenario.capacityChangeTimes)
+            capacityChangeTimes: scenario.capacityChangeTimes, warningStartTimes: scenario.warningStartTimes)
     }
 }
 
