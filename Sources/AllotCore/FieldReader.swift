@@ -23,7 +23,15 @@ struct FieldReader {
         case fractionBelowOne
         /// `(0, 1]` (an EWMA weight of 0 would never move).
         case fractionAboveZero
+        /// `[0.001, 1000]`: a share weight (tier, tenant, override, queue). The engine multiplies a tier's weight by
+        /// the tenant's or the override's, so each is bounded for their product to stay finite and the
+        /// water-filling exact: a weight of 1e308 overflowed to infinity and froze the loop (round 11). Priority,
+        /// not weight, is what orders tiers absolutely.
+        case weight
     }
+
+    /// The range of ``NumberRule/weight``.
+    static let weightRange = 0.001...1000.0
 
     private(set) var problems: [Problem] = []
 
@@ -79,6 +87,11 @@ struct FieldReader {
             return nil
         case .fractionAboveZero where !(value > 0 && value <= 1):
             report(path, .outOfRange, "must be above 0 and at most 1 (got \(Quantity.format(value)))")
+            return nil
+        case .weight where !Self.weightRange.contains(value):
+            report(
+                path, value < 0 ? .negative : .outOfRange,
+                "must be between 0.001 and 1000 (got \(Quantity.format(value)))")
             return nil
         default:
             return value

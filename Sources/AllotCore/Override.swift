@@ -98,7 +98,7 @@ public struct Override: Sendable, Hashable, Codable {
                 }
                 result.tier = tier
             }
-            result.weight = reader.number(object["weight"], at: root.key("weight"), .positive)
+            result.weight = reader.number(object["weight"], at: root.key("weight"), .weight)
             result.floor = reader.dimensions(object["floor"], at: root.key("floor")) ?? PerDimension(nil)
             result.ceiling =
                 reader.dimensions(object["ceiling"], at: root.key("ceiling"), allowUnbounded: true)

@@ -161,7 +161,7 @@ public enum Plan {
                         NameSuggestion.unknownMessage("tier", name, known: policy.tiers.map(\.name)))
                 }
             }
-            if let value = reader.number(fields["weight"], at: path.key("weight"), .positive) { tenant.weight = value }
+            if let value = reader.number(fields["weight"], at: path.key("weight"), .weight) { tenant.weight = value }
             if let value = reader.dimensions(fields["floor"], at: path.key("floor")) { tenant.floor = value }
             if let value = reader.dimensions(fields["ceiling"], at: path.key("ceiling"), allowUnbounded: true) {
                 tenant.ceiling = value

@@ -524,7 +524,7 @@ struct PolicyLoader {
         if let value = reader.integer(object["priority"], at: path.key("priority"), minimum: 0) {
             tier.priority = value
         }
-        if let value = reader.number(object["weight"], at: path.key("weight"), .positive) { tier.weight = value }
+        if let value = reader.number(object["weight"], at: path.key("weight"), .weight) { tier.weight = value }
         readDimensions(object, "floor", at: path, into: &tier.floor)
         readDimensions(object, "ceiling", at: path, allowUnbounded: true, into: &tier.ceiling)
         readDimensions(object, "guard_min", at: path, into: &tier.guardMin)
@@ -538,7 +538,7 @@ struct PolicyLoader {
         if let value = reader.number(object["queue_wait_slo_ms"], at: path.key("queue_wait_slo_ms"), .positive) {
             tier.queueWaitSLOMilliseconds = value
         }
-        if let value = reader.number(object["queue_weight"], at: path.key("queue_weight"), .positive) {
+        if let value = reader.number(object["queue_weight"], at: path.key("queue_weight"), .weight) {
             tier.queueWeight = value
         }
         if let value = reader.choice(object["mode"], at: path.key("mode"), GatewayMode.self) { tier.mode = value }
@@ -705,7 +705,7 @@ struct PolicyLoader {
                     NameSuggestion.unknownMessage("tier", name, known: policy.tiers.map(\.name)))
             }
         }
-        if let value = reader.number(object["weight"], at: path.key("weight"), .positive) { tenant.weight = value }
+        if let value = reader.number(object["weight"], at: path.key("weight"), .weight) { tenant.weight = value }
         if let floor = reader.dimensions(object["floor"], at: path.key("floor")) { tenant.floor = floor }
         if let ceiling = reader.dimensions(object["ceiling"], at: path.key("ceiling"), allowUnbounded: true) {
             tenant.ceiling = ceiling

@@ -4,8 +4,11 @@
 public struct TenantTerms: Sendable, Hashable {
     /// The tier in force (the override's, else the policy assignment, else the default tier).
     public var tier: Tier
-    /// `w` = tier weight × (override weight, else the tenant's weight, else 1).
+    /// `w` = tier weight × (override weight, else the tenant's weight, else 1), held within ``weightBounds``.
     public var weight: Double
+
+    /// The effective weight's range: never 0 or infinite, whatever a policy built in code holds.
+    public static let weightBounds = 1e-9...1e9
     /// Floor per dimension (override, else tenant, else tier).
     public var floor: PerDimension<Quantity>
     /// Ceiling per dimension (override, else tenant, else tier).
@@ -51,7 +54,11 @@ extension Policy {
             if let value = chosen?.floor[dimension] ?? entry?.floor[dimension] { floor[dimension] = value }
             if let value = chosen?.ceiling[dimension] ?? entry?.ceiling[dimension] { ceiling[dimension] = value }
         }
-        let weight = tier.weight * (chosen?.weight ?? entry?.weight ?? 1)
+        // Loaded weights are bounded (``FieldReader/NumberRule/weight``), so their product is within 1e-6…1e6; a
+        // policy built in code is not, and an infinite or zero weight breaks the water-filling: held finite here.
+        let product = tier.weight * (chosen?.weight ?? entry?.weight ?? 1)
+        let bounds = TenantTerms.weightBounds
+        let weight = product.isNaN ? 1 : min(max(product, bounds.lowerBound), bounds.upperBound)
         return TenantTerms(tier: tier, weight: weight, floor: floor, ceiling: ceiling, override: chosen)
     }
 }

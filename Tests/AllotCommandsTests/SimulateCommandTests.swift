@@ -438,7 +438,7 @@ import Testing
         try Data(#"{"tiers": {"gold": {"weight": -1}}}"#.utf8).write(to: URL(fileURLWithPath: policies + "/bad.json"))
         let rejected = await runCLI(["simulate", "--scenario", scenario, "--policy", policies])
         #expect(rejected.code == 1)
-        #expect(rejected.err.contains("bad.json: $.tiers.gold.weight: must be greater than 0 (got -1)"))
+        #expect(rejected.err.contains("bad.json: $.tiers.gold.weight: must be between 0.001 and 1000 (got -1)"))
         #expect(rejected.out.isEmpty)
         let missing = await runCLI(["simulate", "--scenario", scenario, "--policy", base + "/none"])
         #expect(missing.code == 1)

@@ -273,6 +273,39 @@ struct PolicyTests {
     }
 
     /// The server ticks at `loop.interval_s` for real: 1 to 60 s, as a scenario's `policy.tick_interval_s`.
+    /// Weights are 0.001 to 1000: the engine multiplies a tier's by the tenant's (or an override's), and a weight of
+    /// 1e308 overflowed the product to infinity and froze the loop (round 11).
+    @Test func weightsAreBoundedSoTheirProductStaysFinite() throws {
+        let cases = [
+            (#"{"tenants": {"acme": {"tier": "premium", "weight": 1e308}}}"#, "$.tenants.acme.weight", "1e+308"),
+            (#"{"tiers": {"gold": {"priority": 1, "weight": 1001}}}"#, "$.tiers.gold.weight", "1001"),
+            (#"{"tiers": {"gold": {"priority": 1, "weight": 0.0001}}}"#, "$.tiers.gold.weight", "0.0001"),
+            (#"{"tiers": {"gold": {"priority": 1, "queue_weight": 5000}}}"#, "$.tiers.gold.queue_weight", "5000"),
+        ]
+        for (text, path, shown) in cases {
+            let issue = try Self.only(PolicyFixtures.issues(with: text, name: "extra.json"))
+            #expect(issue.path == path)
+            #expect(issue.code == .outOfRange)
+            #expect(issue.message == "must be between 0.001 and 1000 (got \(shown))")
+        }
+        let bounds = try PolicyFixtures.load([
+            ("00-tiers.json", PolicyFixtures.tiers),
+            (
+                "extra.json",
+                #"{"tiers": {"gold": {"priority": 1, "weight": 1000}}, "#
+                    + #""tenants": {"acme": {"tier": "gold", "weight": 0.001}}}"#
+            ),
+        ])
+        #expect(bounds.tier(named: "gold")?.weight == 1000)
+        #expect(bounds.tenant("acme")?.weight == 0.001)
+        // A policy built in code is not validated: the effective weight is still held finite and above 0.
+        var built = bounds
+        built.setTenant(TenantPolicy(id: "acme", tier: "gold", weight: .infinity))
+        #expect(built.terms(ofTenant: "acme", upstream: "u", overrides: [], now: 0).weight == 1e9)
+        built.setTenant(TenantPolicy(id: "acme", tier: "gold", weight: 0))
+        #expect(built.terms(ofTenant: "acme", upstream: "u", overrides: [], now: 0).weight == 1e-9)
+    }
+
     @Test func theLoopIntervalIsOneToSixtySeconds() throws {
         for (text, shown) in [("0.25", "0.25"), ("0.999", "0.999"), ("61", "61"), ("3600", "3600")] {
             let issue = try Self.only(PolicyFixtures.issues(with: #"{"loop": {"interval_s": \#(text)}}"#))

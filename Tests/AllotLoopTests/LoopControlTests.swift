@@ -51,6 +51,30 @@ import Testing
         await harness.close()
     }
 
+    /// A loop that stops ticking — stuck in a tick, or every tick failing — is seen from outside the actor after three
+    /// intervals (at least 30 s), from its opening until its first tick and from its last tick after (`/readyz`).
+    @Test func aLoopThatStopsTickingIsStalledAfterThreeIntervals() async throws {
+        let harness = try LoopHarness()
+        try await harness.open(policy: loopPolicy(interval: 5))
+        let opened = harness.runner.openedAt
+        #expect(opened == harness.clock.now)
+        #expect(harness.runner.stall(now: opened + 30) == nil)
+        let never = try #require(harness.runner.stall(now: opened + 31))
+        #expect(never.seconds == 31)
+        #expect(never.intervalSeconds == 5)
+        await harness.tick(by: 40)
+        let ticked = harness.clock.now
+        #expect(harness.runner.stall(now: ticked + 30) == nil)
+        #expect(harness.runner.stall(now: ticked + 45)?.seconds == 45)
+        await harness.close()
+        // With a longer interval, three of them.
+        let slow = try LoopHarness()
+        try await slow.open(policy: loopPolicy(interval: 20))
+        #expect(slow.runner.stall(now: slow.runner.openedAt + 59) == nil)
+        #expect(slow.runner.stall(now: slow.runner.openedAt + 61)?.seconds == 61)
+        await slow.close()
+    }
+
     @Test func policyVersionsAreStableAndDistinguishPolicies() throws {
         let a = try Policy.load(files: Self.goodFiles)
         let b = try Policy.load(files: Self.goodFiles)

@@ -27,6 +27,8 @@ public actor LoopRunner {
     public nonisolated let publisher: AllocationPublisher
     public nonisolated let telemetry: TelemetryStore
     public nonisolated let clock: any AllotClock
+    /// When the loop was opened, on its clock: before its first tick completes, a stall is judged from here.
+    public nonisolated let openedAt: Double
     public nonisolated let configuration: LoopConfiguration
 
     private let observer: any CapacityObserving
@@ -64,6 +66,7 @@ public actor LoopRunner {
         self.publisher = publisher
         self.telemetry = telemetry
         self.clock = clock
+        self.openedAt = clock.now
         self.configuration = configuration
         self.observer = observer
         self.classifier = classifier
@@ -255,6 +258,22 @@ public actor LoopRunner {
 
     /// The latest reports, decision and alerts, for the API. Never waits for a tick.
     public nonisolated var view: LoopView { latest.current }
+
+    /// How long no tick has completed, at `now`, when that is longer than ``stallIntervals`` intervals of the policy
+    /// in force (and at least ``minimumStallSeconds``): the loop is stuck in a tick, or every tick fails. nil while it
+    /// ticks. Read without the actor, so a loop stuck in a tick is still seen (`/readyz`).
+    public nonisolated func stall(now: Double) -> (seconds: Double, intervalSeconds: Double)? {
+        let view = latest.current
+        let interval = view.policy.loop.intervalSeconds
+        let since = now - (view.lastTickAt ?? openedAt)
+        guard since > max(Self.stallIntervals * interval, Self.minimumStallSeconds) else { return nil }
+        return (since, interval)
+    }
+
+    /// Intervals without a completed tick after which the loop counts as stalled.
+    public static let stallIntervals = 3.0
+    /// The shortest stall reported, whatever the interval.
+    public static let minimumStallSeconds = 30.0
 
     /// The telemetry row id the next tick reads after.
     public var telemetryCursor: Int64 { cursor }

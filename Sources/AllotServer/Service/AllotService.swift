@@ -170,6 +170,33 @@ public final class AllotService: Sendable {
             background: tasks)
     }
 
+    /// How long shutdown waits for the loop to stop (its tick in progress, then a checkpoint).
+    static let loopStopSeconds = 30.0
+
+    /// Runs `work` and waits for it at most `seconds` (wall clock): whether it finished in time. After a timeout the
+    /// work goes on in the background: a task stuck in synchronous code cannot be interrupted, only left.
+    static func finishes(within seconds: Double, _ work: @escaping @Sendable () async -> Void) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let answered = Locked(false)
+            @Sendable func answer(_ value: Bool) {
+                let first = answered.withLock { done in
+                    defer { done = true }
+                    return !done
+                }
+                if first { continuation.resume(returning: value) }
+            }
+            let timer = Task {
+                try? await Task.sleep(for: .seconds(seconds))
+                answer(false)
+            }
+            Task {
+                await work()
+                answer(true)
+                timer.cancel()
+            }
+        }
+    }
+
     /// Graceful shutdown (SPEC 13): stop accepting, answer held long-polls, let in-flight
     /// requests finish, stop the loop and background work, flush and close the database.
     public func shutdown(gracePeriod: Duration = .seconds(10)) async {
@@ -181,8 +208,17 @@ public final class AllotService: Sendable {
         }
         for task in tasks { task.cancel() }
         for task in tasks { await task.value }
-        // The loop's last checkpoint is written before the database closes.
-        await context.operators.loop?.shutdown()
+        // The loop's last checkpoint is written before the database closes. A loop stuck in a tick cannot be
+        // interrupted (round 11: SIGTERM then hung until kill -9); after the wait, shutdown goes on without it: the
+        // last checkpoint and the published snapshots are on disk already.
+        if let loop = context.operators.loop {
+            let stopped = await Self.finishes(within: Self.loopStopSeconds) { await loop.shutdown() }
+            if !stopped {
+                context.logger.error(
+                    "the loop did not stop within \(Int(Self.loopStopSeconds)) s (stuck in a tick); stopping without "
+                        + "its last checkpoint", ["tick": .int(loop.view.tick)])
+            }
+        }
         do {
             try await context.telemetry.close()
         } catch {

@@ -58,6 +58,19 @@ enum ServiceRoutes {
             ready = false
             checks["snapshot"] = ["ok": false, "error": "no snapshot published yet"]
         }
+        // A loop that stopped ticking — stuck in a tick, or every tick failing — leaves the last snapshot served
+        // but the allocations frozen: not ready (round 11: a weight that overflowed froze the loop unseen).
+        if let loop = context.operators.loop {
+            if let stall = loop.stall(now: loop.clock.now) {
+                ready = false
+                let interval = stall.intervalSeconds
+                let shown = interval == interval.rounded() ? String(Int(interval)) : String(interval)
+                let message = "no tick has completed for \(Int(stall.seconds)) s (loop.interval_s \(shown))"
+                checks["loop"] = ["ok": false, "error": .string(message)]
+            } else {
+                checks["loop"] = ["ok": true, "tick": .int(loop.view.tick)]
+            }
+        }
         if let error = await context.policyWatcher.lastError {
             ready = false
             checks["policy"] = ["ok": false, "error": .string(error.message)]

@@ -44,6 +44,8 @@ import Testing
         let cases: [(String, String, String)] = [
             (#"{"weight":2,"ttl_s":60}"#, "missing_field", "reason"),
             (#"{"weight":-1,"reason":"x","ttl_s":60}"#, "negative", "weight"),
+            // Round 11: accepted, it overflowed the engine's product of weights and froze the loop.
+            (#"{"weight":1e308,"reason":"x","ttl_s":60}"#, "out_of_range", "weight"),
             (#"{"weight":2,"reason":"x"}"#, "missing_field", "ttl_s"),
             (#"{"tier":"platinum","reason":"x","ttl_s":60}"#, "unknown_tier", "tier"),
             (#"{"floor":{"rpm":50},"ceiling":{"rpm":10},"reason":"x","ttl_s":60}"#, "floor_above_ceiling", "floor.rpm"),
@@ -57,6 +59,12 @@ import Testing
         }
         let notJSON = await harness.send(.put, "/v1/tenants/acme/override", as: .operator, json: "{weight")
         #expect(notJSON.jsonBody["error"]?["code"] == "invalid_json")
+        // A repeated name is refused, not read as its first or its last value.
+        let repeated = await harness.send(
+            .put, "/v1/tenants/acme/override", as: .operator, json: #"{"weight":1,"reason":"x","ttl_s":60,"weight":9}"#)
+        #expect(repeated.status == .badRequest)
+        #expect(repeated.jsonBody["error"]?["code"] == "invalid_json")
+        #expect(repeated.jsonBody["error"]?["message"]?.stringValue?.contains(#"duplicate member name "weight""#) == true)
         let form = await harness.send(
             .put, "/v1/tenants/acme/override", as: .operator, json: "{}",
             headers: ["Content-Type": "application/x-www-form-urlencoded"])

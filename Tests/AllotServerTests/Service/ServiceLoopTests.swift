@@ -159,6 +159,27 @@ import Testing
         await again.stop()
     }
 
+    /// A loop that has stopped ticking fails readiness, naming the loop, while the last snapshot is still served
+    /// (round 11: a loop stuck in a tick left `/readyz` "ready"). Stopped here the plain way: shut down.
+    @Test func readinessFailsWhenTheLoopStopsTicking() async throws {
+        let running = try await Self.launch(directory: Self.temporaryDirectory())
+        let first = try await running.tick(after: nil)
+        let ready = try await running.json("/readyz")
+        #expect(ready["status"] == "ready")
+        #expect(ready["checks"]?["loop"]?["ok"] == true)
+        let loop = try #require(running.service.context.operators.loop)
+        await loop.shutdown()
+        running.clock.advance(by: 31)
+        let stalled = try await running.send(.get, "/readyz")
+        #expect(stalled.status == .serviceUnavailable)
+        let body = try JSON.parse(stalled.body)
+        #expect(body["status"] == "not_ready")
+        #expect(body["checks"]?["loop"]?["ok"] == false)
+        #expect(body["checks"]?["loop"]?["error"] == "no tick has completed for 31 s (loop.interval_s 5)")
+        #expect(try await running.json("/v1/snapshot")["version"] == .int(first))
+        await running.stop()
+    }
+
     @Test func aRejectedPolicyKeepsTheOldOneAndAValidOneReachesTheLoop() async throws {
         let policies = Self.temporaryDirectory() + "-policies"
         try FileManager.default.createDirectory(atPath: policies, withIntermediateDirectories: true)
