@@ -159,6 +159,10 @@ public struct TenantSample: Sendable, Equatable {
     public var upstream429s: Int
     /// Upstream overload refusals (503/529) this tenant saw in the interval: throttling too, by the upstream.
     public var upstreamOverloaded: Int
+    /// Whether some call of the tenant's was held back at some moment of the interval: waiting in a gateway's
+    /// admission queue, or for a retry after a denial or an upstream refusal. A tenant with nothing held back is
+    /// getting all it asks for now. (True when unknown.)
+    public var heldBack: Bool
     /// The tasks that arrived in the interval × their mean calls (and × mean tokens per call), per minute:
     /// the demand the Poisson draw actually produced, where `demandRPM` is its expectation. The same for
     /// every strategy; entitlements are judged against it (``RunMetrics``).
@@ -167,8 +171,8 @@ public struct TenantSample: Sendable, Equatable {
 
     public init(
         demandRPM: Double, demandTPM: Double, servedRPM: Double, servedTPM: Double, allocationRPM: Double?,
-        allocationTPM: Double?, denials: Int, upstream429s: Int, upstreamOverloaded: Int = 0, arrivedRPM: Double? = nil,
-        arrivedTPM: Double? = nil
+        allocationTPM: Double?, denials: Int, upstream429s: Int, upstreamOverloaded: Int = 0, heldBack: Bool = true,
+        arrivedRPM: Double? = nil, arrivedTPM: Double? = nil
     ) {
         self.demandRPM = demandRPM
         self.demandTPM = demandTPM
@@ -181,6 +185,7 @@ public struct TenantSample: Sendable, Equatable {
         self.denials = denials
         self.upstream429s = upstream429s
         self.upstreamOverloaded = upstreamOverloaded
+        self.heldBack = heldBack
     }
 }
 

@@ -100,6 +100,15 @@ import Testing
             denials: 0)
         for k in refused.samples.indices { refused.samples[k].tenants[1].upstreamOverloaded = 1 }
         #expect(RunMetrics(trace: refused).starvationTenantMinutes == 0.25)
+        // Nothing of b's held back in the last interval (no call waiting in a queue or for a retry): it is getting
+        // all it asks for there, whatever the trailing minute says.
+        var lull = Self.trace(
+            served: Array(repeating: (90, 10), count: 4), allocations: Array(repeating: (90, 10), count: 4))
+        lull.samples[3].tenants[1].heldBack = false
+        #expect(RunMetrics(trace: lull).starvationTenantMinutes == 0)
+        lull.samples[2].tenants[1].heldBack = false
+        lull.samples[3].tenants[1].heldBack = true
+        #expect(RunMetrics(trace: lull).starvationTenantMinutes == 0.25)
     }
 
     @Test func jainJudgesTheDimensionThatBinds() {

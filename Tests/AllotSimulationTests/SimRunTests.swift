@@ -460,6 +460,24 @@ import Testing
         #expect(try await meanServed(.fifoBackoff) > 200)
     }
 
+    /// Whether a tenant had a call held back (queued at a gateway, or waiting for a retry) in each interval: never
+    /// on a roomy pool, nearly always on one asked for 4.5 times its capacity.
+    @Test func callsHeldBackAreRecordedPerTenantAndInterval() async throws {
+        let scenario = try Self.twoPools()
+        let trace = try await Simulator.run(scenario, strategy: .static, seed: 1)
+        let roomy = trace.tenants.indices.filter { trace.tenants[$0].pool == "roomy" }
+        let tight = trace.tenants.indices.filter { trace.tenants[$0].pool == "tight" }
+        #expect(!roomy.isEmpty && !tight.isEmpty)
+        let samples = trace.samples.dropFirst(3)
+        #expect(samples.allSatisfy { sample in roomy.allSatisfy { !sample.tenants[$0].heldBack } })
+        let held = samples.filter { sample in tight.allSatisfy { sample.tenants[$0].heldBack } }.count
+        #expect(held * 10 >= samples.count * 9, "\(held) of \(samples.count)")
+        let csv = SimulationReport(scenario: scenario, seed: 1, traces: [trace]).timelineCSV().split(separator: "\n")
+        let column = try #require(csv[0].split(separator: ",").firstIndex(of: "held_back"))
+        let values = Set(csv.dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false)[column] })
+        #expect(values == ["", "0", "1"])
+    }
+
     @Test func reportHasTheSpecShape() async throws {
         let scenario = try Self.small()
         let traces = [
@@ -493,8 +511,8 @@ import Testing
         let lines = report.timelineCSV().split(separator: "\n", omittingEmptySubsequences: false).dropLast()
         let header = lines.first!.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
         #expect(
-            header.suffix(6) == [
-                "arrived_rpm", "arrived_tpm", "entitled_rpm", "entitled_tpm", "pool", "upstream_overloaded",
+            header.suffix(7) == [
+                "arrived_rpm", "arrived_tpm", "entitled_rpm", "entitled_tpm", "pool", "upstream_overloaded", "held_back",
             ])
         for line in lines {
             #expect(line.split(separator: ",", omittingEmptySubsequences: false).count == header.count)

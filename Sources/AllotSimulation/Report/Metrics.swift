@@ -146,7 +146,7 @@ extension RunMetrics {
     /// stream is not mistaken for starvation.
     public static let starvationWindowSeconds = 60.0
     /// Served below this fraction of the entitlement, and throttled (denied locally, or refused upstream with a
-    /// 429 or an overload 503/529), is starvation.
+    /// 429 or an overload 503/529), while held back (``TenantSample/heldBack``), is starvation.
     public static let starvationRatio = 0.7
     /// The arrivals that scale a tenant's demand are counted over this window, centred on the sample.
     public static let demandWindowSeconds = 300.0
@@ -314,7 +314,11 @@ extension RunMetrics {
                     demand -= arrivedRPM[k - window][tenant]
                     throttled -= old.denials + old.upstream429s + old.upstreamOverloaded
                 }
-                guard k + 1 >= window, throttled > 0, demand > served.rpm else {
+                // Held back in the interval itself: a tenant none of whose calls waits now (no queue, no retry) is
+                // getting all it asks for, whatever the trailing minute says. Without it a lull in a tenant's own
+                // arrivals, which the 5-minute arrived demand smooths over, read as starvation (noisy-signals seed 2:
+                // served 0 for 30 s by every strategy, no task arriving, counted for the denials before it).
+                guard k + 1 >= window, throttled > 0, demand > served.rpm, s.heldBack else {
                     endStretch()
                     continue
                 }

@@ -5,7 +5,7 @@ extension SimulationReport {
         var text =
             "strategy,t_s,kind,id,tier,true_rpm,true_tpm,estimated_rpm,estimated_tpm,demand_rpm,demand_tpm,"
             + "allocation_rpm,allocation_tpm,served_rpm,served_tpm,denials,upstream_429s,upstream_attempts,"
-            + "arrived_rpm,arrived_tpm,entitled_rpm,entitled_tpm,pool,upstream_overloaded\n"
+            + "arrived_rpm,arrived_tpm,entitled_rpm,entitled_tpm,pool,upstream_overloaded,held_back\n"
         func cell(_ value: Double?) -> String { value.map { Self.fixed($0, 2) } ?? "" }
         for trace in traces {
             let arrived = RunMetrics.arrivedDemand(trace: trace)
@@ -26,7 +26,7 @@ extension SimulationReport {
                     text += ",,\(cell(pool.servedRPM)),\(cell(pool.servedTPM)),,"
                     text += "\(pool.upstream429s),\(pool.upstreamAttempts),"
                     text += "\(cell(poolArrived.rpm)),\(cell(poolArrived.tpm)),,,\(trace.pools[index].id),"
-                    text += "\(pool.upstreamOverloaded)\n"
+                    text += "\(pool.upstreamOverloaded),\n"
                 }
                 for (index, tenant) in sample.tenants.enumerated() {
                     let info = trace.tenants[index]
@@ -36,7 +36,7 @@ extension SimulationReport {
                     text += "\(cell(tenant.servedTPM)),\(tenant.denials),\(tenant.upstream429s),,"
                     text += "\(cell(arrived.rpm[k][index])),\(cell(arrived.tpm[k][index])),"
                     text += "\(cell(entitled.rpm[k][index])),\(cell(entitled.tpm[k][index])),\(info.pool),"
-                    text += "\(tenant.upstreamOverloaded)\n"
+                    text += "\(tenant.upstreamOverloaded),\(tenant.heldBack ? 1 : 0)\n"
                 }
             }
         }

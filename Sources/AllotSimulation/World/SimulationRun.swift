@@ -45,6 +45,9 @@ final class SimulationRun {
     private var sampleIndex = 0
     private var tenantCounters: [TenantCounters]
     private var poolCounters: [PoolCounters]
+    /// Per tenant: its calls held back now — waiting in a gateway's admission queue, or for a retry after a denial
+    /// or an upstream refusal (``hold(_:)``).
+    private var heldCalls: [Int]
     private var now = 0.0
     /// `ALLOT_SIM_DEBUG`: the run's trace on stderr (see docs/scenarios.md), ending with ``deniedBy``.
     private let debug: Bool
@@ -81,6 +84,7 @@ final class SimulationRun {
         allocation = Array(repeating: nil, count: scenario.tenants.count)
         lastDemandAt = Array(repeating: -.infinity, count: scenario.tenants.count)
         tenantCounters = Array(repeating: TenantCounters(), count: scenario.tenants.count)
+        heldCalls = Array(repeating: 0, count: scenario.tenants.count)
         poolCounters = Array(repeating: PoolCounters(), count: scenario.pools.count)
         wakeScheduled = Array(repeating: nil, count: scenario.gateways)
         if strategy == .allot {
@@ -258,7 +262,22 @@ final class SimulationRun {
         queue.push(time, .ready(id))
     }
 
+    /// The call waits (in a gateway's queue, or for a retry): its tenant is held back from now until it is released.
+    private func hold(_ id: Int) {
+        guard !calls[id].held else { return }
+        calls[id].held = true
+        heldCalls[calls[id].tenant] += 1
+        tenantCounters[calls[id].tenant].heldBack = true
+    }
+
+    private func release(_ id: Int) {
+        guard calls[id].held else { return }
+        calls[id].held = false
+        heldCalls[calls[id].tenant] -= 1
+    }
+
     private func dispatch(_ id: Int) {
+        release(id)
         let call = calls[id]
         let tenant = call.tenant
         guard !tasks[call.task].isOver else { return }
@@ -293,7 +312,7 @@ final class SimulationRun {
         }
         switch submission {
         case .decided(let admission): decided(id, admission)
-        case .queued: break
+        case .queued: hold(id)
         }
         drainInbox()
         scheduleWake(gateway)
@@ -316,6 +335,7 @@ final class SimulationRun {
         let call = calls[id]
         switch admission {
         case .admitted(let ticket):
+            release(id)
             guard !tasks[call.task].isOver else {
                 gateways[call.gateway].release(ticket, now: epoch + now)
                 return
@@ -337,6 +357,7 @@ final class SimulationRun {
             }
             queue.push(now + response.latency, .done(id))
         case .denied(let denial):
+            release(id)
             tenantCounters[call.tenant].denials += 1
             if debug {
                 let spec = tenants[call.tenant].spec
@@ -359,6 +380,7 @@ final class SimulationRun {
                 wait = (denial.retryAfter ?? 1) * (1 + 0.1 * retryRandom.unit())
             }
             calls[id].denials += 1
+            hold(id)
             queue.push(now + max(0.01, wait), .ready(id))
         }
     }
@@ -406,6 +428,7 @@ final class SimulationRun {
             } else {
                 wait = backoff(attempt: calls[id].attempts - 1)
             }
+            hold(id)
             queue.push(now + wait, .ready(id))
         }
     }
@@ -637,6 +660,7 @@ final class SimulationRun {
                         servedTPM: counters.servedTokens * perMinute, allocationRPM: allocation[index]?.rpm,
                         allocationTPM: allocation[index]?.tpm, denials: counters.denials,
                         upstream429s: counters.upstream429s, upstreamOverloaded: counters.overloaded,
+                        heldBack: counters.heldBack,
                         arrivedRPM: Double(counters.arrivedTasks) * perMinute * spec.task.meanCalls,
                         arrivedTPM: Double(counters.arrivedTasks) * perMinute * spec.task.meanCalls
                             * spec.task.meanTokensPerCall))
@@ -654,7 +678,10 @@ final class SimulationRun {
                     estimatedRPM: estimate?.rpm, estimatedTPM: estimate?.tpm)
             }
             samples.append(TraceSample(start: start, pools: poolSamples, tenants: tenantSamples))
-            for index in tenantCounters.indices { tenantCounters[index] = TenantCounters() }
+            for index in tenantCounters.indices {
+                tenantCounters[index] = TenantCounters()
+                tenantCounters[index].heldBack = heldCalls[index] > 0
+            }
             for index in poolCounters.indices { poolCounters[index] = PoolCounters() }
             sampleIndex += 1
         }
@@ -805,6 +832,8 @@ struct CallRun {
     /// Upstream failures so far (429s and overloads).
     var attempts = 0
     var denials = 0
+    /// Counted in its tenant's held-back calls.
+    var held = false
     var ticket: Ticket?
     var response: SimUpstream.Response?
 
@@ -822,6 +851,8 @@ struct TenantCounters {
     var denials = 0
     var upstream429s = 0
     var overloaded = 0
+    /// Some call of the tenant's was held back during the interval (``SimulationRun/hold(_:)``).
+    var heldBack = false
     /// Tasks that arrived. Their arrival times come from the tenant's own random stream alone, so the
     /// count is the same for every strategy (the calls a task makes are drawn from a stream that the
     /// service's timing also draws from: the metrics use the mean instead).
