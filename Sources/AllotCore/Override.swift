@@ -74,6 +74,11 @@ public struct Override: Sendable, Hashable, Codable {
 
     private static let fields = ["upstream", "tier", "weight", "floor", "ceiling", "reason", "ttl_s", "expires_at"]
 
+    /// The longest an override may last: 366 days (renew it to keep it).
+    public static let maxLifetimeSeconds = 366 * 86_400.0
+    /// The longest `reason`, in UTF-8 bytes, as for every reason an operator gives.
+    public static let maxReasonBytes = 1024
+
     /// Reads the body of `PUT /v1/tenants/{id}/override`:
     /// `{"tier": …, "weight": …, "floor": {…}, "ceiling": {…}, "upstream": …, "reason": "…",
     /// "ttl_s": 3600}` — `reason` is required, and so is one of `ttl_s` (seconds from `now`) or
@@ -106,13 +111,30 @@ public struct Override: Sendable, Hashable, Codable {
             if let reason = reader.string(object["reason"], at: root.key("reason")) {
                 if reason.trimmingSpaces().isEmpty {
                     reader.report(root.key("reason"), .invalidValue, "must not be empty")
+                } else if reason.utf8.count > Self.maxReasonBytes {
+                    // As every other reason an operator gives (a proposal's decision, a removal): it is stored in the
+                    // audit log with each change.
+                    reader.report(
+                        root.key("reason"), .invalidValue,
+                        "must be at most \(Self.maxReasonBytes) bytes (got \(reason.utf8.count))")
                 }
                 result.reason = reason
             }
+            let longest = Self.maxLifetimeSeconds
             if let ttl = reader.number(object["ttl_s"], at: root.key("ttl_s"), .positive) {
+                // Overrides always expire: a ttl_s of 1e20 read as the year 9999 (round 11).
+                if ttl > longest {
+                    let message = "must be at most \(Int(longest)) s (366 days; overrides always expire), not "
+                    reader.report(root.key("ttl_s"), .outOfRange, message + Quantity.format(ttl))
+                }
                 result.expiresAt = now + ttl
             } else if let expiry = reader.number(object["expires_at"], at: root.key("expires_at"), .nonNegative) {
                 if expiry <= now { reader.report(root.key("expires_at"), .outOfRange, "must be in the future") }
+                if expiry > now + longest {
+                    reader.report(
+                        root.key("expires_at"), .outOfRange,
+                        "must be at most 366 days from now (overrides always expire)")
+                }
                 result.expiresAt = expiry
             } else if object["ttl_s"] == nil, object["expires_at"] == nil {
                 reader.report(

@@ -46,6 +46,10 @@ import Testing
             (#"{"weight":-1,"reason":"x","ttl_s":60}"#, "negative", "weight"),
             // Round 11: accepted, it overflowed the engine's product of weights and froze the loop.
             (#"{"weight":1e308,"reason":"x","ttl_s":60}"#, "out_of_range", "weight"),
+            // Overrides always expire, within 366 days; a reason is at most 1024 bytes, as every other.
+            (#"{"weight":2,"reason":"x","ttl_s":1e20}"#, "out_of_range", "ttl_s"),
+            (#"{"weight":2,"reason":"x","expires_at":1e15}"#, "out_of_range", "expires_at"),
+            (#"{"weight":2,"reason":"\#(String(repeating: "x", count: 1025))","ttl_s":60}"#, "invalid_value", "reason"),
             (#"{"weight":2,"reason":"x"}"#, "missing_field", "ttl_s"),
             (#"{"tier":"platinum","reason":"x","ttl_s":60}"#, "unknown_tier", "tier"),
             (#"{"floor":{"rpm":50},"ceiling":{"rpm":10},"reason":"x","ttl_s":60}"#, "floor_above_ceiling", "floor.rpm"),
