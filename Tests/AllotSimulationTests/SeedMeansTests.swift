@@ -79,6 +79,9 @@ import Testing
 
     @Test(arguments: [
         ("1-8", [1, 2, 3, 4, 5, 6, 7, 8]), ("7", [7]), ("1,4,9-11", [1, 4, 9, 10, 11]), ("0-0", [0]),
+        // As far as --seed goes (it stopped at 2^32 − 1).
+        ("99999999999", [99_999_999_999]),
+        ("9223372036854775806-9223372036854775807", [Int64.max.magnitude - 1, Int64.max.magnitude]),
     ])
     func seedListsParse(text: String, seeds: [UInt64]) throws {
         #expect(try SimulationReport.parseSeeds(text).get() == seeds)
@@ -91,7 +94,8 @@ import Testing
         ("1,,2", #""" is not a seed or a range A-B of seeds (A <= B)"#),
         ("-1", #""-1" is not a seed or a range A-B of seeds (A <= B)"#),
         ("1-2-3", #""1-2-3" is not a seed or a range A-B of seeds (A <= B)"#),
-        ("99999999999", #""99999999999" is not a seed or a range A-B of seeds (A <= B)"#),
+        ("9223372036854775808", #""9223372036854775808": a seed is at most 9223372036854775807, as for --seed"#),
+        ("99999999999999999999", #""99999999999999999999" is not a seed or a range A-B of seeds (A <= B)"#),
         ("1-1001", "more than 1000 seeds"), ("0-99999", "more than 1000 seeds"),
         ("0-999,1000", "more than 1000 seeds"),
         ("1-4,3", "seed 3 is listed twice"),

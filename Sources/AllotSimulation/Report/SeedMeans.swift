@@ -68,7 +68,7 @@ extension SimulationReport {
     }
 
     /// Parses a `--seeds` list: comma-separated seeds and inclusive ranges (`1-8`, `1,4,9-12`), each at
-    /// most `UInt32.max`, at most `limit` seeds, no repeats; nil with the reason otherwise.
+    /// most `Int.max` (as `--seed`), at most `limit` seeds, no repeats; nil with the reason otherwise.
     public static func parseSeeds(_ text: String, limit: Int = 1000) -> Result<[UInt64], SeedListError> {
         var seeds: [UInt64] = []
         var seen = Set<UInt64>()
@@ -76,9 +76,12 @@ extension SimulationReport {
             let bounds = part.split(separator: "-", omittingEmptySubsequences: false)
             guard (1...2).contains(bounds.count),
                 let low = bounds.first.flatMap({ UInt64($0) }), let high = bounds.last.flatMap({ UInt64($0) }),
-                low <= high, high <= UInt64(UInt32.max)
+                low <= high
             else {
                 return .failure(SeedListError(message: "\"\(part)\" is not a seed or a range A-B of seeds (A <= B)"))
+            }
+            guard high <= UInt64(Int.max) else {
+                return .failure(SeedListError(message: "\"\(part)\": a seed is at most \(Int.max), as for --seed"))
             }
             guard high - low < UInt64(limit), seeds.count + Int(high - low) + 1 <= limit else {
                 return .failure(SeedListError(message: "more than \(limit) seeds"))
