@@ -84,9 +84,39 @@ public struct CommandOutput: Sendable {
         self.err = err
     }
 
-    /// Lines to stdout and stderr, each written with one call and a final newline.
+    /// Lines to stdout and stderr, each written with one call and a final newline. Diagnostics quote what the user
+    /// gave, so stderr shows control and bidirectional-formatting characters escaped (``printable(_:)``).
     public static let standard = CommandOutput(
         out: { text in FileHandle.standardOutput.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8)) },
-        err: { text in FileHandle.standardError.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8)) }
+        err: { text in
+            let shown = printable(text)
+            FileHandle.standardError.write(Data((shown.hasSuffix("\n") ? shown : shown + "\n").utf8))
+        }
     )
+
+    /// `text` with every control character but newline and tab, and every bidirectional-formatting character,
+    /// written `\u{…}`: a tenant id holding a NUL or a right-to-left override (U+202E), echoed in an error, cut
+    /// or reversed the rest of the terminal line (round 11).
+    public static func printable(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isHidden) else { return text }
+        var shown = ""
+        shown.reserveCapacity(text.utf8.count + 16)
+        for scalar in text.unicodeScalars {
+            if isHidden(scalar) {
+                shown += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            } else {
+                shown.unicodeScalars.append(scalar)
+            }
+        }
+        return shown
+    }
+
+    private static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x0A, 0x09: false
+        case 0x00...0x1F, 0x7F...0x9F: true
+        case 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: true
+        default: false
+        }
+    }
 }

@@ -30,6 +30,16 @@ func temporaryDirectory() throws -> String {
 }
 
 @Suite struct CLITests {
+    /// What the user gave, quoted in a diagnostic, shows its control and bidirectional-formatting characters
+    /// escaped on stderr: a NUL or a right-to-left override (U+202E) in a tenant id cut or reversed the line.
+    @Test func diagnosticsShowHiddenCharactersEscaped() {
+        #expect(CommandOutput.printable("tenant \"a\u{0}b\u{202E}c\"") == #"tenant "a\u{0}b\u{202E}c""#)
+        #expect(CommandOutput.printable("x\u{1B}[31m\u{7F}\u{85}\u{2066}") == #"x\u{1B}[31m\u{7F}\u{85}\u{2066}"#)
+        // Newlines and tabs lay messages out; other text, accents and emoji included, is left as it is.
+        let plain = "policy rejected:\n\ttenants.json: Zoë 🚀 \"gold\""
+        #expect(CommandOutput.printable(plain) == plain)
+    }
+
     @Test func topLevelHelpListsEveryCommand() async {
         let result = await runCLI(["--help"])
         #expect(result.code == 0)
