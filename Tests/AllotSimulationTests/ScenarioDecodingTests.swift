@@ -213,8 +213,20 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         // A headline's `tier` may be null, as report.json writes it for a metric of no tier.
         #expect(throws: Never.self) {
             try decode(
-                scenarioJSON().replacingOccurrences(of: #""better": "higher""#, with: #""better": "higher", "tier": null"#))
+                scenarioJSON().replacingOccurrences(
+                    of: #""better": "higher""#, with: #""better": "higher", "tier": null"#))
         }
+    }
+
+    /// An integer too large for the machine's is out of range, not "not an integer" (round 11).
+    @Test func aHugeIntegerIsJudgedByItsRange() {
+        rejectsWithThePathAndReason(
+            text: scenarioJSON().replacingOccurrences(
+                of: #""duration_s": 120, "#, with: #""duration_s": 18446744073709551616, "#),
+            path: "duration_s", reason: "must be between 60 and 86400, not 1.8446744073709552e+19")
+        rejectsWithThePathAndReason(
+            text: scenarioJSON().replacingOccurrences(of: #""duration_s": 120, "#, with: #""duration_s": 120.5, "#),
+            path: "duration_s", reason: "must be an integer, not 120.5")
     }
 
     @Test func aMissingHeadlineDirectionSaysWhichOneTheMetricHas() {

@@ -383,6 +383,11 @@ private struct ScenarioReader {
             throw fail(path, "missing")
         }
         guard let number = json.intValue else {
+            if let value = json.doubleValue, value.isFinite, value == value.rounded() {
+                // An integer too large for the machine's: its range is what is wrong (round 11).
+                let bounds = "\(range.lowerBound) and \(range.upperBound)"
+                throw fail(path, "must be between \(bounds), not \(Self.format(value))")
+            }
             if let value = json.doubleValue { throw fail(path, "must be an integer, not \(Self.format(value))") }
             throw fail(path, "must be an integer, not \(json.typeName)")
         }
