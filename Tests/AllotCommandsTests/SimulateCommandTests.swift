@@ -378,6 +378,28 @@ import Testing
         #expect(!wide.out.contains("max_concurrency"), "\(wide.out)")
     }
 
+    /// A tenant expected to send less than one task in the whole run is warned about: any rate above 0 passes the
+    /// "every rate is 0" check (round 11: 5e-324).
+    @Test func aTenantThatMaySendNothingIsWarnedAbout() async throws {
+        let path = NSTemporaryDirectory() + "allot-sim-few-\(UUID().uuidString).json"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        for (rate, shown) in [("5e-324", "less than 0.01"), ("0.5", "0.5")] {
+            let text = Self.oneTenantScenario(name: "few", duration: 60, tier: "free", tasksPerMinute: 1)
+                .replacingOccurrences(of: #""tasks_per_min": 1.0"#, with: #""tasks_per_min": \#(rate)"#)
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+            let check = await runCLI(["simulate", "--scenario", path, "--check"])
+            #expect(check.code == 0, "\(check.err)")
+            let warning =
+                "warning: tenants[0] (\"a\"): expects \(shown) tasks in the whole run (its tasks_per_min × how long "
+                + "each is in force): it may send none"
+            #expect(check.out.contains("\n  " + warning + "\n"), "\(check.out)")
+        }
+        // One task a minute for a minute: no warning.
+        try Data(Self.oneTenantScenario(name: "few", duration: 60, tier: "free", tasksPerMinute: 1).utf8)
+            .write(to: URL(fileURLWithPath: path))
+        #expect(!(await runCLI(["simulate", "--scenario", path, "--check"])).out.contains("may send none"))
+    }
+
     /// An `--out` that cannot take the files is refused before anything is simulated, with the reason.
     @Test func anUnusableOutputDirectoryIsRefusedBeforeTheRun() async throws {
         let file = NSTemporaryDirectory() + "allot-sim-file-\(UUID().uuidString)"

@@ -53,6 +53,28 @@ extension Scenario {
     /// the run.
     public var warnings: [String] {
         headlineWarnings + unwinnableHeadlineWarnings + tokenBucketWarnings + latencyWarningWarnings
+            + fewTasksWarnings
+    }
+
+    /// A tenant expected to send less than one task in the whole run (its arrival rates × how long each is in
+    /// force): it may well send none. Rates above 0 pass the "every rate is 0" check however small (round 11:
+    /// `tasks_per_min` 5e-324). Once per `tenants` entry.
+    var fewTasksWarnings: [String] {
+        let number = ScenarioReader.format
+        var warnings: [String] = []
+        for (tenant, entry) in firstOfEachEntry {
+            var expected = 0.0
+            for (index, step) in tenant.arrivals.enumerated() {
+                let end = index + 1 < tenant.arrivals.count ? tenant.arrivals[index + 1].at : durationSeconds
+                expected += step.tasksPerMinute * max(0, min(end, durationSeconds) - step.at) / 60
+            }
+            guard expected < 1 else { continue }
+            let shown = expected >= 0.01 ? number((expected * 100).rounded() / 100) : "less than 0.01"
+            warnings.append(
+                "\(entry.label): expects \(shown) tasks in the whole run (its tasks_per_min × how long each is in "
+                    + "force): it may send none")
+        }
+        return warnings
     }
 
     /// A headline judged on tasks (SLO attainment, a latency percentile) of a tier none of whose tasks is due
