@@ -28,7 +28,13 @@ struct FieldReader {
         /// water-filling exact: a weight of 1e308 overflowed to infinity and froze the loop (round 11). Priority,
         /// not weight, is what orders tiers absolutely.
         case weight
+        /// `[0, 1e12]`: a rate per minute (a capacity, a floor, a ceiling, a demand). Larger is no real pool, and
+        /// the engine sums them: floors of 1.7e308 summed to infinity and every tenant was allocated 0.
+        case rate
     }
+
+    /// The largest ``NumberRule/rate``, per minute.
+    static let maxRate = 1e12
 
     /// The range of ``NumberRule/weight``.
     static let weightRange = 0.001...1000.0
@@ -87,6 +93,12 @@ struct FieldReader {
             return nil
         case .fractionAboveZero where !(value > 0 && value <= 1):
             report(path, .outOfRange, "must be above 0 and at most 1 (got \(Quantity.format(value)))")
+            return nil
+        case .rate where value < 0:
+            report(path, .negative, "must not be negative (got \(Quantity.format(value)))")
+            return nil
+        case .rate where value > Self.maxRate:
+            report(path, .outOfRange, "must be at most 1e12 per minute (got \(Quantity.format(value)))")
             return nil
         case .weight where !Self.weightRange.contains(value):
             report(
@@ -149,7 +161,7 @@ struct FieldReader {
         guard let json else { return nil }
         switch json {
         case .int, .double:
-            return number(json, at: path, .nonNegative).map { Quantity.absolute($0) }
+            return number(json, at: path, .rate).map { Quantity.absolute($0) }
         case .string(let text):
             guard let quantity = Quantity.parse(percentOrUnbounded: text) else {
                 if text.hasPrefix("-"), Quantity.parse(percentOrUnbounded: String(text.dropFirst())) != nil {

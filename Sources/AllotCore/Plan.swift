@@ -100,7 +100,7 @@ public enum Plan {
             reader.checkFields(capacity, at: capacityPath, known: RateDimension.allCases.map(\.rawValue))
             for dimension in RateDimension.allCases {
                 request.capacity[dimension] = reader.number(
-                    capacity[dimension.rawValue], at: capacityPath.key(dimension.rawValue), .nonNegative)
+                    capacity[dimension.rawValue], at: capacityPath.key(dimension.rawValue), .rate)
             }
             if capacity["rpm"] == nil, capacity["tpm"] == nil {
                 reader.report(capacityPath, .missingField, "capacity must give \"rpm\", \"tpm\" or both")

@@ -655,7 +655,7 @@ struct PolicyLoader {
             reader.checkFields(capacity, at: capacityPath, known: RateDimension.allCases.map(\.rawValue))
             for dimension in RateDimension.allCases {
                 upstream.capacity[dimension] = reader.number(
-                    capacity[dimension.rawValue], at: capacityPath.key(dimension.rawValue), .nonNegative)
+                    capacity[dimension.rawValue], at: capacityPath.key(dimension.rawValue), .rate)
             }
             if capacity["rpm"] == nil, capacity["tpm"] == nil {
                 reader.report(capacityPath, .missingField, "declare \"rpm\", \"tpm\" or both")

@@ -306,6 +306,26 @@ struct PolicyTests {
         #expect(built.terms(ofTenant: "acme", upstream: "u", overrides: [], now: 0).weight == 1e-9)
     }
 
+    /// Rates are at most 1e12 a minute: the engine sums floors and capacities, and floors of 1.7e308 summed to
+    /// infinity, leaving every tenant allocated 0 (round 11's robustness pass, `allot plan`).
+    @Test func ratesAreAtMostATrillionAMinute() throws {
+        let floor = try Self.only(
+            PolicyFixtures.issues(
+                with: #"{"tenants": {"acme": {"tier": "premium", "floor": {"rpm": 1.7e308}}}}"#, name: "tenants.json"))
+        #expect(floor.path == "$.tenants.acme.floor.rpm")
+        #expect(floor.code == .outOfRange)
+        #expect(floor.message == "must be at most 1e12 per minute (got 1.7e+308)")
+        let capacity = try Self.only(
+            PolicyFixtures.issues(with: #"{"upstreams": {"u": {"capacity": {"rpm": 1e13, "tpm": 100}}}}"#))
+        #expect(capacity.path == "$.upstreams.u.capacity.rpm")
+        #expect(capacity.message == "must be at most 1e12 per minute (got 10000000000000)")
+        let fine = try PolicyFixtures.load([
+            ("00-tiers.json", PolicyFixtures.tiers),
+            ("tenants.json", #"{"tenants": {"acme": {"tier": "premium", "ceiling": {"tpm": 1e12}}}}"#),
+        ])
+        #expect(fine.tenant("acme")?.ceiling.tpm == .absolute(1e12))
+    }
+
     @Test func theLoopIntervalIsOneToSixtySeconds() throws {
         for (text, shown) in [("0.25", "0.25"), ("0.999", "0.999"), ("61", "61"), ("3600", "3600")] {
             let issue = try Self.only(PolicyFixtures.issues(with: #"{"loop": {"interval_s": \#(text)}}"#))
