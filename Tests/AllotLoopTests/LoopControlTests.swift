@@ -51,8 +51,9 @@ import Testing
         await harness.close()
     }
 
-    /// A loop that stops ticking — stuck in a tick, or every tick failing — is seen from outside the actor after three
-    /// intervals (at least 30 s), from its opening until its first tick and from its last tick after (`/readyz`).
+    /// A loop that stops ticking — stuck in a tick, or every tick failing — is seen from outside the actor after
+    /// three intervals (at least 30 s), from its opening until its first tick and from its last tick after
+    /// (`/readyz`).
     @Test func aLoopThatStopsTickingIsStalledAfterThreeIntervals() async throws {
         let harness = try LoopHarness()
         try await harness.open(policy: loopPolicy(interval: 5))

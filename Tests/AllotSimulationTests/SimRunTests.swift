@@ -448,7 +448,8 @@ import Testing
                        "prompt_tokens": {"mean": 100, "sd": 10}, "completion_tokens": {"mean": 50, "sd": 5},
                        "deadline_s": 600}}]
             """
-        let scenario = try decode(scenarioJSON(duration: 300, tenants: tenants, pools: pools, extra: #", "gateways": 1"#))
+        let scenario = try decode(
+            scenarioJSON(duration: 300, tenants: tenants, pools: pools, extra: #", "gateways": 1"#))
         func meanServed(_ strategy: SimulationStrategy) async throws -> Double {
             let trace = try await Simulator.run(scenario, strategy: strategy, seed: 1)
             let served = trace.samples.dropFirst(6).map { $0.tenants[0].servedRPM }
@@ -512,7 +513,8 @@ import Testing
         let header = lines.first!.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
         #expect(
             header.suffix(7) == [
-                "arrived_rpm", "arrived_tpm", "entitled_rpm", "entitled_tpm", "pool", "upstream_overloaded", "held_back",
+                "arrived_rpm", "arrived_tpm", "entitled_rpm", "entitled_tpm", "pool", "upstream_overloaded",
+                "held_back",
             ])
         for line in lines {
             #expect(line.split(separator: ",", omittingEmptySubsequences: false).count == header.count)

@@ -68,7 +68,8 @@ import Testing
             .put, "/v1/tenants/acme/override", as: .operator, json: #"{"weight":1,"reason":"x","ttl_s":60,"weight":9}"#)
         #expect(repeated.status == .badRequest)
         #expect(repeated.jsonBody["error"]?["code"] == "invalid_json")
-        #expect(repeated.jsonBody["error"]?["message"]?.stringValue?.contains(#"duplicate member name "weight""#) == true)
+        let message = repeated.jsonBody["error"]?["message"]?.stringValue ?? ""
+        #expect(message.contains(#"duplicate member name "weight""#), "\(message)")
         let form = await harness.send(
             .put, "/v1/tenants/acme/override", as: .operator, json: "{}",
             headers: ["Content-Type": "application/x-www-form-urlencoded"])

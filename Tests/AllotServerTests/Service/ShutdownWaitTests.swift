@@ -2,8 +2,8 @@ import Testing
 
 @testable import AllotServer
 
-/// Shutdown waits for the loop a bounded time: a loop stuck in a tick is left, not waited for forever (round 11: SIGTERM
-/// hung until kill -9).
+/// Shutdown waits for the loop a bounded time: a loop stuck in a tick is left, not waited for forever (round 11:
+/// SIGTERM hung until kill -9).
 @Suite struct ShutdownWaitTests {
     @Test func workThatFinishesInTimeIsWaitedFor() async {
         let counter = Locked(0)
