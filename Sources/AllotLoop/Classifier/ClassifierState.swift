@@ -95,6 +95,8 @@ struct TickCounts: Sendable {
     var deniedByTPM: Float = 0
     /// Denials that named no limit at all (other names — concurrency, budgets, circuits — count in neither).
     var deniedUnnamed: Float = 0
+    /// Denials (and `queued` reports) that named the concurrency cap (`error_type` `concurrency`).
+    var deniedByConcurrency: Float = 0
 
     /// The requests the gateways settled (served or denied), and their tokens: the attempt-based measures. A
     /// `queued` event is a request still waiting (or given up): it counts in ``newRequests`` only, since a
@@ -238,6 +240,9 @@ struct TenantTrack: Sendable, Hashable, Codable {
     var deniedByLimit: PerDimension<Double>?
     /// Denials per minute that named no limit (short window). Optional: older checkpoints decode without it.
     var deniedUnnamed: Double?
+    /// Denials and waits per minute that named the concurrency cap (short window): the `concurrency_bound` alert.
+    /// Optional: older checkpoints decode without it.
+    var deniedConcurrency: Double?
     /// The published allocation averaged like `servedShort` (same window): what a tenant's use is
     /// compared with when judging whether it fills its allocation — the current allocation would make a
     /// tenant whose allocation just rose look idle until its served rate catches up. Optional: older

@@ -326,6 +326,7 @@ public struct ConsumptionClassification: Sendable {
                     switch events[position].errorType {
                     case "rpm"?: flags |= EventRecord.limitRPM
                     case "tpm"?: flags |= EventRecord.limitTPM
+                    case "concurrency"?: flags |= EventRecord.limitConcurrency
                     case nil: flags |= EventRecord.limitUnnamed
                     default: break
                     }
@@ -418,6 +419,7 @@ public struct ConsumptionClassification: Sendable {
             if record.flags & EventRecord.limitRPM != 0 { ticks[index].deniedByRPM += 1 }
             if record.flags & EventRecord.limitTPM != 0 { ticks[index].deniedByTPM += 1 }
             if record.flags & EventRecord.limitUnnamed != 0 { ticks[index].deniedUnnamed += 1 }
+            if record.flags & EventRecord.limitConcurrency != 0 { ticks[index].deniedByConcurrency += 1 }
             // Demand counts each request once, at its first attempt, whatever became of it: a request
             // denied three times and then served is one request wanted, not four (clients mark their
             // retries). A spend-cap refusal is not demand the pool could meet.
@@ -464,6 +466,8 @@ public struct ConsumptionClassification: Sendable {
         static let limitTPM: UInt8 = 8
         /// Denied without a named limit (a gateway that does not say): taken for either rate bucket.
         static let limitUnnamed: UInt8 = 16
+        /// Denied by (or waiting for) the concurrency cap: more rate does not help.
+        static let limitConcurrency: UInt8 = 32
     }
 
     /// One event's call of a task, buffered during the per-event loop.

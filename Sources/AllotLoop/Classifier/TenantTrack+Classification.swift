@@ -98,6 +98,11 @@ extension TenantTrack {
         var unnamed = deniedUnnamed ?? 0
         ewma(&unnamed, tick.deniedUnnamed, short)
         deniedUnnamed = unnamed
+        if deniedConcurrency != nil || tick.deniedByConcurrency > 0 {
+            var concurrency = deniedConcurrency ?? 0
+            ewma(&concurrency, tick.deniedByConcurrency, short)
+            deniedConcurrency = concurrency
+        }
         ewma(&deniedShort, tick.denied, short)
         if taskCallsShort != nil || tick.taskCalls > 0 {
             var calls = taskCallsShort ?? 0
@@ -255,6 +260,19 @@ extension TenantTrack {
                 LoopAlert(
                     kind: "starved", severity: .critical, upstream: key.upstream, tenant: key.tenant,
                     message: starvingText + " (for \(SignalText.seconds(now - since)))", since: since))
+        }
+        let wanted = (wantedShort ?? demandShort).rpm
+        if !idle, let concurrency = deniedConcurrency, concurrency >= Self.concurrencyBoundShare * max(wanted, 10) {
+            // Denied, or kept waiting, by its own `max_concurrency` (or a gateway's per-upstream cap): its calls
+            // take too long for the rate it asks, and more allocation would not reach it (round 10: 40-s answers
+            // held standard tenants to 64 × 60 / 40 = 96 calls a minute).
+            alerts.append(
+                LoopAlert(
+                    kind: "concurrency_bound", severity: .warning, upstream: key.upstream, tenant: key.tenant,
+                    message: "\(key.tenant) on \(key.upstream): \(SignalText.number(concurrency)) requests a minute "
+                        + "denied or kept waiting by a concurrency cap (its tier's max_concurrency, or a gateway's "
+                        + "own), of \(SignalText.number(wanted)) wanted: more rate does not help",
+                    since: now))
         }
         if suspect {
             alerts.append(
@@ -486,6 +504,10 @@ extension TenantTrack {
 
     /// Calls a task must make, on average, for the tenant's work to count as fanning out.
     static let fanOutCalls = 2.0
+
+    /// The share of the requests it wants that its concurrency cap denies or keeps waiting (short window; at least
+    /// one a minute) from which a tenant is alerted `concurrency_bound`.
+    static let concurrencyBoundShare = 0.1
 
     /// What a constrained tenant claims (see ``ClassificationRules/constrainedProbe``), per dimension.
     ///

@@ -84,6 +84,37 @@ struct ClassifierAgentDemandTests {
         #expect(F.close(observation.demand.rpm, 24, tolerance: 1e-3))
     }
 
+    /// Denials (or waits) that name the concurrency cap raise `concurrency_bound` once they are a tenth of what the
+    /// tenant wants: more rate would not reach it (round 10's 40-s answers). They claim nothing (not pressing).
+    @Test func aTenantHeldByItsConcurrencyCapIsAlerted() throws {
+        func alerts(_ errorType: String, perTick: Int) throws -> (TenantObservation, [LoopAlert]) {
+            var run = ClassifierRun(start: t0)
+            var report: ClassifierReport?
+            for _ in 0..<120 {
+                report = run.tick(allocations: [F.acme: allocation]) { script, from, to in
+                    script.spread(10, from: from, to: to) { script, at in script.event(at: at) }
+                        + script.spread(perTick, from: from, to: to) { script, at in
+                            script.event(at: at, outcome: .deniedLocal, estimated: 150, errorType: errorType)
+                        }
+                }
+            }
+            let last = try #require(report)
+            return (try #require(F.observation(last)), last.alerts.filter { $0.kind == "concurrency_bound" })
+        }
+        // 36 a minute denied by the cap, of 156 wanted (23 %).
+        let (observation, bound) = try alerts("concurrency", perTick: 3)
+        let alert = try #require(bound.first)
+        #expect(bound.count == 1)
+        #expect(alert.severity == .warning)
+        #expect(alert.tenant == F.acme.tenant)
+        #expect(alert.message.hasPrefix("acme on openai/gpt-4o: 36 requests a minute denied or kept waiting by a "))
+        #expect(alert.message.contains("of 156 wanted"))
+        #expect(observation.pressing == PerDimension(false))
+        // 12 a minute (9 % of 132): below a tenth; and denials by the RPM bucket are not the cap's.
+        #expect(try alerts("concurrency", perTick: 1).1.isEmpty)
+        #expect(try alerts("rpm", perTick: 3).1.isEmpty)
+    }
+
     @Test func deniedDemandMakesATenantConstrainedToo() throws {
         // One more request per tick denied (its first attempt: wanted, 132 per minute): 9 % of its demand.
         let (observation, status) = try run(queueMs: nil) { script, from, _ in
