@@ -79,7 +79,7 @@ struct FieldReader {
             return nil
         }
         switch rule {
-        case .nonNegative where value < 0:
+        case .nonNegative where value < 0, .rate where value < 0:
             report(path, .negative, "must not be negative (got \(Quantity.format(value)))")
             return nil
         case .positive where value <= 0:
@@ -93,9 +93,6 @@ struct FieldReader {
             return nil
         case .fractionAboveZero where !(value > 0 && value <= 1):
             report(path, .outOfRange, "must be above 0 and at most 1 (got \(Quantity.format(value)))")
-            return nil
-        case .rate where value < 0:
-            report(path, .negative, "must not be negative (got \(Quantity.format(value)))")
             return nil
         case .rate where value > Self.maxRate:
             report(path, .outOfRange, "must be at most 1e12 per minute (got \(Quantity.format(value)))")

@@ -159,6 +159,8 @@ public struct TenantSample: Sendable, Equatable {
     public var upstream429s: Int
     /// Upstream overload refusals (503/529) this tenant saw in the interval: throttling too, by the upstream.
     public var upstreamOverloaded: Int
+    /// Every way the tenant was throttled in the interval: local denials, upstream 429s and overload refusals.
+    public var throttles: Int { denials + upstream429s + upstreamOverloaded }
     /// Whether some call of the tenant's was held back at some moment of the interval: waiting in a gateway's
     /// admission queue, or for a retry after a denial or an upstream refusal. A tenant with nothing held back is
     /// getting all it asks for now. (True when unknown.)

@@ -304,7 +304,7 @@ extension RunMetrics {
                 entitled.rpm += entitledRPM[k][tenant]
                 entitled.tpm += entitledTPM[k][tenant]
                 demand += arrivedRPM[k][tenant]
-                throttled += s.denials + s.upstream429s + s.upstreamOverloaded
+                throttled += s.throttles
                 if k >= window {
                     let old = samples[k - window].tenants[tenant]
                     served.rpm -= old.servedRPM
@@ -312,7 +312,7 @@ extension RunMetrics {
                     entitled.rpm -= entitledRPM[k - window][tenant]
                     entitled.tpm -= entitledTPM[k - window][tenant]
                     demand -= arrivedRPM[k - window][tenant]
-                    throttled -= old.denials + old.upstream429s + old.upstreamOverloaded
+                    throttled -= old.throttles
                 }
                 // Held back in the interval itself: a tenant none of whose calls waits now (no queue, no retry) is
                 // getting all it asks for, whatever the trailing minute says. Without it a lull in a tenant's own

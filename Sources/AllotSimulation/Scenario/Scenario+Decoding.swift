@@ -63,11 +63,7 @@ extension Scenario {
         let number = ScenarioReader.format
         var warnings: [String] = []
         for (tenant, entry) in firstOfEachEntry {
-            var expected = 0.0
-            for (index, step) in tenant.arrivals.enumerated() {
-                let end = index + 1 < tenant.arrivals.count ? tenant.arrivals[index + 1].at : durationSeconds
-                expected += step.tasksPerMinute * max(0, min(end, durationSeconds) - step.at) / 60
-            }
+            let expected = tenant.averageArrivalRate(from: 0, length: durationSeconds) * durationSeconds / 60
             guard expected < 1 else { continue }
             let shown = expected >= 0.01 ? number((expected * 100).rounded() / 100) : "less than 0.01"
             warnings.append(

@@ -246,6 +246,19 @@ public struct ScenarioTenant: Sendable, Equatable {
         for step in arrivals where step.at <= time { rate = step.tasksPerMinute }
         return rate
     }
+
+    /// Tasks per minute averaged over `[start, start + length)`, the steps weighted by how long each is in force.
+    public func averageArrivalRate(from start: Double, length: Double) -> Double {
+        var total = 0.0
+        var t = start
+        let end = start + length
+        while t < end {
+            let next = min(end, arrivals.first(where: { $0.at > t })?.at ?? end)
+            total += arrivalRate(at: t) * (next - t)
+            t = next
+        }
+        return total / length
+    }
 }
 
 /// A quota set by hand, per minute: what `static` provisioned for a tenant (one set at onboarding that went stale).

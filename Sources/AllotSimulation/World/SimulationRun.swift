@@ -647,7 +647,7 @@ final class SimulationRun {
             var poolDemand = Array(repeating: (rpm: 0.0, tpm: 0.0), count: scenario.pools.count)
             for index in tenants.indices {
                 let spec = tenants[index].spec
-                let tasksPerMinute = averageRate(spec, from: start, length: length)
+                let tasksPerMinute = spec.averageArrivalRate(from: start, length: length)
                 let demandRPM = tasksPerMinute * spec.task.meanCalls
                 let demandTPM = demandRPM * spec.task.meanTokensPerCall
                 poolDemand[tenants[index].pool].rpm += demandRPM
@@ -688,18 +688,6 @@ final class SimulationRun {
     }
 
     /// Time-weighted mean task arrival rate over `[start, start + length)`.
-    private func averageRate(_ tenant: ScenarioTenant, from start: Double, length: Double) -> Double {
-        var total = 0.0
-        var t = start
-        let end = start + length
-        while t < end {
-            let next = min(end, tenant.arrivals.first(where: { $0.at > t })?.at ?? end)
-            total += tenant.arrivalRate(at: t) * (next - t)
-            t = next
-        }
-        return total / length
-    }
-
     private func averageCapacity(_ pool: ScenarioPool, from start: Double, length: Double) -> (rpm: Double, tpm: Double)
     {
         var rpm = 0.0
