@@ -85,9 +85,11 @@ public struct Override: Sendable, Hashable, Codable {
     /// `expires_at` (seconds since the Unix epoch, in the future); at least one of tier, weight,
     /// floor or ceiling must be given. Quantities are written as in policy files.
     ///
+    /// - Parameter tracked: pools the loop follows without the policy declaring them: `upstream` must be
+    ///   one of the policy's or of these.
     /// - Throws: `InputError` naming the field.
     public static func parse(
-        _ json: JSON, tenant: String, actor: String, now: Double, policy: Policy
+        _ json: JSON, tenant: String, actor: String, now: Double, policy: Policy, tracked: [String] = []
     ) throws(InputError) -> Override {
         var reader = FieldReader()
         let root = JSONPath.root
@@ -95,6 +97,13 @@ public struct Override: Sendable, Hashable, Codable {
         if let object = reader.object(json, at: root) {
             reader.checkFields(object, at: root, known: fields, required: ["reason"])
             result.upstream = reader.string(object["upstream"], at: root.key("upstream"))
+            if let upstream = result.upstream {
+                if upstream.isEmpty || upstream.utf8.count > 256 {
+                    reader.report(root.key("upstream"), .invalidValue, "must be 1-256 characters")
+                } else if let message = policy.unknownUpstreamMessage(upstream, tracked: tracked) {
+                    reader.report(root.key("upstream"), .unknownUpstream, message)
+                }
+            }
             if let tier = reader.string(object["tier"], at: root.key("tier")) {
                 if policy.tier(named: tier) == nil {
                     reader.report(
@@ -121,6 +130,10 @@ public struct Override: Sendable, Hashable, Codable {
                 result.reason = reason
             }
             let longest = Self.maxLifetimeSeconds
+            if object["ttl_s"] != nil, object["expires_at"] != nil {
+                reader.report(
+                    root.key("expires_at"), .invalidValue, "give \"ttl_s\" or \"expires_at\", not both")
+            }
             if let ttl = reader.number(object["ttl_s"], at: root.key("ttl_s"), .positive) {
                 // Overrides always expire: a ttl_s of 1e20 read as the year 9999 (round 11).
                 if ttl > longest {

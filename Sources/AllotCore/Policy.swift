@@ -79,6 +79,15 @@ public struct Policy: Sendable, Hashable {
     /// The declared upstream pool `id`.
     public func upstream(_ id: String) -> UpstreamPolicy? { upstreamsByID[id] }
 
+    /// Why an operator's request may not name `upstream`: nil when the policy declares it or it is among
+    /// `tracked` (pools the loop follows from telemetry without a declaration), else the message, with the
+    /// nearest known name. An override or a burst for a misspelt pool was stored and never applied.
+    public func unknownUpstreamMessage(_ upstream: String, tracked: [String]) -> String? {
+        if upstreamsByID[upstream] != nil || tracked.contains(upstream) { return nil }
+        let known = Set(upstreamsByID.keys).union(tracked).sorted()
+        return NameSuggestion.unknownMessage("upstream", upstream, known: known)
+    }
+
     /// The tier a tenant belongs to: its policy assignment, else the default tier.
     /// (Overrides are applied on top by the engine.)
     public func tierName(ofTenant id: String) -> String { tenantsByID[id]?.tier ?? defaultTier }

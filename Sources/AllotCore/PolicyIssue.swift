@@ -11,6 +11,7 @@ public struct PolicyIssue: Sendable, Hashable, CustomStringConvertible {
         case floorAboveCeiling = "floor_above_ceiling"
         case guardMinAboveGuardMax = "guard_min_above_guard_max"
         case unknownTier = "unknown_tier"
+        case unknownUpstream = "unknown_upstream"
         case duplicate
         case missingField = "missing_field"
         case invalidValue = "invalid_value"

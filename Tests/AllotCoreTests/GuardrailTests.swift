@@ -207,6 +207,22 @@ struct GuardrailTests {
         #expect(
             error(#"{"wieght": 2, "reason": "r", "ttl_s": 5}"#)?.message
                 == #"wieght: unknown field "wieght"; did you mean "weight"?"#)
+        #expect(
+            error(#"{"weight": 2, "reason": "r", "ttl_s": 60, "expires_at": 5000}"#)
+                == InputError(
+                    code: "invalid_value", message: #"expires_at: give "ttl_s" or "expires_at", not both"#,
+                    field: "expires_at"))
+        #expect(
+            error(#"{"weight": 2, "reason": "r", "ttl_s": 60, "upstream": "p/n"}"#)
+                == InputError(
+                    code: "unknown_upstream", message: #"upstream: unknown upstream "p/n"; did you mean "p/m"?"#,
+                    field: "upstream"))
+        // A pool the loop tracks from telemetry alone may be named, as may one the policy declares.
+        let tracked = try Override.parse(
+            try JSON.parse(#"{"weight": 2, "reason": "r", "ttl_s": 60, "upstream": "q/x"}"#), tenant: "acme",
+            actor: "a", now: 1000, policy: Self.policy, tracked: ["q/x"])
+        #expect(tracked.upstream == "q/x")
+        #expect(error(#"{"weight": 2, "reason": "r", "ttl_s": 60, "upstream": "p/m"}"#) == nil)
     }
 
     @Test func overridesRoundTripThroughCodableWithUnboundedCeilings() throws {

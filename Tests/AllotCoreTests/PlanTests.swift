@@ -347,6 +347,19 @@ struct PlanTests {
         #expect(tier.message == #"tenant "c" (tenants[0]): ceiling.rpm: floor (20) is above ceiling (5)"#)
     }
 
+    @Test func tenantIDsAreThoseOfTenantsJSON() throws {
+        // Round 12: an id with a NUL or a right-to-left override was accepted and printed raw.
+        for id in [#"a\u0000b"#, #"a\u202Eb"#, "", "a b", String(repeating: "x", count: 129)] {
+            let error = try #require(Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "\#(id)"}]}"#), "\(id)")
+            #expect(error.code == "invalid_value")
+            #expect(error.field == "tenants[0].id")
+            #expect(
+                error.message
+                    == "tenants[0]: id: a tenant id must be 1-128 characters of [A-Za-z0-9._:-]", "\(id)")
+        }
+        #expect(Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "org:acme-1.eu_2"}]}"#) == nil)
+    }
+
     @Test func unknownTier() throws {
         let error = try #require(Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "a", "tier": "premum"}]}"#))
         #expect(error.code == "unknown_tier")

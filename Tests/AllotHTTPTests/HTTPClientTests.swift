@@ -7,7 +7,9 @@ import Testing
 /// The client against our server and against scripted byte-level servers.
 @Suite struct HTTPClientTests {
     func withClient(
-        _ configuration: HTTPClientConfiguration = HTTPClientConfiguration(timeout: .seconds(30)),
+        // 120 s, as the scripted server's own wait: on two cores the simulator's headline tests hold the
+        // cooperative pool for minutes, and readsChunkedResponses once timed out at 30 s waiting for its turn.
+        _ configuration: HTTPClientConfiguration = HTTPClientConfiguration(timeout: .seconds(120)),
         _ body: (HTTPClient) async throws -> Void
     ) async throws {
         let client = try HTTPClient(configuration: configuration)

@@ -104,7 +104,8 @@ public struct CapacityEstimation: Sendable {
         for index in state.pools.indices {
             var evaluation = PoolEvaluation(
                 pool: state.pools[index], declared: policy.upstream(state.pools[index].upstream)?.capacity,
-                settings: policy.observer, errorRate: policy.alerts.upstreamErrorRate, now: now, elapsed: elapsed)
+                settings: policy.observer, errorRate: policy.alerts.upstreamErrorRate, now: now, elapsed: elapsed,
+                headerWindows: headerWindows(of: state.pools[index].upstream))
             let status = evaluation.run()
             state.pools[index] = evaluation.pool
             pools.append(PoolObservation(upstream: status.upstream, capacity: status.estimate, state: status.state))

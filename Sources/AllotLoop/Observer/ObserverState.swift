@@ -166,6 +166,9 @@ struct PoolTrack: Sendable, Hashable, Codable {
     /// window's latency is the warning that came before it.
     var latencyExplainedUntil: Double?
     var throttledSince: Double?
+    /// Since when the provider's stated limit has been contradicted by what it serves (``PoolEvaluation``'s
+    /// `disbelieveContradictedLimits`); nil when it is not.
+    var limitContradictedSince: Double?
     var errorsSince: Double?
     var lastSpendCapAt: Double?
     var spendCapSince: Double?

@@ -12,12 +12,14 @@ struct PoolEvaluation {
     let now: Double
     /// Seconds since the previous tick (bounded by the short window): the probe's time step.
     let elapsed: Double
+    /// The policy's `header_window` per dimension, in seconds.
+    let headerWindows: PerDimension<Double>
     private(set) var alerts: [LoopAlert] = []
     private var signals: [String] = []
 
     init(
         pool: PoolTrack, declared: PerDimension<Double?>?, settings: ObserverSettings, errorRate: Double, now: Double,
-        elapsed: Double
+        elapsed: Double, headerWindows: PerDimension<Double> = PerDimension(60)
     ) {
         self.pool = pool
         self.declared = declared ?? PerDimension(nil)
@@ -25,6 +27,7 @@ struct PoolEvaluation {
         self.errorRate = errorRate
         self.now = now
         self.elapsed = elapsed
+        self.headerWindows = headerWindows
     }
 
     /// What the short window holds.
@@ -102,7 +105,9 @@ struct PoolEvaluation {
     mutating func run() -> UpstreamStatus {
         let window = ShortWindow(
             pool.fine.window(settings.shortWindowSeconds, now: now, notBefore: pool.firstEventAt ?? now))
+        let believed = pool.headerLimit
         pool.refreshHeaderLimits()
+        disbelieveContradictedLimits(window, believed: believed)
         restartOnVersionChange()
         // The circuit first: a latency rise while it sheds for overload is the overload's.
         let circuitShed = evaluateCircuit(window)
@@ -152,6 +157,54 @@ struct PoolEvaluation {
     }
 
     // MARK: Capacity
+
+    /// A stated limit is believed when it fits what the upstream does: one below `1 / contradictionRatio` of
+    /// what was served in the short window, with no quota refusal there, is contradicted by the service itself
+    /// (a provider that meant it would be refusing most of those calls). The limit believed before stays in
+    /// force (none: the pool is as blind as before the statement) and a warning says so. One event stating
+    /// `requests-limit: 1` (a proxy's or a test's) collapsed a 4,000-rpm pool to 0.98 rpm for as long as it
+    /// was the only statement, while 1,800 rpm were being served and the pool read healthy. A real cut below
+    /// half our rate is refused within seconds: the statement is believed from its first 429.
+    static let contradictionRatio = 2.0
+
+    private mutating func disbelieveContradictedLimits(_ window: ShortWindow, believed: PerDimension<Double?>) {
+        var contradicted: [String] = []
+        if window.count(.quotaExhausted) == 0 {
+            // A limit counted over a day is no bound on a minute's rate: only limits of a minute or less are judged.
+            for dimension in RateDimension.allCases where headerWindows[dimension] <= 60 {
+                // Against what the limit lets through in the window's span, a minute at least: a limit of L a
+                // minute admits L at once, so a few calls in the window's first seconds contradict nothing.
+                let minutes = max(window.coverage, 60) / 60
+                func contradicts(_ limit: Double?) -> Bool {
+                    limit.map { $0 * minutes * Self.contradictionRatio < window.served[dimension] } ?? false
+                }
+                guard let stated = pool.headerLimit[dimension], contradicts(stated) else { continue }
+                let fallback = contradicts(believed[dimension]) ? nil : believed[dimension]
+                pool.headerLimit[dimension] = fallback
+                let kept =
+                    fallback.map { "the limit stated before, \(Self.format($0)), stays in force" }
+                    ?? declared[dimension].map { "the declared capacity, \(Self.format($0)), stays in force" }
+                    ?? "the estimate stays as it was"
+                contradicted.append(
+                    "the provider states \(Self.format(stated)) \(dimension.rawValue) while "
+                        + "\(Self.format(window.served[dimension])) \(dimension == .rpm ? "requests" : "tokens") were "
+                        + "served in the last "
+                        + "\(seconds(window.coverage)) without a quota refusal: not believed; " + kept)
+            }
+        }
+        guard !contradicted.isEmpty else {
+            pool.limitContradictedSince = nil
+            return
+        }
+        if pool.limitContradictedSince == nil { pool.limitContradictedSince = now }
+        signals.append(contentsOf: contradicted)
+        alerts.append(
+            LoopAlert(
+                kind: "upstream_limit_contradicted", severity: .warning, upstream: pool.upstream,
+                message: "\(pool.upstream): " + contradicted.joined(separator: "; ")
+                    + " (a proxy or a misconfigured key may be rewriting the rate-limit headers)",
+                since: pool.limitContradictedSince ?? now))
+    }
 
     private mutating func restartOnVersionChange() {
         guard pool.versionChangePending else { return }

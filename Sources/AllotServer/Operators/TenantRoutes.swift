@@ -311,12 +311,11 @@ struct TenantRoutes: Sendable {
         let (policy, _) = console.policy()
         let override: Override
         do {
-            override = try Override.parse(.object(object), tenant: id, actor: principal.name, now: now, policy: policy)
+            override = try Override.parse(
+                .object(object), tenant: id, actor: principal.name, now: now, policy: policy,
+                tracked: trackedUpstreams())
         } catch {
             throw HTTPError.badRequest(error.message, code: error.code, field: error.field)
-        }
-        if let upstream = override.upstream, upstream.isEmpty || upstream.utf8.count > 256 {
-            throw HTTPError.badRequest("upstream must be 1-256 characters", code: "invalid_value", field: "upstream")
         }
         var capacities: [String: PerDimension<Double?>] = [:]
         for pool in console.view?.decision?.pools ?? [] { capacities[pool.upstream] = pool.capacity }
@@ -441,10 +440,18 @@ struct TenantRoutes: Sendable {
             headers: ["Location": "/v1/tenants/\(id)/bursts"])
     }
 
+    /// The pools the loop tracks (declared or not), from its latest tick.
+    private func trackedUpstreams() -> [String] {
+        console.view?.decision?.pools.map(\.upstream) ?? []
+    }
+
     private func resolveUpstream(_ given: String?, tenant: String) throws(HTTPError) -> String {
         if let given {
             guard !given.isEmpty else {
                 throw HTTPError.badRequest("upstream must not be empty", code: "invalid_value", field: "upstream")
+            }
+            if let message = console.policy().policy.unknownUpstreamMessage(given, tracked: trackedUpstreams()) {
+                throw HTTPError.badRequest(message, code: "unknown_upstream", field: "upstream")
             }
             return given
         }

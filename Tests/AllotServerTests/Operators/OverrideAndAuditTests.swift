@@ -52,6 +52,10 @@ import Testing
             (#"{"weight":2,"reason":"\#(String(repeating: "x", count: 1025))","ttl_s":60}"#, "invalid_value", "reason"),
             (#"{"weight":2,"reason":"x"}"#, "missing_field", "ttl_s"),
             (#"{"tier":"platinum","reason":"x","ttl_s":60}"#, "unknown_tier", "tier"),
+            // Round 12: both were accepted; a misspelt pool was stored and never applied.
+            (#"{"weight":2,"reason":"x","ttl_s":60,"expires_at":1e10}"#, "invalid_value", "expires_at"),
+            (#"{"weight":2,"reason":"x","ttl_s":60,"upstream":"openai/gpt4o"}"#, "unknown_upstream", "upstream"),
+            (#"{"weight":2,"reason":"x","ttl_s":60,"upstream":""}"#, "invalid_value", "upstream"),
             (#"{"floor":{"rpm":50},"ceiling":{"rpm":10},"reason":"x","ttl_s":60}"#, "floor_above_ceiling", "floor.rpm"),
             (#"{"weight":2,"reason":"x","ttl_s":60,"colour":"red"}"#, "unknown_field", "colour"),
         ]
@@ -102,6 +106,14 @@ import Testing
         #expect(invalid.jsonBody["error"]?["field"] == "ttl_s")
         let empty = await harness.send(.post, "/v1/tenants/beta/bursts", as: .operator, json: #"{"ttl_s":60}"#)
         #expect(empty.jsonBody["error"]?["field"] == "calls")
+        // Round 12: a burst for a misspelt pool was accepted and could never be granted.
+        let misspelt = await harness.send(
+            .post, "/v1/tenants/beta/bursts", as: .operator, json: #"{"calls":5,"ttl_s":60,"upstream":"openai/gpt4o"}"#)
+        #expect(misspelt.status == .badRequest)
+        #expect(misspelt.jsonBody["error"]?["code"] == "unknown_upstream")
+        #expect(
+            misspelt.jsonBody["error"]?["message"]?.stringValue
+                == #"unknown upstream "openai/gpt4o"; did you mean "openai/gpt-4o"?"#)
         await harness.close()
     }
 
