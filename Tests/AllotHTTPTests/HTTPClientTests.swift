@@ -106,9 +106,9 @@ import Testing
                 "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
             ], closeAfter: false)
         try await withClient { client in
-            let first = try await client.get("http://127.0.0.1:\(scripted.port)/")
+            let first = try await client.get(scripted.url)
             #expect(first.bodyText == "hello, world")
-            let second = try await client.get("http://127.0.0.1:\(scripted.port)/")  // same connection
+            let second = try await client.get(scripted.url)  // same connection
             #expect(second.status == .created)
             #expect(second.bodyText == "ok")
         }
@@ -118,7 +118,7 @@ import Testing
         let scripted = try ScriptedServer()
         scripted.start(replies: ["HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the end"])
         try await withClient { client in
-            let response = try await client.get("http://127.0.0.1:\(scripted.port)/")
+            let response = try await client.get(scripted.url)
             #expect(response.bodyText == "until the end")
         }
     }
@@ -136,7 +136,7 @@ import Testing
         scripted.start(replies: [reply])
         try await withClient { client in
             await expectError(.malformedResponse) { () async throws(HTTPClientError) in
-                try await client.get("http://127.0.0.1:\(scripted.port)/")
+                try await client.get(scripted.url)
             }
         }
     }
@@ -146,7 +146,7 @@ import Testing
         scripted.start(replies: ["HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort"])
         try await withClient { client in
             await expectError(.connectionClosed) { () async throws(HTTPClientError) in
-                try await client.get("http://127.0.0.1:\(scripted.port)/")
+                try await client.get(scripted.url)
             }
         }
     }
