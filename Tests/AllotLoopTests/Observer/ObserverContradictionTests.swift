@@ -34,7 +34,8 @@ struct ObserverContradictionTests {
         #expect(F.status(report)?.estimate.rpm == 400)
 
         // One event states a limit of 1 request a minute (tokens 200,000: what is served, 21,600, fits it).
-        let odd = script.event(at: t0 + 1, latencyMs: 200, prompt: 100, completion: 20, signals: F.openAI(limitRequests: 1))
+        let odd = script.event(
+            at: t0 + 1, latencyMs: 200, prompt: 100, completion: 20, signals: F.openAI(limitRequests: 1))
         report = estimation.observe(script.delta([odd]), now: t0 + 10)
         let status = try #require(F.status(report))
         #expect(status.headerLimit == PerDimension(rpm: nil, tpm: 200_000))
@@ -74,8 +75,8 @@ struct ObserverContradictionTests {
         var report = Self.serve(&estimation, &script, t0: t0, signals: F.openAI(limitRequests: 400))
         #expect(F.status(report)?.estimate.rpm == 400)
 
-        // Three clean statements agree on 10 rpm: a change of limit by the statements alone, which the 153 served in the window
-        // without a refusal contradict.
+        // Three clean statements agree on 10 rpm: a change of limit by the statements alone, which the 153
+        // served in the window without a refusal contradict.
         let lower = (1...3).map { second in
             script.event(
                 at: t0 + Double(second), latencyMs: 200, prompt: 100, completion: 20,
