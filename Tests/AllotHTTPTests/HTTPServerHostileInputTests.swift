@@ -131,7 +131,10 @@ import Testing
                                     default: bytes.remove(at: position)
                                     }
                                 }
-                                let socket = try RawSocket(port: port, receiveTimeout: 3)
+                                // 30 s, not 3: the server's handlers share the cooperative pool with the
+                                // simulator's tests, which held it long enough for a 3-s wait to fail once
+                                // (fresh-clone CI, 2026-11-28); a hung exchange still fails.
+                                let socket = try RawSocket(port: port, receiveTimeout: 30)
                                 try? socket.send(bytes)
                                 let received = try socket.readToEnd()
                                 try Self.checkWellFormed(received, sent: bytes)
