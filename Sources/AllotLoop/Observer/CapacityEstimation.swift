@@ -73,6 +73,10 @@ public struct CapacityEstimation: Sendable {
     static let evidenceUtilisation = 0.5
     /// Model versions remembered per pool.
     static let versionMemory = 8
+    /// Events that must report a version the pool has not run before it counts as a change (probing restarted
+    /// from the start value): one event's version — a stray, a canary gateway's test call — took a pool cut to its
+    /// true 600 rpm back to the stated 1,000, and the 429s followed.
+    static let versionConfirmations = 3
 
     public init(policy: Policy, state: ObserverState? = nil) {
         self.policy = policy
@@ -286,12 +290,23 @@ extension PoolTrack {
         }
 
         if let ref = pointer.pointee.modelVersion, ref != modelVersionRef, let name = names.modelVersion(ref) {
-            modelVersionRef = ref
-            if name != modelVersion {
-                if modelVersion != nil, !seenVersions.contains(name) {
+            var confirmed = true
+            if name != modelVersion, modelVersion != nil, !seenVersions.contains(name) {
+                // A version the pool has not run: a change once enough events report it; until then the version
+                // in force stays (and so does the estimate).
+                let count = candidateVersion == name ? (candidateVersionEvents ?? 0) + 1 : 1
+                candidateVersion = name
+                candidateVersionEvents = count
+                confirmed = count >= CapacityEstimation.versionConfirmations
+                if confirmed {
                     versionChangePending = true
                     versionChangedAt = at
                 }
+            }
+            if confirmed { modelVersionRef = ref }
+            if confirmed, name != modelVersion {
+                candidateVersion = nil
+                candidateVersionEvents = nil
                 if !seenVersions.contains(name) {
                     seenVersions.append(name)
                     if seenVersions.count > CapacityEstimation.versionMemory { seenVersions.removeFirst() }

@@ -151,6 +151,10 @@ struct PoolTrack: Sendable, Hashable, Codable {
     /// The newest change (event time) and whether the next observe still has to act on it.
     var versionChangedAt: Double?
     var versionChangePending = false
+    /// A version not run before, and how many events have reported it since (one event's version is no roll-out:
+    /// see ``CapacityEstimation/versionConfirmations``). nil in checkpoints written before it.
+    var candidateVersion: String?
+    var candidateVersionEvents: Int?
 
     // MARK: Health
 

@@ -318,7 +318,20 @@ struct ObserverHealthTests {
         #expect(F.status(report)?.estimate.rpm == 600)
         #expect(F.status(report)?.confidence == 0.75)
 
+        // One event's version is no roll-out (a stray, a canary's test call): nothing restarts.
         events = [script.event(at: t0 + 12, modelVersion: "gpt-4o-2024-11-20")]
+        report = estimation.observe(script.delta(events), now: t0 + 13)
+        #expect(F.status(report)?.modelVersion == "gpt-4o-2024-08-06")
+        #expect(F.status(report)?.estimate.rpm == 600)
+        #expect(F.status(report)?.confidence == 0.75)
+        // Nor do two, mixed with the version in force; the third is a change.
+        events = [
+            script.event(at: t0 + 13, modelVersion: "gpt-4o-2024-08-06"),
+            script.event(at: t0 + 13.5, modelVersion: "gpt-4o-2024-11-20"),
+        ]
+        report = estimation.observe(script.delta(events), now: t0 + 14)
+        #expect(F.status(report)?.estimate.rpm == 600)
+        events = [script.event(at: t0 + 14, modelVersion: "gpt-4o-2024-11-20")]
         report = estimation.observe(script.delta(events), now: t0 + 15)
         let status = try #require(F.status(report))
         #expect(status.modelVersion == "gpt-4o-2024-11-20")
@@ -332,7 +345,7 @@ struct ObserverHealthTests {
         #expect(F.status(report)?.estimate.rpm == 1000)
         #expect(F.status(report)?.confidence == 0.5)
         // The change weighs on the confidence for the long window.
-        report = estimation.observe(script.delta([]), now: t0 + 12 + 901)
+        report = estimation.observe(script.delta([]), now: t0 + 14 + 901)
         #expect(F.status(report)?.confidence == 0.3)  // headers stale, nothing declared
     }
 
