@@ -105,7 +105,12 @@ import Testing
                 "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n7;x=y\r\n, world\r\n0\r\nT: 1\r\n\r\n",
                 "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
             ], closeAfter: false)
-        try await withClient { client in
+        // The pooled connection must outlive any wait between the two requests: with the default 15-s idle timeout
+        // the client closed it while other tests' simulations held the cooperative pool, opened a new one the
+        // one-connection server never accepts, and timed out (reproduced with a 5-ms idle timeout and a 100-ms
+        // pause).
+        let configuration = HTTPClientConfiguration(timeout: .seconds(120), idleConnectionTimeout: .seconds(3600))
+        try await withClient(configuration) { client in
             let first = try await client.get(scripted.url)
             #expect(first.bodyText == "hello, world")
             let second = try await client.get(scripted.url)  // same connection
