@@ -142,11 +142,10 @@ public enum Plan {
             reader.checkFields(fields, at: path, known: tenantFields, required: ["id"])
             var tenant = PlanTenant(id: "")
             if let id = reader.string(fields["id"], at: path.key("id")) {
-                if !PolicyLoader.isValidName(id, maxLength: 128, extra: [0x3A]) {
+                if !PolicyLoader.isValidTenantID(id) {
                     // As in tenants.json and telemetry: an id with a NUL or a right-to-left override was
                     // accepted and printed raw (round 12).
-                    reader.report(
-                        path.key("id"), .invalidValue, "a tenant id must be 1-128 characters of [A-Za-z0-9._:-]")
+                    reader.report(path.key("id"), .invalidValue, PolicyLoader.tenantIDRule)
                 } else if let first = seen[id] {
                     reader.report(path.key("id"), .duplicate, "duplicate id \"\(id)\" (also tenants[\(first)])")
                 } else {
@@ -344,9 +343,7 @@ public struct PlanError: Error, Sendable, Hashable, CustomStringConvertible {
         if problem.path.segments.count >= 2, problem.path.segments[0] == .key("tenants"),
             case .index(let index) = problem.path.segments[1]
         {
-            if let id = input["tenants"]?[index]?["id"]?.stringValue,
-                PolicyLoader.isValidName(id, maxLength: 128, extra: [0x3A])
-            {
+            if let id = input["tenants"]?[index]?["id"]?.stringValue, PolicyLoader.isValidTenantID(id) {
                 tenant = id
             } else {
                 tenant = "tenants[\(index)]"

@@ -689,9 +689,7 @@ struct PolicyLoader {
     private mutating func readTenant(
         id: String, _ json: JSON, at path: JSONPath, policy: Policy, tiersKnown: Bool
     ) -> TenantPolicy? {
-        if !Self.isValidName(id, maxLength: 128, extra: [0x3A]) {
-            reader.report(path, .invalidValue, "a tenant id must be 1-128 characters of [A-Za-z0-9._:-]")
-        }
+        if !Self.isValidTenantID(id) { reader.report(path, .invalidValue, Self.tenantIDRule) }
         guard let object = reader.object(json, at: path) else { return nil }
         reader.checkFields(object, at: path, known: PolicyFields.tenant, required: ["tier"])
         _ = reader.string(object["description"], at: path.key("description"))
@@ -754,6 +752,10 @@ struct PolicyLoader {
     }
 
     /// 1…`maxLength` bytes of `[A-Za-z0-9._-]` plus `extra`.
+    /// A tenant id in `tenants.json` and in plan input: 1–128 characters of `[A-Za-z0-9._:-]`.
+    static func isValidTenantID(_ id: String) -> Bool { isValidName(id, maxLength: 128, extra: [0x3A]) }
+    static let tenantIDRule = "a tenant id must be 1-128 characters of [A-Za-z0-9._:-]"
+
     static func isValidName(_ name: String, maxLength: Int, extra: Set<UInt8> = []) -> Bool {
         let bytes = name.utf8
         guard !bytes.isEmpty, bytes.count <= maxLength else { return false }

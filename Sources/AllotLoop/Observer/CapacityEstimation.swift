@@ -290,30 +290,31 @@ extension PoolTrack {
         }
 
         if let ref = pointer.pointee.modelVersion, ref != modelVersionRef, let name = names.modelVersion(ref) {
-            var confirmed = true
-            if name != modelVersion, modelVersion != nil, !seenVersions.contains(name) {
-                // A version the pool has not run: a change once enough events report it; until then the version
-                // in force stays (and so does the estimate).
-                let count = candidateVersion == name ? (candidateVersionEvents ?? 0) + 1 : 1
-                candidateVersion = name
-                candidateVersionEvents = count
-                confirmed = count >= CapacityEstimation.versionConfirmations
-                if confirmed {
-                    versionChangePending = true
-                    versionChangedAt = at
-                }
-            }
-            if confirmed { modelVersionRef = ref }
-            if confirmed, name != modelVersion {
-                candidateVersion = nil
-                candidateVersionEvents = nil
-                if !seenVersions.contains(name) {
-                    seenVersions.append(name)
-                    if seenVersions.count > CapacityEstimation.versionMemory { seenVersions.removeFirst() }
-                }
-                modelVersion = name
-            }
+            noteModelVersion(name, ref: ref, at: at)
         }
+    }
+
+    /// An event's model version other than the one in force: a version the pool ran before is a mixed roll-out
+    /// and becomes the one in force; a new one is a change once enough events report it (until then the
+    /// version in force stays, and so does the estimate).
+    private mutating func noteModelVersion(_ name: String, ref: Int64, at: Double) {
+        if name != modelVersion, modelVersion != nil, !seenVersions.contains(name) {
+            let count = candidateVersion == name ? (candidateVersionEvents ?? 0) + 1 : 1
+            candidateVersion = name
+            candidateVersionEvents = count
+            guard count >= CapacityEstimation.versionConfirmations else { return }
+            versionChangePending = true
+            versionChangedAt = at
+        }
+        modelVersionRef = ref
+        guard name != modelVersion else { return }
+        candidateVersion = nil
+        candidateVersionEvents = nil
+        if !seenVersions.contains(name) {
+            seenVersions.append(name)
+            if seenVersions.count > CapacityEstimation.versionMemory { seenVersions.removeFirst() }
+        }
+        modelVersion = name
     }
 
     /// Header limits (per minute) and `remaining` statements, newest event time wins.

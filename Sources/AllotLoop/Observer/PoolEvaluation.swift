@@ -19,7 +19,7 @@ struct PoolEvaluation {
 
     init(
         pool: PoolTrack, declared: PerDimension<Double?>?, settings: ObserverSettings, errorRate: Double, now: Double,
-        elapsed: Double, headerWindows: PerDimension<Double> = PerDimension(60)
+        elapsed: Double, headerWindows: PerDimension<Double>
     ) {
         self.pool = pool
         self.declared = declared ?? PerDimension(nil)
@@ -105,7 +105,7 @@ struct PoolEvaluation {
     mutating func run() -> UpstreamStatus {
         let window = ShortWindow(
             pool.fine.window(settings.shortWindowSeconds, now: now, notBefore: pool.firstEventAt ?? now))
-        let believed = pool.headerLimit
+        let believed = pool.headerLimit  // the tick before's, for a statement the service contradicts
         pool.refreshHeaderLimits()
         disbelieveContradictedLimits(window, believed: believed)
         restartOnVersionChange()
@@ -185,10 +185,10 @@ struct PoolEvaluation {
                     fallback.map { "the limit stated before, \(Self.format($0)), stays in force" }
                     ?? declared[dimension].map { "the declared capacity, \(Self.format($0)), stays in force" }
                     ?? "the estimate stays as it was"
+                let unit = dimension == .rpm ? "requests" : "tokens"
                 contradicted.append(
                     "the provider states \(Self.format(stated)) \(dimension.rawValue) while "
-                        + "\(Self.format(window.served[dimension])) \(dimension == .rpm ? "requests" : "tokens") were "
-                        + "served in the last "
+                        + "\(Self.format(window.served[dimension])) \(unit) were served in the last "
                         + "\(seconds(window.coverage)) without a quota refusal: not believed; " + kept)
             }
         }
