@@ -452,7 +452,10 @@ import Testing
     }
 
     @Test func severalEventLoopsShareThePortAndTheConnectionLimit() async throws {
-        var configuration = HTTPServerConfiguration.test(maxConnections: 6)
+        // The connections must outlive the whole sequence: with the default 3-s idle timeout, a full run whose
+        // simulator tests held the cooperative pool (the handlers' threads) made the eight exchanges take 44 s, the
+        // server closed the first connections as idle, and all eight were answered 200.
+        var configuration = HTTPServerConfiguration.test(maxConnections: 6, idleTimeout: .seconds(600))
         configuration.eventLoopCount = 3
         let probe = HoldProbe()
         try await withServer(configuration, router: .makeTest(probe: probe)) { port, server in
