@@ -85,8 +85,13 @@ import Testing
         let run = await runCLI(["simulate", "--scenario", path, "--strategy", "static"])
         #expect(run.code == 0, "\(run.err)")
         #expect(run.err.contains("allot simulate: warning: " + warning))
-        // A run long enough for its first task to fall due: no warning.
+        // A run that ends when a task arriving at t = 0 would be due: the first arrives later, so none is judged.
         try Data(scenario.replacingOccurrences(of: #""duration_s": 60"#, with: #""duration_s": 90"#).utf8)
+            .write(to: URL(fileURLWithPath: path))
+        let edge = await runCLI(["simulate", "--scenario", path, "--check"])
+        #expect(edge.out.contains("(the earliest is due at 90 s, the run ends at 90 s)"), "\(edge.out)")
+        // A run long enough for its first task to fall due: no warning.
+        try Data(scenario.replacingOccurrences(of: #""duration_s": 60"#, with: #""duration_s": 100"#).utf8)
             .write(to: URL(fileURLWithPath: path))
         let due = await runCLI(["simulate", "--scenario", path, "--check"])
         #expect(due.code == 0, "\(due.err)")
@@ -262,12 +267,18 @@ import Testing
             .replacingOccurrences(of: #""rpm": 60"#, with: #""rpm": 120"#))
         #expect(still.code == 0, "\(still.out)")
         let noChange: String =
-            "headline convergence_s: no pool's capacity changes within the run (no capacity step before "
-            + "duration_s changes rpm or tpm from the step before it): convergence is measured only after a change, "
-            + "so no strategy can win on it"
+            "headline convergence_s: no pool's capacity changes within the run (no capacity step at or before "
+            + "the start of its last interval, t=50 s, changes rpm or tpm from the step before it): convergence is "
+            + "measured only after a change, so no strategy can win on it"
         #expect(still.out.contains("\n  warning: " + noChange + "\n"), "\(still.out)")
         let drops = try await Self.check(convergence.replacingOccurrences(of: #""at_s": 60"#, with: #""at_s": 40"#))
         Self.expectNoWarning(drops)
+        // A drop inside the last interval (50–60 s) has no interval of its own: nothing to judge.
+        let late = try await Self.check(convergence.replacingOccurrences(of: #""at_s": 60"#, with: #""at_s": 55"#))
+        #expect(late.out.contains("\n  warning: " + noChange + "\n"), "\(late.out)")
+        let atLastStart = try await Self.check(
+            convergence.replacingOccurrences(of: #""at_s": 60"#, with: #""at_s": 50"#))
+        Self.expectNoWarning(atLastStart)
     }
 
     @Test func aHeadlineStaticWinsByConstructionIsWarnedAbout() async throws {
@@ -348,6 +359,11 @@ import Testing
         }
         let report = try JSON.parse(try String(contentsOfFile: directory + "/report.json", encoding: .utf8))
         #expect(report["strategies"]?["static"] != nil)
+        // One strategy compares nothing: no winner, nothing best, `allot_wins` null (present, as documented).
+        #expect(report["headline"]?["winner"] == .null)
+        #expect(report["headline"]?["best"] == .array([]))
+        #expect(report["headline"]?["allot_wins"] == .null)
+        #expect(result.out.split(separator: "\n")[0].hasSuffix("is better): one strategy, no comparison"))
         let builtIn = try PolicySource.embedded.load().version
         #expect(report["policy"] == ["source": "built-in", "version": .string(builtIn)])
         #expect(result.out.split(separator: "\n")[1] == "policy built-in, policy_version \(builtIn)")

@@ -297,6 +297,20 @@ import Testing
         #expect(above.convergenceSeconds == nil)
     }
 
+    /// A change inside the run's last interval has no interval to be judged by: no change, not "never" (a change at
+    /// 295 s of a 300-s run read "never" for every strategy).
+    @Test func aChangeInsideTheLastIntervalIsNotJudged() {
+        var trace = Self.convergenceTrace(served: [120, 120, 120, 120, 120, 120])
+        trace.capacityChangeTimes = [115]  // the twelve intervals start at 0 … 110 s
+        let late = RunMetrics(trace: trace)
+        #expect(!late.hasCapacityChange)
+        #expect(late.convergenceSeconds == nil)
+        #expect(!late.neverReached.contains("convergence_s"))
+        trace.capacityChangeTimes = [110]  // at the last interval's start: judged on that interval alone
+        #expect(RunMetrics(trace: trace).hasCapacityChange)
+        #expect(RunMetrics(trace: trace).convergenceSeconds == 10)
+    }
+
     /// Convergence after a change is judged until the next drop's latency warning begins, not until the drop: a loop
     /// that cuts on the warning is below the old capacity there, as it should be (round 10: "never").
     @Test func convergenceIsJudgedUntilTheNextDropsWarningBegins() {

@@ -23,8 +23,8 @@ public struct RunMetrics: Sendable, Equatable {
     /// Seconds after a capacity change until the served rate stays within [0.9 × min(true capacity, demand),
     /// 1.1 × true capacity] (the worst change); nil when it never settles or nothing changed.
     public var convergenceSeconds: Double?
-    /// Whether the scenario has a capacity change at all (``SimulationTrace/capacityChangeTimes``; convergence is
-    /// then measured).
+    /// Whether the scenario has a capacity change with an interval to judge it by (``SimulationTrace/capacityChangeTimes``
+    /// up to the last interval's start; convergence is then measured).
     public var hasCapacityChange: Bool
     /// Mean seconds from a tenant's first request to its first allocation; nil when no tenant got one.
     public var timeToFirstAllocation: Double?
@@ -364,7 +364,10 @@ extension RunMetrics {
         // demand is 1,350 was "never").
         var convergence: Double?
         var converged = true
-        for change in trace.capacityChangeTimes {
+        // A change after the last interval's start has no interval to be judged by (as ``Scenario/capacityChangeTimes``
+        // already leaves out).
+        let changes = trace.capacityChangeTimes.filter { change in samples.last.map { $0.start >= change } ?? false }
+        for change in changes {
             guard let first = samples.firstIndex(where: { $0.start >= change }) else { continue }
             // Until the next change, or the latency warning of the next drop if that begins first: a loop that cuts
             // on the warning (as it should) is below the old capacity there, and was judged "never" converged.
@@ -479,7 +482,7 @@ extension RunMetrics {
             upstream429Rate: attempts > 0 ? Double(rejected) / Double(attempts) : 0, upstreamAttempts: attempts,
             upstream429s: rejected, starvationTenantMinutes: Double(starvedSamples) * interval / 60,
             totalVariation: hasAllocations ? 100 * variation / max(minutes, 1e-9) : nil,
-            convergenceSeconds: converged ? convergence : nil, hasCapacityChange: !trace.capacityChangeTimes.isEmpty,
+            convergenceSeconds: converged ? convergence : nil, hasCapacityChange: !changes.isEmpty,
             timeToFirstAllocation: waits.isEmpty ? nil : waits.reduce(0, +) / Double(waits.count), tiers: tiers,
             sustainedStarvationTenantMinutes: Double(sustainedSamples) * interval / 60, pools: pools,
             starvedTenants: starvedByTenant.mapValues { Double($0) * interval / 60 })

@@ -29,8 +29,10 @@ public struct SimulationReport: Sendable {
     }
 
     /// The strategies that do best on the headline metric, in the order listed: one, or several that tie
-    /// exactly (100 % SLO attainment, 0 429s); nil values lose; empty when no strategy has a value.
+    /// exactly (100 % SLO attainment, 0 429s); nil values lose; empty when no strategy has a value, or when one
+    /// strategy ran (`--strategy static`: nothing was compared, and "winner static" said it had won).
     public var headlineBest: [String] {
+        guard metrics.count > 1 else { return [] }
         var best: [String] = []
         var bestValue: Double?
         for run in metrics {
@@ -52,8 +54,9 @@ public struct SimulationReport: Sendable {
         return best.count == 1 ? best[0] : nil
     }
 
-    /// "winner allot", "tie: allot, static, equal-split", or "winner none".
+    /// "winner allot", "tie: allot, static, equal-split", "winner none", or "one strategy, no comparison".
     var headlineVerdict: String {
+        guard metrics.count > 1 else { return "one strategy, no comparison" }
         let best = headlineBest
         return best.count > 1 ? "tie: " + best.joined(separator: ", ") : "winner \(best.first ?? "none")"
     }
@@ -64,7 +67,8 @@ public struct SimulationReport: Sendable {
     }
 
     /// Whether `allot` is strictly better than every baseline on the headline (a baseline with no
-    /// value — never converged, no allocation — counts as worse).
+    /// value — never converged, no allocation — counts as worse); nil (report.json's `null`) when `allot` did not
+    /// run or ran alone.
     public var allotWinsHeadline: Bool? {
         guard let allot = metrics.first(where: { $0.strategy == "allot" }), metrics.count > 1 else { return nil }
         guard let mine = headlineValue(allot) else { return false }
@@ -85,7 +89,7 @@ public struct SimulationReport: Sendable {
             "tier": headline.tier.map(JSON.string) ?? .null,
             "winner": headlineWinner.map(JSON.string) ?? .null, "best": .array(headlineBest.map(JSON.string)),
         ]
-        if let wins = allotWinsHeadline { headlineObject["allot_wins"] = .bool(wins) }
+        headlineObject["allot_wins"] = allotWinsHeadline.map(JSON.bool) ?? .null
         var values = JSONObject()
         for run in metrics { values[run.strategy] = Self.number(headlineValue(run)) }
         headlineObject["values"] = .object(values)

@@ -84,7 +84,9 @@ extension Scenario {
             guard let first = tenant.arrivals.first(where: { $0.tasksPerMinute > 0 }) else { return nil }
             return first.at + tenant.task.deadlineSeconds
         }
-        guard let earliest = due.min(), earliest > durationSeconds else { return [] }
+        // At `duration_s` is no earlier: the first task arrives after its arrival step begins (a Poisson draw), so
+        // its deadline falls after the run's end (a 600-s run whose tasks are due 600 s after t = 0 judged none).
+        guard let earliest = due.min(), earliest >= durationSeconds else { return [] }
         let number = ScenarioReader.format
         return [
             "headline \(headline.label): no task of tier \(tier) is due within the run (the earliest is due at "
@@ -97,7 +99,7 @@ extension Scenario {
     /// construction: `total_variation` (it never moves a quota: 0) and `time_to_first_allocation_s` (it
     /// provisions every tenant before its first call: 0 s); the others can at best tie. And a headline measured
     /// only after something the scenario never has, so every strategy would show `-` and none would win:
-    /// `convergence_s` with no capacity change within the run (``capacityChangeTimes``), and `utilisation` or a
+    /// `convergence_s` with no capacity change to judge (``capacityChangeTimes``), and `utilisation` or a
     /// tier's `jain` when no pool (of the tier's tenants, for `jain`) has demand above its true capacity. Demand
     /// is what the metrics count it by: each tenant's scheduled arrival rate × its mean calls per task (× mean
     /// tokens per call for tpm), summed over the pool's tenants, against the capacity step in force.
@@ -141,9 +143,9 @@ extension Scenario {
             ]
         case "convergence_s" where capacityChangeTimes.isEmpty:
             return [
-                "headline convergence_s: no pool's capacity changes within the run (no capacity step before "
-                    + "duration_s changes rpm or tpm from the step before it): convergence is measured only after "
-                    + "a change, so \(never)"
+                "headline convergence_s: no pool's capacity changes within the run (no capacity step at or before "
+                    + "the start of its last interval, t=\(number(lastSampleStart)) s, changes rpm or tpm from the "
+                    + "step before it): convergence is measured only after a change, so \(never)"
             ]
         case "utilisation", "jain":
             // A tier's Jain's index is judged on its own tenants' pools only.

@@ -87,14 +87,21 @@ public struct ScenarioHeadline: Sendable, Equatable {
 }
 
 extension Scenario {
-    /// When some pool's true capacity changes within the run, sorted: each step before `duration_s` that changes
-    /// rpm or tpm from the step before it. A step that repeats the one before it changes nothing; counted as a
-    /// change, convergence would be measured on a pool that never moved.
+    /// The start of the run's last trace interval (the last may be shorter than `sample_interval_s`).
+    public var lastSampleStart: Double {
+        (max(1, (durationSeconds / sampleIntervalSeconds).rounded(.up)) - 1) * sampleIntervalSeconds
+    }
+
+    /// When some pool's true capacity changes within the run, sorted: each step that changes rpm or tpm from the
+    /// step before it, at or before the start of the run's last trace interval (``lastSampleStart``). A step that
+    /// repeats the one before it changes nothing; counted as a change, convergence would be measured on a pool that
+    /// never moved. A step inside the last interval has no interval of its own to judge it by: counted, every
+    /// strategy's convergence read "never".
     public var capacityChangeTimes: [Double] {
         var changes: [Double] = []
         for pool in pools {
             for (previous, step) in zip(pool.capacity, pool.capacity.dropFirst())
-            where step.at < durationSeconds && (step.rpm != previous.rpm || step.tpm != previous.tpm) {
+            where step.at <= lastSampleStart && (step.rpm != previous.rpm || step.tpm != previous.tpm) {
                 changes.append(step.at)
             }
         }
