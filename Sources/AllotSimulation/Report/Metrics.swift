@@ -23,8 +23,8 @@ public struct RunMetrics: Sendable, Equatable {
     /// Seconds after a capacity change until the served rate stays within [0.9 × min(true capacity, demand),
     /// 1.1 × true capacity] (the worst change); nil when it never settles or nothing changed.
     public var convergenceSeconds: Double?
-    /// Whether the scenario has a capacity change with an interval to judge it by (``SimulationTrace/capacityChangeTimes``
-    /// up to the last interval's start; convergence is then measured).
+    /// Whether the scenario has a capacity change with an interval to judge it by
+    /// (``SimulationTrace/capacityChangeTimes`` up to the last interval's start; convergence is then measured).
     public var hasCapacityChange: Bool
     /// Mean seconds from a tenant's first request to its first allocation; nil when no tenant got one.
     public var timeToFirstAllocation: Double?
