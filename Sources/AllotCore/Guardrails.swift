@@ -20,19 +20,23 @@ public enum Guardrails {
         public var guardrail: Double
     }
 
-    /// Every guardrail the override would cross, per pool and dimension, against the guardrails of
-    /// the tier the tenant is in *without* the override (so a tier change cannot launder a floor
-    /// past a guardrail). Percentages are resolved against `capacities[upstream]` (the effective
-    /// capacity after the safety margin), falling back to the policy's declared capacity; pools
-    /// with neither are skipped. An empty result means the override can apply directly; otherwise
-    /// the server files it as a proposal for an SRE (`Proposal.forOverride`).
+    /// Every guardrail the override would cross, per pool and dimension, against the strictest guardrails of
+    /// the tier the tenant is in *without* the override and the tier the override moves it to: the lower
+    /// `guard_max` and the higher `guard_min`. The tenant's own tier, so that a tier change cannot launder a
+    /// floor past a guardrail; the new tier, so that a tenant moved to `critical` with a ceiling below
+    /// critical's `guard_min` is not applied unseen (checked against its old tier alone, it was "applied"
+    /// and held below the guardrail with nobody's approval). Percentages are resolved against
+    /// `capacities[upstream]` (the effective capacity after the safety margin), falling back to the
+    /// policy's declared capacity; pools with neither are skipped. An empty result means the override can
+    /// apply directly; otherwise the server files it as a proposal for an SRE (`Proposal.forOverride`).
     public static func crossings(
         of override: Override, policy: Policy, capacities: [String: PerDimension<Double?>] = [:]
     ) -> [Crossing] {
         let baseTier =
             policy.tier(named: policy.tierName(ofTenant: override.tenant))
             ?? policy.tier(named: policy.defaultTier)
-        guard let baseTier else { return [] }
+        let tiers = [baseTier, override.tier.flatMap { policy.tier(named: $0) }].compactMap { $0 }
+        guard !tiers.isEmpty else { return [] }
         var pools = Set(capacities.keys)
         for upstream in policy.upstreams { pools.insert(upstream.id) }
         if let only = override.upstream { pools = pools.filter { $0 == only } }
@@ -47,8 +51,8 @@ public enum Guardrails {
                 guard let capacity = capacities[upstream]?[dimension] ?? declared else { continue }
                 let floor = terms.floor[dimension].resolved(capacity: capacity)
                 let ceiling = terms.ceiling[dimension].resolved(capacity: capacity)
-                let guardMin = baseTier.guardMin[dimension].resolved(capacity: capacity)
-                let guardMax = baseTier.guardMax[dimension].resolved(capacity: capacity)
+                let guardMin = tiers.map { $0.guardMin[dimension].resolved(capacity: capacity) }.max() ?? 0
+                let guardMax = tiers.map { $0.guardMax[dimension].resolved(capacity: capacity) }.min() ?? .infinity
                 let setsFloor = override.floor[dimension] != nil || override.tier != nil
                 let setsCeiling = override.ceiling[dimension] != nil || override.tier != nil
                 if setsFloor, floor > guardMax {

@@ -170,6 +170,46 @@ struct GuardrailTests {
         #expect(proposal.reason == "override by cs (r) crosses guardrails: ceiling_below_guard_min on p/m tpm")
     }
 
+    /// A tier change is checked against the guardrails of both tiers, the strictest of each: the tenant's own
+    /// (a floor cannot be laundered past standard's guard_max by moving to premium) and the new one's (a ceiling
+    /// below premium's guard_min is not applied unseen by moving a standard tenant to premium).
+    @Test func aTierChangeIsCheckedAgainstTheStrictestOfBothTiers() {
+        // premium's guard_min is 2 % of 1000 = 20 rpm; standard has none.
+        let promotedAndCapped = Override(
+            tenant: "acme", tier: "premium", ceiling: PerDimension(rpm: .absolute(10), tpm: nil), actor: "cs",
+            reason: "r", createdAt: 0, expiresAt: 10)
+        #expect(
+            Guardrails.crossings(of: promotedAndCapped, policy: Self.policy) == [
+                Guardrails.Crossing(
+                    kind: .ceilingBelowGuardMin, upstream: "p/m", dimension: .rpm, value: 10, guardrail: 20)
+            ])
+        // standard's guard_max (200 rpm) still binds a floor set while moving to premium (guard_max 400).
+        let promotedWithFloor = Override(
+            tenant: "acme", tier: "premium", floor: PerDimension(rpm: .absolute(300), tpm: nil), actor: "cs",
+            reason: "r", createdAt: 0, expiresAt: 10)
+        #expect(
+            Guardrails.crossings(of: promotedWithFloor, policy: Self.policy) == [
+                Guardrails.Crossing(
+                    kind: .floorAboveGuardMax, upstream: "p/m", dimension: .rpm, value: 300, guardrail: 200)
+            ])
+        // A premium tenant moved to standard with a floor above standard's guard_max (200 rpm).
+        var policy = Self.policy
+        policy.setTenant(TenantPolicy(id: "vip", tier: "premium"))
+        let demoted = Override(
+            tenant: "vip", tier: "standard", floor: PerDimension(rpm: .absolute(300), tpm: nil), actor: "cs",
+            reason: "r", createdAt: 0, expiresAt: 10)
+        #expect(
+            Guardrails.crossings(of: demoted, policy: policy) == [
+                Guardrails.Crossing(
+                    kind: .floorAboveGuardMax, upstream: "p/m", dimension: .rpm, value: 300, guardrail: 200)
+            ])
+        // Within both tiers' guardrails: applies directly.
+        let fine = Override(
+            tenant: "acme", tier: "premium", ceiling: PerDimension(rpm: .absolute(100), tpm: nil), actor: "cs",
+            reason: "r", createdAt: 0, expiresAt: 10)
+        #expect(Guardrails.crossings(of: fine, policy: Self.policy).isEmpty)
+    }
+
     @Test func overrideBodiesAreParsedAndValidated() throws {
         let parsed = try Override.parse(
             try JSON.parse(#"{"tier": "premium", "floor": {"rpm": "2%"}, "reason": "launch", "ttl_s": 3600}"#),
