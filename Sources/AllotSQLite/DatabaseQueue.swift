@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// The owner of one ``SQLiteConnection``, for use from async code: every access runs on the
 /// queue's own serial `DispatchQueue`, one at a time.
@@ -28,6 +29,15 @@ public actor DatabaseQueue {
 
     private let executor: DispatchQueueExecutor
     private let connection: SQLiteConnection
+    /// The error of the last ``write(_:)`` that failed because the database itself is unusable
+    /// (``SQLiteError/isDatabaseUnavailable``: locked, full, gone…); cleared when a write commits.
+    private let writeFailure = Mutex<SQLiteError?>(nil)
+
+    /// Why the last write failed, while no write has committed since: the database is unusable for
+    /// writes (another process holds its lock, the disk is full, the file is gone), which a read probe
+    /// cannot see — in WAL mode readers go on reading under another process's write lock. Read without
+    /// waiting for the queue (`/readyz` must answer while a write waits out `busy_timeout`).
+    public nonisolated var lastWriteFailure: SQLiteError? { writeFailure.withLock { $0 } }
 
     /// Runs this actor's jobs on its own dispatch queue.
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
@@ -101,7 +111,14 @@ public actor DatabaseQueue {
     /// throws (see ``SQLiteConnection/transaction(_:_:)``). Throws the body's error or a
     /// ``SQLiteError`` from BEGIN/COMMIT.
     public func write<T: Sendable>(_ body: @Sendable (SQLiteConnection) throws -> T) throws -> T {
-        try connection.transaction(.immediate, body)
+        do {
+            let result = try connection.transaction(.immediate, body)
+            writeFailure.withLock { $0 = nil }
+            return result
+        } catch let error as SQLiteError where error.isDatabaseUnavailable {
+            writeFailure.withLock { $0 = error }
+            throw error
+        }
     }
 
     /// Runs `body` in a DEFERRED transaction: all its SELECTs see one consistent snapshot, and

@@ -47,9 +47,17 @@ import Testing
             Issue.record("expected SQLITE_BUSY")
         } catch let error as SQLiteError {
             #expect(error.isBusy)
+            // Kept for `/readyz` until a write commits.
+            #expect(queue.lastWriteFailure == error)
         }
         try holder.execute("ROLLBACK")
+        // A statement's own mistake says nothing about the database: neither kept nor clearing the busy one.
+        await #expect(throws: SQLiteError.self) {
+            try await queue.write { try $0.run("INSERT INTO nowhere VALUES (1)") }
+        }
+        #expect(queue.lastWriteFailure?.isBusy == true)
         try await queue.write { try $0.run("INSERT INTO t VALUES (1)") }
+        #expect(queue.lastWriteFailure == nil)
         #expect(try await queue.read { try $0.count("t") } == 1)
     }
 

@@ -159,6 +159,35 @@ import Testing
         await again.stop()
     }
 
+    /// A database that refuses writes fails readiness, though it still reads (round 13: another process holding
+    /// the write lock failed every ingest with 503 while `/readyz` said the database was ok). A full disk here:
+    /// `max_page_count` at the file's size makes every write fail with SQLITE_FULL at once.
+    @Test func aDatabaseThatRefusesWritesFailsReadiness() async throws {
+        let running = try await Self.launch(directory: Self.temporaryDirectory())
+        let first = try await running.tick(after: nil)
+        #expect(try await running.json("/readyz")["status"] == "ready")
+        let writer = running.service.context.pool.writer
+        let pages = try await writer.access { try $0.queryValue("PRAGMA page_count")?.int64 ?? 0 }
+        try await writer.access { try $0.execute("PRAGMA max_page_count = \(pages)") }
+        let refused = try await running.send(
+            .post, "/v1/telemetry", body: Self.telemetry(at: running.clock.now, tenants: ["acme"], count: 2000))
+        #expect(refused.status == .serviceUnavailable)
+        let full = try await running.send(.get, "/readyz")
+        #expect(full.status == .serviceUnavailable)
+        let checks = try JSON.parse(full.body)["checks"]
+        #expect(checks?["database"]?["ok"] == false)
+        #expect(checks?["database"]?["error"]?.stringValue?.contains("SQLITE_FULL") == true, "\(String(describing: checks))")
+        // The last snapshot is still served.
+        #expect(try await running.json("/v1/snapshot")["version"] == .int(first))
+        // Room again: the next write commits and readiness comes back.
+        try await writer.access { try $0.execute("PRAGMA max_page_count = 1073741823") }
+        let stored = try await running.send(
+            .post, "/v1/telemetry", body: Self.telemetry(at: running.clock.now, tenants: ["acme"], count: 10))
+        #expect(stored.status == .ok)
+        #expect(try await running.json("/readyz")["status"] == "ready")
+        await running.stop()
+    }
+
     /// A loop that has stopped ticking fails readiness, naming the loop, while the last snapshot is still served
     /// (round 11: a loop stuck in a tick left `/readyz` "ready"). Stopped here the plain way: shut down.
     @Test func readinessFailsWhenTheLoopStopsTicking() async throws {
