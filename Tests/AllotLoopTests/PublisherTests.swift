@@ -262,6 +262,19 @@ import Testing
         #expect(b.state == .lagging)
         #expect(b.tenants == ["acme"])
         #expect(harness.runner.view.alerts.contains { $0.kind == "gateway_lag" && $0.gateway == "gw-b" })
+        // A version never published (the newest is 5) is not believed: gw-b still enforces 1 and lags 4.
+        _ = await publisher.poll(gateway: "gw-b", condition: SnapshotCondition.parse("\"99999999\""), wait: 0)
+        let claimed = publisher.gatewayStatuses(now: harness.clock.now, policy: policy)[1]
+        #expect(claimed.enforcedVersion == 1)
+        #expect(claimed.lagVersions == 4)
+        #expect(claimed.state == .lagging)
+        // Current, then back to an older one (restarted from an older snapshot): the lag is shown again.
+        _ = await publisher.poll(gateway: "gw-b", condition: SnapshotCondition.parse("\"5\""), wait: 0)
+        #expect(publisher.gatewayStatuses(now: harness.clock.now, policy: policy)[1].state == .current)
+        _ = await publisher.poll(gateway: "gw-b", condition: SnapshotCondition.parse("\"3\""), wait: 0)
+        let older = publisher.gatewayStatuses(now: harness.clock.now, policy: policy)[1]
+        #expect(older.enforcedVersion == 3)
+        #expect(older.lagVersions == 2)
         await harness.close()
     }
 }

@@ -413,7 +413,12 @@ public actor AllocationPublisher {
     {
         let now = clock.now
         let arrived = board.current
-        if let gateway, registry.record(gateway, enforcing: condition.enforcedVersion, now: now) {
+        // A version above the newest published is none this service issued (a gateway restored from another
+        // deployment, a buggy client): believed, it hid the gateway's lag and cleared barriers it never met.
+        let enforcing = condition.enforcedVersion.flatMap { version in
+            arrived.map { version <= $0.version } == true ? version : nil
+        }
+        if let gateway, registry.record(gateway, enforcing: enforcing, now: now) {
             Task { await self.barrierCleared() }
         }
         if gateway == nil { board.noteGlobalView(now: now) }

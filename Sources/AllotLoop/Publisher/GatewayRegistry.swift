@@ -53,7 +53,9 @@ final class GatewayRegistry: Sendable {
         state.withLock { state in
             if var contact = state.contacts[gateway] {
                 contact.lastContact = max(contact.lastContact, now)
-                if let version { contact.enforcedVersion = max(contact.enforcedVersion ?? .min, version) }
+                // What it says now, even below what it said before: a gateway restarted from an older
+                // snapshot enforces that one, and its lag is real.
+                if let version { contact.enforcedVersion = version }
                 contact.polls += 1
                 state.contacts[gateway] = contact
             } else {
