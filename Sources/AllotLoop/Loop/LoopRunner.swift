@@ -55,6 +55,10 @@ public actor LoopRunner {
     private var gate = SerialGate()
     private var timer: Task<Void, Never>?
     private var checkpointTask: Task<Void, Never>?
+    /// Opened without a checkpoint: the first tick writes one rather than the `checkpointEveryTicks`-th. Until
+    /// a checkpoint exists every restart starts blind at the newest event, and with the periodic one alone a
+    /// service killed within its first 30 s (a crash loop, round 13) never resumed anything.
+    private var checkpointAtFirstTick = false
     private var isShutDown = false
 
     private init(
@@ -87,8 +91,9 @@ public actor LoopRunner {
     /// Opens the loop on the service's database: serves the last persisted snapshot at once,
     /// restores the estimators, the engine and the gateway contacts from the last checkpoint (each
     /// component that cannot be read starts blind, with a `state_restore` alert), and positions the
-    /// telemetry cursor. Without a checkpoint the loop starts at the newest event and seeds the
-    /// Classifier's spend from the per-minute rollups, so budgets hold across the loss of state.
+    /// telemetry cursor. Without a checkpoint the loop starts at the newest event, seeds the
+    /// Classifier's spend from the per-minute rollups, so budgets hold across the loss of state, and writes a
+    /// checkpoint after its first tick.
     ///
     /// - Parameters:
     ///   - store: The telemetry store; its pool (migrated) also holds snapshots and checkpoints.
@@ -224,6 +229,7 @@ public actor LoopRunner {
             }
         }
         if cold { await seedSpend(now: now) }
+        checkpointAtFirstTick = cold
         publishView(report: nil)
     }
 
@@ -509,7 +515,10 @@ public actor LoopRunner {
         record(report, outcome: "ok")
         metrics.lastTick.set(now)
         publishView(observer: observed, classifier: classified, decision: decision, now: now, report: report)
-        if tickCount % Int64(configuration.checkpointEveryTicks) == 0 { await startCheckpoint() }
+        if checkpointAtFirstTick || tickCount % Int64(configuration.checkpointEveryTicks) == 0 {
+            checkpointAtFirstTick = false
+            await startCheckpoint()
+        }
         return report
     }
 
