@@ -77,12 +77,23 @@ struct OperatorQuery {
 }
 
 enum OperatorRequest {
+    /// 415 with `message` unless the request's `Content-Type` is JSON: `application/json` or an
+    /// `application/*+json`, parameters (`; charset=utf-8`) and case aside — the media type itself, not a
+    /// prefix of it (`application/jsonx`, `application/json-seq` were taken for JSON). A request without the
+    /// header is read as JSON, as `POST /v1/telemetry` reads it.
+    static func requireJSON(_ request: HTTPRequest, _ message: String) throws(HTTPError) {
+        guard let type = request.headers["Content-Type"] else { return }
+        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        let head = type.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let essence = String(head.drop(while: blank).reversed().drop(while: blank).reversed()).lowercased()
+        guard essence == "application/json" || (essence.hasPrefix("application/") && essence.hasSuffix("+json"))
+        else { throw HTTPError.unsupportedMediaType(message) }
+    }
+
     /// The body as a JSON object. 415 for a non-JSON content type, 400 for invalid JSON or a
     /// non-object.
     static func jsonObject(_ request: HTTPRequest) throws(HTTPError) -> JSONObject {
-        if let type = request.headers["Content-Type"], !type.lowercased().hasPrefix("application/json") {
-            throw HTTPError.unsupportedMediaType("send JSON: Content-Type: application/json")
-        }
+        try requireJSON(request, "send JSON: Content-Type: application/json")
         let json: JSON
         do {
             json = try JSON.parse(request.body)

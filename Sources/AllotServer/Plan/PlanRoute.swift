@@ -14,9 +14,7 @@ public struct PlanRoute: Sendable {
     }
 
     public func respond(to request: HTTPRequest) async throws -> HTTPResponse {
-        if let type = request.headers["Content-Type"], !type.lowercased().hasPrefix("application/json") {
-            throw HTTPError.unsupportedMediaType("plans are JSON: send Content-Type: application/json")
-        }
+        try OperatorRequest.requireJSON(request, "plans are JSON: send Content-Type: application/json")
         let current = await policy()
         do {
             return .json(bytes: try Plan.run(bytes: request.body, policy: current))

@@ -78,6 +78,18 @@ import Testing
             .put, "/v1/tenants/acme/override", as: .operator, json: "{}",
             headers: ["Content-Type": "application/x-www-form-urlencoded"])
         #expect(form.status == .unsupportedMediaType)
+        // The media type itself, not a prefix of it; parameters, case and `+json` types are fine.
+        for type in ["application/jsonx", "application/json-seq", "application/json5"] {
+            let response = await harness.send(
+                .put, "/v1/tenants/acme/override", as: .operator, json: "{}", headers: ["Content-Type": type])
+            #expect(response.status == .unsupportedMediaType, "\(type)")
+            #expect(response.jsonBody["error"]?["code"] == "unsupported_media_type", "\(type)")
+        }
+        for type in ["Application/JSON; charset=utf-8", "application/merge-patch+json", " application/json "] {
+            let response = await harness.send(
+                .put, "/v1/tenants/acme/override", as: .operator, json: "{}", headers: ["Content-Type": type])
+            #expect(response.status == .badRequest, "\(type)")  // read as JSON: `{}` sets nothing
+        }
         let badID = await harness.send(.put, "/v1/tenants/a%20b/override", as: .operator, json: "{}")
         #expect(badID.jsonBody["error"]?["field"] == "id")
         #expect(await harness.send(.delete, "/v1/tenants/acme/override", as: .operator).status == .notFound)
