@@ -110,7 +110,7 @@ public actor AllocationPublisher {
     // MARK: Restart
 
     /// Serves the newest persisted snapshot at once (SPEC 7: before the first tick) and continues
-    /// its version sequence; resumes a make-before-break transition it was in the middle of.
+    /// its version sequence; resumes a make-before-break transition it was in the middle of, and a drain.
     ///
     /// The version sequence continues above the newest stored version even when that snapshot
     /// cannot be decoded (the error is then thrown, and nothing is served until the first tick).
@@ -124,6 +124,9 @@ public actor AllocationPublisher {
         let content = try Self.content(body: record.body, slices: record.slices)
         let snapshot = PublishedSnapshot(content: content, kind: record.kind)
         board.publish(snapshot)
+        // A drain stays in force across a restart until it is ended (round 13: the first tick after a restart
+        // published a normal lease, and gateways drained for maintenance were back on their allocations).
+        if record.kind == .drain { drainedAt = content.snapshot.generatedAt }
         if let stored = record.pending {
             let target = try Self.content(body: stored.body, slices: stored.slices)
             let refresh = Double(content.snapshot.refreshMs) / 1000

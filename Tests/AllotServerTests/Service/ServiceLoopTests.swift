@@ -159,6 +159,36 @@ import Testing
         await again.stop()
     }
 
+    /// A drain outlives a restart: the drained snapshot is served, ticks publish nothing, and `DELETE /v1/drain`
+    /// ends it (audited) — before, the first tick after a restart published a normal lease.
+    @Test func aDrainStaysInForceAcrossARestart() async throws {
+        let directory = Self.temporaryDirectory()
+        let running = try await Self.launch(directory: directory)
+        let first = try await running.tick(after: nil)
+        #expect(try await running.send(.post, "/v1/drain").status == .ok)
+        await running.stop()
+
+        let again = try await Self.launch(directory: directory, at: Self.start + 60)
+        let loop = try #require(again.service.context.operators.loop)
+        #expect(again.version == first + 1)
+        #expect(await loop.publisher.drainedSince == Self.start)
+        let ticks = loop.view.tick
+        again.clock.advance(by: 5)
+        for _ in 0..<2000 where loop.view.tick == ticks { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(loop.view.tick > ticks)
+        let served = try await again.json("/v1/snapshot")
+        #expect(served["version"] == .int(first + 1))
+        #expect(served["expires_at"] == served["generated_at"])
+        let resumed = try await again.send(.delete, "/v1/drain")
+        #expect(try JSON.parse(resumed.body)["drained"] == false)
+        let audited = try await again.json("/v1/audit?action=drain.end")["entries"]?.arrayValue ?? []
+        #expect(audited.count == 1)
+        let next = try await again.tick(after: first + 1)
+        #expect(next > first + 1)
+        #expect(try await again.json("/v1/snapshot")["expires_at"] != served["expires_at"])
+        await again.stop()
+    }
+
     /// A database that refuses writes fails readiness, though it still reads (round 13: another process holding
     /// the write lock failed every ingest with 503 while `/readyz` said the database was ok). A full disk here:
     /// `max_page_count` at the file's size makes every write fail with SQLITE_FULL at once.
