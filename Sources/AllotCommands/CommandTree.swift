@@ -54,7 +54,8 @@ enum CommandTree {
                 "idle-timeout", value: "SECONDS", help: "Keep-alive connections idle this long are closed.",
                 default: "75", environment: "ALLOT_IDLE_TIMEOUT"),
             OptionSpec(
-                "header-timeout", value: "SECONDS", help: "Time a client has to send a request's headers.",
+                "header-timeout", value: "SECONDS",
+                help: "Time a client has to send a request's headers (a new connection silent this long is closed).",
                 default: "10", environment: "ALLOT_HEADER_TIMEOUT"),
             OptionSpec(
                 "event-retention", value: "HOURS", help: "How long raw telemetry events are kept.",

@@ -11,7 +11,8 @@ import Glibc
 ///
 /// State machine (all on the loop thread):
 /// - `reading`: waiting for, or in the middle of, a request head. With nothing buffered it is idle
-///   (deadline: `idleTimeout`); from the first byte the head must arrive within `headerReadTimeout`.
+///   (deadline: `idleTimeout`, or `headerReadTimeout` if shorter before the connection's first request);
+///   from the first byte the head must arrive within `headerReadTimeout`.
 /// - `readingBody`: the head is parsed; the body must arrive within `bodyReadTimeout`.
 /// - `responding`: the handler task runs; no deadline (long-polls). End of input or a reset here
 ///   cancels the task, so a parked long-poll can clean up.
@@ -80,7 +81,10 @@ final class HTTPServerConnection: EventLoopHandler, @unchecked Sendable {
     func start() throws(SystemError) {
         interest = ALLOT_EPOLLIN | ALLOT_EPOLLRDHUP
         try loop.register(fd, interest: interest, handler: self)
-        loop.setDeadline(loop.now + context.idleTimeout, for: fd)
+        // A new connection has its first request's head to send, not a keep-alive pause: the header timeout
+        // (when shorter) bounds its silence too. With the idle timeout alone, connections that never sent a
+        // byte held their slots under `maxConnections` for 75 s while a slow head got 408 after 10 (round 13).
+        loop.setDeadline(loop.now + min(context.idleTimeout, context.headerReadTimeout), for: fd)
     }
 
     /// Registers and sends `error` straight away, then closes (used to refuse connections at the limit).

@@ -270,6 +270,22 @@ import Testing
         }
     }
 
+    /// A connection that never sends a byte is closed after the header timeout, not the (longer) idle timeout:
+    /// silent connections held slots under the connection limit 7.5 times as long as a slow head's 408.
+    @Test func aSilentNewConnectionIsClosedAfterTheHeaderTimeout() async throws {
+        let configuration = HTTPServerConfiguration.test(
+            headerReadTimeout: .milliseconds(100), idleTimeout: .seconds(600))
+        try await withServer(configuration) { port, server in
+            let closed = try await onThread { () -> Bool in
+                let socket = try RawSocket(port: port)
+                return try socket.isClosedByPeer()
+            }
+            #expect(closed)
+            #expect(server.statistics.idleClosedConnections == 1)
+            #expect(server.statistics.timedOutConnections == 0)  // nothing was asked: closed without a 408
+        }
+    }
+
     @Test func idleConnectionIsClosedSilently() async throws {
         try await withServer(.test(idleTimeout: .milliseconds(100))) { port, server in
             let (first, closed) = try await onThread { () -> (RawResponse?, Bool) in
