@@ -67,7 +67,9 @@ public final class TokenAuthenticator: Authenticator {
                 "missing",
                 request.headers["Authorization"] == nil
                     ? "authentication required: send Authorization: Bearer TOKEN"
-                    : "the Authorization header must be 'Bearer TOKEN'")
+                    : request.headers.values(for: "Authorization").count > 1
+                        ? "send one Authorization header, not several"
+                        : "the Authorization header must be 'Bearer TOKEN'")
         }
         guard APIToken.isWellFormed(token) else {
             throw refuse("malformed", "invalid token: not an Allot API token")

@@ -75,9 +75,12 @@ public struct DevAuthenticator: Authenticator {
 }
 
 extension HTTPRequest {
-    /// The bearer token of the `Authorization` header, if well-formed.
+    /// The bearer token of the `Authorization` header, if well-formed. Nil when the header is given more than once
+    /// (RFC 9110 §5.3: it is not a list): which one counts is where a proxy and this server could disagree.
     public var bearerToken: String? {
-        guard let header = headers["Authorization"] else { return nil }
+        guard headers.values(for: "Authorization").count == 1, let header = headers["Authorization"] else {
+            return nil
+        }
         let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
         let token = parts[1].trimmingCharacters(in: .whitespaces)

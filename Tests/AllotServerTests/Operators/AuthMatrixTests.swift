@@ -128,6 +128,15 @@ import Testing
         }
         let operatorToken = try #require(running.tokens[.operator])
         #expect(try await running.send(.get, "/v1/tenants", token: operatorToken).status == .ok)
+        // The header twice, even with two good tokens, is refused: which one counts is where a proxy and the
+        // server could disagree.
+        var twice = HTTPHeaders()
+        twice.add(name: "Authorization", value: "Bearer \(operatorToken)")
+        twice.add(name: "Authorization", value: "Bearer \(try #require(running.tokens[.admin]))")
+        let doubled = try await running.client.execute(
+            HTTPClientRequest(url: "http://127.0.0.1:\(running.service.port)/v1/tenants", headers: twice))
+        #expect(doubled.status == .unauthorized)
+        #expect(try JSON.parse(doubled.body)["error"]?["message"] == "send one Authorization header, not several")
         let listing = try await running.send(.get, "/v1/tokens", token: running.tokens[.admin])
         let tokens = try #require(try JSON.parse(listing.body)["tokens"]?.arrayValue)
         #expect(!String(decoding: listing.body, as: UTF8.self).contains(operatorToken))
