@@ -107,9 +107,21 @@ struct PolicyLoader {
     /// All issues, merge problems first, then by file and path.
     var issues: [PolicyIssue] {
         let fallback = files.first?.name ?? "(no policy files)"
+        // A path no file defined is named after the file that would: "tiers.json: $.tiers: no tiers are defined"
+        // with tiers.json deleted, not the first file's name (round 13 read "engine.json: $.tiers").
+        func conventional(_ path: JSONPath) -> String? {
+            guard case .key(let name)? = path.segments.first else { return nil }
+            switch name {
+            case "tiers", "default_tier": return "tiers.json"
+            case "tenants": return "tenants.json"
+            case "upstreams": return "upstreams.json"
+            default: return nil
+            }
+        }
         let readIssues = reader.problems.map { problem in
             PolicyIssue(
-                file: problem.path.prefixes.lazy.compactMap { origins[$0] }.first ?? fallback,
+                file: problem.path.prefixes.lazy.compactMap { origins[$0] }.first ?? conventional(problem.path)
+                    ?? fallback,
                 path: problem.path.description, code: problem.code, message: problem.message)
         }
         return mergeIssues + readIssues

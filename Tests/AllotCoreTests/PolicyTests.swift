@@ -442,6 +442,8 @@ struct PolicyTests {
         let issue = try Self.only(PolicyFixtures.issues([("engine.json", #"{"loop": {"interval_s": 5}}"#)]))
         #expect(issue.path == "$.tiers")
         #expect(issue.code == .missingField)
+        // Named after the file that would define them (tiers.json deleted), not the first file read.
+        #expect(issue.file == "tiers.json")
     }
 
     /// A file that is not JSON is the one issue reported about what it would have held: a trailing comma in
