@@ -173,7 +173,8 @@ enum CommandTree {
         discussion: """
             Asks a running server to drain before maintenance: it publishes the current allocation as \
             a new version whose lease has already expired, so every gateway switches to its fallback \
-            floors at once. The drain lasts until `allot drain --resume` or a restart. Needs an admin \
+            floors at once. The drain lasts until `allot drain --resume`, across restarts of the server too. \
+            Needs an admin \
             token (none with a --dev server).
             """,
         options: [urlOption, tokenOption],

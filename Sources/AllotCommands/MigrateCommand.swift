@@ -22,20 +22,36 @@ enum MigrateCommand {
     }
 
     /// `--status`: lists what the database has applied and what is pending, as `NNNN_name`. A database
-    /// that does not exist is not created (nor its directory): every migration is listed as pending.
+    /// that does not exist is not created (nor its directory): every migration is listed as pending. The
+    /// database is opened read-only, so a copy in a directory one may not write can be inspected (opened for
+    /// writing, it failed on `PRAGMA journal_mode = WAL`).
     private static func status(_ directory: DataDirectory, output: CommandOutput) async throws -> Int32 {
         let migrator = try DataDirectory.migrator()
-        guard FileManager.default.fileExists(atPath: directory.databasePath) else {
+        guard try directory.exists(), FileManager.default.fileExists(atPath: directory.databasePath) else {
             output.out("\(directory.databasePath): no database yet (not created)")
             for migration in migrator.migrations { output.out("pending  \(label(migration.version, migration.name))") }
             return 0
         }
-        let pool = try await DatabasePool.open(path: directory.databasePath)
-        defer { Task { await pool.close() } }
-        let (applied, pending) = try await pool.writer.access {
-            (connection) throws(MigrationError) -> ([AppliedMigration], [Migration]) in
-            (try migrator.appliedMigrations(connection), try migrator.pendingMigrations(connection))
+        let database = try await DatabaseQueue.open(
+            path: directory.databasePath, configuration: SQLiteConfiguration(readOnly: true))
+        defer { Task { await database.close() } }
+        let listed: ([AppliedMigration], [Migration])
+        do {
+            listed = try await database.access {
+                (connection) throws(MigrationError) -> ([AppliedMigration], [Migration]) in
+                (try migrator.appliedMigrations(connection), try migrator.pendingMigrations(connection))
+            }
+        } catch {
+            let shm = directory.databasePath + "-shm"
+            guard access(directory.path, W_OK) != 0, !FileManager.default.fileExists(atPath: shm) else { throw error }
+            // SQLite reads a WAL database through its `-shm` index, which it must create next to the file.
+            output.err(
+                "allot migrate: cannot read \(directory.databasePath): \(error); SQLite reads a WAL database "
+                    + "through a -shm file it creates beside it, and \(directory.path) is not writable: copy the "
+                    + "database somewhere writable to inspect it")
+            return 1
         }
+        let (applied, pending) = listed
         for migration in applied { output.out("applied  \(label(migration.version, migration.name))") }
         for migration in pending { output.out("pending  \(label(migration.version, migration.name))") }
         return 0

@@ -17,15 +17,19 @@ public struct DataDirectory: Sendable {
         self.path = path
     }
 
+    /// Whether the directory exists; throws when something else is at its path.
+    public func exists() throws(StoreSetupError) -> Bool {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return false }
+        guard isDirectory.boolValue else {
+            throw StoreSetupError(message: "data directory \(path) exists but is not a directory")
+        }
+        return true
+    }
+
     /// Creates the directory (and parents) if it does not exist.
     public func create() throws(StoreSetupError) {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else {
-                throw StoreSetupError(message: "data directory \(path) exists but is not a directory")
-            }
-            return
-        }
+        if try exists() { return }
         do {
             try FileManager.default.createDirectory(
                 atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])

@@ -112,6 +112,13 @@ func temporaryDirectory() throws -> String {
         let after = await runCLI(["migrate", "--data", data, "--status"])
         #expect(after.out.contains("applied  0001_telemetry\n"))
         #expect(!after.out.contains("pending"))
+        // A file where the directory should be is an error, as for `migrate` itself (it said "no database yet").
+        let file = try temporaryDirectory() + "/afile"
+        try "x".write(toFile: file, atomically: true, encoding: .utf8)
+        let onFile = await runCLI(["migrate", "--data", file, "--status"])
+        #expect(onFile.code == 1)
+        #expect(onFile.err.contains("data directory \(file) exists but is not a directory"), "\(onFile.err)")
+        #expect(onFile.out.isEmpty)
     }
 
     @Test func planPrintsTheSpecExample() async throws {
