@@ -48,14 +48,7 @@ enum SimulateCommand {
             output.err("allot simulate: \(scenario.name) with \(gateways) gateways (the scenario has \(scenario.gateways))")
             scenario.gateways = gateways
         }
-        let concurrency = policy.map { scenario.concurrencyWarnings(policy: $0) } ?? []
-        if command.flag("check") {
-            output.out(
-                ([scenario.summary] + concurrency.map { "  warning: " + $0 }).joined(separator: "\n") + "\n  "
-                    + provenance.line)
-            return 0
-        }
-        for warning in scenario.warnings + concurrency { output.err("allot simulate: warning: \(warning)") }
+        // The seeds are read before `--check` returns: a check that says "ok" to `--seeds 5-1` misleads.
         let seed = UInt64(try command.int("seed", in: 0...Int.max) ?? 1)
         var seeds = [seed]
         if let list = command.string("seeds") {
@@ -66,6 +59,14 @@ enum SimulateCommand {
                 return 2
             }
         }
+        let concurrency = policy.map { scenario.concurrencyWarnings(policy: $0) } ?? []
+        if command.flag("check") {
+            output.out(
+                ([scenario.summary] + concurrency.map { "  warning: " + $0 }).joined(separator: "\n") + "\n  "
+                    + provenance.line)
+            return 0
+        }
+        for warning in scenario.warnings + concurrency { output.err("allot simulate: warning: \(warning)") }
         // The output directory is made ready before the run, not after minutes of simulation.
         if let directory = command.string("out"), let problem = Self.outputProblem(directory) {
             output.err("allot simulate: --out \(directory): \(problem)")

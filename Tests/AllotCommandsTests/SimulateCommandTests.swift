@@ -55,6 +55,12 @@ import Testing
                 + "(rpm, from 0 s)\n"
                 + "  policy built-in, policy_version \(builtIn)")
         #expect(!result.err.contains("simulated s in"))  // nothing ran
+        // Bad seeds are refused by a check too, as by a run (a check said "ok" to them).
+        for bad in [["--seeds", "5-1"], ["--seed", "abc"], ["--seeds", "1-2000"]] {
+            let refused = await runCLI(["simulate", "--scenario", "night-collision", "--check"] + bad)
+            #expect(refused.code == 2, "\(bad)")
+            #expect(refused.out.isEmpty, "\(bad)")
+        }
         let builtin = await runCLI(["simulate", "--scenario", "night-collision", "--check"])
         #expect(builtin.code == 0)
         #expect(builtin.out.hasPrefix("ok: night-collision: 2400 s, 3 gateway(s), 3 tenant(s) (1 critical, 1 premium"))
