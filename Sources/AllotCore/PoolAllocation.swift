@@ -413,7 +413,8 @@ public struct PoolAllocation: Sendable {
     ///
     /// 1. Every tenant's starvation guard (scaled down proportionally if those exceed `capacity`).
     /// 2. Floors rank by rank in priority order, each up to what the tenant asks for (`demanded`, at least
-    ///    its guard); the rank where capacity runs out shares what is left in proportion to those floors.
+    ///    its guard); the rank where capacity runs out shares what is left in proportion to its floors, each
+    ///    tenant up to what it still lacks (a water-filling of the increments weighted by the floors).
     /// 3. What is left, by weight, up to each tenant's demand (the same water-filling as outside degraded
     ///    mode, with the values so far as lower bounds).
     /// 4. What is still left, the floors' remainder above demand, rank by rank again.
@@ -447,7 +448,10 @@ public struct PoolAllocation: Sendable {
             return rankA != rankB ? rankA < rankB : a < b
         }
         /// Raises every tenant towards `target[k]` rank by rank; the rank where `left` runs out shares it in
-        /// proportion to what each of its tenants still lacks.
+        /// proportion to its tenants' floors (SPEC 6.4), none beyond what it still lacks, what one cannot take
+        /// going to the others by the same proportion. (Shared in proportion to what each still lacked, a tenant
+        /// asking for less than its floor, or holding a larger guard, got less than its share: floors of 80 and
+        /// 80, one asking for 30, split 80 left as 62 and 18 instead of 60 and 20.)
         func honour(_ target: (Int) -> Double) {
             var start = 0
             while start < count, left > 0 {
@@ -459,12 +463,19 @@ public struct PoolAllocation: Sendable {
                     end += 1
                 }
                 if need > 0 {
-                    let share = need <= left ? 1 : left / need
-                    for position in start..<end {
-                        let k = order[position]
-                        values[k] += max(0, target(k) - values[k]) * share
+                    let members = order[start..<end]
+                    let lacks = members.map { max(0, target($0) - values[$0]) }
+                    if need <= left {
+                        for (k, lack) in zip(members, lacks) { values[k] += lack }
+                        left -= need
+                    } else {
+                        let shares = WaterFilling.fill(
+                            capacity: left, weights: members.map { max(lower[$0], .leastNormalMagnitude) },
+                            lower: lacks.map { _ in 0 }, upper: lacks
+                        ).allocations
+                        for (k, share) in zip(members, shares) { values[k] += share }
+                        left = 0
                     }
-                    left = max(0, left - need * share)
                 }
                 start = end
             }

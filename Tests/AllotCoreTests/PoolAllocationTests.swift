@@ -212,12 +212,34 @@ struct PoolAllocationTests {
         #expect(result.reasons == [.degraded, .degraded, .degraded, .degraded])
         #expect(result.level == 0)
 
-        // Capacity runs out inside rank 0: it shares the 80 left over in proportion to its floors above the guard.
+        // Capacity runs out inside rank 0: it shares the 80 left over in proportion to its floors (SPEC 6.4),
+        // 48 and 32 on top of the guards.
         let tight = Self.compute(100, claims)
-        #expect(abs(tight.allocations[0] - (5 + 55 * 80.0 / 90)) < 1e-12)
-        #expect(abs(tight.allocations[1] - (5 + 35 * 80.0 / 90)) < 1e-12)
+        #expect(abs(tight.allocations[0] - 53) < 1e-12)
+        #expect(abs(tight.allocations[1] - 37) < 1e-12)
         #expect(Array(tight.allocations[2...]) == [5, 5])
         #expect(tight.allocatedTotal <= 100)
+    }
+
+    /// In proportion to the floors, none beyond what it lacks: equal floors of 80, one tenant asking for 30,
+    /// share the 80 left above the guards as 60 and 20 (round 13: shared by what each lacked, 70 and 20, they
+    /// got 62.2 and 17.8 — the one asking for less got less than its demand though its floor was as large).
+    @Test func theRankWhereCapacityRunsOutSharesInProportionToItsFloors() {
+        let claims = [
+            AllocationClaim(floor: 80, demand: 1000, starvationGuard: 10, rank: 0),
+            AllocationClaim(floor: 80, demand: 30, starvationGuard: 10, rank: 0),
+        ]
+        let result = Self.compute(100, claims)
+        #expect(result.degraded)
+        for (value, want) in zip(result.allocations, [70.0, 30]) { #expect(abs(value - want) < 1e-9) }
+        // Unequal floors of 30 and 10, guards of 5: the 18 left go 13.5 and 4.5.
+        let unequal = Self.compute(
+            28,
+            [
+                AllocationClaim(floor: 30, demand: 1000, starvationGuard: 5, rank: 0),
+                AllocationClaim(floor: 10, demand: 1000, starvationGuard: 5, rank: 0),
+            ])
+        for (value, want) in zip(unequal.allocations, [18.5, 9.5]) { #expect(abs(value - want) < 1e-9) }
     }
 
     /// Two upper-tier tenants with floors of 40 and two lower-tier tenants without, guards of 1, asking
@@ -244,10 +266,11 @@ struct PoolAllocationTests {
 
     @Test func degradedModeGivesTheFloorsAboveDemandWhatIsLeftOnceEveryDemandIsMet() {
         // Σ lo = 80 > 60 but the demand is 40: guards 4; floors up to demand, [10, 20, 1, 1]; demand,
-        // [10, 20, 5, 5]; the 20 left goes to rank 0's floors above demand (30 and 20) in proportion.
+        // [10, 20, 5, 5]; the 20 left goes to rank 0's floors above demand (30 and 20 lacking) in proportion
+        // to the floors, 40 and 40: 10 each.
         let result = Self.compute(60, Self.floorsOfForty(demands: [10, 20, 5, 5]))
         #expect(result.degraded)
-        let expected = [22.0, 28, 5, 5]
+        let expected = [20.0, 30, 5, 5]
         for (value, want) in zip(result.allocations, expected) { #expect(abs(value - want) < 1e-9) }
     }
 
