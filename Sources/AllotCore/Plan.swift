@@ -203,13 +203,19 @@ public enum Plan {
                     }
                 }
             }
-            // Floor above ceiling, once both are resolved against the capacity of each dimension.
+            // Floor above ceiling, once both are resolved against the capacity of each dimension, when the plan
+            // gave either of them. Both from the policy (a policy tenant's absolute floor against its tier's
+            // percentage ceiling, which the loader cannot check) is no error: the floor wins at run time
+            // (policies/README.md), and a plan gives the terms `allot serve` gives — a floor of 263 rpm under the
+            // free tier's 20 % of 980 was refused here and allocated 263 there (round 13).
             for dimension in RateDimension.allCases {
                 guard let capacity = request.capacity[dimension] else { continue }
                 let effective = max(0, capacity * (1 - request.settings.safetyMargin))
                 let floor = tenant.floor(dimension).resolved(capacity: effective)
                 let ceiling = tenant.ceiling(dimension).resolved(capacity: effective)
-                if floor > ceiling {
+                let planGave = own.floor[dimension] != nil || own.ceiling[dimension] != nil
+                let staticConflict = PolicyLoader.exceeds(tenant.floor(dimension), tenant.ceiling(dimension))
+                if floor > ceiling, planGave || staticConflict {
                     // Named by the field the plan gave; a value from the policy's tenants says so.
                     let field = own.floor[dimension] != nil || own.ceiling[dimension] == nil ? "floor" : "ceiling"
                     func source(_ given: Quantity?, _ merged: Quantity?) -> String {

@@ -166,6 +166,13 @@ struct PlanTests {
             conflict.message
                 == #"tenant "acme" (tenants[0]): ceiling.rpm: floor (39.2) (the policy's, for this tenant) is above "#
                 + "ceiling (20)")
+
+        // Both from the policy — an absolute floor of 263 under the free tier's 20 % ceiling (196 of 980), which
+        // the loader cannot check — is no error: the floor wins, as `allot serve` allocates it (round 13).
+        let big = try Self.policy(tenants: #"{"tenants": {"big": {"tier": "free", "floor": {"rpm": 263}}}}"#)
+        let floorWins = try Self.run(
+            #"{"capacity": {"rpm": 1000}, "tenants": [{"id": "big", "demand": {"rpm": 500}}]}"#, policy: big)
+        #expect(floorWins.contains(#"{"id":"big","rpm":263.0,"#), "\(floorWins)")
     }
 
     @Test func settingsDefaultToThePolicy() throws {
