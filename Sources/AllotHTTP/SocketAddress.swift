@@ -113,9 +113,12 @@ struct SocketAddress: @unchecked Sendable, CustomStringConvertible {
 }
 
 /// A host name or address that `getaddrinfo` could not resolve.
-struct AddressResolutionError: Error, Sendable {
+struct AddressResolutionError: Error, Sendable, CustomStringConvertible {
     var host: String
     var message: String
+
+    /// `cannot resolve host "no-such-host.invalid": Name or service not known` (was printed as the struct's dump).
+    var description: String { "cannot resolve host \"\(host)\": \(message)" }
 }
 
 extension SocketAddress {

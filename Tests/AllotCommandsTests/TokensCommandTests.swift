@@ -47,6 +47,10 @@ import Testing
         let name = await runCLI(["tokens", "create", "--role", "gateway", "--name", "  ", "--data", data])
         #expect(name.code == 2)
         #expect(name.err.contains("--name"))
+        // A control character (a newline broke `tokens list`'s table) is refused.
+        let control = await runCLI(["tokens", "create", "--role", "sre", "--name", "line\nbreak", "--data", data])
+        #expect(control.code == 2)
+        #expect(control.err.contains("cannot contain control characters"), "\(control.err)")
         let missing = await runCLI(["tokens", "create", "--name", "x", "--data", data])
         #expect(missing.code == 2)
         #expect(missing.err.contains("--role"))

@@ -502,6 +502,14 @@ import Testing
         #expect(server.shutdownSignal.isTriggered)
     }
 
+    /// A host that does not resolve is named in one line (`allot serve` printed the error struct's dump).
+    @Test func anUnresolvableHostSaysSoInOneLine() {
+        let error = #expect(throws: AddressResolutionError.self) {
+            try SocketAddress.resolve(host: "no-such-host.invalid", port: 80)
+        }
+        #expect(error?.description.hasPrefix(#"cannot resolve host "no-such-host.invalid": "#) == true)
+    }
+
     @Test func bindingAPortInUseFails() async throws {
         let first = HTTPServer(configuration: .test(), responder: Router.makeTest())
         let port = try await first.start()

@@ -91,6 +91,10 @@ public struct TokenIssuer: Sendable {
         guard trimmed.count <= maxNameLength else {
             throw TokenError(field: "name", message: "a token name has at most \(maxNameLength) characters")
         }
+        // Shown in `allot tokens list`'s table, the audit log and the dashboard: a newline broke the table (round 13).
+        guard !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw TokenError(field: "name", message: "a token name cannot contain control characters")
+        }
         guard ["gateway", "operator", "sre", "admin"].contains(role) else {
             throw TokenError(
                 field: "role", message: "unknown role '\(role)'; roles are gateway, operator, sre, admin")
