@@ -455,28 +455,21 @@ public struct PoolAllocation: Sendable {
         func honour(_ target: (Int) -> Double) {
             var start = 0
             while start < count, left > 0 {
-                var end = start
                 let rank = claims[active[order[start]]].rank
-                var need = 0.0
-                while end < count, claims[active[order[end]]].rank == rank {
-                    need += max(0, target(order[end]) - values[order[end]])
-                    end += 1
+                var end = start
+                while end < count, claims[active[order[end]]].rank == rank { end += 1 }
+                let members = order[start..<end]
+                let lacks = members.map { max(0, target($0) - values[$0]) }
+                // Everything each lacks when it fits (the fill returns the upper bounds then), else by floor.
+                let shares = WaterFilling.fill(
+                    capacity: left, weights: members.map { max(lower[$0], .leastNormalMagnitude) },
+                    lower: lacks.map { _ in 0 }, upper: lacks
+                ).allocations
+                for (k, share) in zip(members, shares) {
+                    values[k] += share
+                    left -= share
                 }
-                if need > 0 {
-                    let members = order[start..<end]
-                    let lacks = members.map { max(0, target($0) - values[$0]) }
-                    if need <= left {
-                        for (k, lack) in zip(members, lacks) { values[k] += lack }
-                        left -= need
-                    } else {
-                        let shares = WaterFilling.fill(
-                            capacity: left, weights: members.map { max(lower[$0], .leastNormalMagnitude) },
-                            lower: lacks.map { _ in 0 }, upper: lacks
-                        ).allocations
-                        for (k, share) in zip(members, shares) { values[k] += share }
-                        left = 0
-                    }
-                }
+                left = max(0, left)
                 start = end
             }
         }

@@ -83,9 +83,7 @@ enum OperatorRequest {
     /// header is read as JSON, as `POST /v1/telemetry` reads it.
     static func requireJSON(_ request: HTTPRequest, _ message: String) throws(HTTPError) {
         guard let type = request.headers["Content-Type"] else { return }
-        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        let head = type.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        let essence = String(head.drop(while: blank).reversed().drop(while: blank).reversed()).lowercased()
+        let essence = TelemetryFormat.mediaType(of: type)
         guard essence == "application/json" || (essence.hasPrefix("application/") && essence.hasSuffix("+json"))
         else { throw HTTPError.unsupportedMediaType(message) }
     }

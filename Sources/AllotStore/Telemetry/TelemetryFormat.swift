@@ -20,10 +20,7 @@ public enum TelemetryFormat: Sendable, Equatable {
             self = .jsonArray
             return
         }
-        let mediaType =
-            contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)
-            .first.map { $0.trimmingASCIISpaces().lowercased() } ?? ""
-        switch mediaType {
+        switch Self.mediaType(of: contentType) {
         case "application/json":
             self = .jsonArray
         case "application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-jsonlines":
@@ -38,6 +35,15 @@ public enum TelemetryFormat: Sendable, Equatable {
                     + "application/json or one event per line as application/x-ndjson",
                 field: "Content-Type", status: 415)
         }
+    }
+}
+
+extension TelemetryFormat {
+    /// The media type of a `Content-Type` value, lowercased, without its parameters or surrounding spaces
+    /// (`Application/JSON; charset=utf-8` → `application/json`). The operator routes read it this way too.
+    public static func mediaType(of contentType: String) -> String {
+        contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)
+            .first.map { $0.trimmingASCIISpaces().lowercased() } ?? ""
     }
 }
 
