@@ -342,12 +342,16 @@ public struct PoolAllocation: Sendable {
                 upper = guardedUpper
             }
 
+            // Floating-point dust (1e-13 of a water level found by bisection) is no reason: a tenant at its
+            // ceiling to within it is at its ceiling, a surplus of it is none (round 13: a tenant with no demand
+            // on a full pool was given 1.1e-13 with the reason `surplus`).
+            let dust = Self.dust(remaining)
             claims.withUnsafeBufferPointer { claims in
                 for k in 0..<activeCount {
                     let i = active[k]
                     reasons[i] = baseReason(
                         claim: claims[i], value: values[k], lower: lower[k], upper: upper[k], wanted: wants[k],
-                        clamped: guardClamped[i])
+                        clamped: guardClamped[i], dust: dust)
                 }
             }
 
@@ -357,7 +361,7 @@ public struct PoolAllocation: Sendable {
             for value in values { used += value }
             let surplus = max(0, remaining - used)
             burstReserve = surplus * min(max(settings.burstReserve, 0), 1)
-            if settings.surplus == .distribute, surplus > 0, activeCount > 0 {
+            if settings.surplus == .distribute, surplus > dust, activeCount > 0 {
                 var surplusUpper = [Double](repeating: 0, count: activeCount)
                 for k in 0..<activeCount {
                     let claim = claims[active[k]]
@@ -371,7 +375,9 @@ public struct PoolAllocation: Sendable {
                 for k in 0..<activeCount {
                     grownUsed += grown.allocations[k]
                     let i = active[k]
-                    if grown.allocations[k] > values[k], reasons[i] != .guardrailClamped { reasons[i] = .surplus }
+                    if grown.allocations[k] > values[k] + dust, reasons[i] != .guardrailClamped {
+                        reasons[i] = .surplus
+                    }
                 }
                 values = grown.allocations
                 burstReserve = max(0, min(burstReserve, remaining - grownUsed))
@@ -394,17 +400,21 @@ public struct PoolAllocation: Sendable {
             burstReserve: burstReserve, idleTotal: idleTotal)
     }
 
-    /// The reason for an active tenant outside degraded mode, from which bound (if any) binds.
+    /// What a comparison of allocations on a pool of `capacity` ignores: a billionth of it (at least 1e-9).
+    static func dust(_ capacity: Double) -> Double { 1e-9 * max(1, capacity.isFinite ? capacity : 1) }
+
+    /// The reason for an active tenant outside degraded mode, from which bound (if any) binds, to within `dust`.
     private static func baseReason(
-        claim: AllocationClaim, value: Double, lower: Double, upper: Double, wanted: Double, clamped: Bool
+        claim: AllocationClaim, value: Double, lower: Double, upper: Double, wanted: Double, clamped: Bool,
+        dust: Double
     ) -> AllocationReason {
-        if claim.budgetCap.isFinite, value >= claim.budgetCap { return .budget }
+        if claim.budgetCap.isFinite, value >= claim.budgetCap - dust { return .budget }
         if clamped { return .guardrailClamped }
-        if value >= upper {
+        if value >= upper - dust {
             if upper <= lower, lower > 0, lower > min(claim.ceiling, wanted) { return .floor }
-            return claim.ceiling <= wanted ? .ceiling : .demand
+            return claim.ceiling <= wanted + dust ? .ceiling : .demand
         }
-        if value <= lower, lower > 0 { return .floor }
+        if value <= lower + dust, lower > 0 { return .floor }
         return .fairShare
     }
 

@@ -175,6 +175,25 @@ struct PlanTests {
         #expect(floorWins.contains(#"{"id":"big","rpm":263.0,"#), "\(floorWins)")
     }
 
+    /// Floating-point dust is no reason (round 13): a tenant with no demand on a full pool was given 1.1e-13 with
+    /// the reason `surplus`, and one held at its ceiling to within 1e-14 was `fair_share`.
+    @Test func reasonsIgnoreFloatingPointDust() throws {
+        let zero = try Self.run(
+            #"{"capacity": {"rpm": 1000}, "settings": {"safety_margin": 0.02, "demand_headroom": 0}, "#
+                + #""tenants": [{"id": "t0", "weight": 7.5}, {"id": "t1", "weight": 7.5, "demand": {"rpm": 0}}]}"#)
+        #expect(zero.contains(#"{"id":"t1","rpm":0.0,"reason":{"rpm":"demand"}}"#), "\(zero)")
+        let ceiling = try Self.run(
+            #"{"capacity": {"rpm": 100}, "settings": {"safety_margin": 0.1, "demand_headroom": 0.5}, "tenants": ["#
+                + #"{"id": "t0", "weight": 3, "floor": {"rpm": 1.825}, "ceiling": {"rpm": 57.03}, "#
+                + #""demand": {"rpm": 0.967}}, "#
+                + #"{"id": "t1", "floor": {"rpm": "22.5%"}, "ceiling": {"rpm": 42.93}, "demand": {"rpm": 40.432}}, "#
+                + #"{"id": "t2", "weight": 3, "floor": {"rpm": "27.04%"}, "ceiling": {"rpm": "35%"}, "#
+                + #""demand": {"rpm": 47.133}}, "#
+                + #"{"id": "t3", "weight": 7.5, "ceiling": {"rpm": 18.48}, "demand": {"rpm": 41.95}}]}"#)
+        #expect(ceiling.contains(#""id":"t3","rpm":18.47"#), "\(ceiling)")
+        #expect(ceiling.contains(#""reason":{"rpm":"ceiling"}}]"#), "\(ceiling)")
+    }
+
     @Test func settingsDefaultToThePolicy() throws {
         // Shipped policy: safety margin 0.02, headroom 0.2, surplus distribute.
         let output = try Self.run(
