@@ -285,15 +285,12 @@ struct ParseState {
         if let option = visibleOptions.first(where: { $0.name == name }) {
             try setOption(option, inline: inline, spelled: "--\(name)")
         } else if let flag = visibleFlags.first(where: { $0.name == name }) {
-            guard let inline else {
-                flagValues[flag.name] = true
-                return
-            }
+            guard let inline else { return try setFlag(flag, true) }
             guard let value = parseBool(inline) else {
                 throw failure(
                     "invalid value \(quoted(inline)) for --\(flag.name): expected one of 1, true, yes, 0, false, no")
             }
-            flagValues[flag.name] = value
+            try setFlag(flag, value)
         } else {
             // The value after `=` is left out of the message: it may be a secret (`--tokn=…`).
             var message = "unknown option \(quoted(name.isEmpty ? argument : String(argument.prefix { $0 != "=" })))"
@@ -311,10 +308,7 @@ struct ParseState {
             if let option = visibleOptions.first(where: { $0.short == short }) {
                 return try setOption(option, inline: nil, spelled: argument)
             }
-            if let flag = visibleFlags.first(where: { $0.short == short }) {
-                flagValues[flag.name] = true
-                return
-            }
+            if let flag = visibleFlags.first(where: { $0.short == short }) { return try setFlag(flag, true) }
         }
         var message = "unknown option \(quoted(argument))"
         // `-listen` for `--listen` is a common slip.
@@ -326,6 +320,13 @@ struct ParseState {
             }
         }
         throw failure(message)
+    }
+
+    /// A flag given twice (`--dev --dev`, `--dev --dev=false`) is refused as an option given twice is: which one a
+    /// script meant is not for the parser to guess.
+    private mutating func setFlag(_ flag: FlagSpec, _ value: Bool) throws(ParseFailure) {
+        if flagValues[flag.name] != nil { throw failure("--\(flag.name) given more than once") }
+        flagValues[flag.name] = value
     }
 
     private mutating func setOption(_ option: OptionSpec, inline: String?, spelled: String) throws(ParseFailure) {

@@ -30,6 +30,10 @@ enum DrainCommand {
             return 1
         }
         if resume {
+            guard body?["ended"]?.boolValue != false else {
+                output.out("no drain was in force; nothing changed")
+                return 0
+            }
             output.out("drain ended; the next tick publishes a normal snapshot")
         } else {
             let version = body?["version"]?.int64Value.map(String.init) ?? "?"

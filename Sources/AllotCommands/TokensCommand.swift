@@ -11,7 +11,8 @@ import AllotTime
 /// - `create --role R --name N` prints the token once on stdout (nothing else there, so scripts
 ///   can capture it) and what it is on stderr; only its SHA-256 is stored.
 /// - `list` prints id, name, role, created, last used and revoked — never a secret.
-/// - `revoke ID` revokes; a running server stops accepting the token within a second.
+/// - `revoke ID` revokes; a running server stops accepting the token within a second. A revoked token stays
+///   revoked: revoking it again says so and changes nothing.
 enum TokensCommand {
     static func run(_ command: ParsedCommand, output: CommandOutput, clock: any AllotClock = SystemClock()) async throws
         -> Int32
@@ -55,9 +56,19 @@ enum TokensCommand {
             return 0
         case "revoke":
             let id = command.positional("id") ?? ""
-            guard let revoked = try await issuer.revoke(id: id, actor: .cli, now: now) else {
+            guard let (revoked, changed) = try await issuer.revoke(id: id, actor: .cli, now: now) else {
                 output.err("allot tokens revoke: no token \(id); see `allot tokens list`")
                 return 1
+            }
+            guard changed else {
+                let when = revoked.revokedMs.map {
+                    RFC3339.format(EpochTime.seconds(fromMilliseconds: $0), fractionDigits: 0)
+                }
+                let by = revoked.revokedBy.map { " by \($0)" } ?? ""
+                output.out(
+                    "\(revoked.id) (\(revoked.name), \(revoked.role)) was already revoked at \(when ?? "?")\(by); "
+                        + "nothing changed")
+                return 0
             }
             output.out("revoked \(revoked.id) (\(revoked.name), \(revoked.role))")
             return 0

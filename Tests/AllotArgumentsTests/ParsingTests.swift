@@ -94,6 +94,10 @@ struct ParsingTests {
         #expect(create.string("label") == "b")
         let error = usageError(["serve", "--listen", "a:1", "--listen", "b:2"])
         #expect(error?.message == "--listen given more than once")
+        // A flag too: `--dev --dev=false` has no answer a parser should guess.
+        for twice in [["--dev", "--dev"], ["--dev", "--dev=false"], ["--dev=0", "--dev"]] {
+            #expect(usageError(["serve"] + twice)?.message == "--dev given more than once", "\(twice)")
+        }
     }
 
     @Test("-- ends options; - is a positional and a value")

@@ -40,6 +40,9 @@ import Testing
         let resumed = await runCLI(["drain", "--resume", "--url", url, "--token", admin])
         #expect(resumed.code == 0)
         #expect(resumed.out == "drain ended; the next tick publishes a normal snapshot")
+        let again = await runCLI(["drain", "--resume", "--url", url, "--token", admin])
+        #expect(again.code == 0)
+        #expect(again.out == "no drain was in force; nothing changed")
         await service.shutdown(gracePeriod: .seconds(1))
 
         let unreachable = await runCLI(["drain", "--url", url, "--token", admin])

@@ -33,6 +33,11 @@ import Testing
         let after = await runCLI(["tokens", "list", "--data", data])
         let row = after.out.split(separator: "\n")[1]
         #expect(!row.hasSuffix(" -"))  // the REVOKED column has a time now
+        let again = await runCLI(["tokens", "revoke", id, "--data", data])
+        #expect(again.code == 0)
+        #expect(again.out.hasPrefix("\(id) (alice, sre) was already revoked at 20"))
+        #expect(again.out.hasSuffix(" by cli; nothing changed"))
+        #expect(await runCLI(["tokens", "list", "--data", data]).out == after.out)
 
         let unknown = await runCLI(["tokens", "revoke", "tok-000000000000", "--data", data])
         #expect(unknown.code == 1)

@@ -52,14 +52,14 @@ public struct TokenIssuer: Sendable {
 
     /// Revokes token `id`, audited as `token.revoke`. Returns the record after revocation, or nil
     /// for an unknown id. Revoking twice is harmless (and audited once).
-    public func revoke(id: String, actor: Actor, now: Double) async throws -> TokenRecord? {
+    public func revoke(id: String, actor: Actor, now: Double) async throws -> (record: TokenRecord, changed: Bool)? {
         let nowMs = EpochTime.milliseconds(fromSeconds: now)
         let result = try await store.revoke(id: id, atMs: nowMs, by: actor.name) { before, after in
             AuditEntry(
                 atMs: nowMs, actor: actor.name, actorRole: actor.role, action: "token.revoke", subject: before.id,
                 before: before.json, after: after.json)
         }
-        return result?.after
+        return result.map { ($0.after, $0.before != $0.after) }
     }
 
     /// First start (SPEC 8): when the database holds no admin token (tokens of other roles, e.g.

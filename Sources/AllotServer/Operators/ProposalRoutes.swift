@@ -163,7 +163,7 @@ struct TokenRoutes: Sendable {
         do {
             revoked = try await console.issuer.revoke(
                 id: id, actor: TokenIssuer.Actor(name: principal.name, role: principal.role.rawValue),
-                now: console.clock.now)
+                now: console.clock.now)?.record
         } catch {
             throw OperatorRoutes.unavailable(error)
         }

@@ -37,7 +37,7 @@ public final class AllotService: Sendable {
         self.background = Locked(background)
     }
 
-    /// Opens the data directory and database (migrating it), loads the policies, starts the loop
+    /// Loads the policies, opens the data directory and database (migrating it), starts the loop
     /// and the HTTP server. Throws a message fit for the operator on any failure.
     /// - Parameter announce: receives one-time notices meant for the person starting the service
     ///   (the first admin token).
@@ -52,19 +52,6 @@ public final class AllotService: Sendable {
         }
         let metrics = MetricsRegistry()
         try? ProcessMetrics.register(on: metrics)
-
-        let directory = DataDirectory(path: configuration.dataDirectory)
-        let pool: DatabasePool
-        do {
-            let opened = try await directory.openDatabase(
-                configuration: SQLiteConfiguration(synchronous: configuration.synchronous))
-            pool = opened.pool
-            for migration in opened.applied {
-                logger.notice("migration applied", ["file": "\(migration.fileName)"])
-            }
-        } catch {
-            throw ServiceStartError(error.message)
-        }
 
         let policyBox = Locked<LoadedPolicy?>(nil)
         let reloadAudit = Locked<OperatorConsole?>(nil)
@@ -83,11 +70,24 @@ public final class AllotService: Sendable {
                     to: (new.version, new.files))
             }
         } catch {
-            await pool.close()
             // A message about the directory itself names it already ("cannot read policy directory DIR: …").
             let source = configuration.policies.description
             throw ServiceStartError(error.message.contains(source) ? error.message : "\(source): \(error.message)")
         }
+        // The policies are read before the data directory is touched: a bad --policies creates nothing.
+        let directory = DataDirectory(path: configuration.dataDirectory)
+        let pool: DatabasePool
+        do {
+            let opened = try await directory.openDatabase(
+                configuration: SQLiteConfiguration(synchronous: configuration.synchronous))
+            pool = opened.pool
+            for migration in opened.applied {
+                logger.notice("migration applied", ["file": "\(migration.fileName)"])
+            }
+        } catch {
+            throw ServiceStartError(error.message)
+        }
+
         let initialPolicy = await watcher.current
         policyBox.value = initialPolicy
         logger.notice(
@@ -100,15 +100,6 @@ public final class AllotService: Sendable {
             configuration: configuration, clock: clock, logger: logger, metrics: metrics, directory: directory,
             pool: pool, telemetry: telemetry, policyWatcher: watcher, policyBox: policyBox)
         reloadAudit.value = context.operators
-        if !configuration.dev {
-            do {
-                try await context.operators.bootstrapAdminToken(directory: directory, announce: announce)
-            } catch {
-                await pool.close()
-                throw ServiceStartError("cannot create the first admin token: \(error)")
-            }
-        }
-
         // The loop serves the last persisted snapshot from here on, before its first tick (SPEC 7).
         let loop: LoopRunner
         do {
@@ -145,7 +136,19 @@ public final class AllotService: Sendable {
         } catch {
             await loop.shutdown()
             await pool.close()
-            throw ServiceStartError("cannot listen on \(configuration.host):\(configuration.port): \(error)")
+            throw ServiceStartError("cannot listen on \(configuration.address(port: configuration.port)): \(error)")
+        }
+        // The first admin token is created once the service can run: a start that fails (a port in use) does not
+        // announce a token for a service that never answered.
+        if !configuration.dev {
+            do {
+                try await context.operators.bootstrapAdminToken(directory: directory, announce: announce)
+            } catch {
+                await server.shutdown(gracePeriod: .zero)
+                await loop.shutdown()
+                await pool.close()
+                throw ServiceStartError("cannot create the first admin token: \(error)")
+            }
         }
 
         await loop.start()
@@ -163,7 +166,7 @@ public final class AllotService: Sendable {
             })
         logger.notice(
             "allot listening",
-            ["address": "\(configuration.host):\(port)", "data": "\(configuration.dataDirectory)",
+            ["address": .string(configuration.address(port: port)), "data": "\(configuration.dataDirectory)",
              "auth": configuration.dev ? "disabled (--dev)" : "bearer tokens"])
         return AllotService(
             configuration: configuration, port: port, context: context, access: table.access, server: server,

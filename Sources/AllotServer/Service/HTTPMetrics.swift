@@ -31,13 +31,15 @@ final class HTTPMetrics: Sendable {
         durations?.labels([route]).observe(seconds)
         if let error = observation.errorDescription {
             logger.error(
-                "request failed", ["route": "\(route)", "status": "\(observation.status.code)", "error": "\(error)"])
+                "request failed",
+                ["route": "\(route)", "status": .int(Int64(observation.status.code)), "error": "\(error)"])
         }
         logger.debug(
             "request",
             [
                 "method": "\(observation.method.rawValue)", "route": "\(route)",
-                "status": "\(observation.status.code)", "duration_ms": "\(seconds * 1000)",
+                "status": .int(Int64(observation.status.code)),
+                "duration_ms": .double((seconds * 1e6).rounded() / 1000),
                 "remote": "\(observation.remoteAddress ?? "")",
             ])
     }

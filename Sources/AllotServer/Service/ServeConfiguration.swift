@@ -53,6 +53,11 @@ public struct ServeConfiguration: Sendable {
         let lowered = host.lowercased()
         return lowered == "localhost" || lowered == "::1" || lowered == "[::1]" || lowered.hasPrefix("127.")
     }
+
+    /// `host:port` as `--listen` takes it: an IPv6 literal in brackets (`[::1]:8080`, not `::1:8080`).
+    public func address(port: Int) -> String {
+        host.contains(":") && !host.hasPrefix("[") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
 }
 
 /// The service could not start; the message says why (printed by `allot serve`, exit 1).

@@ -74,11 +74,12 @@ public struct GatewaysRoute: Sendable {
 /// `POST /v1/drain` and `DELETE /v1/drain` (admin; SPEC 7, `allot drain`): drain publishes the
 /// current allocation with a lease that has already expired, so every gateway moves to its
 /// `fallback` floors (before maintenance), and holds tick publishing until the drain is ended
-/// (`DELETE`) or the server restarts.
+/// (`DELETE`), across restarts too (the drain snapshot is persisted).
 ///
 /// `POST` answers `{"drained": true, "version": N, "generated_at": "…", "expires_at": "…"}`; 409
 /// `no_snapshot` when nothing was published yet; 503 `database_unavailable` when the drain
-/// version cannot be persisted. `DELETE` answers `{"drained": false}`.
+/// version cannot be persisted. `DELETE` answers `{"drained": false, "ended": B}`, `ended` false when no drain was in
+/// force (nothing changed, nothing audited).
 ///
 /// Both are audited (SPEC 8: every mutation) as `drain.start` and `drain.end`, with the acting token's
 /// name and role, once the change is made: a drain with the version it published, an end only when a
@@ -137,7 +138,7 @@ public struct DrainRoute: Sendable {
                 "drain.end", by: principal, before: ["drained": true, "since": .string(RFC3339.format(since))],
                 after: ["drained": false])
         }
-        return .json(["drained": false])
+        return .json(["drained": false, "ended": .bool(since != nil)])
     }
 
     private func record(_ action: String, by principal: Principal?, before: JSON, after: JSON) async {

@@ -195,6 +195,14 @@ import Testing
         let logs = running.logs.lines.joined(separator: "\n")
         #expect(!logs.isEmpty)
         for token in running.tokens.values { #expect(!logs.contains(token)) }
+        // The request log (debug) writes its numbers as JSON numbers, not strings.
+        let requests = running.logs.lines.filter { $0.contains(#""request""#) && $0.contains(#""route":"#) }
+        #expect(!requests.isEmpty)
+        for line in requests {
+            let fields = try JSON.parse(Array(line.utf8))
+            #expect(fields["status"]?.int64Value != nil, "\(line)")
+            #expect(fields["duration_ms"]?.doubleValue != nil, "\(line)")
+        }
     }
 
     /// `allot tokens create` before the first `allot serve` (the README's order for a gateway token)

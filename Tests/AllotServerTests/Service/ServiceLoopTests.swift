@@ -134,9 +134,11 @@ import Testing
         #expect(snapshot["version"] == .int(first + 1))
         #expect(snapshot["expires_at"] == snapshot["generated_at"])
         let resumed = try await running.send(.delete, "/v1/drain")
-        #expect(try JSON.parse(resumed.body)["drained"] == false)
+        #expect(try JSON.parse(resumed.body) == ["drained": false, "ended": true])
         // Both are audited (SPEC 8), as the acting token (`dev` here); ending no drain changes and audits nothing.
-        #expect(try await running.send(.delete, "/v1/drain").status == .ok)
+        let noDrain = try await running.send(.delete, "/v1/drain")
+        #expect(noDrain.status == .ok)
+        #expect(try JSON.parse(noDrain.body) == ["drained": false, "ended": false])
         let audited = try await running.json("/v1/audit?action=drain")["entries"]?.arrayValue ?? []
         #expect(audited.compactMap { $0["action"]?.stringValue } == ["drain.end", "drain.start"])
         #expect(audited.allSatisfy { $0["actor"] == "dev" && $0["actor_role"] == "admin" })
@@ -302,13 +304,56 @@ import Testing
             + "upstreams.json, tenants.json, …)"
         let cases = [(file, "it is a file, not a directory"), (file + "-none", "there is no such directory")]
         for (path, problem) in cases {
+            let data = Self.temporaryDirectory()
             do {
-                let running = try await Self.launch(directory: Self.temporaryDirectory(), policies: .directory(path))
+                let running = try await Self.launch(directory: data, policies: .directory(path))
                 await running.stop()
                 Issue.record("started with the policies at \(path)")
             } catch let error as ServiceStartError {
                 #expect(error.message == "cannot read policy directory \(path): \(problem)\(expected)")
             }
+            // The policies are read first: a start refused for them leaves no data directory behind.
+            #expect(!FileManager.default.fileExists(atPath: data))
         }
+    }
+
+    /// The address is logged and reported as `--listen` takes it: an IPv6 literal in brackets.
+    @Test func anIPv6AddressIsWrittenInBrackets() {
+        func address(_ host: String) -> String {
+            ServeConfiguration(host: host, port: 1, dataDirectory: "d", policies: .embedded).address(port: 8080)
+        }
+        #expect(address("::1") == "[::1]:8080")
+        #expect(address("127.0.0.1") == "127.0.0.1:8080")
+        #expect(address("localhost") == "localhost:8080")
+    }
+
+    /// A start that cannot listen (the port is taken) announces no admin token and writes no token file: the first
+    /// token is created once the service runs, so the next start that does run still announces it.
+    @Test func aStartThatCannotListenAnnouncesNoAdminToken() async throws {
+        let directory = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = try await Self.launch(directory: Self.temporaryDirectory())
+        let announced = Locked<[String]>([])
+        do {
+            let second = try await AllotService.start(
+                ServeConfiguration(port: first.service.port, dataDirectory: directory, policies: .embedded),
+                clock: ManualClock(now: Self.start), logger: .disabled,
+                announce: { line in announced.value.append(line) })
+            await second.shutdown(gracePeriod: .zero)
+            Issue.record("started on a port in use")
+        } catch {
+            #expect(error.message.hasPrefix("cannot listen on 127.0.0.1:\(first.service.port): "))
+        }
+        #expect(announced.value.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: directory + "/admin-token"))
+        await first.stop()
+
+        let running = try await AllotService.start(
+            ServeConfiguration(port: 0, dataDirectory: directory, policies: .embedded),
+            clock: ManualClock(now: Self.start), logger: .disabled, announce: { line in announced.value.append(line) })
+        #expect(announced.value.count == 1)
+        #expect(announced.value.first?.hasPrefix("allot: created the first admin token (shown once): ") == true)
+        #expect(FileManager.default.fileExists(atPath: directory + "/admin-token"))
+        await running.shutdown(gracePeriod: .zero)
     }
 }
