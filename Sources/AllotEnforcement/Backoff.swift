@@ -23,11 +23,27 @@ public struct Backoff: Sendable, Equatable {
 
     /// The delay after `failures` consecutive failures (1 for the first), with `unit` a random number in
     /// `[0, 1)` (seeded in tests and simulations: ``SplitMix64``).
+    ///
+    /// Settings that would retry in a tight loop are read as the nearest sane ones (round 14: `multiplier` 0 or
+    /// `initial` 0 gave delays of 0): `initial` not positive or not finite → 0.5 s; `multiplier` below 1 → 1;
+    /// `maximum` below `initial` or not finite → `initial` (not finite) or 30 s.
     public func delay(failures: Int, unit: Double) -> Double {
+        let first = initial.isFinite && initial > 0 ? initial : 0.5
+        let growth = multiplier.isFinite && multiplier >= 1 ? multiplier : 1
+        let ceiling = maximum.isFinite ? max(maximum, first) : max(30, first)
         let exponent = Double(max(0, failures - 1))
-        let base = min(maximum, initial * pow(multiplier, min(exponent, 64)))
-        let spread = min(max(jitter, 0), 1)
+        let base = min(ceiling, first * pow(growth, min(exponent, 64)))
+        let spread = jitter.isFinite ? min(max(jitter, 0), 1) : 0.5
         return max(0, base * (1 - spread + spread * min(max(unit, 0), 1)))
+    }
+
+    /// The wait before the next attempt: `delay`, or a server's `Retry-After` when longer — but never more than
+    /// ``maximum`` (round 14: a `Retry-After: 86400` from a proxy kept a gateway from polling for a day, on its
+    /// fallback floors, while Allot was back in seconds).
+    public func honouring(retryAfter: Double?, delay: Double) -> Double {
+        guard let retryAfter, retryAfter.isFinite, retryAfter > delay else { return delay }
+        let ceiling = maximum.isFinite ? max(maximum, delay) : delay
+        return min(retryAfter, ceiling)
     }
 
     private func pow(_ base: Double, _ exponent: Double) -> Double {

@@ -42,6 +42,8 @@ public struct EnforcementStatistics: Sendable, Equatable {
     public var snapshotsRejected = 0
     /// Times a lease expired and the gateway switched to `fallback`.
     public var leaseExpiries = 0
+    /// Times the clock stepped back by more than a second and the buckets were rebased (refill resumed from then).
+    public var clockStepsBack = 0
 
     public init() {}
 

@@ -43,9 +43,14 @@ public final class Enforcer: @unchecked Sendable {
         self.state = EnforcerState(configuration: configuration, reportsTelemetry: telemetry != nil)
     }
 
-    private func mutate<Result>(_ body: (inout EnforcerState, inout Effects) -> Result) -> Result {
+    /// Runs `body` on the state under the lock, having shown it `now` first (a wall clock stepped back rebases the
+    /// buckets: ``EnforcerState/noticeClock(_:)``), and delivers what it produced after the lock is released.
+    private func mutate<Result>(_ now: Double, _ body: (inout EnforcerState, inout Effects) -> Result) -> Result {
         var effects = Effects()
-        let result = lock.withLock { body(&state, &effects) }
+        let result = lock.withLock {
+            state.noticeClock(now)
+            return body(&state, &effects)
+        }
         deliver(effects)
         return result
     }
@@ -67,7 +72,7 @@ public final class Enforcer: @unchecked Sendable {
     /// (unchanged). Bucket parameters are swapped without refilling; waiting requests that now fit are admitted.
     @discardableResult
     public func apply(_ snapshot: Snapshot, now: Double) -> SnapshotApplyResult {
-        mutate { state, effects in state.apply(snapshot, now: now, effects: &effects) }
+        mutate(now) { state, effects in state.apply(snapshot, now: now, effects: &effects) }
     }
 
     /// The enforced snapshot's version: what the snapshot client sends in `If-None-Match`.
@@ -83,7 +88,7 @@ public final class Enforcer: @unchecked Sendable {
     /// Which snapshot is enforced and how (lease or fallback), as of `now` (a lease that ended by `now` is
     /// switched to fallback first).
     public func status(now: Double) -> EnforcementStatus {
-        mutate { state, effects in
+        mutate(now) { state, effects in
             state.checkLease(now: now, effects: &effects)
             return EnforcementStatus(
                 version: state.table.version, inFallback: state.table.inFallback,
@@ -101,7 +106,7 @@ public final class Enforcer: @unchecked Sendable {
     /// - Parameter reportDenial: whether a denial is reported as a `denied_local` telemetry event; a caller
     ///   that retries the same request itself reports only its final denial.
     public func tryAdmit(_ request: AdmissionRequest, now: Double, reportDenial: Bool = true) -> Admission {
-        mutate { state, effects in
+        mutate(now) { state, effects in
             switch state.submit(
                 request, now: now, wait: false, report: reportDenial, onDecision: nil, effects: &effects)
             {
@@ -117,7 +122,7 @@ public final class Enforcer: @unchecked Sendable {
     public func submit(
         _ request: AdmissionRequest, now: Double, onDecision: @escaping @Sendable (Admission) -> Void
     ) -> Submission {
-        mutate { state, effects in
+        mutate(now) { state, effects in
             switch state.submit(request, now: now, wait: true, report: true, onDecision: onDecision, effects: &effects)
             {
             case .decided(let admission): .decided(admission)
@@ -137,19 +142,19 @@ public final class Enforcer: @unchecked Sendable {
     /// when it had already been decided.
     @discardableResult
     public func cancel(_ waiterID: UInt64, now: Double) -> Bool {
-        mutate { state, effects in state.cancel(waiterID, now: now, effects: &effects) }
+        mutate(now) { state, effects in state.cancel(waiterID, now: now, effects: &effects) }
     }
 
     /// Re-examines the queue and the lease at `now`: admits what now fits, denies what waited too long,
     /// switches to fallback if the lease ended.
     public func pump(now: Double) {
-        mutate { state, effects in state.pump(now: now, effects: &effects, changed: .time) }
+        mutate(now) { state, effects in state.pump(now: now, effects: &effects, changed: .time) }
     }
 
     /// Denies every waiting request with code `gateway_stopping` (reported as `denied_local`): called when the
     /// gateway stops, since nothing would decide them any more.
     public func denyAllWaiting(now: Double) {
-        mutate { state, effects in state.denyAllWaiting(now: now, effects: &effects) }
+        mutate(now) { state, effects in state.denyAllWaiting(now: now, effects: &effects) }
     }
 
     /// The earliest instant ``pump(now:)`` has something to do (a refill, a deadline, the lease end); nil when
@@ -171,14 +176,14 @@ public final class Enforcer: @unchecked Sendable {
     /// False if the ticket was already handed back.
     @discardableResult
     public func complete(_ ticket: Ticket, _ result: AttemptResult, now: Double) -> Bool {
-        mutate { state, effects in state.complete(ticket, result, now: now, effects: &effects) }
+        mutate(now) { state, effects in state.complete(ticket, result, now: now, effects: &effects) }
     }
 
     /// Hands back a ticket whose request was never sent: its call, tokens and permit are returned, nothing is
     /// reported. False if the ticket was already handed back.
     @discardableResult
     public func release(_ ticket: Ticket, now: Double) -> Bool {
-        mutate { state, effects in state.release(ticket, now: now, effects: &effects) }
+        mutate(now) { state, effects in state.release(ticket, now: now, effects: &effects) }
     }
 
     // MARK: Inspection

@@ -108,10 +108,23 @@ struct TenantState: Sendable {
     /// probe needs the pool used, and the tenant that wanted more could not borrow what the others left.)
     static let beyondAllowanceLevel = 0.25
 
-    /// Full, idle and owing nothing: forgetting it changes nothing, because a new state starts full.
+    /// Full, idle and owing nothing: forgetting it changes nothing, because a new state starts full. That holds
+    /// for its borrowing allowance too: a borrower's over-spend is charged to the allowance only, and forgetting
+    /// it while its own buckets were full wiped that debt (round 14).
     func isIdle(at now: Double) -> Bool {
-        inFlight == 0 && !(credit?.isUsed ?? false)
-            && rpm.level(at: now) >= rpm.parameters.burst && tpm.level(at: now) >= tpm.parameters.burst
+        guard inFlight == 0, !(credit?.isUsed ?? false), rpm.isFull(at: now), tpm.isFull(at: now) else {
+            return false
+        }
+        guard let borrowable else { return true }
+        return borrowable.rpm.isFull(at: now) && borrowable.tpm.isFull(at: now)
+    }
+
+    /// The clock stepped back to `now`: every bucket's refill counts from `now` (``TokenBucket/rebase(to:)``).
+    mutating func rebase(to now: Double) {
+        rpm.rebase(to: now)
+        tpm.rebase(to: now)
+        borrowable?.rpm.rebase(to: now)
+        borrowable?.tpm.rebase(to: now)
     }
 
     /// Takes an admitted request's call and tokens from the buckets or the burst credit.
@@ -547,6 +560,8 @@ struct EnforcerState {
     /// The instant the waker sleeps until; enqueueing something due earlier rings it.
     var armedWake: Double? = nil
     var stateCollectionThreshold = 4_096
+    /// The latest instant seen (``noticeClock(_:)``).
+    var latestNow = -Double.infinity
 
     /// False when nobody receives telemetry: the events are then not even built.
     let reportsTelemetry: Bool
@@ -556,6 +571,29 @@ struct EnforcerState {
         self.reportsTelemetry = reportsTelemetry
         self.table = LimitTable.bootstrap(configuration)
         self.snapshotTable = table
+    }
+
+    /// How far back the clock must step before the buckets are rebased: below it, instants out of order by a
+    /// little (callers reading the clock before taking the lock) change nothing.
+    static let clockStepTolerance = 1.0
+
+    /// Sees every instant the enforcer is given. When the clock stepped back by more than ``clockStepTolerance``
+    /// (NTP, an operator), every bucket is rebased at `now`: refill resumes at once instead of waiting for the
+    /// clock to pass the instants recorded before the step (round 14: a step back of an hour denied every
+    /// tenant for that hour). Leases and task deadlines are the server's and the caller's instants, and stay.
+    mutating func noticeClock(_ now: Double) {
+        defer { latestNow = now }
+        guard now < latestNow - Self.clockStepTolerance else { return }
+        for index in states.indices { states.values[index].rebase(to: now) }
+        for upstream in idle.keys {
+            idle[upstream]?.rpm?.rebase(to: now)
+            idle[upstream]?.tpm?.rebase(to: now)
+        }
+        for upstream in caps.keys {
+            caps[upstream]?.rpm?.rebase(to: now)
+            caps[upstream]?.tpm?.rebase(to: now)
+        }
+        statistics.clockStepsBack += 1
     }
 
     // MARK: Limits
@@ -636,7 +674,11 @@ struct EnforcerState {
         checkLease(now: now, effects: &effects)
         let previous = table.version
         if let previous {
-            if snapshot.version < previous {
+            // On its fallback (the enforced lease ended), a gateway takes a lower version whose lease is live: the
+            // server's history went back (restored from a backup) and a live allocation beats the floors. Before,
+            // a fleet stayed on its floors until the server's versions passed theirs again (round 14).
+            let serverWentBack = table.inFallback && now < snapshot.expiresAt
+            if snapshot.version < previous && !serverWentBack {
                 statistics.snapshotsRejected += 1
                 let reason = "version \(snapshot.version) is below the enforced version \(previous)"
                 effects.events.append(

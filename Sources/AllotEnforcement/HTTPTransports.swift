@@ -37,7 +37,8 @@ public struct HTTPSnapshotTransport: SnapshotTransport {
         var url = baseURL + "/v1/snapshot?gateway=" + HTTPTransportSupport.percentEncoded(gateway)
         if wait > 0 { url += "&wait=" + HTTPTransportSupport.seconds(wait) }
         var headers: HTTPHeaders = ["Accept": "application/json"]
-        if let knownVersion { headers.add(name: "If-None-Match", value: String(knownVersion)) }
+        // A quoted entity tag, as the ETag is sent (RFC 9110); Allot reads a bare number too, a strict proxy may not.
+        if let knownVersion { headers.add(name: "If-None-Match", value: "\"\(knownVersion)\"") }
         if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
         let client = self.client
         let timeout = Duration.seconds(max(0, wait) + timeoutMargin)

@@ -116,8 +116,12 @@ public actor SnapshotClient {
         guard let refreshMs = enforcer.snapshot?.refreshMs, refreshMs > 0 else {
             return configuration.defaultRefreshInterval
         }
-        return Double(refreshMs) / 1_000
+        // At most ten minutes: a hostile `refresh_ms` (Int.max) put the client to sleep for ages (round 14).
+        return min(Double(refreshMs) / 1_000, Self.longestRefresh)
     }
+
+    /// The longest pause between polls a snapshot's `refresh_ms` may ask for, seconds.
+    static let longestRefresh = 600.0
 
     /// One poll: fetch, apply, account.
     public func pollOnce() async -> PollResult {
@@ -133,7 +137,7 @@ public actor SnapshotClient {
             state.failures += 1
             state.lastError = error.description
             var delay = configuration.backoff.delay(failures: state.consecutiveFailures, unit: random.unit())
-            if let retryAfter = error.retryAfter { delay = max(delay, retryAfter) }
+            delay = configuration.backoff.honouring(retryAfter: error.retryAfter, delay: delay)
             onEvent?(
                 .pollFailed(
                     message: error.description, consecutiveFailures: state.consecutiveFailures, retryIn: delay))
@@ -151,7 +155,10 @@ public actor SnapshotClient {
             let applied = enforcer.apply(snapshot, now: now)
             switch applied {
             case .applied: state.received += 1
-            case .rejected: state.rejected += 1
+            case .rejected(let reason):
+                // Not a failure of the exchange, but what the gateway's health should show (round 14).
+                state.rejected += 1
+                state.lastError = "snapshot rejected: \(reason)"
             case .unchanged: break
             }
             return .received(version: snapshot.version, applied)
@@ -166,7 +173,7 @@ public struct SnapshotClientStatus: Sendable, Equatable {
     /// Last successful exchange with Allot (a snapshot or a `304`), seconds since the epoch.
     public var lastContact: Double?
     public var consecutiveFailures = 0
-    /// The last failure, while failing.
+    /// The last failure, while failing, or why the last snapshot received was rejected (until the next exchange).
     public var lastError: String?
     public var polls = 0
     public var failures = 0

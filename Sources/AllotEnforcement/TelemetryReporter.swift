@@ -113,14 +113,16 @@ public final class TelemetryReporter: TelemetrySink, @unchecked Sendable {
     /// (buffered events stay; call ``flush()`` for a last attempt).
     public func run() async {
         guard transport != nil else { return }
-        var nextFlush = clock.now + configuration.flushInterval
+        // An interval of 0 (or NaN) made this loop spin without suspending: at least 10 ms (round 14).
+        let flushInterval = configuration.flushInterval.isFinite ? max(0.01, configuration.flushInterval) : 1
+        var nextFlush = clock.now + flushInterval
         while !Task.isCancelled {
             let ready = lock.withLock { ring.count >= configuration.batchSize }
             if !ready && clock.now < nextFlush {
                 await signal.wait(until: nextFlush, clock: clock)
                 continue
             }
-            nextFlush = clock.now + configuration.flushInterval
+            nextFlush = clock.now + flushInterval
             switch await deliverBuffered() {
             case .delivered:
                 break
@@ -189,7 +191,7 @@ public final class TelemetryReporter: TelemetrySink, @unchecked Sendable {
                         counters.consecutiveFailures += 1
                         let failures = counters.consecutiveFailures
                         var delay = configuration.backoff.delay(failures: failures, unit: random.unit())
-                        if let retryAfter = error.retryAfter { delay = max(delay, retryAfter) }
+                        delay = configuration.backoff.honouring(retryAfter: error.retryAfter, delay: delay)
                         let dropped = ring.putBackFront(batch)
                         counters.dropped += dropped
                         return (failures, delay, dropped)

@@ -13,12 +13,15 @@ import AllotProtocol
 ///   spread over five gateways) still admits requests at its long-run rate.
 /// - **The level may go negative: that is debt.** Usage reconciled after a response (actual tokens above the
 ///   reservation) is taken unconditionally, and the debt is repaid by the refill before the next admission.
+///   Debt is bounded by an hour of refill (``debtLimit``).
 /// - **Refunds never lift the level above `burst`**, so under-spend cannot be banked into a larger burst.
 /// - **Retuning (a new snapshot) never refills** (``retune(to:at:)``): the level first accrues at the old rate
 ///   up to the swap instant, then the new parameters apply and the level is clamped to the new burst. A swap
 ///   can therefore neither be exploited by a burst nor wipe out a tenant's debt.
 /// - A bucket with rate 0 and burst 0 is a zero allocation and admits nothing.
-/// - Time never runs backwards: a `now` before ``updatedAt`` is treated as ``updatedAt``.
+/// - Time never runs backwards: a `now` before ``updatedAt`` is treated as ``updatedAt``. When the wall clock
+///   itself steps back, the owner calls ``rebase(to:)``: the level stays and refill counts from the new `now`
+///   (without it, a step back of an hour froze every refill for that hour).
 public struct TokenBucket: Sendable, Equatable {
     /// Rate per minute and capacity, both ≥ 0.
     public private(set) var parameters: Bucket
@@ -58,6 +61,11 @@ public struct TokenBucket: Sendable, Equatable {
         return min(parameters.burst, level + elapsed * ratePerSecond)
     }
 
+    /// Whether the bucket is at its burst at `now` (nothing taken that the refill has not paid back).
+    public func isFull(at now: Double) -> Bool {
+        level(at: now) >= parameters.burst
+    }
+
     /// The tokens that must be in the bucket for a request of `amount` to be admitted: `min(amount, burst)`.
     public func threshold(for amount: Double) -> Double {
         min(amount, parameters.burst)
@@ -85,10 +93,23 @@ public struct TokenBucket: Sendable, Equatable {
         updatedAt = now
     }
 
-    /// Removes `amount` tokens at `now`, unconditionally: the level may go negative (debt).
+    /// The clock stepped back to `now`: keeps the level and lets refill run from `now` (no refill, no freeze).
+    public mutating func rebase(to now: Double) {
+        if now < updatedAt { updatedAt = now }
+    }
+
+    /// Removes `amount` tokens at `now`, unconditionally: the level may go negative (debt), down to
+    /// ``debtLimit``.
     public mutating func take(_ amount: Double, at now: Double) {
         advance(to: now)
-        level -= amount
+        level = max(level - amount, -debtLimit)
+    }
+
+    /// The most debt the bucket carries: an hour of refill, or the burst if that is more. A usage report no call
+    /// could have (`Int.max` tokens) locked its tenant out at that gateway for good (round 14); any debt a real
+    /// call leaves is repaid within the hour anyway.
+    public var debtLimit: Double {
+        max(parameters.burst, parameters.rate * 60)
     }
 
     /// Returns `amount` unused tokens at `now`, never filling the bucket above its burst.

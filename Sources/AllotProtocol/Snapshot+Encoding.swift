@@ -175,7 +175,7 @@ extension Snapshot {
         version = try root.int64("version")
         generatedAt = try root.time("generated_at")
         expiresAt = try root.time("expires_at")
-        refreshMs = Int(try root.int64("refresh_ms"))
+        refreshMs = Int(try root.count("refresh_ms"))
         policyVersion = try root.string("policy_version")
         gateway = try root.optionalString("gateway")
         upstreams = try root.array("upstreams").map { (item) throws(SnapshotDecodingError) in
@@ -208,7 +208,7 @@ extension Snapshot {
                 reason: Reasons(rpm: try reason.string("rpm"), tpm: try reason.string("tpm")),
                 burstCredit: credit,
                 mode: try item.optionalString("mode") ?? "enforce",
-                maxConcurrency: Int(try item.optionalInt64("max_concurrency") ?? Int64(Int32.max)),
+                maxConcurrency: Int(try item.optionalCount("max_concurrency") ?? Int64(Int32.max)),
                 tokenEstimate: estimate,
                 deny: try item.optionalString("deny")
             )
@@ -228,7 +228,7 @@ extension Snapshot {
             for (taskClass, _) in members {
                 let entry = try budgetObject.object(taskClass)
                 budgets[taskClass] = TaskBudget(
-                    maxCalls: Int(try entry.int64("max_calls")), maxTokens: Int(try entry.int64("max_tokens")))
+                    maxCalls: Int(try entry.count("max_calls")), maxTokens: Int(try entry.count("max_tokens")))
             }
         }
         taskBudgets = budgets
@@ -298,6 +298,22 @@ private struct Field {
 
     func optionalInt64(_ key: String) throws(SnapshotDecodingError) -> Int64? {
         try optionalMember(key)?.int64Value()
+    }
+
+    /// An integer ≥ 0: a count or a duration (round 14: `max_concurrency` -1 queued every request of its tenant
+    /// until its wait ran out).
+    func count(_ key: String) throws(SnapshotDecodingError) -> Int64 { try member(key).countValue() }
+
+    func optionalCount(_ key: String) throws(SnapshotDecodingError) -> Int64? {
+        try optionalMember(key)?.countValue()
+    }
+
+    func countValue() throws(SnapshotDecodingError) -> Int64 {
+        let value = try int64Value()
+        guard value >= 0 else {
+            throw SnapshotDecodingError(path: path, reason: "expected an integer ≥ 0, found \(value)")
+        }
+        return value
     }
 
     func time(_ key: String) throws(SnapshotDecodingError) -> Double {

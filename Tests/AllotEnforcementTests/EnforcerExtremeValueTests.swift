@@ -68,10 +68,45 @@ import Testing
         #expect(AttemptResult(status: 200, promptTokens: .max, completionTokens: 10).actualTokens == .max)
         #expect(AttemptResult(status: 200, promptTokens: 1_000, completionTokens: 10).actualTokens == 1_010)
         let tenant = TenantEntry.make(tpm: Bucket(rate: 6_000, burst: 1_000))
-        let enforcer = Enforcer.make(.make(tenants: [tenant]), configuration: Self.configuration)
+        let enforcer = Enforcer.make(.make(expiresAt: 1e10, tenants: [tenant]), configuration: Self.configuration)
         let ticket = try enforcer.mustAdmit(.make(tokens: 100), now: 1_000)
         enforcer.complete(ticket, AttemptResult(status: 200, promptTokens: .max, completionTokens: 10), now: 1_001)
         #expect(try enforcer.mustDeny(.make(tokens: 100), now: 1_001).limit == .tpm)
+        // The debt stops at an hour of refill (360,000 tokens at 6,000/min): the tenant is back after the hour
+        // (the bucket full again by 3,610 s), not locked out at this gateway for good (round 14).
+        #expect(try enforcer.mustDeny(.make(tokens: 100), now: 1_001 + 3_590).limit == .tpm)
+        _ = try enforcer.mustAdmit(.make(tokens: 100), now: 1_001 + 3_610)
+    }
+
+    /// A bucket's debt is bounded by an hour of its refill, or its burst where that is more.
+    @Test func debtStopsAtAnHourOfRefill() {
+        var bucket = TokenBucket(parameters: Bucket(rate: 60, burst: 10), now: 0)
+        bucket.take(1e18, at: 0)
+        #expect(bucket.level == -3_600)
+        var slow = TokenBucket(parameters: Bucket(rate: 0.1, burst: 10), now: 0)
+        slow.take(100, at: 0)
+        #expect(slow.level == -10)
+        var ordinary = TokenBucket(parameters: Bucket(rate: 60, burst: 10), now: 0)
+        ordinary.take(500, at: 0)
+        #expect(ordinary.level == -490)
+    }
+
+    /// The wall clock stepped back an hour (NTP, an operator): refill resumes from the new instant. Before, every
+    /// refill waited for the clock to pass the instants recorded before the step, an hour of denials for all.
+    @Test func aClockSteppedBackRebasesTheBuckets() throws {
+        let tenant = TenantEntry.make(rpm: Bucket(rate: 60, burst: 1))
+        let enforcer = Enforcer.make(.make(expiresAt: 1e10, tenants: [tenant]), configuration: Self.configuration)
+        _ = try enforcer.mustAdmit(now: 5_000)
+        // One hour back: the empty bucket refills from there, one request a second.
+        let denial = try enforcer.mustDeny(now: 1_400)
+        #expect(denial.retryAfter == 1)
+        _ = try enforcer.mustAdmit(now: 1_401)
+        #expect(try enforcer.mustDeny(now: 1_401.5).limit == .rpm)
+        _ = try enforcer.mustAdmit(now: 1_402)
+        #expect(enforcer.statistics.clockStepsBack == 1)
+        // Instants out of order by less than a second change nothing.
+        _ = try enforcer.mustDeny(now: 1_401.9)
+        #expect(enforcer.statistics.clockStepsBack == 1)
     }
 
     /// A prompt of Int.max tokens without an estimate: prompt plus the expected completion trapped on overflow.

@@ -42,21 +42,22 @@ import Testing
         gateway.start()
         #expect(await gateway.waitForSnapshot(timeout: 30))
         #expect(gateway.enforcer.enforcedVersion == 1)
-        // The next poll is held with If-None-Match: 1 until version 2 is published.
-        #expect(await eventually { server.stub.snapshotRequests.contains { $0.ifNoneMatch == "1" && $0.status == 0 } })
+        // The next poll is held with If-None-Match: "1" (a quoted entity tag) until version 2 is published.
+        #expect(
+            await eventually { server.stub.snapshotRequests.contains { $0.ifNoneMatch == #""1""# && $0.status == 0 } })
         server.stub.publish(Self.snapshot(version: 2, lease: 60))
         #expect(await eventually { gateway.enforcer.enforcedVersion == 2 })
         // With nothing new, held polls end in 304 and the client polls again with the same version.
         #expect(
             await eventually {
-                server.stub.snapshotRequests.filter { $0.ifNoneMatch == "2" && $0.status == 304 }.count >= 2
+                server.stub.snapshotRequests.filter { $0.ifNoneMatch == #""2""# && $0.status == 304 }.count >= 2
             })
         let requests = server.stub.snapshotRequests.filter { $0.status != 0 }
         #expect(requests.first?.ifNoneMatch == nil)
         #expect(requests.first?.status == 200)
         #expect(requests.allSatisfy { $0.gateway == "eu/gw-1" && $0.wait == "0.2" })
         #expect(requests.allSatisfy { $0.authorization == "Bearer gw-secret" })
-        #expect(requests.contains { $0.ifNoneMatch == "1" && $0.status == 200 })
+        #expect(requests.contains { $0.ifNoneMatch == #""1""# && $0.status == 200 })
         let status = await gateway.snapshotClient!.status
         #expect(status.consecutiveFailures == 0)
         #expect(status.received == 2)

@@ -33,6 +33,9 @@ import Testing
         #expect(
             await client.pollOnce()
                 == .received(version: 6, .rejected(reason: "version 6 is below the enforced version 7")))
+        // A rejection is no failure of the exchange, but the status names it.
+        #expect(await client.status.lastError == "snapshot rejected: version 6 is below the enforced version 7")
+        #expect(await client.status.consecutiveFailures == 0)
         #expect(await client.pollOnce() == .received(version: 7, .unchanged))
         #expect(await client.pollOnce() == .received(version: 8, .applied))
         #expect(transport.requests.map(\.knownVersion) == [nil, 7, 7, 7, 7])
@@ -70,7 +73,7 @@ import Testing
         }
         #expect(delays[0] == expected[0])
         #expect(delays[1] == expected[1])
-        #expect(delays[2] == 40)  // Retry-After beats the shorter backoff
+        #expect(delays[2] == 30)  // Retry-After (40) beats the shorter backoff, up to the backoff's maximum
         #expect(expected[1] > 0.5 && expected[1] <= 1)
         var status = await client.status
         #expect(status.consecutiveFailures == 3)
@@ -140,6 +143,38 @@ import Testing
         clock.advance(to: 1_000 + first + second)
         #expect(await eventually { enforcer.enforcedVersion == 1 })
         #expect(transport.requests.map(\.at).prefix(3) == [1_000, 1_000 + first, 1_000 + first + second])
+    }
+
+    /// A server's Retry-After is honoured up to the backoff's maximum: a proxy's `Retry-After: 86400` kept a gateway
+    /// from polling for a day, on its fallback floors (round 14). Settings that would spin read as sane ones.
+    @Test func retryAfterIsHonouredUpToTheMaximumAndSpinningSettingsAreRefused() {
+        let backoff = Backoff(initial: 0.5, maximum: 30)
+        #expect(backoff.honouring(retryAfter: 86_400, delay: 2) == 30)
+        #expect(backoff.honouring(retryAfter: 12, delay: 2) == 12)
+        #expect(backoff.honouring(retryAfter: 1, delay: 2) == 2)
+        #expect(backoff.honouring(retryAfter: nil, delay: 2) == 2)
+        #expect(backoff.honouring(retryAfter: .nan, delay: 2) == 2)
+        #expect(Backoff(initial: 0.5, maximum: 30, multiplier: 0, jitter: 0).delay(failures: 3, unit: 0) == 0.5)
+        #expect(Backoff(initial: 0, maximum: 30, jitter: 0).delay(failures: 1, unit: 0) == 0.5)
+        #expect(Backoff(initial: 0.5, maximum: .nan, jitter: 0).delay(failures: 100, unit: 0) == 30)
+        #expect(Backoff(initial: 2, maximum: 1, jitter: 0).delay(failures: 5, unit: 0) == 2)
+    }
+
+    /// On its fallback floors, a gateway takes a lower version with a live lease (the server was restored from a
+    /// backup); with its own lease live, it rejects it as before (round 14: a fleet stayed on its floors until
+    /// the server's versions passed theirs).
+    @Test func onTheFallbackALowerVersionWithALiveLeaseIsTaken() async {
+        let enforcer = Enforcer.make(.make(version: 10, expiresAt: 1_300, tenants: [Self.acme]))
+        let restored = Snapshot.make(version: 3, generatedAt: 1_250, expiresAt: 1_550, tenants: [Self.acme])
+        #expect(enforcer.apply(restored, now: 1_260) == .rejected(reason: "version 3 is below the enforced version 10"))
+        #expect(enforcer.status(now: 1_301).inFallback)
+        let stale = Snapshot.make(version: 2, generatedAt: 1_000, expiresAt: 1_300, tenants: [Self.acme])
+        #expect(enforcer.apply(stale, now: 1_301) == .rejected(reason: "version 2 is below the enforced version 10"))
+        let again = Snapshot.make(version: 4, generatedAt: 1_300, expiresAt: 1_600, tenants: [Self.acme])
+        #expect(enforcer.apply(again, now: 1_302) == .applied)
+        let status = enforcer.status(now: 1_302)
+        #expect(status.version == 4)
+        #expect(!status.inFallback)
     }
 
     @Test func backoffGrowsToItsMaximumAndJitterStaysInRange() {

@@ -94,6 +94,23 @@ import Testing
             try Snapshot(json: ["generated_at": "x"])
         }
         #expect(throws: SnapshotDecodingError.self) { try Snapshot(decoding: Array("{".utf8)) }
+        // Counts are never negative (round 14: max_concurrency -1 queued every request of its tenant).
+        first["rpm"] = ["rate": 1, "burst": 1]
+        first["max_concurrency"] = -1
+        tenants[0] = .object(first)
+        root["tenants"] = .array(tenants)
+        let negative = SnapshotDecodingError(
+            path: "$.tenants[0].max_concurrency", reason: "expected an integer ≥ 0, found -1")
+        #expect(throws: negative) { try Snapshot(json: .object(root)) }
+        first["max_concurrency"] = 0
+        tenants[0] = .object(first)
+        root["tenants"] = .array(tenants)
+        root["refresh_ms"] = -5
+        #expect(throws: SnapshotDecodingError(path: "$.refresh_ms", reason: "expected an integer ≥ 0, found -5")) {
+            try Snapshot(json: .object(root))
+        }
+        root["refresh_ms"] = 5_000
+        #expect(try Snapshot(json: .object(root)).tenants[0].maxConcurrency == 0)
     }
 
     @Test func ignoresUnknownFields() throws {
