@@ -237,6 +237,21 @@ import Testing
         _ = try off.mustAdmit(.make("s1"), now: 1_000.5)
     }
 
+    /// A refusal's hold is a wait: a snapshot that cuts the rate (the upstream collapsed) keeps the hold's end,
+    /// not its tokens. Kept in tokens, a 60-s hold at 1.2M tokens/min took 6,000 s at 12,000/min, and the gateway
+    /// sent nothing after the upstream recovered (round 14).
+    @Test func aRefusalsHoldEndsWhenItWouldHaveAfterTheRateIsCut() throws {
+        let tenth = (0..<30).map { TenantEntry.make("s\($0)", rpm: Bucket(rate: 0.06, burst: 1)) }
+        let refusal = AttemptResult(status: 429, latency: 0.5, headers: [("retry-after", "5")])
+        let enforcer = Enforcer.make(.make(expiresAt: 1e10, tenants: Self.small))
+        enforcer.complete(try enforcer.mustAdmit(.make("s0"), now: 1_000), refusal, now: 1_000.5)
+        // At 1,001 the cap owes 0.35 requests, 1.17 s at 0.3/s. Cut tenfold, it owes 0.035 (1.17 s at 0.03/s),
+        // and one request refills in 33.3 s more: admitted from 1,035.5 (in tokens, from 1,046).
+        #expect(enforcer.apply(.make(version: 2, expiresAt: 1e10, tenants: tenth), now: 1_001) == .applied)
+        #expect(approx(try enforcer.mustDeny(.make("s1"), now: 1_001).retryAfter, 1.035 / 0.03))
+        _ = try enforcer.mustAdmit(.make("s1"), now: 1_001 + 1.035 / 0.03 + 1e-6)
+    }
+
     @Test func aNewSnapshotKeepsTheCapsLevel() throws {
         let enforcer = Enforcer.make(.make(tenants: Self.small))
         for index in 0..<3 { _ = try enforcer.mustAdmit(.make("s\(index)"), now: 1_000) }

@@ -27,6 +27,27 @@ import Testing
     /// Borrowing without a per-tenant allowance: the idle buckets alone bound it.
     static let unbounded = GatewayConfiguration(gatewayID: "gw-1", borrowShare: .infinity)
 
+    /// A borrower whose loan used far more than it declared owes it to its allowance, not to its own buckets: its
+    /// state is kept (not collected as idle at the next snapshot) until the allowance is repaid too. Collected, the
+    /// debt vanished with it (round 14).
+    @Test func aBorrowersAllowanceDebtOutlivesTheNextSnapshot() throws {
+        let rpm = Bucket(rate: 600, burst: 100)
+        let small = TenantEntry.make("small", rpm: rpm, tpm: Bucket(rate: 6_000, burst: 1_000))
+        let large = TenantEntry.make("large", rpm: rpm, tpm: Bucket(rate: 60_000, burst: 10_000))
+        let configuration = GatewayConfiguration(gatewayID: "gw-1", capWindow: 0)
+        let enforcer = Enforcer.make(.make(expiresAt: 1e10, tenants: [small, large]), configuration: configuration)
+        let own = try enforcer.mustAdmit(.make("small", tokens: 1_000), now: 1_020)
+        let loan = try enforcer.mustAdmit(.make("small", tokens: 1_000), now: 1_020)
+        #expect(enforcer.statistics.borrowed == 1)
+        enforcer.complete(loan, AttemptResult(status: 200, promptTokens: 1_000, completionTokens: 49_000), now: 1_021)
+        enforcer.complete(own, AttemptResult(status: 200, promptTokens: 500, completionTokens: 500), now: 1_021)
+        // By 1,035 its own buckets are full again; its allowance (6,000/min) owes 49,000 tokens for 490 s.
+        #expect(enforcer.apply(.make(version: 2, expiresAt: 1e10, tenants: [small, large]), now: 1_035) == .applied)
+        #expect(enforcer.status(now: 1_035).trackedTenants == 1)
+        #expect(enforcer.apply(.make(version: 3, expiresAt: 1e10, tenants: [small, large]), now: 1_600) == .applied)
+        #expect(enforcer.status(now: 1_600).trackedTenants == 0)
+    }
+
     @Test func aBusyTenantBorrowsWhatAnotherLeavesIdleAndTheLenderKeepsItsBucket() throws {
         let enforcer = Enforcer.make(.make(tenants: [Self.busy, Self.quiet]), configuration: Self.unbounded)
         // The idle buckets start empty at the snapshot (1000): busy's own burst only.
