@@ -52,7 +52,7 @@ let package = Package(
         /// Provider rate-limit headers and error classification; shared by server and gateways.
         .target(name: "AllotSignals", dependencies: ["AllotTime", "AllotJSON"]),
         /// Pure allocation maths and the policy model. No I/O, no clock.
-        .target(name: "AllotCore", dependencies: ["AllotJSON"]),
+        .target(name: "AllotCore", dependencies: ["AllotJSON", "AllotTime"]),
         .target(
             name: "AllotStore",
             dependencies: ["AllotSQLite", "AllotCore", "AllotSignals", "AllotTime", "AllotJSON", "AllotAssets", "AllotLog"]

@@ -1,4 +1,5 @@
 import AllotJSON
+import AllotTime
 
 /// An operator's override of a tenant's terms (SPEC 6.8): tier, weight, floor and/or ceiling, with
 /// who set it, why and until when.
@@ -79,10 +80,23 @@ public struct Override: Sendable, Hashable, Codable {
     /// The longest `reason`, in UTF-8 bytes, as for every reason an operator gives.
     public static let maxReasonBytes = 1024
 
+    /// `expires_at` as seconds since the epoch or an RFC 3339 time (`"2026-12-01T00:00:00Z"`, as every time this
+    /// API answers with; round 14: a string was `wrong_type`).
+    private static func expiry(_ value: JSON?, at path: JSONPath, reader: inout FieldReader) -> Double? {
+        guard case .string(let text)? = value else { return reader.number(value, at: path, .nonNegative) }
+        guard let seconds = RFC3339.parse(text) else {
+            reader.report(
+                path, .invalidValue,
+                "must be seconds since the epoch or an RFC 3339 time (2026-12-01T00:00:00Z), not \"\(text)\"")
+            return nil
+        }
+        return seconds
+    }
+
     /// Reads the body of `PUT /v1/tenants/{id}/override`:
     /// `{"tier": …, "weight": …, "floor": {…}, "ceiling": {…}, "upstream": …, "reason": "…",
     /// "ttl_s": 3600}` — `reason` is required, and so is one of `ttl_s` (seconds from `now`) or
-    /// `expires_at` (seconds since the Unix epoch, in the future); at least one of tier, weight,
+    /// `expires_at` (seconds since the Unix epoch or an RFC 3339 time, in the future); at least one of tier, weight,
     /// floor or ceiling must be given. Quantities are written as in policy files.
     ///
     /// - Parameter tracked: pools the loop follows without the policy declaring them: `upstream` must be
@@ -141,7 +155,7 @@ public struct Override: Sendable, Hashable, Codable {
                     reader.report(root.key("ttl_s"), .outOfRange, message + Quantity.format(ttl))
                 }
                 result.expiresAt = now + ttl
-            } else if let expiry = reader.number(object["expires_at"], at: root.key("expires_at"), .nonNegative) {
+            } else if let expiry = Self.expiry(object["expires_at"], at: root.key("expires_at"), reader: &reader) {
                 if expiry <= now { reader.report(root.key("expires_at"), .outOfRange, "must be in the future") }
                 if expiry > now + longest {
                     reader.report(

@@ -68,7 +68,16 @@ struct OperatorQuery {
     /// Returns seconds since the epoch.
     func time(_ name: String) throws(HTTPError) -> Double? {
         guard let text = string(name) else { return nil }
-        if let milliseconds = Int64(text) { return EpochTime.seconds(fromMilliseconds: milliseconds) }
+        if let milliseconds = Int64(text) {
+            // Epoch seconds read as milliseconds fell in January 1970, silently (round 14: `from=1764345600`
+            // returned every audit entry): a positive number before 1973 in milliseconds is refused.
+            guard milliseconds <= 0 || milliseconds >= 100_000_000_000 else {
+                throw HTTPError.badRequest(
+                    "\(name) \(text) looks like epoch seconds; give epoch milliseconds (\(text)000) or an RFC 3339 time "
+                        + "(2026-11-22T03:00:00Z)", code: "invalid_parameter", field: name)
+            }
+            return EpochTime.seconds(fromMilliseconds: milliseconds)
+        }
         if let seconds = RFC3339.parse(text) { return seconds }
         throw HTTPError.badRequest(
             "\(name) must be an RFC 3339 time (2026-11-22T03:00:00Z) or epoch milliseconds; got '\(text)'",

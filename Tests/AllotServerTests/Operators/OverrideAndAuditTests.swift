@@ -49,6 +49,8 @@ import Testing
             // Overrides always expire, within 366 days; a reason is at most 1024 bytes, as every other.
             (#"{"weight":2,"reason":"x","ttl_s":1e20}"#, "out_of_range", "ttl_s"),
             (#"{"weight":2,"reason":"x","expires_at":1e15}"#, "out_of_range", "expires_at"),
+            (#"{"weight":2,"reason":"x","expires_at":"tomorrow"}"#, "invalid_value", "expires_at"),
+            (#"{"weight":2,"reason":"x","expires_at":"1970-01-02T00:00:00Z"}"#, "out_of_range", "expires_at"),
             (#"{"weight":2,"reason":"\#(String(repeating: "x", count: 1025))","ttl_s":60}"#, "invalid_value", "reason"),
             (#"{"weight":2,"reason":"x"}"#, "missing_field", "ttl_s"),
             (#"{"tier":"platinum","reason":"x","ttl_s":60}"#, "unknown_tier", "tier"),
@@ -93,6 +95,13 @@ import Testing
         let badID = await harness.send(.put, "/v1/tenants/a%20b/override", as: .operator, json: "{}")
         #expect(badID.jsonBody["error"]?["field"] == "id")
         #expect(await harness.send(.delete, "/v1/tenants/acme/override", as: .operator).status == .notFound)
+        // An RFC 3339 expiry, as every time the API answers with, is taken as well as epoch seconds.
+        let until = RFC3339.format(harness.clock.now + 900, fractionDigits: 0)
+        let other = await harness.send(
+            .put, "/v1/tenants/acme/override", as: .operator,
+            json: #"{"weight":2,"reason":"trial","expires_at":"\#(until)"}"#)
+        #expect(other.status == .ok)
+        #expect(other.jsonBody["override"]?["expires_at"]?.stringValue == RFC3339.format(harness.clock.now + 900))
         await harness.close()
     }
 
@@ -193,6 +202,14 @@ import Testing
             tenant.jsonBody["entries"]?.arrayValue?.compactMap { $0["action"]?.stringValue } == [
                 "proposal.reject", "override.propose",
             ])
+        // Epoch seconds given for `from` fell in January 1970 as milliseconds and matched everything: refused.
+        let seconds = await harness.send(.get, "/v1/audit?from=1764345600", as: .sre)
+        #expect(seconds.status == .badRequest)
+        #expect(seconds.jsonBody["error"]?["field"] == "from")
+        #expect(
+            seconds.jsonBody["error"]?["message"]?.stringValue?.hasPrefix(
+                "from 1764345600 looks like epoch seconds; give epoch milliseconds (1764345600000)") == true)
+        #expect(await harness.send(.get, "/v1/audit?from=1764345600000", as: .sre).status == .ok)
         #expect(await harness.send(.get, "/v1/audit", as: .operator).status == .forbidden)
         await harness.close()
     }
