@@ -23,6 +23,10 @@ import Testing
         #expect(names.contains("silent-starvation"))
         #expect(names.contains("fleet-hour"))
         #expect(names.count >= 9)
+        // With a scenario it listed and ignored the scenario: refused (usage, exit 2).
+        let both = await runCLI(["simulate", "--list", "--scenario", "gaming"])
+        #expect(both.code == 2)
+        #expect(both.err.contains("--list takes no other option (got --scenario)"), "\(both.err)")
     }
 
     @Test func aBadScenarioFileNamesThePathAtFault() async throws {

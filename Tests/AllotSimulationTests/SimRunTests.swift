@@ -703,6 +703,13 @@ import Testing
             let fields = line.split(separator: " ")
             #expect(fields.count == 5 && fields[2] == "tiny/pool" && Int(fields[4]) != nil, "\(line)")
         }
+        // "0" (or false, no, empty) is off: it switched the trace on (round 14).
+        var quiet: [String] = []
+        let off = try await SimulationRun(
+            scenario: scenario, strategy: .allot, seed: 1, environment: ["ALLOT_SIM_DEBUG": "0"],
+            log: { quiet.append($0) })
+        _ = try await off.execute()
+        #expect(quiet.isEmpty)
     }
 
     @Test func aTraceValueKeepsDecimalsBelowTen() {

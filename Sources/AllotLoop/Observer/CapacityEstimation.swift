@@ -350,6 +350,11 @@ extension PoolTrack {
             recentLimits = limits
             if at >= headerLimitAt[dimension] ?? -Double.infinity { headerLimitAt[dimension] = at }
             if let left = statement.remaining, at >= (remaining[dimension]?.at ?? -Double.infinity) {
+                if let previous = remaining[dimension], Double(limit) >= previous.limit * PoolEvaluation.statedRaise {
+                    var raised = limitRaisedAt ?? PerDimension(nil)
+                    raised[dimension] = at
+                    limitRaisedAt = raised
+                }
                 let sample = RemainingSample(
                     at: at, limit: Double(limit), remaining: Double(max(0, left)), windowSeconds: window)
                 remaining[dimension] = sample

@@ -109,6 +109,10 @@ struct PoolTrack: Sendable, Hashable, Codable {
     /// capacity): a median of as many statements as it, or fewer, must leave it by √2 times the tolerance (see
     /// ``medianTolerance(_:)``). nil in checkpoints written before it.
     var startCount: PerDimension<Int>?
+    /// When (event time) a statement last stated a limit a quarter or more above the statement before it: for a
+    /// header window after it, the provider's bucket is still filling to its new size and `limit − remaining` is
+    /// not others' use (``PoolEvaluation``'s shared-key reading). nil in checkpoints written before it.
+    var limitRaisedAt: PerDimension<Double?>?
     /// Others' use of a shared key, per minute, inferred from the newest fresh `remaining`.
     var othersUse: PerDimension<Double> = PerDimension(0)
     /// The newest served-while-throttled measurement per dimension (per minute, with when it was made):

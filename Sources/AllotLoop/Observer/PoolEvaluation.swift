@@ -548,10 +548,16 @@ struct PoolEvaluation {
         var others: [Double] = []
         var limit = 0.0
         let width = pool.fine.seconds
+        // For a header window after the stated limit rose by a quarter or more, the provider's bucket is still
+        // filling to its new size and `limit − remaining` measures that, not another client (round 14: a pool back
+        // from 6 to 600 rpm read "another client uses ~266 rpm", and the estimate fell to its floor, 0.3 rpm, for
+        // three minutes).
+        let raisedAt = pool.limitRaisedAt?[dimension] ?? nil
         for sample in samples {
             guard sample.at >= now - settings.shortWindowSeconds, sample.at <= settledBefore,
                 sample.windowSeconds <= settings.shortWindowSeconds + 1e-9,
-                let first = pool.firstEventAt, first <= sample.at - sample.windowSeconds
+                let first = pool.firstEventAt, first <= sample.at - sample.windowSeconds,
+                raisedAt.map({ sample.at - sample.windowSeconds >= $0 }) ?? true
             else { continue }
             let from = pool.fine.index(of: sample.at - sample.windowSeconds)
             let to = pool.fine.index(of: sample.at)

@@ -67,7 +67,8 @@ final class SimulationRun {
         self.scenario = scenario
         self.strategy = strategy
         self.seed = seed
-        debug = environment["ALLOT_SIM_DEBUG"] != nil
+        // Set and not "0", "false", "no" or empty (round 14: `ALLOT_SIM_DEBUG=0` switched the trace on).
+        debug = environment["ALLOT_SIM_DEBUG"].map { !["", "0", "false", "no"].contains($0.lowercased()) } ?? false
         watched = environment["ALLOT_SIM_TENANTS"].map { Set($0.split(separator: ",").map(String.init)) }
         self.log = log
         policy = try SimulationPolicy.policy(for: scenario, base: basePolicy)

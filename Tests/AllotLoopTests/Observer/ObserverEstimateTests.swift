@@ -815,6 +815,28 @@ struct ObserverEstimateTests {
         #expect(status.signals.contains("another client uses ~690 rpm of the shared key: estimate 1000 → 310"))
     }
 
+    /// A limit raised tenfold (an upstream back from a collapse): the first statements of the new limit show its
+    /// bucket still filling (300 of 1000 remain). The estimate follows the raise; the filling bucket is not another
+    /// client: read as one, it cut the estimate to 356 here ("another client uses ~644 rpm"), and in an outside
+    /// scenario to its floor for three minutes (round 14).
+    @Test func aRaisedLimitsFillingBucketIsNotAnotherClient() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy())
+        var events = [script.event(at: t0 - 70)]
+        events += script.spread(50, from: t0 - 60, to: t0 - 5) { script, at in
+            script.event(at: at, signals: F.openAI(limitRequests: 100, remainingRequests: 90, resetMs: 6_000))
+        }
+        _ = estimation.observe(script.delta(events), now: t0 - 5)
+        let raised = script.spread(5, from: t0 - 5, to: t0) { script, at in
+            script.event(at: at, signals: F.openAI(limitRequests: 1000, remainingRequests: 300, resetMs: 42_000))
+        }
+        let report = estimation.observe(script.delta(raised), now: t0)
+        let status = try #require(F.status(report))
+        #expect(status.headerLimit.rpm == 1000)
+        #expect(status.estimate.rpm == 1000)
+        #expect(!status.signals.contains { $0.contains("another client") }, "\(status.signals)")
+    }
+
     @Test func aStatementIsJudgedOnceOurSuccessesBeforeItAreReported() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy())
