@@ -67,9 +67,9 @@ public struct PolicyFile: Sendable, Hashable {
 }
 
 /// Suggests the known name closest to a misspelt one (Levenshtein distance), for error messages.
-enum NameSuggestion {
+public enum NameSuggestion {
     /// The closest of `candidates` to `name`, if it is close enough to be a plausible typo.
-    static func closest(to name: String, among candidates: [String]) -> String? {
+    public static func closest(to name: String, among candidates: [String]) -> String? {
         let lowered = name.lowercased()
         var best: (name: String, distance: Int)?
         for candidate in candidates {

@@ -301,6 +301,25 @@ struct TenantRoutes: Sendable {
 
     // MARK: Overrides
 
+    /// A warning for an override on a tenant nobody has seen (no telemetry, not in the policy), with the nearest
+    /// known id: `acmee` for `acme` was applied silently and listed as a tenant of its own (round 14). It is stored
+    /// all the same (an override may be set up before a tenant's first call); null for a known tenant.
+    private func unknownTenantWarning(_ id: String, policy: Policy) async throws(HTTPError) -> JSON {
+        guard policy.tenant(id) == nil else { return .null }
+        let seen: [String]
+        do {
+            seen = try await console.telemetry.names().tenants.values.map(\.id)
+        } catch {
+            throw OperatorRoutes.unavailable(error)
+        }
+        guard !seen.contains(id) else { return .null }
+        var text = "no tenant \(id) has sent telemetry or is named by the policy: the override waits for its first call"
+        if let nearest = NameSuggestion.closest(to: id, among: seen + policy.tenants.map(\.id)) {
+            text += "; did you mean \(nearest)?"
+        }
+        return .string(text)
+    }
+
     /// `PUT /v1/tenants/{id}/override` (SPEC 6.8): applies at the next tick (200), or — when it
     /// crosses a guardrail — is filed as a proposal for an SRE (202). The actor is the token's name.
     func setOverride(_ request: HTTPRequest, _ principal: Principal) async throws -> HTTPResponse {
@@ -336,7 +355,7 @@ struct TenantRoutes: Sendable {
             }
             return .json([
                 "status": "applied", "override": after, "previous": previous.map(OperatorJSON.override) ?? .null,
-                "applies": "at the next tick",
+                "applies": "at the next tick", "warning": try await unknownTenantWarning(id, policy: policy),
             ])
         }
         let proposal = Proposal.forOverride(override, crossings: crossings, settings: policy.proposals)

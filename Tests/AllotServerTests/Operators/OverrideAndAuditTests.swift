@@ -102,6 +102,14 @@ import Testing
             json: #"{"weight":2,"reason":"trial","expires_at":"\#(until)"}"#)
         #expect(other.status == .ok)
         #expect(other.jsonBody["override"]?["expires_at"]?.stringValue == RFC3339.format(harness.clock.now + 900))
+        // A tenant nobody has seen (no telemetry, not in the policy) is stored with a warning naming the nearest id.
+        let ghost = await harness.send(
+            .put, "/v1/tenants/example-premiun/override", as: .operator, json: #"{"weight":2,"reason":"x","ttl_s":60}"#)
+        #expect(ghost.status == .ok)
+        #expect(
+            ghost.jsonBody["warning"]?.stringValue
+                == "no tenant example-premiun has sent telemetry or is named by the policy: the override waits for its "
+                + "first call; did you mean example-premium?")
         await harness.close()
     }
 
