@@ -498,6 +498,17 @@ public actor LoopRunner {
             observed.alerts + classified.alerts + engineAlerts.convert(decision.alerts, now: now) + reviewed
         lap(.review)
 
+        // A drain in force is an alert while it lasts: gateways enforce their fallback floors, where tenants
+        // without a floor get nothing, and it outlives restarts (round 14: nothing showed it but a counter).
+        if let since = await publisher.drainedSince {
+            loopAlerts["drain"] = LoopAlert(
+                kind: "drain", severity: .warning,
+                message: "a drain is in force since \(RFC3339.format(since)): gateways enforce their fallback floors "
+                    + "and ticks publish nothing until it ends (DELETE /v1/drain, allot drain --resume)",
+                since: since)
+        } else {
+            loopAlerts["drain"] = nil
+        }
         let total = Double(MonotonicClock.now() &- start) / 1e9
         report.durations[.total] = total
         loopAlerts["tick_failed"] = nil

@@ -73,8 +73,8 @@ struct OperatorQuery {
             // returned every audit entry): a positive number before 1973 in milliseconds is refused.
             guard milliseconds <= 0 || milliseconds >= 100_000_000_000 else {
                 throw HTTPError.badRequest(
-                    "\(name) \(text) looks like epoch seconds; give epoch milliseconds (\(text)000) or an RFC 3339 time "
-                        + "(2026-11-22T03:00:00Z)", code: "invalid_parameter", field: name)
+                    "\(name) \(text) looks like epoch seconds; give epoch milliseconds (\(text)000) or an RFC 3339 "
+                        + "time (2026-11-22T03:00:00Z)", code: "invalid_parameter", field: name)
             }
             return EpochTime.seconds(fromMilliseconds: milliseconds)
         }

@@ -3,6 +3,7 @@ import AllotHTTP
 import AllotJSON
 import AllotLoop
 import AllotSQLite
+import AllotTime
 
 /// The HTTP API of SPEC section 9, route by route with its access rule. Handlers live next to
 /// the component they serve; this file is the table of contents.
@@ -73,6 +74,14 @@ enum ServiceRoutes {
                 checks["loop"] = ["ok": false, "error": .string(message)]
             } else {
                 checks["loop"] = ["ok": true, "tick": .int(loop.view.tick)]
+            }
+        }
+        // A drain is the operator's choice, not a fault: shown, without failing readiness.
+        if let publisher = context.operators.loop?.publisher {
+            if let since = await publisher.drainedSince {
+                checks["drain"] = ["ok": true, "in_force": true, "since": .string(RFC3339.format(since))]
+            } else {
+                checks["drain"] = ["ok": true, "in_force": false]
             }
         }
         if let error = await context.policyWatcher.lastError {

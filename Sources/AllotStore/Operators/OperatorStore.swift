@@ -180,6 +180,18 @@ public struct OperatorStore: Sendable {
                 UPDATE proposals SET status = 'expired', updated_ms = ?
                 WHERE status = 'pending' AND source = 'override' AND expires_ms <= ?
                 """, nowMs, nowMs)
+            // An override that expires leaves a trace in the audit log, as every change to a tenant's terms does
+            // (round 14: customer success could not tell an override had ended).
+            let ended = try connection.queryAll(
+                "SELECT tenant, body FROM overrides WHERE expires_ms <= ? ORDER BY tenant, upstream", nowMs
+            ) { row in (tenant: row.string(0) ?? "", body: row.string(1) ?? "") }
+            for override in ended {
+                try AuditLog.append(
+                    AuditEntry(
+                        atMs: nowMs, actor: "allot", action: "override.expire", subject: override.tenant,
+                        tenant: override.tenant, before: try? JSON.parse(Array(override.body.utf8)), reason: "expired"),
+                    on: connection)
+            }
             try connection.run("DELETE FROM overrides WHERE expires_ms <= ?", nowMs)
             try connection.run(
                 "DELETE FROM burst_requests WHERE status <> 'pending' AND requested_ms < ?", burstCutoff)

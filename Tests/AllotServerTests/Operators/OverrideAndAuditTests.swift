@@ -36,6 +36,17 @@ import Testing
         #expect(detail.jsonBody["upstreams"]?[0]?["override"] == .null)
         let rows = try await harness.pool.read { try $0.queryValue("SELECT count(*) FROM overrides")?.int64 }
         #expect(rows == 0)
+        // Its end is audited, once, as the service's doing.
+        let ended = await harness.send(.get, "/v1/audit?action=override.expire", as: .sre)
+        let entries = ended.jsonBody["entries"]?.arrayValue ?? []
+        #expect(entries.count == 1)
+        #expect(entries.first?["actor"] == "allot")
+        #expect(entries.first?["tenant"] == "beta")
+        #expect(entries.first?["reason"] == "expired")
+        #expect(entries.first?["before"]?["weight"]?.doubleValue == 3)
+        await harness.tick()
+        let again = await harness.send(.get, "/v1/audit?action=override.expire", as: .sre)
+        #expect(again.jsonBody["entries"]?.arrayValue?.count == 1)
         await harness.close()
     }
 

@@ -185,6 +185,15 @@ import Testing
         let served = try await again.json("/v1/snapshot")
         #expect(served["version"] == .int(first + 1))
         #expect(served["expires_at"] == served["generated_at"])
+        // It shows: readiness names it (still ready: a drain is a choice, not a fault), and an alert while it lasts.
+        let ready = try await again.json("/readyz")
+        #expect(ready["status"] == "ready")
+        let since = JSON.string(RFC3339.format(Self.start))
+        #expect(ready["checks"]?["drain"] == ["ok": true, "in_force": true, "since": since])
+        let alerts = try await again.json("/v1/alerts?kind=drain")["alerts"]?.arrayValue ?? []
+        #expect(alerts.count == 1)
+        #expect(alerts.first?["severity"] == "warning")
+        #expect(alerts.first?["since"] == .string(RFC3339.format(Self.start)))
         let resumed = try await again.send(.delete, "/v1/drain")
         #expect(try JSON.parse(resumed.body)["drained"] == false)
         let audited = try await again.json("/v1/audit?action=drain.end")["entries"]?.arrayValue ?? []
@@ -192,6 +201,8 @@ import Testing
         let next = try await again.tick(after: first + 1)
         #expect(next > first + 1)
         #expect(try await again.json("/v1/snapshot")["expires_at"] != served["expires_at"])
+        #expect(try await again.json("/readyz")["checks"]?["drain"] == ["ok": true, "in_force": false])
+        #expect(try await again.json("/v1/alerts?kind=drain")["alerts"]?.arrayValue?.isEmpty == true)
         await again.stop()
     }
 
