@@ -25,8 +25,8 @@ public struct Backoff: Sendable, Equatable {
     /// `[0, 1)` (seeded in tests and simulations: ``SplitMix64``).
     ///
     /// Settings that would retry in a tight loop are read as the nearest sane ones (round 14: `multiplier` 0 or
-    /// `initial` 0 gave delays of 0): `initial` not positive or not finite → 0.5 s; `multiplier` below 1 → 1;
-    /// `maximum` below `initial` or not finite → `initial` (not finite) or 30 s.
+    /// `initial` 0 gave delays of 0): `initial` not positive or not finite → 0.5 s; `multiplier` below 1 or not
+    /// finite → 1; `maximum` below `initial` → `initial`; `maximum` not finite → 30 s (or `initial` if larger).
     public func delay(failures: Int, unit: Double) -> Double {
         let first = initial.isFinite && initial > 0 ? initial : 0.5
         let growth = multiplier.isFinite && multiplier >= 1 ? multiplier : 1

@@ -582,8 +582,12 @@ struct EnforcerState {
     /// clock to pass the instants recorded before the step (round 14: a step back of an hour denied every
     /// tenant for that hour). Leases and task deadlines are the server's and the caller's instants, and stay.
     mutating func noticeClock(_ now: Double) {
-        defer { latestNow = now }
-        guard now < latestNow - Self.clockStepTolerance else { return }
+        // The latest instant, so that steps back each under the tolerance add up to one that is not.
+        guard now < latestNow - Self.clockStepTolerance else {
+            latestNow = max(latestNow, now)
+            return
+        }
+        latestNow = now
         for index in states.indices { states.values[index].rebase(to: now) }
         for upstream in idle.keys {
             idle[upstream]?.rpm?.rebase(to: now)

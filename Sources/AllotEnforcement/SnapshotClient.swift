@@ -136,8 +136,9 @@ public actor SnapshotClient {
             state.consecutiveFailures += 1
             state.failures += 1
             state.lastError = error.description
-            var delay = configuration.backoff.delay(failures: state.consecutiveFailures, unit: random.unit())
-            delay = configuration.backoff.honouring(retryAfter: error.retryAfter, delay: delay)
+            let backoff = configuration.backoff
+            let wait = backoff.delay(failures: state.consecutiveFailures, unit: random.unit())
+            let delay = backoff.honouring(retryAfter: error.retryAfter, delay: wait)
             onEvent?(
                 .pollFailed(
                     message: error.description, consecutiveFailures: state.consecutiveFailures, retryIn: delay))

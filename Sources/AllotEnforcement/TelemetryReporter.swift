@@ -190,8 +190,9 @@ public final class TelemetryReporter: TelemetrySink, @unchecked Sendable {
                         counters.failedPosts += 1
                         counters.consecutiveFailures += 1
                         let failures = counters.consecutiveFailures
-                        var delay = configuration.backoff.delay(failures: failures, unit: random.unit())
-                        delay = configuration.backoff.honouring(retryAfter: error.retryAfter, delay: delay)
+                        let delay = configuration.backoff.honouring(
+                            retryAfter: error.retryAfter,
+                            delay: configuration.backoff.delay(failures: failures, unit: random.unit()))
                         let dropped = ring.putBackFront(batch)
                         counters.dropped += dropped
                         return (failures, delay, dropped)

@@ -104,9 +104,14 @@ import Testing
         #expect(try enforcer.mustDeny(now: 1_401.5).limit == .rpm)
         _ = try enforcer.mustAdmit(now: 1_402)
         #expect(enforcer.statistics.clockStepsBack == 1)
-        // Instants out of order by less than a second change nothing.
+        // Instants out of order by less than a second change nothing; such steps that add up to more do.
         _ = try enforcer.mustDeny(now: 1_401.9)
         #expect(enforcer.statistics.clockStepsBack == 1)
+        _ = try enforcer.mustDeny(now: 1_401.2)
+        #expect(enforcer.statistics.clockStepsBack == 1)
+        _ = try enforcer.mustDeny(now: 1_400.6)
+        #expect(enforcer.statistics.clockStepsBack == 2)
+        _ = try enforcer.mustAdmit(now: 1_401.6)
     }
 
     /// A prompt of Int.max tokens without an estimate: prompt plus the expected completion trapped on overflow.
