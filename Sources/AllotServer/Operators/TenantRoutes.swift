@@ -60,7 +60,15 @@ struct TenantRoutes: Sendable {
                 "sort must be one of \(Self.sortKeys.joined(separator: ", ")) (prefix - for descending); got '\(sort)'",
                 code: "invalid_parameter", field: "sort")
         }
-        if let order = try query.choice("order", ["asc", "desc"]) { descending = order == "desc" }
+        if let order = try query.choice("order", ["asc", "desc"]) {
+            // `sort=-x&order=asc` asked for both orders; the second won silently (round 14).
+            if descending, order == "asc" {
+                throw HTTPError.badRequest(
+                    "sort=-\(sort) asks for descending and order=asc for ascending: give one",
+                    code: "invalid_parameter", field: "order")
+            }
+            descending = order == "desc"
+        }
         rows.sort { Self.ordered($0, $1, by: sort, descending: descending) }
         let limit = try query.int("limit", in: 1...1000) ?? 100
         let offset = try query.int("offset", in: 0...Int(Int32.max)) ?? 0

@@ -50,6 +50,11 @@ import Testing
         #expect(typo.jsonBody["error"]?["field"] == "teir")
         let badSort = await harness.send(.get, "/v1/tenants?sort=size", as: .operator)
         #expect(badSort.jsonBody["error"]?["field"] == "sort")
+        // Both orders at once was read as the second (round 14): refused. The same order twice is fine.
+        let both = await harness.send(.get, "/v1/tenants?sort=-demand_rpm&order=asc", as: .operator)
+        #expect(both.status == .badRequest)
+        #expect(both.jsonBody["error"]?["field"] == "order")
+        #expect(await harness.send(.get, "/v1/tenants?sort=-demand_rpm&order=desc", as: .operator).status == .ok)
         let badLimit = await harness.send(.get, "/v1/tenants?limit=0", as: .operator)
         #expect(badLimit.jsonBody["error"]?["field"] == "limit")
         await harness.close()
