@@ -335,6 +335,14 @@ public actor LoopRunner {
         publishView(report: nil)
     }
 
+    /// The rejected files were put back to the policy in force: the `policy_error` alert ends.
+    public func clearPolicyError() {
+        guard loopAlerts["policy_error"] != nil else { return }
+        loopAlerts["policy_error"] = nil
+        logger.notice("policy files restored to the policy in force")
+        publishView(report: nil)
+    }
+
     /// A short stable identifier of a policy: FNV-1a (64-bit) of its canonical bytes, in hex. Equal
     /// policies get equal versions whatever files they came from. (The server may use a
     /// cryptographic hash instead; any string works for `policy_version`.)

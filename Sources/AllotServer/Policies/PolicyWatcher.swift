@@ -23,6 +23,7 @@ public actor PolicyWatcher {
     private let logger: Logger
     private let onChange: @Sendable (LoadedPolicy, LoadedPolicy) async -> Void
     private let onReject: @Sendable (PolicyLoadError) async -> Void
+    private let onRestore: @Sendable () async -> Void
     private let reloads: CounterFamily?
     private let errorGauge: Gauge?
 
@@ -30,12 +31,14 @@ public actor PolicyWatcher {
     public init(
         source: PolicySource, logger: Logger, metrics: MetricsRegistry? = nil,
         onReject: @escaping @Sendable (_ error: PolicyLoadError) async -> Void = { _ in },
+        onRestore: @escaping @Sendable () async -> Void = {},
         onChange: @escaping @Sendable (_ old: LoadedPolicy, _ new: LoadedPolicy) async -> Void
     ) throws(PolicyLoadError) {
         self.source = source
         self.logger = logger
         self.onChange = onChange
         self.onReject = onReject
+        self.onRestore = onRestore
         fingerprint = source.fingerprint()
         current = try source.load()
         reloads = try? metrics?.counter(
@@ -55,7 +58,12 @@ public actor PolicyWatcher {
         do {
             let loaded = try source.load()
             guard loaded.version != current.version else {
-                clearError()
+                // The files are back to the policy in force (a bad edit reverted): nothing to apply, but the
+                // rejection's alert must go (round 14: it stayed until a different policy was applied).
+                if lastError != nil {
+                    clearError()
+                    await onRestore()
+                }
                 return false
             }
             let old = current

@@ -61,7 +61,8 @@ public final class AllotService: Sendable {
         do {
             watcher = try PolicyWatcher(
                 source: configuration.policies, logger: logger, metrics: metrics,
-                onReject: { error in await loopSlot.value?.reportPolicyError(error.message) }
+                onReject: { error in await loopSlot.value?.reportPolicyError(error.message) },
+                onRestore: { await loopSlot.value?.clearPolicyError() }
             ) { old, new in
                 policyBox.value = new
                 await loopSlot.value?.apply(policy: new.policy, version: new.version)

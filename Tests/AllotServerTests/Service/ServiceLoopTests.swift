@@ -286,6 +286,22 @@ import Testing
         // The snapshot keeps being served.
         #expect(try await running.json("/v1/snapshot")["version"] == .int(first))
 
+        // Reverted to the policy in force: ready again, and the alert goes (it stayed until another policy).
+        try Data(good.utf8).write(to: URL(fileURLWithPath: engine))
+        running.clock.advance(by: 1)
+        for _ in 0..<2000 {
+            if try await running.json("/readyz")["status"] == "ready",
+                running.service.context.operators.loop?.view.alerts.contains(where: { $0.kind == "policy_error" })
+                    == false
+            {
+                break
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(try await running.json("/readyz")["status"] == "ready")
+        #expect(running.service.context.operators.loop?.view.alerts.contains { $0.kind == "policy_error" } == false)
+        #expect(running.service.context.policy.version == original)
+
         // A valid change: swapped in, and the loop publishes under the new policy version.
         let changed = good.replacingOccurrences(of: "\"safety_margin\": 0.02", with: "\"safety_margin\": 0.1")
         #expect(changed != good)
