@@ -59,7 +59,7 @@ import AllotProtocol
 ///   ``GatewayConfiguration/newcomerCapShare`` of the upstream's capacity, until the snapshot gives the gateway
 ///   slices there.
 /// - **It starts full, and a new snapshot keeps the level** (retuned like a tenant's bucket, never refilled); its
-///   debt, a refusal's hold, is rescaled with the rate so that it ends when it would have (``TokenBucket``).
+///   debt, a refusal's hold, is at most ``longestRefusalHold`` of refill at the new rate.
 /// - A dimension with an unlimited tenant has no cap, like ``IdleCapacity``.
 struct GatewayCap: SummedBuckets {
     var rpm: TokenBucket?
@@ -139,8 +139,8 @@ struct GatewayCap: SummedBuckets {
     private static func retuned(_ bucket: TokenBucket?, _ parameters: Bucket?, at instant: Double) -> TokenBucket? {
         guard let parameters else { return nil }
         guard var bucket else { return TokenBucket(parameters: parameters, now: instant) }
-        // Its debt is a refusal's hold (a wait), so it is repaid in the same time whatever the new rate.
-        bucket.retuneKeepingDebtTime(to: parameters, at: instant)
+        // Its debt is a refusal's hold (a wait): at most the longest hold at the new rate.
+        bucket.retune(to: parameters, at: instant, debtAtMost: longestRefusalHold)
         return bucket
     }
 }

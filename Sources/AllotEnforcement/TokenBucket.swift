@@ -127,15 +127,11 @@ public struct TokenBucket: Sendable, Equatable {
     }
 
     /// ``retune(to:at:)`` for a bucket whose debt is a wait rather than tokens owed (the gateway's cap, held after
-    /// a refusal for the provider's retry-after): debt is rescaled by the rate's change, so it is repaid in the
-    /// same time at the new rate. Kept in tokens, a hold of 60 s at 1.2M tokens/min became 6,000 s of silence
-    /// when the capacity fell to 12,000/min, and the gateway sent nothing after the upstream recovered (round 14).
-    mutating func retuneKeepingDebtTime(to parameters: Bucket, at instant: Double) {
-        advance(to: instant)
-        let oldRate = self.parameters.rate
+    /// a refusal for the provider's retry-after): its debt is at most `seconds` of refill at the new rate. Kept
+    /// in tokens, a hold of 60 s at 1.2M tokens/min became 6,000 s of silence when the capacity fell to
+    /// 12,000/min, and the gateway sent nothing after the upstream recovered (round 14).
+    mutating func retune(to parameters: Bucket, at instant: Double, debtAtMost seconds: Double) {
         retune(to: parameters, at: instant)
-        if level < 0, oldRate > 0 {
-            level = max(level * self.parameters.rate / oldRate, -debtLimit)
-        }
+        level = max(level, -ratePerSecond * seconds)
     }
 }

@@ -237,19 +237,26 @@ import Testing
         _ = try off.mustAdmit(.make("s1"), now: 1_000.5)
     }
 
-    /// A refusal's hold is a wait: a snapshot that cuts the rate (the upstream collapsed) keeps the hold's end,
-    /// not its tokens. Kept in tokens, a 60-s hold at 1.2M tokens/min took 6,000 s at 12,000/min, and the gateway
-    /// sent nothing after the upstream recovered (round 14).
-    @Test func aRefusalsHoldEndsWhenItWouldHaveAfterTheRateIsCut() throws {
-        let tenth = (0..<30).map { TenantEntry.make("s\($0)", rpm: Bucket(rate: 0.06, burst: 1)) }
-        let refusal = AttemptResult(status: 429, latency: 0.5, headers: [("retry-after", "5")])
+    /// A refusal's hold is a wait: a snapshot that cuts the rate (the upstream collapsed) leaves at most the longest
+    /// hold (60 s) of refill at the new rate. Kept in tokens, a 60-s hold at 1.2M tokens/min took 6,000 s at
+    /// 12,000/min, and the gateway sent nothing after the upstream recovered (round 14).
+    @Test func aRefusalsHoldIsAtMostAMinuteAtTheNewRateAfterACut() throws {
+        let hundredth = (0..<30).map { TenantEntry.make("s\($0)", rpm: Bucket(rate: 0.006, burst: 1)) }
+        let refusal = AttemptResult(status: 429, latency: 0.5, headers: [("retry-after", "60")])
         let enforcer = Enforcer.make(.make(expiresAt: 1e10, tenants: Self.small))
         enforcer.complete(try enforcer.mustAdmit(.make("s0"), now: 1_000), refusal, now: 1_000.5)
-        // At 1,001 the cap owes 0.35 requests, 1.17 s at 0.3/s. Cut tenfold, it owes 0.035 (1.17 s at 0.03/s),
-        // and one request refills in 33.3 s more: admitted from 1,035.5 (in tokens, from 1,046).
-        #expect(enforcer.apply(.make(version: 2, expiresAt: 1e10, tenants: tenth), now: 1_001) == .applied)
-        #expect(approx(try enforcer.mustDeny(.make("s1"), now: 1_001).retryAfter, 1.035 / 0.03))
-        _ = try enforcer.mustAdmit(.make("s1"), now: 1_001 + 1.035 / 0.03 + 1e-6)
+        // Held at 1 − 0.3/s × 60 s = −17 requests. Cut a hundredfold (0.003/s), it owes at most 60 s of that,
+        // 0.18: one request is back 1.18 / 0.003 = 393 s on (kept in requests, 6,000 s).
+        #expect(enforcer.apply(.make(version: 2, expiresAt: 1e10, tenants: hundredth), now: 1_001) == .applied)
+        #expect(approx(try enforcer.mustDeny(.make("s1"), now: 1_001).retryAfter, 1.18 / 0.003, tolerance: 1e-6))
+        _ = try enforcer.mustAdmit(.make("s1"), now: 1_001 + 1.18 / 0.003 + 1e-3)
+        // A hold shorter than a minute at the new rate is kept as it is (tenfold: 0.35 owed, 1.17 s at 0.3/s).
+        let tenth = (0..<30).map { TenantEntry.make("s\($0)", rpm: Bucket(rate: 0.06, burst: 1)) }
+        let short = AttemptResult(status: 429, latency: 0.5, headers: [("retry-after", "5")])
+        let other = Enforcer.make(.make(expiresAt: 1e10, tenants: Self.small))
+        other.complete(try other.mustAdmit(.make("s0"), now: 1_000), short, now: 1_000.5)
+        #expect(other.apply(.make(version: 2, expiresAt: 1e10, tenants: tenth), now: 1_001) == .applied)
+        #expect(approx(try other.mustDeny(.make("s1"), now: 1_001).retryAfter, 1.35 / 0.03, tolerance: 1e-6))
     }
 
     @Test func aNewSnapshotKeepsTheCapsLevel() throws {
