@@ -309,10 +309,13 @@ struct TenantRoutes: Sendable {
 
     // MARK: Overrides
 
-    /// A warning for an override on a tenant nobody has seen (no telemetry, not in the policy), with the nearest
-    /// known id: `acmee` for `acme` was applied silently and listed as a tenant of its own (round 14). It is stored
-    /// all the same (an override may be set up before a tenant's first call); null for a known tenant.
-    private func unknownTenantWarning(_ id: String, policy: Policy) async throws(HTTPError) -> JSON {
+    /// A warning for an override or a burst request on a tenant nobody has seen (no telemetry, not in the policy),
+    /// with the nearest known id: `acmee` for `acme` was applied silently and listed as a tenant of its own (round
+    /// 14). It is stored all the same (an override may be set up before a tenant's first call); null for a known
+    /// tenant.
+    private func unknownTenantWarning(
+        _ id: String, policy: Policy, consequence: String = "the override waits for its first call"
+    ) async throws(HTTPError) -> JSON {
         guard policy.tenant(id) == nil else { return .null }
         let seen: [String]
         do {
@@ -321,7 +324,7 @@ struct TenantRoutes: Sendable {
             throw OperatorRoutes.unavailable(error)
         }
         guard !seen.contains(id) else { return .null }
-        var text = "no tenant \(id) has sent telemetry or is named by the policy: the override waits for its first call"
+        var text = "no tenant \(id) has sent telemetry or is named by the policy: \(consequence)"
         if let nearest = NameSuggestion.closest(to: id, among: seen + policy.tenants.map(\.id)) {
             text += "; did you mean \(nearest)?"
         }
@@ -462,8 +465,11 @@ struct TenantRoutes: Sendable {
         } catch {
             throw OperatorRoutes.storeError(error)
         }
+        let warning = try await unknownTenantWarning(
+            id, policy: console.policy().policy,
+            consequence: "the next tick decides the burst as unknown (the tenant is in no decision)")
         return .json(
-            ["status": "pending", "burst": json, "decided": "at the next tick"], status: .accepted,
+            ["status": "pending", "burst": json, "decided": "at the next tick", "warning": warning], status: .accepted,
             headers: ["Location": "/v1/tenants/\(id)/bursts"])
     }
 

@@ -142,6 +142,21 @@ import Testing
         #expect(listed.jsonBody["bursts"]?[0]?["id"]?.stringValue == id)
         #expect(listed.jsonBody["bursts"]?[0]?["status"]?.stringValue == stored.status)
 
+        // A tenant the policy names: no warning. One nobody has seen: accepted, with the nearest id.
+        let named = await harness.send(
+            .post, "/v1/tenants/example-premium/bursts", as: .gateway,
+            json: #"{"calls":5,"ttl_s":60,"upstream":"\#(OperatorHarness.upstream)"}"#)
+        #expect(named.status == .accepted)
+        #expect(named.jsonBody["warning"] == .null)
+        let ghost = await harness.send(
+            .post, "/v1/tenants/example-premiun/bursts", as: .gateway,
+            json: #"{"calls":5,"ttl_s":60,"upstream":"\#(OperatorHarness.upstream)"}"#)
+        #expect(ghost.status == .accepted)
+        #expect(
+            ghost.jsonBody["warning"]?.stringValue
+                == "no tenant example-premiun has sent telemetry or is named by the policy: the next tick decides the "
+                + "burst as unknown (the tenant is in no decision); did you mean example-premium?")
+
         let invalid = await harness.send(.post, "/v1/tenants/beta/bursts", as: .operator, json: #"{"calls":5}"#)
         #expect(invalid.jsonBody["error"]?["field"] == "ttl_s")
         let empty = await harness.send(.post, "/v1/tenants/beta/bursts", as: .operator, json: #"{"ttl_s":60}"#)
