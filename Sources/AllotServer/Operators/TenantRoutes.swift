@@ -32,14 +32,36 @@ struct TenantRoutes: Sendable {
         let now = console.clock.now
         let directory = try await directory(now: now)
         var rows = Array(directory.summaries.values)
-        if let tier = query.string("tier") { rows.removeAll { $0.tier != tier } }
+        if let tier = query.string("tier") {
+            // A tier no policy defines and no tenant has is a typo: an empty list hid it (round 14).
+            let known = Set(console.policy().policy.tiers.map(\.name)).union(rows.map(\.tier))
+            guard known.contains(tier) else {
+                var message = "no tier \(tier)"
+                if let nearest = NameSuggestion.closest(to: tier, among: known.sorted()) {
+                    message += "; did you mean \(nearest)?"
+                } else {
+                    message += "; the tiers are " + known.sorted().joined(separator: ", ")
+                }
+                throw HTTPError.badRequest(message, code: "invalid_parameter", field: "tier")
+            }
+            rows.removeAll { $0.tier != tier }
+        }
         if let wanted = try query.choice("class", TenantClass.allCases.map(\.rawValue)) {
             rows.removeAll { id in
                 !(directory.statuses[id.id] ?? []).contains { $0.tenantClass.rawValue == wanted }
                     && id.tenantClass?.rawValue != wanted
             }
         }
-        if let upstream = query.string("upstream") { rows.removeAll { !$0.upstreams.contains(upstream) } }
+        if let upstream = query.string("upstream") {
+            let listed = Set(rows.flatMap(\.upstreams))
+            if !listed.contains(upstream),
+                let message = console.policy().policy.unknownUpstreamMessage(
+                    upstream, tracked: trackedUpstreams() + listed.sorted())
+            {
+                throw HTTPError.badRequest(message, code: "invalid_parameter", field: "upstream")
+            }
+            rows.removeAll { !$0.upstreams.contains(upstream) }
+        }
         if let alert = query.string("alert") {
             rows.removeAll { alert == "any" ? $0.alerts.isEmpty : !$0.alerts.contains(alert) }
         }

@@ -50,6 +50,16 @@ import Testing
         #expect(typo.jsonBody["error"]?["field"] == "teir")
         let badSort = await harness.send(.get, "/v1/tenants?sort=size", as: .operator)
         #expect(badSort.jsonBody["error"]?["field"] == "sort")
+        // A tier or pool no policy defines and no tenant has is a typo, not an empty list (round 14).
+        let tier = await harness.send(.get, "/v1/tenants?tier=premiun", as: .operator)
+        #expect(tier.status == .badRequest)
+        #expect(tier.jsonBody["error"]?["field"] == "tier")
+        #expect(tier.jsonBody["error"]?["message"] == "no tier premiun; did you mean premium?")
+        let pool = await harness.send(.get, "/v1/tenants?upstream=openai/gpt4o", as: .operator)
+        #expect(pool.status == .badRequest)
+        #expect(pool.jsonBody["error"]?["field"] == "upstream")
+        #expect(pool.jsonBody["error"]?["message"]?.stringValue?.contains(#"did you mean "openai/gpt-4o""#) == true)
+        #expect(ids(await harness.send(.get, "/v1/tenants?tier=premium", as: .operator)) == ["example-premium"])
         // Both orders at once was read as the second (round 14): refused. The same order twice is fine.
         let both = await harness.send(.get, "/v1/tenants?sort=-demand_rpm&order=asc", as: .operator)
         #expect(both.status == .badRequest)
