@@ -41,6 +41,11 @@ public struct ParsedCommand: Sendable {
     let flags: [String: ResolvedFlag]
     let positionalValues: [String: [String]]
 
+    /// The long names of the options given on the command line (not by the environment or a default), sorted.
+    public var optionsOnCommandLine: [String] {
+        options.filter { $0.value.source == .commandLine }.keys.sorted()
+    }
+
     // MARK: Strings
 
     /// The option's value (the last one for a repeatable option), or nil when no source gave one.

@@ -11,8 +11,7 @@ enum SimulateCommand {
     static func run(_ command: ParsedCommand, output: CommandOutput) async throws -> Int32 {
         if command.flag("list") {
             // `--list --scenario x` listed and ignored the scenario (round 14): one or the other.
-            let others = ["scenario", "strategy", "seed", "seeds", "out", "policy", "gateways"]
-            if let given = others.first(where: { command.source(of: $0) == .commandLine }) {
+            if let given = command.optionsOnCommandLine.first {
                 throw command.usageError("--list takes no other option (got --\(given))")
             }
             output.out(Scenario.builtinNames.joined(separator: "\n"))

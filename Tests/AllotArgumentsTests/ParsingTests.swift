@@ -17,6 +17,9 @@ struct ParsingTests {
         #expect(!serve.flag("dev"))
         #expect(serve.source(of: "dev") == nil)
         #expect(serve.string("data") == "./allot-data")  // inherited from the root
+        #expect(serve.optionsOnCommandLine.isEmpty)  // defaults are not on the command line
+        let given = try parse(["serve", "--workers", "3", "--listen=a:1"], environment: ["ALLOT_DATA": "/d"])
+        #expect(given.optionsOnCommandLine == ["listen", "workers"])  // nor is the environment
     }
 
     @Test("precedence: command line > environment > default, for both option spellings")

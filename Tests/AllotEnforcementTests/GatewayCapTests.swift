@@ -241,21 +241,22 @@ import Testing
     /// hold (60 s) of refill at the new rate. Kept in tokens, a 60-s hold at 1.2M tokens/min took 6,000 s at
     /// 12,000/min, and the gateway sent nothing after the upstream recovered (round 14).
     @Test func aRefusalsHoldIsAtMostAMinuteAtTheNewRateAfterACut() throws {
-        let hundredth = (0..<30).map { TenantEntry.make("s\($0)", rpm: Bucket(rate: 0.006, burst: 1)) }
-        let refusal = AttemptResult(status: 429, latency: 0.5, headers: [("retry-after", "60")])
-        let enforcer = Enforcer.make(.make(expiresAt: 1e10, tenants: Self.small))
-        enforcer.complete(try enforcer.mustAdmit(.make("s0"), now: 1_000), refusal, now: 1_000.5)
+        /// s0 refused at 1,000.5 with `retryAfter`, then at 1,001 every slice cut to `rate` (per minute).
+        func cut(retryAfter: String, to rate: Double) throws -> Enforcer {
+            let refusal = AttemptResult(status: 429, latency: 0.5, headers: [("retry-after", retryAfter)])
+            let enforcer = Enforcer.make(.make(expiresAt: 1e10, tenants: Self.small))
+            enforcer.complete(try enforcer.mustAdmit(.make("s0"), now: 1_000), refusal, now: 1_000.5)
+            let cut = (0..<30).map { TenantEntry.make("s\($0)", rpm: Bucket(rate: rate, burst: 1)) }
+            #expect(enforcer.apply(.make(version: 2, expiresAt: 1e10, tenants: cut), now: 1_001) == .applied)
+            return enforcer
+        }
         // Held at 1 − 0.3/s × 60 s = −17 requests. Cut a hundredfold (0.003/s), it owes at most 60 s of that,
         // 0.18: one request is back 1.18 / 0.003 = 393 s on (kept in requests, 6,000 s).
-        #expect(enforcer.apply(.make(version: 2, expiresAt: 1e10, tenants: hundredth), now: 1_001) == .applied)
+        let enforcer = try cut(retryAfter: "60", to: 0.006)
         #expect(approx(try enforcer.mustDeny(.make("s1"), now: 1_001).retryAfter, 1.18 / 0.003, tolerance: 1e-6))
         _ = try enforcer.mustAdmit(.make("s1"), now: 1_001 + 1.18 / 0.003 + 1e-3)
         // A hold shorter than a minute at the new rate is kept as it is (tenfold: 0.35 owed, 1.17 s at 0.3/s).
-        let tenth = (0..<30).map { TenantEntry.make("s\($0)", rpm: Bucket(rate: 0.06, burst: 1)) }
-        let short = AttemptResult(status: 429, latency: 0.5, headers: [("retry-after", "5")])
-        let other = Enforcer.make(.make(expiresAt: 1e10, tenants: Self.small))
-        other.complete(try other.mustAdmit(.make("s0"), now: 1_000), short, now: 1_000.5)
-        #expect(other.apply(.make(version: 2, expiresAt: 1e10, tenants: tenth), now: 1_001) == .applied)
+        let other = try cut(retryAfter: "5", to: 0.06)
         #expect(approx(try other.mustDeny(.make("s1"), now: 1_001).retryAfter, 1.35 / 0.03, tolerance: 1e-6))
     }
 
