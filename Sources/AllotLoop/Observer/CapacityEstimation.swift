@@ -31,8 +31,9 @@ import AllotStore
 ///   and cause no further multiplicative cut; but a throttled slice that settles within the hold lowers the
 ///   estimate to what it measured (a measurement, which cannot compound), so a storm reaches the served
 ///   rate one tick after it is first seen.
-///   A bare 429 that names no dimension counts against the binding one (the higher utilisation; both
-///   when within 0.1 of each other).
+///   A 429 whose headers leave a tenth of the requests' limit (and at least two) is a token refusal (a
+///   call larger than the tokens left). A bare 429 that names no dimension counts against the binding one
+///   (the higher utilisation; both when within 0.1 of each other).
 /// - **Slow up**: with no quota evidence in the short window, the circuit closed and latency not
 ///   degrading, utilisation (served / `C_est`) at or above `probe_utilisation` raises the estimate by
 ///   `probe_step × reference` per minute — and at least `probe_recover` of the gap to a limit the
@@ -263,6 +264,13 @@ extension PoolTrack {
                 requestsHit = signals.pointee.limitRequests != nil
                 tokensHit = signals.pointee.limitTokens != nil
             }
+            if !requestsHit, !tokensHit, Self.requestsPlentiful(signals.pointee), signals.pointee.limitTokens != nil {
+                // A refusal that leaves a tenth of the requests' limit is a token refusal: a call larger than
+                // the tokens left is refused with tokens "remaining" (OpenAI: "Requested 40800 … Used …").
+                // Counted against both dimensions it cut the requests' estimate to the few long calls served
+                // (233 → 120 rpm of a true 300 on a pool of 40k-token calls).
+                tokensHit = true
+            }
         }
         if requestsHit {
             if let position { fine.slots[position].quotaRPM &+= 1 }
@@ -365,5 +373,12 @@ extension PoolTrack {
                 recentRemaining = samples
             }
         }
+    }
+
+    /// Whether a refusal's headers leave at least a tenth of the requests' limit (and two requests): the
+    /// request dimension was not what refused it.
+    static func requestsPlentiful(_ signals: EventSignals) -> Bool {
+        guard let limit = signals.limitRequests, limit > 0, let left = signals.remainingRequests else { return false }
+        return left >= max(2, limit / 10)
     }
 }
