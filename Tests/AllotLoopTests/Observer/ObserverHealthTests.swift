@@ -138,6 +138,32 @@ struct ObserverHealthTests {
         #expect(F.status(report)?.state == .healthy)
     }
 
+    /// A blip opens the circuit; a chronic tenth of the attempts refused after it (one every 3 s) is below
+    /// the opening share: the circuit closes `circuit_quiet_s` after it half-opened, errors and all.
+    @Test func aChronicErrorRateBelowTheOpeningShareClosesAHalfOpenCircuit() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
+        var report = estimation.observe(script.delta { Self.overload(&$0, t0: t0) }, now: t0)
+        #expect(Self.phase(report) == "open")
+        var phases: [String?] = []
+        for step in 1...9 {
+            let end = t0 + Double(step) * 10
+            let events = script.spread(30, from: end - 10, to: end) { script, at in
+                Int(((at - (end - 10)) * 3).rounded()) % 10 == 9
+                    ? script.event(at: at, outcome: .overloaded, status: 503) : script.event(at: at, latencyMs: 800)
+            }
+            report = estimation.observe(script.delta(events), now: end)
+            phases.append(Self.phase(report))
+        }
+        // Open 30 s (the errors never stop for 10 s), half-open 30 s, then closed: the last minute's share is
+        // 10 %, and it stays closed (it would take 20 % to open again).
+        #expect(phases == ["open", "open", "half-open", "half-open", "half-open", nil, nil, nil, nil])
+        let status = try #require(F.status(report))
+        #expect(status.shed.isEmpty)
+        #expect(status.state == .healthy)
+        #expect(status.outcomes["overloaded"] == 18)
+    }
+
     @Test func fewAttemptsDoNotOpenTheCircuit() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
