@@ -294,6 +294,10 @@ struct TenantTrack: Sendable, Hashable, Codable {
     /// Since when demand exceeds the allocation (`sustained_over`), and since when the tenant starves.
     var overSince: Double?
     var starvingSince: Double?
+    /// Since when the `concurrency_bound` and `suspect_tenant` alerts hold (nil while they do not). Optional:
+    /// older checkpoints decode without them (the alerts then date from the first tick after the restart).
+    var concurrencyBoundSince: Double?
+    var suspectSince: Double?
 
     var completionTokens = DecayingHistogram()
     var queueWait = DecayingHistogram()

@@ -262,7 +262,10 @@ extension TenantTrack {
                     message: starvingText + " (for \(SignalText.seconds(now - since)))", since: since))
         }
         let wanted = (wantedShort ?? demandShort).rpm
-        if !idle, let concurrency = deniedConcurrency, concurrency >= Self.concurrencyBoundShare * max(wanted, 10) {
+        let bound = !idle && (deniedConcurrency ?? 0) >= Self.concurrencyBoundShare * max(wanted, 10)
+        concurrencyBoundSince = bound ? concurrencyBoundSince ?? now : nil
+        suspectSince = suspect ? suspectSince ?? now : nil
+        if bound, let concurrency = deniedConcurrency, let since = concurrencyBoundSince {
             // Denied, or kept waiting, by its own `max_concurrency` (or a gateway's per-upstream cap): its calls
             // take too long for the rate it asks, and more allocation would not reach it (round 10: 40-s answers
             // held standard tenants to 64 × 60 / 40 = 96 calls a minute).
@@ -272,15 +275,15 @@ extension TenantTrack {
                     message: "\(key.tenant) on \(key.upstream): \(SignalText.number(concurrency)) requests a minute "
                         + "denied or kept waiting by a concurrency cap (its tier's max_concurrency, or a gateway's "
                         + "own), of \(SignalText.number(wanted)) wanted: more rate does not help",
-                    since: now))
+                    since: since))
         }
-        if suspect {
+        if suspect, let since = suspectSince {
             alerts.append(
                 LoopAlert(
                     kind: "suspect_tenant", severity: .info, upstream: key.upstream, tenant: key.tenant,
                     message: "\(key.tenant) on \(key.upstream) looks like gaming: "
                         + suspectReasons.joined(separator: "; ") + " (no burst credit)",
-                    since: now))
+                    since: since))
         }
 
         let observation = TenantObservation(

@@ -90,6 +90,7 @@ struct ClassifierAgentDemandTests {
         func alerts(_ errorType: String, perTick: Int) throws -> (TenantObservation, [LoopAlert]) {
             var run = ClassifierRun(start: t0)
             var report: ClassifierReport?
+            var firstRaised: LoopAlert?
             for _ in 0..<120 {
                 report = run.tick(allocations: [F.acme: allocation]) { script, from, to in
                     script.spread(10, from: from, to: to) { script, at in script.event(at: at) }
@@ -97,14 +98,19 @@ struct ClassifierAgentDemandTests {
                             script.event(at: at, outcome: .deniedLocal, estimated: 150, errorType: errorType)
                         }
                 }
+                firstRaised = firstRaised ?? report?.alerts.first { $0.kind == "concurrency_bound" }
             }
             let last = try #require(report)
-            return (try #require(F.observation(last)), last.alerts.filter { $0.kind == "concurrency_bound" })
+            let bound = last.alerts.filter { $0.kind == "concurrency_bound" }
+            // Dated from the tick that raised it, not from every tick that keeps it.
+            if let firstRaised { #expect(bound.map(\.since) == [firstRaised.since]) }
+            return (try #require(F.observation(last)), bound)
         }
         // 36 a minute denied by the cap, of 156 wanted (23 %).
         let (observation, bound) = try alerts("concurrency", perTick: 3)
         let alert = try #require(bound.first)
         #expect(bound.count == 1)
+        #expect(alert.since < t0 + 119 * 5)
         #expect(alert.severity == .warning)
         #expect(alert.tenant == F.acme.tenant)
         #expect(alert.message.hasPrefix("acme on openai/gpt-4o: 36 requests a minute denied or kept waiting by a "))

@@ -281,6 +281,7 @@ struct ClassifierClassesTests {
         var allocation = 120.0
         var report = run.tick()
         var rises = 0
+        var firstSuspected: LoopAlert?
         for tick in 1...300 {
             // After a 6-minute warm-up, surplus handed out every 2 minutes; the gamer's demand climbs to
             // 80 % of whatever it holds, the honest tenant keeps wanting 96 per minute.
@@ -296,7 +297,16 @@ struct ClassifierClassesTests {
                 F.served(&script, perTick, from: from, to: to, tenant: "gamer")
                     + F.served(&script, 8, from: from, to: to, tenant: "honest")
             }
+            let suspected = report.alerts.first { $0.kind == "suspect_tenant" && $0.tenant == "gamer" }
+            if suspected == nil { firstSuspected = nil }
+            firstSuspected = firstSuspected ?? suspected
         }
+        // Dated from the tick that raised it (the last time it was raised), not from every tick that keeps it.
+        let suspected = try #require(firstSuspected)
+        #expect(suspected.since < run.now)
+        #expect(
+            report.alerts.filter { $0.kind == "suspect_tenant" && $0.tenant == "gamer" }.map(\.since)
+                == [suspected.since])
         #expect(rises == 10)
         let status = try #require(F.status(report, gamer))
         #expect(status.suspect)
