@@ -49,7 +49,8 @@ public struct HTTPSnapshotTransport: SnapshotTransport {
         switch response.status.code {
         case 200:
             do {
-                return .snapshot(try Snapshot(decoding: response.body))
+                let serverTime = response.headers["Date"].flatMap { HTTPDate.parse($0) }
+                return .snapshot(try Snapshot(decoding: response.body), serverTime: serverTime)
             } catch {
                 throw TransportError(.invalidResponse, "the snapshot does not decode: \(error)", status: 200)
             }
