@@ -1,5 +1,7 @@
+import AllotCore
 import AllotHTTP
 import AllotJSON
+import AllotLoop
 import AllotStore
 import AllotTime
 
@@ -39,6 +41,21 @@ struct OperatorQuery {
             throw HTTPError.badRequest(
                 "\(name) must be one of \(choices.joined(separator: ", ")); got '\(value)'", code: "invalid_parameter",
                 field: name)
+        }
+        return value
+    }
+
+    /// An alert kind (``LoopAlert/kinds``, or one of `also`): a misspelt one is refused naming the nearest (an
+    /// empty answer hid the typo).
+    func alertKind(_ name: String, also: [String] = []) throws(HTTPError) -> String? {
+        guard let value = string(name) else { return nil }
+        let known = LoopAlert.kinds + also
+        guard known.contains(value) else {
+            var message = "\(name) must be an alert kind; got '\(value)'"
+            if let nearest = NameSuggestion.closest(to: value, among: known) {
+                message += "; did you mean '\(nearest)'?"
+            }
+            throw HTTPError.badRequest(message, code: "invalid_parameter", field: name)
         }
         return value
     }

@@ -62,7 +62,7 @@ struct TenantRoutes: Sendable {
             }
             rows.removeAll { !$0.upstreams.contains(upstream) }
         }
-        if let alert = query.string("alert") {
+        if let alert = try query.alertKind("alert", also: ["any"]) {
             rows.removeAll { alert == "any" ? $0.alerts.isEmpty : !$0.alerts.contains(alert) }
         }
         if let starved = try query.bool("starved") { rows.removeAll { $0.starved != starved } }

@@ -182,6 +182,7 @@ struct UpstreamRoutes: Sendable {
     func alerts(_ request: HTTPRequest) async throws -> HTTPResponse {
         let query = try OperatorQuery(request, allowed: ["kind", "severity", "tenant", "upstream"])
         let severity = try query.choice("severity", ["info", "warning", "critical"])
+        let kind = try query.alertKind("kind")
         let now = console.clock.now
         var alerts = console.view?.alerts ?? []
         if let error = await console.policyError(), !alerts.contains(where: { $0.kind == "policy_error" }) {
@@ -203,7 +204,7 @@ struct UpstreamRoutes: Sendable {
         } catch {
             throw OperatorRoutes.unavailable(error)
         }
-        if let kind = query.string("kind") { alerts.removeAll { $0.kind != kind } }
+        if let kind { alerts.removeAll { $0.kind != kind } }
         if let severity { alerts.removeAll { $0.severity.rawValue != severity } }
         if let tenant = query.string("tenant") { alerts.removeAll { $0.tenant != tenant } }
         if let upstream = query.string("upstream") { alerts.removeAll { $0.upstream != upstream } }

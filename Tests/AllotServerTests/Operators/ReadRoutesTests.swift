@@ -1,8 +1,10 @@
 import AllotCore
 import AllotHTTP
 import AllotJSON
+import AllotLoop
 import AllotStore
 import AllotTime
+import Foundation
 import Testing
 
 @testable import AllotServer
@@ -34,6 +36,13 @@ import Testing
         #expect(ids(await harness.send(.get, "/v1/tenants?tier=premium", as: .operator)) == ["example-premium"])
         #expect(ids(await harness.send(.get, "/v1/tenants?starved=true", as: .operator)) == ["beta"])
         #expect(ids(await harness.send(.get, "/v1/tenants?alert=starved", as: .operator)) == ["beta"])
+        #expect(ids(await harness.send(.get, "/v1/tenants?alert=any", as: .operator)) == ["beta"])
+        let alertTypo = await harness.send(.get, "/v1/tenants?alert=circuit-open", as: .operator)
+        #expect(alertTypo.status == .badRequest)
+        #expect(alertTypo.jsonBody["error"]?["field"] == "alert")
+        #expect(
+            alertTypo.jsonBody["error"]?["message"]
+                == "alert must be an alert kind; got 'circuit-open'; did you mean 'circuit_open'?")
         #expect(ids(await harness.send(.get, "/v1/tenants?search=EXAMPLE-p", as: .operator)) == ["example-premium"])
         #expect(
             ids(await harness.send(.get, "/v1/tenants?upstream=openai/gpt-4o&sort=-demand_rpm", as: .operator))
@@ -199,7 +208,32 @@ import Testing
         let starved = await harness.send(.get, "/v1/alerts?kind=starved&tenant=beta", as: .operator)
         #expect(starved.jsonBody["count"] == 1)
         #expect(await harness.send(.get, "/v1/alerts?severity=loud", as: .operator).status == .badRequest)
+        // A misspelt kind is refused naming the nearest (it answered an empty list).
+        let typo = await harness.send(.get, "/v1/alerts?kind=starve", as: .operator)
+        #expect(typo.status == .badRequest)
+        #expect(typo.jsonBody["error"]?["field"] == "kind")
+        #expect(
+            typo.jsonBody["error"]?["message"] == "kind must be an alert kind; got 'starve'; did you mean 'starved'?")
+        #expect(await harness.send(.get, "/v1/alerts?kind=drain", as: .operator).jsonBody["count"] == 0)
         await harness.close()
+    }
+
+    /// The kinds `?kind=` and `?alert=` accept are the ones docs/api-reference.md lists, and no other.
+    @Test func theAcceptedAlertKindsAreTheDocumentedOnes() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("docs/api-reference.md"), encoding: .utf8)
+        let documented = text.split(separator: "\n").compactMap { line -> String? in
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
+            guard cells.count > 3, ["info", "warning", "critical"].contains(cells[2]), cells[1].hasPrefix("`") else {
+                return nil
+            }
+            return cells[1].trimmingCharacters(in: CharacterSet(charactersIn: "`"))
+        }
+        #expect(documented.count == 28)
+        #expect(documented.sorted() == LoopAlert.kinds.sorted())
     }
 
     @Test func metricsExposeTheReports() async throws {
