@@ -35,6 +35,15 @@ struct OperatorQuery {
         return value
     }
 
+    /// A parameter that must fit `maxLength` bytes, as the same member of a JSON body must.
+    func string(_ name: String, maxLength: Int) throws(HTTPError) -> String? {
+        guard let value = string(name) else { return nil }
+        guard value.utf8.count <= maxLength else {
+            throw HTTPError.badRequest("\(name) is longer than \(maxLength) bytes", code: "invalid_value", field: name)
+        }
+        return value
+    }
+
     func choice(_ name: String, _ choices: [String]) throws(HTTPError) -> String? {
         guard let value = string(name) else { return nil }
         guard choices.contains(value) else {

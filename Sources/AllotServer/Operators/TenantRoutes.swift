@@ -417,8 +417,9 @@ struct TenantRoutes: Sendable {
         let query = try OperatorQuery(request, allowed: ["upstream", "reason"])
         let object = try OperatorRequest.optionalJSONObject(request)
         try OperatorRequest.checkMembers(object, known: ["reason", "upstream"])
-        let reason = try OperatorRequest.string(object, "reason") ?? query.string("reason")
-        let upstream = try OperatorRequest.string(object, "upstream", maxLength: 256) ?? query.string("upstream")
+        let reason = try OperatorRequest.string(object, "reason") ?? query.string("reason", maxLength: 1024)
+        let upstream =
+            try OperatorRequest.string(object, "upstream", maxLength: 256) ?? query.string("upstream", maxLength: 256)
         let now = console.clock.now
         let nowMs = EpochTime.milliseconds(fromSeconds: now)
         let role = principal.role.rawValue

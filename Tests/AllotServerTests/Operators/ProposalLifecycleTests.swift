@@ -175,6 +175,12 @@ import Testing
         let body = #"{"ceiling":{"rpm":5},"reason":"cost control","ttl_s":3600}"#
         let filed = await harness.send(.put, "/v1/tenants/example-premium/override", as: .operator, json: body)
         let id = try #require(filed.jsonBody["proposal"]?["id"]?.stringValue)
+        // A reason in the query is held to a body's limit (1,024 bytes); refused, nothing is withdrawn.
+        let long = String(repeating: "x", count: 1_025)
+        let refused = await harness.send(.delete, "/v1/tenants/example-premium/override?reason=\(long)", as: .operator)
+        #expect(refused.status == .badRequest)
+        #expect(refused.jsonBody["error"]?["field"] == "reason")
+        #expect(refused.jsonBody["error"]?["message"] == "reason is longer than 1024 bytes")
         let deleted = await harness.send(.delete, "/v1/tenants/example-premium/override?reason=mistake", as: .operator)
         #expect(deleted.status == .ok)
         #expect(deleted.jsonBody["removed"] == .null)
