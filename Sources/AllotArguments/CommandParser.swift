@@ -225,7 +225,11 @@ struct ParseState {
                 positionals.append(argument)
             }
         }
-        if !command.subcommands.isEmpty {
+        // A group's own (not inherited) flag, `allot --version`, is a command of its own; without one the group
+        // needs a command.
+        if !command.subcommands.isEmpty,
+            !command.flags.contains(where: { !$0.isInherited && flagValues[$0.name] == true })
+        {
             let path = chain.map(\.name).joined(separator: " ")
             throw ParseFailure(
                 error: UsageError(
@@ -241,6 +245,10 @@ struct ParseState {
     /// Selects a subcommand; returns help text for `help …` at the top level.
     private mutating func commandWord(_ word: String) throws(ParseFailure) -> String? {
         if let next = command.subcommand(named: word) {
+            // A group's own flag stands alone: `allot --version serve` started the server.
+            if let flag = command.flags.first(where: { !$0.isInherited && flagValues[$0.name] == true }) {
+                throw failure("--\(flag.name) takes no command (got '\(word)')")
+            }
             chain.append(next)
             return nil
         }

@@ -1,4 +1,5 @@
 import AllotArguments
+import AllotAssets
 import Foundation
 
 #if canImport(Glibc)
@@ -49,6 +50,9 @@ public enum AllotCLI {
         -> Int32
     {
         switch command.path {
+        case [] where command.flag("version"):
+            output.out(AllotCLI.versionText)
+            return 0
         case ["migrate"]:
             return try await MigrateCommand.run(command, output: output)
         case ["serve"]:
@@ -70,6 +74,16 @@ public enum AllotCLI {
             output.err(parser.help(for: command.path) ?? "")
             return 2
         }
+    }
+}
+
+extension AllotCLI {
+    /// The release, bumped with each tagged release.
+    public static let version = "0.1.0"
+
+    /// `allot --version`: the release and the newest database migration the binary carries (and applies).
+    static var versionText: String {
+        "allot \(version)\ndatabase schema: \(AllotAssets.migrations.map(\.name).max() ?? "none")"
     }
 }
 

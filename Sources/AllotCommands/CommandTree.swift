@@ -224,5 +224,6 @@ enum CommandTree {
             tenant really needs, applies the priority policy, and publishes versioned allocation \
             snapshots that gateways hot-reload. See README.md.
             """,
+        flags: [FlagSpec("version", help: "Print the version and the newest database migration it carries, and exit.")],
         subcommands: [serve, migrate, plan, simulate, tokens, drain, bench])
 }

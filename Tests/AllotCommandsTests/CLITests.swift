@@ -48,6 +48,18 @@ func temporaryDirectory() throws -> String {
         }
     }
 
+    @Test func versionPrintsTheReleaseAndTheNewestMigration() async {
+        let result = await runCLI(["--version"])
+        #expect(result.code == 0)
+        #expect(result.out.hasPrefix("allot \(AllotCLI.version)\ndatabase schema: 0003_operators.sql"))
+        #expect(await runCLI(["--help"]).out.contains("--version"))
+        // Only at the top, alone: a command does not take it, and it takes no command.
+        #expect(await runCLI(["serve", "--version"]).code == 2)
+        let before = await runCLI(["--version", "serve"])
+        #expect(before.code == 2)
+        #expect(before.err.contains("--version takes no command (got 'serve')"))
+    }
+
     @Test func serveHelpShowsEveryFlagWithDefaultsAndEnvironment() async {
         let result = await runCLI(["serve", "--help"])
         #expect(result.code == 0)
