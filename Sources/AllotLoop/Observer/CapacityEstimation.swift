@@ -31,7 +31,7 @@ import AllotStore
 ///   and cause no further multiplicative cut; but a throttled slice that settles within the hold lowers the
 ///   estimate to what it measured (a measurement, which cannot compound), so a storm reaches the served
 ///   rate one tick after it is first seen.
-///   A 429 whose headers leave a tenth of the requests' limit (and at least two) is a token refusal (a
+///   A 429 whose headers leave a tenth of the requests' limit (and at least six) is a token refusal (a
 ///   call larger than the tokens left). A bare 429 that names no dimension counts against the binding one
 ///   (the higher utilisation; both when within 0.1 of each other).
 /// - **Slow up**: with no quota evidence in the short window, the circuit closed and latency not
@@ -265,7 +265,7 @@ extension PoolTrack {
                 tokensHit = signals.pointee.limitTokens != nil
             }
             if !requestsHit, !tokensHit, Self.requestsPlentiful(signals.pointee), signals.pointee.limitTokens != nil {
-                // A refusal that leaves a tenth of the requests' limit is a token refusal: a call larger than
+                // A refusal that leaves a tenth of the requests' limit (and six) is a token refusal: a call larger than
                 // the tokens left is refused with tokens "remaining" (OpenAI: "Requested 40800 … Used …").
                 // Counted against both dimensions it cut the requests' estimate to the few long calls served
                 // (233 → 120 rpm of a true 300 on a pool of 40k-token calls).
@@ -375,10 +375,12 @@ extension PoolTrack {
         }
     }
 
-    /// Whether a refusal's headers leave at least a tenth of the requests' limit (and two requests): the
-    /// request dimension was not what refused it.
+    /// Whether a refusal's headers leave at least a tenth of the requests' limit, and six: the request dimension
+    /// was not what refused it. Six because a provider whose bucket refills over ten seconds (a sixth of the
+    /// minute) states fewer than six a minute when it cannot pass one request: with two, every request refusal
+    /// of a 3-rpm pool (stating 2 or 3 left) was read as a token refusal and cut the tokens to their floor.
     static func requestsPlentiful(_ signals: EventSignals) -> Bool {
         guard let limit = signals.limitRequests, limit > 0, let left = signals.remainingRequests else { return false }
-        return left >= max(2, limit / 10)
+        return left >= max(6, limit / 10)
     }
 }

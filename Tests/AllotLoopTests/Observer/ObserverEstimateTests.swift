@@ -549,9 +549,9 @@ struct ObserverEstimateTests {
     /// only the token estimate is cut. With few requests left it names neither dimension, and counts
     /// against both (equally used here).
     @Test func aRefusalThatLeavesATenthOfTheRequestsIsATokenRefusal() throws {
-        func estimate(remainingRequests: Int64) throws -> PerDimension<Double?> {
+        func estimate(remainingRequests: Int64, limit: Int64 = 1000) throws -> PerDimension<Double?> {
             var script = TelemetryScript()
-            var estimation = CapacityEstimation(policy: F.policy(rpm: 1000, tpm: 100_000))
+            var estimation = CapacityEstimation(policy: F.policy(rpm: Double(limit), tpm: 100_000))
             var events = script.spread(10, from: t0 - 5, to: t0) { script, at in
                 script.event(at: at, prompt: 90, completion: 10)
             }
@@ -559,13 +559,16 @@ struct ObserverEstimateTests {
                 script.event(
                     at: t0 - 0.5, outcome: .quotaExhausted, status: 429, estimated: 40_000,
                     signals: F.openAI(
-                        limitRequests: 1000, remainingRequests: remainingRequests, limitTokens: 100_000,
+                        limitRequests: limit, remainingRequests: remainingRequests, limitTokens: 100_000,
                         remainingTokens: 30_000, resetMs: 900)))
             let report = estimation.observe(script.delta(events), now: t0 + 1)
             return try #require(F.status(report)).estimate
         }
         #expect(try estimate(remainingRequests: 100) == PerDimension(rpm: 1000, tpm: 95_000))
         #expect(try estimate(remainingRequests: 99) == PerDimension(rpm: 950, tpm: 95_000))
+        // A small pool's bucket that cannot pass one request states under six a minute: not plentiful.
+        #expect(try estimate(remainingRequests: 5, limit: 30) == PerDimension(rpm: 28.5, tpm: 95_000))
+        #expect(try estimate(remainingRequests: 6, limit: 30) == PerDimension(rpm: 30, tpm: 95_000))
     }
 
     /// A cut to 600 once observed at `t0 + 1` (50 served and 5 attributed 429s in each of the three slices
