@@ -11,11 +11,14 @@ struct ObserverHealthTests {
     typealias F = ObserverFixtures
     let t0 = ObserverFixtures.t0
 
-    /// 30 attempts over `[t0 − 10, t0)`, every third (or every other, `severe`) overloaded.
-    static func overload(_ script: inout TelemetryScript, t0: Double, severe: Bool = false) -> [StoredEvent] {
-        script.spread(30, from: t0 - 10, to: t0) { script, at in
+    /// 30 attempts over `[t0 − 10, t0)`, every third (or every other, `severe`; or every `every`-th) overloaded.
+    static func overload(
+        _ script: inout TelemetryScript, t0: Double, severe: Bool = false, every: Int? = nil
+    ) -> [StoredEvent] {
+        let period = every ?? (severe ? 2 : 3)
+        return script.spread(30, from: t0 - 10, to: t0) { script, at in
             let index = Int(((at - (t0 - 10)) * 3).rounded())
-            let overloaded = severe ? index % 2 == 1 : index % 3 == 2
+            let overloaded = index % period == period - 1
             return overloaded
                 ? script.event(at: at, outcome: .overloaded, status: 529, errorType: "overloaded_error")
                 : script.event(at: at, latencyMs: 800)
@@ -112,18 +115,28 @@ struct ObserverHealthTests {
         #expect(F.status(report)?.shed == ["background", "batch", "interactive"])
     }
 
+    /// A third of 30 attempts overloaded at `t0` (the circuit opens), then 30 attempts every 10 s for `ticks`
+    /// ticks, every `every`-th overloaded: the circuit's phase after each, and the last report.
+    static func phasesAfterABlip(
+        _ estimation: inout CapacityEstimation, _ script: inout TelemetryScript, ticks: Int, every: Int
+    ) -> ([String?], ObserverReport) {
+        var report = estimation.observe(script.delta { Self.overload(&$0, t0: F.t0) }, now: F.t0)
+        #expect(Self.phase(report) == "open")
+        var phases: [String?] = []
+        for step in 1...ticks {
+            let end = F.t0 + Double(step) * 10
+            report = estimation.observe(script.delta { Self.overload(&$0, t0: end, every: every) }, now: end)
+            phases.append(Self.phase(report))
+        }
+        return (phases, report)
+    }
+
     @Test func aSustainedPartialOverloadHalfOpensAfterTheQuietPeriod() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
         // A third of the attempts overloaded, for two minutes: 30 attempts every 10 s.
-        var report = estimation.observe(script.delta { Self.overload(&$0, t0: t0) }, now: t0)
-        #expect(Self.phase(report) == "open")
-        var phases: [String?] = []
-        for step in 1...12 {
-            let end = t0 + Double(step) * 10
-            report = estimation.observe(script.delta { Self.overload(&$0, t0: end) }, now: end)
-            phases.append(Self.phase(report))
-        }
+        let (phases, last) = Self.phasesAfterABlip(&estimation, &script, ticks: 12, every: 3)
+        var report = last
         // Open for `circuit_quiet_s` (30 s), then half-open although overload errors keep coming: below the
         // severe share the upstream still serves two thirds. It stays half-open while the partial overload lasts.
         #expect(phases[0...1].allSatisfy { $0 == "open" })
@@ -143,18 +156,7 @@ struct ObserverHealthTests {
     @Test func aChronicErrorRateBelowTheOpeningShareClosesAHalfOpenCircuit() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
-        var report = estimation.observe(script.delta { Self.overload(&$0, t0: t0) }, now: t0)
-        #expect(Self.phase(report) == "open")
-        var phases: [String?] = []
-        for step in 1...9 {
-            let end = t0 + Double(step) * 10
-            let events = script.spread(30, from: end - 10, to: end) { script, at in
-                Int(((at - (end - 10)) * 3).rounded()) % 10 == 9
-                    ? script.event(at: at, outcome: .overloaded, status: 503) : script.event(at: at, latencyMs: 800)
-            }
-            report = estimation.observe(script.delta(events), now: end)
-            phases.append(Self.phase(report))
-        }
+        let (phases, report) = Self.phasesAfterABlip(&estimation, &script, ticks: 9, every: 10)
         // Open 30 s (the errors never stop for 10 s), half-open 30 s, then closed: the last minute's share is
         // 10 %, and it stays closed (it would take 20 % to open again).
         #expect(phases == ["open", "open", "half-open", "half-open", "half-open", nil, nil, nil, nil])
