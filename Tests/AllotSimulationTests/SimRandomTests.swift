@@ -33,4 +33,23 @@ struct SimRandomTests {
         #expect(SimRandom(seed: 7, stream: 3) == SimRandom(seed: 7, stream: 3))
         #expect(SimRandom(seed: 7, stream: 3) != SimRandom(seed: 8, stream: 3))
     }
+
+    /// A token shape's mean is that of its draws as the run makes them (normal, rounded, at least 1): the
+    /// nominal mean when the spread is small, more when the clamp at 1 cuts off a wide spread's lower tail.
+    @Test func aTokenShapesExpectedValueIsTheMeanOfItsDraws() {
+        func drawn(_ shape: TokenShape) -> Double {
+            var random = SimRandom(seed: 11)
+            let count = 200_000
+            var sum = 0.0
+            for _ in 0..<count { sum += Double(max(1, Int(random.normal(mean: shape.mean, sd: shape.sd).rounded()))) }
+            return sum / Double(count)
+        }
+        let wide = TokenShape(mean: 2_000, sd: 6_000)
+        #expect(abs(wide.expected - 3_526) < 1)
+        #expect(abs(drawn(wide) - wide.expected) < 0.01 * wide.expected)
+        let narrow = TokenShape(mean: 900, sd: 180)
+        #expect(abs(narrow.expected - 900) < 1e-4)
+        #expect(abs(drawn(narrow) - 900) < 2)
+        #expect(TokenShape(mean: 0.2, sd: 0).expected == 1)
+    }
 }

@@ -1,4 +1,5 @@
 import AllotCore
+import Foundation
 
 /// One simulated story (docs/scenarios.md): upstream pools with a hidden true capacity, agentic
 /// tenants, how many gateways, and the metric the story is about. Decoded and validated from JSON
@@ -314,8 +315,8 @@ public struct TaskShape: Sendable, Equatable {
         self.thinkSeconds = thinkSeconds
     }
 
-    /// Mean tokens (prompt + completion) of one call.
-    public var meanTokensPerCall: Double { promptTokens.mean + completionTokens.mean }
+    /// Mean tokens (prompt + completion) of one call: of the draws, clamped at 1 (``TokenShape/expected``).
+    public var meanTokensPerCall: Double { promptTokens.expected + completionTokens.expected }
     public var meanCalls: Double { Double(minCalls + maxCalls) / 2 }
 }
 
@@ -327,5 +328,16 @@ public struct TokenShape: Sendable, Equatable {
     public init(mean: Double, sd: Double) {
         self.mean = mean
         self.sd = sd
+    }
+
+    /// The mean of the draws, `E[max(1, X)]` for `X ~ N(mean, sd)`: `mean` itself unless `sd` is a good part of
+    /// it. A prompt of mean 2,000 and sd 6,000 draws 3,526 tokens a call on average, not 2,000 — demand and
+    /// entitlement read at `mean` were a third short.
+    public var expected: Double {
+        guard sd > 0, sd.isFinite else { return max(1, mean) }
+        let z = (1 - mean) / sd
+        let below = 0.5 * erfc(-z / 2.0.squareRoot())
+        let density = exp(-z * z / 2) / (2 * Double.pi).squareRoot()
+        return below + mean * (1 - below) + sd * density
     }
 }
