@@ -49,8 +49,7 @@ public struct HTTPSnapshotTransport: SnapshotTransport {
         switch response.status.code {
         case 200:
             do {
-                let serverTime = response.headers["Date"].flatMap { HTTPDate.parse($0) }
-                return .snapshot(try Snapshot(decoding: response.body), serverTime: serverTime)
+                return .snapshot(try Snapshot(decoding: response.body))
             } catch {
                 throw TransportError(.invalidResponse, "the snapshot does not decode: \(error)", status: 200)
             }

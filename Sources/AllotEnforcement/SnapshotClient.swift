@@ -152,9 +152,7 @@ public actor SnapshotClient {
         case .notModified:
             state.notModified += 1
             return .notModified
-        case .snapshot(var snapshot, let serverTime):
-            if let serverTime { noteServerTime(serverTime, at: now) }
-            if state.clockOffset != 0 { snapshot = snapshot.onLocalClock(offset: state.clockOffset) }
+        case .snapshot(let snapshot):
             let applied = enforcer.apply(snapshot, now: now)
             switch applied {
             case .applied: state.received += 1
@@ -166,39 +164,6 @@ public actor SnapshotClient {
             }
             return .received(version: snapshot.version, applied)
         }
-    }
-}
-
-extension SnapshotClient {
-    /// Offsets within this many seconds of the one in force are not a change: the `Date` header has whole
-    /// seconds, and the answer takes its time to arrive.
-    static let clockTolerance = 2.0
-
-    /// Takes Allot's clock at an answer (`serverTime`, the `Date` header) against the gateway's `now`: beyond
-    /// ``clockTolerance`` of the offset in force, the measured offset (whole seconds) is in force from now on.
-    /// Kept while measurements agree within the tolerance, so that a lease or a burst credit does not move
-    /// from one snapshot to the next (a moved credit reads as a new one).
-    func noteServerTime(_ serverTime: Double, at now: Double) {
-        guard serverTime.isFinite, now.isFinite else { return }
-        let measured = serverTime - now
-        state.measuredClockOffset = measured
-        if abs(measured - state.clockOffset) > Self.clockTolerance {
-            state.clockOffset = abs(measured) > Self.clockTolerance ? measured.rounded() : 0
-        }
-    }
-}
-
-extension Snapshot {
-    /// The snapshot with its instants (lease, generation, burst credit) moved from Allot's clock to the
-    /// gateway's: `offset` seconds earlier (Allot's clock ahead by `offset`).
-    func onLocalClock(offset: Double) -> Snapshot {
-        var shifted = self
-        shifted.generatedAt -= offset
-        shifted.expiresAt -= offset
-        for index in shifted.tenants.indices where shifted.tenants[index].burstCredit != nil {
-            shifted.tenants[index].burstCredit?.expiresAt -= offset
-        }
-        return shifted
     }
 }
 
@@ -218,13 +183,6 @@ public struct SnapshotClientStatus: Sendable, Equatable {
     public var notModified = 0
     /// Snapshots refused for a version below the enforced one.
     public var rejected = 0
-    /// Seconds Allot's clock is ahead of the gateway's (negative: behind), as applied to leases and burst
-    /// credit: 0 while the two agree within 2 s, else the offset measured from Allot's `Date` header (whole
-    /// seconds), kept until a measurement differs from it by more than 2 s. Without it a gateway whose clock
-    /// ran ahead by more than a lease enforced every snapshot as expired (its fallback floors).
-    public var clockOffset = 0.0
-    /// The offset measured at the last snapshot received with a `Date` header (nil before one).
-    public var measuredClockOffset: Double?
 
     public init() {}
 }

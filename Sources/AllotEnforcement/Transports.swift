@@ -11,10 +11,8 @@ public protocol SnapshotTransport: Sendable {
 
 /// The answer to a snapshot fetch.
 public enum SnapshotFetch: Sendable, Equatable {
-    /// A snapshot (normally newer than the known version; the client checks), and Allot's clock when it
-    /// answered (the HTTP `Date`, seconds since the epoch) when known: the ``SnapshotClient`` reads its leases
-    /// and burst credit against the gateway's clock with the offset it measures.
-    case snapshot(Snapshot, serverTime: Double? = nil)
+    /// A snapshot (normally newer than the known version; the client checks).
+    case snapshot(Snapshot)
     /// The known version is still current (HTTP 304).
     case notModified
 }

@@ -48,43 +48,6 @@ import Testing
         #expect(status.lastContact == 1_000)
     }
 
-    /// A gateway whose clock runs 400 s ahead of Allot's: the lease (300 s) and the burst credit are read
-    /// with the offset measured from Allot's `Date`, which stays while measurements agree within 2 s.
-    @Test func aGatewayClockAheadOfAllotsReadsLeasesWithTheMeasuredOffset() async {
-        let clock = ManualClock(now: 1_400)
-        let enforcer = Enforcer.make()
-        let credit = BurstCredit(calls: 5, tokens: 500, expiresAt: 1_100)
-        let transport = ScriptedSnapshotTransport(
-            clock: clock,
-            [
-                .success(.snapshot(.make(version: 1, tenants: [.make(burstCredit: credit)]), serverTime: 1_000.4)),
-                .success(.snapshot(.make(version: 2, generatedAt: 1_010, expiresAt: 1_310), serverTime: 1_011.6)),
-                .success(.snapshot(.make(version: 3), serverTime: 1_411.2)),
-            ])
-        let client = makeClient(transport, clock: clock, enforcer: enforcer)
-        #expect(await client.pollOnce() == .received(version: 1, .applied))
-        var status = await client.status
-        #expect(status.clockOffset == -400)
-        #expect(status.measuredClockOffset == -399.6)
-        // Expiring at 1,300 on Allot's clock is 1,700 on the gateway's: live at its 1,400, not the floors.
-        #expect(enforcer.status(now: 1_400).inFallback == false)
-        #expect(enforcer.status(now: 1_400).expiresAt == 1_700)
-        #expect(enforcer.snapshot?.tenants.first?.burstCredit?.expiresAt == 1_500)
-        #expect(enforcer.snapshot?.generatedAt == 1_400)
-
-        // 1.6 s off the offset in force (the `Date` has whole seconds): the offset stays.
-        clock.advance(by: 10)
-        #expect(await client.pollOnce() == .received(version: 2, .applied))
-        status = await client.status
-        #expect(status.clockOffset == -400)
-        #expect(enforcer.status(now: 1_410).expiresAt == 1_710)
-        // The clock corrected (NTP): back to none.
-        #expect(await client.pollOnce() == .received(version: 3, .applied))
-        #expect(await client.status.clockOffset == 0)
-        #expect(enforcer.status(now: 1_410).expiresAt == 1_300)
-        #expect(enforcer.status(now: 1_410).inFallback)
-    }
-
     @Test func failuresBackOffWithSeededJitterAndKeepTheLastGoodSnapshot() async {
         let clock = ManualClock(now: 1_000)
         let enforcer = Enforcer.make(.make(version: 3, tenants: [Self.acme]))
