@@ -30,8 +30,8 @@ public struct ObserverState: Sendable, Hashable, Codable {
 /// 10 s (at most `circuit_quiet_s`) without an overload error, or after `circuit_quiet_s` open while
 /// the share is below `circuit_severe_ratio` (a sustained partial overload: the upstream still serves
 /// most attempts); `halfOpen` → `closed` after `circuit_quiet_s` half-open, once no overload error came for as
-/// long or the share is below `circuit_open_ratio`, or back to `open` when the share reaches
-/// `circuit_severe_ratio`. Both shed `background`; an open
+/// long or the share (with at least `circuit_min_attempts` attempts) is below `circuit_open_ratio`, or back
+/// to `open` when the share reaches `circuit_severe_ratio`. Both shed `background`; an open
 /// circuit at `circuit_severe_ratio` (a severe overload) sheds `batch` and `interactive` too.
 enum CircuitPhase: String, Sendable, Hashable, Codable {
     case closed

@@ -151,19 +151,20 @@ struct ObserverHealthTests {
         #expect(F.status(report)?.state == .healthy)
     }
 
-    /// A blip opens the circuit; a chronic tenth of the attempts refused after it (one every 3 s) is below
-    /// the opening share: the circuit closes `circuit_quiet_s` after it half-opened, errors and all.
+    /// A blip opens the circuit; a chronic fifteenth of the attempts refused after it (one every 5 s) is below
+    /// the opening share: the circuit closes `circuit_quiet_s` after it half-opened, errors and all (a third keeps
+    /// it half-open: ``aSustainedPartialOverloadHalfOpensAfterTheQuietPeriod()``).
     @Test func aChronicErrorRateBelowTheOpeningShareClosesAHalfOpenCircuit() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
-        let (phases, report) = Self.phasesAfterABlip(&estimation, &script, ticks: 9, every: 10)
+        let (phases, report) = Self.phasesAfterABlip(&estimation, &script, ticks: 9, every: 15)
         // Open 30 s (the errors never stop for 10 s), half-open 30 s, then closed: the last minute's share is
-        // 10 %, and it stays closed (it would take 20 % to open again).
+        // 6.7 %, and it stays closed (it would take 20 % to open again).
         #expect(phases == ["open", "open", "half-open", "half-open", "half-open", nil, nil, nil, nil])
         let status = try #require(F.status(report))
         #expect(status.shed.isEmpty)
         #expect(status.state == .healthy)
-        #expect(status.outcomes["overloaded"] == 18)
+        #expect(status.outcomes["overloaded"] == 12)
     }
 
     @Test func fewAttemptsDoNotOpenTheCircuit() throws {
