@@ -114,7 +114,10 @@ let package = Package(
         .testTarget(name: "AllotSimulationTests", dependencies: ["AllotSimulation", "AllotJSON", "AllotSignals", "AllotCore"]),
         .testTarget(
             name: "AllotCommandsTests",
-            dependencies: ["AllotCommands", "AllotServer", "AllotEnforcement", "AllotHTTP", "AllotJSON", "AllotLoop", "AllotTime"]
+            dependencies: [
+                "AllotCommands", "AllotServer", "AllotEnforcement", "AllotHTTP", "AllotJSON", "AllotLoop", "AllotTime",
+                "AllotAssets",
+            ]
         ),
     ]
 )

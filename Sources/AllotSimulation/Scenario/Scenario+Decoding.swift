@@ -255,7 +255,7 @@ extension Scenario {
             guard let pool = pools.first(where: { $0.id == tenant.pool }), let tier = policy.tier(named: tenant.tier)
             else { continue }
             let peak = (tenant.arrivals.map(\.tasksPerMinute).max() ?? 0) * tenant.task.meanCalls
-            let output = pool.latency.perThousandOutputTokensMs * tenant.task.completionTokens.mean / 1000
+            let output = pool.latency.perThousandOutputTokensMs * tenant.task.completionTokens.expected / 1000
             let latency = (pool.latency.baseMs + output) / 1000
             let cap = Double(tier.maxConcurrency * gateways)
             let needed = peak * latency / 60
