@@ -32,15 +32,16 @@ struct TenantRoutes: Sendable {
         let now = console.clock.now
         let directory = try await directory(now: now)
         var rows = Array(directory.summaries.values)
+        // Every tier an override may set or a filter may name: the policy's, and any a tenant still has.
+        let tiers = Set(console.policy().policy.tiers.map(\.name)).union(rows.map(\.tier)).sorted()
         if let tier = query.string("tier") {
             // A tier no policy defines and no tenant has is a typo: an empty list hid it (round 14).
-            let known = Set(console.policy().policy.tiers.map(\.name)).union(rows.map(\.tier))
-            guard known.contains(tier) else {
+            guard tiers.contains(tier) else {
                 var message = "no tier \(tier)"
-                if let nearest = NameSuggestion.closest(to: tier, among: known.sorted()) {
+                if let nearest = NameSuggestion.closest(to: tier, among: tiers) {
                     message += "; did you mean \(nearest)?"
                 } else {
-                    message += "; the tiers are " + known.sorted().joined(separator: ", ")
+                    message += "; the tiers are " + tiers.joined(separator: ", ")
                 }
                 throw HTTPError.badRequest(message, code: "invalid_parameter", field: "tier")
             }
@@ -100,7 +101,7 @@ struct TenantRoutes: Sendable {
             "tenants": .array(page.map(Self.row)), "total": .int(Int64(rows.count)), "offset": .int(Int64(offset)),
             "limit": .int(Int64(limit)), "next_offset": next, "generated_at": OperatorJSON.time(now),
             "snapshot_version": console.snapshotVersion.map(JSON.int) ?? .null,
-            "tick": .int(console.view?.tick ?? 0),
+            "tick": .int(console.view?.tick ?? 0), "tiers": .array(tiers.map(JSON.string)),
         ]
         return .json(body)
     }

@@ -25,6 +25,8 @@ import Testing
         // The three observed tenants plus the policy's named ones.
         #expect(ids(all) == ["acme", "beta", "example-critical", "example-free", "example-premium"])
         #expect(all.jsonBody["total"] == 5)
+        // The policy's tiers, whether a tenant has them or not: what the dashboard's override form offers.
+        #expect(all.jsonBody["tiers"] == ["critical", "free", "premium", "standard"])
         let acme = try #require(all.jsonBody["tenants"]?[0])
         #expect(acme["tier"] == "standard")
         #expect(acme["class"] == "steady")
