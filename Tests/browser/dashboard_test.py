@@ -201,6 +201,10 @@ def main():
                  what="the tenant's why panel")
         check("selecting a tenant fills the override form",
               driver.find_element(By.ID, "o-tenant").get_attribute("value") == "acme")
+        offered = [option.get_attribute("value") for option in driver.find_elements(By.CSS_SELECTOR, "#o-tier option")]
+        status, body = server.request("GET", "/v1/tenants?limit=1", sre)
+        check("the override form offers the policy's tiers",
+              status == 200 and offered[1:] == body["tiers"] and "premium" in offered, (offered, body.get("tiers")))
 
         if args.screenshot:
             driver.save_screenshot(args.screenshot)
