@@ -46,6 +46,12 @@ public struct Backoff: Sendable, Equatable {
         return min(retryAfter, ceiling)
     }
 
+    /// The wait after `failures` failures, the last answered with `retryAfter`: ``delay(failures:unit:)``
+    /// ``honouring(retryAfter:delay:)``.
+    public func delay(failures: Int, unit: Double, retryAfter: Double?) -> Double {
+        honouring(retryAfter: retryAfter, delay: delay(failures: failures, unit: unit))
+    }
+
     private func pow(_ base: Double, _ exponent: Double) -> Double {
         var result = 1.0
         var remaining = Int(exponent)

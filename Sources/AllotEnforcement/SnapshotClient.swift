@@ -136,9 +136,8 @@ public actor SnapshotClient {
             state.consecutiveFailures += 1
             state.failures += 1
             state.lastError = error.description
-            let backoff = configuration.backoff
-            let wait = backoff.delay(failures: state.consecutiveFailures, unit: random.unit())
-            let delay = backoff.honouring(retryAfter: error.retryAfter, delay: wait)
+            let delay = configuration.backoff.delay(
+                failures: state.consecutiveFailures, unit: random.unit(), retryAfter: error.retryAfter)
             onEvent?(
                 .pollFailed(
                     message: error.description, consecutiveFailures: state.consecutiveFailures, retryIn: delay))

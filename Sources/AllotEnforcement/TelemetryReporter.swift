@@ -190,9 +190,8 @@ public final class TelemetryReporter: TelemetrySink, @unchecked Sendable {
                         counters.failedPosts += 1
                         counters.consecutiveFailures += 1
                         let failures = counters.consecutiveFailures
-                        let delay = configuration.backoff.honouring(
-                            retryAfter: error.retryAfter,
-                            delay: configuration.backoff.delay(failures: failures, unit: random.unit()))
+                        let delay = configuration.backoff.delay(
+                            failures: failures, unit: random.unit(), retryAfter: error.retryAfter)
                         let dropped = ring.putBackFront(batch)
                         counters.dropped += dropped
                         return (failures, delay, dropped)

@@ -265,8 +265,7 @@ extension PoolTrack {
                 tokensHit = signals.pointee.limitTokens != nil
             }
             if !requestsHit, !tokensHit, Self.requestsPlentiful(signals.pointee), signals.pointee.limitTokens != nil {
-                // A refusal that leaves a tenth of the requests' limit (and six) is a token refusal: a call larger than
-                // the tokens left is refused with tokens "remaining" (OpenAI: "Requested 40800 … Used …").
+                // A call larger than the tokens left is refused with tokens "remaining" (OpenAI: "Requested 40800").
                 // Counted against both dimensions it cut the requests' estimate to the few long calls served
                 // (233 → 120 rpm of a true 300 on a pool of 40k-token calls).
                 tokensHit = true

@@ -173,4 +173,17 @@ struct OperatorHarness {
 extension HTTPResponse {
     /// The body as JSON (`.null` when it is not JSON), for terse assertions.
     var jsonBody: JSON { (try? json()) ?? .null }
+
+    /// A `400` refusal's field and message (nil for any other status), compared in one assertion.
+    var badRequest: Refusal? {
+        guard status == .badRequest else { return nil }
+        return Refusal(
+            field: jsonBody["error"]?["field"]?.stringValue, message: jsonBody["error"]?["message"]?.stringValue)
+    }
+}
+
+/// What a `400` names: the field at fault and the message.
+struct Refusal: Equatable {
+    var field: String?
+    var message: String?
 }
