@@ -81,8 +81,9 @@ public enum NameSuggestion {
         return best.distance <= limit ? best.name : nil
     }
 
-    /// `unknown field "x"` plus `; did you mean "y"?` when there is a close match.
-    static func unknownMessage(_ what: String, _ name: String, known: [String]) -> String {
+    /// `unknown field "x"` plus `; did you mean "y"?` when there is a close match, else the known names when
+    /// there are at most 12. The one wording for a name not found, in policy files and operator requests alike.
+    public static func unknownMessage(_ what: String, _ name: String, known: [String]) -> String {
         var message = "unknown \(what) \"\(name)\""
         if let suggestion = closest(to: name, among: known) {
             message += "; did you mean \"\(suggestion)\"?"

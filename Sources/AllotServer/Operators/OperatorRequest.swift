@@ -57,14 +57,16 @@ struct OperatorQuery {
     /// An alert kind (``LoopAlert/kinds``, or one of `also`): a misspelt one is refused naming the nearest (an
     /// empty answer hid the typo).
     func alertKind(_ name: String, also: [String] = []) throws(HTTPError) -> String? {
+        try known(name, among: LoopAlert.kinds + also, what: "alert kind")
+    }
+
+    /// A parameter that must name one of `names` (a tier, an alert kind): anything else is refused with the
+    /// nearest name, in ``NameSuggestion/unknownMessage(_:_:known:)``'s wording, as policy files are.
+    func known(_ name: String, among names: [String], what: String) throws(HTTPError) -> String? {
         guard let value = string(name) else { return nil }
-        let known = LoopAlert.kinds + also
-        guard known.contains(value) else {
-            var message = "\(name) must be an alert kind; got '\(value)'"
-            if let nearest = NameSuggestion.closest(to: value, among: known) {
-                message += "; did you mean '\(nearest)'?"
-            }
-            throw HTTPError.badRequest(message, code: "invalid_parameter", field: name)
+        guard names.contains(value) else {
+            throw HTTPError.badRequest(
+                NameSuggestion.unknownMessage(what, value, known: names), code: "invalid_parameter", field: name)
         }
         return value
     }

@@ -34,17 +34,8 @@ struct TenantRoutes: Sendable {
         var rows = Array(directory.summaries.values)
         // Every tier an override may set or a filter may name: the policy's, and any a tenant still has.
         let tiers = Set(console.policy().policy.tiers.map(\.name)).union(rows.map(\.tier)).sorted()
-        if let tier = query.string("tier") {
-            // A tier no policy defines and no tenant has is a typo: an empty list hid it (round 14).
-            guard tiers.contains(tier) else {
-                var message = "no tier \(tier)"
-                if let nearest = NameSuggestion.closest(to: tier, among: tiers) {
-                    message += "; did you mean \(nearest)?"
-                } else {
-                    message += "; the tiers are " + tiers.joined(separator: ", ")
-                }
-                throw HTTPError.badRequest(message, code: "invalid_parameter", field: "tier")
-            }
+        // A tier no policy defines and no tenant has is a typo: an empty list hid it (round 14).
+        if let tier = try query.known("tier", among: tiers, what: "tier") {
             rows.removeAll { $0.tier != tier }
         }
         if let wanted = try query.choice("class", TenantClass.allCases.map(\.rawValue)) {
@@ -352,7 +343,7 @@ struct TenantRoutes: Sendable {
         guard !seen.contains(id) else { return .null }
         var text = "no tenant \(id) has sent telemetry or is named by the policy: \(consequence)"
         if let nearest = NameSuggestion.closest(to: id, among: seen + policy.tenants.map(\.id)) {
-            text += "; did you mean \(nearest)?"
+            text += "; did you mean \"\(nearest)\"?"
         }
         return .string(text)
     }

@@ -120,7 +120,7 @@ import Testing
         #expect(
             ghost.jsonBody["warning"]?.stringValue
                 == "no tenant example-premiun has sent telemetry or is named by the policy: the override waits for its "
-                + "first call; did you mean example-premium?")
+                + "first call; did you mean \"example-premium\"?")
         await harness.close()
     }
 
@@ -155,7 +155,7 @@ import Testing
         #expect(
             ghost.jsonBody["warning"]?.stringValue
                 == "no tenant example-premiun has sent telemetry or is named by the policy: the next tick decides the "
-                + "burst as unknown (the tenant is in no decision); did you mean example-premium?")
+                + "burst as unknown (the tenant is in no decision); did you mean \"example-premium\"?")
 
         let invalid = await harness.send(.post, "/v1/tenants/beta/bursts", as: .operator, json: #"{"calls":5}"#)
         #expect(invalid.jsonBody["error"]?["field"] == "ttl_s")

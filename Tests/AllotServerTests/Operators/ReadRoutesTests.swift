@@ -44,7 +44,7 @@ import Testing
             alertTypo.badRequest
                 == Refusal(
                     field: "alert",
-                    message: "alert must be an alert kind; got 'circuit-open'; did you mean 'circuit_open'?"))
+                    message: #"unknown alert kind "circuit-open"; did you mean "circuit_open"?"#))
         #expect(ids(await harness.send(.get, "/v1/tenants?search=EXAMPLE-p", as: .operator)) == ["example-premium"])
         #expect(
             ids(await harness.send(.get, "/v1/tenants?upstream=openai/gpt-4o&sort=-demand_rpm", as: .operator))
@@ -63,7 +63,13 @@ import Testing
         #expect(badSort.jsonBody["error"]?["field"] == "sort")
         // A tier or pool no policy defines and no tenant has is a typo, not an empty list (round 14).
         let tier = await harness.send(.get, "/v1/tenants?tier=premiun", as: .operator)
-        #expect(tier.badRequest == Refusal(field: "tier", message: "no tier premiun; did you mean premium?"))
+        #expect(tier.badRequest == Refusal(field: "tier", message: #"unknown tier "premiun"; did you mean "premium"?"#))
+        let farOff = await harness.send(.get, "/v1/tenants?tier=gold", as: .operator)
+        #expect(
+            farOff.badRequest
+                == Refusal(
+                    field: "tier",
+                    message: #"unknown tier "gold"; expected one of "critical", "free", "premium", "standard""#))
         let pool = await harness.send(.get, "/v1/tenants?upstream=openai/gpt4o", as: .operator)
         #expect(pool.status == .badRequest)
         #expect(pool.jsonBody["error"]?["field"] == "upstream")
@@ -212,7 +218,7 @@ import Testing
         let typo = await harness.send(.get, "/v1/alerts?kind=starve", as: .operator)
         #expect(
             typo.badRequest
-                == Refusal(field: "kind", message: "kind must be an alert kind; got 'starve'; did you mean 'starved'?"))
+                == Refusal(field: "kind", message: #"unknown alert kind "starve"; did you mean "starved"?"#))
         #expect(await harness.send(.get, "/v1/alerts?kind=drain", as: .operator).jsonBody["count"] == 0)
         await harness.close()
     }
