@@ -10,13 +10,14 @@ struct ProposalRoutes: Sendable {
     let console: OperatorConsole
 
     /// Filters: `status` (`pending` by default; `approved`, `rejected`, `expired`, `withdrawn` or
-    /// `all`), `tenant`, `source` (`engine`, `override`), `limit` (1-1000, default 200). Each
-    /// proposal carries its evidence (the explanation of the unclamped value) and its expiry.
+    /// `all`), `tenant`, `source` (`engine`, `override`), `limit` (1-1000, default 200) and `offset`,
+    /// paged as `GET /v1/tenants` is. Each proposal carries its evidence (the explanation of the unclamped value) and its expiry.
     func list(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let query = try OperatorQuery(request, allowed: ["status", "tenant", "source", "limit"])
+        let query = try OperatorQuery(request, allowed: ["status", "tenant", "source", "limit", "offset"])
         let status = try query.choice("status", StoredProposal.statuses + ["all"]) ?? "pending"
         let source = try query.choice("source", StoredProposal.Source.allCases.map(\.rawValue))
         let limit = try query.int("limit", in: 1...1000) ?? 200
+        let offset = try query.int("offset", in: 0...Int(Int32.max)) ?? 0
         let now = console.clock.now
         var proposals: [StoredProposal]
         do {
@@ -27,9 +28,12 @@ struct ProposalRoutes: Sendable {
         }
         if let source { proposals.removeAll { $0.source.rawValue != source } }
         let settings = console.policy().policy.proposals
+        let page = proposals.dropFirst(offset).prefix(limit)
+        let next = offset + page.count < proposals.count ? JSON.int(Int64(offset + page.count)) : .null
         return .json([
-            "proposals": .array(proposals.prefix(limit).map { OperatorJSON.proposal($0, now: now) }),
-            "total": .int(Int64(proposals.count)),
+            "proposals": .array(page.map { OperatorJSON.proposal($0, now: now) }),
+            "total": .int(Int64(proposals.count)), "offset": .int(Int64(offset)), "limit": .int(Int64(limit)),
+            "next_offset": next,
             "settings": [
                 "ttl_s": OperatorJSON.number(settings.ttlSeconds),
                 "approval_ttl_s": OperatorJSON.number(settings.approvalTTLSeconds),

@@ -86,6 +86,17 @@ import Testing
         let ids = refiled.jsonBody["proposals"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
         #expect(ids.count == 1)
         #expect(ids.first != id)
+        // Paged newest filed first, as the tenant list is: the new proposal, then the rejected one.
+        let first = await harness.send(.get, "/v1/proposals?status=all&tenant=acme&limit=1", as: .sre)
+        #expect(first.jsonBody["proposals"]?[0]?["id"]?.stringValue == ids.first)
+        #expect(first.jsonBody["total"] == 2)
+        #expect(first.jsonBody["next_offset"] == 1)
+        let second = await harness.send(.get, "/v1/proposals?status=all&tenant=acme&limit=1&offset=1", as: .sre)
+        #expect(second.jsonBody["proposals"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == [id])
+        #expect(second.jsonBody["offset"] == 1)
+        #expect(second.jsonBody["next_offset"] == .null)
+        let negative = await harness.send(.get, "/v1/proposals?offset=-1", as: .sre)
+        #expect(negative.jsonBody["error"]?["field"] == "offset")
         await harness.close()
     }
 
