@@ -108,7 +108,8 @@ public final class Gateway: @unchecked Sendable {
     }
 
     /// Stops polling and the queue's timer, denies requests still waiting (`gateway_stopping`), makes one last
-    /// attempt to deliver buffered telemetry, then runs `onStop` (a gateway made by `connect` shuts its HTTP
+    /// attempt to deliver buffered telemetry, tells Allot the gateway leaves (its tenants' slices go to the other
+    /// gateways at the next tick; `DELETE /v1/gateways/{id}`), then runs `onStop` (a gateway made by `connect` shuts its HTTP
     /// client down there). Not meant to be followed by ``start()`` again: create a new gateway.
     public func stop() async {
         let running = lock.withLock {
@@ -119,6 +120,7 @@ public final class Gateway: @unchecked Sendable {
         for task in running { await task.value }
         enforcer.denyAllWaiting(now: clock.now)
         if let reporter { await reporter.flush() }
+        if let snapshotClient { await snapshotClient.leave() }
         await onStop?()
     }
 

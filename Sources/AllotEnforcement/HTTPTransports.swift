@@ -59,6 +59,23 @@ public struct HTTPSnapshotTransport: SnapshotTransport {
             throw HTTPTransportSupport.statusError(response)
         }
     }
+
+    /// `DELETE /v1/gateways/{id}`, with a short timeout (it runs as the gateway stops). A 404 (Allot never heard
+    /// from it, or already forgot it) is success: the gateway is not known either way.
+    public func leave(gateway: String) async throws(TransportError) {
+        let url = baseURL + "/v1/gateways/" + HTTPTransportSupport.percentEncoded(gateway)
+        var headers: HTTPHeaders = ["Accept": "application/json"]
+        if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
+        let client = self.client
+        let timeout = Duration.seconds(timeoutMargin)
+        let response = try await HTTPTransportSupport.abandonOnCancel {
+            [url, headers] () async throws(HTTPClientError) -> HTTPClientResponse in
+            try await client.execute(HTTPClientRequest(method: .delete, url: url, headers: headers), timeout: timeout)
+        }
+        guard response.status.code == 200 || response.status.code == 404 else {
+            throw HTTPTransportSupport.statusError(response)
+        }
+    }
 }
 
 /// Posts telemetry batches to `allot serve`'s `POST /v1/telemetry` as a JSON array

@@ -85,6 +85,16 @@ public actor SnapshotClient {
         return status
     }
 
+    /// Tells Allot this gateway leaves (once polling has stopped: a poll after it would register the gateway again).
+    /// A failure is reported as ``GatewayEvent/leaveFailed(message:)``; nothing is retried.
+    public func leave() async {
+        do {
+            try await transport.leave(gateway: gatewayID)
+        } catch {
+            onEvent?(.leaveFailed(message: error.description))
+        }
+    }
+
     /// Polls until the calling task is cancelled.
     public func run() async {
         while !Task.isCancelled {

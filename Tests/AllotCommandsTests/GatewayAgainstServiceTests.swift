@@ -97,7 +97,10 @@ import Testing
             return (gateway.enforcer.enforcedVersion ?? 0) > followed && !gateway.status.inFallback
         }
         #expect(recovered)
+        #expect(service.context.operators.loop?.publisher.contacts().map(\.id) == ["gw-a"])
         await gateway.stop()
+        // Stopping told Allot it leaves (DELETE /v1/gateways/gw-a): forgotten at once, not alerted on as silent.
+        #expect(service.context.operators.loop?.publisher.contacts().isEmpty == true)
         await service.shutdown(gracePeriod: .seconds(1))
     }
 }

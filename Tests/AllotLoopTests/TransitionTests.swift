@@ -123,6 +123,24 @@ import Testing
         await harness.close()
     }
 
+    /// A gateway the shrink waits for that leaves (scaled down) will never confirm: the growth follows at once,
+    /// not after the refresh deadline.
+    @Test func growthIsPublishedAtOnceWhenTheGatewayItWaitsForLeaves() async throws {
+        let harness = try await startFullPool()
+        let publisher = harness.publisher
+        await harness.classifier.setDemand("a", rpm: 40, tpm: 10_000, shares: ["gw-a": 1])
+        await harness.classifier.setDemand("b", rpm: 60, tpm: 10_000, shares: ["gw-b": 1])
+        #expect(await harness.tick().published == [2])
+        #expect(publisher.waitingGateways == ["gw-a"])
+        #expect(publisher.leave(gateway: "gw-a", now: harness.clock.now) != nil)
+        #expect(publisher.waitingGateways.isEmpty)
+        try await publisher.releaseHeldGrowth(now: harness.clock.now)
+        #expect(publisher.current?.version == 3)
+        #expect(publisher.current?.kind == .growth)
+        #expect(try servedSnapshot(publisher).tenant("b")?.rpm.rate == 60)
+        await harness.close()
+    }
+
     @Test func growthIsPublishedAfterOneRefreshWhenTheShrinkIsNotConfirmed() async throws {
         let harness = try await startFullPool()
         let publisher = harness.publisher

@@ -626,6 +626,7 @@ public actor LoopRunner {
         var tick: Int64
         var now: Double
         var contacts: [GatewayContactRecord]
+        var left: [String]
         var forgetBeforeMs: Int64
     }
 
@@ -647,7 +648,7 @@ public actor LoopRunner {
         return Capture(
             observer: await observer.state(), classifier: await classifier.state(), engine: await engine.state(),
             cursor: cursor, tick: tickCount, now: now, contacts: publisher.changedContacts(),
-            forgetBeforeMs: EpochTime.milliseconds(fromSeconds: now - policy.loop.forgetAfterSeconds))
+            left: publisher.leftGateways(), forgetBeforeMs: EpochTime.milliseconds(fromSeconds: now - policy.loop.forgetAfterSeconds))
     }
 
     private func saveCheckpoint() async {
@@ -665,7 +666,8 @@ public actor LoopRunner {
                     classifier: try StateCodec.encode(capture.classifier), engine: try StateCodec.encode(capture.engine)
                 )
             }.value
-            try await stateStore.save(checkpoint, contacts: capture.contacts, forgetBeforeMs: capture.forgetBeforeMs)
+            try await stateStore.save(
+                checkpoint, contacts: capture.contacts, forgetBeforeMs: capture.forgetBeforeMs, deleting: capture.left)
             metrics.checkpointDuration.observe(MonotonicClock.seconds(since: started))
             metrics.checkpointBytes.set(
                 Double(checkpoint.observer.count + checkpoint.classifier.count + checkpoint.engine.count))

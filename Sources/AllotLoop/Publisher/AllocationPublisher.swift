@@ -536,6 +536,21 @@ public actor AllocationPublisher {
     /// Gateway contacts changed since the last call (for the checkpoint).
     public nonisolated func changedContacts() -> [GatewayContactRecord] { registry.takeChanged() }
 
+    /// Gateways that left since the last call, whose saved contacts the checkpoint deletes.
+    public nonisolated func leftGateways() -> [String] { registry.takeLeft() }
+
+    /// `gateway` leaves (`DELETE /v1/gateways/{id}`: a gateway shutting down, or an SRE retiring one that will not
+    /// come back): forgotten at once rather than alerted on as silent for `forget_after_s`; the next tick splits its
+    /// tenants' allocations between the others, and a make-before-break wait stops waiting for it. A poll from it
+    /// later registers it again.
+    ///
+    /// - Returns: Its contact as it was, or nil when no gateway of that id is known.
+    public nonisolated func leave(gateway: String, now: Double) -> GatewayContact? {
+        guard let (contact, cleared) = registry.leave(gateway, now: now) else { return nil }
+        if cleared { Task { await self.barrierCleared() } }
+        return contact
+    }
+
     /// Every known gateway contact.
     public nonisolated func contacts() -> [GatewayContact] { registry.contacts }
 }

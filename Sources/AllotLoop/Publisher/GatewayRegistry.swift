@@ -36,6 +36,10 @@ final class GatewayRegistry: Sendable {
         var contacts: [String: GatewayContact] = [:]
         var barrier: Barrier?
         var dirty: Set<String> = []
+        /// Gateways that said they left (``leave(_:now:)``), and when: gone until they poll again.
+        var left: [String: Double] = [:]
+        /// Left gateways whose saved contact is still to be deleted (at the next checkpoint).
+        var unsaved: Set<String> = []
     }
 
     private let state = Locked(State())
@@ -64,6 +68,8 @@ final class GatewayRegistry: Sendable {
                     id: gateway, firstContact: now, lastContact: now, enforcedVersion: version, polls: 1)
             }
             state.dirty.insert(gateway)
+            state.left[gateway] = nil
+            state.unsaved.remove(gateway)
             guard var barrier = state.barrier, let version, version >= barrier.version,
                 barrier.waiting.remove(gateway) != nil
             else { return false }
@@ -107,15 +113,40 @@ final class GatewayRegistry: Sendable {
 
     func contact(_ id: String) -> GatewayContact? { state.withLock { $0.contacts[id] } }
 
-    /// Gateways heard from since `since`, sorted; and those heard from before but not since.
+    /// Gateways heard from since `since`, sorted; and those heard from before but not since, or that left.
     func partition(activeSince since: Double) -> (active: [String], gone: Set<String>) {
         state.withLock { state in
             var active: [String] = []
-            var gone = Set<String>()
+            var gone = Set(state.left.keys)
             for contact in state.contacts.values {
                 if contact.lastContact >= since { active.append(contact.id) } else { gone.insert(contact.id) }
             }
             return (active.sorted(), gone)
+        }
+    }
+
+    /// A gateway that says it is leaving (scaled down, shut down) or that an SRE says is gone for good: its contact
+    /// is dropped (no `gateway_lag` alert, not listed), it counts as gone for the next split (its slices go to the
+    /// others) and no barrier waits for it. It rejoins when it polls again.
+    ///
+    /// - Returns: The contact it had, or nil when no gateway of that id is known.
+    func leave(_ gateway: String, now: Double) -> (contact: GatewayContact, clearedBarrier: Bool)? {
+        state.withLock { state in
+            guard let contact = state.contacts.removeValue(forKey: gateway) else { return nil }
+            state.left[gateway] = now
+            state.dirty.remove(gateway)
+            state.unsaved.insert(gateway)
+            guard var barrier = state.barrier, barrier.waiting.remove(gateway) != nil else { return (contact, false) }
+            state.barrier = barrier
+            return (contact, barrier.waiting.isEmpty)
+        }
+    }
+
+    /// The gateways that left since the last call, whose saved contacts are to be deleted (for the checkpoint).
+    func takeLeft() -> [String] {
+        state.withLock { state in
+            defer { state.unsaved = [] }
+            return state.unsaved.sorted()
         }
     }
 
@@ -141,12 +172,14 @@ final class GatewayRegistry: Sendable {
         }
     }
 
-    /// Forgets gateways not heard from since `before` (and returns them).
+    /// Forgets gateways not heard from since `before` (and returns them), and those that left before it (their
+    /// demand shares have long faded).
     @discardableResult
     func forget(before: Double) -> [String] {
         state.withLock { state in
             let old = state.contacts.values.filter { $0.lastContact < before }.map(\.id)
             for id in old { state.contacts[id] = nil }
+            state.left = state.left.filter { $0.value >= before }
             return old.sorted()
         }
     }

@@ -40,6 +40,9 @@ public enum OperatorRoutes {
         let upstreams = UpstreamRoutes(console: console)
         table.get("/v1/upstreams", .operator) { request, _ in try await upstreams.upstreams(request) }
         table.get("/v1/gateways", .operator) { request, _ in try await upstreams.gateways(request) }
+        table.delete("/v1/gateways/{id}", .gatewayLeave) { request, principal in
+            try await upstreams.leave(request, principal)
+        }
         table.get("/v1/alerts", .operator) { request, _ in try await upstreams.alerts(request) }
 
         let costs = CostsRoute(console: console)

@@ -175,6 +175,35 @@ struct UpstreamRoutes: Sendable {
             .respond(to: request)
     }
 
+    /// `DELETE /v1/gateways/{id}`: the gateway leaves (``AllocationPublisher/leave(gateway:now:)``): a gateway says
+    /// so as it stops (scaled down), or an SRE for one that crashed and will not come back. Without it a departed
+    /// gateway raised `gateway_lag` ("silent") until `forget_after_s` (an hour) passed, and its tenants' slices were
+    /// re-split only once it had been silent for `gateway_lag_s`. Answers `{"gateway", "left": true, "last_contact",
+    /// "resplit": "at the next tick"}`; 404 when no gateway of that id has polled (or it was forgotten). Audited
+    /// (`gateway.leave`, subject the gateway id).
+    func leave(_ request: HTTPRequest, _ principal: Principal) async throws -> HTTPResponse {
+        _ = try OperatorQuery(request, allowed: [])
+        let id = request.pathParameters["id"] ?? ""
+        let now = console.clock.now
+        guard let loop = console.loop, let contact = loop.publisher.leave(gateway: id, now: now) else {
+            throw HTTPError.notFound("no gateway \(id) has polled (or it was forgotten)", field: "id")
+        }
+        let before: JSON = [
+            "id": .string(id), "first_contact": .string(RFC3339.format(contact.firstContact)),
+            "last_contact": .string(RFC3339.format(contact.lastContact)),
+            "enforced_version": contact.enforcedVersion.map(JSON.int) ?? .null, "polls": .int(contact.polls),
+        ]
+        let entry = AuditEntry(
+            atMs: EpochTime.milliseconds(fromSeconds: now), actor: principal.name, actorRole: principal.role.rawValue,
+            action: "gateway.leave", subject: id, before: before, after: .null)
+        await console.audit.appendAfterTheFact(
+            entry, logger: console.logger, failure: "cannot audit a gateway leaving", fields: [("gateway", .string(id))])
+        return .json([
+            "gateway": .string(id), "left": true, "last_contact": .string(RFC3339.format(contact.lastContact)),
+            "resplit": "at the next tick",
+        ])
+    }
+
     /// Every alert in force (SPEC 9): the loop's (starvation, degraded mode, circuit open, gateway
     /// lag, drift, budgets, runaway tasks, unknown prices, tick failures, …), the policy watcher's
     /// rejection of the files on disk, and override proposals awaiting an SRE. Filters: `kind`,

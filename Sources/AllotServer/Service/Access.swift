@@ -1,7 +1,7 @@
 import AllotHTTP
 
 /// What a bearer token may do (SPEC 8). Roles are not a strict ladder: a gateway token can
-/// post telemetry and poll snapshots but read nothing else; `operator` reads everything and
+/// post telemetry, poll snapshots and say it leaves, but read nothing else; `operator` reads everything and
 /// manages overrides and bursts; `sre` is operator plus proposals, plans and the audit log;
 /// `admin` can do everything, including tokens and drain.
 public enum Role: String, Sendable, Hashable, Codable, CaseIterable {
@@ -38,6 +38,9 @@ public struct Access: Sendable, Hashable {
     public static let `operator` = Access([.operator, .sre, .admin])
     /// Proposals, plans, audit.
     public static let sre = Access([.sre, .admin])
+    /// A gateway leaving (`DELETE /v1/gateways/{id}`): the gateway itself as it shuts down, or an SRE retiring one
+    /// that will not come back.
+    public static let gatewayLeave = Access([.gateway, .sre, .admin])
     /// Tokens, drain.
     public static let admin = Access([.admin])
 }

@@ -59,11 +59,13 @@ public struct LoopStateStore: Sendable {
 
     /// Replaces the checkpoint and upserts the gateway contacts, in one transaction.
     ///
-    /// - Parameter forgetBeforeMs: Contacts whose last contact is older are deleted (gateways long
-    ///   gone); nil keeps every row.
-    public func save(_ checkpoint: LoopCheckpoint, contacts: [GatewayContactRecord], forgetBeforeMs: Int64? = nil)
-        async throws
-    {
+    /// - Parameters:
+    ///   - forgetBeforeMs: Contacts whose last contact is older are deleted (gateways long gone); nil keeps every row.
+    ///   - deleting: Contacts to delete whatever their age (gateways that left).
+    public func save(
+        _ checkpoint: LoopCheckpoint, contacts: [GatewayContactRecord], forgetBeforeMs: Int64? = nil,
+        deleting: [String] = []
+    ) async throws {
         try await pool.write { connection in
             try connection.run(
                 """
@@ -77,6 +79,7 @@ public struct LoopStateStore: Sendable {
             if let forgetBeforeMs {
                 try connection.run("DELETE FROM gateway_contacts WHERE last_contact_ms < ?", forgetBeforeMs)
             }
+            for id in deleting { try connection.run("DELETE FROM gateway_contacts WHERE id = ?", id) }
         }
     }
 

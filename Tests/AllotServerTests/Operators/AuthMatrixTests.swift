@@ -28,6 +28,8 @@ import Testing
             "GET /v1/alerts": operators, "GET /v1/audit": sre, "GET /v1/costs": operators,
             "GET /v1/tokens": [.admin], "POST /v1/tokens": [.admin], "DELETE /v1/tokens/{id}": [.admin],
             "POST /v1/drain": [.admin], "DELETE /v1/drain": [.admin],
+            // Not in SPEC 9: a gateway says it leaves as it stops; an SRE retires one that will not come back.
+            "DELETE /v1/gateways/{id}": [.gateway, .sre, .admin],
         ]
     }()
 

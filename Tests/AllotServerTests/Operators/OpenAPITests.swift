@@ -112,6 +112,7 @@ import Testing
         let id = engine.jsonBody["proposals"]?[0]?["id"]?.stringValue ?? "-"
         let token = await harness.send(.post, "/v1/tokens", as: .admin, json: #"{"name":"n","role":"sre"}"#)
         let tokenID = token.jsonBody["id"]?.stringValue ?? "-"
+        _ = await harness.loop.publisher.poll(gateway: "gw-1", condition: .none, wait: 0)
         let responses: [(String, String, HTTPResponse)] = [
             ("/v1/tenants/{id}/override", "put", proposed), ("/v1/tenants/{id}/override", "put", applied),
             ("/v1/tenants/{id}/bursts", "post", burst), ("/v1/proposals", "get", engine),
@@ -128,6 +129,8 @@ import Testing
             ("/v1/tenants/{id}/override", "delete", await harness.send(.delete, "/v1/tenants/beta/override", as: .sre)),
             ("/v1/upstreams", "get", await harness.send(.get, "/v1/upstreams?history_minutes=5", as: .operator)),
             ("/v1/gateways", "get", await harness.send(.get, "/v1/gateways", as: .operator)),
+            ("/v1/gateways/{id}", "delete", await harness.send(.delete, "/v1/gateways/gw-1", as: .gateway)),
+            ("/v1/gateways/{id}", "delete", await harness.send(.delete, "/v1/gateways/gw-1", as: .gateway)),
             ("/v1/alerts", "get", await harness.send(.get, "/v1/alerts", as: .operator)),
             ("/v1/audit", "get", await harness.send(.get, "/v1/audit", as: .sre)),
             ("/v1/costs", "get", await harness.send(.get, "/v1/costs", as: .operator)),

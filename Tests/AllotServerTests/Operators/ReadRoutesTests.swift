@@ -224,6 +224,37 @@ import Testing
     }
 
     /// The kinds `?kind=` and `?alert=` accept are the ones docs/api-reference.md lists, and no other.
+    /// `DELETE /v1/gateways/{id}`: a gateway leaving (or an SRE retiring one) is forgotten at once and audited.
+    @Test func aGatewayLeavesThroughTheAPI() async throws {
+        let harness = try await OperatorHarness.make()
+        await harness.tick()
+        _ = await harness.loop.publisher.poll(gateway: "gw/1", condition: .none, wait: 0)
+        _ = await harness.loop.publisher.poll(gateway: "gw-2", condition: .none, wait: 0)
+        let listed = await harness.send(.get, "/v1/gateways", as: .operator)
+        #expect(listed.jsonBody["gateways"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == ["gw-2", "gw/1"])
+
+        #expect(await harness.send(.delete, "/v1/gateways/gw-2", as: .operator).status == .forbidden)
+        let left = await harness.send(.delete, "/v1/gateways/gw%2F1", as: .gateway)
+        #expect(left.status == .ok)
+        #expect(left.jsonBody["gateway"] == "gw/1")
+        #expect(left.jsonBody["left"] == true)
+        #expect(left.jsonBody["resplit"] == "at the next tick")
+        let after = await harness.send(.get, "/v1/gateways", as: .operator)
+        #expect(after.jsonBody["gateways"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == ["gw-2"])
+        let again = await harness.send(.delete, "/v1/gateways/gw%2F1", as: .sre)
+        #expect(again.status == .notFound)
+        #expect(again.jsonBody["error"]?["message"] == "no gateway gw/1 has polled (or it was forgotten)")
+        #expect(await harness.send(.delete, "/v1/gateways/gw-2?force=1", as: .sre).jsonBody["error"]?["field"] == "force")
+
+        let audit = await harness.send(.get, "/v1/audit?action=gateway.leave", as: .sre)
+        let entries = try #require(audit.jsonBody["entries"]?.arrayValue)
+        #expect(entries.count == 1)
+        #expect(entries.first?["subject"] == "gw/1")
+        #expect(entries.first?["actor_role"] == "gateway")
+        #expect(entries.first?["before"]?["polls"] == 1)
+        await harness.close()
+    }
+
     @Test func theAcceptedAlertKindsAreTheDocumentedOnes() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent()
