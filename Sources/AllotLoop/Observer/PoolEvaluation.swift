@@ -653,11 +653,21 @@ struct PoolEvaluation {
                     signals.append(
                         comparison + " after the provider stated a lower limit: latency that goes with that drop, "
                             + "already in the estimate")
-                } else if pool.circuit != .closed, window.count(.overloaded) > 0 {
+                } else if pool.circuit != .closed ? window.count(.overloaded) > 0
+                    : now - (pool.circuitSince ?? -Double.infinity) < settings.shortWindowSeconds
+                {
                     // The upstream answers overload errors and the circuit is shedding for them: the latency is
                     // that overload (and the backlog readmitted after it), which the circuit handles. Lowering the
-                    // safe capacity as well cut every allocation to 80% after each episode of a flaky region.
-                    signals.append(comparison + " while the upstream is overloaded: the circuit's, not lost capacity")
+                    // safe capacity as well cut every allocation to 80% after each episode of a flaky region. So for a
+                    // short window after the circuit closed, while its latency samples still hold that backlog: at the
+                    // tick it closed after a total outage the same p95 cut the estimate to 80% for a minute (outside
+                    // evaluation round 16, every seed).
+                    signals.append(
+                        comparison
+                            + (pool.circuit != .closed
+                                ? " while the upstream is overloaded: the circuit's, not lost capacity"
+                                : " just after an overload (the circuit closed \(seconds(now - (pool.circuitSince ?? now)))"
+                                    + " ago): its backlog, not lost capacity"))
                 } else {
                     pool.latencyDegrading = true
                     pool.degradingSince = now
@@ -690,7 +700,12 @@ struct PoolEvaluation {
         let lastOverload = pool.lastOverloadAt ?? -Double.infinity
         switch pool.circuit {
         case .closed:
-            if attempts >= settings.circuitMinAttempts, ratio >= settings.circuitOpenRatio {
+            // Not on refusals from before it last closed (`circuitSince`): the short window remembers an outage for
+            // a minute after it ended, and a circuit closed after one reopened on those refusals 5 s later and shed
+            // for another 70 s (outside evaluation round 16, after every total outage, every seed).
+            if attempts >= settings.circuitMinAttempts, ratio >= settings.circuitOpenRatio,
+                lastOverload > pool.circuitSince ?? -Double.infinity
+            {
                 pool.circuit = .open
                 pool.circuitSince = now
                 pool.circuitOpenedAt = now

@@ -167,6 +167,58 @@ struct ObserverHealthTests {
         #expect(status.outcomes["overloaded"] == 12)
     }
 
+    /// A 30-s outage (every attempt refused), then a healthy provider: the circuit half-opens after 10 quiet
+    /// seconds and closes `circuit_quiet_s` later, and stays closed although the last minute still holds a fifth
+    /// and more of refusals — all of them older than the overload's end. (It reopened on them 5 s after closing,
+    /// shedding `background` for another 70 s, after every outage of outside evaluation round 16.)
+    @Test func aClosedCircuitDoesNotReopenOnRefusalsFromBeforeTheOverloadEnded() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
+        let outage = script.spread(90, from: t0 - 30, to: t0) { script, at in
+            script.event(at: at, outcome: .overloaded, status: 529, errorType: "overloaded_error")
+        }
+        var report = estimation.observe(script.delta(outage), now: t0)
+        #expect(F.status(report)?.shed == ["background", "batch", "interactive"])
+        var phases: [String?] = []
+        for step in 1...16 {
+            let end = t0 + Double(step) * 5
+            report = estimation.observe(
+                script.delta { $0.spread(15, from: end - 5, to: end) { script, at in script.event(at: at) } }, now: end)
+            phases.append(Self.phase(report))
+        }
+        #expect(phases == ["open"] + Array(repeating: "half-open", count: 6) + Array(repeating: nil, count: 9))
+        #expect(F.status(report)?.shed.isEmpty == true)
+    }
+
+    /// The same outage on a pool with a latency baseline (100 ms at 180 rpm), its backlog answered at 300 ms after
+    /// it at the same load: the latency is the overload's backlog while the circuit sheds and for a short window after
+    /// it closed, never lost capacity. (At the tick it closed, the same p95 cut the estimate to 80% for a minute.)
+    @Test func theBacklogAfterAnOutageIsNotReadAsLostCapacityWhenTheCircuitCloses() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000, tpm: 10_000_000))
+        var events = script.spread(2520, from: t0 - 900, to: t0 - 60) { script, at in script.event(at: at, latencyMs: 100) }
+        events += script.spread(90, from: t0 - 30, to: t0) { script, at in
+            script.event(at: at, outcome: .overloaded, status: 529, errorType: "overloaded_error")
+        }
+        var report = estimation.observe(script.delta(events), now: t0)
+        var phases: [String?] = []
+        for step in 1...16 {
+            let end = t0 + Double(step) * 5
+            report = estimation.observe(
+                script.delta { $0.spread(15, from: end - 5, to: end) { script, at in script.event(at: at, latencyMs: 300) } },
+                now: end)
+            phases.append(Self.phase(report))
+            let status = try #require(F.status(report))
+            #expect(status.estimate.rpm == 1000, "at t0 + \(step * 5)")
+            #expect(F.alerts(report, kind: "upstream_degrading").isEmpty, "at t0 + \(step * 5)")
+        }
+        #expect(phases == ["open"] + Array(repeating: "half-open", count: 6) + Array(repeating: nil, count: 9))
+        #expect(
+            F.status(report)?.signals.contains {
+                $0.hasSuffix("just after an overload (the circuit closed 40 s ago): its backlog, not lost capacity")
+            } == true)
+    }
+
     @Test func fewAttemptsDoNotOpenTheCircuit() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
