@@ -8,6 +8,8 @@ guardrail and so becomes a proposal), then drives Debian's Chromium through Sele
   * the tenant table shows the seeded tenants, and filtering and sorting work;
   * approving the proposal through the page changes the server's state (the proposal is approved,
     the override is in force, the audit log names the page's token);
+  * a silent gateway is forgotten with its "Forget" button (the server's policies are the repository's, with
+    `alerts.gateway_lag_s` at 1 s so a gateway that polled once turns silent within the test);
   * the browser console has no errors;
   * the served /openapi.json is a valid OpenAPI 3.1 document (openapi-spec-validator).
 
@@ -48,6 +50,16 @@ class Server:
         self.data = tempfile.mkdtemp(prefix="allot-browser-")
         self.process = None
         self.url = None
+        # The repository's policies, with a gateway silent after 1 s instead of 30.
+        self.policies = os.path.join(self.data, "policies")
+        source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "policies")
+        shutil.copytree(source, self.policies, ignore=shutil.ignore_patterns("*.md"))
+        engine = os.path.join(self.policies, "engine.json")
+        with open(engine) as handle:
+            settings = json.load(handle)
+        settings["alerts"]["gateway_lag_s"] = 1
+        with open(engine, "w") as handle:
+            json.dump(settings, handle)
 
     def cli(self, *args):
         out = subprocess.run([self.binary, *args, "--data", self.data], capture_output=True, text=True, timeout=60)
@@ -57,7 +69,8 @@ class Server:
 
     def start(self):
         self.process = subprocess.Popen(
-            [self.binary, "serve", "--listen", "127.0.0.1:0", "--data", self.data, "--log-level", "notice"],
+            [self.binary, "serve", "--listen", "127.0.0.1:0", "--data", self.data, "--policies", self.policies,
+             "--log-level", "notice"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 30
         while time.time() < deadline:
@@ -205,6 +218,26 @@ def main():
         status, body = server.request("GET", "/v1/tenants?limit=1", sre)
         check("the override form offers the policy's tiers",
               status == 200 and offered[1:] == body["tiers"] and "premium" in offered, (offered, body.get("tiers")))
+
+        # A gateway that polled once and fell silent: an SRE forgets it from the page.
+        status, _ = server.request("GET", "/v1/snapshot?gateway=gw-gone", gateway)
+        check("a gateway polled", status == 200, status)
+
+        def forget_button(d):
+            d.find_element(By.ID, "refresh").click()
+            return d.find_elements(By.CSS_SELECTOR, 'button[data-forget="gw-gone"]')
+
+        wait_for(driver, forget_button, timeout=20, what="the silent gateway's Forget button")
+        driver.find_element(By.CSS_SELECTOR, 'button[data-forget="gw-gone"]').click()
+        wait_for(driver, lambda d: not d.find_elements(By.CSS_SELECTOR, 'tr[data-gateway="gw-gone"]'),
+                 what="the gateway to leave the list")
+        status, body = server.request("GET", "/v1/gateways", sre)
+        check("forgetting through the page forgot the gateway on the server",
+              status == 200 and all(g["id"] != "gw-gone" for g in body["gateways"]), body)
+        status, body = server.request("GET", "/v1/audit?action=gateway.leave", sre)
+        entry = body["entries"][0] if body["entries"] else {}
+        check("forgetting is audited with who", entry.get("actor") == "browser-sre" and entry.get("subject") == "gw-gone",
+              entry)
 
         if args.screenshot:
             driver.save_screenshot(args.screenshot)
