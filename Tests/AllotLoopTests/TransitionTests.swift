@@ -26,6 +26,15 @@ import Testing
         _ = await harness.publisher.poll(gateway: gateway, condition: SnapshotCondition(versions: [version]), wait: 0)
     }
 
+    /// Demand moves 20 RPM from `a` to `b`: the tick publishes the shrink (version 2), and the growth waits for
+    /// `gw-a` to confirm it.
+    private func moveTwentyFromAToB(_ harness: LoopHarness) async {
+        await harness.classifier.setDemand("a", rpm: 40, tpm: 10_000, shares: ["gw-a": 1])
+        await harness.classifier.setDemand("b", rpm: 60, tpm: 10_000, shares: ["gw-b": 1])
+        #expect(await harness.tick().published == [2])
+        #expect(harness.publisher.waitingGateways == ["gw-a"])
+    }
+
     /// What a gateway enforces of `tenant` in `version` (its slice).
     private func enforced(_ harness: LoopHarness, version: Int64, gateway: String, tenant: String) async throws
         -> Double
@@ -98,10 +107,7 @@ import Testing
     @Test func theConfirmingPollGetsTheShrinkAndAReleaseReturnsOnceTheGrowthIsVisible() async throws {
         let harness = try await startFullPool()
         let publisher = harness.publisher
-        await harness.classifier.setDemand("a", rpm: 40, tpm: 10_000, shares: ["gw-a": 1])
-        await harness.classifier.setDemand("b", rpm: 60, tpm: 10_000, shares: ["gw-b": 1])
-        #expect(await harness.tick().published == [2])
-        #expect(publisher.waitingGateways == ["gw-a"])
+        await moveTwentyFromAToB(harness)
         let answer = await publisher.poll(gateway: "gw-a", condition: SnapshotCondition(versions: [2]), wait: 0)
         guard case .notModified(let held) = answer else {
             Issue.record("the confirming poll should be answered with the shrink it holds")
@@ -128,10 +134,7 @@ import Testing
     @Test func growthIsPublishedAtOnceWhenTheGatewayItWaitsForLeaves() async throws {
         let harness = try await startFullPool()
         let publisher = harness.publisher
-        await harness.classifier.setDemand("a", rpm: 40, tpm: 10_000, shares: ["gw-a": 1])
-        await harness.classifier.setDemand("b", rpm: 60, tpm: 10_000, shares: ["gw-b": 1])
-        #expect(await harness.tick().published == [2])
-        #expect(publisher.waitingGateways == ["gw-a"])
+        await moveTwentyFromAToB(harness)
         #expect(publisher.leave(gateway: "gw-a", now: harness.clock.now) != nil)
         #expect(publisher.waitingGateways.isEmpty)
         try await publisher.releaseHeldGrowth(now: harness.clock.now)
