@@ -109,8 +109,8 @@ public final class Gateway: @unchecked Sendable {
 
     /// Stops polling and the queue's timer, denies requests still waiting (`gateway_stopping`), makes one last
     /// attempt to deliver buffered telemetry, tells Allot the gateway leaves (its tenants' slices go to the other
-    /// gateways at the next tick; `DELETE /v1/gateways/{id}`), then runs `onStop` (a gateway made by `connect` shuts its HTTP
-    /// client down there). Not meant to be followed by ``start()`` again: create a new gateway.
+    /// gateways at the next tick; `DELETE /v1/gateways/{id}`), then runs `onStop` (a gateway made by `connect` shuts
+    /// its HTTP client down there). Not meant to be followed by ``start()`` again: create a new gateway.
     public func stop() async {
         let running = lock.withLock {
             defer { tasks = [] }

@@ -648,7 +648,8 @@ public actor LoopRunner {
         return Capture(
             observer: await observer.state(), classifier: await classifier.state(), engine: await engine.state(),
             cursor: cursor, tick: tickCount, now: now, contacts: publisher.changedContacts(),
-            left: publisher.leftGateways(), forgetBeforeMs: EpochTime.milliseconds(fromSeconds: now - policy.loop.forgetAfterSeconds))
+            left: publisher.leftGateways(),
+            forgetBeforeMs: EpochTime.milliseconds(fromSeconds: now - policy.loop.forgetAfterSeconds))
     }
 
     private func saveCheckpoint() async {

@@ -662,12 +662,13 @@ struct PoolEvaluation {
                     // short window after the circuit closed, while its latency samples still hold that backlog: at the
                     // tick it closed after a total outage the same p95 cut the estimate to 80% for a minute (outside
                     // evaluation round 16, every seed).
+                    let closedAgo = seconds(now - (pool.circuitSince ?? now))
                     signals.append(
                         comparison
                             + (pool.circuit != .closed
                                 ? " while the upstream is overloaded: the circuit's, not lost capacity"
-                                : " just after an overload (the circuit closed \(seconds(now - (pool.circuitSince ?? now)))"
-                                    + " ago): its backlog, not lost capacity"))
+                                : " just after an overload (the circuit closed \(closedAgo) ago): its backlog, "
+                                    + "not lost capacity"))
                 } else {
                     pool.latencyDegrading = true
                     pool.degradingSince = now

@@ -11,7 +11,8 @@ struct ProposalRoutes: Sendable {
 
     /// Filters: `status` (`pending` by default; `approved`, `rejected`, `expired`, `withdrawn` or
     /// `all`), `tenant`, `source` (`engine`, `override`), `limit` (1-1000, default 200) and `offset`,
-    /// paged as `GET /v1/tenants` is. Each proposal carries its evidence (the explanation of the unclamped value) and its expiry.
+    /// paged as `GET /v1/tenants` is. Each proposal carries its evidence (the explanation of the unclamped value)
+    /// and its expiry.
     func list(_ request: HTTPRequest) async throws -> HTTPResponse {
         let query = try OperatorQuery(request, allowed: ["status", "tenant", "source", "limit", "offset"])
         let status = try query.choice("status", StoredProposal.statuses + ["all"]) ?? "pending"

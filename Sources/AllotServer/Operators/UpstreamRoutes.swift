@@ -197,7 +197,8 @@ struct UpstreamRoutes: Sendable {
             atMs: EpochTime.milliseconds(fromSeconds: now), actor: principal.name, actorRole: principal.role.rawValue,
             action: "gateway.leave", subject: id, before: before, after: .null)
         await console.audit.appendAfterTheFact(
-            entry, logger: console.logger, failure: "cannot audit a gateway leaving", fields: [("gateway", .string(id))])
+            entry, logger: console.logger, failure: "cannot audit a gateway leaving",
+            fields: [("gateway", .string(id))])
         return .json([
             "gateway": .string(id), "left": true, "last_contact": .string(RFC3339.format(contact.lastContact)),
             "resplit": "at the next tick",

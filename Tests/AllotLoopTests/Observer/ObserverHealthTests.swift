@@ -196,7 +196,9 @@ struct ObserverHealthTests {
     @Test func theBacklogAfterAnOutageIsNotReadAsLostCapacityWhenTheCircuitCloses() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000, tpm: 10_000_000))
-        var events = script.spread(2520, from: t0 - 900, to: t0 - 60) { script, at in script.event(at: at, latencyMs: 100) }
+        var events = script.spread(2520, from: t0 - 900, to: t0 - 60) { script, at in
+            script.event(at: at, latencyMs: 100)
+        }
         events += script.spread(90, from: t0 - 30, to: t0) { script, at in
             script.event(at: at, outcome: .overloaded, status: 529, errorType: "overloaded_error")
         }
@@ -204,9 +206,10 @@ struct ObserverHealthTests {
         var phases: [String?] = []
         for step in 1...16 {
             let end = t0 + Double(step) * 5
-            report = estimation.observe(
-                script.delta { $0.spread(15, from: end - 5, to: end) { script, at in script.event(at: at, latencyMs: 300) } },
-                now: end)
+            let backlog = script.spread(15, from: end - 5, to: end) { script, at in
+                script.event(at: at, latencyMs: 300)
+            }
+            report = estimation.observe(script.delta(backlog), now: end)
             phases.append(Self.phase(report))
             let status = try #require(F.status(report))
             #expect(status.estimate.rpm == 1000, "at t0 + \(step * 5)")

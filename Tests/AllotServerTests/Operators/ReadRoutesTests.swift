@@ -244,7 +244,8 @@ import Testing
         let again = await harness.send(.delete, "/v1/gateways/gw%2F1", as: .sre)
         #expect(again.status == .notFound)
         #expect(again.jsonBody["error"]?["message"] == "no gateway gw/1 has polled (or it was forgotten)")
-        #expect(await harness.send(.delete, "/v1/gateways/gw-2?force=1", as: .sre).jsonBody["error"]?["field"] == "force")
+        let unknown = await harness.send(.delete, "/v1/gateways/gw-2?force=1", as: .sre)
+        #expect(unknown.jsonBody["error"]?["field"] == "force")
 
         let audit = await harness.send(.get, "/v1/audit?action=gateway.leave", as: .sre)
         let entries = try #require(audit.jsonBody["entries"]?.arrayValue)
