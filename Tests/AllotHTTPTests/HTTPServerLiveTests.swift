@@ -312,13 +312,17 @@ import Testing
     @Test func connectionLimitAnswers503ThenCloses() async throws {
         // A long idle timeout: on a loaded CI machine this test once stalled for over 3 s (the default
         // test idle timeout) between the held connections' answers and the third connect, the server
-        // closed the held ones as idle, and the third was let in.
+        // closed the held ones as idle, and the third was let in. Each held connection is opened only once the
+        // one before has its answer: opened together, the second waited for the first's handler (the
+        // cooperative pool, held by other tests' simulations) longer than the 3-s timeout of a connection that
+        // has sent nothing, was closed as silent, and the third was let in (seen in a full local run).
         try await withServer(.test(maxConnections: 2, idleTimeout: .seconds(60))) { port, server in
             let (held, refused, closed) = try await onThread { () -> ([RawSocket], RawResponse?, Bool) in
-                let held = try (0..<2).map { _ in try RawSocket(port: port) }
-                for socket in held {  // make sure both are accepted before the third connects
+                let held = try (0..<2).map { _ -> RawSocket in  // both accepted and answered before the third
+                    let socket = try RawSocket(port: port)
                     try socket.send(get("/hello"))
                     _ = try socket.readResponse()
+                    return socket
                 }
                 let third = try RawSocket(port: port)
                 return (held, try third.readResponse(), try third.isClosedByPeer())
