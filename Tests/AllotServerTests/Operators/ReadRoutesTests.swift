@@ -246,6 +246,10 @@ import Testing
         #expect(again.jsonBody["error"]?["message"] == "no gateway gw/1 has polled (or it was forgotten)")
         let unknown = await harness.send(.delete, "/v1/gateways/gw-2?force=1", as: .sre)
         #expect(unknown.jsonBody["error"]?["field"] == "force")
+        let malformed = await harness.send(.delete, "/v1/gateways/gw%20two", as: .sre)
+        #expect(
+            malformed.badRequest
+                == Refusal(field: "id", message: "gateway id must be 1-128 characters of [A-Za-z0-9._:/-]"))
 
         let audit = await harness.send(.get, "/v1/audit?action=gateway.leave", as: .sre)
         let entries = try #require(audit.jsonBody["entries"]?.arrayValue)
