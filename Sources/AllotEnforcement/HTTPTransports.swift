@@ -60,14 +60,15 @@ public struct HTTPSnapshotTransport: SnapshotTransport {
         }
     }
 
-    /// `DELETE /v1/gateways/{id}`, with a short timeout (it runs as the gateway stops). A 404 (Allot never heard
-    /// from it, or already forgot it) is success: the gateway is not known either way.
+    /// `DELETE /v1/gateways/{id}`, with a short timeout (at most 2 s: it runs as the gateway stops, within a
+    /// termination grace period). A 404 (Allot never heard from it, or already forgot it) is success: the gateway is
+    /// not known either way.
     public func leave(gateway: String) async throws(TransportError) {
         let url = baseURL + "/v1/gateways/" + HTTPTransportSupport.percentEncoded(gateway)
         var headers: HTTPHeaders = ["Accept": "application/json"]
         if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
         let client = self.client
-        let timeout = Duration.seconds(timeoutMargin)
+        let timeout = Duration.seconds(min(timeoutMargin, 2))
         let response = try await HTTPTransportSupport.abandonOnCancel {
             [url, headers] () async throws(HTTPClientError) -> HTTPClientResponse in
             try await client.execute(HTTPClientRequest(method: .delete, url: url, headers: headers), timeout: timeout)
