@@ -17,6 +17,24 @@ import Testing
             configuration: .init(longPollWait: longPollWait), seed: seed)
     }
 
+    /// Leaving is said once, with the client's gateway id; a failure is an event, not an error (the gateway is
+    /// stopping either way).
+    @Test func leavingIsSaidOnceAndAFailureIsReported() async {
+        let clock = ManualClock(now: 1_000)
+        let transport = ScriptedSnapshotTransport(clock: clock)
+        let collector = EventCollector()
+        let client = SnapshotClient(
+            gatewayID: "gw-1", transport: transport, enforcer: Enforcer.make(), clock: clock,
+            onEvent: { collector.note($0) })
+        await client.leave()
+        #expect(transport.left == ["gw-1"])
+        #expect(collector.events.isEmpty)
+        transport.failLeaving(TransportError(.unreachable, "connection refused"))
+        await client.leave()
+        #expect(transport.left == ["gw-1", "gw-1"])
+        #expect(collector.events == [.leaveFailed(message: "unreachable: connection refused")])
+    }
+
     @Test func sendsTheEnforcedVersionAndAppliesNewerSnapshots() async {
         let clock = ManualClock(now: 1_000)
         let enforcer = Enforcer.make()

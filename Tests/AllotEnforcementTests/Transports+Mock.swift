@@ -18,6 +18,8 @@ final class ScriptedSnapshotTransport: SnapshotTransport, @unchecked Sendable {
     private let lock = NSLock()
     private var script: [Result<SnapshotFetch, TransportError>]
     private var seen: [Request] = []
+    private var leaving: [String] = []
+    private var leaveError: TransportError?
     private let clock: any AllotClock
 
     init(clock: any AllotClock, _ script: [Result<SnapshotFetch, TransportError>] = []) {
@@ -28,6 +30,18 @@ final class ScriptedSnapshotTransport: SnapshotTransport, @unchecked Sendable {
     func push(_ answer: Result<SnapshotFetch, TransportError>) { lock.withLock { script.append(answer) } }
 
     var requests: [Request] { lock.withLock { seen } }
+    /// The gateways that said they leave, in order.
+    var left: [String] { lock.withLock { leaving } }
+    /// Makes every `leave` fail with `error`.
+    func failLeaving(_ error: TransportError) { lock.withLock { leaveError = error } }
+
+    func leave(gateway: String) async throws(TransportError) {
+        let failure: TransportError? = lock.withLock {
+            leaving.append(gateway)
+            return leaveError
+        }
+        if let failure { throw failure }
+    }
 
     func fetch(gateway: String, knownVersion: Int64?, wait: Double) async throws(TransportError) -> SnapshotFetch {
         let next: Result<SnapshotFetch, TransportError>? = lock.withLock {
