@@ -279,49 +279,63 @@ import Testing
     }
 
     /// A gateway that leaves (`DELETE /v1/gateways/{id}`) is forgotten at once: no `gateway_lag` alert, not listed,
-    /// its tenants' slices go to the others at the next tick, its saved contact is deleted at the next checkpoint
-    /// (a restart does not bring it back as silent), and a poll from it later registers it again.
+    /// its tenants' slices go to the others at the next tick, its saved contact is marked left at the next
+    /// checkpoint (a restart, whose restored demand shares still name it, keeps it gone), and a poll from it later
+    /// registers it again.
     @Test func aGatewayThatLeavesIsForgottenAndItsSlicesGoToTheOthers() async throws {
         let harness = try LoopHarness()
         try await harness.open(configuration: LoopConfiguration(checkpointEveryTicks: 1))
         await harness.classifier.setDemand("acme", rpm: 30, tpm: 20_000, shares: ["gw-a": 0.5, "gw-b": 0.5])
         await harness.tick()
         await harness.runner.awaitCheckpoint()
-        let publisher = harness.publisher
+        var publisher = harness.publisher
         _ = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0)
         _ = await publisher.poll(gateway: "gw-b", condition: .none, wait: 0)
         await harness.tick()
         await harness.runner.awaitCheckpoint()
-        let store = LoopStateStore(pool: harness.pool.value!)
+        var store = LoopStateStore(pool: harness.pool.value!)
         #expect(try await store.contacts().map(\.id) == ["gw-a", "gw-b"])
-        let half = try servedSnapshot(publisher, gateway: "gw-a").tenant("acme")?.rpm.rate
-        #expect(isClose(half, 15))
+        #expect(isClose(try servedSnapshot(publisher, gateway: "gw-a").tenant("acme")?.rpm.rate, 15))
 
         let left = try #require(publisher.leave(gateway: "gw-b", now: harness.clock.now))
         #expect(left.polls == 1)
         #expect(publisher.leave(gateway: "gw-b", now: harness.clock.now) == nil)
         #expect(publisher.leave(gateway: "gw-never", now: harness.clock.now) == nil)
         #expect(publisher.gatewaySet(now: harness.clock.now, policy: loopPolicy()).gone == ["gw-b"])
-        // gw-a keeps polling; gw-b says nothing for a minute: only gw-a's slice, the whole allocation, and no alert.
+        // The next tick gives gw-a the whole allocation.
+        _ = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0)
+        await harness.tick()
+        #expect(try servedSnapshot(publisher).tenant("acme")?.rpm.rate == 30)
+        #expect(isClose(try servedSnapshot(publisher, gateway: "gw-a").tenant("acme")?.rpm.rate, 30))
+        // gw-a keeps polling; gw-b says nothing for a minute: no alert, not listed.
         for _ in 0..<12 {
             _ = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0)
             await harness.tick()
             await harness.runner.awaitCheckpoint()
         }
-        await harness.runner.awaitCheckpoint()
         #expect(publisher.gatewayStatuses(now: harness.clock.now, policy: loopPolicy()).map(\.id) == ["gw-a"])
         #expect(!harness.runner.view.alerts.contains { $0.kind == "gateway_lag" })
-        #expect(try servedSnapshot(publisher).tenant("acme")?.rpm.rate == 30)
-        #expect(isClose(try servedSnapshot(publisher, gateway: "gw-a").tenant("acme")?.rpm.rate, 30))
-        #expect(try await store.contacts().map(\.id) == ["gw-a"])
+        #expect(try await store.contacts().map { "\($0.id) \($0.leftMs != nil)" } == ["gw-a false", "gw-b true"])
 
-        // Back: registered again, and saved again.
+        // A restart: gw-b is still gone (the restored shares still name it), and not listed.
+        await harness.close()
+        try await harness.open(configuration: LoopConfiguration(checkpointEveryTicks: 1))
+        await harness.classifier.setDemand("acme", rpm: 30, tpm: 20_000, shares: ["gw-a": 0.5, "gw-b": 0.5])
+        publisher = harness.publisher
+        store = LoopStateStore(pool: harness.pool.value!)
+        #expect(publisher.gatewaySet(now: harness.clock.now, policy: loopPolicy()).gone == ["gw-b"])
+        #expect(publisher.gatewayStatuses(now: harness.clock.now, policy: loopPolicy()).map(\.id) == ["gw-a"])
+        _ = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0)
+        await harness.tick()
+        #expect(isClose(try servedSnapshot(publisher, gateway: "gw-a").tenant("acme")?.rpm.rate, 30))
+
+        // Back: registered again, and saved as not left.
         _ = await publisher.poll(gateway: "gw-b", condition: .none, wait: 0)
         #expect(publisher.gatewayStatuses(now: harness.clock.now, policy: loopPolicy()).map(\.id) == ["gw-a", "gw-b"])
         #expect(publisher.gatewaySet(now: harness.clock.now, policy: loopPolicy()).gone.isEmpty)
         await harness.tick()
         await harness.runner.awaitCheckpoint()
-        #expect(try await store.contacts().map(\.id) == ["gw-a", "gw-b"])
+        #expect(try await store.contacts().map { "\($0.id) \($0.leftMs != nil)" } == ["gw-a false", "gw-b false"])
         await harness.close()
     }
 }

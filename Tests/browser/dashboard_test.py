@@ -236,8 +236,8 @@ def main():
               status == 200 and all(g["id"] != "gw-gone" for g in body["gateways"]), body)
         status, body = server.request("GET", "/v1/audit?action=gateway.leave", sre)
         entry = body["entries"][0] if body["entries"] else {}
-        check("forgetting is audited with who", entry.get("actor") == "browser-sre" and entry.get("subject") == "gw-gone",
-              entry)
+        check("forgetting is audited with who",
+              entry.get("actor") == "browser-sre" and entry.get("subject") == "gw-gone", entry)
 
         if args.screenshot:
             driver.save_screenshot(args.screenshot)

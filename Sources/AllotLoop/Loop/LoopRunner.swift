@@ -626,7 +626,7 @@ public actor LoopRunner {
         var tick: Int64
         var now: Double
         var contacts: [GatewayContactRecord]
-        var left: [String]
+        var left: [(id: String, atMs: Int64)]
         var forgetBeforeMs: Int64
     }
 
@@ -668,13 +668,14 @@ public actor LoopRunner {
                 )
             }.value
             try await stateStore.save(
-                checkpoint, contacts: capture.contacts, forgetBeforeMs: capture.forgetBeforeMs, deleting: capture.left)
+                checkpoint, contacts: capture.contacts, forgetBeforeMs: capture.forgetBeforeMs, leaving: capture.left)
             metrics.checkpointDuration.observe(MonotonicClock.seconds(since: started))
             metrics.checkpointBytes.set(
                 Double(checkpoint.observer.count + checkpoint.classifier.count + checkpoint.engine.count))
             loopAlerts["checkpoint_failed"] = nil
             loopAlerts["state_restore"] = nil
         } catch {
+            publisher.returnLeftGateways(capture.left.map(\.id))
             loopAlerts["checkpoint_failed"] = LoopAlert(
                 kind: "checkpoint_failed", severity: .warning,
                 message: "the loop's state cannot be saved (\(error)); a restart would resume from an older state",

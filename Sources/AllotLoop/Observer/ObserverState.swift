@@ -26,8 +26,9 @@ public struct ObserverState: Sendable, Hashable, Codable {
 /// The circuit breaker of one pool (SPEC 4: overload drives the health state and the circuit).
 ///
 /// `closed` → `open` when the short window's share of `overloaded` answers reaches
-/// `circuit_open_ratio` (with at least `circuit_min_attempts` attempts); `open` → `halfOpen` after
-/// 10 s (at most `circuit_quiet_s`) without an overload error, or after `circuit_quiet_s` open while
+/// `circuit_open_ratio` (with at least `circuit_min_attempts` attempts; within a short window of its last
+/// closing, the share of the attempts since then); `open` → `halfOpen` after
+/// 5 s (at most `circuit_quiet_s`) without an overload error, or after `circuit_quiet_s` open while
 /// the share is below `circuit_severe_ratio` (a sustained partial overload: the upstream still serves
 /// most attempts); `halfOpen` → `closed` after `circuit_quiet_s` half-open, once no overload error came for as
 /// long or the share (with at least `circuit_min_attempts` attempts) is below `circuit_open_ratio`, or back

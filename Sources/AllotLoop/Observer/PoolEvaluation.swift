@@ -705,11 +705,16 @@ struct PoolEvaluation {
         let lastOverload = pool.lastOverloadAt ?? -Double.infinity
         switch pool.circuit {
         case .closed:
-            // Not on refusals from before it last closed (`circuitSince`): the short window remembers an outage for
-            // a minute after it ended, and a circuit closed after one reopened on those refusals 5 s later and shed
-            // for another 70 s (outside evaluation round 16, after every total outage, every seed).
-            if attempts >= settings.circuitMinAttempts, ratio >= settings.circuitOpenRatio,
-                lastOverload > pool.circuitSince ?? -Double.infinity
+            // Judged on the attempts since it last closed (`circuitSince`) while that is within the short window: the
+            // window remembers an outage for a minute after it ended, and a circuit closed after one reopened on those
+            // refusals 5 s later and shed for another 70 s (outside evaluation round 16, after every total outage).
+            var judged = (attempts: attempts, overloads: overloads)
+            if let closedAt = pool.circuitSince, now - closedAt < settings.shortWindowSeconds {
+                let since = ShortWindow(pool.fine.window(now - closedAt, now: now, notBefore: closedAt))
+                judged = (since.attempts, since.count(.overloaded))
+            }
+            if judged.attempts >= settings.circuitMinAttempts,
+                Double(judged.overloads) >= settings.circuitOpenRatio * Double(judged.attempts)
             {
                 pool.circuit = .open
                 pool.circuitSince = now

@@ -536,8 +536,13 @@ public actor AllocationPublisher {
     /// Gateway contacts changed since the last call (for the checkpoint).
     public nonisolated func changedContacts() -> [GatewayContactRecord] { registry.takeChanged() }
 
-    /// Gateways that left since the last call, whose saved contacts the checkpoint deletes.
-    public nonisolated func leftGateways() -> [String] { registry.takeLeft() }
+    /// Gateways that left since the last call, and when (epoch ms), whose saved contacts the checkpoint marks so.
+    public nonisolated func leftGateways() -> [(id: String, atMs: Int64)] {
+        registry.takeLeft().map { ($0.id, EpochTime.milliseconds(fromSeconds: $0.at)) }
+    }
+
+    /// Gives back gateways ``leftGateways()`` handed to a checkpoint that failed: the next one deletes them.
+    public nonisolated func returnLeftGateways(_ gateways: [String]) { registry.returnLeft(gateways) }
 
     /// `gateway` leaves (`DELETE /v1/gateways/{id}`: a gateway shutting down, or an SRE retiring one that will not
     /// come back): forgotten at once rather than alerted on as silent for `forget_after_s`; the next tick splits its

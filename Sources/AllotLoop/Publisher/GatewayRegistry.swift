@@ -83,7 +83,10 @@ final class GatewayRegistry: Sendable {
     /// - Returns: true when nobody has to confirm anything (the barrier is clear at once).
     func setBarrier(version: Int64, gateways: Set<String>) -> Bool {
         state.withLock { state in
-            let waiting = gateways.filter { (state.contacts[$0]?.enforcedVersion ?? .min) < version }
+            // Not for a gateway that left (a leave between the caller's look at the contacts and this).
+            let waiting = gateways.filter {
+                state.left[$0] == nil && (state.contacts[$0]?.enforcedVersion ?? .min) < version
+            }
             state.barrier = Barrier(version: version, waiting: waiting)
             return waiting.isEmpty
         }
@@ -133,6 +136,10 @@ final class GatewayRegistry: Sendable {
     func leave(_ gateway: String, now: Double) -> (contact: GatewayContact, clearedBarrier: Bool)? {
         state.withLock { state in
             guard let contact = state.contacts.removeValue(forKey: gateway) else { return nil }
+            // Bounded like the contacts: a client polling with made-up ids and leaving with each cannot grow it.
+            if state.left.count >= capacity, let oldest = state.left.min(by: { $0.value < $1.value })?.key {
+                state.left[oldest] = nil
+            }
             state.left[gateway] = now
             state.dirty.remove(gateway)
             state.unsaved.insert(gateway)
@@ -142,18 +149,33 @@ final class GatewayRegistry: Sendable {
         }
     }
 
-    /// The gateways that left since the last call, whose saved contacts are to be deleted (for the checkpoint).
-    func takeLeft() -> [String] {
+    /// The gateways that left since the last call, and when, whose saved contacts are to be marked so (for the
+    /// checkpoint).
+    func takeLeft() -> [(id: String, at: Double)] {
         state.withLock { state in
             defer { state.unsaved = [] }
-            return state.unsaved.sorted()
+            return state.unsaved.sorted().compactMap { id in state.left[id].map { (id, $0) } }
         }
     }
 
-    /// Loads saved contacts (a restart), keeping whichever is newer per gateway.
+    /// Hands back what ``takeLeft()`` gave when the checkpoint that was to delete them failed (those that have not
+    /// polled again since).
+    func returnLeft(_ gateways: [String]) {
+        state.withLock { state in
+            for id in gateways where state.left[id] != nil { state.unsaved.insert(id) }
+        }
+    }
+
+    /// Loads saved contacts (a restart), keeping whichever is newer per gateway; one saved as left is gone again.
     func restore(_ records: [GatewayContactRecord]) {
         state.withLock { state in
             for record in records.prefix(capacity) {
+                if let leftMs = record.leftMs {
+                    if state.contacts[record.id] == nil {
+                        state.left[record.id] = EpochTime.seconds(fromMilliseconds: leftMs)
+                    }
+                    continue
+                }
                 let restored = GatewayContact(
                     id: record.id, firstContact: EpochTime.seconds(fromMilliseconds: record.firstContactMs),
                     lastContact: EpochTime.seconds(fromMilliseconds: record.lastContactMs),

@@ -36,13 +36,19 @@ public struct GatewayContactRecord: Sendable, Equatable {
     /// The version the gateway last said it enforces (its `If-None-Match`); nil if never said.
     public var enforcedVersion: Int64?
     public var polls: Int64
+    /// When it said it leaves (`DELETE /v1/gateways/{id}`); nil if it has not (or polled again since).
+    public var leftMs: Int64?
 
-    public init(id: String, firstContactMs: Int64, lastContactMs: Int64, enforcedVersion: Int64?, polls: Int64) {
+    public init(
+        id: String, firstContactMs: Int64, lastContactMs: Int64, enforcedVersion: Int64?, polls: Int64,
+        leftMs: Int64? = nil
+    ) {
         self.id = id
         self.firstContactMs = firstContactMs
         self.lastContactMs = lastContactMs
         self.enforcedVersion = enforcedVersion
         self.polls = polls
+        self.leftMs = leftMs
     }
 }
 
@@ -61,10 +67,10 @@ public struct LoopStateStore: Sendable {
     ///
     /// - Parameters:
     ///   - forgetBeforeMs: Contacts whose last contact is older are deleted (gateways long gone); nil keeps every row.
-    ///   - deleting: Contacts to delete whatever their age (gateways that left).
+    ///   - leaving: Contacts to mark as left (`left_ms`), with when they left: kept, so that a restart knows them gone.
     public func save(
         _ checkpoint: LoopCheckpoint, contacts: [GatewayContactRecord], forgetBeforeMs: Int64? = nil,
-        deleting: [String] = []
+        leaving: [(id: String, atMs: Int64)] = []
     ) async throws {
         try await pool.write { connection in
             try connection.run(
@@ -79,7 +85,9 @@ public struct LoopStateStore: Sendable {
             if let forgetBeforeMs {
                 try connection.run("DELETE FROM gateway_contacts WHERE last_contact_ms < ?", forgetBeforeMs)
             }
-            for id in deleting { try connection.run("DELETE FROM gateway_contacts WHERE id = ?", id) }
+            for left in leaving {
+                try connection.run("UPDATE gateway_contacts SET left_ms = ? WHERE id = ?", left.atMs, left.id)
+            }
         }
     }
 
@@ -106,11 +114,14 @@ public struct LoopStateStore: Sendable {
     public func contacts() async throws -> [GatewayContactRecord] {
         try await pool.read { connection in
             try connection.queryAll(
-                "SELECT id, first_contact_ms, last_contact_ms, enforced_version, polls FROM gateway_contacts ORDER BY id"
+                """
+                SELECT id, first_contact_ms, last_contact_ms, enforced_version, polls, left_ms
+                FROM gateway_contacts ORDER BY id
+                """
             ) { row in
                 GatewayContactRecord(
                     id: row.string(0) ?? "", firstContactMs: row.int64(1), lastContactMs: row.int64(2),
-                    enforcedVersion: row.optionalInt64(3), polls: row.int64(4))
+                    enforcedVersion: row.optionalInt64(3), polls: row.int64(4), leftMs: row.optionalInt64(5))
             }
         }
     }
@@ -134,7 +145,8 @@ public struct LoopStateStore: Sendable {
                     first_contact_ms = min(first_contact_ms, excluded.first_contact_ms),
                     last_contact_ms = max(last_contact_ms, excluded.last_contact_ms),
                     enforced_version = coalesce(excluded.enforced_version, enforced_version),
-                    polls = excluded.polls
+                    polls = excluded.polls,
+                    left_ms = NULL
                 """,
                 contact.id, contact.firstContactMs, contact.lastContactMs, contact.enforcedVersion, contact.polls)
         }

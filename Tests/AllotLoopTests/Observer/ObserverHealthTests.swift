@@ -190,6 +190,32 @@ struct ObserverHealthTests {
         #expect(F.status(report)?.shed.isEmpty == true)
     }
 
+    /// After the same outage's circuit has closed: one stray overload error does not reopen it (the share is judged
+    /// on the attempts since it closed, not on the window that still holds the outage), a fresh overload does.
+    @Test func aFreshOverloadReopensAClosedCircuitAndAStrayErrorDoesNot() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
+        let outage = script.spread(90, from: t0 - 30, to: t0) { script, at in
+            script.event(at: at, outcome: .overloaded, status: 529, errorType: "overloaded_error")
+        }
+        var report = estimation.observe(script.delta(outage), now: t0)
+        /// 15 attempts over the 5 s before `end`, the last `refused` of them overloaded.
+        func step(_ end: Double, refused: Int) -> String? {
+            let events = script.spread(15, from: end - 5, to: end) { script, at in
+                at > end - Double(refused) / 3 - 0.01
+                    ? script.event(at: at, outcome: .overloaded, status: 529, errorType: "overloaded_error")
+                    : script.event(at: at)
+            }
+            report = estimation.observe(script.delta(events), now: end)
+            return Self.phase(report)
+        }
+        let closing = (1...7).map { step(t0 + Double($0) * 5, refused: 0) }
+        #expect(closing == Array(repeating: "half-open", count: 6) + [nil])
+        #expect(step(t0 + 40, refused: 1) == nil)  // the window's share is a third; since the close, 1 of about 15
+        #expect(step(t0 + 45, refused: 10) == "open")  // since the close, 11 of about 30
+        #expect(F.alerts(report, kind: "circuit_open").map(\.since) == [t0 + 45])
+    }
+
     /// The same outage on a pool with a latency baseline (100 ms at 180 rpm), its backlog answered at 300 ms after
     /// it at the same load: the latency is the overload's backlog while the circuit sheds and for a short window after
     /// it closed, never lost capacity. (At the tick it closed, the same p95 cut the estimate to 80% for a minute.)
