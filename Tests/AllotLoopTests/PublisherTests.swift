@@ -327,6 +327,7 @@ import Testing
         #expect(publisher.gatewayStatuses(now: harness.clock.now, policy: loopPolicy()).map(\.id) == ["gw-a"])
         _ = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0)
         await harness.tick()
+        await harness.runner.awaitCheckpoint()  // (a checkpoint still running skips the next)
         #expect(isClose(try servedSnapshot(publisher, gateway: "gw-a").tenant("acme")?.rpm.rate, 30))
 
         // Back: registered again, and saved as not left.

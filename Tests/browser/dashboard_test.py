@@ -128,6 +128,22 @@ def wait_for(driver, condition, timeout=10, what="condition"):
     return WebDriverWait(driver, timeout, poll_frequency=0.05).until(condition, message="timed out waiting for " + what)
 
 
+def click(driver, selector, what):
+    """Clicks the element `selector` finds, finding it again if a refresh re-rendered it between find and click
+    (the page re-renders its tables every few seconds; a loaded machine once lost that race)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+
+    def attempt(d):
+        try:
+            d.find_element(By.CSS_SELECTOR, selector).click()
+            return True
+        except StaleElementReferenceException:
+            return False
+
+    wait_for(driver, attempt, what=what)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin", required=True, help="the built allot executable")
@@ -185,15 +201,14 @@ def main():
         check("filtering by id", rows(driver) == ["globex"], rows(driver))
         driver.find_element(By.ID, "f-search").clear()
         driver.execute_script("document.getElementById('f-search').dispatchEvent(new Event('input'))")
-        header = driver.find_element(By.CSS_SELECTOR, "#tenants th[data-sort=id]")
-        header.click()  # id is sorted ascending already: one click sorts descending
+        click(driver, "#tenants th[data-sort=id]", "the id column's header")  # ascending already: now descending
         wait_for(driver, lambda d: rows(d)[:1] == [sorted(rows(d))[-1]], what="descending sort")
         check("sorting by a column", rows(driver) == sorted(rows(driver), reverse=True), rows(driver))
 
         wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, f'button[data-approve="{proposal}"]'),
                  what="the pending proposal")
         driver.find_element(By.ID, "proposal-reason").send_keys("approved from the dashboard")
-        driver.find_element(By.CSS_SELECTOR, f'button[data-approve="{proposal}"]').click()
+        click(driver, f'button[data-approve="{proposal}"]', "the Approve button")
         wait_for(driver, lambda d: not d.find_elements(By.CSS_SELECTOR, f'tr[data-proposal="{proposal}"]'),
                  what="the proposal to leave the pending list")
 
@@ -209,7 +224,7 @@ def main():
         check("the approval is audited with who and why",
               entry.get("actor") == "browser-sre" and entry.get("reason") == "approved from the dashboard", entry)
 
-        driver.find_element(By.CSS_SELECTOR, '#tenants tr[data-tenant="acme"]').click()
+        click(driver, '#tenants tr[data-tenant="acme"]', "acme's row")
         wait_for(driver, lambda d: d.find_element(By.ID, "why-title").get_attribute("textContent") == "acme",
                  what="the tenant's why panel")
         check("selecting a tenant fills the override form",
@@ -228,7 +243,7 @@ def main():
             return d.find_elements(By.CSS_SELECTOR, 'button[data-forget="gw-gone"]')
 
         wait_for(driver, forget_button, timeout=20, what="the silent gateway's Forget button")
-        driver.find_element(By.CSS_SELECTOR, 'button[data-forget="gw-gone"]').click()
+        click(driver, 'button[data-forget="gw-gone"]', "the Forget button")
         wait_for(driver, lambda d: not d.find_elements(By.CSS_SELECTOR, 'tr[data-gateway="gw-gone"]'),
                  what="the gateway to leave the list")
         status, body = server.request("GET", "/v1/gateways", sre)

@@ -705,17 +705,19 @@ struct PoolEvaluation {
         let lastOverload = pool.lastOverloadAt ?? -Double.infinity
         switch pool.circuit {
         case .closed:
-            // Judged on the attempts since it last closed (`circuitSince`) while that is within the short window: the
-            // window remembers an outage for a minute after it ended, and a circuit closed after one reopened on those
-            // refusals 5 s later and shed for another 70 s (outside evaluation round 16, after every total outage).
-            var judged = (attempts: attempts, overloads: overloads)
+            // Within a short window of its last closing (`circuitSince`), the attempts since then must show the share
+            // too: the window remembers an outage for a minute after it ended, and a circuit closed after one reopened
+            // on those refusals 5 s later and shed for another 70 s (outside evaluation round 16, after every total
+            // outage). Both, not the recent attempts alone: fewer of them, their share is noisier, and a chronic 15 %
+            // reopened on it more often (chronic-overload 4.8 → 5.1 starved tenant-minutes).
+            var recentShare = true
             if let closedAt = pool.circuitSince, now - closedAt < settings.shortWindowSeconds {
                 let since = ShortWindow(pool.fine.window(now - closedAt, now: now, notBefore: closedAt))
-                judged = (since.attempts, since.count(.overloaded))
+                recentShare =
+                    since.attempts >= settings.circuitMinAttempts
+                    && Double(since.count(.overloaded)) >= settings.circuitOpenRatio * Double(since.attempts)
             }
-            if judged.attempts >= settings.circuitMinAttempts,
-                Double(judged.overloads) >= settings.circuitOpenRatio * Double(judged.attempts)
-            {
+            if attempts >= settings.circuitMinAttempts, ratio >= settings.circuitOpenRatio, recentShare {
                 pool.circuit = .open
                 pool.circuitSince = now
                 pool.circuitOpenedAt = now
