@@ -167,6 +167,13 @@ struct ObserverHealthTests {
         #expect(status.outcomes["overloaded"] == 12)
     }
 
+    /// 90 attempts over `[t0 − 30, t0)`, every one refused as overloaded: a total outage.
+    static func totalOutage(_ script: inout TelemetryScript, t0: Double) -> [StoredEvent] {
+        script.spread(90, from: t0 - 30, to: t0) { script, at in
+            script.event(at: at, outcome: .overloaded, status: 529, errorType: "overloaded_error")
+        }
+    }
+
     /// A 30-s outage (every attempt refused), then a healthy provider: the circuit half-opens after 5 quiet
     /// seconds and closes `circuit_quiet_s` later, and stays closed although the last minute still holds a fifth
     /// and more of refusals — all of them older than the overload's end. (It reopened on them 5 s after closing,
@@ -174,9 +181,7 @@ struct ObserverHealthTests {
     @Test func aClosedCircuitDoesNotReopenOnRefusalsFromBeforeTheOverloadEnded() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
-        let outage = script.spread(90, from: t0 - 30, to: t0) { script, at in
-            script.event(at: at, outcome: .overloaded, status: 529, errorType: "overloaded_error")
-        }
+        let outage = Self.totalOutage(&script, t0: t0)
         var report = estimation.observe(script.delta(outage), now: t0)
         #expect(F.status(report)?.shed == ["background", "batch", "interactive"])
         var phases: [String?] = []
@@ -195,9 +200,7 @@ struct ObserverHealthTests {
     @Test func aFreshOverloadReopensAClosedCircuitAndAStrayErrorDoesNot() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
-        let outage = script.spread(90, from: t0 - 30, to: t0) { script, at in
-            script.event(at: at, outcome: .overloaded, status: 529, errorType: "overloaded_error")
-        }
+        let outage = Self.totalOutage(&script, t0: t0)
         var report = estimation.observe(script.delta(outage), now: t0)
         /// 15 attempts over the 5 s before `end`, the last `refused` of them overloaded.
         func step(_ end: Double, refused: Int) -> String? {
@@ -225,9 +228,7 @@ struct ObserverHealthTests {
         var events = script.spread(2520, from: t0 - 900, to: t0 - 60) { script, at in
             script.event(at: at, latencyMs: 100)
         }
-        events += script.spread(90, from: t0 - 30, to: t0) { script, at in
-            script.event(at: at, outcome: .overloaded, status: 529, errorType: "overloaded_error")
-        }
+        events += Self.totalOutage(&script, t0: t0)
         var report = estimation.observe(script.delta(events), now: t0)
         var phases: [String?] = []
         for step in 1...16 {
