@@ -541,7 +541,7 @@ public actor AllocationPublisher {
         registry.takeLeft().map { ($0.id, EpochTime.milliseconds(fromSeconds: $0.at)) }
     }
 
-    /// Gives back gateways ``leftGateways()`` handed to a checkpoint that failed: the next one deletes them.
+    /// Gives back gateways ``leftGateways()`` handed to a checkpoint that failed: the next one marks them.
     public nonisolated func returnLeftGateways(_ gateways: [String]) { registry.returnLeft(gateways) }
 
     /// `gateway` leaves (`DELETE /v1/gateways/{id}`: a gateway shutting down, or an SRE retiring one that will not

@@ -38,7 +38,7 @@ final class GatewayRegistry: Sendable {
         var dirty: Set<String> = []
         /// Gateways that said they left (``leave(_:now:)``), and when: gone until they poll again.
         var left: [String: Double] = [:]
-        /// Left gateways whose saved contact is still to be deleted (at the next checkpoint).
+        /// Left gateways whose saved contact is still to be marked left (at the next checkpoint).
         var unsaved: Set<String> = []
     }
 
@@ -158,7 +158,7 @@ final class GatewayRegistry: Sendable {
         }
     }
 
-    /// Hands back what ``takeLeft()`` gave when the checkpoint that was to delete them failed (those that have not
+    /// Hands back what ``takeLeft()`` gave when the checkpoint that was to mark them failed (those that have not
     /// polled again since).
     func returnLeft(_ gateways: [String]) {
         state.withLock { state in

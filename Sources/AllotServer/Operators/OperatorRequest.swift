@@ -81,6 +81,20 @@ struct OperatorQuery {
         return value
     }
 
+    /// Pages `rows` by `limit` (1-1000, `defaultLimit` when absent) and `offset`, as every offset-paged list does
+    /// (`GET /v1/tenants`, `GET /v1/proposals`): the page, with `total`, `offset`, `limit` and `next_offset` (null on
+    /// the last page) set in `body`.
+    func page<Row>(_ rows: [Row], defaultLimit: Int, into body: inout JSONObject) throws(HTTPError) -> ArraySlice<Row> {
+        let limit = try int("limit", in: 1...1000) ?? defaultLimit
+        let offset = try int("offset", in: 0...Int(Int32.max)) ?? 0
+        let page = rows.dropFirst(offset).prefix(limit)
+        body["total"] = .int(Int64(rows.count))
+        body["offset"] = .int(Int64(offset))
+        body["limit"] = .int(Int64(limit))
+        body["next_offset"] = offset + page.count < rows.count ? .int(Int64(offset + page.count)) : .null
+        return page
+    }
+
     func bool(_ name: String) throws(HTTPError) -> Bool? {
         guard let text = string(name) else { return nil }
         switch text.lowercased() {

@@ -17,8 +17,6 @@ struct ProposalRoutes: Sendable {
         let query = try OperatorQuery(request, allowed: ["status", "tenant", "source", "limit", "offset"])
         let status = try query.choice("status", StoredProposal.statuses + ["all"]) ?? "pending"
         let source = try query.choice("source", StoredProposal.Source.allCases.map(\.rawValue))
-        let limit = try query.int("limit", in: 1...1000) ?? 200
-        let offset = try query.int("offset", in: 0...Int(Int32.max)) ?? 0
         let now = console.clock.now
         var proposals: [StoredProposal]
         do {
@@ -29,19 +27,16 @@ struct ProposalRoutes: Sendable {
         }
         if let source { proposals.removeAll { $0.source.rawValue != source } }
         let settings = console.policy().policy.proposals
-        let page = proposals.dropFirst(offset).prefix(limit)
-        let next = offset + page.count < proposals.count ? JSON.int(Int64(offset + page.count)) : .null
-        return .json([
-            "proposals": .array(page.map { OperatorJSON.proposal($0, now: now) }),
-            "total": .int(Int64(proposals.count)), "offset": .int(Int64(offset)), "limit": .int(Int64(limit)),
-            "next_offset": next,
-            "settings": [
-                "ttl_s": OperatorJSON.number(settings.ttlSeconds),
-                "approval_ttl_s": OperatorJSON.number(settings.approvalTTLSeconds),
-                "reject_cooldown_s": OperatorJSON.number(settings.rejectCooldownSeconds),
-            ],
-            "generated_at": OperatorJSON.time(now),
-        ])
+        var body: JSONObject = [:]
+        let page = try query.page(proposals, defaultLimit: 200, into: &body)
+        body["proposals"] = .array(page.map { OperatorJSON.proposal($0, now: now) })
+        body["settings"] = [
+            "ttl_s": OperatorJSON.number(settings.ttlSeconds),
+            "approval_ttl_s": OperatorJSON.number(settings.approvalTTLSeconds),
+            "reject_cooldown_s": OperatorJSON.number(settings.rejectCooldownSeconds),
+        ]
+        body["generated_at"] = OperatorJSON.time(now)
+        return .json(.object(body))
     }
 
     /// Approves or rejects a pending proposal; the actor is the token's name and an optional JSON

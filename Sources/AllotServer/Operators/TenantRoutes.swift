@@ -84,17 +84,14 @@ struct TenantRoutes: Sendable {
             descending = order == "desc"
         }
         rows.sort { Self.ordered($0, $1, by: sort, descending: descending) }
-        let limit = try query.int("limit", in: 1...1000) ?? 100
-        let offset = try query.int("offset", in: 0...Int(Int32.max)) ?? 0
-        let page = rows.dropFirst(offset).prefix(limit)
-        let next = offset + page.count < rows.count ? JSON.int(Int64(offset + page.count)) : .null
-        let body: JSON = [
-            "tenants": .array(page.map(Self.row)), "total": .int(Int64(rows.count)), "offset": .int(Int64(offset)),
-            "limit": .int(Int64(limit)), "next_offset": next, "generated_at": OperatorJSON.time(now),
-            "snapshot_version": console.snapshotVersion.map(JSON.int) ?? .null,
-            "tick": .int(console.view?.tick ?? 0), "tiers": .array(tiers.map(JSON.string)),
-        ]
-        return .json(body)
+        var body: JSONObject = [:]
+        let page = try query.page(rows, defaultLimit: 100, into: &body)
+        body["tenants"] = .array(page.map(Self.row))
+        body["generated_at"] = OperatorJSON.time(now)
+        body["snapshot_version"] = console.snapshotVersion.map(JSON.int) ?? .null
+        body["tick"] = .int(console.view?.tick ?? 0)
+        body["tiers"] = .array(tiers.map(JSON.string))
+        return .json(.object(body))
     }
 
     /// Ascending order by `key`, ties broken by id (always ascending, so pages are stable).

@@ -184,11 +184,8 @@ struct UpstreamRoutes: Sendable {
     func leave(_ request: HTTPRequest, _ principal: Principal) async throws -> HTTPResponse {
         _ = try OperatorQuery(request, allowed: [])
         let id = request.pathParameters["id"] ?? ""
-        guard GatewayID.isValid(id) else {  // none could have polled: a malformed id, said so rather than 404
-            throw HTTPError.badRequest(
-                "gateway id must be 1-\(GatewayID.maxLength) characters of \(GatewayID.charset)",
-                code: "invalid_parameter", field: "id")
-        }
+        // None could have polled: a malformed id, said so rather than 404.
+        guard GatewayID.isValid(id) else { throw GatewayID.refusal(field: "id", subject: "gateway id") }
         let now = console.clock.now
         guard let loop = console.loop, let contact = loop.publisher.leave(gateway: id, now: now) else {
             throw HTTPError.notFound("no gateway \(id) has polled (or it was forgotten)", field: "id")

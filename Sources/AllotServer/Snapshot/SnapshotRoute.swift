@@ -73,11 +73,7 @@ public struct SnapshotRoute: Sendable {
     /// `gateway`: absent → the global view; otherwise a gateway id as telemetry accepts them.
     static func gateway(_ value: String?) throws(HTTPError) -> String? {
         guard let value else { return nil }
-        guard GatewayID.isValid(value) else {
-            throw HTTPError.badRequest(
-                "gateway must be 1-\(GatewayID.maxLength) characters of \(GatewayID.charset)",
-                code: "invalid_parameter", field: "gateway")
-        }
+        guard GatewayID.isValid(value) else { throw GatewayID.refusal(field: "gateway", subject: "gateway") }
         return value
     }
 }
@@ -86,6 +82,13 @@ public struct SnapshotRoute: Sendable {
 enum GatewayID {
     static let maxLength = 128
     static let charset = "[A-Za-z0-9._:/-]"
+
+    /// The `400 invalid_parameter` for a malformed id in `field` (a query parameter or a path segment), which the
+    /// message calls `subject`.
+    static func refusal(field: String, subject: String) -> HTTPError {
+        HTTPError.badRequest(
+            "\(subject) must be 1-\(maxLength) characters of \(charset)", code: "invalid_parameter", field: field)
+    }
 
     static func isValid(_ id: String) -> Bool {
         let bytes = id.utf8
