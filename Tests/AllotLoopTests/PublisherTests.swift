@@ -339,4 +339,30 @@ import Testing
         #expect(try await store.contacts().map { "\($0.id) \($0.leftMs != nil)" } == ["gw-a false", "gw-b false"])
         await harness.close()
     }
+
+    /// A gateway that polls for the first time and leaves before the next checkpoint has no saved row to mark: the
+    /// checkpoint saves one, marked left, so that a restart still knows it gone.
+    @Test func aGatewayThatLeavesBeforeItWasFirstSavedIsSavedAsLeft() async throws {
+        let harness = try LoopHarness()
+        try await harness.open(configuration: LoopConfiguration(checkpointEveryTicks: 1))
+        await harness.classifier.setDemand("acme", rpm: 30, tpm: 20_000, shares: ["gw-a": 0.5, "gw-b": 0.5])
+        await harness.tick()
+        await harness.runner.awaitCheckpoint()
+        let publisher = harness.publisher
+        let store = LoopStateStore(pool: harness.pool.value!)
+        _ = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0)
+        await harness.tick()
+        await harness.runner.awaitCheckpoint()
+        _ = await publisher.poll(gateway: "gw-b", condition: .none, wait: 0)
+        #expect(publisher.leave(gateway: "gw-b", now: harness.clock.now) != nil)
+        await harness.tick()
+        await harness.runner.awaitCheckpoint()
+        #expect(try await store.contacts().map { "\($0.id) \($0.leftMs != nil)" } == ["gw-a false", "gw-b true"])
+
+        await harness.close()
+        try await harness.open(configuration: LoopConfiguration(checkpointEveryTicks: 1))
+        #expect(harness.publisher.gatewaySet(now: harness.clock.now, policy: loopPolicy()).gone == ["gw-b"])
+        #expect(harness.publisher.gatewayStatuses(now: harness.clock.now, policy: loopPolicy()).map(\.id) == ["gw-a"])
+        await harness.close()
+    }
 }

@@ -67,7 +67,8 @@ public struct LoopStateStore: Sendable {
     ///
     /// - Parameters:
     ///   - forgetBeforeMs: Contacts whose last contact is older are deleted (gateways long gone); nil keeps every row.
-    ///   - leaving: Contacts to mark as left (`left_ms`), with when they left: kept, so that a restart knows them gone.
+    ///   - leaving: Contacts to mark as left (`left_ms`), with when they left: kept (or saved, for one that left before
+    ///     it was first saved), so that a restart knows them gone.
     public func save(
         _ checkpoint: LoopCheckpoint, contacts: [GatewayContactRecord], forgetBeforeMs: Int64? = nil,
         leaving: [(id: String, atMs: Int64)] = []
@@ -85,8 +86,16 @@ public struct LoopStateStore: Sendable {
             if let forgetBeforeMs {
                 try connection.run("DELETE FROM gateway_contacts WHERE last_contact_ms < ?", forgetBeforeMs)
             }
+            // An upsert, not an update: a gateway that polled and left between two checkpoints has no row yet.
             for left in leaving {
-                try connection.run("UPDATE gateway_contacts SET left_ms = ? WHERE id = ?", left.atMs, left.id)
+                try connection.run(
+                    """
+                    INSERT INTO gateway_contacts (id, first_contact_ms, last_contact_ms, polls, left_ms)
+                    VALUES (?1, ?2, ?2, 0, ?2)
+                    ON CONFLICT (id) DO UPDATE SET
+                        last_contact_ms = max(last_contact_ms, excluded.last_contact_ms),
+                        left_ms = excluded.left_ms
+                    """, left.id, left.atMs)
             }
         }
     }
