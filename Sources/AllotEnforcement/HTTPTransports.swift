@@ -4,7 +4,7 @@ import AllotProtocol
 import AllotTime
 import Foundation
 
-/// Fetches snapshots from `allot serve` (SPEC §7): `GET /v1/snapshot?gateway=ID&wait=S` with
+/// Fetches snapshots from `allot serve` (SPEC §7): `GET /v1/snapshot?gateway=ID&instance=RUN&wait=S` with
 /// `If-None-Match: <version>` and `Authorization: Bearer <token>`; `200` carries a snapshot, `304` means the
 /// version sent is still current.
 ///
@@ -31,10 +31,11 @@ public struct HTTPSnapshotTransport: SnapshotTransport {
         self.timeoutMargin = timeoutMargin
     }
 
-    public func fetch(gateway: String, knownVersion: Int64?, wait: Double) async throws(TransportError)
-        -> SnapshotFetch
+    public func fetch(gateway: String, instance: String, knownVersion: Int64?, wait: Double)
+        async throws(TransportError) -> SnapshotFetch
     {
         var url = baseURL + "/v1/snapshot?gateway=" + HTTPTransportSupport.percentEncoded(gateway)
+        url += "&instance=" + HTTPTransportSupport.percentEncoded(instance)
         if wait > 0 { url += "&wait=" + HTTPTransportSupport.seconds(wait) }
         var headers: HTTPHeaders = ["Accept": "application/json"]
         // A quoted entity tag, as the ETag is sent (RFC 9110); Allot reads a bare number too, a strict proxy may not.
@@ -60,11 +61,13 @@ public struct HTTPSnapshotTransport: SnapshotTransport {
         }
     }
 
-    /// `DELETE /v1/gateways/{id}`, with a short timeout (at most 2 s: it runs as the gateway stops, within a
-    /// termination grace period). A 404 (Allot never heard from it, or already forgot it) is success: the gateway is
-    /// not known either way.
-    public func leave(gateway: String) async throws(TransportError) {
-        let url = baseURL + "/v1/gateways/" + HTTPTransportSupport.percentEncoded(gateway)
+    /// `DELETE /v1/gateways/{id}?instance=RUN`, with a short timeout (at most 2 s: it runs as the gateway stops,
+    /// within a termination grace period). A 404 (Allot never heard from it, or already forgot it) and a 409 (a
+    /// replacement polls under that id now, and stays) are success: this instance is not known either way.
+    public func leave(gateway: String, instance: String) async throws(TransportError) {
+        let url =
+            baseURL + "/v1/gateways/" + HTTPTransportSupport.percentEncoded(gateway) + "?instance="
+            + HTTPTransportSupport.percentEncoded(instance)
         var headers: HTTPHeaders = ["Accept": "application/json"]
         if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
         let client = self.client
@@ -73,7 +76,7 @@ public struct HTTPSnapshotTransport: SnapshotTransport {
             [url, headers] () async throws(HTTPClientError) -> HTTPClientResponse in
             try await client.execute(HTTPClientRequest(method: .delete, url: url, headers: headers), timeout: timeout)
         }
-        guard response.status.code == 200 || response.status.code == 404 else {
+        guard [200, 404, 409].contains(response.status.code) else {
             throw HTTPTransportSupport.statusError(response)
         }
     }

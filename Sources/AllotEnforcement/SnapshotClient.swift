@@ -48,6 +48,10 @@ public actor SnapshotClient {
     }
 
     public nonisolated let gatewayID: String
+    /// This run of the gateway process (`instance=` in its polls and its leave): random unless given. Allot ignores
+    /// a poll of an instance that has left (one still in flight as the gateway stopped), and an instance's leave
+    /// does not remove a replacement that polls under the same gateway id.
+    public nonisolated let instanceID: String
     public nonisolated let configuration: Configuration
     private let transport: any SnapshotTransport
     private let enforcer: Enforcer
@@ -64,12 +68,14 @@ public actor SnapshotClient {
     ///   - configuration: long-poll wait, backoff, default refresh interval.
     ///   - seed: seeds the backoff jitter.
     ///   - onEvent: poll failures, for logs.
+    ///   - instanceID: this run of the process; by default 16 random hex digits.
     public init(
         gatewayID: String, transport: any SnapshotTransport, enforcer: Enforcer, clock: any AllotClock,
         configuration: Configuration = Configuration(), seed: UInt64 = UInt64.random(in: .min ... .max),
-        onEvent: (@Sendable (GatewayEvent) -> Void)? = nil
+        onEvent: (@Sendable (GatewayEvent) -> Void)? = nil, instanceID: String? = nil
     ) {
         self.gatewayID = gatewayID
+        self.instanceID = instanceID ?? Self.randomInstance()
         self.transport = transport
         self.enforcer = enforcer
         self.clock = clock
@@ -89,7 +95,7 @@ public actor SnapshotClient {
     /// A failure is reported as ``GatewayEvent/leaveFailed(message:)``; nothing is retried.
     public func leave() async {
         do {
-            try await transport.leave(gateway: gatewayID)
+            try await transport.leave(gateway: gatewayID, instance: instanceID)
         } catch {
             onEvent?(.leaveFailed(message: error.description))
         }
@@ -130,6 +136,12 @@ public actor SnapshotClient {
         return min(Double(refreshMs) / 1_000, Self.longestRefresh)
     }
 
+    /// 16 random hex digits: a process's run, told apart from its predecessors and successors under one gateway id.
+    static func randomInstance() -> String {
+        let digits = String(UInt64.random(in: .min ... .max), radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
     /// The longest pause between polls a snapshot's `refresh_ms` may ask for, seconds.
     static let longestRefresh = 600.0
 
@@ -140,7 +152,7 @@ public actor SnapshotClient {
         let result: SnapshotFetch
         do {
             result = try await transport.fetch(
-                gateway: gatewayID, knownVersion: known, wait: configuration.longPollWait)
+                gateway: gatewayID, instance: instanceID, knownVersion: known, wait: configuration.longPollWait)
         } catch {
             if Task.isCancelled { return .cancelled }
             state.consecutiveFailures += 1

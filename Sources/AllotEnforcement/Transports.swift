@@ -3,19 +3,20 @@ import AllotProtocol
 /// How a gateway fetches its snapshot: over HTTP from `allot serve` (``HTTPSnapshotTransport``), or in-process
 /// straight from a publisher (a simulator).
 public protocol SnapshotTransport: Sendable {
-    /// Fetches the snapshot for `gateway`. With `knownVersion` (sent as `If-None-Match`) the server answers
-    /// ``SnapshotFetch/notModified`` while that version is current; with `wait` > 0 it holds the request up to
-    /// `wait` seconds for a newer version first (long-poll, SPEC §7).
-    func fetch(gateway: String, knownVersion: Int64?, wait: Double) async throws(TransportError) -> SnapshotFetch
+    /// Fetches the snapshot for `gateway`, whose run of the process is `instance`. With `knownVersion` (sent as
+    /// `If-None-Match`) the server answers ``SnapshotFetch/notModified`` while that version is current; with
+    /// `wait` > 0 it holds the request up to `wait` seconds for a newer version first (long-poll, SPEC §7).
+    func fetch(gateway: String, instance: String, knownVersion: Int64?, wait: Double) async throws(TransportError)
+        -> SnapshotFetch
 
-    /// Tells Allot that `gateway` is leaving (``Gateway/stop()``), so its tenants' slices go to the other gateways
-    /// at the next tick and it is not alerted on as silent (`DELETE /v1/gateways/{id}`).
-    func leave(gateway: String) async throws(TransportError)
+    /// Tells Allot that `gateway` (its run `instance`) is leaving (``Gateway/stop()``), so its tenants' slices go to
+    /// the other gateways at the next tick and it is not alerted on as silent (`DELETE /v1/gateways/{id}`).
+    func leave(gateway: String, instance: String) async throws(TransportError)
 }
 
 extension SnapshotTransport {
     /// Nothing to tell (an in-process transport whose publisher sees the gateway stop some other way).
-    public func leave(gateway: String) async throws(TransportError) {}
+    public func leave(gateway: String, instance: String) async throws(TransportError) {}
 }
 
 /// The answer to a snapshot fetch.

@@ -35,6 +35,25 @@ import Testing
         #expect(collector.events == [.leaveFailed(message: "unreachable: connection refused")])
     }
 
+    /// Every poll and the leave name the same instance: 16 hex digits, drawn anew for each client (each run of the
+    /// process), or the one given.
+    @Test func pollsAndTheLeaveNameTheClientsInstance() async {
+        let clock = ManualClock(now: 1_000)
+        let transport = ScriptedSnapshotTransport(clock: clock, [.success(.notModified), .success(.notModified)])
+        let client = makeClient(transport, clock: clock, enforcer: Enforcer.make())
+        _ = await client.pollOnce()
+        _ = await client.pollOnce()
+        await client.leave()
+        #expect(transport.instances == Array(repeating: client.instanceID, count: 3))
+        #expect(client.instanceID.count == 16)
+        #expect(client.instanceID.allSatisfy { $0.isHexDigit })
+        #expect(makeClient(transport, clock: clock, enforcer: Enforcer.make()).instanceID != client.instanceID)
+        let named = SnapshotClient(
+            gatewayID: "gw-1", transport: transport, enforcer: Enforcer.make(), clock: clock, instanceID: "pod-7")
+        await named.leave()
+        #expect(transport.instances.last == "pod-7")
+    }
+
     @Test func sendsTheEnforcedVersionAndAppliesNewerSnapshots() async {
         let clock = ManualClock(now: 1_000)
         let enforcer = Enforcer.make()

@@ -19,6 +19,7 @@ final class ScriptedSnapshotTransport: SnapshotTransport, @unchecked Sendable {
     private var script: [Result<SnapshotFetch, TransportError>]
     private var seen: [Request] = []
     private var leaving: [String] = []
+    private var instancesSeen: [String] = []
     private var leaveError: TransportError?
     private let clock: any AllotClock
 
@@ -32,19 +33,25 @@ final class ScriptedSnapshotTransport: SnapshotTransport, @unchecked Sendable {
     var requests: [Request] { lock.withLock { seen } }
     /// The gateways that said they leave, in order.
     var left: [String] { lock.withLock { leaving } }
+    /// The instance named by every fetch and leave, in order.
+    var instances: [String] { lock.withLock { instancesSeen } }
     /// Makes every `leave` fail with `error`.
     func failLeaving(_ error: TransportError) { lock.withLock { leaveError = error } }
 
-    func leave(gateway: String) async throws(TransportError) {
+    func leave(gateway: String, instance: String) async throws(TransportError) {
         let failure: TransportError? = lock.withLock {
             leaving.append(gateway)
+            instancesSeen.append(instance)
             return leaveError
         }
         if let failure { throw failure }
     }
 
-    func fetch(gateway: String, knownVersion: Int64?, wait: Double) async throws(TransportError) -> SnapshotFetch {
+    func fetch(gateway: String, instance: String, knownVersion: Int64?, wait: Double) async throws(TransportError)
+        -> SnapshotFetch
+    {
         let next: Result<SnapshotFetch, TransportError>? = lock.withLock {
+            instancesSeen.append(instance)
             seen.append(Request(gateway: gateway, knownVersion: knownVersion, wait: wait, at: clock.now))
             return script.isEmpty ? nil : script.removeFirst()
         }

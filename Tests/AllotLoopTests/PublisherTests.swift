@@ -297,10 +297,10 @@ import Testing
         #expect(try await store.contacts().map(\.id) == ["gw-a", "gw-b"])
         #expect(isClose(try servedSnapshot(publisher, gateway: "gw-a").tenant("acme")?.rpm.rate, 15))
 
-        let left = try #require(publisher.leave(gateway: "gw-b", now: harness.clock.now))
+        let left = try #require(publisher.leave(gateway: "gw-b", now: harness.clock.now).contact)
         #expect(left.polls == 1)
-        #expect(publisher.leave(gateway: "gw-b", now: harness.clock.now) == nil)
-        #expect(publisher.leave(gateway: "gw-never", now: harness.clock.now) == nil)
+        #expect(publisher.leave(gateway: "gw-b", now: harness.clock.now) == .unknown)
+        #expect(publisher.leave(gateway: "gw-never", now: harness.clock.now) == .unknown)
         #expect(publisher.gatewaySet(now: harness.clock.now, policy: loopPolicy()).gone == ["gw-b"])
         // The next tick gives gw-a the whole allocation.
         _ = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0)
@@ -354,7 +354,7 @@ import Testing
         await harness.tick()
         await harness.runner.awaitCheckpoint()
         _ = await publisher.poll(gateway: "gw-b", condition: .none, wait: 0)
-        #expect(publisher.leave(gateway: "gw-b", now: harness.clock.now) != nil)
+        #expect(publisher.leave(gateway: "gw-b", now: harness.clock.now).contact != nil)
         await harness.tick()
         await harness.runner.awaitCheckpoint()
         #expect(try await store.contacts().map { "\($0.id) \($0.leftMs != nil)" } == ["gw-a false", "gw-b true"])
@@ -364,5 +364,13 @@ import Testing
         #expect(harness.publisher.gatewaySet(now: harness.clock.now, policy: loopPolicy()).gone == ["gw-b"])
         #expect(harness.publisher.gatewayStatuses(now: harness.clock.now, policy: loopPolicy()).map(\.id) == ["gw-a"])
         await harness.close()
+    }
+}
+
+extension GatewayLeave {
+    /// The contact of a gateway that left; nil when it did not.
+    var contact: GatewayContact? {
+        if case .left(let contact) = self { return contact }
+        return nil
     }
 }

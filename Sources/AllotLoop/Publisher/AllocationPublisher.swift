@@ -409,11 +409,13 @@ public actor AllocationPublisher {
     ///
     /// - Parameters:
     ///   - gateway: The polling gateway's id (registers it); nil for the global view.
+    ///   - instance: The run of the gateway process polling (`instance=`), when it names one: a poll of an
+    ///     instance that has left since it was sent does not register it again.
     ///   - condition: The request's `If-None-Match`.
     ///   - wait: Long-poll seconds, already validated (0…60).
-    public nonisolated func poll(gateway: String?, condition: SnapshotCondition, wait: Double) async
-        -> SnapshotPollResult
-    {
+    public nonisolated func poll(
+        gateway: String?, instance: String? = nil, condition: SnapshotCondition, wait: Double
+    ) async -> SnapshotPollResult {
         let now = clock.now
         let arrived = board.current
         // A version above the newest published is none this service issued (a gateway restored from another
@@ -421,7 +423,7 @@ public actor AllocationPublisher {
         let enforcing = condition.enforcedVersion.flatMap { version in
             arrived.map { version <= $0.version } == true ? version : nil
         }
-        if let gateway, registry.record(gateway, enforcing: enforcing, now: now) {
+        if let gateway, registry.record(gateway, instance: instance, enforcing: enforcing, now: now) {
             Task { await self.barrierCleared() }
         }
         if gateway == nil { board.noteGlobalView(now: now) }
@@ -490,7 +492,7 @@ public actor AllocationPublisher {
             return GatewayStatus(
                 id: contact.id, state: state, enforcedVersion: contact.enforcedVersion, lagVersions: lagVersions,
                 lagSeconds: lagSeconds, firstContact: contact.firstContact, lastContact: contact.lastContact,
-                sinceContactSeconds: silence, polls: contact.polls, tenants: tenants)
+                sinceContactSeconds: silence, polls: contact.polls, tenants: tenants, instance: contact.instance)
         }
     }
 
@@ -547,13 +549,13 @@ public actor AllocationPublisher {
     /// `gateway` leaves (`DELETE /v1/gateways/{id}`: a gateway shutting down, or an SRE retiring one that will not
     /// come back): forgotten at once rather than alerted on as silent for `forget_after_s`; the next tick splits its
     /// tenants' allocations between the others, and a make-before-break wait stops waiting for it. A poll from it
-    /// later registers it again.
-    ///
-    /// - Returns: Its contact as it was, or nil when no gateway of that id is known.
-    public nonisolated func leave(gateway: String, now: Double) -> GatewayContact? {
-        guard let (contact, cleared) = registry.leave(gateway, now: now) else { return nil }
+    /// later registers it again — unless it is a poll of the `instance` that left (sent before it left, still in
+    /// flight). With an `instance` that is not the one polling under that id now, nothing is removed
+    /// (``GatewayLeave/replaced(_:)``).
+    public nonisolated func leave(gateway: String, instance: String? = nil, now: Double) -> GatewayLeave {
+        let (outcome, cleared) = registry.leave(gateway, instance: instance, now: now)
         if cleared { Task { await self.barrierCleared() } }
-        return contact
+        return outcome
     }
 
     /// Every known gateway contact.

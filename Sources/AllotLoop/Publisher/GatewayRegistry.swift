@@ -9,15 +9,31 @@ public struct GatewayContact: Sendable, Hashable {
     /// The newest version the gateway said it enforces (the version in its `If-None-Match`).
     public var enforcedVersion: Int64?
     public var polls: Int64
+    /// The instance its last poll named (`instance=`: one run of a gateway process), nil when it named none.
+    public var instance: String?
 
-    public init(id: String, firstContact: Double, lastContact: Double, enforcedVersion: Int64? = nil, polls: Int64 = 0)
-    {
+    public init(
+        id: String, firstContact: Double, lastContact: Double, enforcedVersion: Int64? = nil, polls: Int64 = 0,
+        instance: String? = nil
+    ) {
         self.id = id
         self.firstContact = firstContact
         self.lastContact = lastContact
         self.enforcedVersion = enforcedVersion
         self.polls = polls
+        self.instance = instance
     }
+}
+
+/// What came of a gateway's leaving (``AllocationPublisher/leave(gateway:instance:now:)``).
+public enum GatewayLeave: Sendable, Equatable {
+    /// It left: its contact as it was.
+    case left(GatewayContact)
+    /// No gateway of that id is known (it never polled, or was forgotten, or already left).
+    case unknown
+    /// The instance that asked is not the one polling under that id now (a replacement with the same id polled
+    /// since): nothing was removed. The contact is the replacement's.
+    case replaced(GatewayContact)
 }
 
 /// Every gateway that polled, with the version it enforces and its last contact; and the
@@ -32,12 +48,20 @@ final class GatewayRegistry: Sendable {
         var waiting: Set<String>
     }
 
+    /// When a gateway left, and the instance that said so (nil when it named none, or an SRE retired it): a poll of
+    /// that same instance afterwards was sent before it left (a long-poll still in flight) and does not bring it
+    /// back; any other poll does.
+    struct Departure: Sendable {
+        var at: Double
+        var instance: String?
+    }
+
     private struct State {
         var contacts: [String: GatewayContact] = [:]
         var barrier: Barrier?
         var dirty: Set<String> = []
-        /// Gateways that said they left (``leave(_:now:)``), and when: gone until they poll again.
-        var left: [String: Double] = [:]
+        /// Gateways that said they left (``leave(_:instance:now:)``): gone until they poll again.
+        var left: [String: Departure] = [:]
         /// Left gateways whose saved contact is still to be marked left (at the next checkpoint).
         var unsaved: Set<String> = []
     }
@@ -50,22 +74,26 @@ final class GatewayRegistry: Sendable {
         self.capacity = max(1, capacity)
     }
 
-    /// Records a poll from `gateway` at `now`, enforcing `version` when it said so.
+    /// Records a poll from `gateway` (its `instance`, when it names one) at `now`, enforcing `version` when it
+    /// said so. A poll of the very instance that left is not recorded: it was sent before the leave.
     ///
     /// - Returns: true when this poll cleared the make-before-break barrier.
-    func record(_ gateway: String, enforcing version: Int64?, now: Double) -> Bool {
+    func record(_ gateway: String, instance: String? = nil, enforcing version: Int64?, now: Double) -> Bool {
         state.withLock { state in
+            if let instance, let departed = state.left[gateway]?.instance, departed == instance { return false }
             if var contact = state.contacts[gateway] {
                 contact.lastContact = max(contact.lastContact, now)
                 // What it says now, even below what it said before: a gateway restarted from an older
                 // snapshot enforces that one, and its lag is real.
                 if let version { contact.enforcedVersion = version }
                 contact.polls += 1
+                contact.instance = instance
                 state.contacts[gateway] = contact
             } else {
                 guard state.contacts.count < capacity else { return false }
                 state.contacts[gateway] = GatewayContact(
-                    id: gateway, firstContact: now, lastContact: now, enforcedVersion: version, polls: 1)
+                    id: gateway, firstContact: now, lastContact: now, enforcedVersion: version, polls: 1,
+                    instance: instance)
             }
             state.dirty.insert(gateway)
             state.left[gateway] = nil
@@ -130,22 +158,27 @@ final class GatewayRegistry: Sendable {
 
     /// A gateway that says it is leaving (scaled down, shut down) or that an SRE says is gone for good: its contact
     /// is dropped (no `gateway_lag` alert, not listed), it counts as gone for the next split (its slices go to the
-    /// others) and no barrier waits for it. It rejoins when it polls again.
+    /// others) and no barrier waits for it. It rejoins when it polls again (not with a poll of the `instance` that
+    /// left, which was sent before). When `instance` is not the one polling under that id now, nothing happens
+    /// (``GatewayLeave/replaced(_:)``): an old process stopping after its replacement started.
     ///
-    /// - Returns: The contact it had, or nil when no gateway of that id is known.
-    func leave(_ gateway: String, now: Double) -> (contact: GatewayContact, clearedBarrier: Bool)? {
+    /// - Returns: What came of it, and whether it cleared the make-before-break barrier.
+    func leave(_ gateway: String, instance: String? = nil, now: Double) -> (GatewayLeave, clearedBarrier: Bool) {
         state.withLock { state in
-            guard let contact = state.contacts.removeValue(forKey: gateway) else { return nil }
+            guard let current = state.contacts[gateway] else { return (.unknown, false) }
+            if let instance, let polling = current.instance, polling != instance { return (.replaced(current), false) }
+            state.contacts[gateway] = nil
+            let contact = current
             // Bounded like the contacts: a client polling with made-up ids and leaving with each cannot grow it.
-            if state.left.count >= capacity, let oldest = state.left.min(by: { $0.value < $1.value })?.key {
+            if state.left.count >= capacity, let oldest = state.left.min(by: { $0.value.at < $1.value.at })?.key {
                 state.left[oldest] = nil
             }
-            state.left[gateway] = now
+            state.left[gateway] = Departure(at: now, instance: instance)
             state.dirty.remove(gateway)
             state.unsaved.insert(gateway)
-            guard var barrier = state.barrier, barrier.waiting.remove(gateway) != nil else { return (contact, false) }
+            guard var barrier = state.barrier, barrier.waiting.remove(gateway) != nil else { return (.left(contact), false) }
             state.barrier = barrier
-            return (contact, barrier.waiting.isEmpty)
+            return (.left(contact), barrier.waiting.isEmpty)
         }
     }
 
@@ -154,7 +187,7 @@ final class GatewayRegistry: Sendable {
     func takeLeft() -> [(id: String, at: Double)] {
         state.withLock { state in
             defer { state.unsaved = [] }
-            return state.unsaved.sorted().compactMap { id in state.left[id].map { (id, $0) } }
+            return state.unsaved.sorted().compactMap { id in state.left[id].map { (id, $0.at) } }
         }
     }
 
@@ -172,7 +205,7 @@ final class GatewayRegistry: Sendable {
             for record in records.prefix(capacity) {
                 if let leftMs = record.leftMs {
                     if state.contacts[record.id] == nil {
-                        state.left[record.id] = EpochTime.seconds(fromMilliseconds: leftMs)
+                        state.left[record.id] = Departure(at: EpochTime.seconds(fromMilliseconds: leftMs), instance: nil)
                     }
                     continue
                 }
@@ -201,7 +234,7 @@ final class GatewayRegistry: Sendable {
         state.withLock { state in
             let old = state.contacts.values.filter { $0.lastContact < before }.map(\.id)
             for id in old { state.contacts[id] = nil }
-            state.left = state.left.filter { $0.value >= before }
+            state.left = state.left.filter { $0.value.at >= before }
             return old.sorted()
         }
     }

@@ -24,11 +24,15 @@ public struct GatewayStatus: Sendable, Hashable {
     public var polls: Int64
     /// Tenant ids (sorted, unique) it receives a slice of in the current version.
     public var tenants: [String]
+    /// The instance its last poll named (one run of the gateway process), nil when it named none.
+    public var instance: String?
 
     public init(
         id: String, state: State, enforcedVersion: Int64?, lagVersions: Int64?, lagSeconds: Double?,
-        firstContact: Double, lastContact: Double, sinceContactSeconds: Double, polls: Int64, tenants: [String]
+        firstContact: Double, lastContact: Double, sinceContactSeconds: Double, polls: Int64, tenants: [String],
+        instance: String? = nil
     ) {
+        self.instance = instance
         self.id = id
         self.state = state
         self.enforcedVersion = enforcedVersion

@@ -181,14 +181,28 @@ struct UpstreamRoutes: Sendable {
     /// re-split only once it had been silent for `gateway_lag_s`. Answers `{"gateway", "left": true, "last_contact",
     /// "resplit": "at the next tick"}`; 404 when no gateway of that id has polled (or it was forgotten). Audited
     /// (`gateway.leave`, subject the gateway id).
+    ///
+    /// `?instance=` (a gateway leaving sends the instance its polls named): when another instance polls under that
+    /// id now, `409 gateway_replaced` and nothing is removed (an old process stopping after its replacement
+    /// started); and a poll of the instance that left, still in flight, does not register it again.
     func leave(_ request: HTTPRequest, _ principal: Principal) async throws -> HTTPResponse {
-        _ = try OperatorQuery(request, allowed: [])
+        _ = try OperatorQuery(request, allowed: ["instance"])
         let id = request.pathParameters["id"] ?? ""
         // None could have polled: a malformed id, said so rather than 404.
         guard GatewayID.isValid(id) else { throw GatewayID.refusal(field: "id", subject: "gateway id") }
+        // As the snapshot route reads it (an empty one is malformed, not absent): the gateway sends both.
+        let instance = try SnapshotRoute.instance(request.queryValue("instance"))
         let now = console.clock.now
-        guard let loop = console.loop, let contact = loop.publisher.leave(gateway: id, now: now) else {
+        let contact: GatewayContact
+        switch console.loop?.publisher.leave(gateway: id, instance: instance, now: now) ?? .unknown {
+        case .left(let gone):
+            contact = gone
+        case .unknown:
             throw HTTPError.notFound("no gateway \(id) has polled (or it was forgotten)", field: "id")
+        case .replaced(let current):
+            throw HTTPError.conflict(
+                "gateway \(id) is polled by another instance now (\(current.instance ?? "")); nothing was removed",
+                code: "gateway_replaced", field: "instance")
         }
         let before: JSON = [
             "id": .string(id), "first_contact": .string(RFC3339.format(contact.firstContact)),

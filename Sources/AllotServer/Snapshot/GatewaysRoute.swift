@@ -12,12 +12,13 @@ import AllotTime
 /// ```json
 /// {"version": 42, "gateways": [{"id": "gw-1", "state": "current", "enforced_version": 42,
 ///   "lag_versions": 0, "lag_s": 0, "first_contact": "…", "last_contact": "…", "since_contact_s": 1.2,
-///   "polls": 310, "tenant_count": 2, "tenants": ["acme", "globex"]}]}
+///   "polls": 310, "instance": "9f2c41d07ab35e18", "tenant_count": 2, "tenants": ["acme", "globex"]}]}
 /// ```
 ///
 /// `state` is `current`, `behind`, `lagging` (by the policy's `gateway_lag_versions` for at least one
 /// refresh: alerted), `silent` (no poll for `gateway_lag_s`: alerted) or `unknown` (it never sent
-/// `If-None-Match`). `tenants` lists at most ``maxTenantsListed`` ids (`tenants_truncated` is then true).
+/// `If-None-Match`). `instance` is the run of the gateway process its last poll named (`instance=`), null when
+/// none. `tenants` lists at most ``maxTenantsListed`` ids (`tenants_truncated` is then true).
 public struct GatewaysRoute: Sendable {
     public let publisher: AllocationPublisher
     /// The policy in force (lag thresholds, interval), read per request.
@@ -57,6 +58,8 @@ public struct GatewaysRoute: Sendable {
             writer.field("last_contact", RFC3339.format(status.lastContact))
             writer.field("since_contact_s", status.sinceContactSeconds)
             writer.field("polls", status.polls)
+            writer.key("instance")
+            if let instance = status.instance { writer.value(instance) } else { writer.valueNull() }
             writer.field("tenant_count", status.tenants.count)
             writer.key("tenants")
             writer.beginArray()

@@ -9,12 +9,14 @@ import AllotLoop
 /// | `If-None-Match` names the current version (or is `*`), no `wait` | 304 + `ETag` | none |
 /// | the same with `wait=S` | held until a newer version (200) or `S` seconds pass (304); answered at once on shutdown | |
 /// | anything else | 200 + `ETag` | the snapshot: the gateway's slice with `gateway`, else the global view |
-/// | `wait` not a number of seconds in 0…60, `gateway` not 1–128 of `[A-Za-z0-9._:/-]` | 400 | `invalid_parameter`, `field` naming it |
+/// | `wait` not a number of seconds in 0…60, `gateway` or `instance` not 1–128 of `[A-Za-z0-9._:/-]` | 400 | `invalid_parameter`, `field` naming it |
 ///
 /// The `ETag` is the version, quoted (RFC 9110 section 8.8.3): `"42"`. `If-None-Match` is read
 /// leniently (``AllotLoop/SnapshotCondition``): quoted, weak, unquoted and lists are accepted. The
 /// version a gateway sends there is recorded as the version it enforces (its lag and last contact
-/// appear in `GET /v1/gateways`); an unknown gateway id simply registers. Responses carry
+/// appear in `GET /v1/gateways`); an unknown gateway id simply registers. `instance=` names one run of the gateway
+/// process (``AllotEnforcement/SnapshotClient`` sends a random one): a poll of an instance that has left since
+/// (`DELETE /v1/gateways/{id}?instance=`) does not register it again. Responses carry
 /// `Cache-Control: no-cache`: a cache in between must always revalidate.
 ///
 /// The body is served from bytes encoded once per version (and once per gateway slice), and a
@@ -41,8 +43,9 @@ public struct SnapshotRoute: Sendable {
     public func respond(to request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
         let wait = try Self.wait(request.queryValue("wait"))
         let gateway = try Self.gateway(request.queryValue("gateway"))
+        let instance = try Self.instance(request.queryValue("instance"))
         let condition = SnapshotCondition.parse(request.headers.values(for: "If-None-Match").joined(separator: ","))
-        switch await publisher.poll(gateway: gateway, condition: condition, wait: wait) {
+        switch await publisher.poll(gateway: gateway, instance: instance, condition: condition, wait: wait) {
         case .unavailable:
             throw HTTPError(
                 .serviceUnavailable, code: "no_snapshot",
@@ -74,6 +77,13 @@ public struct SnapshotRoute: Sendable {
     static func gateway(_ value: String?) throws(HTTPError) -> String? {
         guard let value else { return nil }
         guard GatewayID.isValid(value) else { throw GatewayID.refusal(field: "gateway", subject: "gateway") }
+        return value
+    }
+
+    /// `instance`: absent → none; otherwise an id of one run of the gateway process, in the gateway ids' characters.
+    static func instance(_ value: String?) throws(HTTPError) -> String? {
+        guard let value else { return nil }
+        guard GatewayID.isValid(value) else { throw GatewayID.refusal(field: "instance", subject: "instance") }
         return value
     }
 }

@@ -260,6 +260,48 @@ import Testing
         await harness.close()
     }
 
+    /// `?instance=`: a gateway's polls name the run of its process; its leave names it too. An old instance leaving
+    /// after a replacement polled under the same id is `409 gateway_replaced` and removes nothing; a malformed
+    /// instance is `400` naming the field; `GET /v1/gateways` shows the instance.
+    @Test func aGatewayLeavesOnlyAsTheInstanceThatPolls() async throws {
+        let harness = try await OperatorHarness.make()
+        await harness.tick()
+        let publisher = harness.loop.publisher
+        _ = await publisher.poll(gateway: "gw-1", instance: "old", condition: .none, wait: 0)
+        _ = await publisher.poll(gateway: "gw-1", instance: "new", condition: .none, wait: 0)
+        let listed = await harness.send(.get, "/v1/gateways", as: .operator)
+        #expect(listed.jsonBody["gateways"]?[0]?["instance"] == "new")
+
+        let stale = await harness.send(.delete, "/v1/gateways/gw-1?instance=old", as: .gateway)
+        #expect(stale.status == .conflict)
+        #expect(stale.jsonBody["error"]?["code"] == "gateway_replaced")
+        #expect(stale.jsonBody["error"]?["field"] == "instance")
+        #expect(
+            stale.jsonBody["error"]?["message"] == "gateway gw-1 is polled by another instance now (new); nothing was removed")
+        #expect(await harness.send(.get, "/v1/gateways", as: .operator).jsonBody["gateways"]?.arrayValue?.count == 1)
+        let badLeave = await harness.send(.delete, "/v1/gateways/gw-1?instance=", as: .gateway)
+        #expect(badLeave.badRequest?.field == "instance")
+
+        #expect(await harness.send(.delete, "/v1/gateways/gw-1?instance=new", as: .gateway).status == .ok)
+        #expect(await harness.send(.get, "/v1/gateways", as: .operator).jsonBody["gateways"]?.arrayValue?.count == 0)
+        // A poll the leaving instance sent before it left, arriving after: answered, not registered.
+        guard case .modified = await publisher.poll(gateway: "gw-1", instance: "new", condition: .none, wait: 0) else {
+            Issue.record("the late poll was not answered")
+            return
+        }
+        #expect(await harness.send(.get, "/v1/gateways", as: .operator).jsonBody["gateways"]?.arrayValue?.count == 0)
+        // Its successor registers.
+        _ = await publisher.poll(gateway: "gw-1", instance: "next", condition: .none, wait: 0)
+        #expect(await harness.send(.get, "/v1/gateways", as: .operator).jsonBody["gateways"]?[0]?["instance"] == "next")
+        // An SRE's forget names no instance: the same instance polling afterwards is back at once.
+        #expect(await harness.send(.delete, "/v1/gateways/gw-1", as: .sre).status == .ok)
+        _ = await publisher.poll(gateway: "gw-1", instance: "next", condition: .none, wait: 0)
+        #expect(await harness.send(.get, "/v1/gateways", as: .operator).jsonBody["gateways"]?.arrayValue?.count == 1)
+        let audit = await harness.send(.get, "/v1/audit?action=gateway.leave", as: .sre)
+        #expect(audit.jsonBody["entries"]?.arrayValue?.count == 2)
+        await harness.close()
+    }
+
     @Test func theAcceptedAlertKindsAreTheDocumentedOnes() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent()

@@ -135,6 +135,25 @@ struct SnapshotFixture {
         #expect(try response.json()["error"]?["field"] == "gateway")
     }
 
+    @Test(arguments: ["instance=", "instance=a%20b", "instance=" + String(repeating: "i", count: 129)])
+    func badInstanceIs400NamingTheField(_ query: String) async throws {
+        let fixture = try await SnapshotFixture()
+        try await fixture.publish()
+        let response = await fixture.get("/v1/snapshot?gateway=gw-1&\(query)")
+        #expect(response.status == .badRequest)
+        #expect(try response.json()["error"]?["field"] == "instance")
+        #expect(fixture.publisher.contacts().isEmpty)
+    }
+
+    @Test func aPollRecordsTheInstanceItNames() async throws {
+        let fixture = try await SnapshotFixture()
+        try await fixture.publish()
+        #expect(await fixture.get("/v1/snapshot?gateway=gw-1&instance=run-7").status == .ok)
+        #expect(fixture.publisher.contacts().map(\.instance) == ["run-7"])
+        #expect(await fixture.get("/v1/snapshot?gateway=gw-1").status == .ok)
+        #expect(fixture.publisher.contacts().map(\.instance) == [nil])
+    }
+
     @Test(arguments: ["0", "0.5", "60", "30"])
     func validWaitsAreAccepted(_ wait: String) async throws {
         let fixture = try await SnapshotFixture()
