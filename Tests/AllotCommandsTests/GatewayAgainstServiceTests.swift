@@ -98,6 +98,9 @@ import Testing
         }
         #expect(recovered)
         #expect(service.context.operators.loop?.publisher.contacts().map(\.id) == ["gw-a"])
+        // Its polls name the run of the process (`instance=`), which its leave names too.
+        let instance = try #require(gateway.snapshotClient?.instanceID)
+        #expect(service.context.operators.loop?.publisher.contacts().map(\.instance) == [instance])
         await gateway.stop()
         // Stopping told Allot it leaves (DELETE /v1/gateways/gw-a): forgotten at once, not alerted on as silent.
         #expect(service.context.operators.loop?.publisher.contacts().isEmpty == true)
