@@ -160,6 +160,10 @@ enum CommandTree {
                         "role", value: "ROLE", help: "What the token may do.",
                         choices: ["gateway", "operator", "sre", "admin"], required: true),
                     OptionSpec("name", value: "NAME", help: "Who or what the token is for.", required: true),
+                    OptionSpec(
+                        "gateway-scope", value: "SCOPE",
+                        help: "A gateway token only: the gateway ids it may report, poll and leave as — one id, or a "
+                            + "prefix ending in * (gw-eu-*). Default: any."),
                     dataOption,
                 ]),
             CommandSpec("list", abstract: "List tokens (never the secrets)", options: [dataOption]),

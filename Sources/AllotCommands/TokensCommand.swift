@@ -40,9 +40,10 @@ enum TokensCommand {
             let name = command.string("name") ?? ""
             let issued: TokenIssuer.Issued
             do {
-                issued = try await issuer.create(name: name, role: role, actor: .cli, now: now)
+                issued = try await issuer.create(
+                    name: name, role: role, gatewayScope: command.string("gateway-scope"), actor: .cli, now: now)
             } catch let error as TokenError {
-                output.err("allot tokens create: --\(error.field): \(error.message)")
+                output.err("allot tokens create: --\(error.field.replacingOccurrences(of: "_", with: "-")): \(error.message)")
                 return 2
             }
             output.out(issued.secret)
@@ -83,14 +84,14 @@ enum TokensCommand {
             milliseconds.map { RFC3339.format(EpochTime.seconds(fromMilliseconds: $0), fractionDigits: 0) } ?? "-"
         }
         let rows =
-            [["ID", "NAME", "ROLE", "CREATED", "LAST USED", "REVOKED"]]
+            [["ID", "NAME", "ROLE", "CREATED", "LAST USED", "REVOKED", "GATEWAYS"]]
             + tokens.map { token in
                 [
                     token.id, token.name, token.role, time(token.createdMs), time(token.lastUsedMs),
-                    time(token.revokedMs),
+                    time(token.revokedMs), token.role == "gateway" ? token.gatewayScope ?? "*" : "-",
                 ]
             }
-        var widths = [Int](repeating: 0, count: 6)
+        var widths = [Int](repeating: 0, count: 7)
         for row in rows {
             for (index, cell) in row.enumerated() { widths[index] = max(widths[index], cell.count) }
         }

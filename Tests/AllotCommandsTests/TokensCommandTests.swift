@@ -32,7 +32,7 @@ import Testing
         #expect(revoked.out == "revoked \(id) (alice, sre)")
         let after = await runCLI(["tokens", "list", "--data", data])
         let row = after.out.split(separator: "\n")[1]
-        #expect(!row.hasSuffix(" -"))  // the REVOKED column has a time now
+        #expect(row.split(separator: " ").map(String.init)[5].hasPrefix("20"))  // the REVOKED column has a time now
         let again = await runCLI(["tokens", "revoke", id, "--data", data])
         #expect(again.code == 0)
         #expect(again.out.hasPrefix("\(id) (alice, sre) was already revoked at 20"))
@@ -62,5 +62,30 @@ import Testing
         let bare = await runCLI(["tokens"])
         #expect(bare.code == 2)
         #expect(bare.err.contains("create"))
+    }
+
+    /// `--gateway-scope`: a gateway token limited to one gateway id or a prefix (`gw-eu-*`), shown in the list's
+    /// GATEWAYS column (`*` for an unlimited gateway token, `-` for other roles); refused for other roles and when
+    /// malformed, naming the option.
+    @Test func aGatewayTokenCanBeLimitedToItsGateways() async throws {
+        let data = try temporaryDirectory()
+        let scoped = await runCLI(
+            ["tokens", "create", "--role", "gateway", "--name", "eu", "--gateway-scope", "gw-eu-*", "--data", data])
+        #expect(scoped.code == 0)
+        #expect(await runCLI(["tokens", "create", "--role", "gateway", "--name", "any", "--data", data]).code == 0)
+        #expect(await runCLI(["tokens", "create", "--role", "sre", "--name", "bob", "--data", data]).code == 0)
+        let listed = await runCLI(["tokens", "list", "--data", data]).out.split(separator: "\n")
+        #expect(listed.first?.hasSuffix("GATEWAYS") == true)
+        #expect(listed.dropFirst().map { $0.split(separator: " ").last.map(String.init) ?? "" } == ["gw-eu-*", "*", "-"])
+
+        let role = await runCLI(
+            ["tokens", "create", "--role", "sre", "--name", "x", "--gateway-scope", "gw-1", "--data", data])
+        #expect(role.code == 2)
+        #expect(role.err == "allot tokens create: --gateway-scope: only a gateway token is limited to gateway ids")
+        let malformed = await runCLI(
+            ["tokens", "create", "--role", "gateway", "--name", "x", "--gateway-scope", "gw*eu", "--data", data])
+        #expect(malformed.code == 2)
+        #expect(malformed.err.contains("--gateway-scope: a gateway id"), "\(malformed.err)")
+        #expect(await runCLI(["tokens", "list", "--data", data]).out.split(separator: "\n").count == 4)
     }
 }

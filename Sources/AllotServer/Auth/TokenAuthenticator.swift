@@ -95,7 +95,9 @@ public final class TokenAuthenticator: Authenticator {
             remember(hash, principal: nil, now: now)
             throw refuse("revoked", "unknown or revoked token")
         }
-        let principal = Principal(tokenID: found.record.id, name: found.record.name, role: role)
+        let principal = Principal(
+            tokenID: found.record.id, name: found.record.name, role: role,
+            gatewayScope: role == .gateway ? found.record.gatewayScope : nil)
         let lastUsed = found.record.lastUsedMs.map { EpochTime.seconds(fromMilliseconds: $0) }
         let touch = remember(hash, principal: principal, now: now, lastUsed: lastUsed)
         if touch {

@@ -44,8 +44,22 @@ public struct TokenIssuer: Sendable {
     ///
     /// - Throws: ``TokenError`` for an empty or overlong name or an unknown role; the database's
     ///   error otherwise.
-    public func create(name: String, role: String, actor: Actor, now: Double) async throws -> Issued {
-        let (record, secret, hash) = try Self.mint(name: name, role: role, createdBy: actor.name, now: now)
+    public func create(name: String, role: String, gatewayScope: String? = nil, actor: Actor, now: Double) async throws
+        -> Issued
+    {
+        var (record, secret, hash) = try Self.mint(name: name, role: role, createdBy: actor.name, now: now)
+        if let gatewayScope {
+            guard role == "gateway" else {
+                throw TokenError(field: "gateway_scope", message: "only a gateway token is limited to gateway ids")
+            }
+            guard GatewayScope.isValid(gatewayScope) else {
+                throw TokenError(
+                    field: "gateway_scope",
+                    message: "a gateway id (1-128 characters of [A-Za-z0-9._:/-]) or a prefix ending in *, "
+                        + "got '\(gatewayScope.prefix(64))'")
+            }
+            record.gatewayScope = gatewayScope
+        }
         try await store.create(record, hash: hash, audit: Self.audit(record, actor: actor, nowMs: record.createdMs))
         return Issued(record: record, secret: secret)
     }

@@ -156,6 +156,7 @@ enum OperatorJSON {
             "last_used_at": time(milliseconds: record.lastUsedMs), "revoked": .bool(record.isRevoked),
             "revoked_at": time(milliseconds: record.revokedMs),
             "revoked_by": record.revokedBy.map(JSON.string) ?? .null,
+            "gateway_scope": record.gatewayScope.map(JSON.string) ?? .null,
         ]
     }
 

@@ -131,7 +131,7 @@ struct TokenRoutes: Sendable {
     func create(_ request: HTTPRequest, _ principal: Principal) async throws -> HTTPResponse {
         _ = try OperatorQuery(request, allowed: [])
         let object = try OperatorRequest.jsonObject(request)
-        try OperatorRequest.checkMembers(object, known: ["name", "role"])
+        try OperatorRequest.checkMembers(object, known: ["name", "role", "gateway_scope"])
         guard let name = try OperatorRequest.string(object, "name", maxLength: 512) else {
             throw HTTPError.badRequest("name is required", code: "missing_field", field: "name")
         }
@@ -141,8 +141,8 @@ struct TokenRoutes: Sendable {
         let issued: TokenIssuer.Issued
         do {
             issued = try await console.issuer.create(
-                name: name, role: role, actor: TokenIssuer.Actor(name: principal.name, role: principal.role.rawValue),
-                now: console.clock.now)
+                name: name, role: role, gatewayScope: try OperatorRequest.string(object, "gateway_scope"),
+                actor: TokenIssuer.Actor(name: principal.name, role: principal.role.rawValue), now: console.clock.now)
         } catch let error as TokenError {
             throw HTTPError.badRequest(error.message, code: "invalid_value", field: error.field)
         } catch {

@@ -1,4 +1,5 @@
 import AllotHTTP
+import AllotStore
 
 /// What a bearer token may do (SPEC 8). Roles are not a strict ladder: a gateway token can
 /// post telemetry, poll snapshots and say it leaves, but read nothing else; `operator` reads everything and
@@ -50,11 +51,23 @@ public struct Principal: Sendable, Hashable {
     public var tokenID: String
     public var name: String
     public var role: Role
+    /// The gateway ids a `gateway` token may speak for (`gateway_scope`: an exact id or a prefix ending in `*`);
+    /// nil: any.
+    public var gatewayScope: String?
 
-    public init(tokenID: String, name: String, role: Role) {
+    public init(tokenID: String, name: String, role: Role, gatewayScope: String? = nil) {
         self.tokenID = tokenID
         self.name = name
         self.role = role
+        self.gatewayScope = gatewayScope
+    }
+
+    /// Refuses, `403 gateway_out_of_scope` naming `field`, a gateway id this token may not speak for.
+    public func checkGateway(_ gateway: String, field: String) throws(HTTPError) {
+        guard !GatewayScope.allows(gatewayScope, gateway: gateway) else { return }
+        throw HTTPError(
+            .forbidden, code: "gateway_out_of_scope",
+            message: "token '\(name)' may speak only for gateways \(gatewayScope ?? "*"), not \(gateway)", field: field)
     }
 
     /// The identity used for every request when `--dev` disables auth.

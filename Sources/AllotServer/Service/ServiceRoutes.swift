@@ -23,9 +23,13 @@ enum ServiceRoutes {
         // Gateways.
         let telemetry = TelemetryRoute(
             store: context.telemetry, defaultTier: { context.policy.policy.defaultTier }, clock: context.clock)
-        table.post(TelemetryRoute.path, .gateway) { request, _ in await telemetry.respond(to: request) }
+        table.post(TelemetryRoute.path, .gateway) { request, principal in
+            await telemetry.respond(to: request, gatewayScope: principal.gatewayScope)
+        }
         let snapshot = SnapshotRoute(publisher: loop.publisher, shutdownSignal: shutdownSignal)
-        table.get(SnapshotRoute.path, .snapshot) { request, _ in try await snapshot.respond(to: request) }
+        table.get(SnapshotRoute.path, .snapshot) { request, principal in
+            try await snapshot.respond(to: request, principal: principal)
+        }
 
         // Admins: drain before maintenance (SPEC 7).
         let drain = DrainRoute(

@@ -1,5 +1,6 @@
 import AllotHTTP
 import AllotLoop
+import AllotStore
 
 /// `GET /v1/snapshot?gateway=ID&wait=SECONDS` (SPEC sections 7 and 9): the gateway protocol.
 ///
@@ -10,6 +11,7 @@ import AllotLoop
 /// | the same with `wait=S` | held until a newer version (200) or `S` seconds pass (304); answered at once on shutdown | |
 /// | anything else | 200 + `ETag` | the snapshot: the gateway's slice with `gateway`, else the global view |
 /// | `wait` not a number of seconds in 0…60, `gateway` or `instance` not 1–128 of `[A-Za-z0-9._:/-]` | 400 | `invalid_parameter`, `field` naming it |
+/// | a `gateway` the token's `gateway_scope` does not cover | 403 | `gateway_out_of_scope`, `field: gateway` |
 ///
 /// The `ETag` is the version, quoted (RFC 9110 section 8.8.3): `"42"`. `If-None-Match` is read
 /// leniently (``AllotLoop/SnapshotCondition``): quoted, weak, unquoted and lists are accepted. The
@@ -39,10 +41,12 @@ public struct SnapshotRoute: Sendable {
         shutdownSignal?.onShutdown { [publisher] in publisher.shutDown() }
     }
 
-    /// Handles one request. Throws only ``AllotHTTP/HTTPError`` (400, 503).
-    public func respond(to request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
+    /// Handles one request. Throws only ``AllotHTTP/HTTPError`` (400, 403, 503). A `gateway` the `principal`'s
+    /// token may not speak for (its `gateway_scope`) is `403 gateway_out_of_scope`.
+    public func respond(to request: HTTPRequest, principal: Principal? = nil) async throws(HTTPError) -> HTTPResponse {
         let wait = try Self.wait(request.queryValue("wait"))
         let gateway = try Self.gateway(request.queryValue("gateway"))
+        if let principal, let gateway { try principal.checkGateway(gateway, field: "gateway") }
         let instance = try Self.instance(request.queryValue("instance"))
         let condition = SnapshotCondition.parse(request.headers.values(for: "If-None-Match").joined(separator: ","))
         switch await publisher.poll(gateway: gateway, instance: instance, condition: condition, wait: wait) {
@@ -100,18 +104,5 @@ enum GatewayID {
             "\(subject) must be 1-\(maxLength) characters of \(charset)", code: "invalid_parameter", field: field)
     }
 
-    static func isValid(_ id: String) -> Bool {
-        let bytes = id.utf8
-        guard !bytes.isEmpty, bytes.count <= maxLength else { return false }
-        return bytes.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"),
-                UInt8(ascii: "/"), UInt8(ascii: "-"):
-                true
-            default:
-                false
-            }
-        }
-    }
+    static func isValid(_ id: String) -> Bool { GatewayScope.isGatewayID(id) }
 }

@@ -13,6 +13,7 @@ import AllotTime
 /// | body larger than ``maxBodyBytes`` (the server's own body limit applies first) | 413 | `body_too_large` |
 /// | more events than the decoder allows | 413 | `too_many_events` |
 /// | invalid JSON, invalid event, empty batch | 400 | `invalid_json` / `invalid_event` / `empty_batch`, with `field` such as `[3].tenant` |
+/// | an event of a gateway the token's `gateway_scope` does not cover | 403 | `gateway_out_of_scope`, `field` such as `[1].gateway` |
 /// | the database failed (busy, full, gone) | 503 + `Retry-After: 1` | `database_unavailable` |
 ///
 /// 200 rather than 202: 202 would say "accepted for later processing", while this response is only
@@ -57,8 +58,9 @@ public struct TelemetryRoute: Sendable {
         router.post(Self.path) { request in await respond(to: request) }
     }
 
-    /// Handles one request; never throws (every failure is a JSON error response).
-    public func respond(to request: HTTPRequest) async -> HTTPResponse {
+    /// Handles one request; never throws (every failure is a JSON error response). `gatewayScope`: the gateway
+    /// ids the sender's token may speak for (nil: any); an event of another gateway is `403 gateway_out_of_scope`.
+    public func respond(to request: HTTPRequest, gatewayScope: String? = nil) async -> HTTPResponse {
         let format: TelemetryFormat
         do {
             format = try TelemetryFormat(contentType: request.headers["Content-Type"])
@@ -75,7 +77,8 @@ public struct TelemetryRoute: Sendable {
         }
         do {
             let result = try await store.ingest(
-                body: request.body, format: format, decoder: decoder, defaultTier: defaultTier(), now: clock.now)
+                body: request.body, format: format, decoder: decoder, defaultTier: defaultTier(), now: clock.now,
+                gatewayScope: gatewayScope)
             return .json(bytes: Self.encode(result))
         } catch {
             var response = Self.errorResponse(

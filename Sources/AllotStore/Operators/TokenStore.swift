@@ -19,11 +19,15 @@ public struct TokenRecord: Sendable, Hashable {
     public var lastUsedMs: Int64?
     public var revokedMs: Int64?
     public var revokedBy: String?
+    /// For a `gateway` token, the gateway ids it may speak for: an exact id, or a prefix ending in `*`
+    /// (``GatewayScope``). nil: any.
+    public var gatewayScope: String?
 
     public init(
         id: String, name: String, role: String, createdMs: Int64, createdBy: String, lastUsedMs: Int64? = nil,
-        revokedMs: Int64? = nil, revokedBy: String? = nil
+        revokedMs: Int64? = nil, revokedBy: String? = nil, gatewayScope: String? = nil
     ) {
+        self.gatewayScope = gatewayScope
         self.id = id
         self.name = name
         self.role = role
@@ -43,7 +47,43 @@ public struct TokenRecord: Sendable, Hashable {
             "created_by": .string(createdBy), "last_used_ms": lastUsedMs.map(JSON.int) ?? .null,
             "revoked": .bool(isRevoked), "revoked_ms": revokedMs.map(JSON.int) ?? .null,
             "revoked_by": revokedBy.map(JSON.string) ?? .null,
+            "gateway_scope": gatewayScope.map(JSON.string) ?? .null,
         ]
+    }
+}
+
+/// Which gateway ids a `gateway` token may speak for (`gateway_scope`): an exact id, or a prefix ending in `*`
+/// (`gw-eu-*`; a lone `*` is any id). Written in gateway ids' characters (`[A-Za-z0-9._:/-]`, at most 128).
+public enum GatewayScope {
+    /// Whether `scope` is well formed.
+    public static func isValid(_ scope: String) -> Bool {
+        guard scope.hasSuffix("*") else { return isGatewayID(scope) }
+        let stem = scope.dropLast()
+        return stem.isEmpty || isGatewayID(String(stem))
+    }
+
+    /// Whether `id` is a gateway id as telemetry's `gateway` and `?gateway=` take them: 1–128 characters of
+    /// `[A-Za-z0-9._:/-]`.
+    public static func isGatewayID(_ id: String) -> Bool {
+        let bytes = id.utf8
+        guard !bytes.isEmpty, bytes.count <= 128 else { return false }
+        return bytes.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"),
+                UInt8(ascii: "/"), UInt8(ascii: "-"):
+                true
+            default:
+                false
+            }
+        }
+    }
+
+    /// Whether `gateway` is within `scope` (nil: any).
+    public static func allows(_ scope: String?, gateway: String) -> Bool {
+        guard let scope else { return true }
+        if scope.hasSuffix("*") { return gateway.hasPrefix(scope.dropLast()) }
+        return gateway == scope
     }
 }
 
@@ -62,10 +102,10 @@ public struct TokenStore: Sendable {
         try await pool.write { connection in
             try connection.run(
                 """
-                INSERT INTO api_tokens (id, name, role, token_hash, created_ms, created_by)
-                VALUES (?, ?, ?, ?, ?, ?)
+                INSERT INTO api_tokens (id, name, role, token_hash, created_ms, created_by, gateway_scope)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
                 """,
-                record.id, record.name, record.role, hash, record.createdMs, record.createdBy)
+                record.id, record.name, record.role, hash, record.createdMs, record.createdBy, record.gatewayScope)
             try AuditLog.append(audit, on: connection)
         }
     }
@@ -81,10 +121,10 @@ public struct TokenStore: Sendable {
             guard count == 0 else { return false }
             try connection.run(
                 """
-                INSERT INTO api_tokens (id, name, role, token_hash, created_ms, created_by)
-                VALUES (?, ?, ?, ?, ?, ?)
+                INSERT INTO api_tokens (id, name, role, token_hash, created_ms, created_by, gateway_scope)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
                 """,
-                record.id, record.name, record.role, hash, record.createdMs, record.createdBy)
+                record.id, record.name, record.role, hash, record.createdMs, record.createdBy, record.gatewayScope)
             try AuditLog.append(audit, on: connection)
             return true
         }
@@ -111,7 +151,7 @@ public struct TokenStore: Sendable {
     public func token(hash: String) async throws -> (record: TokenRecord, storedHash: String)? {
         try await pool.read { connection in
             try connection.queryOne("SELECT \(Self.columns), token_hash FROM api_tokens WHERE token_hash = ?", hash) {
-                (Self.record($0), $0.string(8) ?? "")
+                (Self.record($0), $0.string(9) ?? "")
             }
         }
     }
@@ -154,12 +194,13 @@ public struct TokenStore: Sendable {
         }
     }
 
-    private static let columns = "id, name, role, created_ms, created_by, last_used_ms, revoked_ms, revoked_by"
+    private static let columns =
+        "id, name, role, created_ms, created_by, last_used_ms, revoked_ms, revoked_by, gateway_scope"
 
     private static func record(_ row: SQLiteRow) -> TokenRecord {
         TokenRecord(
             id: row.string(0) ?? "", name: row.string(1) ?? "", role: row.string(2) ?? "", createdMs: row.int64(3),
             createdBy: row.string(4) ?? "", lastUsedMs: row.optionalInt64(5), revokedMs: row.optionalInt64(6),
-            revokedBy: row.string(7))
+            revokedBy: row.string(7), gatewayScope: row.string(8))
     }
 }

@@ -143,11 +143,13 @@ public actor TelemetryStore {
     ///   - decoder: The validation bounds.
     ///   - defaultTier: The tier new tenants are registered with.
     ///   - now: The server's time, seconds since the epoch.
+    ///   - gatewayScope: The gateway ids the sender's token may speak for (``GatewayScope``); nil: any. An event
+    ///     of another gateway refuses the batch (`403 gateway_out_of_scope`, naming it).
     /// - Throws: ``TelemetryIngestError``: `.rejected` (nothing stored, database untouched) or
     ///   `.database` (nothing stored).
     public nonisolated func ingest(
         body: [UInt8], format: TelemetryFormat, decoder: TelemetryDecoder = TelemetryDecoder(), defaultTier: String,
-        now: Double
+        now: Double, gatewayScope: String? = nil
     ) async throws(TelemetryIngestError) -> IngestResult {
         let batch: TelemetryBatch
         do {
@@ -155,6 +157,17 @@ public actor TelemetryStore {
         } catch {
             await countRejected(code: error.code)
             throw .rejected(error)
+        }
+        if let gatewayScope,
+            let index = batch.events.firstIndex(where: { !GatewayScope.allows(gatewayScope, gateway: $0.gateway) })
+        {
+            let rejection = TelemetryRejection(
+                code: "gateway_out_of_scope",
+                message: "event \(index): field 'gateway': this token may speak only for gateways \(gatewayScope), "
+                    + "not \(batch.events[index].gateway)",
+                field: "[\(index)].gateway", eventIndex: index, status: 403)
+            await countRejected(code: rejection.code)
+            throw .rejected(rejection)
         }
         do {
             return try await ingest(batch, defaultTier: defaultTier, now: now)

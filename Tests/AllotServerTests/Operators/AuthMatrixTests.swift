@@ -119,6 +119,63 @@ import Testing
         await running.stop()
     }
 
+    /// A gateway token limited to `gw-eu-*` (`gateway_scope`, made over `POST /v1/tokens`) reports, polls and
+    /// leaves as those gateways only: another gateway's event refuses the whole batch (`403 gateway_out_of_scope`
+    /// naming it, nothing stored), as do a poll and a leave as another gateway; an SRE is not limited.
+    @Test func aScopedGatewayTokenSpeaksOnlyForItsGateways() async throws {
+        let running = try await Self.start()
+        let admin = try #require(running.tokens[.admin])
+        let refused = try await running.send(
+            .post, "/v1/tokens", token: admin, body: #"{"name":"ops","role":"operator","gateway_scope":"gw-eu-*"}"#)
+        #expect(refused.status == .badRequest)
+        #expect(try JSON.parse(refused.body)["error"]?["field"] == "gateway_scope")
+        let malformed = try await running.send(
+            .post, "/v1/tokens", token: admin, body: #"{"name":"eu","role":"gateway","gateway_scope":"gw eu*"}"#)
+        #expect(try JSON.parse(malformed.body)["error"]?["field"] == "gateway_scope")
+        let created = try await running.send(
+            .post, "/v1/tokens", token: admin, body: #"{"name":"eu","role":"gateway","gateway_scope":"gw-eu-*"}"#)
+        #expect(created.status == .created)
+        let body = try JSON.parse(created.body)
+        #expect(body["gateway_scope"] == "gw-eu-*")
+        let token = try #require(body["token"]?.stringValue)
+
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        func event(_ gateway: String) -> String {
+            #"{"ts":\#(now),"gateway":"\#(gateway)","tenant":"acme","upstream":"openai/gpt-4o","outcome":"ok"}"#
+        }
+        let mixed = try await running.send(
+            .post, "/v1/telemetry", token: token, body: "[\(event("gw-eu-1")),\(event("gw-us-1"))]")
+        #expect(mixed.status == .forbidden)
+        let error = try JSON.parse(mixed.body)["error"]
+        #expect(error?["code"] == "gateway_out_of_scope")
+        #expect(error?["field"] == "[1].gateway")
+        #expect(
+            error?["message"]
+                == "event 1: field 'gateway': this token may speak only for gateways gw-eu-*, not gw-us-1")
+        // Nothing of the refused batch was stored: the next batch's event is the first.
+        let stored = try await running.send(.post, "/v1/telemetry", token: token, body: "[\(event("gw-eu-1"))]")
+        #expect(stored.status == .ok)
+        #expect(try JSON.parse(stored.body)["first_id"] == 1)
+
+        let poll = try await running.send(.get, "/v1/snapshot?gateway=gw-us-1", token: token)
+        #expect(poll.status == .forbidden)
+        #expect(try JSON.parse(poll.body)["error"]?["field"] == "gateway")
+        #expect(try await running.send(.get, "/v1/snapshot?gateway=gw-eu-1", token: token).status == .ok)
+        let leave = try await running.send(.delete, "/v1/gateways/gw-us-1", token: token)
+        #expect(leave.status == .forbidden)
+        #expect(try JSON.parse(leave.body)["error"]?["field"] == "id")
+        #expect(try await running.send(.delete, "/v1/gateways/gw-eu-1", token: token).status == .ok)
+        // Not limited: the unscoped gateway token and an SRE.
+        let any = try #require(running.tokens[.gateway])
+        #expect(try await running.send(.get, "/v1/snapshot?gateway=gw-us-1", token: any).status == .ok)
+        let sre = try #require(running.tokens[.sre])
+        #expect(try await running.send(.delete, "/v1/gateways/gw-us-1", token: sre).status == .ok)
+        let listed = try JSON.parse(try await running.send(.get, "/v1/tokens", token: admin).body)
+        #expect(
+            listed["tokens"]?.arrayValue?.compactMap { $0["gateway_scope"]?.stringValue } == ["gw-eu-*"])
+        await running.stop()
+    }
+
     @Test func malformedAndRevokedTokensAreRefused() async throws {
         let running = try await Self.start()
         for header in ["Basic abc", "Bearer", "Bearer not-a-token", "bearer " + String(repeating: "a", count: 58)] {

@@ -64,6 +64,31 @@ import Testing
         #expect(try await tokens.token(id: "tok-1")?.lastUsedMs == 7)
     }
 
+    /// A gateway token's scope is stored and read back (by id, by hash, in the list); the scope's rules: an exact
+    /// id, or a prefix ending in `*`, in gateway ids' characters.
+    @Test func aGatewayScopeIsStoredAndMatchesIdsOrPrefixes() async throws {
+        let tokens = TokenStore(pool: try await StoreDatabase.temporary())
+        let hash = String(repeating: "ab", count: 32)
+        let record = TokenRecord(
+            id: "tok-1", name: "eu", role: "gateway", createdMs: 1, createdBy: "cli", gatewayScope: "gw-eu-*")
+        try await tokens.create(record, hash: hash, audit: entry("token.create", subject: "tok-1"))
+        #expect(try await tokens.token(id: "tok-1")?.gatewayScope == "gw-eu-*")
+        #expect(try await tokens.token(hash: hash)?.record.gatewayScope == "gw-eu-*")
+        #expect(try await tokens.all().map(\.json).first?["gateway_scope"] == "gw-eu-*")
+
+        #expect(GatewayScope.allows("gw-eu-*", gateway: "gw-eu-7"))
+        #expect(GatewayScope.allows("gw-eu-*", gateway: "gw-eu-"))
+        #expect(!GatewayScope.allows("gw-eu-*", gateway: "gw-us-1"))
+        #expect(GatewayScope.allows("gw-1", gateway: "gw-1"))
+        #expect(!GatewayScope.allows("gw-1", gateway: "gw-10"))
+        #expect(GatewayScope.allows("*", gateway: "anything"))
+        #expect(GatewayScope.allows(nil, gateway: "anything"))
+        for valid in ["gw-1", "gw-eu-*", "*", "a/b:c.d_e-*"] { #expect(GatewayScope.isValid(valid), "\(valid)") }
+        for invalid in ["", "**", "gw*eu", "gw eu", "é", String(repeating: "g", count: 129)] {
+            #expect(!GatewayScope.isValid(invalid), "\(invalid)")
+        }
+    }
+
     @Test func theFirstTokenOfARoleIsCreatedWhateverOtherRolesExist() async throws {
         let tokens = TokenStore(pool: try await StoreDatabase.temporary())
         let operatorToken = TokenRecord(id: "tok-1", name: "cs", role: "operator", createdMs: 1, createdBy: "cli")
