@@ -278,6 +278,12 @@ struct TenantTrack: Sendable, Hashable, Codable {
     /// counted once each — its exact rate since its return, like a young track's. nil otherwise.
     var returnSince: Double?
     var returnWanted: PerDimension<Double>?
+    /// Back from idle: the short-window rate wanted (``wantedShort``) it had decayed to when it came back, and the
+    /// instant its EWMA restarted from there — to read the EWMA for what came since, once the exact rate's short
+    /// window is over (``TenantTrack/moveLevel(fold:now:rules:windows:claim:blocked:)``). nil after three short
+    /// windows, and in checkpoints written before them.
+    var returnBase: PerDimension<Double>?
+    var returnBaseAt: Double?
 
     /// Demand events seen (served, denied, queued).
     var samples = 0

@@ -61,6 +61,8 @@ extension TenantTrack {
             }
         }
         if wasIdle == true, tick.newRequests > 0 {
+            returnBase = wantedShort ?? demandShort
+            returnBaseAt = now - fold.elapsed
             returnSince = tick.firstSeenAt.isFinite ? tick.firstSeenAt : now - fold.elapsed
             returnWanted = PerDimension(rpm: Double(tick.newRequests), tpm: Double(tick.newTokens))
         } else if var seen = returnWanted {
@@ -395,6 +397,19 @@ extension TenantTrack {
                 returnWanted = nil
             }
         }
+        // After that short window, and for two more: the short EWMA restarted from what it had decayed to while the
+        // tenant was idle, and holds only `1 − e^(−t/τ)` of what came since (63 % a short window after the return):
+        // read for that alone. Uncorrected, a premium copilot back from a ten-minute idle spell at 240 rpm was read
+        // at 160 the moment the exact rate's window ended, and its level was cut from 300 to 166 (outside
+        // evaluation round 17).
+        var restarted: (base: PerDimension<Double>, remaining: Double)?
+        if let base = returnBase, let at = returnBaseAt {
+            if now - at >= 3 * shortWindow {
+                (returnBase, returnBaseAt) = (nil, nil)
+            } else if returned == nil, now - at >= shortWindow {
+                restarted = (base, exp(-(now - at) / shortWindow))
+            }
+        }
         for dimension in RateDimension.allCases {
             let longRate = filledLong > 0 ? long[dimension] / filledLong : long[dimension]
             var shortRate = filled > 0 ? short[dimension] / filled : short[dimension]
@@ -402,6 +417,10 @@ extension TenantTrack {
             // may hold a minute of backlog, which the EWMA counted as one tick's.
             if let folded = foldedSeconds, folded < shortWindow, let since = youngSince, let seen = youngWanted {
                 shortRate = seen[dimension] * 60 / max(folded, now - since, fold.elapsed)
+            }
+            if let restarted {
+                let since = (short[dimension] - restarted.base[dimension] * restarted.remaining) / (1 - restarted.remaining)
+                shortRate = max(shortRate, since)
             }
             let rate = max(sparse ? longRate : shortRate, returned?[dimension] ?? 0)
             let deviation = shortRate - longRate

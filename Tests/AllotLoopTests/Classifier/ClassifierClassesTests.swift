@@ -146,6 +146,22 @@ struct ClassifierClassesTests {
         #expect(observation.demand.rpm > 119 && observation.demand.rpm < 120)
     }
 
+    /// After the exact rate's short window, and for two more, the short EWMA — restarted from what it decayed to
+    /// while the tenant was idle — is read for what came since: without it the tenant back at 240 read 152 a short
+    /// window after its return, and its level fell (outside evaluation round 17: a copilot's from 300 to 166).
+    @Test func aTenantBackFromIdleIsStillReadAtItsRateAfterTheExactRatesWindow() throws {
+        var run = ClassifierRun(start: t0)
+        var report = run.serve(10, ticks: 60)
+        report = run.tick(after: 600)
+        #expect(F.status(report)?.tenantClass == .idle)
+        var demands: [Double] = []
+        for _ in 0..<40 {  // 200 s at 240 a minute
+            report = run.serve(20, ticks: 1)
+            demands.append(try #require(F.observation(report)).demand.rpm)
+        }
+        #expect(demands.allSatisfy { $0 > 0.97 * 240 }, "\(demands.map { Int($0) })")
+    }
+
     @Test func steadyThenALegitimateBurstThatIsNotSuspect() throws {
         var run = ClassifierRun(start: t0)
         let allocation = [F.acme: PerDimension<Double>(rpm: 1000, tpm: 1_000_000)]
