@@ -165,6 +165,12 @@ import Testing
             + "one admitted leaves the bucket empty for the next 60 s: it meets 429s whatever the allocator "
             + "does, and so does every other call on the pool"
         #expect(whole.out.contains("\n  warning: " + stronger + "\n"), "\(whole.out)")
+        // With a spread, the mean of the drawn (never negative) sizes is not a round number: printed rounded
+        // (outside evaluation round 17 read "its mean call of 2000500.0000056403 tokens").
+        let spread = try await Self.check(
+            scenario.replacingOccurrences(
+                of: #""prompt_tokens": {"mean": 20000}"#, with: #""prompt_tokens": {"mean": 20000, "sd": 4000}"#))
+        #expect(spread.out.contains("its mean call of 21000 tokens"), "\(spread.out)")
         // Calls that fit every step's bucket: no warning.
         let fits = try await Self.check(
             scenario.replacingOccurrences(

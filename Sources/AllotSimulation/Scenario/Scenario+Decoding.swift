@@ -208,7 +208,7 @@ extension Scenario {
             let others =
                 tooSmall.count > 1 ? ", too small at \(tooSmall.count) of its \(pool.capacity.count) steps" : ""
             let head =
-                "\(entry.label): its mean call of \(number(call)) tokens (task.prompt_tokens.mean + "
+                "\(entry.label): its mean call of \(number(call.rounded())) tokens (task.prompt_tokens.mean + "
                 + "completion_tokens.mean) is larger than pool \"\(pool.id)\"'s "
             let full = "the simulated provider admits such a call only when its bucket is full"
             if call > step.tpm {
