@@ -43,7 +43,8 @@ enum TokensCommand {
                 issued = try await issuer.create(
                     name: name, role: role, gatewayScope: command.string("gateway-scope"), actor: .cli, now: now)
             } catch let error as TokenError {
-                output.err("allot tokens create: --\(error.field.replacingOccurrences(of: "_", with: "-")): \(error.message)")
+                let option = error.field.replacingOccurrences(of: "_", with: "-")
+                output.err("allot tokens create: --\(option): \(error.message)")
                 return 2
             }
             output.out(issued.secret)

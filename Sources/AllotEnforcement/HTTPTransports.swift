@@ -63,21 +63,27 @@ public struct HTTPSnapshotTransport: SnapshotTransport {
 
     /// `DELETE /v1/gateways/{id}?instance=RUN`, with a short timeout (at most 2 s: it runs as the gateway stops,
     /// within a termination grace period). A 404 (Allot never heard from it, or already forgot it) and a 409 (a
-    /// replacement polls under that id now, and stays) are success: this instance is not known either way.
+    /// replacement polls under that id now, and stays) are success: this instance is not known either way. A
+    /// server older than `instance=` refuses it (`400`, `field: instance`): the leave is sent again without it.
     public func leave(gateway: String, instance: String) async throws(TransportError) {
-        let url =
-            baseURL + "/v1/gateways/" + HTTPTransportSupport.percentEncoded(gateway) + "?instance="
-            + HTTPTransportSupport.percentEncoded(instance)
+        let url = baseURL + "/v1/gateways/" + HTTPTransportSupport.percentEncoded(gateway)
+        var response = try await delete(url + "?instance=" + HTTPTransportSupport.percentEncoded(instance))
+        if response.status.code == 400, (try? JSON.parse(response.body))?["error"]?["field"] == "instance" {
+            response = try await delete(url)
+        }
+        guard [200, 404, 409].contains(response.status.code) else {
+            throw HTTPTransportSupport.statusError(response)
+        }
+    }
+
+    private func delete(_ url: String) async throws(TransportError) -> HTTPClientResponse {
         var headers: HTTPHeaders = ["Accept": "application/json"]
         if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
         let client = self.client
         let timeout = Duration.seconds(min(timeoutMargin, 2))
-        let response = try await HTTPTransportSupport.abandonOnCancel {
+        return try await HTTPTransportSupport.abandonOnCancel {
             [url, headers] () async throws(HTTPClientError) -> HTTPClientResponse in
             try await client.execute(HTTPClientRequest(method: .delete, url: url, headers: headers), timeout: timeout)
-        }
-        guard [200, 404, 409].contains(response.status.code) else {
-            throw HTTPTransportSupport.statusError(response)
         }
     }
 }

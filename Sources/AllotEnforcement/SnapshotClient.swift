@@ -1,3 +1,4 @@
+import AllotCore
 import AllotProtocol
 import AllotTime
 
@@ -68,14 +69,16 @@ public actor SnapshotClient {
     ///   - configuration: long-poll wait, backoff, default refresh interval.
     ///   - seed: seeds the backoff jitter.
     ///   - onEvent: poll failures, for logs.
-    ///   - instanceID: this run of the process; by default 16 random hex digits.
+    ///   - instanceID: this run of the process, unique to it (a process that reuses its predecessor's is taken, for
+    ///     75 s after that one left, for its late polls); by default, or when it is not 1–128 characters of
+    ///     `[A-Za-z0-9._:/-]` (Allot would refuse every poll), 16 random hex digits.
     public init(
         gatewayID: String, transport: any SnapshotTransport, enforcer: Enforcer, clock: any AllotClock,
         configuration: Configuration = Configuration(), seed: UInt64 = UInt64.random(in: .min ... .max),
         onEvent: (@Sendable (GatewayEvent) -> Void)? = nil, instanceID: String? = nil
     ) {
         self.gatewayID = gatewayID
-        self.instanceID = instanceID ?? Self.randomInstance()
+        self.instanceID = instanceID.flatMap { Self.isValidInstance($0) ? $0 : nil } ?? Self.randomInstance()
         self.transport = transport
         self.enforcer = enforcer
         self.clock = clock
@@ -135,6 +138,9 @@ public actor SnapshotClient {
         // At most ten minutes: a hostile `refresh_ms` (Int.max) put the client to sleep for ages (round 14).
         return min(Double(refreshMs) / 1_000, Self.longestRefresh)
     }
+
+    /// Whether Allot takes `instance` (`instance=`): 1–128 characters of `[A-Za-z0-9._:/-]`, as gateway ids.
+    static func isValidInstance(_ instance: String) -> Bool { GatewayIdentifier.isValid(instance) }
 
     /// 16 random hex digits: a process's run, told apart from its predecessors and successors under one gateway id.
     static func randomInstance() -> String {

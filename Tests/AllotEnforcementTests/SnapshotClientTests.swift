@@ -52,6 +52,10 @@ import Testing
             gatewayID: "gw-1", transport: transport, enforcer: Enforcer.make(), clock: clock, instanceID: "pod-7")
         await named.leave()
         #expect(transport.instances.last == "pod-7")
+        // One Allot would refuse in every poll is replaced by a random one.
+        let refused = SnapshotClient(
+            gatewayID: "gw-1", transport: transport, enforcer: Enforcer.make(), clock: clock, instanceID: "pod 7")
+        #expect(refused.instanceID.count == 16 && refused.instanceID.allSatisfy { $0.isHexDigit })
     }
 
     @Test func sendsTheEnforcedVersionAndAppliesNewerSnapshots() async {

@@ -419,8 +419,8 @@ extension TenantTrack {
                 shortRate = seen[dimension] * 60 / max(folded, now - since, fold.elapsed)
             }
             if let restarted {
-                let since = (short[dimension] - restarted.base[dimension] * restarted.remaining) / (1 - restarted.remaining)
-                shortRate = max(shortRate, since)
+                let before = restarted.base[dimension] * restarted.remaining
+                shortRate = max(shortRate, (short[dimension] - before) / (1 - restarted.remaining))
             }
             let rate = max(sparse ? longRate : shortRate, returned?[dimension] ?? 0)
             let deviation = shortRate - longRate

@@ -49,8 +49,8 @@ final class GatewayRegistry: Sendable {
     }
 
     /// When a gateway left, and the instance that said so (nil when it named none, or an SRE retired it): a poll of
-    /// that same instance afterwards was sent before it left (a long-poll still in flight) and does not bring it
-    /// back; any other poll does.
+    /// that same instance within ``latePollSeconds`` after was sent before it left (a long-poll still in flight)
+    /// and does not bring it back; any other poll does, and so does that instance's own later.
     struct Departure: Sendable {
         var at: Double
         var instance: String?
@@ -70,17 +70,27 @@ final class GatewayRegistry: Sendable {
     /// Most gateways remembered: a client inventing ids cannot grow the table without bound.
     let capacity: Int
 
+    /// How long after an instance's leave a poll of that instance is taken for one sent before it: the longest
+    /// long-poll (60 s) and a client's margin over it (10 s), and some. Longer, a leave sent by mistake (or by a
+    /// process that reuses its instance id) would keep a live gateway out of the split until it was forgotten.
+    static let latePollSeconds = 75.0
+
     init(capacity: Int = 20_000) {
         self.capacity = max(1, capacity)
     }
 
     /// Records a poll from `gateway` (its `instance`, when it names one) at `now`, enforcing `version` when it
-    /// said so. A poll of the very instance that left is not recorded: it was sent before the leave.
+    /// said so. A poll of the very instance that left, within ``latePollSeconds`` of its leave, is not recorded: it
+    /// was sent before the leave.
     ///
     /// - Returns: true when this poll cleared the make-before-break barrier.
     func record(_ gateway: String, instance: String? = nil, enforcing version: Int64?, now: Double) -> Bool {
         state.withLock { state in
-            if let instance, let departed = state.left[gateway]?.instance, departed == instance { return false }
+            if let instance, let departed = state.left[gateway], departed.instance == instance,
+                now - departed.at < Self.latePollSeconds
+            {
+                return false
+            }
             if var contact = state.contacts[gateway] {
                 contact.lastContact = max(contact.lastContact, now)
                 // What it says now, even below what it said before: a gateway restarted from an older
@@ -176,7 +186,9 @@ final class GatewayRegistry: Sendable {
             state.left[gateway] = Departure(at: now, instance: instance)
             state.dirty.remove(gateway)
             state.unsaved.insert(gateway)
-            guard var barrier = state.barrier, barrier.waiting.remove(gateway) != nil else { return (.left(contact), false) }
+            guard var barrier = state.barrier, barrier.waiting.remove(gateway) != nil else {
+                return (.left(contact), false)
+            }
             state.barrier = barrier
             return (.left(contact), barrier.waiting.isEmpty)
         }
@@ -205,7 +217,8 @@ final class GatewayRegistry: Sendable {
             for record in records.prefix(capacity) {
                 if let leftMs = record.leftMs {
                     if state.contacts[record.id] == nil {
-                        state.left[record.id] = Departure(at: EpochTime.seconds(fromMilliseconds: leftMs), instance: nil)
+                        let at = EpochTime.seconds(fromMilliseconds: leftMs)
+                        state.left[record.id] = Departure(at: at, instance: nil)
                     }
                     continue
                 }

@@ -127,7 +127,8 @@ struct TokenRoutes: Sendable {
         }
     }
 
-    /// `{"name": "…", "role": "gateway|operator|sre|admin"}` → 201 with the token (shown once).
+    /// `{"name": "…", "role": "gateway|operator|sre|admin", "gateway_scope": "gw-eu-*"}` (the scope optional, for a
+    /// gateway token only) → 201 with the token (shown once).
     func create(_ request: HTTPRequest, _ principal: Principal) async throws -> HTTPResponse {
         _ = try OperatorQuery(request, allowed: [])
         let object = try OperatorRequest.jsonObject(request)

@@ -1,8 +1,9 @@
+import AllotCore
 import AllotHTTP
 import AllotLoop
 import AllotStore
 
-/// `GET /v1/snapshot?gateway=ID&wait=SECONDS` (SPEC sections 7 and 9): the gateway protocol.
+/// `GET /v1/snapshot?gateway=ID&instance=RUN&wait=SECONDS` (SPEC sections 7 and 9): the gateway protocol.
 ///
 /// | request | status | body |
 /// |---|---|---|
@@ -10,8 +11,10 @@ import AllotStore
 /// | `If-None-Match` names the current version (or is `*`), no `wait` | 304 + `ETag` | none |
 /// | the same with `wait=S` | held until a newer version (200) or `S` seconds pass (304); answered at once on shutdown | |
 /// | anything else | 200 + `ETag` | the snapshot: the gateway's slice with `gateway`, else the global view |
-/// | `wait` not a number of seconds in 0…60, `gateway` or `instance` not 1–128 of `[A-Za-z0-9._:/-]` | 400 | `invalid_parameter`, `field` naming it |
-/// | a `gateway` the token's `gateway_scope` does not cover | 403 | `gateway_out_of_scope`, `field: gateway` |
+/// | `wait` not seconds in 0…60; `gateway`, `instance` not 1–128 of `[A-Za-z0-9._:/-]` | 400 | `invalid_parameter` |
+/// | a `gateway` the token's `gateway_scope` does not cover | 403 | `gateway_out_of_scope` |
+///
+/// Each refusal's `field` names the parameter at fault.
 ///
 /// The `ETag` is the version, quoted (RFC 9110 section 8.8.3): `"42"`. `If-None-Match` is read
 /// leniently (``AllotLoop/SnapshotCondition``): quoted, weak, unquoted and lists are accepted. The
@@ -94,8 +97,8 @@ public struct SnapshotRoute: Sendable {
 
 /// Gateway ids, as telemetry's `gateway` field accepts them (SPEC 3).
 enum GatewayID {
-    static let maxLength = 128
-    static let charset = "[A-Za-z0-9._:/-]"
+    static let maxLength = GatewayIdentifier.maxLength
+    static let charset = GatewayIdentifier.charset
 
     /// The `400 invalid_parameter` for a malformed id in `field` (a query parameter or a path segment), which the
     /// message calls `subject`.
@@ -104,5 +107,5 @@ enum GatewayID {
             "\(subject) must be 1-\(maxLength) characters of \(charset)", code: "invalid_parameter", field: field)
     }
 
-    static func isValid(_ id: String) -> Bool { GatewayScope.isGatewayID(id) }
+    static func isValid(_ id: String) -> Bool { GatewayIdentifier.isValid(id) }
 }

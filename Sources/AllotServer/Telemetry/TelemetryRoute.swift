@@ -13,7 +13,7 @@ import AllotTime
 /// | body larger than ``maxBodyBytes`` (the server's own body limit applies first) | 413 | `body_too_large` |
 /// | more events than the decoder allows | 413 | `too_many_events` |
 /// | invalid JSON, invalid event, empty batch | 400 | `invalid_json` / `invalid_event` / `empty_batch`, with `field` such as `[3].tenant` |
-/// | an event of a gateway the token's `gateway_scope` does not cover | 403 | `gateway_out_of_scope`, `field` such as `[1].gateway` |
+/// | an event of a gateway outside the token's `gateway_scope` | 403 | `gateway_out_of_scope`, `field` `[1].gateway` |
 /// | the database failed (busy, full, gone) | 503 + `Retry-After: 1` | `database_unavailable` |
 ///
 /// 200 rather than 202: 202 would say "accepted for later processing", while this response is only

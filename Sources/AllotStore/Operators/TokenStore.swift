@@ -1,3 +1,4 @@
+import AllotCore
 import AllotJSON
 import AllotSQLite
 
@@ -55,29 +56,16 @@ public struct TokenRecord: Sendable, Hashable {
 /// Which gateway ids a `gateway` token may speak for (`gateway_scope`): an exact id, or a prefix ending in `*`
 /// (`gw-eu-*`; a lone `*` is any id). Written in gateway ids' characters (`[A-Za-z0-9._:/-]`, at most 128).
 public enum GatewayScope {
-    /// Whether `scope` is well formed.
+    /// Whether `scope` is well formed: a gateway id, or at most 127 characters of one and `*`.
     public static func isValid(_ scope: String) -> Bool {
         guard scope.hasSuffix("*") else { return isGatewayID(scope) }
+        guard scope.utf8.count <= GatewayIdentifier.maxLength else { return false }
         let stem = scope.dropLast()
         return stem.isEmpty || isGatewayID(String(stem))
     }
 
-    /// Whether `id` is a gateway id as telemetry's `gateway` and `?gateway=` take them: 1–128 characters of
-    /// `[A-Za-z0-9._:/-]`.
-    public static func isGatewayID(_ id: String) -> Bool {
-        let bytes = id.utf8
-        guard !bytes.isEmpty, bytes.count <= 128 else { return false }
-        return bytes.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"),
-                UInt8(ascii: "/"), UInt8(ascii: "-"):
-                true
-            default:
-                false
-            }
-        }
-    }
+    /// Whether `id` is a gateway id as telemetry's `gateway` and `?gateway=` take them (``GatewayIdentifier``).
+    public static func isGatewayID(_ id: String) -> Bool { GatewayIdentifier.isValid(id) }
 
     /// Whether `gateway` is within `scope` (nil: any).
     public static func allows(_ scope: String?, gateway: String) -> Bool {

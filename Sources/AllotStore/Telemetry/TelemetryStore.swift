@@ -342,7 +342,7 @@ public struct TelemetryCounters: Sendable, Equatable {
     /// Transactions that wrote the rollup rows summed in memory (most also stored batches).
     public var rollupFlushes = 0
     /// Batches refused, by error code (`invalid_json`, `invalid_event`, `empty_batch`,
-    /// `too_many_events`, `body_too_large`, `unsupported_media_type`, `database_unavailable`).
+    /// `too_many_events`, `body_too_large`, `unsupported_media_type`, `gateway_out_of_scope`, `database_unavailable`).
     public var batchesRejected: [String: Int] = [:]
     /// Tenants registered automatically.
     public var tenantsRegistered = 0

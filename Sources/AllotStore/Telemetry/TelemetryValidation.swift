@@ -97,7 +97,7 @@ public struct TelemetryValidation: Sendable, Equatable {
 /// Renders at the HTTP edge as `{"error":{"code","message","field"}}` with ``status``.
 public struct TelemetryRejection: Error, Sendable, Equatable, CustomStringConvertible {
     /// A stable machine-readable code: `invalid_json`, `invalid_event`, `empty_batch`,
-    /// `too_many_events`, `unsupported_media_type`.
+    /// `too_many_events`, `unsupported_media_type`, `gateway_out_of_scope`.
     public var code: String
     /// A sentence for humans, naming the event index and field when there is one, e.g.
     /// `event 3: field 'tenant': must be 1-128 characters of [A-Za-z0-9._:-]`.
@@ -107,7 +107,7 @@ public struct TelemetryRejection: Error, Sendable, Equatable, CustomStringConver
     /// The 0-based index of the offending event, when one is at fault.
     public var eventIndex: Int?
     /// The HTTP status: 400 for invalid bodies, 413 for too many events, 415 for a content type
-    /// other than JSON or NDJSON.
+    /// other than JSON or NDJSON, 403 for an event of a gateway the sender's token may not speak for.
     public var status: Int
 
     public init(code: String, message: String, field: String? = nil, eventIndex: Int? = nil, status: Int = 400) {

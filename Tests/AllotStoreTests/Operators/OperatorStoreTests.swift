@@ -83,8 +83,9 @@ import Testing
         #expect(!GatewayScope.allows("gw-1", gateway: "gw-10"))
         #expect(GatewayScope.allows("*", gateway: "anything"))
         #expect(GatewayScope.allows(nil, gateway: "anything"))
-        for valid in ["gw-1", "gw-eu-*", "*", "a/b:c.d_e-*"] { #expect(GatewayScope.isValid(valid), "\(valid)") }
-        for invalid in ["", "**", "gw*eu", "gw eu", "é", String(repeating: "g", count: 129)] {
+        let longest = String(repeating: "g", count: 127) + "*"
+        for valid in ["gw-1", "gw-eu-*", "*", "a/b:c.d_e-*", longest] { #expect(GatewayScope.isValid(valid)) }
+        for invalid in ["", "**", "gw*eu", "gw eu", "é", String(repeating: "g", count: 129), "g" + longest] {
             #expect(!GatewayScope.isValid(invalid), "\(invalid)")
         }
     }
