@@ -26,6 +26,8 @@ final class AllotStub: @unchecked Sendable {
     private var seen: [SnapshotRequest] = []
     private var received: [JSON] = []
     private var contentTypes: [String?] = []
+    private var leaveAnswers: [(status: Int, field: String?)] = []
+    private var leaves: [String] = []
     let token: String
 
     init(token: String = "gw-secret") {
@@ -42,12 +44,26 @@ final class AllotStub: @unchecked Sendable {
     var snapshotRequests: [SnapshotRequest] { lock.withLock { seen } }
     var telemetry: [JSON] { lock.withLock { received } }
     var telemetryContentTypes: [String?] { lock.withLock { contentTypes } }
+    /// The paths and queries of the `DELETE /v1/gateways/{id}` requests, in order.
+    var leaveRequests: [String] { lock.withLock { leaves } }
+    /// The statuses (and error fields) the next leaves are answered with; `200` once they run out.
+    func answerLeaves(_ answers: [(status: Int, field: String?)]) { lock.withLock { leaveAnswers = answers } }
 
     func router(shutdown: ShutdownSignal) -> Router {
         var router = Router()
         router.get("/v1/snapshot") { request in await self.snapshot(request, shutdown: shutdown) }
         router.post("/v1/telemetry") { request in self.ingest(request) }
+        router.delete("/v1/gateways/{id}") { request in self.leave(request) }
         return router
+    }
+
+    private func leave(_ request: HTTPRequest) -> HTTPResponse {
+        let answer: (status: Int, field: String?) = lock.withLock {
+            leaves.append(request.target)
+            return leaveAnswers.isEmpty ? (200, nil) : leaveAnswers.removeFirst()
+        }
+        guard answer.status != 200 else { return .json(["left": true]) }
+        return HTTPError(HTTPStatus(code: answer.status), code: "stub", message: "stub", field: answer.field).response
     }
 
     private func unauthorized(_ request: HTTPRequest) -> HTTPResponse? {

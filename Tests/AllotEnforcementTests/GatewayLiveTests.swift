@@ -117,6 +117,25 @@ import Testing
         await server.stop()
     }
 
+    /// The leave over HTTP: `404` (never heard of) and `409` (a replacement polls under the id) are success; a
+    /// server older than `instance=` (`400`, `field: instance`) is sent the leave again without it; any other
+    /// refusal is an error.
+    @Test func theLeaveNamesItsInstanceAndCopesWithWhatTheServerAnswers() async throws {
+        let server = StubServer(stub: AllotStub())
+        try await server.start()
+        let client = try HTTPClient()
+        let transport = HTTPSnapshotTransport(baseURL: server.baseURL, token: "gw-secret", client: client)
+        server.stub.answerLeaves([(404, "id"), (409, "instance"), (400, "instance"), (200, nil), (400, "id")])
+        try await transport.leave(gateway: "eu/gw-1", instance: "run-1")
+        try await transport.leave(gateway: "eu/gw-1", instance: "run-1")
+        try await transport.leave(gateway: "eu/gw-1", instance: "run-1")
+        await #expect(throws: TransportError.self) { try await transport.leave(gateway: "eu/gw-1", instance: "run-1") }
+        let named = "/v1/gateways/eu%2Fgw-1?instance=run-1"
+        #expect(server.stub.leaveRequests == [named, named, named, "/v1/gateways/eu%2Fgw-1", named])
+        await client.shutdown()
+        await server.stop()
+    }
+
     @Test func telemetryArrivesAsJSONArraysAndARefusedEventIsDropped() async throws {
         let server = StubServer(stub: AllotStub())
         try await server.start()
