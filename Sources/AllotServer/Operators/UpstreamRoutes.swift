@@ -209,6 +209,7 @@ struct UpstreamRoutes: Sendable {
             "id": .string(id), "first_contact": .string(RFC3339.format(contact.firstContact)),
             "last_contact": .string(RFC3339.format(contact.lastContact)),
             "enforced_version": contact.enforcedVersion.map(JSON.int) ?? .null, "polls": .int(contact.polls),
+            "instance": contact.instance.map(JSON.string) ?? .null,
         ]
         let entry = AuditEntry(
             atMs: EpochTime.milliseconds(fromSeconds: now), actor: principal.name, actorRole: principal.role.rawValue,

@@ -306,6 +306,8 @@ import Testing
         #expect(await harness.send(.get, "/v1/gateways", as: .operator).jsonBody["gateways"]?.arrayValue?.count == 1)
         let audit = await harness.send(.get, "/v1/audit?action=gateway.leave", as: .sre)
         #expect(audit.jsonBody["entries"]?.arrayValue?.count == 3)
+        // The instance that left is recorded (newest first: the SRE's forget of "next").
+        #expect(audit.jsonBody["entries"]?[0]?["before"]?["instance"] == "next")
         await harness.close()
     }
 
