@@ -278,16 +278,22 @@ import Testing
         await harness.close()
     }
 
-    /// A gateway that leaves (`DELETE /v1/gateways/{id}`) is forgotten at once: no `gateway_lag` alert, not listed,
-    /// its tenants' slices go to the others at the next tick, its saved contact is marked left at the next
-    /// checkpoint (a restart, whose restored demand shares still name it, keeps it gone), and a poll from it later
-    /// registers it again.
-    @Test func aGatewayThatLeavesIsForgottenAndItsSlicesGoToTheOthers() async throws {
+    /// A loop that checkpoints every tick, with acme's demand shared by gw-a and gw-b, one tick and its checkpoint in.
+    static func acmeOnTwoGateways() async throws -> LoopHarness {
         let harness = try LoopHarness()
         try await harness.open(configuration: LoopConfiguration(checkpointEveryTicks: 1))
         await harness.classifier.setDemand("acme", rpm: 30, tpm: 20_000, shares: ["gw-a": 0.5, "gw-b": 0.5])
         await harness.tick()
         await harness.runner.awaitCheckpoint()
+        return harness
+    }
+
+    /// A gateway that leaves (`DELETE /v1/gateways/{id}`) is forgotten at once: no `gateway_lag` alert, not listed,
+    /// its tenants' slices go to the others at the next tick, its saved contact is marked left at the next
+    /// checkpoint (a restart, whose restored demand shares still name it, keeps it gone), and a poll from it later
+    /// registers it again.
+    @Test func aGatewayThatLeavesIsForgottenAndItsSlicesGoToTheOthers() async throws {
+        let harness = try await Self.acmeOnTwoGateways()
         var publisher = harness.publisher
         _ = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0)
         _ = await publisher.poll(gateway: "gw-b", condition: .none, wait: 0)
@@ -343,11 +349,7 @@ import Testing
     /// A gateway that polls for the first time and leaves before the next checkpoint has no saved row to mark: the
     /// checkpoint saves one, marked left, so that a restart still knows it gone.
     @Test func aGatewayThatLeavesBeforeItWasFirstSavedIsSavedAsLeft() async throws {
-        let harness = try LoopHarness()
-        try await harness.open(configuration: LoopConfiguration(checkpointEveryTicks: 1))
-        await harness.classifier.setDemand("acme", rpm: 30, tpm: 20_000, shares: ["gw-a": 0.5, "gw-b": 0.5])
-        await harness.tick()
-        await harness.runner.awaitCheckpoint()
+        let harness = try await Self.acmeOnTwoGateways()
         let publisher = harness.publisher
         let store = LoopStateStore(pool: harness.pool.value!)
         _ = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0)
