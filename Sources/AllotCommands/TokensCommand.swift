@@ -8,9 +8,9 @@ import AllotTime
 /// data directory's database (it works whether or not `allot serve` is running; WAL lets both
 /// write). Whoever can read the data directory is the admin here, and is audited as `cli`.
 ///
-/// - `create --role R --name N` prints the token once on stdout (nothing else there, so scripts
+/// - `create --role R --name N [--gateway-scope S]` prints the token once on stdout (nothing else there, so scripts
 ///   can capture it) and what it is on stderr; only its SHA-256 is stored.
-/// - `list` prints id, name, role, created, last used and revoked — never a secret.
+/// - `list` prints id, name, role, created, last used, revoked and a gateway token's scope — never a secret.
 /// - `revoke ID` revokes; a running server stops accepting the token within a second. A revoked token stays
 ///   revoked: revoking it again says so and changes nothing.
 enum TokensCommand {
