@@ -78,7 +78,7 @@ public actor SnapshotClient {
         onEvent: (@Sendable (GatewayEvent) -> Void)? = nil, instanceID: String? = nil
     ) {
         self.gatewayID = gatewayID
-        self.instanceID = instanceID.flatMap { Self.isValidInstance($0) ? $0 : nil } ?? Self.randomInstance()
+        self.instanceID = instanceID.flatMap { GatewayIdentifier.isValid($0) ? $0 : nil } ?? Self.randomInstance()
         self.transport = transport
         self.enforcer = enforcer
         self.clock = clock
@@ -138,9 +138,6 @@ public actor SnapshotClient {
         // At most ten minutes: a hostile `refresh_ms` (Int.max) put the client to sleep for ages (round 14).
         return min(Double(refreshMs) / 1_000, Self.longestRefresh)
     }
-
-    /// Whether Allot takes `instance` (`instance=`): 1–128 characters of `[A-Za-z0-9._:/-]`, as gateway ids.
-    static func isValidInstance(_ instance: String) -> Bool { GatewayIdentifier.isValid(instance) }
 
     /// 16 random hex digits: a process's run, told apart from its predecessors and successors under one gateway id.
     static func randomInstance() -> String {

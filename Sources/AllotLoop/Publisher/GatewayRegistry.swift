@@ -175,10 +175,9 @@ final class GatewayRegistry: Sendable {
     /// - Returns: What came of it, and whether it cleared the make-before-break barrier.
     func leave(_ gateway: String, instance: String? = nil, now: Double) -> (GatewayLeave, clearedBarrier: Bool) {
         state.withLock { state in
-            guard let current = state.contacts[gateway] else { return (.unknown, false) }
-            if let instance, let polling = current.instance, polling != instance { return (.replaced(current), false) }
+            guard let contact = state.contacts[gateway] else { return (.unknown, false) }
+            if let instance, let polling = contact.instance, polling != instance { return (.replaced(contact), false) }
             state.contacts[gateway] = nil
-            let contact = current
             // Bounded like the contacts: a client polling with made-up ids and leaving with each cannot grow it.
             if state.left.count >= capacity, let oldest = state.left.min(by: { $0.value.at < $1.value.at })?.key {
                 state.left[oldest] = nil

@@ -1,3 +1,4 @@
+import AllotCore
 import AllotCrypto
 import AllotJSON
 import AllotStore
@@ -55,8 +56,8 @@ public struct TokenIssuer: Sendable {
             guard GatewayScope.isValid(gatewayScope) else {
                 throw TokenError(
                     field: "gateway_scope",
-                    message: "a gateway id (1-128 characters of [A-Za-z0-9._:/-]) or a prefix ending in *, "
-                        + "got '\(gatewayScope.prefix(64))'")
+                    message: "a gateway id (1-\(GatewayIdentifier.maxLength) characters of \(GatewayIdentifier.charset)) "
+                        + "or a prefix ending in *, got '\(gatewayScope.prefix(64))'")
             }
             record.gatewayScope = gatewayScope
         }

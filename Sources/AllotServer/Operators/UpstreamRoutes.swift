@@ -189,7 +189,7 @@ struct UpstreamRoutes: Sendable {
         _ = try OperatorQuery(request, allowed: ["instance"])
         let id = request.pathParameters["id"] ?? ""
         // None could have polled: a malformed id, said so rather than 404.
-        guard GatewayID.isValid(id) else { throw GatewayID.refusal(field: "id", subject: "gateway id") }
+        _ = try GatewayID.checked(id, field: "id", subject: "gateway id")
         try principal.checkGateway(id, field: "id")
         // As the snapshot route reads it (an empty one is malformed, not absent): the gateway sends both.
         let instance = try SnapshotRoute.instance(request.queryValue("instance"))

@@ -67,7 +67,7 @@ public struct Principal: Sendable, Hashable {
         guard !GatewayScope.allows(gatewayScope, gateway: gateway) else { return }
         throw HTTPError(
             .forbidden, code: "gateway_out_of_scope",
-            message: "token '\(name)' may speak only for gateways \(gatewayScope ?? "*"), not \(gateway)", field: field)
+            message: "token '\(name)' " + GatewayScope.refusal(gatewayScope ?? "*", gateway: gateway), field: field)
     }
 
     /// The identity used for every request when `--dev` disables auth.

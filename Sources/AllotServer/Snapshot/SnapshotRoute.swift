@@ -82,30 +82,23 @@ public struct SnapshotRoute: Sendable {
 
     /// `gateway`: absent → the global view; otherwise a gateway id as telemetry accepts them.
     static func gateway(_ value: String?) throws(HTTPError) -> String? {
-        guard let value else { return nil }
-        guard GatewayID.isValid(value) else { throw GatewayID.refusal(field: "gateway", subject: "gateway") }
-        return value
+        try GatewayID.checked(value, field: "gateway", subject: "gateway")
     }
 
     /// `instance`: absent → none; otherwise an id of one run of the gateway process, in the gateway ids' characters.
     static func instance(_ value: String?) throws(HTTPError) -> String? {
-        guard let value else { return nil }
-        guard GatewayID.isValid(value) else { throw GatewayID.refusal(field: "instance", subject: "instance") }
-        return value
+        try GatewayID.checked(value, field: "instance", subject: "instance")
     }
 }
 
 /// Gateway ids, as telemetry's `gateway` field accepts them (SPEC 3).
 enum GatewayID {
-    static let maxLength = GatewayIdentifier.maxLength
-    static let charset = GatewayIdentifier.charset
-
-    /// The `400 invalid_parameter` for a malformed id in `field` (a query parameter or a path segment), which the
-    /// message calls `subject`.
-    static func refusal(field: String, subject: String) -> HTTPError {
-        HTTPError.badRequest(
-            "\(subject) must be 1-\(maxLength) characters of \(charset)", code: "invalid_parameter", field: field)
+    /// `value` when it is absent or a well-formed id (``AllotCore/GatewayIdentifier``); else the
+    /// `400 invalid_parameter` naming `field` (a query parameter or a path segment), which the message calls `subject`.
+    static func checked(_ value: String?, field: String, subject: String) throws(HTTPError) -> String? {
+        guard let value, !GatewayIdentifier.isValid(value) else { return value }
+        throw HTTPError.badRequest(
+            "\(subject) must be 1-\(GatewayIdentifier.maxLength) characters of \(GatewayIdentifier.charset)",
+            code: "invalid_parameter", field: field)
     }
-
-    static func isValid(_ id: String) -> Bool { GatewayIdentifier.isValid(id) }
 }

@@ -58,14 +58,16 @@ public struct TokenRecord: Sendable, Hashable {
 public enum GatewayScope {
     /// Whether `scope` is well formed: a gateway id, or at most 127 characters of one and `*`.
     public static func isValid(_ scope: String) -> Bool {
-        guard scope.hasSuffix("*") else { return isGatewayID(scope) }
+        guard scope.hasSuffix("*") else { return GatewayIdentifier.isValid(scope) }
         guard scope.utf8.count <= GatewayIdentifier.maxLength else { return false }
         let stem = scope.dropLast()
-        return stem.isEmpty || isGatewayID(String(stem))
+        return stem.isEmpty || GatewayIdentifier.isValid(String(stem))
     }
 
-    /// Whether `id` is a gateway id as telemetry's `gateway` and `?gateway=` take them (``GatewayIdentifier``).
-    public static func isGatewayID(_ id: String) -> Bool { GatewayIdentifier.isValid(id) }
+    /// Why `gateway` is refused to a token of `scope`: the one wording of the telemetry route's and the others'.
+    public static func refusal(_ scope: String, gateway: String) -> String {
+        "may speak only for gateways \(scope), not \(gateway)"
+    }
 
     /// Whether `gateway` is within `scope` (nil: any).
     public static func allows(_ scope: String?, gateway: String) -> Bool {

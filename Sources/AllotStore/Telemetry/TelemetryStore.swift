@@ -163,8 +163,8 @@ public actor TelemetryStore {
         {
             let rejection = TelemetryRejection(
                 code: "gateway_out_of_scope",
-                message: "event \(index): field 'gateway': this token may speak only for gateways \(gatewayScope), "
-                    + "not \(batch.events[index].gateway)",
+                message: "event \(index): field 'gateway': this token "
+                    + GatewayScope.refusal(gatewayScope, gateway: batch.events[index].gateway),
                 field: "[\(index)].gateway", eventIndex: index, status: 403)
             await countRejected(code: rejection.code)
             throw .rejected(rejection)
