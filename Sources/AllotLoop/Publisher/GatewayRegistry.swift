@@ -31,8 +31,9 @@ public enum GatewayLeave: Sendable, Equatable {
     case left(GatewayContact)
     /// No gateway of that id is known (it never polled, or was forgotten, or already left).
     case unknown
-    /// The instance that asked is not the one polling under that id now (a replacement with the same id polled
-    /// since): nothing was removed. The contact is the replacement's.
+    /// Another instance polls under that id now (a replacement with the same id polled since, or two processes
+    /// share the id): the gateway stays, and a late poll of the instance that asked does not count. The contact is
+    /// the gateway's, `instance` naming the other instance that polled last when it was the one that asked.
     case replaced(GatewayContact)
 }
 
@@ -48,20 +49,19 @@ final class GatewayRegistry: Sendable {
         var waiting: Set<String>
     }
 
-    /// When a gateway left, and the instance that said so (nil when it named none, or an SRE retired it): a poll of
-    /// that same instance within ``latePollSeconds`` after was sent before it left (a long-poll still in flight)
-    /// and does not bring it back; any other poll does, and so does that instance's own later.
-    struct Departure: Sendable {
-        var at: Double
-        var instance: String?
-    }
-
     private struct State {
         var contacts: [String: GatewayContact] = [:]
         var barrier: Barrier?
         var dirty: Set<String> = []
-        /// Gateways that said they left (``leave(_:instance:now:)``): gone until they poll again.
-        var left: [String: Departure] = [:]
+        /// Per gateway, the instances that polled within ``latePollSeconds`` and when each did last (at most
+        /// ``instancesPerGateway``): a gateway whose instance leaves stays while another of them polls.
+        var instances: [String: [String: Double]] = [:]
+        /// Per gateway, the instances that left within ``latePollSeconds`` and when: a poll of one of them was sent
+        /// before it left (a long-poll still in flight) and is not recorded; any other poll is, and so is that
+        /// instance's own later.
+        var retired: [String: [String: Double]] = [:]
+        /// Gateways that said they left (``leave(_:instance:now:)``), and when: gone until they poll again.
+        var left: [String: Double] = [:]
         /// Left gateways whose saved contact is still to be marked left (at the next checkpoint).
         var unsaved: Set<String> = []
     }
@@ -74,21 +74,22 @@ final class GatewayRegistry: Sendable {
     /// long-poll (60 s) and a client's margin over it (10 s), and some. Longer, a leave sent by mistake (or by a
     /// process that reuses its instance id) would keep a live gateway out of the split until it was forgotten.
     static let latePollSeconds = 75.0
+    /// Most instances remembered per gateway (those polling now, those just left): a client inventing instance ids
+    /// cannot grow them without bound.
+    static let instancesPerGateway = 16
 
     init(capacity: Int = 20_000) {
         self.capacity = max(1, capacity)
     }
 
     /// Records a poll from `gateway` (its `instance`, when it names one) at `now`, enforcing `version` when it
-    /// said so. A poll of the very instance that left, within ``latePollSeconds`` of its leave, is not recorded: it
-    /// was sent before the leave.
+    /// said so. A poll of an instance that left, within ``latePollSeconds`` of its leave, is not recorded: it was
+    /// sent before the leave.
     ///
     /// - Returns: true when this poll cleared the make-before-break barrier.
     func record(_ gateway: String, instance: String? = nil, enforcing version: Int64?, now: Double) -> Bool {
         state.withLock { state in
-            if let instance, let departed = state.left[gateway], departed.instance == instance,
-                now - departed.at < Self.latePollSeconds
-            {
+            if let instance, let at = state.retired[gateway]?[instance], now - at < Self.latePollSeconds {
                 return false
             }
             if var contact = state.contacts[gateway] {
@@ -105,6 +106,7 @@ final class GatewayRegistry: Sendable {
                     id: gateway, firstContact: now, lastContact: now, enforcedVersion: version, polls: 1,
                     instance: instance)
             }
+            if let instance { Self.note(instance, at: now, in: &state.instances[gateway, default: [:]]) }
             state.dirty.insert(gateway)
             state.left[gateway] = nil
             state.unsaved.remove(gateway)
@@ -169,20 +171,38 @@ final class GatewayRegistry: Sendable {
     /// A gateway that says it is leaving (scaled down, shut down) or that an SRE says is gone for good: its contact
     /// is dropped (no `gateway_lag` alert, not listed), it counts as gone for the next split (its slices go to the
     /// others) and no barrier waits for it. It rejoins when it polls again (not with a poll of the `instance` that
-    /// left, which was sent before). When `instance` is not the one polling under that id now, nothing happens
-    /// (``GatewayLeave/replaced(_:)``): an old process stopping after its replacement started.
+    /// left, which was sent before). When another instance than `instance` polled under that id within
+    /// ``latePollSeconds`` (a long-poll's reach: it is polling still), only `instance` goes
+    /// (``GatewayLeave/replaced(_:)``): an old process stopping after its replacement started, or one of two
+    /// processes sharing an id. Without `instance` (an SRE, an older library) the gateway goes whoever polls.
     ///
     /// - Returns: What came of it, and whether it cleared the make-before-break barrier.
     func leave(_ gateway: String, instance: String? = nil, now: Double) -> (GatewayLeave, clearedBarrier: Bool) {
         state.withLock { state in
-            guard let contact = state.contacts[gateway] else { return (.unknown, false) }
-            if let instance, let polling = contact.instance, polling != instance { return (.replaced(contact), false) }
+            guard var contact = state.contacts[gateway] else { return (.unknown, false) }
+            if let instance {
+                // Remembered for a late poll of it whatever comes of the gateway.
+                if state.retired[gateway] == nil, state.retired.count >= capacity { boundRetired(&state, now: now) }
+                Self.note(instance, at: now, in: &state.retired[gateway, default: [:]])
+                var others = state.instances[gateway] ?? [:]
+                others[instance] = nil
+                others = others.filter { now - $0.value < Self.latePollSeconds }
+                state.instances[gateway] = others
+                if let newest = others.max(by: { ($0.value, $1.key) < ($1.value, $0.key) }) {
+                    if contact.instance == instance {
+                        contact.instance = newest.key
+                        state.contacts[gateway] = contact
+                    }
+                    return (.replaced(contact), false)
+                }
+            }
             state.contacts[gateway] = nil
+            state.instances[gateway] = nil
             // Bounded like the contacts: a client polling with made-up ids and leaving with each cannot grow it.
-            if state.left.count >= capacity, let oldest = state.left.min(by: { $0.value.at < $1.value.at })?.key {
+            if state.left.count >= capacity, let oldest = state.left.min(by: { $0.value < $1.value })?.key {
                 state.left[oldest] = nil
             }
-            state.left[gateway] = Departure(at: now, instance: instance)
+            state.left[gateway] = now
             state.dirty.remove(gateway)
             state.unsaved.insert(gateway)
             guard var barrier = state.barrier, barrier.waiting.remove(gateway) != nil else {
@@ -198,7 +218,7 @@ final class GatewayRegistry: Sendable {
     func takeLeft() -> [(id: String, at: Double)] {
         state.withLock { state in
             defer { state.unsaved = [] }
-            return state.unsaved.sorted().compactMap { id in state.left[id].map { (id, $0.at) } }
+            return state.unsaved.sorted().compactMap { id in state.left[id].map { (id, $0) } }
         }
     }
 
@@ -216,8 +236,7 @@ final class GatewayRegistry: Sendable {
             for record in records.prefix(capacity) {
                 if let leftMs = record.leftMs {
                     if state.contacts[record.id] == nil {
-                        let at = EpochTime.seconds(fromMilliseconds: leftMs)
-                        state.left[record.id] = Departure(at: at, instance: nil)
+                        state.left[record.id] = EpochTime.seconds(fromMilliseconds: leftMs)
                     }
                     continue
                 }
@@ -245,10 +264,44 @@ final class GatewayRegistry: Sendable {
     func forget(before: Double) -> [String] {
         state.withLock { state in
             let old = state.contacts.values.filter { $0.lastContact < before }.map(\.id)
-            for id in old { state.contacts[id] = nil }
-            state.left = state.left.filter { $0.value.at >= before }
+            for id in old {
+                state.contacts[id] = nil
+                state.instances[id] = nil
+            }
+            state.left = state.left.filter { $0.value >= before }
+            Self.pruneRetired(&state, before: before)
             return old.sorted()
         }
+    }
+
+    /// Notes that `instance` was seen at `now`, keeping at most ``instancesPerGateway`` (the longest unseen goes).
+    private static func note(_ instance: String, at now: Double, in seen: inout [String: Double]) {
+        if seen[instance] == nil, seen.count >= instancesPerGateway {
+            seen = seen.filter { now - $0.value < latePollSeconds }
+            if seen.count >= instancesPerGateway, let oldest = seen.min(by: { $0.value < $1.value })?.key {
+                seen[oldest] = nil
+            }
+        }
+        seen[instance] = now
+    }
+
+    /// Drops the instances that left before `before` (and a gateway with none left).
+    private static func pruneRetired(_ state: inout State, before: Double) {
+        state.retired = state.retired.compactMapValues { instances in
+            let recent = instances.filter { $0.value >= before }
+            return recent.isEmpty ? nil : recent
+        }
+    }
+
+    /// Makes room for one more gateway's retired instances: those older than ``latePollSeconds`` go, and if that is
+    /// not enough, the gateway whose newest leave is oldest (bounded like the contacts: a client polling with
+    /// made-up ids and leaving with each cannot grow it).
+    private func boundRetired(_ state: inout State, now: Double) {
+        Self.pruneRetired(&state, before: now - Self.latePollSeconds)
+        guard state.retired.count >= capacity,
+            let oldest = state.retired.min(by: { ($0.value.values.max() ?? 0) < ($1.value.values.max() ?? 0) })?.key
+        else { return }
+        state.retired[oldest] = nil
     }
 
     static func record(_ contact: GatewayContact) -> GatewayContactRecord {

@@ -182,9 +182,10 @@ struct UpstreamRoutes: Sendable {
     /// "resplit": "at the next tick"}`; 404 when no gateway of that id has polled (or it was forgotten). Audited
     /// (`gateway.leave`, subject the gateway id).
     ///
-    /// `?instance=` (a gateway leaving sends the instance its polls named): when another instance polls under that
-    /// id now, `409 gateway_replaced` and nothing is removed (an old process stopping after its replacement
-    /// started); and a poll of the instance that left, still in flight, does not register it again.
+    /// `?instance=` (a gateway leaving sends the instance its polls named): when another instance polled under that
+    /// id within 75 s, `409 gateway_replaced` and the gateway is not removed (an old process stopping after its
+    /// replacement started, or one of two sharing the id); either way a poll of the instance that left, still in
+    /// flight, does not register it again.
     func leave(_ request: HTTPRequest, _ principal: Principal) async throws -> HTTPResponse {
         _ = try OperatorQuery(request, allowed: ["instance"])
         let id = request.pathParameters["id"] ?? ""

@@ -311,6 +311,48 @@ import Testing
         await harness.close()
     }
 
+    /// Two processes polling under one id at once (an overlap in a rolling deploy, a misconfigured pair): the one
+    /// that leaves does not take the gateway with it while the other polls, whichever polled last; its late poll
+    /// does not count; the other's leave then removes it.
+    @Test func oneOfTwoInstancesSharingAnIdLeavesWithoutRemovingTheGateway() async throws {
+        let harness = try await OperatorHarness.make()
+        await harness.tick()
+        let publisher = harness.loop.publisher
+        func listed() async -> [JSON] {
+            await harness.send(.get, "/v1/gateways", as: .operator).jsonBody["gateways"]?.arrayValue ?? []
+        }
+        _ = await publisher.poll(gateway: "gw-1", instance: "a", condition: .none, wait: 0)
+        harness.clock.advance(by: 20)
+        _ = await publisher.poll(gateway: "gw-1", instance: "b", condition: .none, wait: 0)
+        harness.clock.advance(by: 20)
+        _ = await publisher.poll(gateway: "gw-1", instance: "a", condition: .none, wait: 0)
+        #expect(await listed().first?["instance"] == "a")
+
+        let first = await harness.send(.delete, "/v1/gateways/gw-1?instance=a", as: .gateway)
+        #expect(first.status == .conflict)
+        #expect(first.jsonBody["error"]?["code"] == "gateway_replaced")
+        #expect(
+            first.jsonBody["error"]?["message"]
+                == "gateway gw-1 is polled by another instance now (b); nothing was removed")
+        #expect(await listed().count == 1)
+        #expect(await listed().first?["instance"] == "b")
+        // a's long-poll, sent before it left, arrives: not recorded.
+        _ = await publisher.poll(gateway: "gw-1", instance: "a", condition: .none, wait: 0)
+        #expect(await listed().first?["instance"] == "b")
+
+        harness.clock.advance(by: 10)
+        #expect(await harness.send(.delete, "/v1/gateways/gw-1?instance=b", as: .gateway).status == .ok)
+        #expect(await listed().isEmpty)
+        // An instance that last polled a long-poll's reach ago no longer keeps it: c's leave removes it.
+        _ = await publisher.poll(gateway: "gw-2", instance: "c", condition: .none, wait: 0)
+        _ = await publisher.poll(gateway: "gw-2", instance: "d", condition: .none, wait: 0)
+        harness.clock.advance(by: 76)
+        _ = await publisher.poll(gateway: "gw-2", instance: "c", condition: .none, wait: 0)
+        #expect(await harness.send(.delete, "/v1/gateways/gw-2?instance=c", as: .gateway).status == .ok)
+        #expect(await listed().isEmpty)
+        await harness.close()
+    }
+
     @Test func theAcceptedAlertKindsAreTheDocumentedOnes() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent()
