@@ -63,7 +63,7 @@ enum SimulateCommand {
                 return 2
             }
         }
-        let concurrency = policy.map { scenario.concurrencyWarnings(policy: $0) } ?? []
+        let concurrency = policy.map { scenario.policyWarnings(policy: $0) } ?? []
         if command.flag("check") {
             output.out(
                 ([scenario.summary] + concurrency.map { "  warning: " + $0 }).joined(separator: "\n") + "\n  "

@@ -410,6 +410,53 @@ import Testing
         #expect(!wide.out.contains("max_concurrency"), "\(wide.out)")
     }
 
+    /// Two policy mix-ups are warned about (outside evaluation round 18): a tenant the policy's `tenants` names in
+    /// another tier than the scenario (the run takes the scenario's tier but the policy's own floor), and a pool its
+    /// tenants' ceilings cannot fill (the rest is never allocated, and nobody lends what nobody holds).
+    @Test func aTierConflictAndAPoolItsCeilingsCannotFillAreWarnedAbout() async throws {
+        let base = NSTemporaryDirectory() + "allot-sim-mixups-\(UUID().uuidString)"
+        let policies = base + "/policies"
+        try FileManager.default.createDirectory(atPath: policies, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        try Data(
+            #"{"tenants": {"a": {"tier": "critical", "weight": 2, "floor": {"rpm": "30%"}}}}"#.utf8
+        ).write(to: URL(fileURLWithPath: policies + "/tenants.json"))
+        try Data(
+            #"""
+            {"default_tier": "standard", "tiers": {"free": {"priority": 2, "weight": 1, "ceiling": {"rpm": "20%"}},
+             "standard": {"priority": 1, "weight": 2}, "critical": {"priority": 0, "weight": 8}}}
+            """#.utf8
+        ).write(to: URL(fileURLWithPath: policies + "/tiers.json"))
+        let scenario = base + "/mixups.json"
+        // Two free tenants (20 % each) alone on the pool.
+        try Data(
+            Self.oneTenantScenario(name: "mixups", duration: 60, tier: "free", tasksPerMinute: 1)
+                .replacingOccurrences(of: #""id": "a", "tier""#, with: #""id": "a", "count": 2, "tier""#).utf8
+        ).write(to: URL(fileURLWithPath: scenario))
+        let check = await runCLI(["simulate", "--scenario", scenario, "--check", "--policy", policies])
+        #expect(check.code == 0, "\(check.err)")
+        // The first tenant of the entry is "a-01"..., so the policy names neither: only the ceilings.
+        #expect(!check.out.contains("policy's tenants"), "\(check.out)")
+        let ceilings =
+            "  warning: pools[0] (\"p\"): the ceilings of its 2 tenant(s) add up to 40 % of its rpm after the safety "
+            + "margin at pools[0].capacity[0] (at_s 0): `allot` never allocates the rest, and capacity nobody is "
+            + "allocated is not lent\n"
+        #expect(check.out.contains(ceilings), "\(check.out)")
+
+        try Data(
+            Self.oneTenantScenario(name: "mixups", duration: 60, tier: "standard", tasksPerMinute: 1).utf8
+        ).write(to: URL(fileURLWithPath: scenario))
+        let conflict = await runCLI(["simulate", "--scenario", scenario, "--check", "--policy", policies])
+        let tier =
+            "  warning: tenants[0] (\"a\"): tier \"standard\" here, \"critical\" in the policy's tenants: the run "
+            + "uses tier \"standard\" with the policy's own weight × 2; floor rpm 30% for it\n"
+        #expect(conflict.out.contains(tier), "\(conflict.out)")
+        // Standard has no ceiling: the pool is fine. And without the policy, nothing names the tenant.
+        #expect(!conflict.out.contains("ceilings"), "\(conflict.out)")
+        let builtIn = await runCLI(["simulate", "--scenario", scenario, "--check"])
+        #expect(!builtIn.out.contains("warning"), "\(builtIn.out)")
+    }
+
     /// A tenant expected to send less than one task in the whole run is warned about: any rate above 0 passes the
     /// "every rate is 0" check (round 11: 5e-324).
     @Test func aTenantThatMaySendNothingIsWarnedAbout() async throws {

@@ -271,6 +271,79 @@ extension Scenario {
         return warnings
     }
 
+    /// The warnings that depend on the policy the run uses (the built-in one or `--policy`): tenants held by their
+    /// concurrency cap (``concurrencyWarnings(policy:)``), tenants the policy names in another tier
+    /// (``tierConflictWarnings(policy:)``) and pools their tenants' ceilings cannot fill
+    /// (``ceilingWarnings(policy:)``).
+    public func policyWarnings(policy: Policy) -> [String] {
+        concurrencyWarnings(policy: policy) + tierConflictWarnings(policy: policy) + ceilingWarnings(policy: policy)
+    }
+
+    /// Tenants the policy's `tenants` names in another tier than the scenario does (outside evaluation round 18):
+    /// the run puts them in the scenario's tier but keeps the policy's own weight, floor and ceiling for them
+    /// (``SimulationPolicy``) — a standard tenant with a contract's 30 % floor, which is rarely what was meant.
+    func tierConflictWarnings(policy: Policy) -> [String] {
+        var warned = Set<String>()
+        var warnings: [String] = []
+        let entries = tenantEntries.count == tenants.count ? tenantEntries : nil
+        for (position, tenant) in tenants.enumerated() {
+            guard let named = policy.tenant(tenant.id), named.tier != tenant.tier, warned.insert(tenant.id).inserted
+            else { continue }
+            let label = entries.map { $0[position].label } ?? "tenant \"\(tenant.id)\""
+            var own: [String] = []
+            if let weight = named.weight { own.append("weight × \(ScenarioReader.format(weight))") }
+            for (field, values) in [("floor", named.floor), ("ceiling", named.ceiling)] {
+                let set = RateDimension.allCases.compactMap { dimension in
+                    values[dimension].map { "\(dimension.rawValue) \($0.jsonText)" }
+                }
+                if !set.isEmpty { own.append("\(field) " + set.joined(separator: ", ")) }
+            }
+            warnings.append(
+                "\(label): tier \"\(tenant.tier)\" here, \"\(named.tier)\" in the policy's tenants: the run uses "
+                    + "tier \"\(tenant.tier)\""
+                    + (own.isEmpty ? "" : " with the policy's own " + own.joined(separator: "; ") + " for it"))
+        }
+        return warnings
+    }
+
+    /// Pools whose tenants' ceilings together cannot take the capacity (outside evaluation round 18: four free
+    /// tenants, each at most 20 %, alone on a pool — at most 80 % of it is ever allocated, and capacity nobody is
+    /// allocated is not lent). Each tenant's ceiling is the policy's own for it or its tier's, resolved like the
+    /// engine's against the true capacity after the safety margin; a pool with any unbounded tenant is fine. The
+    /// first capacity step where the sum falls short is named, in the dimension that falls shortest.
+    func ceilingWarnings(policy: Policy) -> [String] {
+        let margin = 1 - policy.allocation.safetyMargin
+        var warnings: [String] = []
+        for (poolIndex, pool) in pools.enumerated() {
+            let members = tenants.filter { $0.pool == pool.id }
+            guard !members.isEmpty else { continue }
+            let ceilings = members.map { tenant -> PerDimension<Quantity> in
+                let tier = policy.tier(named: tenant.tier)?.ceiling ?? PerDimension(.unbounded)
+                let own = policy.tenant(tenant.id)?.ceiling ?? PerDimension(nil)
+                return PerDimension { own[$0] ?? tier[$0] }
+            }
+            for (stepIndex, step) in pool.capacity.enumerated() {
+                var shortest: (dimension: RateDimension, share: Double)?
+                for dimension in RateDimension.allCases {
+                    let capacity = (dimension == .rpm ? step.rpm : step.tpm) * margin
+                    guard capacity > 0, capacity.isFinite else { continue }
+                    let total = ceilings.reduce(0) { $0 + $1[dimension].resolved(capacity: capacity) }
+                    let share = total / capacity
+                    if share < 1, share < (shortest?.share ?? 1) { shortest = (dimension, share) }
+                }
+                guard let shortest else { continue }
+                let percent = ScenarioReader.format((shortest.share * 1000).rounded() / 10)
+                warnings.append(
+                    "pools[\(poolIndex)] (\"\(pool.id)\"): the ceilings of its \(members.count) tenant(s) add up to "
+                        + "\(percent) % of its \(shortest.dimension.rawValue) after the safety margin at pools[\(poolIndex)]"
+                        + ".capacity[\(stepIndex)] (at_s \(ScenarioReader.format(step.at))): `allot` never allocates the rest, and "
+                        + "capacity nobody is allocated is not lent")
+                break
+            }
+        }
+        return warnings
+    }
+
     /// `latency_warning_s` on a pool whose capacity never drops (the warning never applies), and a drop whose
     /// warning would start before t = 0 (cut short at the start of the run).
     var latencyWarningWarnings: [String] {
