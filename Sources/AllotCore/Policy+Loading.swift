@@ -139,7 +139,7 @@ struct PolicyLoader {
         for file in files {
             let document: JSON
             do {
-                document = try JSON.parse(file.bytes)
+                document = try JSON.parseFile(file.bytes)
             } catch {
                 unreadFile = true
                 mergeIssues.append(

@@ -43,6 +43,13 @@ extension JSON {
         try parse(Array(text.utf8), maxDepth: maxDepth)
     }
 
+    /// Parses a JSON text read from a file a person edits (a policy, a scenario): as ``parse(_:maxDepth:)``, but a
+    /// leading UTF-8 byte order mark is skipped — Windows editors write one, and RFC 8259 (section 8.1) lets a parser
+    /// ignore it. Request bodies keep the strict ``parse(_:maxDepth:)``.
+    public static func parseFile(_ bytes: [UInt8], maxDepth: Int = 64) throws(JSONParseError) -> JSON {
+        try parse(bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes[...], maxDepth: maxDepth)
+    }
+
     /// Parses NDJSON: one JSON value per line; blank lines (only whitespace) are skipped.
     /// A failure names the record (0-based among non-blank lines) and its line in the input.
     public static func parseLines(_ bytes: some Collection<UInt8>, maxDepth: Int = 64) throws(JSONParseError) -> [JSON] {

@@ -65,6 +65,10 @@ struct PolicyTests {
         #expect(embedded == (try Self.shippedPolicyFiles()))
         let policy = try Policy.load(files: AllotAssets.defaultPolicies.map { ($0.name, $0.bytes) })
         #expect(policy.loop.intervalSeconds == 5)
+        // Saved by an editor that writes a UTF-8 byte order mark: the same policy, the same version.
+        let marked = try Policy.load(
+            files: AllotAssets.defaultPolicies.map { ($0.name, [0xEF, 0xBB, 0xBF] + $0.bytes) })
+        #expect(marked == policy && marked.canonicalBytes == policy.canonicalBytes)
     }
 
     @Test func canonicalFormRoundTripsAndIgnoresFileLayout() throws {

@@ -17,6 +17,18 @@ import Testing
         #expect(try JSON.parse("-2.5E-3") == .double(-0.0025))
     }
 
+    /// A file's leading UTF-8 byte order mark is skipped by `parseFile` (RFC 8259 8.1 lets a parser ignore it);
+    /// `parse`, for request bodies, still refuses it, and so does `parseFile` anywhere but at the start.
+    @Test func parseFileSkipsALeadingByteOrderMarkOnly() throws {
+        let bom: [UInt8] = [0xEF, 0xBB, 0xBF]
+        #expect(try JSON.parseFile(bom + Array(#"{"a": 1}"#.utf8)) == ["a": 1])
+        #expect(try JSON.parseFile(Array(#"{"a": 1}"#.utf8)) == ["a": 1])
+        #expect(throws: JSONParseError.self) { try JSON.parse(bom + Array("1".utf8)) }
+        #expect(throws: JSONParseError.self) { try JSON.parseFile(Array(" ".utf8) + bom + Array("1".utf8)) }
+        #expect(throws: JSONParseError.self) { try JSON.parseFile(bom + bom + Array("1".utf8)) }
+        #expect(throws: JSONParseError.self) { try JSON.parseFile(bom) }
+    }
+
     @Test func integersKeepTheirCaseUntilInt64Overflows() throws {
         guard case .int(let max) = try JSON.parse("9223372036854775807") else { Issue.record("not int"); return }
         #expect(max == Int64.max)

@@ -45,6 +45,25 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         #expect(scenario.headline == ScenarioHeadline(metric: "utilisation", higherIsBetter: true))
     }
 
+    /// A file saved with a UTF-8 byte order mark (Windows editors write one) decodes like one without; a tenant count
+    /// over the limit says how many there were (outside evaluation round 18).
+    @Test func aByteOrderMarkIsSkippedAndTooManyTenantsAreCounted() throws {
+        let plain = try decode(scenarioJSON())
+        let marked = try Scenario.decode([0xEF, 0xBB, 0xBF] + Array(scenarioJSON().utf8), source: "test.json")
+        #expect(marked.tenants.map(\.id) == plain.tenants.map(\.id))
+        #expect(marked.pools == plain.pools)
+        let solo =
+            #"{"id": "solo", "tier": "free", "pool": "openai/gpt-4o", "arrivals": [{"at_s": 0, "tasks_per_min": 1}], "#
+            + #""task": {"class": "batch", "calls": {"min": 1, "max": 1}, "parallelism": 1, "#
+            + #""prompt_tokens": {"mean": 10}, "completion_tokens": {"mean": 10}, "deadline_s": 60}}"#
+        let many = scenarioJSON().replacingOccurrences(of: #""count": 2"#, with: #""count": 1000"#)
+            .replacingOccurrences(
+                of: #""tenants": [{"id": "acme""#, with: #""tenants": ["# + solo + #", {"id": "acme""#)
+        let error = #expect(throws: ScenarioError.self) { try decode(many) }
+        #expect(error?.path == "tenants")
+        #expect(error?.reason == "1001 tenants after expanding count, more than 1000")
+    }
+
     /// docs/scenarios.md's example is a scenario that decodes and runs: the format documented by example, kept true.
     @Test func theDocumentedExampleDecodesAndRuns() async throws {
         let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -413,7 +413,7 @@ extension Scenario {
     {
         let json: JSON
         do {
-            json = try JSON.parse(bytes)
+            json = try JSON.parseFile(bytes)
         } catch {
             throw ScenarioError(source: source, path: "", reason: "not valid JSON: \(error)")
         }
@@ -563,7 +563,9 @@ private struct ScenarioReader {
         for (index, pool) in pools.enumerated() where !used.contains(pool.id) {
             throw fail("pools[\(index)].id", "no tenant uses pool \"\(pool.id)\"")
         }
-        guard tenants.count <= 1000 else { throw fail("tenants", "more than 1000 tenants after expanding count") }
+        guard tenants.count <= 1000 else {
+            throw fail("tenants", "\(tenants.count) tenants after expanding count, more than 1000")
+        }
         // A tenant may call several pools (one entry per pool, as Allot keys a tenant per upstream), with one tier.
         var seenTenants: [String: Int] = [:]
         var tierOf: [String: (tier: String, pool: String)] = [:]
