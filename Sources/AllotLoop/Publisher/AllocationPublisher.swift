@@ -503,7 +503,7 @@ public actor AllocationPublisher {
     public func review(
         statuses: [TenantStatus], allowance: [AllocationKey: PerDimension<Double?>], policy: Policy, now: Double
     ) -> [LoopAlert] {
-        registry.forget(before: now - policy.loop.forgetAfterSeconds)
+        registry.forget(before: now - policy.loop.forgetAfterSeconds, now: now)
         var alerts: [LoopAlert] = []
         for status in gatewayStatuses(now: now, policy: policy, tenants: false) {
             switch status.state {
@@ -550,8 +550,8 @@ public actor AllocationPublisher {
     /// come back): forgotten at once rather than alerted on as silent for `forget_after_s`; the next tick splits its
     /// tenants' allocations between the others, and a make-before-break wait stops waiting for it. A poll from it
     /// later registers it again — unless it is a poll of the `instance` that left (sent before it left, still in
-    /// flight). With an `instance` that is not the one polling under that id now, nothing is removed
-    /// (``GatewayLeave/replaced(_:)``).
+    /// flight). With an `instance` while another instance still polls under that id, the gateway stays
+    /// (``GatewayLeave/replaced(_:by:)``; the rule: ``GatewayRegistry/leave(_:instance:now:)``).
     public nonisolated func leave(gateway: String, instance: String? = nil, now: Double) -> GatewayLeave {
         let (outcome, cleared) = registry.leave(gateway, instance: instance, now: now)
         if cleared { Task { await self.barrierCleared() } }

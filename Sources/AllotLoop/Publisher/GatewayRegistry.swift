@@ -31,10 +31,10 @@ public enum GatewayLeave: Sendable, Equatable {
     case left(GatewayContact)
     /// No gateway of that id is known (it never polled, or was forgotten, or already left).
     case unknown
-    /// Another instance polls under that id now (a replacement with the same id polled since, or two processes
-    /// share the id): the gateway stays, and a late poll of the instance that asked does not count. The contact is
-    /// the gateway's, `instance` naming the other instance that polled last when it was the one that asked.
-    case replaced(GatewayContact)
+    /// Another instance polls under that id (``GatewayRegistry/leave(_:instance:now:)``: a replacement, or a second
+    /// process sharing the id): the gateway stays, and a late poll of the instance that asked does not count. The
+    /// contact is the gateway's; `by`, the other instance that polled last.
+    case replaced(GatewayContact, by: String)
 }
 
 /// Every gateway that polled, with the version it enforces and its last contact; and the
@@ -49,13 +49,19 @@ final class GatewayRegistry: Sendable {
         var waiting: Set<String>
     }
 
+    /// When an instance first polled under a gateway id, and when last.
+    struct Polls: Sendable {
+        var first: Double
+        var last: Double
+    }
+
     private struct State {
         var contacts: [String: GatewayContact] = [:]
         var barrier: Barrier?
         var dirty: Set<String> = []
-        /// Per gateway, the instances that polled within ``latePollSeconds`` and when each did last (at most
+        /// Per gateway, the instances that polled, when each first did and when last (at most
         /// ``instancesPerGateway``): a gateway whose instance leaves stays while another of them polls.
-        var instances: [String: [String: Double]] = [:]
+        var instances: [String: [String: Polls]] = [:]
         /// Per gateway, the instances that left within ``latePollSeconds`` and when: a poll of one of them was sent
         /// before it left (a long-poll still in flight) and is not recorded; any other poll is, and so is that
         /// instance's own later.
@@ -106,7 +112,7 @@ final class GatewayRegistry: Sendable {
                     id: gateway, firstContact: now, lastContact: now, enforcedVersion: version, polls: 1,
                     instance: instance)
             }
-            if let instance { Self.note(instance, at: now, in: &state.instances[gateway, default: [:]]) }
+            if let instance { Self.notePoll(instance, at: now, in: &state.instances[gateway, default: [:]]) }
             state.dirty.insert(gateway)
             state.left[gateway] = nil
             state.unsaved.remove(gateway)
@@ -172,9 +178,12 @@ final class GatewayRegistry: Sendable {
     /// is dropped (no `gateway_lag` alert, not listed), it counts as gone for the next split (its slices go to the
     /// others) and no barrier waits for it. It rejoins when it polls again (not with a poll of the `instance` that
     /// left, which was sent before). When another instance than `instance` polled under that id within
-    /// ``latePollSeconds`` (a long-poll's reach: it is polling still), only `instance` goes
-    /// (``GatewayLeave/replaced(_:)``): an old process stopping after its replacement started, or one of two
-    /// processes sharing an id. Without `instance` (an SRE, an older library) the gateway goes whoever polls.
+    /// ``latePollSeconds`` (a long-poll's reach: it is polling still) and after `instance` first did, only `instance`
+    /// goes (``GatewayLeave/replaced(_:by:)``): an old process stopping after its replacement started, or one of two
+    /// processes sharing an id. One whose last poll came before `instance` first polled does not keep it — a process
+    /// killed without a word before its successor started; nor does the other of two sharing an id whose long-poll
+    /// was sent before the leaving one first polled (until its next poll: at most a long-poll's wait). Without
+    /// `instance` (an SRE, an older library) the gateway goes whoever polls.
     ///
     /// - Returns: What came of it, and whether it cleared the make-before-break barrier.
     func leave(_ gateway: String, instance: String? = nil, now: Double) -> (GatewayLeave, clearedBarrier: Bool) {
@@ -184,16 +193,16 @@ final class GatewayRegistry: Sendable {
                 // Remembered for a late poll of it whatever comes of the gateway.
                 if state.retired[gateway] == nil, state.retired.count >= capacity { boundRetired(&state, now: now) }
                 Self.note(instance, at: now, in: &state.retired[gateway, default: [:]])
-                var others = state.instances[gateway] ?? [:]
-                others[instance] = nil
-                others = others.filter { now - $0.value < Self.latePollSeconds }
-                state.instances[gateway] = others
-                if let newest = others.max(by: { ($0.value, $1.key) < ($1.value, $0.key) }) {
+                var known = state.instances[gateway] ?? [:]
+                let since = known.removeValue(forKey: instance)?.first ?? -.infinity
+                state.instances[gateway] = known
+                let others = known.filter { now - $0.value.last < Self.latePollSeconds && $0.value.last >= since }
+                if let newest = others.max(by: { ($0.value.last, $1.key) < ($1.value.last, $0.key) }) {
                     if contact.instance == instance {
                         contact.instance = newest.key
                         state.contacts[gateway] = contact
                     }
-                    return (.replaced(contact), false)
+                    return (.replaced(contact, by: newest.key), false)
                 }
             }
             state.contacts[gateway] = nil
@@ -259,9 +268,9 @@ final class GatewayRegistry: Sendable {
     }
 
     /// Forgets gateways not heard from since `before` (and returns them), and those that left before it (their
-    /// demand shares have long faded).
+    /// demand shares have long faded); and, with `now`, the instances that left longer than ``latePollSeconds`` ago.
     @discardableResult
-    func forget(before: Double) -> [String] {
+    func forget(before: Double, now: Double? = nil) -> [String] {
         state.withLock { state in
             let old = state.contacts.values.filter { $0.lastContact < before }.map(\.id)
             for id in old {
@@ -269,19 +278,32 @@ final class GatewayRegistry: Sendable {
                 state.instances[id] = nil
             }
             state.left = state.left.filter { $0.value >= before }
-            Self.pruneRetired(&state, before: before)
+            Self.pruneRetired(&state, before: now.map { $0 - Self.latePollSeconds } ?? before)
             return old.sorted()
         }
     }
 
-    /// Notes that `instance` was seen at `now`, keeping at most ``instancesPerGateway`` (the longest unseen goes).
-    private static func note(_ instance: String, at now: Double, in seen: inout [String: Double]) {
-        if seen[instance] == nil, seen.count >= instancesPerGateway {
-            seen = seen.filter { now - $0.value < latePollSeconds }
-            if seen.count >= instancesPerGateway, let oldest = seen.min(by: { $0.value < $1.value })?.key {
-                seen[oldest] = nil
-            }
+    /// Makes room for one more of at most ``instancesPerGateway`` per gateway: those older than ``latePollSeconds``
+    /// go, and if that is not enough the one seen longest ago (`at` says when each was).
+    private static func makeRoom<Value>(
+        for instance: String, in seen: inout [String: Value], now: Double, at: (Value) -> Double
+    ) {
+        guard seen[instance] == nil, seen.count >= instancesPerGateway else { return }
+        seen = seen.filter { now - at($0.value) < latePollSeconds }
+        if seen.count >= instancesPerGateway, let oldest = seen.min(by: { at($0.value) < at($1.value) })?.key {
+            seen[oldest] = nil
         }
+    }
+
+    /// Notes a poll of `instance` at `now`.
+    private static func notePoll(_ instance: String, at now: Double, in seen: inout [String: Polls]) {
+        makeRoom(for: instance, in: &seen, now: now, at: \.last)
+        seen[instance] = Polls(first: seen[instance]?.first ?? now, last: now)
+    }
+
+    /// Notes that `instance` left at `now`.
+    private static func note(_ instance: String, at now: Double, in seen: inout [String: Double]) {
+        makeRoom(for: instance, in: &seen, now: now, at: { $0 })
         seen[instance] = now
     }
 

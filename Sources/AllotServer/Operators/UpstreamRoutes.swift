@@ -201,9 +201,9 @@ struct UpstreamRoutes: Sendable {
             contact = gone
         case .unknown:
             throw HTTPError.notFound("no gateway \(id) has polled (or it was forgotten)", field: "id")
-        case .replaced(let current):
+        case .replaced(_, let other):
             throw HTTPError.conflict(
-                "gateway \(id) is polled by another instance now (\(current.instance ?? "")); nothing was removed",
+                "gateway \(id) is still polled by another instance (\(other)): it stays; \(instance ?? "") left",
                 code: "gateway_replaced", field: "instance")
         }
         let before: JSON = [

@@ -278,7 +278,7 @@ import Testing
         #expect(stale.jsonBody["error"]?["field"] == "instance")
         #expect(
             stale.jsonBody["error"]?["message"]
-                == "gateway gw-1 is polled by another instance now (new); nothing was removed")
+                == "gateway gw-1 is still polled by another instance (new): it stays; old left")
         #expect(await harness.send(.get, "/v1/gateways", as: .operator).jsonBody["gateways"]?.arrayValue?.count == 1)
         let badLeave = await harness.send(.delete, "/v1/gateways/gw-1?instance=", as: .gateway)
         #expect(badLeave.badRequest?.field == "instance")
@@ -333,7 +333,7 @@ import Testing
         #expect(first.jsonBody["error"]?["code"] == "gateway_replaced")
         #expect(
             first.jsonBody["error"]?["message"]
-                == "gateway gw-1 is polled by another instance now (b); nothing was removed")
+                == "gateway gw-1 is still polled by another instance (b): it stays; a left")
         #expect(await listed().count == 1)
         #expect(await listed().first?["instance"] == "b")
         // a's long-poll, sent before it left, arrives: not recorded.
@@ -350,6 +350,17 @@ import Testing
         _ = await publisher.poll(gateway: "gw-2", instance: "c", condition: .none, wait: 0)
         #expect(await harness.send(.delete, "/v1/gateways/gw-2?instance=c", as: .gateway).status == .ok)
         #expect(await listed().isEmpty)
+        // Nor does one killed without a word before its successor first polled: the successor's leave removes it.
+        _ = await publisher.poll(gateway: "gw-3", instance: "killed", condition: .none, wait: 0)
+        harness.clock.advance(by: 15)
+        _ = await publisher.poll(gateway: "gw-3", instance: "successor", condition: .none, wait: 0)
+        harness.clock.advance(by: 25)
+        #expect(await harness.send(.delete, "/v1/gateways/gw-3?instance=successor", as: .gateway).status == .ok)
+        #expect(await listed().isEmpty)
+        // A leave naming an instance that never polled keeps a gateway another instance polls.
+        _ = await publisher.poll(gateway: "gw-4", instance: "e", condition: .none, wait: 0)
+        #expect(await harness.send(.delete, "/v1/gateways/gw-4?instance=stranger", as: .gateway).status == .conflict)
+        #expect(await listed().count == 1)
         await harness.close()
     }
 
