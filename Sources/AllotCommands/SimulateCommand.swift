@@ -63,14 +63,14 @@ enum SimulateCommand {
                 return 2
             }
         }
-        let concurrency = policy.map { scenario.policyWarnings(policy: $0) } ?? []
+        let policyWarnings = policy.map { scenario.policyWarnings(policy: $0) } ?? []
         if command.flag("check") {
             output.out(
-                ([scenario.summary] + concurrency.map { "  warning: " + $0 }).joined(separator: "\n") + "\n  "
+                ([scenario.summary] + policyWarnings.map { "  warning: " + $0 }).joined(separator: "\n") + "\n  "
                     + provenance.line)
             return 0
         }
-        for warning in scenario.warnings + concurrency { output.err("allot simulate: warning: \(warning)") }
+        for warning in scenario.warnings + policyWarnings { output.err("allot simulate: warning: \(warning)") }
         // The output directory is made ready before the run, not after minutes of simulation.
         if let directory = command.string("out"), let problem = Self.outputProblem(directory) {
             output.err("allot simulate: --out \(directory): \(problem)")

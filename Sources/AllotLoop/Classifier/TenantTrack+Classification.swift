@@ -43,6 +43,12 @@ extension TenantTrack {
             }
             if lastActivityAt == nil || tick.lastActivityAt > lastActivityAt! { lastActivityAt = tick.lastActivityAt }
         }
+        // Seeded, in a checkpoint written before it, from the short window before this tick (like the fast windows
+        // below).
+        var fastServed = servedFast ?? servedShort
+        ewma(&fastServed.rpm, tick.servedRequests, fold.fast)
+        ewma(&fastServed.tpm, tick.servedTokens, fold.fast)
+        servedFast = fastServed
         ewma(&servedShort.rpm, tick.servedRequests, short)
         ewma(&servedShort.tpm, tick.servedTokens, short)
         ewma(&servedLong.rpm, tick.servedRequests, long)
@@ -76,10 +82,6 @@ extension TenantTrack {
             (tickCountSquare ?? count * count) + long * (count * count - (tickCountSquare ?? count * count))
         // Checkpoints written before the wanted rates existed start them from the attempts' rates.
         var wanted = (short: wantedShort ?? demandShort, long: wantedLong ?? demandLong)
-        var fastServed = servedFast ?? servedShort
-        ewma(&fastServed.rpm, tick.servedRequests, fold.fast)
-        ewma(&fastServed.tpm, tick.servedTokens, fold.fast)
-        servedFast = fastServed
         var fastAttempts = attemptsFast ?? demandShort
         ewma(&fastAttempts.rpm, tick.demandRequests, fold.fast)
         ewma(&fastAttempts.tpm, tick.demandTokens, fold.fast)
@@ -543,7 +545,9 @@ extension TenantTrack {
     /// limit (`error_type` `rpm`, `tpm`; one without a name counts for both): other denials — its
     /// concurrency cap, a budget, an open circuit — are not helped by more rate and do not count. It claims a
     /// dimension that it fills — served, plus one request, at least ``ClassificationRules/constrainedUse`` of
-    /// the allocation there (averaged like the served rate), and at least 75 % as much as of the most used
+    /// the allocation there (averaged like the served rate; where it is blocked, also the fast window's served rate
+    /// against the allocation now, when that window holds ``ClassificationRules/sparseSamples`` served requests or
+    /// more), and at least 75 % as much as of the most used
     /// one — and that the denials name (when they name any). It is *blocked* in a dimension whose bucket
     /// denies at least five times `constrainedDeniedShare` of what it wants. A claim is what the tenant was
     /// served × `(1 + constrainedProbe) / (1 + demand_headroom)` (the engine's headroom on top makes the
@@ -568,8 +572,8 @@ extension TenantTrack {
         // A blocked dimension also by the fast window against the allocation now, when that window holds a sparse
         // tenant's requests or more (`sparseSamples`: a measurement, not a call or two): a tenant that jumps to fill
         // an allocation it had long used a fraction of (a contract floor held for its bursts) fills it at once, while
-        // its short-window served rate takes most of a minute to show it — a critical tenant with a 294-rpm floor,
-        // used at 40 and bursting to 400 arriving, was refused 44–80 calls in 10 s for a minute and a half before its
+        // its short-window served rate takes up to two minutes to show it — a critical tenant with a 294-rpm floor,
+        // used at 40 and bursting to 400 arriving, was refused 44–80 calls in 10 s for about a minute before its
         // claim counted (outside evaluation round 18). Without the minimum, voice agents of 20 rpm (6k-token calls)
         // claimed and dropped their claims tick by tick with the one or two calls of each 10 s: total variation
         // 12.2 → 23.2 %/min.

@@ -289,7 +289,10 @@ extension Scenario {
         for (position, tenant) in tenants.enumerated() {
             guard let named = policy.tenant(tenant.id), named.tier != tenant.tier, warned.insert(tenant.id).inserted
             else { continue }
-            let label = entries.map { $0[position].label } ?? "tenant \"\(tenant.id)\""
+            // An entry with `count` names each of its tenants the policy names.
+            let label = entries.map { entries in
+                entries[position].label + (entries[position].count > 1 ? ", tenant \"\(tenant.id)\"" : "")
+            } ?? "tenant \"\(tenant.id)\""
             var own: [String] = []
             if let weight = named.weight { own.append("weight × \(ScenarioReader.format(weight))") }
             for (field, values) in [("floor", named.floor), ("ceiling", named.ceiling)] {
@@ -313,14 +316,14 @@ extension Scenario {
     /// first capacity step where the sum falls short is named, in the dimension that falls shortest.
     func ceilingWarnings(policy: Policy) -> [String] {
         let margin = 1 - policy.allocation.safetyMargin
+        guard let run = try? SimulationPolicy.policy(for: self, base: policy) else { return [] }
         var warnings: [String] = []
         for (poolIndex, pool) in pools.enumerated() {
             let members = tenants.filter { $0.pool == pool.id }
             guard !members.isEmpty else { continue }
-            let ceilings = members.map { tenant -> PerDimension<Quantity> in
-                let tier = policy.tier(named: tenant.tier)?.ceiling ?? PerDimension(.unbounded)
-                let own = policy.tenant(tenant.id)?.ceiling ?? PerDimension(nil)
-                return PerDimension { own[$0] ?? tier[$0] }
+            // As the run resolves them: the scenario's tiers with what the policy says of each tenant.
+            let ceilings = members.map {
+                run.terms(ofTenant: $0.id, upstream: pool.id, overrides: [], now: 0).ceiling
             }
             for (stepIndex, step) in pool.capacity.enumerated() {
                 var shortest: (dimension: RateDimension, share: Double)?
@@ -329,15 +332,18 @@ extension Scenario {
                     guard capacity > 0, capacity.isFinite else { continue }
                     let total = ceilings.reduce(0) { $0 + $1[dimension].resolved(capacity: capacity) }
                     let share = total / capacity
-                    if share < 1, share < (shortest?.share ?? 1) { shortest = (dimension, share) }
+                    // (Five tenants of 20 % add up to 1 within rounding.)
+                    if share < 1 - 1e-9, share < (shortest?.share ?? 1) { shortest = (dimension, share) }
                 }
                 guard let shortest else { continue }
-                let percent = ScenarioReader.format((shortest.share * 1000).rounded() / 10)
+                // Rounded down: a shortfall never reads as 100 %.
+                let percent = ScenarioReader.format((shortest.share * 1000).rounded(.down) / 10)
+                let at = ScenarioReader.format(step.at)
                 warnings.append(
                     "pools[\(poolIndex)] (\"\(pool.id)\"): the ceilings of its \(members.count) tenant(s) add up to "
-                        + "\(percent) % of its \(shortest.dimension.rawValue) after the safety margin at pools[\(poolIndex)]"
-                        + ".capacity[\(stepIndex)] (at_s \(ScenarioReader.format(step.at))): `allot` never allocates the rest, and "
-                        + "capacity nobody is allocated is not lent")
+                        + "\(percent) % of its \(shortest.dimension.rawValue) after the safety margin at "
+                        + "pools[\(poolIndex)].capacity[\(stepIndex)] (at_s \(at)): `allot` never allocates the rest, "
+                        + "and capacity nobody is allocated is not lent")
                 break
             }
         }

@@ -229,7 +229,7 @@ struct ClassifierAgentDemandTests {
     /// A tenant whose allocation is held far above what it uses (a contract floor of 300 rpm, used at 48) and that
     /// jumps to fill it and more is refused at once; its short-window served rate takes two minutes to show 90 % of
     /// the allocation used, so its claim waited that long (outside evaluation round 18: a critical tenant refused
-    /// 44–80 calls in 10 s for a minute and a half). Blocked, its use is read over the fast window too: it claims
+    /// 44–80 calls in 10 s for about a minute). Blocked, its use is read over the fast window too: it claims
     /// within half a minute. Not with fewer than `sparseSamples` (20) requests in that window: the same story at a
     /// fifth of the rates (10 served in 10 s) waits for the short window, as before.
     @Test func aBlockedTenantFillingAnAllocationItLongUsedAFractionOfClaimsWithinTheFastWindow() throws {
