@@ -428,17 +428,17 @@ import Testing
             """#.utf8
         ).write(to: URL(fileURLWithPath: policies + "/tiers.json"))
         let scenario = base + "/mixups.json"
-        // Two free tenants (20 % each) alone on the pool.
+        // Four free tenants (20 % each) alone on the pool: 80 % (79.99… in floating point, not shown as 79.9).
         try Data(
             Self.oneTenantScenario(name: "mixups", duration: 60, tier: "free", tasksPerMinute: 1)
-                .replacingOccurrences(of: #""id": "a", "tier""#, with: #""id": "a", "count": 2, "tier""#).utf8
+                .replacingOccurrences(of: #""id": "a", "tier""#, with: #""id": "a", "count": 4, "tier""#).utf8
         ).write(to: URL(fileURLWithPath: scenario))
         let check = await runCLI(["simulate", "--scenario", scenario, "--check", "--policy", policies])
         #expect(check.code == 0, "\(check.err)")
         // The first tenant of the entry is "a-01"..., so the policy names neither: only the ceilings.
         #expect(!check.out.contains("policy's tenants"), "\(check.out)")
         let ceilings =
-            "  warning: pools[0] (\"p\"): the ceilings of its 2 tenant(s) add up to 40 % of its rpm after the safety "
+            "  warning: pools[0] (\"p\"): the ceilings of its 4 tenant(s) add up to 80 % of its rpm after the safety "
             + "margin at pools[0].capacity[0] (at_s 0): `allot` never allocates the rest, and capacity nobody is "
             + "allocated is not lent\n"
         #expect(check.out.contains(ceilings), "\(check.out)")

@@ -336,8 +336,8 @@ extension Scenario {
                     if share < 1 - 1e-9, share < (shortest?.share ?? 1) { shortest = (dimension, share) }
                 }
                 guard let shortest else { continue }
-                // Rounded down: a shortfall never reads as 100 %.
-                let percent = ScenarioReader.format((shortest.share * 1000).rounded(.down) / 10)
+                // Rounded down (past rounding dust: 4 × 20 % reads 80, not 79.9): a shortfall never reads as 100 %.
+                let percent = ScenarioReader.format((shortest.share * 1000 + 1e-6).rounded(.down) / 10)
                 let at = ScenarioReader.format(step.at)
                 warnings.append(
                     "pools[\(poolIndex)] (\"\(pool.id)\"): the ceilings of its \(members.count) tenant(s) add up to "
