@@ -228,10 +228,6 @@ struct TenantTrack: Sendable, Hashable, Codable {
     /// fast window (``ClassificationRules/fastWindowSeconds``): how far a blocked tenant's claim may go
     /// while the short window still lags a jump. Optional: older checkpoints decode without it.
     var attemptsFast: PerDimension<Double>?
-    /// Served requests (and tokens) per minute over the fast window: whether a blocked tenant fills its allocation
-    /// now, while ``servedShort`` still lags a jump (``TenantTrack/constrainedClaim``). Optional: older checkpoints
-    /// decode without it.
-    var servedFast: PerDimension<Double>?
     /// Requests (and tokens) wanted per minute over the fast window, each once (``wantedShort``'s counts):
     /// with requests reported waiting (`queued`) in them, how far the claim of a tenant held in gateway queues
     /// may go — its attempts count the waiting requests only once the queue lets them through. Optional: older

@@ -43,12 +43,6 @@ extension TenantTrack {
             }
             if lastActivityAt == nil || tick.lastActivityAt > lastActivityAt! { lastActivityAt = tick.lastActivityAt }
         }
-        // Seeded, in a checkpoint written before it, from the short window before this tick (like the fast windows
-        // below).
-        var fastServed = servedFast ?? servedShort
-        ewma(&fastServed.rpm, tick.servedRequests, fold.fast)
-        ewma(&fastServed.tpm, tick.servedTokens, fold.fast)
-        servedFast = fastServed
         ewma(&servedShort.rpm, tick.servedRequests, short)
         ewma(&servedShort.tpm, tick.servedTokens, short)
         ewma(&servedLong.rpm, tick.servedRequests, long)
@@ -545,9 +539,7 @@ extension TenantTrack {
     /// limit (`error_type` `rpm`, `tpm`; one without a name counts for both): other denials — its
     /// concurrency cap, a budget, an open circuit — are not helped by more rate and do not count. It claims a
     /// dimension that it fills — served, plus one request, at least ``ClassificationRules/constrainedUse`` of
-    /// the allocation there (averaged like the served rate; where it is blocked, also the fast window's served rate
-    /// against the allocation now, when that window holds ``ClassificationRules/sparseSamples`` served requests or
-    /// more), and at least 75 % as much as of the most used
+    /// the allocation there (averaged like the served rate), and at least 75 % as much as of the most used
     /// one — and that the denials name (when they name any). It is *blocked* in a dimension whose bucket
     /// denies at least five times `constrainedDeniedShare` of what it wants. A claim is what the tenant was
     /// served × `(1 + constrainedProbe) / (1 + demand_headroom)` (the engine's headroom on top makes the
@@ -568,23 +560,10 @@ extension TenantTrack {
         // use the last 20k of a minute's tokens, and one call more or less in the window is noise.
         let perRequest = PerDimension(rpm: 1, tpm: servedLong.rpm > 0 ? servedLong.tpm / servedLong.rpm : 0)
         // Against the allocation averaged over the same window as the served rate (``allocatedShort``).
-        let blocked = PerDimension<Bool> { rateDenied[$0] >= rules.constrainedDeniedShare * 5 * wanted }
-        // A blocked dimension also by the fast window against the allocation now, when that window holds a sparse
-        // tenant's requests or more (`sparseSamples`: a measurement, not a call or two): a tenant that jumps to fill
-        // an allocation it had long used a fraction of (a contract floor held for its bursts) fills it at once, while
-        // its short-window served rate takes up to two minutes to show it — a critical tenant with a 294-rpm floor,
-        // used at 40 and bursting to 400 arriving, was refused 44–80 calls in 10 s for about a minute before its
-        // claim counted (outside evaluation round 18). Without the minimum, voice agents of 20 rpm (6k-token calls)
-        // claimed and dropped their claims tick by tick with the one or two calls of each 10 s: total variation
-        // 12.2 → 23.2 %/min.
         func usage(_ dimension: RateDimension) -> Double? {
             let allocated = min(allocation[dimension], allocatedShort?[dimension] ?? allocation[dimension])
             guard allocated > 0, allocated.isFinite else { return nil }
-            let averaged = (servedShort[dimension] + perRequest[dimension]) / allocated
-            guard blocked[dimension], let fast = servedFast,
-                fast.rpm * rules.fastWindowSeconds / 60 >= rules.sparseSamples
-            else { return averaged }
-            return max(averaged, (fast[dimension] + perRequest[dimension]) / allocation[dimension])
+            return (servedShort[dimension] + perRequest[dimension]) / allocated
         }
         let named = byLimit.rpm + byLimit.tpm
         // Where the denials name one bucket only, the other is not what holds the tenant back.
@@ -596,6 +575,7 @@ extension TenantTrack {
         // tokens "used" at 175 %) claimed in neither dimension for a minute at a time, its allocation cut below its
         // arrivals between claims (night-collision seed 7: 514 → 195 rpm against 260 arriving, premium p95 33 s).
         let most = max(notNamed(.rpm) ? 0 : usage(.rpm) ?? 0, notNamed(.tpm) ? 0 : usage(.tpm) ?? 0)
+        let blocked = PerDimension<Bool> { rateDenied[$0] >= rules.constrainedDeniedShare * 5 * wanted }
         func claimed(_ dimension: RateDimension) -> Double {
             guard let used = usage(dimension), used >= rules.constrainedUse, used >= 0.75 * most else { return 0 }
             if notNamed(dimension) { return 0 }

@@ -226,51 +226,6 @@ struct ClassifierAgentDemandTests {
         #expect(F.observation(report)?.pressing.rpm == true)
     }
 
-    /// A tenant whose allocation is held far above what it uses (a contract floor of 300 rpm, used at 48) and that
-    /// jumps to fill it and more is refused at once; its short-window served rate takes two minutes to show 90 % of
-    /// the allocation used, so its claim waited that long (outside evaluation round 18: a critical tenant refused
-    /// 44–80 calls in 10 s for about a minute). Blocked, its use is read over the fast window too: it claims
-    /// within half a minute. Not with fewer than `sparseSamples` (20) requests in that window: the same story at a
-    /// fifth of the rates (10 served in 10 s) waits for the short window, as before.
-    @Test func aBlockedTenantFillingAnAllocationItLongUsedAFractionOfClaimsWithinTheFastWindow() throws {
-        func claim(allocated: Double, usedPerTick: Int, servedPerTick: Int, deniedPerTick: Int) throws
-            -> (after: Int?, demand: Double, servedShort: Double)
-        {
-            let allocation = PerDimension<Double>(rpm: allocated, tpm: 10_000_000)
-            var run = ClassifierRun(start: t0)
-            func tick(served: Int, denied: Int) -> ClassifierReport {
-                run.tick(allocations: [F.acme: allocation]) { script, from, to in
-                    F.served(&script, served, from: from, to: to)
-                        + script.spread(denied, from: from, to: to) { script, at in
-                            script.event(at: at, outcome: .deniedLocal, estimated: 150, errorType: "rpm")
-                        }
-                }
-            }
-            var report = tick(served: usedPerTick, denied: 0)
-            for _ in 0..<119 { report = tick(served: usedPerTick, denied: 0) }
-            #expect(F.observation(report)?.pressing.rpm == false)
-            for count in 1...12 {
-                report = tick(served: servedPerTick, denied: deniedPerTick)
-                if F.observation(report)?.pressing.rpm == true {
-                    return (count, try #require(F.observation(report)?.demand.rpm),
-                            try #require(F.status(report)?.servedShort.rpm))
-                }
-            }
-            return (
-                nil, try #require(F.observation(report)?.demand.rpm), try #require(F.status(report)?.servedShort.rpm)
-            )
-        }
-        // 300 served a minute (the whole allocation) and 96 denied by the RPM bucket. The fast window (10 s) reads
-        // 90 % of the allocation used after five ticks; the short one (60 s) after 25.
-        let large = try claim(allocated: 300, usedPerTick: 4, servedPerTick: 25, deniedPerTick: 8)
-        #expect(large.after.map { $0 <= 6 } == true, "\(String(describing: large.after))")
-        #expect(large.demand >= 300)
-        #expect(large.servedShort < 0.9 * 300)
-        // 60 served a minute, 24 denied: ten requests in the fast window, too few to go by.
-        let small = try claim(allocated: 60, usedPerTick: 1, servedPerTick: 5, deniedPerTick: 2)
-        #expect(small.after == nil, "\(String(describing: small.after))")
-    }
-
     @Test func aSparseTenantKeepsItsLongWindowRateBetweenTasks() throws {
         var run = ClassifierRun(start: t0)
         // A task of 10 calls, then three quiet minutes.
