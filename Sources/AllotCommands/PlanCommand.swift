@@ -26,7 +26,8 @@ enum PlanCommand {
             bytes = [UInt8](data)
         }
         do {
-            let result = try Plan.run(bytes: bytes, policy: policy.policy)
+            // A file a person saved, perhaps with a byte order mark (`POST /v1/plan` stays strict).
+            let result = try Plan.run(bytes: JSON.withoutByteOrderMark(bytes), policy: policy.policy)
             if command.flag("pretty") {
                 let json = try JSON.parse(result)
                 output.out(json.serializedString(pretty: true))

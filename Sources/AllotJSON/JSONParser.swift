@@ -47,7 +47,13 @@ extension JSON {
     /// leading UTF-8 byte order mark is skipped — Windows editors write one, and RFC 8259 (section 8.1) lets a parser
     /// ignore it. Request bodies keep the strict ``parse(_:maxDepth:)``.
     public static func parseFile(_ bytes: [UInt8], maxDepth: Int = 64) throws(JSONParseError) -> JSON {
-        try parse(bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes[...], maxDepth: maxDepth)
+        try parse(withoutByteOrderMark(bytes), maxDepth: maxDepth)
+    }
+
+    /// A file's bytes without a leading UTF-8 byte order mark (``parseFile(_:maxDepth:)``), for a reader that hands
+    /// them on to a parse of its own (`allot plan FILE`).
+    public static func withoutByteOrderMark(_ bytes: [UInt8]) -> ArraySlice<UInt8> {
+        bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes[...]
     }
 
     /// Parses NDJSON: one JSON value per line; blank lines (only whitespace) are skipped.

@@ -151,6 +151,12 @@ func temporaryDirectory() throws -> String {
             result.out
                 == #"{"allocations":[{"id":"a","rpm":300.0,"tpm":50000.0,"reason":{"rpm":"demand","tpm":"demand"}}],"unallocated":{"rpm":700.0,"tpm":150000.0},"degraded":{"rpm":false,"tpm":false}}"#
         )
+        // Saved with a UTF-8 byte order mark (some Windows editors write one): the same plan.
+        let original = try #require(FileManager.default.contents(atPath: file))
+        try (Data([0xEF, 0xBB, 0xBF]) + original).write(to: URL(fileURLWithPath: file))
+        let marked = await runCLI(["plan", file])
+        #expect(marked.code == 0, "\(marked.err)")
+        #expect(marked.out == result.out)
     }
 
     @Test func planRejectsBadInputNamingTenantAndField() async throws {
