@@ -268,9 +268,9 @@ final class GatewayRegistry: Sendable {
     }
 
     /// Forgets gateways not heard from since `before` (and returns them), and those that left before it (their
-    /// demand shares have long faded); and, with `now`, the instances that left longer than ``latePollSeconds`` ago.
+    /// demand shares have long faded); and the instances that left longer than ``latePollSeconds`` before `now`.
     @discardableResult
-    func forget(before: Double, now: Double? = nil) -> [String] {
+    func forget(before: Double, now: Double) -> [String] {
         state.withLock { state in
             let old = state.contacts.values.filter { $0.lastContact < before }.map(\.id)
             for id in old {
@@ -278,7 +278,7 @@ final class GatewayRegistry: Sendable {
                 state.instances[id] = nil
             }
             state.left = state.left.filter { $0.value >= before }
-            Self.pruneRetired(&state, before: now.map { $0 - Self.latePollSeconds } ?? before)
+            Self.pruneRetired(&state, before: now - Self.latePollSeconds)
             return old.sorted()
         }
     }

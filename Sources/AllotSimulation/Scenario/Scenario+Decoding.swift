@@ -233,12 +233,15 @@ extension Scenario {
     /// The first tenant of each `tenants` entry (an entry with `count` N expands to N alike), with its entry: what a
     /// warning about the file names once.
     var firstOfEachEntry: [(tenant: ScenarioTenant, entry: ScenarioTenantEntry)] {
-        let entries =
-            tenantEntries.count == tenants.count
+        var seen = Set<Int>()
+        return zip(tenants, entryOfEachTenant).filter { seen.insert($0.1.index).inserted }.map { ($0.0, $0.1) }
+    }
+
+    /// Per tenant, the `tenants` entry it was expanded from (each its own entry in a scenario built without them).
+    var entryOfEachTenant: [ScenarioTenantEntry] {
+        tenantEntries.count == tenants.count
             ? tenantEntries
             : tenants.enumerated().map { ScenarioTenantEntry(index: $0.offset, id: $0.element.id, count: 1) }
-        var seen = Set<Int>()
-        return zip(tenants, entries).filter { seen.insert($0.1.index).inserted }.map { ($0.0, $0.1) }
     }
 
     /// Tenants the gateways' `max_concurrency` holds below their own rate (outside evaluation round 10): at its
@@ -285,14 +288,11 @@ extension Scenario {
     func tierConflictWarnings(policy: Policy) -> [String] {
         var warned = Set<String>()
         var warnings: [String] = []
-        let entries = tenantEntries.count == tenants.count ? tenantEntries : nil
-        for (position, tenant) in tenants.enumerated() {
+        for (tenant, entry) in zip(tenants, entryOfEachTenant) {
             guard let named = policy.tenant(tenant.id), named.tier != tenant.tier, warned.insert(tenant.id).inserted
             else { continue }
             // An entry with `count` names each of its tenants the policy names.
-            let label = entries.map { entries in
-                entries[position].label + (entries[position].count > 1 ? ", tenant \"\(tenant.id)\"" : "")
-            } ?? "tenant \"\(tenant.id)\""
+            let label = entry.label + (entry.count > 1 ? ", tenant \"\(tenant.id)\"" : "")
             var own: [String] = []
             if let weight = named.weight { own.append("weight × \(ScenarioReader.format(weight))") }
             for (field, values) in [("floor", named.floor), ("ceiling", named.ceiling)] {
