@@ -183,9 +183,9 @@ struct UpstreamRoutes: Sendable {
     /// (`gateway.leave`, subject the gateway id).
     ///
     /// `?instance=` (a gateway leaving sends the instance its polls named): when another instance polled under that
-    /// id within 75 s and since this one first did, `409 gateway_replaced` and the gateway is not removed (an old process stopping after its
-    /// replacement started, or one of two sharing the id); either way a poll of the instance that left, still in
-    /// flight, does not register it again.
+    /// id within 75 s and since this one first did, `409 gateway_replaced` and the gateway is not removed (an old
+    /// process stopping after its replacement started, or one of two sharing the id); either way a poll of the
+    /// instance that left, still in flight, does not register it again.
     func leave(_ request: HTTPRequest, _ principal: Principal) async throws -> HTTPResponse {
         _ = try OperatorQuery(request, allowed: ["instance"])
         let id = request.pathParameters["id"] ?? ""
