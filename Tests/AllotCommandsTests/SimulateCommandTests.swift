@@ -457,6 +457,50 @@ import Testing
         #expect(!builtIn.out.contains("warning"), "\(builtIn.out)")
     }
 
+    /// A tick other than the shipped 5 s is warned about (outside evaluation round 18): the dampening counts ticks, so
+    /// the scenario's `policy.tick_interval_s` or the policy's `loop.interval_s` changes the controller.
+    @Test func aTickOtherThanTheShippedOneIsWarnedAbout() async throws {
+        let base = NSTemporaryDirectory() + "allot-sim-tick-\(UUID().uuidString)"
+        let policies = base + "/policies"
+        try FileManager.default.createDirectory(atPath: policies, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let plain = Self.oneTenantScenario(name: "tick", duration: 60, tier: "standard", tasksPerMinute: 1)
+        func scenario(tick: Int) throws -> String {
+            let path = base + "/tick-\(tick).json"
+            let text = plain.replacingOccurrences(
+                of: #""duration_s": 60,"#, with: #""duration_s": 60, "policy": {"tick_interval_s": \#(tick)},"#)
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+            return path
+        }
+        let fast = await runCLI(["simulate", "--scenario", try scenario(tick: 1), "--check"])
+        #expect(fast.code == 0, "\(fast.err)")
+        let warning =
+            "  warning: the loop ticks every 1 s (the scenario's policy.tick_interval_s), the shipped policy every 5 s: "
+            + "the dampening counts ticks — a direction change waits persist_ticks 3 (3 s; 15 s at 5 s) and each tick "
+            + "may step by max_up 0.25 or max_down 0.5 (60 ticks a minute; 12 at 5 s) — so `allot` acts over other "
+            + "times and rates than its defaults were tuned for (policies/README.md, interval_s)\n"
+        #expect(fast.out.contains(warning), "\(fast.out)")
+        // Before a run it goes to stderr.
+        let run = await runCLI(["simulate", "--scenario", try scenario(tick: 1), "--strategy", "static"])
+        #expect(run.err.contains("allot simulate: warning: the loop ticks every 1 s"), "\(run.err)")
+        // 5 s, set or not: no warning.
+        let shipped = await runCLI(["simulate", "--scenario", try scenario(tick: 5), "--check"])
+        #expect(!shipped.out.contains("ticks every"), "\(shipped.out)")
+        // The policy's own interval, when the scenario sets none.
+        try Data(#"{"loop": {"interval_s": 30}}"#.utf8).write(to: URL(fileURLWithPath: policies + "/engine.json"))
+        try Data(#"{"default_tier": "standard", "tiers": {"standard": {"priority": 0, "weight": 1}}}"#.utf8)
+            .write(to: URL(fileURLWithPath: policies + "/tiers.json"))
+        let path = base + "/plain.json"
+        try Data(plain.utf8).write(to: URL(fileURLWithPath: path))
+        let slow = await runCLI(["simulate", "--scenario", path, "--check", "--policy", policies])
+        #expect(slow.code == 0, "\(slow.err)")
+        #expect(
+            slow.out.contains(
+                "warning: the loop ticks every 30 s (the policy's loop.interval_s), the shipped policy every 5 s: the "
+                    + "dampening counts ticks — a direction change waits persist_ticks 3 (90 s; 15 s at 5 s)"),
+            "\(slow.out)")
+    }
+
     /// A tenant expected to send less than one task in the whole run is warned about: any rate above 0 passes the
     /// "every rate is 0" check (round 11: 5e-324).
     @Test func aTenantThatMaySendNothingIsWarnedAbout() async throws {
