@@ -578,12 +578,14 @@ private struct PoolTick {
                     tenantClass: observation.tenantClass, suspect: observation.suspect, now: now, policy: burst) == nil
             else { continue }
             // What it wants beyond what it holds — the allocation last published (the dampers' state) — per minute,
-            // where its bucket denies it (a dimension it is not refused in is not what holds it back).
+            // where its bucket denies it (a dimension it is not refused in is not what holds it back), up to its
+            // ceiling: the policy's `ceiling` bounds a tenant surplus included, and the reserve is surplus.
             let gap = PerDimension<Double> { dimension in
-                guard capacity[dimension] != nil, let held = records[position].dampers[dimension]?.published,
+                guard let limit = capacity[dimension], let held = records[position].dampers[dimension]?.published,
                     observation.demand[dimension].isFinite, observation.pressing[dimension]
                 else { return 0 }
-                return max(0, observation.demand[dimension] - held)
+                let ceiling = terms.ceiling[dimension].resolved(capacity: limit)
+                return max(0, min(observation.demand[dimension], ceiling) - held)
             }
             guard gap.rpm > 0 || gap.tpm > 0 else { continue }
             let minutes = burst.maxTTLSeconds / 60

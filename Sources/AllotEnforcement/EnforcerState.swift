@@ -57,6 +57,11 @@ struct TenantState: Sendable {
     /// What it may still borrow of the allocation others leave idle (``GatewayConfiguration/borrowShare``),
     /// created full; nil when borrowing is unbounded.
     var borrowable: (rpm: TokenBucket, tpm: TokenBucket)?
+    /// What its ceiling (``TenantPolicy/ceiling``) leaves it to borrow above its own rate, per dimension with a
+    /// ceiling: refilled at `ceiling − rate`, holding as many seconds of that as its own bucket holds of its rate
+    /// (at least the allowance's window), charged with every request it borrows there, whatever the allowance
+    /// says. nil in a dimension without a ceiling.
+    var ceilingRoom: (rpm: TokenBucket?, tpm: TokenBucket?) = (nil, nil)
 
     init(policy: TenantPolicy, now: Double, allowance: BorrowAllowance = .unbounded) {
         self.policy = policy
@@ -64,6 +69,29 @@ struct TenantState: Sendable {
         tpm = TokenBucket(parameters: policy.limits.tpm, now: now)
         credit = policy.burstCredit.map { CreditState(grant: $0) }
         fitAllowance(allowance, at: now)
+        fitCeiling(window: allowance.window, at: now)
+    }
+
+    /// Sizes ``ceilingRoom`` for the policy in force, like ``fitAllowance(_:at:)``: retuned (no refill), new ones
+    /// full, dropped where the ceiling went. Room within a millionth of the rate is none: a ceiling published at
+    /// the rate (the tenant allocated its ceiling) differs from it by rounding only, and a bucket refilled at
+    /// 1e-15 a minute admitted a request every time it was full (its debt bounded by its own tiny burst).
+    private mutating func fitCeiling(window: Double, at instant: Double) {
+        let window = window.isFinite ? max(0, window) : 0
+        func room(_ ceiling: Double?, _ own: Bucket, _ current: TokenBucket?) -> TokenBucket? {
+            guard let ceiling, ceiling.isFinite else { return nil }
+            var rate = max(0, ceiling - own.rate)
+            if rate <= 1e-6 * max(own.rate, 1) { rate = 0 }
+            let seconds = own.rate > 0 ? max(own.burst * 60 / own.rate, window) : window
+            let parameters = Bucket(rate: rate, burst: rate * seconds / 60)
+            guard var bucket = current else { return TokenBucket(parameters: parameters, now: instant) }
+            bucket.retune(to: parameters, at: instant)
+            return bucket
+        }
+        ceilingRoom = (
+            room(policy.ceiling?.rpm, policy.limits.rpm, ceilingRoom.rpm),
+            room(policy.ceiling?.tpm, policy.limits.tpm, ceilingRoom.tpm)
+        )
     }
 
     /// Sizes ``borrowable`` for the policy in force: an allowance it had is retuned (no refill), a new one starts
@@ -89,9 +117,12 @@ struct TenantState: Sendable {
     /// quarter full (``beyondAllowanceLevel``) — allocation the tenants within their allowances have left
     /// there. Work conservation is kept (what nobody else takes accrues, and then anyone may borrow it), and
     /// those within their share go first.
+    /// Never beyond what its ceiling leaves (``ceilingRoom``).
     func mayBorrow(
         rpm borrowRPM: Bool, tpm borrowTPM: Bool, amount: Double, from lender: IdleCapacity?, at now: Double
     ) -> Bool {
+        if borrowRPM, let room = ceilingRoom.rpm, !room.admits(1, at: now) { return false }
+        if borrowTPM, let room = ceilingRoom.tpm, !room.admits(amount, at: now) { return false }
         guard let borrowable else { return true }
         func allowed(_ own: TokenBucket, _ idle: TokenBucket?, _ amount: Double) -> Bool {
             if own.admits(amount, at: now) { return true }
@@ -112,7 +143,9 @@ struct TenantState: Sendable {
     /// for its borrowing allowance too: a borrower's over-spend is charged to the allowance only, and forgetting
     /// it while its own buckets were full wiped that debt (round 14).
     func isIdle(at now: Double) -> Bool {
-        guard inFlight == 0, !(credit?.isUsed ?? false), rpm.isFull(at: now), tpm.isFull(at: now) else {
+        guard inFlight == 0, !(credit?.isUsed ?? false), rpm.isFull(at: now), tpm.isFull(at: now),
+            ceilingRoom.rpm?.isFull(at: now) ?? true, ceilingRoom.tpm?.isFull(at: now) ?? true
+        else {
             return false
         }
         guard let borrowable else { return true }
@@ -125,6 +158,8 @@ struct TenantState: Sendable {
         tpm.rebase(to: now)
         borrowable?.rpm.rebase(to: now)
         borrowable?.tpm.rebase(to: now)
+        ceilingRoom.rpm?.rebase(to: now)
+        ceilingRoom.tpm?.rebase(to: now)
     }
 
     /// Takes an admitted request's call and tokens from the buckets or the burst credit.
@@ -134,15 +169,19 @@ struct TenantState: Sendable {
             credit!.usedCalls += 1
         } else if !charge.rpmBorrowed {
             rpm.take(1, at: now)
-        } else if borrowable?.rpm.admits(1, at: now) == true {
-            borrowable!.rpm.take(1, at: now)  // borrowed within its allowance (beyond it, nothing to charge)
+        } else {
+            ceilingRoom.rpm?.take(1, at: now)
+            if borrowable?.rpm.admits(1, at: now) == true {
+                borrowable!.rpm.take(1, at: now)  // borrowed within its allowance (beyond it, nothing to charge)
+            }
         }
         if charge.tpmFromCredit {
             credit!.usedTokens += amount
         } else if !charge.tpmBorrowed {
             tpm.take(amount, at: now)
-        } else if borrowable?.tpm.admits(amount, at: now) == true {
-            borrowable!.tpm.take(amount, at: now)
+        } else {
+            ceilingRoom.tpm?.take(amount, at: now)
+            if borrowable?.tpm.admits(amount, at: now) == true { borrowable!.tpm.take(amount, at: now) }
         }
     }
 
@@ -164,6 +203,7 @@ struct TenantState: Sendable {
             tpm.retune(to: policy.limits.tpm, at: instant)
         }
         fitAllowance(allowance, at: instant)
+        fitCeiling(window: allowance.window, at: instant)
         if let grant = policy.burstCredit {
             if var existing = credit, existing.grant.expiresAt == grant.expiresAt {
                 existing.grant = grant
@@ -881,8 +921,14 @@ struct EnforcerState {
             var lender: IdleCapacity?
             var idleHold: (rpm: Double?, tpm: Double?)?
             var idleHeldUntil: (rpm: Double?, tpm: Double?) = (nil, nil)
-            func later(_ idleDelay: Double?, _ allowance: TokenBucket?, _ amount: Double) -> Double? {
-                guard let idleDelay else { return nil }
+            func later(_ idleDelay: Double?, _ allowance: TokenBucket?, _ amount: Double, ceiling: TokenBucket?)
+                -> Double?
+            {
+                guard var idleDelay else { return nil }
+                if let ceiling {
+                    guard let room = ceiling.delay(until: amount, at: now) else { return nil }
+                    idleDelay = max(idleDelay, room)
+                }
                 guard let allowance else { return idleDelay }
                 return allowance.delay(until: amount, at: now).map { max(idleDelay, $0) }
             }
@@ -920,8 +966,8 @@ struct EnforcerState {
                 } else if arrival == nil, let available {
                     // A waiter short of idle allocation only (within its allowance): the hold it would take.
                     idleHold = Self.idleShortfall(
-                        available, tenantState.borrowable, amount: amount, rpm: rpmOK || rpmBorrow,
-                        tpm: tpmOK || tpmBorrow, at: now)
+                        available, tenantState.borrowable, ceiling: tenantState.ceilingRoom, amount: amount,
+                        rpm: rpmOK || rpmBorrow, tpm: tpmOK || tpmBorrow, at: now)
                 }
             }
             if !rpmOK || !tpmOK {
@@ -935,12 +981,16 @@ struct EnforcerState {
                     let rpmDelay =
                         rpmOK
                         ? 0
-                        : later(IdleCapacity.delay(lender.rpm, 1, at: now), allowance?.rpm, 1)
+                        : later(
+                            IdleCapacity.delay(lender.rpm, 1, at: now), allowance?.rpm, 1,
+                            ceiling: tenantState.ceilingRoom.rpm)
                             .map { max($0, (idleHeldUntil.rpm ?? now) - now) }
                     let tpmDelay =
                         tpmOK
                         ? 0
-                        : later(IdleCapacity.delay(lender.tpm, amount, at: now), allowance?.tpm, amount)
+                        : later(
+                            IdleCapacity.delay(lender.tpm, amount, at: now), allowance?.tpm, amount,
+                            ceiling: tenantState.ceilingRoom.tpm)
                             .map { max($0, (idleHeldUntil.tpm ?? now) - now) }
                     if let rpmDelay, let tpmDelay {
                         failure.retryAfter = min(own, max(rpmDelay, tpmDelay, Self.borrowRecheck))
@@ -949,10 +999,11 @@ struct EnforcerState {
                     // idle allocation (after a cap hold; beyond the allowance too, ``TenantState/mayBorrow``).
                     func soonest(
                         _ ok: Bool, _ own: TokenBucket, _ idle: TokenBucket?, _ allowance: TokenBucket?,
-                        _ amount: Double, heldUntil: Double
+                        _ amount: Double, heldUntil: Double, ceiling: TokenBucket?
                     ) -> Double {
                         guard !ok else { return 0 }
-                        let borrow = Self.borrowable(idle, allowance, amount, at: now).map { max($0, heldUntil - now) }
+                        let borrow = Self.borrowable(idle, allowance, amount, ceiling: ceiling, at: now)
+                            .map { max($0, heldUntil - now) }
                         return min(own.delay(until: amount, at: now) ?? .infinity, borrow ?? .infinity)
                     }
                     // The idle buckets as they are, a cap hold aside (a hold past, or none, delays nothing).
@@ -961,8 +1012,12 @@ struct EnforcerState {
                     if let until = idleHeldUntil.rpm { held.extend(.rpm, until: until) }
                     if let until = idleHeldUntil.tpm { held.extend(.tpm, until: until) }
                     let earliest = max(
-                        soonest(rpmOK, tenantState.rpm, unheld?.rpm, allowance?.rpm, 1, heldUntil: held.rpm),
-                        soonest(tpmOK, tenantState.tpm, unheld?.tpm, allowance?.tpm, amount, heldUntil: held.tpm))
+                        soonest(
+                            rpmOK, tenantState.rpm, unheld?.rpm, allowance?.rpm, 1, heldUntil: held.rpm,
+                            ceiling: tenantState.ceilingRoom.rpm),
+                        soonest(
+                            tpmOK, tenantState.tpm, unheld?.tpm, allowance?.tpm, amount, heldUntil: held.tpm,
+                            ceiling: tenantState.ceilingRoom.tpm))
                     if earliest.isFinite { failure.earliest = earliest }
                 }
                 if !policy.isListed, failure.fromRefill, let delay = failure.retryAfter,
@@ -1060,23 +1115,27 @@ struct EnforcerState {
     /// (its own bucket, or a loan that fits). Not short where its own borrow allowance lacks room: beyond its
     /// allowance a tenant borrows only what is left over (``TenantState/mayBorrow``), and holds nothing.
     static func idleShortfall(
-        _ lender: IdleCapacity, _ allowance: (rpm: TokenBucket, tpm: TokenBucket)?, amount: Double, rpm: Bool,
-        tpm: Bool, at now: Double
+        _ lender: IdleCapacity, _ allowance: (rpm: TokenBucket, tpm: TokenBucket)?,
+        ceiling: (rpm: TokenBucket?, tpm: TokenBucket?) = (nil, nil), amount: Double, rpm: Bool, tpm: Bool,
+        at now: Double
     ) -> (rpm: Double?, tpm: Double?)? {
-        // When the idle bucket will hold `amount`, if the allowance has room for it (nil: nothing to hold for).
-        func until(_ idle: TokenBucket?, _ allowance: TokenBucket?, _ amount: Double) -> Double? {
-            guard let idle, allowance?.admits(amount, at: now) ?? true,
+        // When the idle bucket will hold `amount`, if the allowance and the ceiling have room for it (nil: nothing
+        // to hold for).
+        func until(_ idle: TokenBucket?, _ allowance: TokenBucket?, _ ceiling: TokenBucket?, _ amount: Double)
+            -> Double?
+        {
+            guard let idle, allowance?.admits(amount, at: now) ?? true, ceiling?.admits(amount, at: now) ?? true,
                 let delay = IdleCapacity.delay(idle, amount, at: now)
             else { return nil }
             return now + delay
         }
         var hold: (rpm: Double?, tpm: Double?) = (nil, nil)
         if !rpm {
-            guard let until = until(lender.rpm, allowance?.rpm, 1) else { return nil }
+            guard let until = until(lender.rpm, allowance?.rpm, ceiling.rpm, 1) else { return nil }
             hold.rpm = until
         }
         if !tpm {
-            guard let until = until(lender.tpm, allowance?.tpm, amount) else { return nil }
+            guard let until = until(lender.tpm, allowance?.tpm, ceiling.tpm, amount) else { return nil }
             hold.tpm = until
         }
         return hold.rpm == nil && hold.tpm == nil ? nil : hold
@@ -1084,11 +1143,23 @@ struct EnforcerState {
 
     /// Seconds until `amount` may be borrowed from `idle` by refill alone (nil: never): once the idle bucket
     /// holds it and the tenant's `allowance` has room for it, or once the idle bucket holds it beyond
-    /// ``TenantState/beyondAllowanceLevel`` of its burst.
+    /// ``TenantState/beyondAllowanceLevel`` of its burst — and, either way, its `ceiling` room
+    /// (``TenantState/ceilingRoom``) has it.
     static func borrowable(
-        _ idle: TokenBucket?, _ allowance: TokenBucket?, _ amount: Double, at now: Double
+        _ idle: TokenBucket?, _ allowance: TokenBucket?, _ amount: Double, ceiling: TokenBucket? = nil,
+        at now: Double
     ) -> Double? {
         guard let lent = IdleCapacity.delay(idle, amount, at: now) else { return nil }
+        guard let ceiling else { return withinOrBeyond(idle, allowance, amount, lent: lent, at: now) }
+        guard let room = ceiling.delay(until: amount, at: now),
+            let borrow = withinOrBeyond(idle, allowance, amount, lent: lent, at: now)
+        else { return nil }
+        return max(room, borrow)
+    }
+
+    private static func withinOrBeyond(
+        _ idle: TokenBucket?, _ allowance: TokenBucket?, _ amount: Double, lent: Double, at now: Double
+    ) -> Double? {
         guard let allowance, let idle else { return lent }
         let withinAllowance = allowance.delay(until: amount, at: now).map { max(lent, $0) } ?? .infinity
         let beyondAllowance =

@@ -35,6 +35,9 @@ struct TenantPolicy: Sendable, Equatable {
     var burstCredit: BurstCredit?
     /// The tier's priority (0 first); `Int.max` when the snapshot lists no tenant entry (defaults, bootstrap).
     var priority = Int.max
+    /// The entry's `ceiling` (its own allocation and what it borrows together; `.infinity` in a dimension without
+    /// one), nil when it has none: bounds its borrow allowance (``BorrowAllowance/parameters(for:)``).
+    var ceiling: DimensionValues?
 
     /// Whether it is a tenant's own entry of the snapshot (not `default`, fallback defaults or bootstrap limits).
     var isListed: Bool { priority != Int.max }
@@ -93,7 +96,7 @@ struct LimitTable: Sendable {
                 limits: RateLimits(rpm: entry.rpm, tpm: entry.tpm), queueWeight: entry.queueWeight,
                 shadow: entry.mode == "shadow", maxConcurrency: entry.maxConcurrency,
                 tokenEstimate: entry.tokenEstimate,
-                deny: entry.deny, burstCredit: entry.burstCredit, priority: entry.priority)
+                deny: entry.deny, burstCredit: entry.burstCredit, priority: entry.priority, ceiling: entry.ceiling)
         }
         return LimitTable(
             snapshot: snapshot, inFallback: false, tenants: tenants,
@@ -118,7 +121,8 @@ struct LimitTable: Sendable {
             tenants[key] = TenantPolicy(
                 limits: floor.map { RateLimits(rpm: $0.rpm, tpm: $0.tpm) } ?? snapshot.fallback.defaultLimits,
                 queueWeight: entry.queueWeight, shadow: entry.mode == "shadow", maxConcurrency: entry.maxConcurrency,
-                tokenEstimate: entry.tokenEstimate, deny: entry.deny, burstCredit: nil, priority: entry.priority)
+                tokenEstimate: entry.tokenEstimate, deny: entry.deny, burstCredit: nil, priority: entry.priority,
+                ceiling: entry.ceiling)
         }
         for (key, floor) in floors where tenants[key] == nil {
             tenants[key] = TenantPolicy(

@@ -71,6 +71,15 @@ extension Snapshot {
                 writer.valueNull()
             }
             writer.field("deny", tenant.deny)
+            writer.key("ceiling")
+            if let ceiling = tenant.ceiling {
+                writer.beginObject()
+                writer.field("rpm", ceiling.rpm.isFinite ? ceiling.rpm : nil)
+                writer.field("tpm", ceiling.tpm.isFinite ? ceiling.tpm : nil)
+                writer.endObject()
+            } else {
+                writer.valueNull()
+            }
             writer.endObject()
         }
         writer.endArray()
@@ -210,7 +219,12 @@ extension Snapshot {
                 mode: try item.optionalString("mode") ?? "enforce",
                 maxConcurrency: Int(try item.optionalCount("max_concurrency") ?? Int64(Int32.max)),
                 tokenEstimate: estimate,
-                deny: try item.optionalString("deny")
+                deny: try item.optionalString("deny"),
+                ceiling: try item.optionalObject("ceiling").map { (ceiling) throws(SnapshotDecodingError) in
+                    DimensionValues(
+                        rpm: try ceiling.optionalMember("rpm")?.nonNegativeValue() ?? .infinity,
+                        tpm: try ceiling.optionalMember("tpm")?.nonNegativeValue() ?? .infinity)
+                }
             )
         }
         defaultLimits = try root.limits("default")
@@ -277,6 +291,15 @@ private struct Field {
     func doubleValue() throws(SnapshotDecodingError) -> Double {
         guard let value = json.doubleValue, value.isFinite else {
             throw SnapshotDecodingError(path: path, reason: "expected a number, found \(json.typeName)")
+        }
+        return value
+    }
+
+    /// A number ≥ 0 (a ceiling below zero would close a bucket a hostile snapshot should not reach).
+    func nonNegativeValue() throws(SnapshotDecodingError) -> Double {
+        let value = try doubleValue()
+        guard value >= 0 else {
+            throw SnapshotDecodingError(path: path, reason: "expected a number ≥ 0, found \(value)")
         }
         return value
     }

@@ -123,11 +123,16 @@ public struct TenantEntry: Sendable, Equatable {
     public var tokenEstimate: TokenEstimate?
     /// When set, gateways deny every request with this reason (e.g. `budget_exhausted`).
     public var deny: String?
+    /// The most a gateway admits for the tenant per minute, its own allocation and the idle allocation it borrows
+    /// together, per dimension: the tenant's ceiling (the policy's `ceiling`, surplus included, or the cap its
+    /// budget sets) scaled like `rate` to the gateway's part; `.infinity` in a dimension without one, nil when
+    /// neither has one. JSON: `{"rpm": 72.0, "tpm": null}`, or `null`.
+    public var ceiling: DimensionValues?
 
     public init(
         id: String, upstream: String, tier: String, priority: Int, rpm: Bucket, tpm: Bucket, queueWeight: Double,
         reason: Reasons, burstCredit: BurstCredit? = nil, mode: String = "enforce", maxConcurrency: Int,
-        tokenEstimate: TokenEstimate? = nil, deny: String? = nil
+        tokenEstimate: TokenEstimate? = nil, deny: String? = nil, ceiling: DimensionValues? = nil
     ) {
         self.id = id
         self.upstream = upstream
@@ -142,6 +147,7 @@ public struct TenantEntry: Sendable, Equatable {
         self.maxConcurrency = maxConcurrency
         self.tokenEstimate = tokenEstimate
         self.deny = deny
+        self.ceiling = ceiling
     }
 }
 

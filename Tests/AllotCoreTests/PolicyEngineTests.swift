@@ -15,7 +15,7 @@ struct Timeline {
 
     /// Premium (w 4), standard (w 2) and free (w 1) on one pool `p/m` of 1000 RPM and 100,000 TPM, with
     /// no safety margin or headroom, surplus held, and dampening that follows targets at once (alpha 1).
-    static func makePolicy(premiumBurst: BurstPolicy = BurstPolicy()) -> Policy {
+    static func makePolicy(premiumBurst: BurstPolicy = BurstPolicy(), ceilingOfA: Quantity? = nil) -> Policy {
         var policy = Policy(
             allocation: AllocationSettings(safetyMargin: 0, demandHeadroom: 0, surplus: .hold, burstReserve: 0.1),
             dampening: DampeningSettings(
@@ -36,7 +36,10 @@ struct Timeline {
                     id: "p/m", capacity: PerDimension(rpm: 1000, tpm: 100_000),
                     price: Price(inputPerMillionTokens: 2, outputPerMillionTokens: 8))
             ],
-            tenants: [TenantPolicy(id: "a", tier: "premium"), TenantPolicy(id: "b", tier: "standard")])
+            tenants: [
+                TenantPolicy(id: "a", tier: "premium", ceiling: PerDimension(rpm: ceilingOfA, tpm: nil)),
+                TenantPolicy(id: "b", tier: "standard"),
+            ])
         policy.proposals = ProposalSettings(ttlSeconds: 60, approvalTTLSeconds: 120, rejectCooldownSeconds: 60)
         policy.loop.forgetAfterSeconds = 60
         return policy
@@ -330,9 +333,10 @@ struct PolicyEngineTests {
 
     /// Tenant `a` (premium) at 200 RPM / 20,000 TPM for a tick, then the tick of `burst`; with `detect_fan_out`
     /// on unless told otherwise, and a credit of at most 120 s.
-    static func detectedBurst(detect: Bool = true, _ burst: TenantObservation) -> Decision {
+    static func detectedBurst(detect: Bool = true, ceiling: Quantity? = nil, _ burst: TenantObservation) -> Decision {
         var timeline = Timeline(
-            policy: Timeline.makePolicy(premiumBurst: BurstPolicy(maxTTLSeconds: 120, detectFanOut: detect)))
+            policy: Timeline.makePolicy(
+                premiumBurst: BurstPolicy(maxTTLSeconds: 120, detectFanOut: detect), ceilingOfA: ceiling))
         timeline.tick([Timeline.observe("a", rpm: 200, tpm: 20_000)])
         return timeline.tick([burst])
     }
@@ -363,6 +367,16 @@ struct PolicyEngineTests {
         #expect(allocation.rpm?.reason == .burstCredit)
         #expect(allocation.burstAccount.lent == 1)
         #expect(decision.pools[0].creditsLent == PerDimension(rpm: 30, tpm: 0))
+    }
+
+    /// The policy's `ceiling` bounds a tenant surplus included, and the burst reserve is surplus: a credit detected
+    /// from fan-out covers what it wants up to its ceiling only (2026-11-29).
+    @Test func aDetectedCreditCoversWhatATenantWantsUpToItsCeiling() throws {
+        // Ceiling 210: the gap is 210 − 200, for 2 minutes.
+        let request = try #require(Self.detectedBurst(ceiling: .absolute(210), Self.midTask()).detectedBursts.first)
+        #expect(request.calls == 20 && request.tokens == 0)
+        // At its ceiling (200), none.
+        #expect(Self.detectedBurst(ceiling: .absolute(200), Self.midTask()).detectedBursts.isEmpty)
     }
 
     @Test func creditIsLentUnaskedOnlyToATenantMidTaskWhoseTierDetects() {

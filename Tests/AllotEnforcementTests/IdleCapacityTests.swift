@@ -88,6 +88,39 @@ import Testing
         
     }
 
+    /// A tenant's `ceiling` bounds what it borrows (outside evaluation round 19: a tenant with an 8 % ceiling, allocated
+    /// it, was served twice that from what others left idle while weight-1 tenants starved). At its ceiling it
+    /// borrows nothing; 15 rpm below it, 15 in the minute (an allowance of min(1 × 60, 75 − 60) = 15/min holding 5 s
+    /// of it, 1.25), and nothing beyond, though the idle buckets hold more; a dimension without a ceiling is
+    /// unaffected.
+    @Test func aTenantBorrowsNoFurtherThanItsCeiling() throws {
+        func admitted(ceiling: DimensionValues?) -> (busy: Int, borrowed: Int) {
+            var busy = Self.busy
+            busy.ceiling = ceiling
+            let enforcer = Enforcer.make(.make(tenants: [busy, Self.quiet]))
+            var count = 0
+            // busy asks ten times a second for a minute; quiet sends nothing.
+            for step in 0..<600 {
+                if case .admitted = enforcer.tryAdmit(.make("busy"), now: 1_000 + Double(step) / 10) { count += 1 }
+            }
+            return (count, enforcer.statistics.borrowed)
+        }
+        let uncapped = admitted(ceiling: nil)
+        #expect(uncapped.borrowed > 50)  // 1 × its slice, and beyond it what accrues
+        let atCeiling = admitted(ceiling: DimensionValues(rpm: 60, tpm: .infinity))
+        #expect(atCeiling.borrowed == 0)
+        #expect(atCeiling.busy == 60)
+        // Published at the rate, a ceiling differs from it by rounding only: no room (a bucket refilled at 1e-13 a
+        // minute admitted a loan every time it was full).
+        #expect(admitted(ceiling: DimensionValues(rpm: 60 + 1e-13, tpm: .infinity)).borrowed == 0)
+        let below = admitted(ceiling: DimensionValues(rpm: 75, tpm: .infinity))
+        #expect(below.borrowed == 15)
+        #expect(below.busy == 75)
+        // A ceiling in tokens only leaves requests to the usual allowance.
+        let tokensOnly = admitted(ceiling: DimensionValues(rpm: .infinity, tpm: 1e9))
+        #expect(tokensOnly.borrowed == uncapped.borrowed)
+    }
+
     @Test func aWaiterIsAdmittedOnIdleAllocationBeforeItsOwnRefill() throws {
         // slow refills one request per 10 s, beyond the interactive class's 5 s maximum wait; fast (60 RPM)
         // sends nothing, so the idle buckets refill at 66 RPM = 1.1/s with 5.5 requests of room. Without

@@ -302,7 +302,7 @@ struct SeededGenerator: RandomNumberGenerator {
                         burstCredit: BurstCredit(calls: 3, tokens: 900, expiresAt: 1_800_000_060),
                         mode: "shadow", maxConcurrency: Int(Int32.max),
                         tokenEstimate: TokenEstimate(p50: 120, p95: 480),
-                        deny: "budget_exhausted"),
+                        deny: "budget_exhausted", ceiling: DimensionValues(rpm: 40, tpm: .infinity)),
                     TenantEntry(
                         id: "globex", upstream: pool4o, tier: "standard", priority: 2, rpm: Bucket(rate: 0, burst: 0),
                         tpm: Bucket(rate: 0, burst: 0), queueWeight: 1, reason: Reasons(rpm: "demand", tpm: "demand"),

@@ -53,8 +53,9 @@ import Testing
         let acme = try #require(json["tenants"]?[0])
         #expect(acme.objectValue?.keys == [
             "id", "upstream", "tier", "priority", "rpm", "tpm", "queue_weight", "reason", "burst_credit", "mode",
-            "max_concurrency", "token_estimate", "deny",
+            "max_concurrency", "token_estimate", "deny", "ceiling",
         ])
+        #expect(acme["ceiling"] == .null)
         #expect(acme["rpm"] == ["rate": 120.0, "burst": 20.0])
         #expect(acme["reason"] == ["rpm": "fair_share", "tpm": "demand"])
         #expect(acme["burst_credit"] == .null)
@@ -71,8 +72,11 @@ import Testing
         snapshot.gateway = "gw-7"
         snapshot.upstreams[0].circuitOpen = true
         snapshot.upstreams[0].shed = ["background", "batch"]
+        // A ceiling in requests only: the tokens' is unbounded (`null` on the wire).
+        snapshot.tenants[1].ceiling = DimensionValues(rpm: 72, tpm: .infinity)
         let decoded = try Snapshot(decoding: snapshot.encoded())
         #expect(decoded == snapshot)
+        #expect(try JSON.parse(snapshot.encoded())["tenants"]?[1]?["ceiling"] == ["rpm": 72.0, "tpm": .null])
     }
 
     @Test func decodingNamesThePathAtFault() throws {
@@ -111,6 +115,17 @@ import Testing
         }
         root["refresh_ms"] = 5_000
         #expect(try Snapshot(json: .object(root)).tenants[0].maxConcurrency == 0)
+        // A ceiling is never negative, and a snapshot without one (before 2026-11-29) has none.
+        first["ceiling"] = ["rpm": -1, "tpm": .null]
+        tenants[0] = .object(first)
+        root["tenants"] = .array(tenants)
+        #expect(
+            throws: SnapshotDecodingError(path: "$.tenants[0].ceiling.rpm", reason: "expected a number ≥ 0, found -1.0")
+        ) { try Snapshot(json: .object(root)) }
+        first["ceiling"] = .null
+        tenants[0] = .object(first)
+        root["tenants"] = .array(tenants)
+        #expect(try Snapshot(json: .object(root)).tenants[0].ceiling == nil)
     }
 
     @Test func ignoresUnknownFields() throws {

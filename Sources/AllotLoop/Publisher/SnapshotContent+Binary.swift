@@ -52,6 +52,7 @@ extension SnapshotContent {
             if tenant.burstCredit != nil { flags |= 1 }
             if tenant.tokenEstimate != nil { flags |= 2 }
             if tenant.deny != nil { flags |= 4 }
+            if tenant.ceiling != nil { flags |= 8 }
             body.uint8(flags)
             if let credit = tenant.burstCredit {
                 body.double(credit.calls)
@@ -65,6 +66,10 @@ extension SnapshotContent {
                 body.double(estimate.p95)
             }
             if let deny = tenant.deny { body.uint32(strings.index(deny)) }
+            if let ceiling = tenant.ceiling {
+                body.double(ceiling.rpm)
+                body.double(ceiling.tpm)
+            }
         }
         Self.write(s.defaultLimits, to: &body)
         body.uint32(UInt32(s.fallback.tenants.count))
@@ -154,11 +159,13 @@ extension SnapshotContent {
             var estimate: TokenEstimate?
             if flags & 2 != 0 { estimate = TokenEstimate(p50: try reader.double(), p95: try reader.double()) }
             let deny = flags & 4 != 0 ? try string() : nil
+            // Written since 2026-11-29; versions persisted before carry no ceiling.
+            let ceiling = flags & 8 != 0 ? DimensionValues(rpm: try reader.double(), tpm: try reader.double()) : nil
             tenants.append(
                 TenantEntry(
                     id: id, upstream: upstream, tier: tier, priority: priority, rpm: rpm, tpm: tpm,
                     queueWeight: queueWeight, reason: reason, burstCredit: credit, mode: mode,
-                    maxConcurrency: maxConcurrency, tokenEstimate: estimate, deny: deny))
+                    maxConcurrency: maxConcurrency, tokenEstimate: estimate, deny: deny, ceiling: ceiling))
         }
         let defaults = try limits()
         var fallback: [FallbackEntry] = []

@@ -225,7 +225,23 @@ public enum SnapshotAssembler {
             reason: Reasons(
                 rpm: rpm?.reason.rawValue ?? noCapacityReason, tpm: tpm?.reason.rawValue ?? noCapacityReason),
             burstCredit: credit, mode: allocation.mode.rawValue, maxConcurrency: allocation.maxConcurrency,
-            tokenEstimate: estimate, deny: zero ? allocation.deny : nil)
+            tokenEstimate: estimate, deny: zero ? allocation.deny : nil, ceiling: ceiling(allocation))
+    }
+
+    /// `ceiling`: per dimension the tenant's ceiling or its budget's cap, whichever is lower, and never below the
+    /// rate published (a floor above the ceiling wins, as in the engine); nil when neither dimension has one.
+    /// Gateways lend a tenant idle allocation only up to it (outside evaluation round 19: a tenant with an 8 %
+    /// ceiling, allocated it, was served twice that from what others left idle, while weight-1 tenants starved).
+    static func ceiling(_ allocation: TenantAllocation) -> DimensionValues? {
+        func bound(_ dimension: DimensionAllocation?) -> Double {
+            guard let dimension else { return .infinity }
+            let explanation = dimension.explanation
+            let cap = min(explanation.ceiling ?? .infinity, explanation.budgetCap ?? .infinity)
+            guard cap.isFinite, cap < SnapshotContent.unlimited else { return .infinity }
+            return max(finite(cap), finite(dimension.rate))
+        }
+        let ceiling = DimensionValues(rpm: bound(allocation.rpm), tpm: bound(allocation.tpm))
+        return ceiling.rpm.isFinite || ceiling.tpm.isFinite ? ceiling : nil
     }
 
     /// The reason published for a dimension the pool has no capacity for (rate ``SnapshotContent/unlimited``);
