@@ -88,9 +88,9 @@ import Testing
         
     }
 
-    /// A tenant's `ceiling` bounds what it borrows (outside evaluation round 19: a tenant with an 8 % ceiling, allocated
-    /// it, was served twice that from what others left idle while weight-1 tenants starved). At its ceiling it
-    /// borrows nothing; 15 rpm below it, 15 in the minute (an allowance of min(1 × 60, 75 − 60) = 15/min holding 5 s
+    /// A tenant's `ceiling` bounds what it borrows (outside evaluation round 19: a tenant with an 8 % ceiling,
+    /// allocated it, was served twice that from what others left idle while weight-1 tenants starved). At its
+    /// ceiling it borrows nothing; 15 rpm below it, 15 in the minute (an allowance of min(1 × 60, 75 − 60) = 15/min holding 5 s
     /// of it, 1.25), and nothing beyond, though the idle buckets hold more; a dimension without a ceiling is
     /// unaffected.
     @Test func aTenantBorrowsNoFurtherThanItsCeiling() throws {

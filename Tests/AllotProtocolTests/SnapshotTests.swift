@@ -119,9 +119,9 @@ import Testing
         first["ceiling"] = ["rpm": -1, "tpm": .null]
         tenants[0] = .object(first)
         root["tenants"] = .array(tenants)
-        #expect(
-            throws: SnapshotDecodingError(path: "$.tenants[0].ceiling.rpm", reason: "expected a number ≥ 0, found -1.0")
-        ) { try Snapshot(json: .object(root)) }
+        let negativeCeiling = SnapshotDecodingError(
+            path: "$.tenants[0].ceiling.rpm", reason: "expected a number ≥ 0, found -1.0")
+        #expect(throws: negativeCeiling) { try Snapshot(json: .object(root)) }
         first["ceiling"] = .null
         tenants[0] = .object(first)
         root["tenants"] = .array(tenants)
