@@ -90,9 +90,9 @@ import Testing
 
     /// A tenant's `ceiling` bounds what it borrows (outside evaluation round 19: a tenant with an 8 % ceiling,
     /// allocated it, was served twice that from what others left idle while weight-1 tenants starved). At its
-    /// ceiling it borrows nothing; 15 rpm below it, 15 in the minute (an allowance of min(1 × 60, 75 − 60) = 15/min holding 5 s
-    /// of it, 1.25), and nothing beyond, though the idle buckets hold more; a dimension without a ceiling is
-    /// unaffected.
+    /// ceiling it borrows nothing; 15 rpm below it, 15 in the minute (its ceiling room refills at 75 − 60 = 15/min
+    /// and holds 5 s of that, 1.25), and nothing beyond, though its allowance and the idle buckets hold more; a
+    /// dimension without a ceiling is unaffected.
     @Test func aTenantBorrowsNoFurtherThanItsCeiling() throws {
         func admitted(ceiling: DimensionValues?) -> (busy: Int, borrowed: Int) {
             var busy = Self.busy
