@@ -57,10 +57,10 @@ struct TenantState: Sendable {
     /// What it may still borrow of the allocation others leave idle (``GatewayConfiguration/borrowShare``),
     /// created full; nil when borrowing is unbounded.
     var borrowable: (rpm: TokenBucket, tpm: TokenBucket)?
-    /// What its ceiling (``TenantPolicy/ceiling``) leaves it to borrow above its own rate, per dimension with a
-    /// ceiling: refilled at `ceiling − rate`, holding as many seconds of that as its own bucket holds of its rate
-    /// (at least the allowance's window), charged with every request it borrows there, whatever the allowance
-    /// says. nil in a dimension without a ceiling.
+    /// What its ceiling (``TenantPolicy/ceiling``) leaves it above its own rate, per dimension with a ceiling:
+    /// refilled at `ceiling − rate`, holding the allowance's window of that (at least a second), charged with every
+    /// request it borrows or takes from a burst credit there (and what such a request used beyond its reservation),
+    /// whatever the allowance says. nil in a dimension without a ceiling.
     var ceilingRoom: (rpm: TokenBucket?, tpm: TokenBucket?) = (nil, nil)
 
     init(policy: TenantPolicy, now: Double, allowance: BorrowAllowance = .unbounded) {
@@ -75,16 +75,18 @@ struct TenantState: Sendable {
     /// Sizes ``ceilingRoom`` for the policy in force, like ``fitAllowance(_:at:)``: retuned (no refill), new ones
     /// full, dropped where the ceiling went. Room within a millionth of the rate is none: a ceiling published at
     /// the rate (the tenant allocated its ceiling) differs from it by rounding only, and a bucket refilled at
-    /// 1e-15 a minute admitted a request every time it was full (its debt bounded by its own tiny burst).
+    /// 1e-15 a minute admitted a request every time it was full (its debt bounded by its own tiny burst). A room
+    /// closed (none) starts over empty, owing nothing: it never refills, and its debt would keep the state from
+    /// being forgotten. Its burst is the window's, not its own bucket's seconds: a tenant at 1 rpm holds a request,
+    /// 60 s of its rate, and a room of 179 rpm would have held 179 requests.
     private mutating func fitCeiling(window: Double, at instant: Double) {
-        let window = window.isFinite ? max(0, window) : 0
+        let seconds = window.isFinite ? max(1, window) : 1
         func room(_ ceiling: Double?, _ own: Bucket, _ current: TokenBucket?) -> TokenBucket? {
             guard let ceiling, ceiling.isFinite else { return nil }
             var rate = max(0, ceiling - own.rate)
             if rate <= 1e-6 * max(own.rate, 1) { rate = 0 }
-            let seconds = own.rate > 0 ? max(own.burst * 60 / own.rate, window) : window
             let parameters = Bucket(rate: rate, burst: rate * seconds / 60)
-            guard var bucket = current else { return TokenBucket(parameters: parameters, now: instant) }
+            guard rate > 0, var bucket = current else { return TokenBucket(parameters: parameters, now: instant) }
             bucket.retune(to: parameters, at: instant)
             return bucket
         }
@@ -165,23 +167,23 @@ struct TenantState: Sendable {
     /// Takes an admitted request's call and tokens from the buckets or the burst credit.
     mutating func charge(_ charge: Charge, amount: Double, now: Double) {
         inFlight += 1
+        // Beyond its own buckets (borrowed, or a burst credit, which its rate does not include) counts against
+        // its ceiling: a credit spent at once would otherwise leave the whole room to borrow on top of it.
+        if charge.rpmFromCredit || charge.rpmBorrowed { ceilingRoom.rpm?.take(1, at: now) }
+        if charge.tpmFromCredit || charge.tpmBorrowed { ceilingRoom.tpm?.take(amount, at: now) }
         if charge.rpmFromCredit {
             credit!.usedCalls += 1
         } else if !charge.rpmBorrowed {
             rpm.take(1, at: now)
-        } else {
-            ceilingRoom.rpm?.take(1, at: now)
-            if borrowable?.rpm.admits(1, at: now) == true {
-                borrowable!.rpm.take(1, at: now)  // borrowed within its allowance (beyond it, nothing to charge)
-            }
+        } else if borrowable?.rpm.admits(1, at: now) == true {
+            borrowable!.rpm.take(1, at: now)  // borrowed within its allowance (beyond it, nothing to charge)
         }
         if charge.tpmFromCredit {
             credit!.usedTokens += amount
         } else if !charge.tpmBorrowed {
             tpm.take(amount, at: now)
-        } else {
-            ceilingRoom.tpm?.take(amount, at: now)
-            if borrowable?.tpm.admits(amount, at: now) == true { borrowable!.tpm.take(amount, at: now) }
+        } else if borrowable?.tpm.admits(amount, at: now) == true {
+            borrowable!.tpm.take(amount, at: now)
         }
     }
 
@@ -1116,7 +1118,7 @@ struct EnforcerState {
     /// allowance a tenant borrows only what is left over (``TenantState/mayBorrow``), and holds nothing.
     static func idleShortfall(
         _ lender: IdleCapacity, _ allowance: (rpm: TokenBucket, tpm: TokenBucket)?,
-        ceiling: (rpm: TokenBucket?, tpm: TokenBucket?) = (nil, nil), amount: Double, rpm: Bool, tpm: Bool,
+        ceiling: (rpm: TokenBucket?, tpm: TokenBucket?), amount: Double, rpm: Bool, tpm: Bool,
         at now: Double
     ) -> (rpm: Double?, tpm: Double?)? {
         // When the idle bucket will hold `amount`, if the allowance and the ceiling have room for it (nil: nothing
@@ -1146,7 +1148,7 @@ struct EnforcerState {
     /// ``TenantState/beyondAllowanceLevel`` of its burst — and, either way, its `ceiling` room
     /// (``TenantState/ceilingRoom``) has it.
     static func borrowable(
-        _ idle: TokenBucket?, _ allowance: TokenBucket?, _ amount: Double, ceiling: TokenBucket? = nil,
+        _ idle: TokenBucket?, _ allowance: TokenBucket?, _ amount: Double, ceiling: TokenBucket?,
         at now: Double
     ) -> Double? {
         guard let lent = IdleCapacity.delay(idle, amount, at: now) else { return nil }
@@ -1400,6 +1402,7 @@ struct EnforcerState {
     @discardableResult
     private mutating func refundRequest(_ record: TicketRecord, at index: StateIndex, now: Double) -> Bool {
         var shared = false
+        if record.rpmBorrowed || record.rpmFromCredit { states.values[index].ceilingRoom.rpm?.refund(1, at: now) }
         if record.rpmFromCredit {
             if states.values[index].credit?.grant.expiresAt == record.creditExpiry {
                 states.values[index].credit!.usedCalls -= 1
@@ -1424,6 +1427,10 @@ struct EnforcerState {
         states.values[index].inFlight -= 1
         let delta = actual - record.estimate
         if delta > 0 {
+            if record.tpmBorrowed || record.tpmFromCredit {
+                // Beyond its own bucket: what it used past the reservation counts against its ceiling too.
+                states.values[index].ceilingRoom.tpm?.take(delta, at: now)
+            }
             if !record.tpmBorrowed {
                 states.values[index].tpm.take(delta, at: now)
             } else if states.values[index].borrowable != nil {
@@ -1467,6 +1474,9 @@ struct EnforcerState {
         if record.capTPM, caps[record.key.upstream] != nil {
             caps[record.key.upstream]!.tpm?.refund(amount, at: now)
             shared = true
+        }
+        if record.tpmBorrowed || record.tpmFromCredit {
+            states.values[index].ceilingRoom.tpm?.refund(amount, at: now)
         }
         if record.tpmBorrowed { return shared }
         if record.tpmFromCredit {

@@ -35,8 +35,8 @@ struct TenantPolicy: Sendable, Equatable {
     var burstCredit: BurstCredit?
     /// The tier's priority (0 first); `Int.max` when the snapshot lists no tenant entry (defaults, bootstrap).
     var priority = Int.max
-    /// The entry's `ceiling` (its own allocation and what it borrows together; `.infinity` in a dimension without
-    /// one), nil when it has none: bounds its borrow allowance (``BorrowAllowance/parameters(for:)``).
+    /// The entry's `ceiling` (its own allocation, what it borrows and its burst credit together; `.infinity` in a
+    /// dimension without one), nil when it has none: ``TenantState/ceilingRoom``.
     var ceiling: DimensionValues?
 
     /// Whether it is a tenant's own entry of the snapshot (not `default`, fallback defaults or bootstrap limits).
@@ -108,7 +108,8 @@ struct LimitTable: Sendable {
 
     /// The snapshot's `fallback` floors, for after its lease. Floors replace the rates; what is not a rate
     /// (mode, `max_concurrency`, token estimates, `deny`, queue weight, upstream states, task budgets) stays as
-    /// the snapshot said: fail static. Burst credits end with the lease. A tenant listed in the snapshot but not
+    /// the snapshot said: fail static, the ceiling too. Burst credits end with the lease. A tenant listed in the
+    /// snapshot but not
     /// in `fallback` gets `fallback.default`.
     static func fallback(_ snapshot: Snapshot, _ configuration: GatewayConfiguration) -> LimitTable {
         var tenants: [TenantKey: TenantPolicy] = [:]
@@ -155,6 +156,9 @@ struct LimitTable: Sendable {
                     rate: policy.limits.rpm.rate * brake.rpm,
                     burst: max(policy.limits.rpm.burst * brake.rpm, min(1, policy.limits.rpm.burst))),
                 tpm: Bucket(rate: policy.limits.tpm.rate * brake.tpm, burst: policy.limits.tpm.burst * brake.tpm))
+            // The ceiling by the same fraction: unscaled, the room above the braked rate would grow by what the
+            // brake took.
+            scaled.ceiling = policy.ceiling.map { DimensionValues(rpm: $0.rpm * brake.rpm, tpm: $0.tpm * brake.tpm) }
             table.tenants[key] = scaled
         }
         return table

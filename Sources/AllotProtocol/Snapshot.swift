@@ -123,9 +123,9 @@ public struct TenantEntry: Sendable, Equatable {
     public var tokenEstimate: TokenEstimate?
     /// When set, gateways deny every request with this reason (e.g. `budget_exhausted`).
     public var deny: String?
-    /// The most a gateway admits for the tenant per minute, its own allocation and the idle allocation it borrows
-    /// together, per dimension: the tenant's ceiling (the policy's `ceiling`, surplus included, or the cap its
-    /// budget sets) scaled like `rate` to the gateway's part; `.infinity` in a dimension without one, nil when
+    /// The most a gateway admits for the tenant per minute, its own allocation, the idle allocation it borrows and
+    /// its burst credit together, per dimension: the tenant's ceiling (the policy's `ceiling`, surplus included,
+    /// never below its floor) scaled by the gateway's share; `.infinity` in a dimension without one, nil when
     /// neither has one. JSON: `{"rpm": 72.0, "tpm": null}`, or `null`.
     public var ceiling: DimensionValues?
 

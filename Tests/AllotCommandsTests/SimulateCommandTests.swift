@@ -457,6 +457,39 @@ import Testing
         #expect(!builtIn.out.contains("warning"), "\(builtIn.out)")
     }
 
+    /// Floors that over-commit a pool are warned about (outside evaluation round 19: two contracts of 60 % each ran
+    /// the pool in degraded mode whenever both were active).
+    @Test func aPoolItsFloorsOverCommitIsWarnedAbout() async throws {
+        let base = NSTemporaryDirectory() + "allot-sim-floors-\(UUID().uuidString)"
+        let policies = base + "/policies"
+        try FileManager.default.createDirectory(atPath: policies, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        func tenants(floor: String) throws {
+            let entry = #"{"tier": "standard", "floor": {"rpm": "\#(floor)"}}"#
+            try Data(#"{"tenants": {"a-01": \#(entry), "a-02": \#(entry)}}"#.utf8)
+                .write(to: URL(fileURLWithPath: policies + "/tenants.json"))
+        }
+        try Data(#"{"default_tier": "standard", "tiers": {"standard": {"priority": 0, "weight": 1}}}"#.utf8)
+            .write(to: URL(fileURLWithPath: policies + "/tiers.json"))
+        let scenario = base + "/floors.json"
+        try Data(
+            Self.oneTenantScenario(name: "floors", duration: 60, tier: "standard", tasksPerMinute: 1)
+                .replacingOccurrences(of: #""id": "a", "tier""#, with: #""id": "a", "count": 2, "tier""#).utf8
+        ).write(to: URL(fileURLWithPath: scenario))
+        try tenants(floor: "60%")
+        let over = await runCLI(["simulate", "--scenario", scenario, "--check", "--policy", policies])
+        #expect(over.code == 0, "\(over.err)")
+        let warning =
+            "  warning: pools[0] (\"p\"): the floors of its 2 tenant(s) add up to 120 % of its rpm after the safety "
+            + "margin at pools[0].capacity[0] (at_s 0): while they are all active `allot` runs it in degraded mode "
+            + "(starvation guards, then floors by tier priority)\n"
+        #expect(over.out.contains(warning), "\(over.out)")
+        // Exactly the capacity is no over-commitment.
+        try tenants(floor: "50%")
+        let full = await runCLI(["simulate", "--scenario", scenario, "--check", "--policy", policies])
+        #expect(!full.out.contains("the floors of"), "\(full.out)")
+    }
+
     /// A tick other than the shipped 5 s is warned about (outside evaluation round 18): the dampening counts ticks, so
     /// the scenario's `policy.tick_interval_s` or the policy's `loop.interval_s` changes the controller.
     @Test func aTickOtherThanTheShippedOneIsWarnedAbout() async throws {

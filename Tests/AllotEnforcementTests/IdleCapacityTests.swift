@@ -121,6 +121,22 @@ import Testing
         #expect(tokensOnly.borrowed == uncapped.borrowed)
     }
 
+    /// A burst credit counts against the ceiling as borrowing does (its rate is not in the tenant's): spent at once,
+    /// it leaves the ceiling's room in debt, and the tenant borrows nothing on top of it until that is repaid.
+    @Test func aBurstCreditCountsAgainstTheCeiling() throws {
+        var busy = Self.busy
+        busy.ceiling = DimensionValues(rpm: 70, tpm: .infinity)  // room 10 a minute
+        busy.burstCredit = BurstCredit(calls: 10, tokens: 0, expiresAt: 1_060)
+        let enforcer = Enforcer.make(.make(tenants: [busy, Self.quiet]))
+        var count = 0
+        for step in 0..<600 {
+            if case .admitted = enforcer.tryAdmit(.make("busy"), now: 1_000 + Double(step) / 10) { count += 1 }
+        }
+        // Its own 60 (1 + 59.9 refilled) and the credit's 10: the room, 10 in debt, is back at 0 by the minute's end.
+        #expect(count == 70)
+        #expect(enforcer.statistics.borrowed == 0)
+    }
+
     @Test func aWaiterIsAdmittedOnIdleAllocationBeforeItsOwnRefill() throws {
         // slow refills one request per 10 s, beyond the interactive class's 5 s maximum wait; fast (60 RPM)
         // sends nothing, so the idle buckets refill at 66 RPM = 1.1/s with 5.5 requests of room. Without

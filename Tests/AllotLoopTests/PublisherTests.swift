@@ -77,30 +77,30 @@ import Testing
         await harness.close()
     }
 
-    /// A tenant's ceiling reaches the gateways (`ceiling`), each its part in proportion to its slice, so that they
+    /// A tenant's ceiling reaches the gateways (`ceiling`), each its part in the proportion of its slice, so that they
     /// lend it idle allocation only up to it; a dimension without one is unbounded, a tenant without any has none.
     @Test func aTenantsCeilingIsPublishedAndSlicedLikeItsRate() async throws {
         let harness = try LoopHarness()
         let capped = TenantPolicy(
-            id: "globex", tier: "standard", ceiling: PerDimension(rpm: .absolute(40), tpm: nil))
+            id: "globex", tier: "standard", ceiling: PerDimension(rpm: .absolute(60), tpm: nil))
         try await harness.open(policy: loopPolicy(tenants: [capped]))
         await harness.classifier.setDemand("acme", rpm: 30, tpm: 20_000, shares: ["gw-1": 1])
         await harness.classifier.setDemand("globex", rpm: 50, tpm: 50_000, shares: ["gw-1": 0.75, "gw-2": 0.25])
         #expect(await harness.tick().succeeded)
         let global = try servedSnapshot(harness.publisher)
         let globex = try #require(global.tenant("globex"))
-        #expect(globex.rpm.rate == 40)
-        #expect(globex.ceiling == DimensionValues(rpm: 40, tpm: .infinity))
+        #expect(globex.rpm.rate == 50)  // its demand: the ceiling is above it
+        #expect(globex.ceiling == DimensionValues(rpm: 60, tpm: .infinity))
         #expect(global.tenant("acme")?.ceiling == nil)
         var parts = 0.0
         for gateway in ["gw-1", "gw-2"] {
             let slice = try #require(try servedSnapshot(harness.publisher, gateway: gateway).tenant("globex"))
             let ceiling = try #require(slice.ceiling)
-            #expect(abs(ceiling.rpm - 40 * slice.rpm.rate / 40) < 1e-9)
+            #expect(abs(ceiling.rpm - 60 * slice.rpm.rate / 50) < 1e-9)
             #expect(ceiling.tpm == .infinity)
             parts += ceiling.rpm
         }
-        #expect(abs(parts - 40) < 1e-9)
+        #expect(abs(parts - 60) < 1e-9)
         await harness.close()
     }
 

@@ -258,15 +258,11 @@ struct Share {
             sliced.burstCredit = AllotProtocol.BurstCredit(
                 calls: credit.calls * self.rpm, tokens: credit.tokens * self.tpm, expiresAt: credit.expiresAt)
         }
-        // The ceiling in the same proportion as the rate: the slices' ceilings sum to the tenant's.
+        // The ceiling by the gateway's share, like the credit: the slices' ceilings sum to the tenant's.
         if let ceiling = entry.ceiling {
-            func part(_ ceiling: Double, slice: Double, of rate: Double) -> Double {
-                guard ceiling.isFinite else { return .infinity }
-                return rate > 0 ? ceiling * slice / rate : 0
-            }
             sliced.ceiling = DimensionValues(
-                rpm: part(ceiling.rpm, slice: rpm, of: entry.rpm.rate),
-                tpm: part(ceiling.tpm, slice: tpm, of: entry.tpm.rate))
+                rpm: ceiling.rpm.isFinite ? ceiling.rpm * self.rpm : .infinity,
+                tpm: ceiling.tpm.isFinite ? ceiling.tpm * self.tpm : .infinity)
         }
         return sliced
     }

@@ -228,17 +228,18 @@ public enum SnapshotAssembler {
             tokenEstimate: estimate, deny: zero ? allocation.deny : nil, ceiling: ceiling(allocation))
     }
 
-    /// `ceiling`: per dimension the tenant's ceiling or its budget's cap, whichever is lower, and never below the
-    /// rate published (a floor above the ceiling wins, as in the engine); nil when neither dimension has one.
-    /// Gateways lend a tenant idle allocation only up to it (outside evaluation round 19: a tenant with an 8 %
-    /// ceiling, allocated it, was served twice that from what others left idle, while weight-1 tenants starved).
+    /// `ceiling`: per dimension the tenant's ceiling (the policy's, after overrides), never below its lower bound
+    /// or the rate published (a floor above the ceiling wins, as in the engine, also while the allocation climbs to
+    /// it); nil when neither dimension has one. Gateways lend a tenant idle allocation only up to it (outside
+    /// evaluation round 19: a tenant with an 8 % ceiling, allocated it, was served twice that from what others left
+    /// idle, while weight-1 tenants starved). A budget's cap is not in it: the engine's own cap on a budget-throttled
+    /// tenant's tokens is a separate matter (it flaps with the projection).
     static func ceiling(_ allocation: TenantAllocation) -> DimensionValues? {
         func bound(_ dimension: DimensionAllocation?) -> Double {
             guard let dimension else { return .infinity }
             let explanation = dimension.explanation
-            let cap = min(explanation.ceiling ?? .infinity, explanation.budgetCap ?? .infinity)
-            guard cap.isFinite, cap < SnapshotContent.unlimited else { return .infinity }
-            return max(finite(cap), finite(dimension.rate))
+            guard let cap = explanation.ceiling, cap.isFinite, cap < SnapshotContent.unlimited else { return .infinity }
+            return max(finite(cap), finite(explanation.lower), finite(dimension.rate))
         }
         let ceiling = DimensionValues(rpm: bound(allocation.rpm), tpm: bound(allocation.tpm))
         return ceiling.rpm.isFinite || ceiling.tpm.isFinite ? ceiling : nil

@@ -277,11 +277,11 @@ extension Scenario {
     /// The warnings that depend on the policy the run uses (the built-in one or `--policy`): a tick other than the
     /// one the dampening was tuned at (``tickWarnings(policy:)``), tenants held by their concurrency cap
     /// (``concurrencyWarnings(policy:)``), tenants the policy names in another tier
-    /// (``tierConflictWarnings(policy:)``) and pools their tenants' ceilings cannot fill
-    /// (``ceilingWarnings(policy:)``).
+    /// (``tierConflictWarnings(policy:)``), pools their tenants' ceilings cannot fill (``ceilingWarnings(policy:)``)
+    /// and pools their floors over-commit (``floorWarnings(policy:)``).
     public func policyWarnings(policy: Policy) -> [String] {
         tickWarnings(policy: policy) + concurrencyWarnings(policy: policy) + tierConflictWarnings(policy: policy)
-            + ceilingWarnings(policy: policy)
+            + ceilingWarnings(policy: policy) + floorWarnings(policy: policy)
     }
 
     /// A loop interval other than the shipped policy's (outside evaluation round 18): the dampening counts ticks
@@ -340,39 +340,64 @@ extension Scenario {
     /// engine's against the true capacity after the safety margin; a pool with any unbounded tenant is fine. The
     /// first capacity step where the sum falls short is named, in the dimension that falls shortest.
     func ceilingWarnings(policy: Policy) -> [String] {
+        termShares(policy: policy, term: \.ceiling, beyond: { $0 < 1 - 1e-9 }, further: { $0 < $1 }).map { found in
+            // Rounded down (past rounding dust: 4 × 20 % reads 80, not 79.9): a shortfall never reads as 100 %.
+            let percent = ScenarioReader.format((found.share * 1000 + 1e-6).rounded(.down) / 10)
+            return "\(found.where): the ceilings of its \(found.members) tenant(s) add up to \(percent) % of its "
+                + "\(found.dimension.rawValue) after the safety margin at \(found.step): `allot` never allocates the "
+                + "rest, and capacity nobody is allocated is not lent"
+        }
+    }
+
+    /// Pools whose tenants' floors together exceed the capacity (outside evaluation round 19: two contracts of 60 %
+    /// each): while they are all active the engine runs the pool in degraded mode — every tenant its tier's
+    /// starvation guard, then floors tier by tier in priority order (SPEC 6.4) — and fair shares no longer apply.
+    /// Resolved and named like ``ceilingWarnings(policy:)``, in the dimension furthest over.
+    func floorWarnings(policy: Policy) -> [String] {
+        termShares(policy: policy, term: \.floor, beyond: { $0 > 1 + 1e-9 }, further: { $0 > $1 }).map { found in
+            // Rounded up (past rounding dust): an excess never reads as 100 %.
+            let percent = ScenarioReader.format((found.share * 1000 - 1e-6).rounded(.up) / 10)
+            return "\(found.where): the floors of its \(found.members) tenant(s) add up to \(percent) % of its "
+                + "\(found.dimension.rawValue) after the safety margin at \(found.step): while they are all active "
+                + "`allot` runs it in degraded mode (starvation guards, then floors by tier priority)"
+        }
+    }
+
+    /// Per pool with tenants, the first capacity step where the sum of `term` over its tenants (as the run resolves
+    /// it: the scenario's tiers with what the policy says of each tenant, against the true capacity after the safety
+    /// margin), as a share of that capacity, is `beyond` — in the dimension `further` ranks first.
+    private func termShares(
+        policy: Policy, term: (TenantTerms) -> PerDimension<Quantity>, beyond: (Double) -> Bool,
+        further: (Double, Double) -> Bool
+    ) -> [(where: String, members: Int, step: String, dimension: RateDimension, share: Double)] {
         let margin = 1 - policy.allocation.safetyMargin
         guard let run = try? SimulationPolicy.policy(for: self, base: policy) else { return [] }
-        var warnings: [String] = []
+        var found: [(where: String, members: Int, step: String, dimension: RateDimension, share: Double)] = []
         for (poolIndex, pool) in pools.enumerated() {
             let members = tenants.filter { $0.pool == pool.id }
             guard !members.isEmpty else { continue }
-            // As the run resolves them: the scenario's tiers with what the policy says of each tenant.
-            let ceilings = members.map {
-                run.terms(ofTenant: $0.id, upstream: pool.id, overrides: [], now: 0).ceiling
-            }
+            let terms = members.map { term(run.terms(ofTenant: $0.id, upstream: pool.id, overrides: [], now: 0)) }
             for (stepIndex, step) in pool.capacity.enumerated() {
-                var shortest: (dimension: RateDimension, share: Double)?
+                var furthest: (dimension: RateDimension, share: Double)?
                 for dimension in RateDimension.allCases {
                     let capacity = (dimension == .rpm ? step.rpm : step.tpm) * margin
                     guard capacity > 0, capacity.isFinite else { continue }
-                    let total = ceilings.reduce(0) { $0 + $1[dimension].resolved(capacity: capacity) }
-                    let share = total / capacity
-                    // (Five tenants of 20 % add up to 1 within rounding.)
-                    if share < 1 - 1e-9, share < (shortest?.share ?? 1) { shortest = (dimension, share) }
+                    let share = terms.reduce(0) { $0 + $1[dimension].resolved(capacity: capacity) } / capacity
+                    if beyond(share), furthest.map({ further(share, $0.share) }) ?? true {
+                        furthest = (dimension, share)
+                    }
                 }
-                guard let shortest else { continue }
-                // Rounded down (past rounding dust: 4 × 20 % reads 80, not 79.9): a shortfall never reads as 100 %.
-                let percent = ScenarioReader.format((shortest.share * 1000 + 1e-6).rounded(.down) / 10)
-                let at = ScenarioReader.format(step.at)
-                warnings.append(
-                    "pools[\(poolIndex)] (\"\(pool.id)\"): the ceilings of its \(members.count) tenant(s) add up to "
-                        + "\(percent) % of its \(shortest.dimension.rawValue) after the safety margin at "
-                        + "pools[\(poolIndex)].capacity[\(stepIndex)] (at_s \(at)): `allot` never allocates the rest, "
-                        + "and capacity nobody is allocated is not lent")
+                guard let furthest else { continue }
+                found.append(
+                    (
+                        "pools[\(poolIndex)] (\"\(pool.id)\")", members.count,
+                        "pools[\(poolIndex)].capacity[\(stepIndex)] (at_s \(ScenarioReader.format(step.at)))",
+                        furthest.dimension, furthest.share
+                    ))
                 break
             }
         }
-        return warnings
+        return found
     }
 
     /// `latency_warning_s` on a pool whose capacity never drops (the warning never applies), and a drop whose
