@@ -59,7 +59,7 @@ struct TenantState: Sendable {
     var borrowable: (rpm: TokenBucket, tpm: TokenBucket)?
     /// What its ceiling (``TenantPolicy/ceiling``) leaves it above its own rate, per dimension with a ceiling:
     /// refilled at `ceiling − rate`, holding the allowance's window of that (at least a second), charged with every
-    /// request it borrows or takes from a burst credit there (and what such a request used beyond its reservation),
+    /// request it borrows or takes from a burst credit there (and what a borrowed one used beyond its reservation),
     /// whatever the allowance says. nil in a dimension without a ceiling.
     var ceilingRoom: (rpm: TokenBucket?, tpm: TokenBucket?) = (nil, nil)
 
@@ -1427,8 +1427,9 @@ struct EnforcerState {
         states.values[index].inFlight -= 1
         let delta = actual - record.estimate
         if delta > 0 {
-            if record.tpmBorrowed || record.tpmFromCredit {
-                // Beyond its own bucket: what it used past the reservation counts against its ceiling too.
+            if record.tpmBorrowed {
+                // A loan's use past its reservation counts against the ceiling too (a credited call's goes to its
+                // own bucket, below: within its rate).
                 states.values[index].ceilingRoom.tpm?.take(delta, at: now)
             }
             if !record.tpmBorrowed {
