@@ -926,10 +926,8 @@ struct EnforcerState {
             func later(_ idleDelay: Double?, _ allowance: TokenBucket?, _ amount: Double, ceiling: TokenBucket?)
                 -> Double?
             {
-                guard var idleDelay else { return nil }
-                if let ceiling {
-                    guard let room = ceiling.delay(until: amount, at: now) else { return nil }
-                    idleDelay = max(idleDelay, room)
+                guard let idleDelay = idleDelay.flatMap({ Self.afterRoom($0, ceiling, amount, at: now) }) else {
+                    return nil
                 }
                 guard let allowance else { return idleDelay }
                 return allowance.delay(until: amount, at: now).map { max(idleDelay, $0) }
@@ -1152,23 +1150,20 @@ struct EnforcerState {
         at now: Double
     ) -> Double? {
         guard let lent = IdleCapacity.delay(idle, amount, at: now) else { return nil }
-        guard let ceiling else { return withinOrBeyond(idle, allowance, amount, lent: lent, at: now) }
-        guard let room = ceiling.delay(until: amount, at: now),
-            let borrow = withinOrBeyond(idle, allowance, amount, lent: lent, at: now)
-        else { return nil }
-        return max(room, borrow)
-    }
-
-    private static func withinOrBeyond(
-        _ idle: TokenBucket?, _ allowance: TokenBucket?, _ amount: Double, lent: Double, at now: Double
-    ) -> Double? {
-        guard let allowance, let idle else { return lent }
+        guard let allowance, let idle else { return afterRoom(lent, ceiling, amount, at: now) }
         let withinAllowance = allowance.delay(until: amount, at: now).map { max(lent, $0) } ?? .infinity
         let beyondAllowance =
             IdleCapacity.delay(idle, amount + TenantState.beyondAllowanceLevel * idle.parameters.burst, at: now)
             ?? .infinity
         let earliest = min(withinAllowance, beyondAllowance)
-        return earliest.isFinite ? earliest : nil
+        return earliest.isFinite ? afterRoom(earliest, ceiling, amount, at: now) : nil
+    }
+
+    /// `delay`, or later when the tenant's ceiling room (``TenantState/ceilingRoom``) holds `amount` only after it;
+    /// nil when the room never does.
+    static func afterRoom(_ delay: Double, _ ceiling: TokenBucket?, _ amount: Double, at now: Double) -> Double? {
+        guard let ceiling else { return delay }
+        return ceiling.delay(until: amount, at: now).map { max(delay, $0) }
     }
 
     /// The shortest retry-after advised for idle allocation (seconds): others' admissions also draw on it, so
