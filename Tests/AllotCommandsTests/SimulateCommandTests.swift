@@ -16,6 +16,15 @@ import Testing
         """
     }
 
+    /// A fresh scratch directory `allot-sim-NAME-…` holding an empty `policies` directory (the caller removes
+    /// `base`).
+    static func policyDirectory(_ name: String) throws -> (base: String, policies: String) {
+        let base = NSTemporaryDirectory() + "allot-sim-\(name)-\(UUID().uuidString)"
+        let policies = base + "/policies"
+        try FileManager.default.createDirectory(atPath: policies, withIntermediateDirectories: true)
+        return (base, policies)
+    }
+
     @Test func listPrintsTheBuiltInsOnePerLine() async {
         let result = await runCLI(["simulate", "--list"])
         #expect(result.code == 0)
@@ -414,9 +423,7 @@ import Testing
     /// another tier than the scenario (the run takes the scenario's tier but the policy's own floor), and a pool its
     /// tenants' ceilings cannot fill (the rest is never allocated, and nobody lends what nobody holds).
     @Test func aTierConflictAndAPoolItsCeilingsCannotFillAreWarnedAbout() async throws {
-        let base = NSTemporaryDirectory() + "allot-sim-mixups-\(UUID().uuidString)"
-        let policies = base + "/policies"
-        try FileManager.default.createDirectory(atPath: policies, withIntermediateDirectories: true)
+        let (base, policies) = try Self.policyDirectory("mixups")
         defer { try? FileManager.default.removeItem(atPath: base) }
         try Data(
             #"{"tenants": {"a": {"tier": "critical", "weight": 2, "floor": {"rpm": "30%"}}}}"#.utf8
@@ -460,9 +467,7 @@ import Testing
     /// Floors that over-commit a pool are warned about (outside evaluation round 19: two contracts of 60 % each ran
     /// the pool in degraded mode whenever both were active).
     @Test func aPoolItsFloorsOverCommitIsWarnedAbout() async throws {
-        let base = NSTemporaryDirectory() + "allot-sim-floors-\(UUID().uuidString)"
-        let policies = base + "/policies"
-        try FileManager.default.createDirectory(atPath: policies, withIntermediateDirectories: true)
+        let (base, policies) = try Self.policyDirectory("floors")
         defer { try? FileManager.default.removeItem(atPath: base) }
         func tenants(floor: String) throws {
             let entry = #"{"tier": "standard", "floor": {"rpm": "\#(floor)"}}"#
@@ -493,9 +498,7 @@ import Testing
     /// A tick other than the shipped 5 s is warned about (outside evaluation round 18): the dampening counts ticks, so
     /// the scenario's `policy.tick_interval_s` or the policy's `loop.interval_s` changes the controller.
     @Test func aTickOtherThanTheShippedOneIsWarnedAbout() async throws {
-        let base = NSTemporaryDirectory() + "allot-sim-tick-\(UUID().uuidString)"
-        let policies = base + "/policies"
-        try FileManager.default.createDirectory(atPath: policies, withIntermediateDirectories: true)
+        let (base, policies) = try Self.policyDirectory("tick")
         defer { try? FileManager.default.removeItem(atPath: base) }
         let plain = Self.oneTenantScenario(name: "tick", duration: 60, tier: "standard", tasksPerMinute: 1)
         func scenario(tick: Int) throws -> String {
@@ -576,9 +579,7 @@ import Testing
     /// settings are what the engine applies (here a ceiling the allocation never passes), and a policy that
     /// does not load is refused with the loader's message, before anything runs.
     @Test func aCandidatePolicyDirectoryIsWhatAllotRunsWith() async throws {
-        let base = NSTemporaryDirectory() + "allot-sim-policy-\(UUID().uuidString)"
-        let policies = base + "/policies"
-        try FileManager.default.createDirectory(atPath: policies, withIntermediateDirectories: true)
+        let (base, policies) = try Self.policyDirectory("policy")
         defer { try? FileManager.default.removeItem(atPath: base) }
         try Data(
             #"{"default_tier": "gold", "tiers": {"gold": {"priority": 0, "weight": 1, "ceiling": {"rpm": 30, "tpm": 100000}}}}"#
@@ -628,9 +629,7 @@ import Testing
     /// metrics' entitlement splits the true capacity the same way (by the tier's weight alone: 60 and 60, and a
     /// tenant allot served by its own weight counted as starved).
     @Test func aTenantsOwnWeightInThePolicyIsWhatStaticAndTheEntitlementUse() async throws {
-        let base = NSTemporaryDirectory() + "allot-sim-tenant-terms-\(UUID().uuidString)"
-        let policies = base + "/policies"
-        try FileManager.default.createDirectory(atPath: policies, withIntermediateDirectories: true)
+        let (base, policies) = try Self.policyDirectory("tenant-terms")
         defer { try? FileManager.default.removeItem(atPath: base) }
         try Data(#"{"default_tier": "gold", "tiers": {"gold": {"priority": 0, "weight": 2}}}"#.utf8)
             .write(to: URL(fileURLWithPath: policies + "/tiers.json"))
