@@ -440,6 +440,18 @@ private struct PoolTick {
         }
     }
 
+    /// The cap a spend budget puts on a tenant in `dimension`: at `hard`, zero or its starvation guard
+    /// (`guardValue`); throttled, its TPM cap on this pool; else none (infinity).
+    private func budgetCap(of tenant: String, dimension: RateDimension, guardValue: Double) -> Double {
+        if !budgets.hard.isEmpty, let action = budgets.hard[tenant] { return action == .zero ? 0 : guardValue }
+        if dimension == .tpm, !budgets.tpmCaps.isEmpty,
+            let cap = budgets.tpmCaps[TenantUpstream(tenant: tenant, upstream: upstream)]
+        {
+            return cap
+        }
+        return .infinity
+    }
+
     /// One tenant's allocator input for one dimension.
     private func claim(
         index: Int, dimension: RateDimension, capacity: Double, terms: TenantTerms, record: TenantRecord
@@ -447,14 +459,7 @@ private struct PoolTick {
         let observation = observations[members[index]]
         let tier = terms.tier
         let guardValue = tier.starvationGuard[dimension].resolved(capacity: capacity)
-        var budgetCap = Double.infinity
-        if !budgets.hard.isEmpty, let action = budgets.hard[observation.tenant] {
-            budgetCap = action == .zero ? 0 : guardValue
-        } else if dimension == .tpm, !budgets.tpmCaps.isEmpty,
-            let cap = budgets.tpmCaps[TenantUpstream(tenant: observation.tenant, upstream: upstream)]
-        {
-            budgetCap = cap
-        }
+        let budgetCap = budgetCap(of: observation.tenant, dimension: dimension, guardValue: guardValue)
         var guardMin = tier.guardMin[dimension].resolved(capacity: capacity)
         var guardMax = tier.guardMax[dimension].resolved(capacity: capacity)
         func approved(_ kind: Proposal.Kind) -> Bool {
@@ -579,12 +584,16 @@ private struct PoolTick {
             else { continue }
             // What it wants beyond what it holds — the allocation last published (the dampers' state) — per minute,
             // where its bucket denies it (a dimension it is not refused in is not what holds it back), up to its
-            // ceiling: the policy's `ceiling` bounds a tenant surplus included, and the reserve is surplus.
+            // ceiling: the policy's `ceiling` bounds a tenant surplus included, and the reserve is surplus; so does a
+            // spend budget's cap (a credit would spend past it).
             let gap = PerDimension<Double> { dimension in
                 guard let limit = capacity[dimension], let held = records[position].dampers[dimension]?.published,
                     observation.demand[dimension].isFinite, observation.pressing[dimension]
                 else { return 0 }
-                let ceiling = terms.ceiling[dimension].resolved(capacity: limit)
+                let guardValue = terms.tier.starvationGuard[dimension].resolved(capacity: limit)
+                let ceiling = min(
+                    terms.ceiling[dimension].resolved(capacity: limit),
+                    budgetCap(of: observation.tenant, dimension: dimension, guardValue: guardValue))
                 return max(0, min(observation.demand[dimension], ceiling) - held)
             }
             guard gap.rpm > 0 || gap.tpm > 0 else { continue }

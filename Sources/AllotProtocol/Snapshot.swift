@@ -125,8 +125,8 @@ public struct TenantEntry: Sendable, Equatable {
     public var deny: String?
     /// The most a gateway admits for the tenant per minute, its own allocation, the idle allocation it borrows and
     /// its burst credit together, per dimension: the tenant's ceiling (the policy's `ceiling`, surplus included,
-    /// never below its floor) scaled by the gateway's share; `.infinity` in a dimension without one, nil when
-    /// neither has one. JSON: `{"rpm": 72.0, "tpm": null}`, or `null`.
+    /// never below its floor, or a spend budget's cap where lower) scaled by the gateway's share; `.infinity` in a
+    /// dimension without one, nil when neither has one. JSON: `{"rpm": 72.0, "tpm": null}`, or `null`.
     public var ceiling: DimensionValues?
 
     public init(

@@ -379,6 +379,29 @@ struct PolicyEngineTests {
         #expect(Self.detectedBurst(ceiling: .absolute(200), Self.midTask()).detectedBursts.isEmpty)
     }
 
+    /// A spend budget's cap bounds a detected credit as a ceiling does: the credit would spend past the budget.
+    @Test func aDetectedCreditCoversNoMoreThanABudgetAllows() throws {
+        var policy = Timeline.makePolicy(premiumBurst: BurstPolicy(maxTTLSeconds: 120, detectFanOut: true))
+        var premium = try #require(policy.tier(named: "premium"))
+        premium.budgets = [SpendBudget(window: .day, amount: 100)]
+        policy.setTier(premium)
+        // Mid-task and short of tokens: 40,000 TPM wanted against the 20,000 held.
+        var burst = Self.midTask()
+        burst.demand.tpm = 40_000
+        burst.pressing = PerDimension(rpm: false, tpm: true)
+        func detected(_ spend: [TenantSpend]) -> [BurstRequest] {
+            var timeline = Timeline(policy: policy)
+            timeline.tick([Timeline.observe("a", rpm: 200, tpm: 20_000)])
+            return timeline.tick([burst], spend: spend).detectedBursts
+        }
+        // Within its budget: the gap, 20,000 TPM for 2 minutes.
+        #expect(detected([]).map(\.tokens) == [40_000])
+        // Throttled (spent 58 of 100 with 21 h left, burning 4 an hour): capped near 6,667 TPM, under what it
+        // holds, so no credit.
+        let throttled = [TenantSpend(tenant: "a", window: .day, spent: 58, burnRatePerSecond: 4.0 / 3600)]
+        #expect(detected(throttled).isEmpty)
+    }
+
     @Test func creditIsLentUnaskedOnlyToATenantMidTaskWhoseTierDetects() {
         for (name, decision) in [
             ("detection off", Self.detectedBurst(detect: false, Self.midTask())),

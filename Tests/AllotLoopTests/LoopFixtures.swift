@@ -90,6 +90,8 @@ actor ScriptedClassifier: ConsumptionClassifying {
 
     private var current: State
     private(set) var lastAllocations: [AllocationKey: PerDimension<Double>] = [:]
+    /// The spend reported with every classification (not kept across a restart).
+    private var spend: [TenantSpend] = []
 
     init(policy: Policy, state: State? = nil) {
         current = state ?? State()
@@ -124,7 +126,7 @@ actor ScriptedClassifier: ConsumptionClassifying {
                     tenant: $0.tenant, upstream: $0.upstream, demand: PerDimension(rpm: $0.rpm, tpm: $0.tpm),
                     served: PerDimension(rpm: $0.rpm, tpm: $0.tpm))
             },
-            spend: [],
+            spend: spend,
             statuses: demands.map {
                 TenantStatus(
                     key: AllocationKey(tenant: $0.tenant, upstream: $0.upstream), tenantClass: .steady,
@@ -134,6 +136,8 @@ actor ScriptedClassifier: ConsumptionClassifying {
             },
             alerts: [])
     }
+
+    func setSpend(_ spend: [TenantSpend]) { self.spend = spend }
 
     func seedSpend(_ spent: [String: [BudgetWindow: Double]], now: Double) {
         current.seeded = spent

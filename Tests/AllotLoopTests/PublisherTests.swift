@@ -104,6 +104,30 @@ import Testing
         await harness.close()
     }
 
+    /// A tenant throttled to land on its spend budget has its token cap published as its TPM ceiling, so that the
+    /// gateways do not lend it what the budget forbids; its RPM, which the budget does not cap, stays unbounded.
+    @Test func aBudgetThrottledTenantsCapIsItsCeiling() async throws {
+        let harness = try LoopHarness()
+        var tier = Tier(name: "standard", priority: 2)
+        tier.budgets = [SpendBudget(window: .day, amount: 100)]
+        try await harness.open(policy: loopPolicy(tiers: [tier]))
+        await harness.classifier.setDemand("acme", rpm: 30, tpm: 20_000)
+        await harness.classifier.setDemand("globex", rpm: 30, tpm: 20_000)
+        #expect(await harness.tick().succeeded)
+        #expect(try servedSnapshot(harness.publisher).tenant("acme")?.ceiling == nil)
+
+        // Spent 90 of 100 and burning fast: throttled to what is left over the rest of the day.
+        await harness.classifier.setSpend([TenantSpend(tenant: "acme", window: .day, spent: 90, burnRatePerSecond: 1)])
+        #expect(await harness.tick().succeeded)
+        let snapshot = try servedSnapshot(harness.publisher)
+        let acme = try #require(snapshot.tenant("acme"))
+        #expect(acme.reason.tpm == "budget")
+        #expect(acme.tpm.rate < 20_000)
+        #expect(acme.ceiling == DimensionValues(rpm: .infinity, tpm: acme.tpm.rate))
+        #expect(snapshot.tenant("globex")?.ceiling == nil)
+        await harness.close()
+    }
+
     @Test func versionsArePersistedAndRestartsServeTheLastOneAtOnce() async throws {
         let harness = try LoopHarness()
         try await harness.open()

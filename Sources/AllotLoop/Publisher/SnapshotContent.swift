@@ -232,14 +232,20 @@ public enum SnapshotAssembler {
     /// or the rate published (a floor above the ceiling wins, as in the engine, also while the allocation climbs to
     /// it); nil when neither dimension has one. Gateways lend a tenant idle allocation only up to it (outside
     /// evaluation round 19: a tenant with an 8 % ceiling, allocated it, was served twice that from what others left
-    /// idle, while weight-1 tenants starved). A budget's cap is not in it: the engine's own cap on a budget-throttled
-    /// tenant's tokens is a separate matter (it flaps with the projection).
+    /// idle, while weight-1 tenants starved). A spend budget's cap bounds it too, never below the rate published
+    /// (a budget binds over a floor): a tenant throttled to land on its budget borrowed past the cap before.
     static func ceiling(_ allocation: TenantAllocation) -> DimensionValues? {
         func bound(_ dimension: DimensionAllocation?) -> Double {
             guard let dimension else { return .infinity }
             let explanation = dimension.explanation
-            guard let cap = explanation.ceiling, cap.isFinite, cap < SnapshotContent.unlimited else { return .infinity }
-            return max(finite(cap), finite(explanation.lower), finite(dimension.rate))
+            var bound = Double.infinity
+            if let cap = explanation.ceiling, cap.isFinite, cap < SnapshotContent.unlimited {
+                bound = max(finite(cap), finite(explanation.lower), finite(dimension.rate))
+            }
+            if let cap = explanation.budgetCap, cap.isFinite, cap < SnapshotContent.unlimited {
+                bound = min(bound, max(finite(cap), finite(dimension.rate)))
+            }
+            return bound
         }
         let ceiling = DimensionValues(rpm: bound(allocation.rpm), tpm: bound(allocation.tpm))
         return ceiling.rpm.isFinite || ceiling.tpm.isFinite ? ceiling : nil
