@@ -45,8 +45,9 @@ public enum Plan {
         } catch {
             throw PlanError(
                 code: "invalid_json",
-                message: "not valid JSON: \(error.message) at line \(error.line), column \(error.column)",
-                tenant: nil, field: nil)
+                message: "not valid JSON: \(error.message) at line \(error.line), column \(error.column)"
+                    + (error.path.map { " (\($0))" } ?? ""),
+                tenant: nil, field: error.path)
         }
         return try run(input: input, policy: policy).serialized()
     }

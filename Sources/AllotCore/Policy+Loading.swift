@@ -144,7 +144,8 @@ struct PolicyLoader {
                 unreadFile = true
                 mergeIssues.append(
                     PolicyIssue(
-                        file: file.name, path: "$", code: .invalidJSON,
+                        file: file.name, path: error.path.map { $0.hasPrefix("[") ? "$" + $0 : "$." + $0 } ?? "$",
+                        code: .invalidJSON,
                         message: "not valid JSON: \(error.message) at line \(error.line), column \(error.column)"))
                 continue
             }

@@ -10,18 +10,24 @@ public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertibl
     public var record: Int?
     /// What is wrong, e.g. "unexpected character 'x'", "unterminated string", "nesting too deep".
     public var message: String
+    /// Where in the document's structure, as members and indices from the root (`tenants[2].arrivals[0].at_s`; a
+    /// name that is not a plain identifier is quoted, `["a b"]`): the value being read when the failure came, so a
+    /// person editing a file learns the field and not only the column. Nil at the root.
+    public var path: String?
 
-    public init(offset: Int, line: Int, column: Int, record: Int? = nil, message: String) {
+    public init(offset: Int, line: Int, column: Int, record: Int? = nil, message: String, path: String? = nil) {
         self.offset = offset
         self.line = line
         self.column = column
         self.record = record
         self.message = message
+        self.path = path
     }
 
     public var description: String {
-        if let record { return "record \(record) (line \(line), column \(column)): \(message)" }
-        return "line \(line), column \(column): \(message)"
+        let at = path.map { ", at \($0)" } ?? ""
+        if let record { return "record \(record) (line \(line), column \(column)\(at)): \(message)" }
+        return "line \(line), column \(column)\(at): \(message)"
     }
 }
 
@@ -102,13 +108,47 @@ extension JSON {
 /// A parse failure before line and column are known (computed only when an error escapes).
 @usableFromInline
 struct JSONFailure: Error {
+    /// A step of ``JSONParseError/path``.
+    @usableFromInline
+    enum Step: Sendable {
+        case member(String)
+        case index(Int)
+    }
+
     @usableFromInline var offset: Int
     @usableFromInline var message: String
+    /// The containers the failure unwound through, innermost first (each adds its step as the error passes).
+    @usableFromInline var steps: [Step] = []
 
     @usableFromInline
     init(offset: Int, message: String) {
         self.offset = offset
         self.message = message
+    }
+
+    /// `steps` as a path from the root; nil when empty.
+    var path: String? {
+        guard !steps.isEmpty else { return nil }
+        var path = ""
+        for step in steps.reversed() {
+            switch step {
+            case .index(let index):
+                path += "[\(index)]"
+            case .member(let name):
+                let plain =
+                    !name.isEmpty && name.utf8.first.map { !(0x30...0x39).contains($0) } == true
+                    && name.utf8.allSatisfy { byte in
+                        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                            || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+                    }
+                if plain {
+                    path += path.isEmpty ? name : "." + name
+                } else {
+                    path += "[" + quotedName(name) + "]"
+                }
+            }
+        }
+        return path
     }
 
     @usableFromInline
@@ -123,7 +163,8 @@ struct JSONFailure: Error {
             }
             index += 1
         }
-        return JSONParseError(offset: offset, line: line, column: offset - lineStart + 1, record: record, message: message)
+        return JSONParseError(
+            offset: offset, line: line, column: offset - lineStart + 1, record: record, message: message, path: path)
     }
 }
 
@@ -240,7 +281,13 @@ struct JSONByteParser {
             }
             index += 1
             skipWhitespace()
-            let value = try parseValue()
+            let value: JSON
+            do {
+                value = try parseValue()
+            } catch var failure {
+                failure.steps.append(.member(key))
+                throw failure
+            }
             // RFC 8259 leaves a repeated name's meaning open; readers disagree (first wins, last wins), so a
             // policy or request whose author meant one value could be read as the other. Refused, with the name.
             guard object.appendIfAbsent(key: key, value: value) else {
@@ -273,7 +320,12 @@ struct JSONByteParser {
         }
         while true {
             skipWhitespace()
-            array.append(try parseValue())
+            do {
+                array.append(try parseValue())
+            } catch var failure {
+                failure.steps.append(.index(array.count))
+                throw failure
+            }
             skipWhitespace()
             guard index < end else { throw JSONFailure(offset: index, message: "unterminated array") }
             switch buffer[index] {
@@ -476,11 +528,7 @@ struct JSONByteParser {
         return "byte 0x\(String(byte, radix: 16, uppercase: true))"
     }
 
-    /// A member name for an error message: as JSON writes it (quoted, escaped), the first 64 characters.
-    func quoted(_ name: String) -> String {
-        let shown = name.count > 64 ? String(name.prefix(64)) + "…" : name
-        return JSON.string(shown).serializedString()
-    }
+    func quoted(_ name: String) -> String { quotedName(name) }
 
     func describeRaw(_ byte: UInt8) -> String {
         if byte >= 0x20 && byte < 0x7F { return String(Character(Unicode.Scalar(byte))) }
@@ -525,4 +573,10 @@ enum UTF8Validation {
         }
         return true
     }
+}
+
+/// A member name for an error message: as JSON writes it (quoted, escaped), the first 64 characters.
+private func quotedName(_ name: String) -> String {
+    let shown = name.count > 64 ? String(name.prefix(64)) + "…" : name
+    return JSON.string(shown).serializedString()
 }

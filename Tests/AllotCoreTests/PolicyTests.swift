@@ -138,7 +138,7 @@ struct PolicyTests {
     @Test func invalidJSONNamesFileAndPosition() throws {
         let issue = try Self.only(PolicyFixtures.issues(with: "{\"loop\": {\"interval_s\": 5,}}", name: "broken.json"))
         #expect(issue.file == "broken.json")
-        #expect(issue.path == "$")
+        #expect(issue.path == "$.loop")  // the object with the trailing comma
         #expect(issue.code == .invalidJSON)
         #expect(issue.message.contains("line 1"))
     }
@@ -461,7 +461,7 @@ struct PolicyTests {
                 ("tenants.json", #"{"tenants": {"acme": {"tier": "standard"}}}"#),
             ]))
         #expect(issue.file == "tiers.json")
-        #expect(issue.path == "$")
+        #expect(issue.path == "$.tiers")
         #expect(issue.code == .invalidJSON)
         let split = PolicyFixtures.issues([
             ("a-tiers.json", #"{"tiers": {"gold": {"priority": 0}}}"#), ("b-tiers.json", tiers),
@@ -469,7 +469,7 @@ struct PolicyTests {
             ("tenants.json", #"{"default_tier": "standard", "tenants": {"acme": {"tier": "standard"}}}"#),
         ])
         #expect(split.map(\.file) == ["b-tiers.json", "engine.json"])
-        #expect(split.map(\.path) == ["$", "$.loop.interval_s"])
+        #expect(split.map(\.path) == ["$.tiers", "$.loop.interval_s"])
     }
 
     @Test func everyIssueIsReportedAtOnce() throws {

@@ -248,6 +248,14 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
             path: "duration_s", reason: "must be an integer, not 120.5")
     }
 
+    /// A number JSON cannot hold (`1e400`) fails the parse, which names the field like every other error (outside
+    /// evaluation round 19: it was reported by its line and column only).
+    @Test func aNumberOutOfJSONsRangeIsNamedByItsField() {
+        rejectsWithThePathAndReason(
+            text: scenarioJSON().replacingOccurrences(of: #""tasks_per_min": 6"#, with: #""tasks_per_min": 1e400"#),
+            path: "tenants[0].arrivals[0].tasks_per_min", reason: "not valid JSON: line 4, column 45: number out of range")
+    }
+
     @Test func aMissingHeadlineDirectionSaysWhichOneTheMetricHas() {
         rejectsWithThePathAndReason(
             text: scenarioJSON().replacingOccurrences(of: #", "better": "higher""#, with: ""),

@@ -148,7 +148,8 @@ enum OperatorRequest {
             json = try JSON.parse(request.body)
         } catch {
             throw HTTPError.badRequest(
-                "invalid JSON at line \(error.line), column \(error.column): \(error.message)", code: "invalid_json")
+                "invalid JSON at line \(error.line), column \(error.column)\(error.path.map { " (\($0))" } ?? ""): "
+                    + error.message, code: "invalid_json", field: error.path)
         }
         guard let object = json.objectValue else {
             throw HTTPError.badRequest("the body must be a JSON object, not \(json.typeName)", code: "invalid_json")

@@ -471,7 +471,10 @@ extension Scenario {
         do {
             json = try JSON.parseFile(bytes)
         } catch {
-            throw ScenarioError(source: source, path: "", reason: "not valid JSON: \(error)")
+            // The path as every other error gives it (`tenants[2].arrivals[0].tasks_per_min: not valid JSON: …`).
+            var located = error
+            located.path = nil
+            throw ScenarioError(source: source, path: error.path ?? "", reason: "not valid JSON: \(located)")
         }
         var reader = ScenarioReader(source: source, tiers: tiers ?? Scenario.knownTiers)
         return try reader.scenario(json)

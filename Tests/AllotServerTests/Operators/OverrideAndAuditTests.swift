@@ -80,6 +80,12 @@ import Testing
         }
         let notJSON = await harness.send(.put, "/v1/tenants/acme/override", as: .operator, json: "{weight")
         #expect(notJSON.jsonBody["error"]?["code"] == "invalid_json")
+        // Where in the body: the field, as a validation error names it.
+        let huge = await harness.send(
+            .put, "/v1/tenants/acme/override", as: .operator, json: #"{"floor":{"rpm":1e400},"reason":"x","ttl_s":60}"#)
+        #expect(huge.status == .badRequest)
+        #expect(huge.jsonBody["error"]?["field"] == "floor.rpm")
+        #expect(huge.jsonBody["error"]?["message"] == "invalid JSON at line 1, column 17 (floor.rpm): number out of range")
         // A repeated name is refused, not read as its first or its last value.
         let repeated = await harness.send(
             .put, "/v1/tenants/acme/override", as: .operator, json: #"{"weight":1,"reason":"x","ttl_s":60,"weight":9}"#)
