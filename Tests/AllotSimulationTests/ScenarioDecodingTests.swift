@@ -256,6 +256,26 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
             path: "tenants[0].arrivals[0].tasks_per_min", reason: "not valid JSON: line 4, column 45: number out of range")
     }
 
+    /// A `static_quota` above the pool's largest capacity can never bind: warned about, per dimension; quotas that
+    /// only add up to more than the pool (overbooking) are not.
+    @Test func aStaticQuotaAboveItsPoolIsWarnedAbout() throws {
+        func warnings(_ quota: String) throws -> [String] {
+            try decode(
+                scenarioJSON().replacingOccurrences(
+                    of: #""tier": "premium","#, with: #""tier": "premium", "static_quota": \#(quota),"#)
+            ).warnings.filter { $0.contains("static_quota") }
+        }
+        #expect(
+            try warnings(#"{"rpm": 601, "tpm": 2000000}"#) == [
+                #"tenants[0] ("acme" with count 2): static_quota.rpm 601 is above pool "openai/gpt-4o"'s largest "#
+                    + "capacity, 600 rpm: the static baseline never holds the tenant back there",
+                #"tenants[0] ("acme" with count 2): static_quota.tpm 2000000 is above pool "openai/gpt-4o"'s largest "#
+                    + "capacity, 1000000 tpm: the static baseline never holds the tenant back there",
+            ])
+        // Two tenants of 400 rpm each on 600: overbooked, not warned.
+        #expect(try warnings(#"{"rpm": 400, "tpm": 1000000}"#).isEmpty)
+    }
+
     @Test func aMissingHeadlineDirectionSaysWhichOneTheMetricHas() {
         rejectsWithThePathAndReason(
             text: scenarioJSON().replacingOccurrences(of: #", "better": "higher""#, with: ""),

@@ -53,7 +53,29 @@ extension Scenario {
     /// the run.
     public var warnings: [String] {
         headlineWarnings + unwinnableHeadlineWarnings + tokenBucketWarnings + latencyWarningWarnings
-            + fewTasksWarnings
+            + fewTasksWarnings + staticQuotaWarnings
+    }
+
+    /// A `static_quota` above its pool's largest capacity in a dimension (outside evaluation round 19): the quota can
+    /// never bind there, so `static` is not the provisioned baseline the file means but no limit at all. Quotas that
+    /// only add up to more than the pool are overbooking, which is how static quotas are often set, and pass.
+    var staticQuotaWarnings: [String] {
+        let number = ScenarioReader.format
+        var warnings: [String] = []
+        for (tenant, entry) in firstOfEachEntry {
+            guard let quota = tenant.staticQuota, let pool = pools.first(where: { $0.id == tenant.pool }) else {
+                continue
+            }
+            for (name, value, peak) in [
+                ("rpm", quota.rpm, pool.capacity.map(\.rpm).max() ?? 0),
+                ("tpm", quota.tpm, pool.capacity.map(\.tpm).max() ?? 0),
+            ] where value > peak {
+                warnings.append(
+                    "\(entry.label): static_quota.\(name) \(number(value)) is above pool \"\(pool.id)\"'s largest "
+                        + "capacity, \(number(peak)) \(name): the static baseline never holds the tenant back there")
+            }
+        }
+        return warnings
     }
 
     /// A tenant expected to send less than one task in the whole run (its arrival rates × how long each is in
