@@ -121,6 +121,31 @@ import Testing
         #expect(tokensOnly.borrowed == uncapped.borrowed)
     }
 
+    /// The ceiling's room times what a tenant is told and when its waiters wake: not when the idle buckets could
+    /// lend again but when the room has a request's worth. slow (6 rpm, its own refill 10 s) with a ceiling of 18 rpm
+    /// has a room refilled at 12 rpm (0.2/s) holding the 5-s borrow window of it (1); quiet's 60 rpm sits idle.
+    @Test func theCeilingsRoomTimesTheRetryAndTheWake() throws {
+        var slow = TenantEntry.make("slow", rpm: Bucket(rate: 6, burst: 1), tpm: Bucket(rate: 60_000, burst: 10_000))
+        slow.ceiling = DimensionValues(rpm: 18, tpm: .infinity)
+        let enforcer = Enforcer.make(.make(tenants: [slow, Self.quiet]), configuration: Self.unbounded)
+        _ = try enforcer.mustAdmit(.make("slow"), now: 1_010)  // its own
+        _ = try enforcer.mustAdmit(.make("slow"), now: 1_010)  // borrowed: the room is empty
+        #expect(enforcer.statistics.borrowed == 1)
+        // The idle buckets hold 3.5 more, but the room refills one request in 5 s, before slow's own 10 s.
+        let denial = try enforcer.mustDeny(.make("slow"), now: 1_010)
+        #expect(denial.limit == .rpm)
+        #expect(try #require(denial.retryAfter) == 5)
+        // A batch call waits for it, and wakes then, not at once.
+        let log = DecisionLog()
+        guard case .queued = enforcer.submit(.make("slow", taskClass: .batch), now: 1_010, onDecision: log.callback("b"))
+        else {
+            Issue.record("expected the batch call to wait for the ceiling's room")
+            return
+        }
+        let wake = try #require(enforcer.nextWakeTime)
+        #expect(abs(wake - 1_015) < 1e-9)
+    }
+
     /// A burst credit counts against the ceiling as borrowing does (its rate is not in the tenant's): spent at once,
     /// it leaves the ceiling's room in debt, and the tenant borrows nothing on top of it until that is repaid.
     @Test func aBurstCreditCountsAgainstTheCeiling() throws {
