@@ -339,6 +339,58 @@ import Testing
         return harness
     }
 
+    /// A gateway back from a silence long enough to be left out of the split holds the version it last enforced:
+    /// it is told nothing is newer for it (and its long-poll waits for the next version, which splits with it)
+    /// rather than handed a slice with none of its tenants, which would hold them all to `default` for a tick
+    /// (outside evaluation round 20: a 36-s blip, inside the 300-s lease). A gateway holding nothing still gets
+    /// the version at once.
+    @Test func aGatewayBackFromSilenceKeepsItsSnapshotUntilASliceIncludesIt() async throws {
+        let harness = try await Self.acmeOnTwoGateways()
+        let publisher = harness.publisher
+        _ = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0)
+        _ = await publisher.poll(gateway: "gw-b", condition: .none, wait: 0)
+        await harness.tick()
+        let held = try #require(publisher.current?.version)
+        #expect(isClose(try servedSnapshot(publisher, gateway: "gw-b").tenant("acme")?.rpm.rate, 15))
+        // gw-b is silent for 40 s: the split leaves it out.
+        for _ in 0..<8 {
+            _ = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0)
+            await harness.tick()
+        }
+        #expect(publisher.gatewaySet(now: harness.clock.now, policy: loopPolicy()).gone == ["gw-b"])
+        let current = try #require(publisher.current)
+        #expect(!current.plans("gw-b"))
+        #expect(try servedSnapshot(publisher, gateway: "gw-b").tenants.isEmpty)
+
+        // Back, holding its version: not modified, not an empty slice.
+        let back = await publisher.poll(gateway: "gw-b", condition: SnapshotCondition.parse("\"\(held)\""), wait: 0)
+        guard case .notModified(let same) = back else {
+            Issue.record("expected 304 for a gateway the current version has no slice for, got \(back)")
+            return
+        }
+        #expect(same.version == current.version)
+        // Its long-poll is answered by the next version, which has its slice again.
+        let poll = Task {
+            await publisher.poll(gateway: "gw-b", condition: SnapshotCondition.parse("\"\(held)\""), wait: 30)
+        }
+        await waitForWatchers(publisher, 1)
+        _ = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0)
+        await harness.tick()
+        guard case .modified(let next, let body) = await poll.value else {
+            Issue.record("expected the next version")
+            return
+        }
+        #expect(next.version == current.version + 1)
+        #expect(try Snapshot(decoding: body).tenant("acme") != nil)
+        // A gateway holding nothing (no If-None-Match) gets the version at once, `default` and all.
+        guard case .modified(_, let fresh) = await publisher.poll(gateway: "gw-new", condition: .none, wait: 30) else {
+            Issue.record("expected a snapshot for a new gateway")
+            return
+        }
+        #expect(try Snapshot(decoding: fresh).tenants.isEmpty)
+        await harness.close()
+    }
+
     /// A gateway that leaves (`DELETE /v1/gateways/{id}`) is forgotten at once: no `gateway_lag` alert, not listed,
     /// its tenants' slices go to the others at the next tick, its saved contact is marked left at the next
     /// checkpoint (a restart, whose restored demand shares still name it, keeps it gone), and a poll from it later

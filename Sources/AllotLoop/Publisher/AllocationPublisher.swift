@@ -399,8 +399,10 @@ public actor AllocationPublisher {
     /// Records the poll (gateway contact and the version it enforces, from `condition`), then, with
     /// the version current when the poll arrived: no snapshot yet → ``SnapshotPollResult/unavailable``;
     /// the gateway does not hold the current version → the current one (its slice when `gateway` is
-    /// given); it does and `wait` is 0 → not modified; else waits up to `wait` seconds for a newer
-    /// version (answered at once on shutdown) → that version, or not modified.
+    /// given), unless the gateway holds an older one and the current one has no slice for it (it was
+    /// left out of the split while silent, or restarted): then as if it held the current one; it does
+    /// and `wait` is 0 → not modified; else waits up to `wait` seconds for a newer version (answered at
+    /// once on shutdown) → that version, or not modified.
     ///
     /// The version is read before the poll is recorded: a poll that confirms a make-before-break
     /// shrink starts the release of the held growth in the background, and whether that growth
@@ -429,6 +431,19 @@ public actor AllocationPublisher {
         if gateway == nil { board.noteGlobalView(now: now) }
         guard let current = arrived else { return .unavailable }
         guard condition.matches(current.version) else {
+            // A gateway returning after a silence long enough to be left out of the split (`gone`), or restarted
+            // with its last good snapshot, holds a version but has no slice in this one: its tenants would fall to
+            // `default` until the next tick (outside evaluation round 20: a 36-s blip, inside the lease, became a
+            // tick of near-total denial). It keeps enforcing what it holds, told nothing is newer for it, and its
+            // long-poll waits for the next version, which splits with it (this poll registered it). A gateway
+            // holding nothing still gets the version, `default` and all: it has no better limits to keep.
+            if let gateway, enforcing != nil, !current.plans(gateway) {
+                guard wait > 0, !board.isShutDown else { return .notModified(current) }
+                guard let newer = await board.wait(after: current.version, until: now + wait, clock: clock) else {
+                    return .notModified(board.current ?? current)
+                }
+                return .modified(newer, body: newer.body(forGateway: gateway))
+            }
             return .modified(current, body: current.body(forGateway: gateway))
         }
         guard wait > 0, !board.isShutDown else { return .notModified(current) }

@@ -83,6 +83,9 @@ public final class PublishedSnapshot: Sendable {
     /// Whether `gateway`'s slice is already encoded (prepared ahead of a wake-up, or served once).
     func hasEncodedSlice(forGateway gateway: String) -> Bool { cache.withLock { $0.bodies[gateway] != nil } }
 
+    /// Whether this version's split lists `gateway` (a gateway it does not list gets no tenant entry).
+    public func plans(_ gateway: String) -> Bool { index.position[gateway] != nil }
+
     /// The gateway's slice of this version (SPEC 7): the tenants it serves, each with the gateway's
     /// part of the rates, bucket sizes, burst credit and fallback floors; upstreams, `default` and
     /// task budgets as in the global view. A gateway the plan does not list gets no tenant entry.
