@@ -59,9 +59,10 @@ public struct TenantAllocation: Sendable, Hashable {
     public var burstCredit: BurstCredit?
     /// Burst debt and repayment record (SPEC 6.10: visible).
     public var burstAccount: BurstAccount
-    /// `budget_exhausted` while a `hard` budget threshold is reached: the reason gateways give when
-    /// they deny this tenant. The allocation is then its starvation guard (or zero with
-    /// `hard_action: zero`, when gateways deny everything).
+    /// `budget_exhausted` while a `hard` budget threshold with `hard_action: zero` is reached: the reason
+    /// gateways give when they deny this tenant everything (its allocation is zero). At the default
+    /// `starvation_guard` there is none: gateways admit the guard's rate (outside evaluation round 20: the
+    /// operator view said denied while the snapshot, published only when zero, did not).
     public var deny: String?
     /// From the tier: `enforce` or `shadow`, `max_concurrency`, queue weight.
     public var mode: GatewayMode

@@ -176,7 +176,10 @@ public enum PolicyEngine {
                                 + "cut to \(action == .zero ? "zero" : "its starvation guard")"))
                 }
             }
-            guard let allowed, effects.hard[tenant] == nil else { continue }
+            // Also at `hard` in another window: its cut (the starvation guard) may be above this cap, and the
+            // lower binds (outside evaluation round 20: an hour budget's hard cut lifted a day budget's throttle from
+            // 201 to 4,000 TPM).
+            guard let allowed else { continue }
             let usage = (observationsByTenant[tenant] ?? []).sorted { $0.upstream < $1.upstream }.map { observation in
                 CostGovernance.PoolUsage(
                     upstream: observation.upstream,
@@ -392,7 +395,7 @@ private struct PoolTick {
                     tenant: observation.tenant, upstream: upstream, tier: tier.name, priority: tier.priority,
                     tenantClass: observation.tenantClass, rpm: nil, tpm: nil, burstCredit: records[index].burst.credit,
                     burstAccount: records[index].burst,
-                    deny: budgets.hard[observation.tenant] != nil ? "budget_exhausted" : nil, mode: tier.mode,
+                    deny: budgets.hard[observation.tenant] == .zero ? "budget_exhausted" : nil, mode: tier.mode,
                     maxConcurrency: tier.maxConcurrency, queueWeight: tier.effectiveQueueWeight,
                     fallback: PerDimension(0), override: terms.override))
             let last = results.count - 1
@@ -440,16 +443,17 @@ private struct PoolTick {
         }
     }
 
-    /// The cap a spend budget puts on a tenant in `dimension`: at `hard`, zero or its starvation guard
-    /// (`guardValue`); throttled, its TPM cap on this pool; else none (infinity).
+    /// The cap a spend budget puts on a tenant in `dimension`: the lower of a `hard` budget's cut (zero or its
+    /// starvation guard, `guardValue`) and, in TPM, a throttled window's cap on this pool; else none (infinity).
     private func budgetCap(of tenant: String, dimension: RateDimension, guardValue: Double) -> Double {
-        if !budgets.hard.isEmpty, let action = budgets.hard[tenant] { return action == .zero ? 0 : guardValue }
+        var cap = Double.infinity
+        if !budgets.hard.isEmpty, let action = budgets.hard[tenant] { cap = action == .zero ? 0 : guardValue }
         if dimension == .tpm, !budgets.tpmCaps.isEmpty,
-            let cap = budgets.tpmCaps[TenantUpstream(tenant: tenant, upstream: upstream)]
+            let throttle = budgets.tpmCaps[TenantUpstream(tenant: tenant, upstream: upstream)]
         {
-            return cap
+            cap = min(cap, throttle)
         }
-        return .infinity
+        return cap
     }
 
     /// One tenant's allocator input for one dimension.

@@ -6,7 +6,8 @@
 /// - `throttle`: the projected spend crosses it → the tenant's TPM is capped at the rate that lands
 ///   the window exactly on `amount` (reason `budget`).
 /// - `hard`: the spend *so far* reaches it → the tenant is cut to its starvation guard (or zero,
-///   per `hardAction`) in both dimensions, and gateways deny with `budget_exhausted`.
+///   per `hardAction`) in both dimensions, the lower of that and a throttled window's cap binding; at
+///   zero gateways deny with `budget_exhausted`, at the guard they admit its rate.
 public struct SpendBudget: Sendable, Hashable, Codable {
     /// The window the budget renews over.
     public var window: BudgetWindow

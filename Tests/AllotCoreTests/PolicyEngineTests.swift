@@ -604,7 +604,8 @@ struct PolicyEngineTests {
         #expect(hard.rate("a", .tpm) == 500)
         #expect(hard.rate("a", .rpm) == 5)
         #expect(hard.reason("a", .rpm) == .budget)
-        #expect(hard.allocation(tenant: "a", upstream: "p/m")?.deny == "budget_exhausted")
+        // Cut to the guard, which gateways admit: no deny (that is for a cut to zero, below).
+        #expect(hard.allocation(tenant: "a", upstream: "p/m")?.deny == nil)
         #expect(hard.alerts.first { $0.kind == "budget_hard" }?.severity == .critical)
 
         // A new day: the budget is lifted, dampened like any rise after a cut (persistence, then 25 % per tick).
@@ -615,6 +616,43 @@ struct PolicyEngineTests {
         #expect(lifted.rate("a", .tpm) == 500)
         #expect(lifted.allocation(tenant: "a", upstream: "p/m")?.deny == nil)
         #expect(timeline.tick(tenants, spend: fresh).rate("a", .tpm) == 625)
+    }
+
+    /// A hard budget cuts to its `hard_action`, but never above another window's throttle cap: the lower binds
+    /// (outside evaluation round 20: an hour budget reaching `hard` lifted the day budget's throttle, 201 → 4,000 TPM,
+    /// the starvation guard). `deny` is published for a cut to zero only, where gateways refuse everything.
+    @Test func aHardCutNeverLiftsAnotherWindowsThrottle() throws {
+        func decide(hardAction: HardBudgetAction) throws -> Decision {
+            var policy = Timeline.makePolicy()
+            var premium = try #require(policy.tier(named: "premium"))
+            premium.budgets = [
+                SpendBudget(window: .hour, amount: 1, hardAction: hardAction), SpendBudget(window: .day, amount: 100),
+            ]
+            policy.setTier(premium)
+            var timeline = Timeline(policy: policy)
+            let tenants = [
+                Timeline.observe("a", rpm: 500, tpm: 50_000, served: PerDimension(rpm: 500, tpm: 30_000)),
+                Timeline.observe("b", rpm: 500, tpm: 50_000),
+            ]
+            timeline.tick(tenants)
+            // The hour's 1 spent (hard); the day's 99.5 spent with 21 h left, burning 4 an hour (throttled).
+            return timeline.tick(
+                tenants,
+                spend: [
+                    TenantSpend(tenant: "a", window: .hour, spent: 1, burnRatePerSecond: 4.0 / 3600),
+                    TenantSpend(tenant: "a", window: .day, spent: 99.5, burnRatePerSecond: 4.0 / 3600),
+                ])
+        }
+        // What is left, 0.5, over the 21 h left, at 5e-6 per token: 79 TPM, under the guard's 500.
+        let throttleCap = 0.5 / (21.0 * 3600 - 5) * 60 / 5e-6
+        let guarded = try decide(hardAction: .starvationGuard)
+        #expect(guarded.budgets.map(\.level) == [.hard, .throttle])
+        #expect(close(guarded.rate("a", .tpm), throttleCap))
+        #expect(guarded.rate("a", .rpm) == 5)  // the guard
+        #expect(guarded.allocation(tenant: "a", upstream: "p/m")?.deny == nil)
+        let zeroed = try decide(hardAction: .zero)
+        #expect(zeroed.rate("a", .tpm) == 0 && zeroed.rate("a", .rpm) == 0)
+        #expect(zeroed.allocation(tenant: "a", upstream: "p/m")?.deny == "budget_exhausted")
     }
 
     @Test func idleTenantsHoldTheirIdleAllocationAndReEnterAtTarget() {

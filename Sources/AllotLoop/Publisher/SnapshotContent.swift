@@ -194,9 +194,9 @@ public enum SnapshotAssembler {
 
     /// One tenant's entry (SPEC 7).
     ///
-    /// - `deny` is published only when the allocation is zero: the engine sets `budget_exhausted`
-    ///   whenever a hard budget is reached, also when it leaves the tenant its starvation guard,
-    ///   and a gateway that denied everything would then refuse traffic the engine still allows.
+    /// - `deny` is published only when the allocation is zero: the engine sets `budget_exhausted` for a
+    ///   hard budget that cuts to zero, and a gateway that denied everything while a rate is still being
+    ///   dampened down to it would refuse traffic the engine still allows.
     /// - `burst_credit` is what is left of the credit now (calls and tokens), since the credit's
     ///   rate is not included in `rate`.
     static func tenantEntry(_ allocation: TenantAllocation, status: TenantStatus?, now: Double) -> TenantEntry {
