@@ -76,6 +76,9 @@ struct TickCounts: Sendable {
     var costHour = 0.0
     var costDay = 0.0
     var costMonth = 0.0
+    /// The part of the cost from events recent enough to be the current burn rate (within the classifier's long
+    /// window): the rest is late reports of old usage.
+    var burnCost = 0.0
     /// The first gateways' counts, inline (most tenants are seen by a few gateways); more go to the
     /// classification's overflow buffer.
     var gateways = InlineGateways()
@@ -350,7 +353,7 @@ struct SpendAccount: Sendable, Hashable, Codable {
     /// Adds a tick's costs (split as in ``TickCounts``) to the windows in progress.
     mutating func charge(_ tick: TickCounts, at: Double) {
         guard tick.cost > 0 else { return }
-        tickCost += tick.cost
+        tickCost += tick.burnCost
         spent[0] += tick.costHour
         spent[1] += tick.costHour + tick.costDay
         spent[2] += tick.cost

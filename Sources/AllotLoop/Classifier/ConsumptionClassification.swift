@@ -270,6 +270,9 @@ public struct ConsumptionClassification: Sendable {
         let hourStart = BudgetWindow.hour.interval(containing: now).start
         let dayStart = BudgetWindow.day.interval(containing: now).start
         let monthStart = BudgetWindow.month.interval(containing: now).start
+        let spans = CostSpans(
+            hourStart: hourStart, dayStart: dayStart, monthStart: monthStart,
+            burnSince: now - policy.classifier.longWindowSeconds)
         let nearEmpty = Double(rules.nearEmptyTokens)
         let scale = LogLinearScale.compact
         let chunk = max(1, ingestChunk)
@@ -296,7 +299,7 @@ public struct ConsumptionClassification: Sendable {
             }
             for position in events.indices {
                 if records.count == chunk {
-                    count(records, hourStart: hourStart, dayStart: dayStart, monthStart: monthStart)
+                    count(records, spans)
                     records.removeAll(keepingCapacity: true)
                 }
                 if taskSamples.count == chunk { countTasks() }
@@ -359,7 +362,7 @@ public struct ConsumptionClassification: Sendable {
             }
             countTasks()
         }
-        count(records, hourStart: hourStart, dayStart: dayStart, monthStart: monthStart)
+        count(records, spans)
         records.removeAll(keepingCapacity: true)
     }
 
@@ -371,7 +374,18 @@ public struct ConsumptionClassification: Sendable {
     }
 
     /// The second pass: the compact records into the per-track counters.
-    private mutating func count(_ records: [EventRecord], hourStart: Double, dayStart: Double, monthStart: Double) {
+    /// Where a served event's cost goes, by its time: the budget windows in progress, and the burn rate.
+    struct CostSpans {
+        var hourStart: Double
+        var dayStart: Double
+        var monthStart: Double
+        /// Events before it (a gateway flushing reports it buffered while cut off) are spend, in the windows they
+        /// fall in, but not the current burn rate: an hour-old flush read as burning now projected a tenant idle
+        /// for an hour past its day budget (outside evaluation round 20). The classifier's long window.
+        var burnSince: Double
+    }
+
+    private mutating func count(_ records: [EventRecord], _ spans: CostSpans) {
         let ok = UInt8(Outcome.ok.ordinal)
         let denied = UInt8(Outcome.deniedLocal.ordinal)
         let queued = UInt8(Outcome.queued.ordinal)
@@ -395,13 +409,14 @@ public struct ConsumptionClassification: Sendable {
                 let price = ticks[index].price
                 let cost =
                     Double(record.prompt) * price.input + Double(record.completion) * price.output + price.request
-                if at >= hourStart {
+                if at >= spans.hourStart {
                     ticks[index].costHour += cost
-                } else if at >= dayStart {
+                } else if at >= spans.dayStart {
                     ticks[index].costDay += cost
-                } else if at >= monthStart {
+                } else if at >= spans.monthStart {
                     ticks[index].costMonth += cost
                 }
+                if at >= spans.burnSince { ticks[index].burnCost += cost }
             case denied:
                 ticks[index].denied += 1
                 ticks[index].deniedTokens += record.tokens

@@ -51,6 +51,26 @@ struct ClassifierCostTests {
         #expect(unpriced.first?.since == t0 + 3)
     }
 
+    /// Usage reported late (a gateway flushing what it buffered while cut off) is spend, in the windows it falls in,
+    /// but not the current burn rate: read as burning now, an hour-old flush projected an idle tenant past its day
+    /// budget and throttled it (outside evaluation round 20). Older than the long window (900 s) is old.
+    @Test func lateReportsAreSpendButNotTheCurrentBurn() throws {
+        var run = ClassifierRun(policy: F.policy(upstreams: [Self.priced]), start: t0 + 3895)
+        let report = run.tick { script, from, to in
+            // Ten calls of 65 minutes ago (the previous hour), two now; 0.0075 each.
+            script.spread(10, from: t0, to: t0 + 9) { script, at in
+                script.event(at: at, prompt: 1000, completion: 500)
+            }
+                + script.spread(2, from: from, to: to) { script, at in
+                    script.event(at: at, prompt: 1000, completion: 500)
+                }
+        }
+        let daily = try #require(Self.spend(report, "acme", .day))
+        #expect(F.close(daily.spent, 12 * 0.0075))
+        #expect(F.close(Self.spend(report, "acme", .hour)?.spent, 2 * 0.0075))
+        #expect(F.close(daily.burnRatePerSecond, 2 * 0.0075 / 5 * F.weight(5, 900)))
+    }
+
     @Test func seededSpendCarriesOverAndWindowsRoll() throws {
         var run = ClassifierRun(policy: F.policy(upstreams: [Self.priced]), start: t0 + 10)
         run.classification.seedSpend(["acme": [.month: 12.5, .day: 2, .hour: 0.5]], now: t0 + 10)
