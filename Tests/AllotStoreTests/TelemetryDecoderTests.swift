@@ -319,10 +319,20 @@ import Testing
         #expect(array?.message.hasPrefix("event 2: invalid JSON at line 1, column ") == true)
         #expect(array?.message.hasSuffix("expected a member name string") == true)
 
+        // In a member's value: the member too (outside evaluation round 20), and where inside it.
         let lines = rejection(Array("\(valid)\n\n\(valid)\n{\"ts\": \n".utf8), .ndjson)
-        #expect(lines?.field == "[2]")
+        #expect(lines?.field == "[2].ts")
         #expect(
-            lines?.message == "event 2: invalid JSON at line 4, column 8: expected a JSON value, found end of input")
+            lines?.message
+                == "event 2: invalid JSON at line 4, column 8 ([2].ts): expected a JSON value, found end of input")
+        let huge = rejection(Array(#"[{"tenant": "a", "latency_ms": 1e400}]"#.utf8))
+        #expect(huge?.field == "[0].latency_ms")
+        #expect(huge?.message == "event 0: invalid JSON at line 1, column 32 ([0].latency_ms): number out of range")
+        let nested = rejection(Array(#"[{"tenant": "a", "headers": {"x-a": "1",}}]"#.utf8))
+        #expect(nested?.field == "[0].headers")
+        #expect(nested?.message.hasSuffix("expected a member name string") == true)
+        let body = rejection(Array(#"[{"tenant": "a", "error_body": {"error": {"x a": [1, 2,]}}}]"#.utf8))
+        #expect(body?.field == #"[0].error_body.error["x a"][2]"#)
 
         let trailing = rejection(Array("[\(valid)] x".utf8))
         #expect(trailing?.field == nil)

@@ -276,6 +276,8 @@ private struct DecodingState {
     var batch = TelemetryBatch(events: [])
     /// The event being decoded, for error messages.
     var index: Int?
+    /// The known member whose value is being read, for syntax errors (`[3].latency_ms`).
+    var member: TelemetryField?
     var strings = BatchStrings()
 
     init(validation: TelemetryValidation, now: Double, body: UnsafeBufferPointer<UInt8>) {
@@ -336,14 +338,24 @@ private struct DecodingState {
         index = next
     }
 
+    /// Names the member as well as the event where it can (outside evaluation round 20: a `1e400` in `latency_ms`
+    /// was `field: "[0]"` while an override's was `floor.rpm`): the known member being read, and where inside its
+    /// value (`[0].headers["x-a"]`) when the parser says.
     func syntaxRejection(_ error: JSONParseError) -> TelemetryRejection {
         let location = "line \(error.line), column \(error.column)"
         guard let index else {
             return TelemetryRejection(code: "invalid_json", message: "invalid JSON at \(location): \(error.message)")
         }
+        var field = "[\(index)]"
+        var at = ""
+        if let member {
+            field += "." + member.name
+            if let inner = error.path { field += inner.hasPrefix("[") ? inner : "." + inner }
+            at = " (\(field))"
+        }
         return TelemetryRejection(
-            code: "invalid_json", message: "event \(index): invalid JSON at \(location): \(error.message)",
-            field: "[\(index)]", eventIndex: index)
+            code: "invalid_json", message: "event \(index): invalid JSON at \(location)\(at): \(error.message)",
+            field: field, eventIndex: index)
     }
 
     // MARK: One event
@@ -391,7 +403,9 @@ private struct DecodingState {
             let bit: UInt32 = 1 << UInt32(field.rawValue)
             guard seen & bit == 0 else { throw TelemetryRejection.invalidField(index, field.name, "appears twice") }
             seen |= bit
+            member = field
             try read(field, into: &fields, from: &scanner, index: index)
+            member = nil
         }
         try appendEvent(&fields, index: index)
     }
