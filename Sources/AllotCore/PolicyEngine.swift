@@ -147,7 +147,7 @@ public enum PolicyEngine {
             var allowed: Double?
             for status in statuses {
                 let amount =
-                    "\(Quantity.format(status.spent)) of \(Quantity.format(status.budget.amount)) "
+                    "\(Quantity.formatMeasured(status.spent)) of \(Quantity.format(status.budget.amount)) "
                     + "\(policy.costs.currency) (\(status.budget.window.rawValue))"
                 switch status.level {
                 case .ok:
@@ -157,7 +157,7 @@ public enum PolicyEngine {
                         EngineAlert(
                             kind: "budget_soft", severity: .warning, tenant: tenant,
                             message:
-                                "\(tenant) is projected to spend \(Quantity.format(status.projected)); spent \(amount)")
+                                "\(tenant) is projected to spend \(Quantity.formatMeasured(status.projected)); spent \(amount)")
                     )
                 case .throttle:
                     allowed = min(allowed ?? .infinity, status.allowedBurnRatePerSecond ?? 0)
@@ -165,7 +165,7 @@ public enum PolicyEngine {
                         EngineAlert(
                             kind: "budget_throttle", severity: .warning, tenant: tenant,
                             message: "\(tenant) is throttled to land on its budget; spent \(amount), "
-                                + "projected \(Quantity.format(status.projected))"))
+                                + "projected \(Quantity.formatMeasured(status.projected))"))
                 case .hard:
                     let action = status.budget.hardAction
                     if effects.hard[tenant] != .zero { effects.hard[tenant] = action }
@@ -326,7 +326,7 @@ private struct PoolTick {
                     EngineAlert(
                         kind: "degraded_mode", severity: .critical, upstream: upstream, dimension: dimension,
                         message: "\(upstream) \(dimension.rawValue): floors exceed capacity "
-                            + "(\(Quantity.format(limit))); starvation guards and floors by tier priority"))
+                            + "(\(Quantity.formatMeasured(limit))); starvation guards and floors by tier priority"))
             }
             // Guardrail clamps become proposals.
             for index in 0..<count where allocation.guardClamped[index] {

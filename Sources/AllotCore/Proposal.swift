@@ -207,8 +207,8 @@ public struct ProposalBook: Sendable, Hashable, Codable {
         let verb = kind == .raiseAboveGuardMax ? "raise" : "lower"
         let side = kind == .raiseAboveGuardMax ? "above guard_max" : "below guard_min"
         let reason =
-            "\(verb) \(tenant) on \(upstream) to \(Quantity.format(value)) \(dimension.rawValue), "
-            + "\(side) (\(Quantity.format(guardrail)))"
+            "\(verb) \(tenant) on \(upstream) to \(Quantity.formatMeasured(value)) \(dimension.rawValue), "
+            + "\(side) (\(Quantity.formatMeasured(guardrail)))"
         if var record = records[key] {
             guard record.status == .pending else { return nil }
             record.value = value

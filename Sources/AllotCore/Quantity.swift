@@ -58,6 +58,33 @@ public enum Quantity: Sendable, Hashable {
         if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
         return String(value)
     }
+
+    /// A computed amount for a person to read (alerts, proposal reasons): at most six significant digits, so that
+    /// floating-point dust does not show ("spent 1 of 5 USD", not 0.9999999999999999; outside evaluation round
+    /// 20). What a person typed is echoed with ``format(_:)``, exactly.
+    static func formatMeasured(_ value: Double) -> String {
+        guard value.isFinite, value != 0, abs(value) < 1e15 else { return format(value) }
+        var magnitude = 0
+        var scaled = abs(value)
+        while scaled >= 10 {
+            scaled /= 10
+            magnitude += 1
+        }
+        while scaled < 1 {
+            scaled *= 10
+            magnitude -= 1
+        }
+        let digits = 5 - magnitude
+        guard digits <= 300 else { return format(value) }  // 10^digits would overflow
+        guard digits > 0 else {
+            var factor = 1.0
+            for _ in 0..<(-digits) { factor *= 10 }
+            return format((value / factor).rounded() * factor)
+        }
+        var factor = 1.0
+        for _ in 0..<digits { factor *= 10 }
+        return format((value * factor).rounded() / factor)
+    }
 }
 
 extension Quantity: Codable {

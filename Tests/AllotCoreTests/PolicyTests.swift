@@ -103,6 +103,20 @@ struct PolicyTests {
         #expect(policy.tierName(ofTenant: "unknown") == "standard")
     }
 
+    /// Computed amounts in alerts and proposal reasons show six significant digits at most: no floating-point dust
+    /// (outside evaluation round 20: "spent 0.9999999999999999 of 5 USD").
+    @Test func measuredAmountsAreShownWithoutFloatingPointDust() {
+        #expect(Quantity.formatMeasured(0.9999999999999999) == "1")
+        #expect(Quantity.formatMeasured(0.1 + 0.2) == "0.3")
+        #expect(Quantity.formatMeasured(650.4612345) == "650.461")
+        #expect(Quantity.formatMeasured(0.0075) == "0.0075")
+        #expect(Quantity.formatMeasured(-3999.999999996) == "-4000")
+        #expect(Quantity.formatMeasured(123_456_789) == "123457000")
+        #expect(Quantity.formatMeasured(0) == "0")
+        #expect(Quantity.formatMeasured(5e-324) == "5e-324")  // beyond what rounding can scale: as it is
+        #expect(Quantity.formatMeasured(.infinity) == "inf")
+    }
+
     @Test func quantitiesAcceptNumbersPercentagesAndUnbounded() throws {
         let policy = try PolicyFixtures.load([
             (
