@@ -12,7 +12,7 @@ import AllotStore
 /// | the same with `wait=S` | held until a newer version (200) or `S` seconds pass (304); answered at once on shutdown | |
 /// | anything else | 200 + `ETag` | the snapshot: the gateway's slice with `gateway`, else the global view |
 /// | `wait` not seconds in 0…60; `gateway`, `instance` not 1–128 of `[A-Za-z0-9._:/-]` | 400 | `invalid_parameter` |
-/// | a `gateway` the token's `gateway_scope` does not cover | 403 | `gateway_out_of_scope` |
+/// | a `gateway` the token's `gateway_scope` does not cover, or none from a token with a scope | 403 | `gateway_out_of_scope` |
 ///
 /// Each refusal's `field` names the parameter at fault.
 ///
@@ -50,6 +50,15 @@ public struct SnapshotRoute: Sendable {
         let wait = try Self.wait(request.queryValue("wait"))
         let gateway = try Self.gateway(request.queryValue("gateway"))
         if let principal, let gateway { try principal.checkGateway(gateway, field: "gateway") }
+        // The global view lists every fleet's tenants: a token scoped to some gateways reads their slices only
+        // (outside evaluation round 20: a leaked fleet token read the whole allocation).
+        if let principal, let scope = principal.gatewayScope, gateway == nil {
+            throw HTTPError(
+                .forbidden, code: "gateway_out_of_scope",
+                message: "token '\(principal.name)' is scoped to gateway \(scope): name one with ?gateway= (the "
+                    + "global view, without it, lists every gateway's tenants)",
+                field: "gateway")
+        }
         let instance = try Self.instance(request.queryValue("instance"))
         let condition = SnapshotCondition.parse(request.headers.values(for: "If-None-Match").joined(separator: ","))
         switch await publisher.poll(gateway: gateway, instance: instance, condition: condition, wait: wait) {

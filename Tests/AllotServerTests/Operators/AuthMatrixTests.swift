@@ -161,6 +161,11 @@ import Testing
         #expect(poll.status == .forbidden)
         #expect(try JSON.parse(poll.body)["error"]?["field"] == "gateway")
         #expect(try await running.send(.get, "/v1/snapshot?gateway=gw-eu-1", token: token).status == .ok)
+        // Nor the global view, which lists every gateway's tenants (outside evaluation round 20).
+        let global = try await running.send(.get, "/v1/snapshot", token: token)
+        #expect(global.status == .forbidden)
+        #expect(try JSON.parse(global.body)["error"]?["code"] == "gateway_out_of_scope")
+        #expect(try JSON.parse(global.body)["error"]?["field"] == "gateway")
         let leave = try await running.send(.delete, "/v1/gateways/gw-us-1", token: token)
         #expect(leave.status == .forbidden)
         #expect(try JSON.parse(leave.body)["error"]?["field"] == "id")
@@ -168,6 +173,7 @@ import Testing
         // Not limited: the unscoped gateway token and an SRE.
         let any = try #require(running.tokens[.gateway])
         #expect(try await running.send(.get, "/v1/snapshot?gateway=gw-us-1", token: any).status == .ok)
+        #expect(try await running.send(.get, "/v1/snapshot", token: any).status == .ok)
         let sre = try #require(running.tokens[.sre])
         #expect(try await running.send(.delete, "/v1/gateways/gw-us-1", token: sre).status == .ok)
         let listed = try JSON.parse(try await running.send(.get, "/v1/tokens", token: admin).body)
