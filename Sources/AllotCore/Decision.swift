@@ -73,6 +73,11 @@ public struct TenantAllocation: Sendable, Hashable {
     public var fallback: PerDimension<Double>
     /// The override in force, if any.
     public var override: Override?
+    /// Per dimension the pool has no capacity for (``rpm`` or ``tpm`` nil, published unlimited): the limit a spend
+    /// budget puts on the tenant there (a throttle's TPM cap, a hard cut), nil when none. Budgets are per tenant
+    /// across pools, and the pool nobody declared is the one nobody priced (outside evaluation round 20: a tenant
+    /// cut to zero elsewhere was published 10¹² rpm and tpm there).
+    public var budgetLimit = PerDimension<BudgetLimit?>(rpm: nil, tpm: nil)
 
     /// The allocation of `dimension`.
     public subscript(dimension: RateDimension) -> DimensionAllocation? {
@@ -80,6 +85,20 @@ public struct TenantAllocation: Sendable, Hashable {
         case .rpm: rpm
         case .tpm: tpm
         }
+    }
+}
+
+/// A spend budget's limit on a dimension the pool has no capacity for (``TenantAllocation/budgetLimit``).
+public struct BudgetLimit: Sendable, Hashable {
+    /// Per minute.
+    public var rate: Double
+    /// Token-bucket capacity, as a dimension allocation's: `rate × bucket_s / 60`, at least one request for RPM
+    /// (none at rate 0).
+    public var burst: Double
+
+    public init(rate: Double, burst: Double) {
+        self.rate = rate
+        self.burst = burst
     }
 }
 

@@ -401,7 +401,18 @@ private struct PoolTick {
             let last = results.count - 1
             for dimension in RateDimension.allCases {
                 guard let allocation = pools[dimension], let published = records[index].dampers[dimension]?.published
-                else { continue }
+                else {
+                    if pools[dimension] == nil, !budgets.hard.isEmpty || !budgets.tpmCaps.isEmpty {
+                        let guardValue = tier.starvationGuard[dimension].resolved(capacity: 0)
+                        let cap = budgetCap(of: observation.tenant, dimension: dimension, guardValue: guardValue)
+                        if cap.isFinite {
+                            let rate = max(0, cap)
+                            let burst = rate > 0 ? max(rate * tier.bucketSeconds / 60, dimension == .rpm ? 1 : 0) : 0
+                            results[last].budgetLimit[dimension] = BudgetLimit(rate: rate, burst: burst)
+                        }
+                    }
+                    continue
+                }
                 let claim = claims[dimension][index]
                 let credit = records[index].burst.credit?.rate[dimension] ?? 0
                 var explanation = allocation.explanation(of: index, claim: claim)

@@ -655,6 +655,43 @@ struct PolicyEngineTests {
         #expect(zeroed.allocation(tenant: "a", upstream: "p/m")?.deny == "budget_exhausted")
     }
 
+    /// A spend budget limits a tenant in a dimension its pool has no capacity for (published unlimited otherwise):
+    /// budgets are per tenant across pools, and the undeclared pool is the unpriced one (outside evaluation round 20:
+    /// a tenant cut to zero elsewhere was published 10¹² there).
+    @Test func aBudgetLimitsATenantWhereThePoolHasNoCapacity() throws {
+        func decide(hardAction: HardBudgetAction?, spent: Double) throws -> TenantAllocation {
+            var policy = Timeline.makePolicy()
+            var premium = try #require(policy.tier(named: "premium"))
+            premium.budgets = [SpendBudget(window: .day, amount: 100, hardAction: hardAction ?? .starvationGuard)]
+            policy.setTier(premium)
+            var pool = policy.upstreams[0]
+            pool.capacity.tpm = nil  // no token capacity declared, nor observed
+            policy.setUpstream(pool)
+            var timeline = Timeline(policy: policy)
+            timeline.capacity = PerDimension(rpm: 1000, tpm: nil)
+            let tenants = [
+                Timeline.observe("a", rpm: 500, tpm: 50_000, served: PerDimension(rpm: 500, tpm: 30_000)),
+                Timeline.observe("b", rpm: 500, tpm: 50_000),
+            ]
+            timeline.tick(tenants)
+            let decision = timeline.tick(
+                tenants, spend: [TenantSpend(tenant: "a", window: .day, spent: spent, burnRatePerSecond: 4.0 / 3600)])
+            return try #require(decision.allocation(tenant: "a", upstream: "p/m"))
+        }
+        // Within budget: no limit.
+        #expect(try decide(hardAction: nil, spent: 0).budgetLimit.tpm == nil)
+        // Throttled (58 spent, projected 142): the TPM cap, 6,667 (as in budgetsThrottleThenCutAndLiftingIsDampened).
+        let throttled = try decide(hardAction: nil, spent: 58)
+        #expect(throttled.tpm == nil)
+        #expect(close(try #require(throttled.budgetLimit.tpm).rate, 42 / (21.0 * 3600 - 5) * 60 / 5e-6))
+        // Hard, at the guard (500 TPM, burst 10 s of it); hard at zero: nothing, and denied.
+        #expect(try decide(hardAction: .starvationGuard, spent: 100).budgetLimit.tpm == BudgetLimit(rate: 500, burst: 500 * 10 / 60))
+        let zero = try decide(hardAction: .zero, spent: 100)
+        #expect(zero.budgetLimit.tpm == BudgetLimit(rate: 0, burst: 0))
+        #expect(zero.rpm?.rate == 0)
+        #expect(zero.deny == "budget_exhausted")
+    }
+
     @Test func idleTenantsHoldTheirIdleAllocationAndReEnterAtTarget() {
         var timeline = Timeline()
         timeline.tick([Timeline.observe("a"), Timeline.observe("b")])

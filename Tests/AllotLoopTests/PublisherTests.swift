@@ -128,6 +128,28 @@ import Testing
         await harness.close()
     }
 
+    /// On a pool the policy does not declare (published unlimited, `no_capacity`), a tenant cut to zero by its budget
+    /// is cut there too: rates 0, `deny`, reason `budget`, a zero ceiling (outside evaluation round 20: 10¹²).
+    @Test func aBudgetCutReachesAPoolWithoutCapacity() async throws {
+        let harness = try LoopHarness()
+        var tier = Tier(name: "standard", priority: 2)
+        tier.budgets = [SpendBudget(window: .day, amount: 100, hardAction: .zero)]
+        try await harness.open(policy: loopPolicy(tiers: [tier]))
+        await harness.classifier.setDemand("acme", upstream: "new/pool", rpm: 30, tpm: 20_000)
+        #expect(await harness.tick().succeeded)
+        let before = try #require(try servedSnapshot(harness.publisher).tenant("acme", upstream: "new/pool"))
+        #expect(before.rpm.rate == SnapshotContent.unlimited)
+        #expect(before.reason.rpm == SnapshotAssembler.noCapacityReason)
+        await harness.classifier.setSpend([TenantSpend(tenant: "acme", window: .day, spent: 100, burnRatePerSecond: 0)])
+        #expect(await harness.tick().succeeded)
+        let cut = try #require(try servedSnapshot(harness.publisher).tenant("acme", upstream: "new/pool"))
+        #expect(cut.rpm == Bucket(rate: 0, burst: 0) && cut.tpm == Bucket(rate: 0, burst: 0))
+        #expect(cut.deny == "budget_exhausted")
+        #expect(cut.reason == Reasons(rpm: "budget", tpm: "budget"))
+        #expect(cut.ceiling == DimensionValues(rpm: 0, tpm: 0))
+        await harness.close()
+    }
+
     @Test func versionsArePersistedAndRestartsServeTheLastOneAtOnce() async throws {
         let harness = try LoopHarness()
         try await harness.open()

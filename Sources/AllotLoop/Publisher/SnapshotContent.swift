@@ -202,8 +202,10 @@ public enum SnapshotAssembler {
     static func tenantEntry(_ allocation: TenantAllocation, status: TenantStatus?, now: Double) -> TenantEntry {
         let rpm = allocation.rpm
         let tpm = allocation.tpm
-        let allocated = [rpm, tpm].compactMap { $0 }
-        let zero = !allocated.isEmpty && allocated.allSatisfy { $0.rate <= 0 }
+        // A dimension the pool has no capacity for is unlimited, unless a spend budget limits the tenant there.
+        let limits = allocation.budgetLimit
+        let rates = [rpm?.rate ?? limits.rpm?.rate, tpm?.rate ?? limits.tpm?.rate].compactMap { $0 }
+        let zero = !rates.isEmpty && rates.allSatisfy { $0 <= 0 }
         var credit: AllotProtocol.BurstCredit?
         if let granted = allocation.burstCredit, granted.expiresAt > now {
             let left = granted.remaining(at: now)
@@ -216,14 +218,15 @@ public enum SnapshotAssembler {
         return TenantEntry(
             id: allocation.tenant, upstream: allocation.upstream, tier: allocation.tier, priority: allocation.priority,
             rpm: Bucket(
-                rate: finite(rpm?.rate ?? SnapshotContent.unlimited),
-                burst: finite(rpm?.burst ?? SnapshotContent.unlimited)),
+                rate: finite(rpm?.rate ?? limits.rpm?.rate ?? SnapshotContent.unlimited),
+                burst: finite(rpm?.burst ?? limits.rpm?.burst ?? SnapshotContent.unlimited)),
             tpm: Bucket(
-                rate: finite(tpm?.rate ?? SnapshotContent.unlimited),
-                burst: finite(tpm?.burst ?? SnapshotContent.unlimited)),
+                rate: finite(tpm?.rate ?? limits.tpm?.rate ?? SnapshotContent.unlimited),
+                burst: finite(tpm?.burst ?? limits.tpm?.burst ?? SnapshotContent.unlimited)),
             queueWeight: finite(allocation.queueWeight),
             reason: Reasons(
-                rpm: rpm?.reason.rawValue ?? noCapacityReason, tpm: tpm?.reason.rawValue ?? noCapacityReason),
+                rpm: rpm?.reason.rawValue ?? (limits.rpm != nil ? AllocationReason.budget.rawValue : noCapacityReason),
+                tpm: tpm?.reason.rawValue ?? (limits.tpm != nil ? AllocationReason.budget.rawValue : noCapacityReason)),
             burstCredit: credit, mode: allocation.mode.rawValue, maxConcurrency: allocation.maxConcurrency,
             tokenEstimate: estimate, deny: zero ? allocation.deny : nil, ceiling: ceiling(allocation))
     }
@@ -235,8 +238,8 @@ public enum SnapshotAssembler {
     /// idle, while weight-1 tenants starved). A spend budget's cap bounds it too, never below the rate published
     /// (a budget binds over a floor): a tenant throttled to land on its budget borrowed past the cap before.
     static func ceiling(_ allocation: TenantAllocation) -> DimensionValues? {
-        func bound(_ dimension: DimensionAllocation?) -> Double {
-            guard let dimension else { return .infinity }
+        func bound(_ dimension: DimensionAllocation?, _ limit: BudgetLimit?) -> Double {
+            guard let dimension else { return limit.map { finite($0.rate) } ?? .infinity }
             let explanation = dimension.explanation
             var bound = Double.infinity
             if let cap = explanation.ceiling, cap.isFinite, cap < SnapshotContent.unlimited {
@@ -247,7 +250,8 @@ public enum SnapshotAssembler {
             }
             return bound
         }
-        let ceiling = DimensionValues(rpm: bound(allocation.rpm), tpm: bound(allocation.tpm))
+        let ceiling = DimensionValues(
+            rpm: bound(allocation.rpm, allocation.budgetLimit.rpm), tpm: bound(allocation.tpm, allocation.budgetLimit.tpm))
         return ceiling.rpm.isFinite || ceiling.tpm.isFinite ? ceiling : nil
     }
 

@@ -263,7 +263,14 @@ struct TenantRoutes: Sendable {
             var dimensions = JSONObject()
             for dimension in RateDimension.allCases {
                 guard let value = allocation[dimension] else {
-                    dimensions[dimension.rawValue] = .null
+                    // No capacity there: unlimited, unless a spend budget limits the tenant (as published).
+                    dimensions[dimension.rawValue] =
+                        allocation.budgetLimit[dimension].map { limit in
+                            [
+                                "rate": OperatorJSON.number(limit.rate), "burst": OperatorJSON.number(limit.burst),
+                                "reason": .string(AllocationReason.budget.rawValue), "why": .null,
+                            ]
+                        } ?? .null
                     continue
                 }
                 dimensions[dimension.rawValue] = [
