@@ -218,3 +218,20 @@ extension String {
         return text
     }
 }
+
+extension Override {
+    /// A tenant-wide override and one for a specific upstream, as one on that upstream: the specific one, with
+    /// each field it leaves unset taken from the tenant-wide one; approved if either is (an applied override that
+    /// crossed a guardrail was approved, and its fields keep their suspension).
+    static func combined(wide: Override?, specific: Override?) -> Override? {
+        guard let wide, var merged = specific else { return specific ?? wide }
+        merged.tier = merged.tier ?? wide.tier
+        merged.weight = merged.weight ?? wide.weight
+        for dimension in RateDimension.allCases {
+            merged.floor[dimension] = merged.floor[dimension] ?? wide.floor[dimension]
+            merged.ceiling[dimension] = merged.ceiling[dimension] ?? wide.ceiling[dimension]
+        }
+        merged.approved = merged.approved || wide.approved
+        return merged
+    }
+}

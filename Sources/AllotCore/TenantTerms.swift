@@ -23,26 +23,30 @@ public struct TenantTerms: Sendable, Hashable {
 extension Policy {
     /// The terms of `tenant` on `upstream` at `now`, given the overrides in force.
     ///
-    /// Only overrides active at `now` and applying to `upstream` count; when several do, the most
-    /// recently created wins (then the one for this specific upstream, then the later actor name),
-    /// so the result never depends on input order. An override naming a tier the policy no longer
+    /// Only overrides active at `now` and applying to `upstream` count. A tenant-wide override and one for
+    /// this upstream combine field by field, the upstream's winning where both set a field (the most specific
+    /// wins): a fleet-wide ceiling and a pool's floor both hold there (outside evaluation round 20: whichever was
+    /// written last replaced the other). Of several of one scope the most recently created counts (then the later
+    /// actor name), so the result never depends on input order. An override naming a tier the policy no longer
     /// has keeps the tenant's own tier.
     public func terms(ofTenant tenant: String, upstream: String, overrides: [Override], now: Double) -> TenantTerms {
-        var chosen: Override?
+        var wide: Override?
+        var specific: Override?
         for candidate in overrides
         where candidate.tenant == tenant && candidate.isActive(at: now)
             && candidate.applies(to: upstream)
         {
-            guard let current = chosen else {
-                chosen = candidate
-                continue
+            func newer(_ current: Override?) -> Bool {
+                guard let current else { return true }
+                return (candidate.createdAt, candidate.actor) > (current.createdAt, current.actor)
             }
-            if (candidate.createdAt, candidate.upstream != nil ? 1 : 0, candidate.actor)
-                > (current.createdAt, current.upstream != nil ? 1 : 0, current.actor)
-            {
-                chosen = candidate
+            if candidate.upstream == nil {
+                if newer(wide) { wide = candidate }
+            } else if newer(specific) {
+                specific = candidate
             }
         }
+        let chosen = Override.combined(wide: wide, specific: specific)
         let entry = self.tenant(tenant)
         let tierName = chosen?.tier.flatMap { self.tier(named: $0) != nil ? $0 : nil } ?? entry?.tier ?? defaultTier
         let tier =

@@ -136,6 +136,28 @@ struct GuardrailTests {
         }
     }
 
+    /// A tenant-wide override and a pool's combine field by field there, the pool's winning where both set one,
+    /// whichever came first (outside evaluation round 20: the one written last replaced the other, silently).
+    @Test func aTenantWideOverrideAndAPoolsCombineFieldByField() {
+        let wide = Override(
+            tenant: "acme", weight: 2, ceiling: PerDimension(rpm: .absolute(10), tpm: nil), actor: "cs", reason: "cap",
+            createdAt: 20, expiresAt: 1000)
+        let pool = Override(
+            tenant: "acme", upstream: "p/m", weight: 3, floor: PerDimension(rpm: .absolute(20), tpm: nil), actor: "cs",
+            reason: "pool floor", createdAt: 10, expiresAt: 1000)
+        for overrides in [[wide, pool], [pool, wide]] {
+            let here = Self.policy.terms(ofTenant: "acme", upstream: "p/m", overrides: overrides, now: 50)
+            #expect(here.floor.rpm == .absolute(20))
+            #expect(here.ceiling.rpm == .absolute(10))
+            #expect(here.weight == 2 * 3)  // standard's 2 × the pool's 3, though the tenant-wide one is newer
+            #expect(here.override?.reason == "pool floor")
+            let elsewhere = Self.policy.terms(ofTenant: "acme", upstream: "other/pool", overrides: overrides, now: 50)
+            #expect(elsewhere.ceiling.rpm == .absolute(10))
+            #expect(elsewhere.weight == 2 * 2)
+            #expect(elsewhere.override == wide)
+        }
+    }
+
     @Test func crossingsCompareAgainstTheTenantsOwnTierGuardrails() {
         // standard's guard_max is 20 % of 1000 = 200 rpm.
         let big = Override(
