@@ -76,7 +76,9 @@ public struct Proposal: Sendable, Hashable, Codable {
     }
 
     /// A proposal to apply an override that crosses guardrails (the server files and keeps it;
-    /// on approval it activates the override with `approved = true`).
+    /// on approval it activates the override with `approved = true`). It expires after `proposals.ttl_s`, or with
+    /// the override it proposes if that comes first: approved later, it would apply nothing (outside evaluation
+    /// round 20: an SRE approved one, `200 approved`, "applies at the next tick", after its override had expired).
     public static func forOverride(
         _ override: Override, crossings: [Guardrails.Crossing], settings: ProposalSettings
     ) -> Proposal {
@@ -89,7 +91,7 @@ public struct Proposal: Sendable, Hashable, Codable {
             kind: .override, tenant: override.tenant, upstream: override.upstream ?? "*", dimension: nil, value: nil,
             guardrail: nil, reason: "override by \(override.actor) (\(override.reason)) crosses guardrails: \(what)",
             evidence: nil, override: override, crossings: crossings, filedAt: override.createdAt,
-            updatedAt: override.createdAt, expiresAt: override.createdAt + settings.ttlSeconds)
+            updatedAt: override.createdAt, expiresAt: min(override.createdAt + settings.ttlSeconds, override.expiresAt))
     }
 }
 

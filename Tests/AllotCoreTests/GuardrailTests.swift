@@ -188,7 +188,11 @@ struct GuardrailTests {
         let proposal = Proposal.forOverride(capped, crossings: crossings, settings: Self.settings)
         #expect(proposal.kind == .override)
         #expect(proposal.status == .pending)
-        #expect(proposal.expiresAt == 600)
+        // With its override, at 10, not after proposals.ttl_s (600): approved later it would apply nothing.
+        #expect(proposal.expiresAt == 10)
+        var lasting = capped
+        lasting.expiresAt = 5_000
+        #expect(Proposal.forOverride(lasting, crossings: crossings, settings: Self.settings).expiresAt == 600)
         #expect(proposal.reason == "override by cs (r) crosses guardrails: ceiling_below_guard_min on p/m tpm")
     }
 
