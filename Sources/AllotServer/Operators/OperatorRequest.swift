@@ -221,8 +221,8 @@ enum OperatorRequest {
     /// Refuses members outside `known`, naming the first.
     static func checkMembers(_ object: JSONObject, known: [String]) throws(HTTPError) {
         for key in object.keys where !known.contains(key) {
-            throw HTTPError.badRequest(
-                "unknown field '\(key)'; known: \(known.joined(separator: ", "))", code: "unknown_field", field: key)
+            let list = known.isEmpty ? ": this request takes none" : "; known: \(known.joined(separator: ", "))"
+            throw HTTPError.badRequest("unknown field '\(key)'\(list)", code: "unknown_field", field: key)
         }
     }
 }

@@ -14,6 +14,7 @@ public struct PlanRoute: Sendable {
     }
 
     public func respond(to request: HTTPRequest) async throws -> HTTPResponse {
+        _ = try OperatorQuery(request, allowed: [])  // as every operator route: a typo is not silently ignored
         try OperatorRequest.requireJSON(request, "plans are JSON: send Content-Type: application/json")
         let current = await policy()
         do {

@@ -35,7 +35,7 @@ enum ServiceRoutes {
         let drain = DrainRoute(
             publisher: loop.publisher, clock: context.clock, audit: context.operators.audit, logger: context.logger)
         table.post(DrainRoute.path, .admin) { request, principal in try await drain.drain(request, by: principal) }
-        table.delete(DrainRoute.path, .admin) { request, principal in await drain.resume(request, by: principal) }
+        table.delete(DrainRoute.path, .admin) { request, principal in try await drain.resume(request, by: principal) }
 
         // SREs.
         let plan = PlanRoute(policy: { context.policy.policy })

@@ -107,8 +107,10 @@ public struct DrainRoute: Sendable {
         self.logger = logger
     }
 
-    /// `POST`: drains now, audited as `principal`.
+    /// `POST`: drains now, audited as `principal`. It takes no parameters and no body members (an empty body or
+    /// `{}`): anything else is refused, as on every operator route, rather than ignored.
     public func drain(_ request: HTTPRequest, by principal: Principal? = nil) async throws(HTTPError) -> HTTPResponse {
+        try Self.refuseArguments(request)
         let previous = publisher.current?.version
         let wasDrained = await publisher.drainedSince != nil
         let snapshot: PublishedSnapshot
@@ -132,8 +134,10 @@ public struct DrainRoute: Sendable {
         return .json(after)
     }
 
-    /// `DELETE`: ends the drain; the next tick publishes normally. Audited when a drain was in force.
-    public func resume(_ request: HTTPRequest, by principal: Principal? = nil) async -> HTTPResponse {
+    /// `DELETE`: ends the drain; the next tick publishes normally. Audited when a drain was in force. No parameters
+    /// or body members either.
+    public func resume(_ request: HTTPRequest, by principal: Principal? = nil) async throws(HTTPError) -> HTTPResponse {
+        try Self.refuseArguments(request)
         let since = await publisher.drainedSince
         await publisher.resume()
         if let since {
@@ -142,6 +146,11 @@ public struct DrainRoute: Sendable {
                 after: ["drained": false])
         }
         return .json(["drained": false, "ended": .bool(since != nil)])
+    }
+
+    private static func refuseArguments(_ request: HTTPRequest) throws(HTTPError) {
+        _ = try OperatorQuery(request, allowed: [])
+        try OperatorRequest.checkMembers(try OperatorRequest.optionalJSONObject(request), known: [])
     }
 
     private func record(_ action: String, by principal: Principal?, before: JSON, after: JSON) async {

@@ -236,6 +236,24 @@ struct SnapshotFixture {
         }
         try await fixture.publish()
         fixture.clock.advance(by: 1)
+        // It takes no arguments: a parameter or a body member is refused, not ignored (outside evaluation round 20).
+        for (request, code, field) in [
+            (HTTPRequest(method: .post, target: "/v1/drain?now=1"), "unknown_parameter", "now"),
+            (
+                HTTPRequest(
+                    method: .post, target: "/v1/drain", headers: ["Content-Type": "application/json"],
+                    body: Array(#"{"x":1}"#.utf8)), "unknown_field", "x"
+            ),
+        ] {
+            do {
+                _ = try await route.drain(request)
+                Issue.record("\(request.target) drained")
+            } catch {
+                #expect(error.status == .badRequest)
+                #expect(error.code == code && error.field == field)
+            }
+        }
+        #expect(fixture.publisher.current?.version == 1)
         let drained = try await route.drain(HTTPRequest(method: .post, target: "/v1/drain")).json()
         #expect(drained["drained"] == true)
         #expect(drained["version"] == 2)
