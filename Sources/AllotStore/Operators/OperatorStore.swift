@@ -357,8 +357,10 @@ public struct OperatorStore: Sendable {
                 throw OperatorStoreError(
                     .conflict, code: "proposal_rejected",
                     message: "an override of \(proposal.tenant) crossing a guardrail was rejected by "
-                        + "\(rejected.1 ?? "an SRE") (proposal \(rejected.0)); the same proposal cannot be filed "
-                        + "again until \(RFC3339.format(EpochTime.seconds(fromMilliseconds: rejected.2)))")
+                        + "\(rejected.1 ?? "an SRE") (proposal \(rejected.0)); no override of it on "
+                        + "\(proposal.upstream == "*" ? "every pool" : proposal.upstream) that crosses a guardrail can "
+                        + "be filed until \(RFC3339.format(EpochTime.seconds(fromMilliseconds: rejected.2))) (one "
+                        + "within the guardrails applies at once)")
             }
             try Self.insert(proposal, source: .override, status: "pending", body: body, on: connection)
             try AuditLog.append(audit, on: connection)
