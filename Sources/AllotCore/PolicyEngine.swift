@@ -645,7 +645,9 @@ private struct PoolTick {
 
     /// The published reason: the allocator's when it explains a constraint (budget, degraded mode,
     /// a guardrail, idle), else the most specific circumstance (a burst credit, a cold start, an
-    /// override), else the allocator's.
+    /// override), else the allocator's. A cold start does not hide a fair-share cut: a new tenant held to its
+    /// share of a contended pool reads `fair_share` (outside evaluation round 20: 5,000 new tenants held to 2 % of
+    /// what they asked all read `cold_start`); its class says it is new.
     private func reason(
         base: AllocationReason, credit: Double, terms: TenantTerms, tenantClass: TenantClass
     ) -> AllocationReason {
@@ -654,7 +656,7 @@ private struct PoolTick {
             return base
         default:
             if credit > 0 { return .burstCredit }
-            if tenantClass == .coldStart { return .coldStart }
+            if tenantClass == .coldStart, base != .fairShare { return .coldStart }
             if terms.override != nil { return .override }
             return base
         }
