@@ -221,17 +221,26 @@ extension String {
 
 extension Override {
     /// A tenant-wide override and one for a specific upstream, as one on that upstream: the specific one, with
-    /// each field it leaves unset taken from the tenant-wide one; approved if either is (an applied override that
-    /// crossed a guardrail was approved, and its fields keep their suspension).
+    /// each field it leaves unset taken from the tenant-wide one. Approved (guardrails suspended) only if every
+    /// part that contributes a field is: an approval covers the terms the SRE saw, not another override's
+    /// (an approved tenant-wide weight must not lift the guardrails off an unapproved pool override's floor).
     static func combined(wide: Override?, specific: Override?) -> Override? {
         guard let wide, var merged = specific else { return specific ?? wide }
-        merged.tier = merged.tier ?? wide.tier
-        merged.weight = merged.weight ?? wide.weight
-        for dimension in RateDimension.allCases {
-            merged.floor[dimension] = merged.floor[dimension] ?? wide.floor[dimension]
-            merged.ceiling[dimension] = merged.ceiling[dimension] ?? wide.ceiling[dimension]
+        var wideContributes = false
+        func take<T>(_ own: T?, _ other: T?) -> T? {
+            if own == nil, other != nil { wideContributes = true }
+            return own ?? other
         }
-        merged.approved = merged.approved || wide.approved
+        merged.tier = take(merged.tier, wide.tier)
+        merged.weight = take(merged.weight, wide.weight)
+        for dimension in RateDimension.allCases {
+            merged.floor[dimension] = take(merged.floor[dimension], wide.floor[dimension])
+            merged.ceiling[dimension] = take(merged.ceiling[dimension], wide.ceiling[dimension])
+        }
+        let specificSets =
+            specific?.tier != nil || specific?.weight != nil
+            || RateDimension.allCases.contains { specific?.floor[$0] != nil || specific?.ceiling[$0] != nil }
+        merged.approved = (!specificSets || specific?.approved == true) && (!wideContributes || wide.approved)
         return merged
     }
 }

@@ -403,7 +403,10 @@ private struct PoolTick {
                 guard let allocation = pools[dimension], let published = records[index].dampers[dimension]?.published
                 else {
                     if pools[dimension] == nil, !budgets.hard.isEmpty || !budgets.tpmCaps.isEmpty {
-                        let guardValue = tier.starvationGuard[dimension].resolved(capacity: 0)
+                        // A guard in percent has no capacity to resolve against here: no limit from it (rather
+                        // than a silent cut to zero); an absolute one, a throttle's cap and a cut to zero apply.
+                        var guardValue = Double.infinity
+                        if case .absolute(let value) = tier.starvationGuard[dimension] { guardValue = value }
                         let cap = budgetCap(of: observation.tenant, dimension: dimension, guardValue: guardValue)
                         if cap.isFinite {
                             let rate = max(0, cap)
@@ -427,7 +430,8 @@ private struct PoolTick {
                 let bucket = max(published * tier.bucketSeconds / 60, clump, dimension == .rpm ? 1 : 0)
                 results[last][dimensionAllocation: dimension] = DimensionAllocation(
                     rate: published, burst: bucket, reason: explanation.reason, explanation: explanation)
-                results[last].fallback[dimension] = claim.floor * fallbackScale[dimension]
+                // A budget's cut holds through an outage of Allot too: no floor above it after the lease.
+                results[last].fallback[dimension] = min(claim.floor * fallbackScale[dimension], claim.budgetCap)
                 summary.allocated[dimension] += published
             }
             records[index].wasIdle = observation.tenantClass == .idle

@@ -156,6 +156,23 @@ struct GuardrailTests {
             #expect(elsewhere.weight == 2 * 2)
             #expect(elsewhere.override == wide)
         }
+        // Guardrails are suspended only if every part contributing a field was approved: an approved tenant-wide
+        // override does not lift them off an unapproved pool override.
+        var approvedWide = wide
+        approvedWide.approved = true
+        var approvedPool = pool
+        approvedPool.approved = true
+        func suspended(_ overrides: [Override]) -> Bool {
+            Self.policy.terms(ofTenant: "acme", upstream: "p/m", overrides: overrides, now: 50).guardrailsSuspended
+        }
+        #expect(!suspended([approvedWide, pool]))
+        #expect(!suspended([wide, approvedPool]))  // the wide one's ceiling comes through unapproved
+        #expect(suspended([approvedWide, approvedPool]))
+        let wholePool = Override(
+            tenant: "acme", upstream: "p/m", weight: 3, floor: PerDimension(rpm: .absolute(20), tpm: .absolute(1)),
+            ceiling: PerDimension(rpm: .absolute(30), tpm: .absolute(2)), actor: "cs", reason: "all of it",
+            createdAt: 10, expiresAt: 1000, approved: true)
+        #expect(suspended([wide, wholePool]))  // the wide one contributes nothing there
     }
 
     @Test func crossingsCompareAgainstTheTenantsOwnTierGuardrails() {

@@ -628,6 +628,7 @@ struct PolicyEngineTests {
             premium.budgets = [
                 SpendBudget(window: .hour, amount: 1, hardAction: hardAction), SpendBudget(window: .day, amount: 100),
             ]
+            premium.floor = PerDimension(rpm: .absolute(50), tpm: .absolute(5_000))
             policy.setTier(premium)
             var timeline = Timeline(policy: policy)
             let tenants = [
@@ -650,19 +651,25 @@ struct PolicyEngineTests {
         #expect(close(guarded.rate("a", .tpm), throttleCap))
         #expect(guarded.rate("a", .rpm) == 5)  // the guard
         #expect(guarded.allocation(tenant: "a", upstream: "p/m")?.deny == nil)
+        // The cut holds past the lease too: the fallback is the floor (50 rpm) no higher than the cut.
+        #expect(guarded.allocation(tenant: "a", upstream: "p/m")?.fallback.rpm == 5)
         let zeroed = try decide(hardAction: .zero)
         #expect(zeroed.rate("a", .tpm) == 0 && zeroed.rate("a", .rpm) == 0)
         #expect(zeroed.allocation(tenant: "a", upstream: "p/m")?.deny == "budget_exhausted")
+        #expect(zeroed.allocation(tenant: "a", upstream: "p/m")?.fallback == PerDimension(0))
     }
 
     /// A spend budget limits a tenant in a dimension its pool has no capacity for (published unlimited otherwise):
     /// budgets are per tenant across pools, and the undeclared pool is the unpriced one (outside evaluation round 20:
     /// a tenant cut to zero elsewhere was published 10¹² there).
     @Test func aBudgetLimitsATenantWhereThePoolHasNoCapacity() throws {
-        func decide(hardAction: HardBudgetAction?, spent: Double) throws -> TenantAllocation {
+        func decide(hardAction: HardBudgetAction?, spent: Double, percentGuard: Bool = false) throws
+            -> TenantAllocation
+        {
             var policy = Timeline.makePolicy()
             var premium = try #require(policy.tier(named: "premium"))
             premium.budgets = [SpendBudget(window: .day, amount: 100, hardAction: hardAction ?? .starvationGuard)]
+            if percentGuard { premium.starvationGuard.tpm = .percent(1) }
             policy.setTier(premium)
             var pool = policy.upstreams[0]
             pool.capacity.tpm = nil  // no token capacity declared, nor observed
@@ -686,6 +693,8 @@ struct PolicyEngineTests {
         #expect(close(try #require(throttled.budgetLimit.tpm).rate, 42 / (21.0 * 3600 - 5) * 60 / 5e-6))
         // Hard, at the guard (500 TPM, burst 10 s of it); hard at zero: nothing, and denied.
         #expect(try decide(hardAction: .starvationGuard, spent: 100).budgetLimit.tpm == BudgetLimit(rate: 500, burst: 500 * 10 / 60))
+        // A guard in percent has no capacity to resolve against: no limit from it, not a silent cut to zero.
+        #expect(try decide(hardAction: .starvationGuard, spent: 100, percentGuard: true).budgetLimit.tpm == nil)
         let zero = try decide(hardAction: .zero, spent: 100)
         #expect(zero.budgetLimit.tpm == BudgetLimit(rate: 0, burst: 0))
         #expect(zero.rpm?.rate == 0)

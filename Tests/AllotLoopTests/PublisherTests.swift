@@ -410,6 +410,20 @@ import Testing
             return
         }
         #expect(try Snapshot(decoding: fresh).tenants.isEmpty)
+        // Before the drain, one holding a version and left out of the split is told to keep it; a drain's
+        // version, whose lease has run out, is for every gateway to take.
+        let ghost = SnapshotCondition.parse("\"\(held)\"")
+        guard case .notModified = await publisher.poll(gateway: "gw-ghost", condition: ghost, wait: 0) else {
+            Issue.record("expected 304 before the drain")
+            return
+        }
+        _ = try await publisher.drain(now: harness.clock.now)
+        guard case .modified(let drained, _) = await publisher.poll(gateway: "gw-ghost", condition: ghost, wait: 0)
+        else {
+            Issue.record("expected the drained version")
+            return
+        }
+        #expect(drained.expiresAt <= harness.clock.now)
         await harness.close()
     }
 

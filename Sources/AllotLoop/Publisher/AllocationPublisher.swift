@@ -436,8 +436,9 @@ public actor AllocationPublisher {
             // `default` until the next tick (outside evaluation round 20: a 36-s blip, inside the lease, became a
             // tick of near-total denial). It keeps enforcing what it holds, told nothing is newer for it, and its
             // long-poll waits for the next version, which splits with it (this poll registered it). A gateway
-            // holding nothing still gets the version, `default` and all: it has no better limits to keep.
-            if let gateway, enforcing != nil, !current.plans(gateway) {
+            // holding nothing still gets the version, `default` and all: it has no better limits to keep. Nor does
+            // this hold for a version whose lease has run out (a drain): that one is for every gateway to take.
+            if let gateway, enforcing != nil, !current.plans(gateway), current.expiresAt > now {
                 guard wait > 0, !board.isShutDown else { return .notModified(current) }
                 guard let newer = await board.wait(after: current.version, until: now + wait, clock: clock) else {
                     return .notModified(board.current ?? current)

@@ -10,6 +10,7 @@ import AllotStore
 /// | no snapshot published yet | 503 + `Retry-After: 1` | `no_snapshot` |
 /// | `If-None-Match` names the current version (or is `*`), no `wait` | 304 + `ETag` | none |
 /// | the same with `wait=S` | held until a newer version (200) or `S` seconds pass (304); answered at once on shutdown | |
+/// | `If-None-Match` names an older version, and the current one (unless drained) has no slice for `gateway` (it was left out of the split while silent) | as if it held the current one: 304 with the current version's `ETag`, or held for the next version | |
 /// | anything else | 200 + `ETag` | the snapshot: the gateway's slice with `gateway`, else the global view |
 /// | `wait` not seconds in 0…60; `gateway`, `instance` not 1–128 of `[A-Za-z0-9._:/-]` | 400 | `invalid_parameter` |
 /// | a `gateway` the token's `gateway_scope` does not cover, or none from a token with a scope | 403 | `gateway_out_of_scope` |
@@ -52,7 +53,7 @@ public struct SnapshotRoute: Sendable {
         if let principal, let gateway { try principal.checkGateway(gateway, field: "gateway") }
         // The global view lists every fleet's tenants: a token scoped to some gateways reads their slices only
         // (outside evaluation round 20: a leaked fleet token read the whole allocation).
-        if let principal, let scope = principal.gatewayScope, gateway == nil {
+        if let principal, let scope = principal.gatewayScope, scope != "*", gateway == nil {
             throw HTTPError(
                 .forbidden, code: "gateway_out_of_scope",
                 message: "token '\(principal.name)' is scoped to gateway \(scope): name one with ?gateway= (the "

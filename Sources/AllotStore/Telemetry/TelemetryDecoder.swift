@@ -340,7 +340,7 @@ private struct DecodingState {
 
     /// Names the member as well as the event where it can (outside evaluation round 20: a `1e400` in `latency_ms`
     /// was `field: "[0]"` while an override's was `floor.rpm`): the known member being read, and where inside its
-    /// value (`[0].headers["x-a"]`) when the parser says.
+    /// value (`[0].error_body.error["x a"][2]`) when the parser says.
     func syntaxRejection(_ error: JSONParseError) -> TelemetryRejection {
         let location = "line \(error.line), column \(error.column)"
         guard let index else {

@@ -174,11 +174,16 @@ import Testing
         let any = try #require(running.tokens[.gateway])
         #expect(try await running.send(.get, "/v1/snapshot?gateway=gw-us-1", token: any).status == .ok)
         #expect(try await running.send(.get, "/v1/snapshot", token: any).status == .ok)
+        // A scope of `*` covers every gateway: the global view too.
+        let everything = try await running.send(
+            .post, "/v1/tokens", token: admin, body: #"{"name":"all","role":"gateway","gateway_scope":"*"}"#)
+        let wide = try #require(try JSON.parse(everything.body)["token"]?.stringValue)
+        #expect(try await running.send(.get, "/v1/snapshot", token: wide).status == .ok)
         let sre = try #require(running.tokens[.sre])
         #expect(try await running.send(.delete, "/v1/gateways/gw-us-1", token: sre).status == .ok)
         let listed = try JSON.parse(try await running.send(.get, "/v1/tokens", token: admin).body)
         #expect(
-            listed["tokens"]?.arrayValue?.compactMap { $0["gateway_scope"]?.stringValue } == ["gw-eu-*"])
+            listed["tokens"]?.arrayValue?.compactMap { $0["gateway_scope"]?.stringValue } == ["gw-eu-*", "*"])
         await running.stop()
     }
 
