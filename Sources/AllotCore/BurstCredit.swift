@@ -86,6 +86,9 @@ public struct BurstDecision: Sendable, Hashable, Codable {
         case unknown
         /// The request asked for nothing, or for a non-positive TTL.
         case invalid
+        /// A spend budget caps the tenant there (`hard`; or `throttle`, for a request of tokens only): the credit
+        /// would spend past it, and the gateways, which bound a credit by the budget's cap, could not use it.
+        case budget
     }
 
     public var requestID: String

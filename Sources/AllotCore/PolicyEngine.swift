@@ -550,6 +550,21 @@ private struct PoolTick {
                 continue
             }
             let observation = observations[members[position]]
+            // What a spend budget forbids is not lent: nothing at `hard`, no tokens under a throttle's cap.
+            if !budgets.hard.isEmpty, budgets.hard[request.tenant] != nil {
+                decision.outcome = .budget
+                continue
+            }
+            var trimmed = false
+            if !budgets.tpmCaps.isEmpty, budgets.tpmCaps[TenantUpstream(tenant: request.tenant, upstream: upstream)] != nil
+            {
+                trimmed = wanted.tokens > 0
+                wanted.tokens = 0
+                guard wanted.calls > 0 else {
+                    decision.outcome = .budget
+                    continue
+                }
+            }
             let policy = policy.terms(
                 ofTenant: request.tenant, upstream: upstream,
                 overrides: overridesByTenant[request.tenant] ?? [], now: now
@@ -572,7 +587,7 @@ private struct PoolTick {
             records[position].burst.lent += 1
             used.rpm += credit.rate.rpm
             used.tpm += credit.rate.tpm
-            decision.outcome = partial ? .partiallyGranted : .granted
+            decision.outcome = partial || trimmed ? .partiallyGranted : .granted
             decision.credit = credit
         }
     }

@@ -429,6 +429,32 @@ struct PolicyEngineTests {
         #expect(refused.pools[0].burstReserve.rpm == 40)
     }
 
+    /// A credit asked for past a spend budget is not lent (review of session 41: the gateways bound a credit by the
+    /// budget's cap, so it was reserve lent for nothing): nothing at `hard`, calls without tokens under a throttle.
+    @Test func aBudgetLimitsTheCreditsAsked() throws {
+        var policy = Timeline.makePolicy()
+        var premium = try #require(policy.tier(named: "premium"))
+        premium.budgets = [SpendBudget(window: .day, amount: 100)]
+        policy.setTier(premium)
+        let quiet = Timeline.observe("a", rpm: 200, tpm: 20_000, served: PerDimension(rpm: 200, tpm: 20_000))
+        func decided(spent: Double, calls: Double = 120) throws -> BurstDecision {
+            var timeline = Timeline(policy: policy)
+            timeline.tick([quiet])
+            let request = BurstRequest(
+                id: "burst-1", tenant: "a", upstream: "p/m", calls: calls, tokens: 12_000, ttlSeconds: 120,
+                requestedAt: timeline.now)
+            let spend = [TenantSpend(tenant: "a", window: .day, spent: spent, burnRatePerSecond: 4.0 / 3600)]
+            return try #require(timeline.tick([quiet], spend: spend, bursts: [request]).burstDecisions.first)
+        }
+        #expect(try decided(spent: 0).credit?.rate == PerDimension(rpm: 60, tpm: 6000))
+        let throttled = try decided(spent: 58)
+        #expect(throttled.outcome == .partiallyGranted)
+        #expect(throttled.credit?.rate == PerDimension(rpm: 60, tpm: 0))
+        #expect(try decided(spent: 58, calls: 0).outcome == .budget)
+        #expect(try decided(spent: 100).outcome == .budget)
+        #expect(try decided(spent: 100).credit == nil)
+    }
+
     @Test func burstCreditsAreLentFromTheReserveAndRepaid() throws {
         var timeline = Timeline()
         // a wants 200 RPM / 20,000 TPM of 1000 / 100,000: the surplus 800 / 80,000 is held and 10 % is reserve.
