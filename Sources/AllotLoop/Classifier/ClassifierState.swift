@@ -352,7 +352,9 @@ struct SpendAccount: Sendable, Hashable, Codable {
 
     /// Adds a tick's costs (split as in ``TickCounts``) to the windows in progress.
     mutating func charge(_ tick: TickCounts, at: Double) {
-        guard tick.cost > 0 else { return }
+        // Burn counts recent usage whatever window it fell in: just after a month turns, the last minutes of the
+        // previous one are no spend of this one but are the current rate.
+        guard tick.cost > 0 || tick.burnCost > 0 else { return }
         tickCost += tick.burnCost
         spent[0] += tick.costHour
         spent[1] += tick.costHour + tick.costDay

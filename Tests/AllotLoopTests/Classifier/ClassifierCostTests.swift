@@ -69,6 +69,19 @@ struct ClassifierCostTests {
         #expect(F.close(daily.spent, 12 * 0.0075))
         #expect(F.close(Self.spend(report, "acme", .hour)?.spent, 2 * 0.0075))
         #expect(F.close(daily.burnRatePerSecond, 2 * 0.0075 / 5 * F.weight(5, 900)))
+
+        // Just after a month turns, the last minute of the previous one is no spend of this one, but it is the
+        // current rate (it was lost from the burn when it fell in no window in progress).
+        let february = t0 + 16 * 86_400 + 16 * 3_600  // 2027-02-01T00:00:00Z
+        var turn = ClassifierRun(policy: F.policy(upstreams: [Self.priced]), start: february + 5)
+        let turned = turn.tick { script, _, _ in
+            script.spread(10, from: february - 60, to: february - 51) { script, at in
+                script.event(at: at, prompt: 1000, completion: 500)
+            }
+        }
+        let month = try #require(Self.spend(turned, "acme", .month))
+        #expect(month.spent == 0)
+        #expect(F.close(month.burnRatePerSecond, 10 * 0.0075 / 5 * F.weight(5, 900)))
     }
 
     @Test func seededSpendCarriesOverAndWindowsRoll() throws {
