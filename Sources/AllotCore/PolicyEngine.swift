@@ -110,6 +110,8 @@ public enum PolicyEngine {
         var hard: [String: HardBudgetAction] = [:]
         /// Per tenant and pool, the TPM cap of a `throttle`.
         var tpmCaps: [TenantUpstream: Double] = [:]
+        /// Per throttled tenant, the spend rate its throttle allows (currency per second), split into ``tpmCaps``.
+        var allowed: [String: Double] = [:]
     }
 
     private static func evaluateBudgets(
@@ -180,6 +182,7 @@ public enum PolicyEngine {
             // lower binds (outside evaluation round 20: an hour budget's hard cut lifted a day budget's throttle from
             // 201 to 4,000 TPM).
             guard let allowed else { continue }
+            effects.allowed[tenant] = allowed
             let usage = (observationsByTenant[tenant] ?? []).sorted { $0.upstream < $1.upstream }.map { observation in
                 CostGovernance.PoolUsage(
                     upstream: observation.upstream,
@@ -407,7 +410,17 @@ private struct PoolTick {
                         // than a silent cut to zero); an absolute one, a throttle's cap and a cut to zero apply.
                         var guardValue = Double.infinity
                         if case .absolute(let value) = tier.starvationGuard[dimension] { guardValue = value }
-                        let cap = budgetCap(of: observation.tenant, dimension: dimension, guardValue: guardValue)
+                        var cap = budgetCap(of: observation.tenant, dimension: dimension, guardValue: guardValue)
+                        // A throttle splits what it allows by each pool's recent spend: a pool the tenant has not
+                        // spent on yet gets no share, and here, with no capacity to start it from, a cap of 0 would
+                        // keep it from ever spending (re-verification of round 20: a throttled tenant's tokens on
+                        // an undeclared pool were 0 while it used another). Only a spent-out budget or a hard cut
+                        // limits it to 0 there.
+                        if cap <= 0, budgets.hard[observation.tenant] == nil,
+                            (budgets.allowed[observation.tenant] ?? 0) > 0
+                        {
+                            cap = .infinity
+                        }
                         if cap.isFinite {
                             let rate = max(0, cap)
                             let burst = rate > 0 ? max(rate * tier.bucketSeconds / 60, dimension == .rpm ? 1 : 0) : 0

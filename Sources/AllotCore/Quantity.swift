@@ -64,17 +64,7 @@ public enum Quantity: Sendable, Hashable {
     /// 20). What a person typed is echoed with ``format(_:)``, exactly.
     static func formatMeasured(_ value: Double) -> String {
         guard value.isFinite, value != 0, abs(value) < 1e15 else { return format(value) }
-        var magnitude = 0
-        var scaled = abs(value)
-        while scaled >= 10 {
-            scaled /= 10
-            magnitude += 1
-        }
-        while scaled < 1 {
-            scaled *= 10
-            magnitude -= 1
-        }
-        let digits = 5 - magnitude
+        let digits = 5 - value.exponentBase10
         guard digits <= 300 else { return format(value) }  // 10^digits would overflow
         guard digits > 0 else {
             var factor = 1.0
@@ -109,5 +99,22 @@ extension Quantity: Codable {
                 in: container, debugDescription: "expected a number, \"N%\" or \"unbounded\", got \"\(text)\"")
         }
         self = quantity
+    }
+}
+
+extension Double {
+    /// floor(log10(|self|)) for a finite non-zero value, without Foundation.
+    public var exponentBase10: Int {
+        var exponent = 0
+        var value = abs(self)
+        while value >= 10 {
+            value /= 10
+            exponent += 1
+        }
+        while value < 1 {
+            value *= 10
+            exponent -= 1
+        }
+        return exponent
     }
 }

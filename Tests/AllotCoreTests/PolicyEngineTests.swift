@@ -725,6 +725,24 @@ struct PolicyEngineTests {
         #expect(zero.budgetLimit.tpm == BudgetLimit(rate: 0, burst: 0))
         #expect(zero.rpm?.rate == 0)
         #expect(zero.deny == "budget_exhausted")
+
+        // Throttled while it spends on a pool with capacity and not yet on one without: the throttle's split gives
+        // that one no share, which is no limit there (a cap of 0 would keep it from ever starting), not 0.
+        var policy = Timeline.makePolicy()
+        var premium = try #require(policy.tier(named: "premium"))
+        premium.budgets = [SpendBudget(window: .day, amount: 100)]
+        policy.setTier(premium)
+        var timeline = Timeline(policy: policy)
+        let tenants = [
+            Timeline.observe("a", rpm: 500, tpm: 50_000, served: PerDimension(rpm: 500, tpm: 30_000)),
+            Timeline.observe("a", rpm: 5, tpm: 0, served: PerDimension(rpm: 5, tpm: 0), upstream: "new/pool"),
+        ]
+        timeline.tick(tenants)
+        let both = timeline.tick(
+            tenants, spend: [TenantSpend(tenant: "a", window: .day, spent: 58, burnRatePerSecond: 4.0 / 3600)])
+        #expect(both.allocation(tenant: "a", upstream: "p/m")?.tpm?.reason == .budget)
+        let idle = try #require(both.allocation(tenant: "a", upstream: "new/pool"))
+        #expect(idle.tpm == nil && idle.budgetLimit.tpm == nil)
     }
 
     @Test func idleTenantsHoldTheirIdleAllocationAndReEnterAtTarget() {

@@ -1,3 +1,4 @@
+import AllotCore
 import AllotJSON
 
 /// A scenario's results over one or more strategies: `report.json` (SPEC 12's shape and more),
@@ -293,23 +294,6 @@ public struct PolicyProvenance: Sendable, Hashable {
 
     /// `policy built-in, policy_version 0123456789abcdef`.
     public var line: String { "policy \(source), policy_version \(version)" }
-}
-
-extension Double {
-    /// floor(log10(|self|)) for a finite non-zero value, without Foundation.
-    fileprivate var exponentBase10: Int {
-        var exponent = 0
-        var value = abs(self)
-        while value >= 10 {
-            value /= 10
-            exponent += 1
-        }
-        while value < 1 {
-            value *= 10
-            exponent -= 1
-        }
-        return exponent
-    }
 }
 
 extension String {
