@@ -357,9 +357,9 @@ public struct OperatorStore: Sendable {
                 throw OperatorStoreError(
                     .conflict, code: "proposal_rejected",
                     message: "an override of \(proposal.tenant) crossing a guardrail was rejected by "
-                        + "\(rejected.1 ?? "an SRE") (proposal \(rejected.0)); no override of it on "
-                        + "\(proposal.upstream == "*" ? "every pool" : proposal.upstream) that crosses a guardrail can "
-                        + "be filed until \(RFC3339.format(EpochTime.seconds(fromMilliseconds: rejected.2))) (one "
+                        + "\(rejected.1 ?? "an SRE") (proposal \(rejected.0)); no "
+                        + "\(proposal.upstream == "*" ? "tenant-wide override of it" : "override of it on \(proposal.upstream)")"
+                        + " that crosses a guardrail can be filed until \(RFC3339.format(EpochTime.seconds(fromMilliseconds: rejected.2))) (one "
                         + "within the guardrails applies at once)")
             }
             try Self.insert(proposal, source: .override, status: "pending", body: body, on: connection)

@@ -176,7 +176,7 @@ import Testing
         #expect(again.jsonBody["error"]?["message"]?.stringValue?.contains("rejected by sre-user") == true)
         // What it blocks, said as it is: any crossing override of the tenant there, not only the same one.
         let message = again.jsonBody["error"]?["message"]?.stringValue ?? ""
-        #expect(message.contains("no override of it on every pool that crosses a guardrail can be filed until"))
+        #expect(message.contains("no tenant-wide override of it that crosses a guardrail can be filed until"))
 
         harness.clock.advance(by: harness.policy.proposals.rejectCooldownSeconds + 1)
         let later = await harness.send(.put, "/v1/tenants/example-premium/override", as: .operator, json: body)
