@@ -158,8 +158,9 @@ public enum PolicyEngine {
                     alerts.append(
                         EngineAlert(
                             kind: "budget_soft", severity: .warning, tenant: tenant,
-                            message:
-                                "\(tenant) is projected to spend \(Quantity.formatMeasured(status.projected)); spent \(amount)")
+                            message: "\(tenant) is projected to spend "
+                                + "\(Quantity.formatMeasured(status.projected)); spent \(amount)"
+                        )
                     )
                 case .throttle:
                     allowed = min(allowed ?? .infinity, status.allowedBurnRatePerSecond ?? 0)
@@ -569,7 +570,8 @@ private struct PoolTick {
                 continue
             }
             var trimmed = false
-            if !budgets.tpmCaps.isEmpty, budgets.tpmCaps[TenantUpstream(tenant: request.tenant, upstream: upstream)] != nil
+            if !budgets.tpmCaps.isEmpty,
+                budgets.tpmCaps[TenantUpstream(tenant: request.tenant, upstream: upstream)] != nil
             {
                 trimmed = wanted.tokens > 0
                 wanted.tokens = 0
@@ -707,4 +709,3 @@ extension TenantAllocation {
         }
     }
 }
-

@@ -39,7 +39,8 @@ extension JSON {
         let result: Result<JSON, JSONParseError> =
             bytes.withContiguousStorageIfAvailable { buffer in
                 Result { () throws(JSONParseError) in try parseDocument(buffer, maxDepth: maxDepth) }
-            } ?? Array(bytes).withUnsafeBufferPointer { buffer in
+            }
+            ?? Array(bytes).withUnsafeBufferPointer { buffer in
                 Result { () throws(JSONParseError) in try parseDocument(buffer, maxDepth: maxDepth) }
             }
         return try result.get()
@@ -64,17 +65,21 @@ extension JSON {
 
     /// Parses NDJSON: one JSON value per line; blank lines (only whitespace) are skipped.
     /// A failure names the record (0-based among non-blank lines) and its line in the input.
-    public static func parseLines(_ bytes: some Collection<UInt8>, maxDepth: Int = 64) throws(JSONParseError) -> [JSON] {
+    public static func parseLines(_ bytes: some Collection<UInt8>, maxDepth: Int = 64) throws(JSONParseError) -> [JSON]
+    {
         let result: Result<[JSON], JSONParseError> =
             bytes.withContiguousStorageIfAvailable { buffer in
                 Result { () throws(JSONParseError) in try parseLineDocuments(buffer, maxDepth: maxDepth) }
-            } ?? Array(bytes).withUnsafeBufferPointer { buffer in
+            }
+            ?? Array(bytes).withUnsafeBufferPointer { buffer in
                 Result { () throws(JSONParseError) in try parseLineDocuments(buffer, maxDepth: maxDepth) }
             }
         return try result.get()
     }
 
-    private static func parseDocument(_ buffer: UnsafeBufferPointer<UInt8>, maxDepth: Int) throws(JSONParseError) -> JSON {
+    private static func parseDocument(_ buffer: UnsafeBufferPointer<UInt8>, maxDepth: Int) throws(JSONParseError)
+        -> JSON
+    {
         var parser = JSONByteParser(buffer: buffer, start: 0, end: buffer.count, maxDepth: maxDepth)
         do {
             return try parser.parseDocument()
@@ -83,7 +88,9 @@ extension JSON {
         }
     }
 
-    private static func parseLineDocuments(_ buffer: UnsafeBufferPointer<UInt8>, maxDepth: Int) throws(JSONParseError) -> [JSON] {
+    private static func parseLineDocuments(_ buffer: UnsafeBufferPointer<UInt8>, maxDepth: Int) throws(JSONParseError)
+        -> [JSON]
+    {
         var values: [JSON] = []
         var lineStart = 0
         var record = 0
@@ -200,7 +207,9 @@ struct JSONByteParser {
 
     mutating func parseDocument() throws(JSONFailure) -> JSON {
         skipWhitespace()
-        guard index < end else { throw JSONFailure(offset: index, message: "expected a JSON value, found end of input") }
+        guard index < end else {
+            throw JSONFailure(offset: index, message: "expected a JSON value, found end of input")
+        }
         let value = try parseValue()
         skipWhitespace()
         guard index == end else {
@@ -221,7 +230,9 @@ struct JSONByteParser {
 
     @usableFromInline
     mutating func parseValue() throws(JSONFailure) -> JSON {
-        guard index < end else { throw JSONFailure(offset: index, message: "expected a JSON value, found end of input") }
+        guard index < end else {
+            throw JSONFailure(offset: index, message: "expected a JSON value, found end of input")
+        }
         switch buffer[index] {
         case UInt8(ascii: "{"): return try parseObject()
         case UInt8(ascii: "["): return try parseArray()
@@ -230,7 +241,8 @@ struct JSONByteParser {
         case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
         case UInt8(ascii: "n"): try expectLiteral("null"); return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
-        default: throw JSONFailure(offset: index, message: "unexpected \(describe(buffer[index])), expected a JSON value")
+        default:
+            throw JSONFailure(offset: index, message: "unexpected \(describe(buffer[index])), expected a JSON value")
         }
     }
 
@@ -271,7 +283,8 @@ struct JSONByteParser {
             skipWhitespace()
             guard index < end else { throw JSONFailure(offset: index, message: "unterminated object") }
             guard buffer[index] == UInt8(ascii: "\"") else {
-                throw JSONFailure(offset: index, message: "unexpected \(describe(buffer[index])), expected a member name string")
+                throw JSONFailure(
+                    offset: index, message: "unexpected \(describe(buffer[index])), expected a member name string")
             }
             let keyStart = index
             let key = try parseString()
@@ -405,7 +418,8 @@ struct JSONByteParser {
             var scalar = try parseHex4(escapeStart: escapeStart)
             if (0xD800...0xDBFF).contains(scalar) {
                 // A high surrogate must be followed by an escaped low surrogate.
-                guard index + 1 < end, buffer[index] == UInt8(ascii: "\\"), buffer[index + 1] == UInt8(ascii: "u") else {
+                guard index + 1 < end, buffer[index] == UInt8(ascii: "\\"), buffer[index + 1] == UInt8(ascii: "u")
+                else {
                     throw JSONFailure(offset: escapeStart, message: "lone high surrogate in \\u escape")
                 }
                 index += 2

@@ -296,7 +296,9 @@ struct PlanTests {
         let broken = try #require(Self.error("{\"capacity\": "))
         #expect(broken.code == "invalid_json")
         #expect(broken.field == "capacity")
-        #expect(broken.message == "not valid JSON: expected a JSON value, found end of input at line 1, column 14 (capacity)")
+        #expect(
+            broken.message
+                == "not valid JSON: expected a JSON value, found end of input at line 1, column 14 (capacity)")
     }
 
     @Test func negativeNumberNamesTenantAndField() throws {

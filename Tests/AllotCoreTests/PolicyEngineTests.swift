@@ -645,8 +645,8 @@ struct PolicyEngineTests {
     }
 
     /// A hard budget cuts to its `hard_action`, but never above another window's throttle cap: the lower binds
-    /// (outside evaluation round 20: an hour budget reaching `hard` lifted the day budget's throttle, 201 → 4,000 TPM,
-    /// the starvation guard). `deny` is published for a cut to zero only, where gateways refuse everything.
+    /// (outside evaluation round 20: an hour budget reaching `hard` lifted the day budget's throttle, 201 → 4,000
+    /// TPM, the starvation guard). `deny` is published for a cut to zero only, where gateways refuse everything.
     @Test func aHardCutNeverLiftsAnotherWindowsThrottle() throws {
         func decide(hardAction: HardBudgetAction) throws -> Decision {
             var policy = Timeline.makePolicy()
@@ -718,7 +718,9 @@ struct PolicyEngineTests {
         #expect(throttled.tpm == nil)
         #expect(close(try #require(throttled.budgetLimit.tpm).rate, 42 / (21.0 * 3600 - 5) * 60 / 5e-6))
         // Hard, at the guard (500 TPM, burst 10 s of it); hard at zero: nothing, and denied.
-        #expect(try decide(hardAction: .starvationGuard, spent: 100).budgetLimit.tpm == BudgetLimit(rate: 500, burst: 500 * 10 / 60))
+        #expect(
+            try decide(hardAction: .starvationGuard, spent: 100).budgetLimit.tpm
+                == BudgetLimit(rate: 500, burst: 500 * 10 / 60))
         // A guard in percent has no capacity to resolve against: no limit from it, not a silent cut to zero.
         #expect(try decide(hardAction: .starvationGuard, spent: 100, percentGuard: true).budgetLimit.tpm == nil)
         let zero = try decide(hardAction: .zero, spent: 100)
@@ -779,7 +781,8 @@ struct PolicyEngineTests {
         var quiet = Timeline()
         quiet.tick([Timeline.observe("a", rpm: 100, tpm: 10_000)])
         let small = quiet.tick([
-            Timeline.observe("a", rpm: 100, tpm: 10_000), Timeline.observe("new", rpm: 50, tpm: 5_000, class: .coldStart),
+            Timeline.observe("a", rpm: 100, tpm: 10_000),
+            Timeline.observe("new", rpm: 50, tpm: 5_000, class: .coldStart),
         ])
         #expect(small.reason("new") == .coldStart)
         #expect(close(small.rate("new"), 50))

@@ -498,7 +498,8 @@ struct PolicyTests {
         #expect(
             paths == [
                 "$.loop.lease", "$.loop.interval_s", "$.allocation.surplus", "$.allocation.burst_reserve",
-                "$.allocation.idle_share", "$.tiers.gold.priority", "$.tiers.gold.mode", "$.tiers.gold.budgets", "$.task_budgets.realtme",
+                "$.allocation.idle_share", "$.tiers.gold.priority", "$.tiers.gold.mode", "$.tiers.gold.budgets",
+                "$.task_budgets.realtme",
             ])
         #expect(
             issues.first { $0.path == "$.allocation.surplus" }?.message

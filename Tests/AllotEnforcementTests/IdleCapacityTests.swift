@@ -8,8 +8,10 @@ import Testing
 @Suite struct IdleCapacityTests {
     /// Two tenants of 60 RPM with a 1-request burst: the idle buckets refill at 120 RPM (2 per second) and
     /// hold max(5 s × 120 / 60, 1) = 10 requests.
-    static let busy = TenantEntry.make("busy", rpm: Bucket(rate: 60, burst: 1), tpm: Bucket(rate: 60_000, burst: 10_000))
-    static let quiet = TenantEntry.make("quiet", rpm: Bucket(rate: 60, burst: 1), tpm: Bucket(rate: 60_000, burst: 10_000))
+    static let busy = TenantEntry.make(
+        "busy", rpm: Bucket(rate: 60, burst: 1), tpm: Bucket(rate: 60_000, burst: 10_000))
+    static let quiet = TenantEntry.make(
+        "quiet", rpm: Bucket(rate: 60, burst: 1), tpm: Bucket(rate: 60_000, burst: 10_000))
 
     @Test func idleBucketsSumTheSlicesPerUpstreamAndSkipUnlimitedDimensions() {
         let parameters = IdleCapacity.parameters(
@@ -85,7 +87,7 @@ import Testing
         // Together never more than the slices (120 in the minute) plus busy's initial burst.
         #expect(busyAdmitted + quietAdmitted <= 121)
         #expect(enforcer.statistics.borrowed == 29)
-        
+
     }
 
     /// A tenant's `ceiling` bounds what it borrows (outside evaluation round 19: a tenant with an 8 % ceiling,
@@ -137,7 +139,8 @@ import Testing
         #expect(try #require(denial.retryAfter) == 5)
         // A batch call waits for it, and wakes then, not at once.
         let log = DecisionLog()
-        guard case .queued = enforcer.submit(.make("slow", taskClass: .batch), now: 1_010, onDecision: log.callback("b"))
+        guard
+            case .queued = enforcer.submit(.make("slow", taskClass: .batch), now: 1_010, onDecision: log.callback("b"))
         else {
             Issue.record("expected the batch call to wait for the ceiling's room")
             return

@@ -217,7 +217,8 @@ import Testing
             #expect(error.line == 3)
             #expect(error.column == 6)
             #expect(
-                error.description == "record 1 (line 3, column 6, at a): unexpected character '}', expected a JSON value")
+                error.description
+                    == "record 1 (line 3, column 6, at a): unexpected character '}', expected a JSON value")
         }
     }
 

@@ -1,5 +1,5 @@
-import Foundation
 import AllotCore
+import Foundation
 import Testing
 
 @testable import AllotSimulation
@@ -74,7 +74,10 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         let scenario = try Scenario.decode(Array(text[start.upperBound..<end.lowerBound].utf8), source: "example")
         #expect(scenario.name == "support-surge")
         #expect(scenario.headline == ScenarioHeadline(metric: "slo_attainment", tier: "premium", higherIsBetter: true))
-        #expect(scenario.tenants.map(\.id) == ["pipeline", "desk", "small-01", "small-02", "small-03", "small-04", "small-05"])
+        #expect(
+            scenario.tenants.map(\.id) == [
+                "pipeline", "desk", "small-01", "small-02", "small-03", "small-04", "small-05",
+            ])
         #expect(scenario.pools[0].capacity.count == 2)
         #expect(scenario.pools[0].overload.count == 1)
         #expect(scenario.tenants[1].task.thinkSeconds == 0.5)
@@ -253,7 +256,8 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
     @Test func aNumberOutOfJSONsRangeIsNamedByItsField() {
         rejectsWithThePathAndReason(
             text: scenarioJSON().replacingOccurrences(of: #""tasks_per_min": 6"#, with: #""tasks_per_min": 1e400"#),
-            path: "tenants[0].arrivals[0].tasks_per_min", reason: "not valid JSON: line 4, column 45: number out of range")
+            path: "tenants[0].arrivals[0].tasks_per_min",
+            reason: "not valid JSON: line 4, column 45: number out of range")
     }
 
     /// A `static_quota` above the pool's largest capacity can never bind: warned about, per dimension; quotas that
@@ -449,19 +453,24 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
     /// policy's; the simulated policy keeps a tenant's own weight, floor and ceiling when the base policy
     /// names it, takes the tier from the scenario, and replaces the upstreams with the scenario's pools.
     @Test func aBasePolicySuppliesTheTiersAndTheTenantsOwnTerms() throws {
-        #expect(throws: ScenarioError.self) { try decode(scenarioJSON().replacingOccurrences(of: "premium", with: "gold")) }
+        #expect(throws: ScenarioError.self) {
+            try decode(scenarioJSON().replacingOccurrences(of: "premium", with: "gold"))
+        }
         let scenario = try Scenario.decode(
             Array(scenarioJSON().replacingOccurrences(of: "premium", with: "gold").utf8), source: "test.json",
             tiers: ["gold"])
         #expect(scenario.tenants.map(\.tier) == ["gold", "gold"])
 
         var base = try SimulationPolicy.defaultPolicy()
-        base.setTenant(TenantPolicy(id: "acme-01", tier: "free", weight: 3, ceiling: PerDimension(rpm: .absolute(50), tpm: nil)))
+        base.setTenant(
+            TenantPolicy(id: "acme-01", tier: "free", weight: 3, ceiling: PerDimension(rpm: .absolute(50), tpm: nil)))
         base.setTenant(TenantPolicy(id: "elsewhere", tier: "free", weight: 5))
         let premium = try decode(scenarioJSON())
         let policy = try SimulationPolicy.policy(for: premium, base: base)
-        #expect(policy.tenant("acme-01") == TenantPolicy(
-            id: "acme-01", tier: "premium", weight: 3, ceiling: PerDimension(rpm: .absolute(50), tpm: nil)))
+        #expect(
+            policy.tenant("acme-01")
+                == TenantPolicy(
+                    id: "acme-01", tier: "premium", weight: 3, ceiling: PerDimension(rpm: .absolute(50), tpm: nil)))
         #expect(policy.tenant("acme-02") == TenantPolicy(id: "acme-02", tier: "premium"))
         #expect(policy.tenant("elsewhere") == nil)
         #expect(policy.upstreams.map(\.id) == ["openai/gpt-4o"])

@@ -251,7 +251,8 @@ public enum SnapshotAssembler {
             return bound
         }
         let ceiling = DimensionValues(
-            rpm: bound(allocation.rpm, allocation.budgetLimit.rpm), tpm: bound(allocation.tpm, allocation.budgetLimit.tpm))
+            rpm: bound(allocation.rpm, allocation.budgetLimit.rpm),
+            tpm: bound(allocation.tpm, allocation.budgetLimit.tpm))
         return ceiling.rpm.isFinite || ceiling.tpm.isFinite ? ceiling : nil
     }
 

@@ -14,7 +14,8 @@ enum ServiceRoutes {
         // Operations: no token (a load balancer or Kubernetes probe has none).
         table.get("/healthz", .public) { _, _ in .json(["status": "ok"]) }
         table.get("/readyz", .public) { _, _ in await readiness(context) }
-        table.get("/metrics", context.configuration.metricsRequireToken ? Access(Set(Role.allCases)) : .public) { _, _ in
+        table.get("/metrics", context.configuration.metricsRequireToken ? Access(Set(Role.allCases)) : .public) {
+            _, _ in
             await metrics(context)
         }
         table.get("/openapi.json", .public) { _, _ in asset("openapi.json", contentType: "application/json") }

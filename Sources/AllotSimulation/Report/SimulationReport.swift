@@ -95,7 +95,8 @@ public struct SimulationReport: Sendable {
         for run in metrics { values[run.strategy] = Self.number(headlineValue(run)) }
         headlineObject["values"] = .object(values)
         var root: JSONObject = [
-            "scenario": .string(scenario), "strategies": Self.strategiesJSON(metrics), "headline": .object(headlineObject),
+            "scenario": .string(scenario), "strategies": Self.strategiesJSON(metrics),
+            "headline": .object(headlineObject),
         ]
         if let policy {
             root["policy"] = .object(["source": .string(policy.source), "version": .string(policy.version)])
@@ -197,7 +198,8 @@ public struct SimulationReport: Sendable {
             }
             rows.append(row)
         }
-        var text = "scenario \(scenario), \(seedLabel); headline \(headline.label) (\(headline.higherIsBetter ? "higher" : "lower") is better)"
+        var text =
+            "scenario \(scenario), \(seedLabel); headline \(headline.label) (\(headline.higherIsBetter ? "higher" : "lower") is better)"
         text += ": \(headlineVerdict)\n"
         if let policy { text += policy.line + "\n" }
         text += Self.aligned(rows, leftColumns: 1)
@@ -318,15 +320,20 @@ extension SimulationReport {
             let value = headlineValue(run)
             let isRate = ["utilisation", "upstream_429_rate", "slo_attainment"].contains(headline.metric)
             var valueText = isRate ? Self.percent(value, digits: 1) : Self.fixed(value, 2)
-            if value == nil, ["convergence_s", "task_latency_p50_s", "task_latency_p95_s", "task_latency_p99_s"].contains(headline.metric) {
+            if value == nil,
+                ["convergence_s", "task_latency_p50_s", "task_latency_p95_s", "task_latency_p99_s"].contains(
+                    headline.metric)
+            {
                 valueText = "never"
             }
             if best.contains(run.strategy) { valueText = "**\(valueText)**" }
             let judged = run.tiers.values.reduce(0) { $0 + $1.tasks }
             let met = run.tiers.values.reduce(0.0) { $0 + ($1.sloAttainment ?? 0) * Double($1.tasks) }
-            text += "| \(scenario) | \(headline.label) (\(headline.higherIsBetter ? "higher" : "lower")) | \(run.strategy) | \(valueText) | "
+            text +=
+                "| \(scenario) | \(headline.label) (\(headline.higherIsBetter ? "higher" : "lower")) | \(run.strategy) | \(valueText) | "
             text += "\(Self.percent(run.utilisation)) | \(Self.percent(run.upstream429Rate, digits: 2)) | "
-            text += "\(Self.fixed(run.starvationTenantMinutes, 1)) | \(Self.fixed(run.sustainedStarvationTenantMinutes, 1)) | "
+            text +=
+                "\(Self.fixed(run.starvationTenantMinutes, 1)) | \(Self.fixed(run.sustainedStarvationTenantMinutes, 1)) | "
             text += "\(Self.fixed(run.totalVariation, 2)) | "
             text += "\(judged > 0 ? Self.percent(met / Double(judged)) : "-") |\n"
         }

@@ -475,7 +475,9 @@ extension Scenario {
         guard let data = FileManager.default.contents(atPath: nameOrPath) else {
             throw ScenarioError(
                 source: nameOrPath, path: "",
-                reason: "neither a built-in scenario nor a readable file (built-ins: \(builtinNames.joined(separator: ", ")))")
+                reason:
+                    "neither a built-in scenario nor a readable file (built-ins: \(builtinNames.joined(separator: ", ")))"
+            )
         }
         return try decode([UInt8](data), source: nameOrPath, tiers: tiers)
     }
@@ -544,7 +546,10 @@ private struct ScenarioReader {
         }
         guard let number = json.doubleValue else { throw fail(path, "must be a number, not \(json.typeName)") }
         guard range.contains(number) else {
-            throw fail(path, "must be between \(Self.format(range.lowerBound)) and \(Self.format(range.upperBound)), not \(Self.format(number))")
+            throw fail(
+                path,
+                "must be between \(Self.format(range.lowerBound)) and \(Self.format(range.upperBound)), not \(Self.format(number))"
+            )
         }
         return number
     }
@@ -600,7 +605,10 @@ private struct ScenarioReader {
     mutating func scenario(_ json: JSON) throws(ScenarioError) -> Scenario {
         let root = try object(
             json, "",
-            keys: ["name", "description", "headline", "duration_s", "sample_interval_s", "gateways", "policy", "pools", "tenants"],
+            keys: [
+                "name", "description", "headline", "duration_s", "sample_interval_s", "gateways", "policy", "pools",
+                "tenants",
+            ],
             required: ["name", "description", "headline", "duration_s", "pools", "tenants"])
         let name = try identifier(root["name"], "name", extra: "")
         let description = try string(root["description"], "description")
@@ -623,7 +631,8 @@ private struct ScenarioReader {
                 tick = try number(object["tick_interval_s"], "policy.tick_interval_s", 1...60)
             }
         }
-        let pools = try array(root["pools"], "pools", count: 1...8).enumerated().map { (index, json) throws(ScenarioError) in
+        let pools = try array(root["pools"], "pools", count: 1...8).enumerated().map {
+            (index, json) throws(ScenarioError) in
             try pool(json, "pools[\(index)]", duration: duration)
         }
         var seenPools = Set<String>()
@@ -694,14 +703,16 @@ private struct ScenarioReader {
         if ScenarioHeadline.tierMetrics.contains(metric) {
             guard let tier else { throw fail(path + ".tier", "missing: \(metric) is measured per tier") }
             guard tiers.contains(tier) else {
-                throw fail(path + ".tier", "unknown tier \"\(tier)\" (tiers: \(tiers.sorted().joined(separator: ", ")))")
+                throw fail(
+                    path + ".tier", "unknown tier \"\(tier)\" (tiers: \(tiers.sorted().joined(separator: ", ")))")
             }
         } else if ScenarioHeadline.globalMetrics.contains(metric) {
             if tier != nil { throw fail(path + ".tier", "\(metric) is not a per-tier metric") }
         } else {
             throw fail(
                 path + ".metric",
-                "unknown metric \"\(metric)\" (one of \((ScenarioHeadline.globalMetrics + ScenarioHeadline.tierMetrics).joined(separator: ", ")))")
+                "unknown metric \"\(metric)\" (one of \((ScenarioHeadline.globalMetrics + ScenarioHeadline.tierMetrics).joined(separator: ", ")))"
+            )
         }
         let natural = ScenarioHeadline.higherIsBetter.contains(metric)
         guard natural == (better == "higher") else {
@@ -713,7 +724,10 @@ private struct ScenarioReader {
     func pool(_ json: JSON, _ path: String, duration: Double) throws(ScenarioError) -> ScenarioPool {
         let object = try object(
             json, path,
-            keys: ["id", "provider", "declared_rpm", "declared_tpm", "capacity", "latency", "latency_warning_s", "overload", "noise"],
+            keys: [
+                "id", "provider", "declared_rpm", "declared_tpm", "capacity", "latency", "latency_warning_s",
+                "overload", "noise",
+            ],
             required: ["id", "provider", "declared_rpm", "declared_tpm", "capacity"])
         let id = try identifier(object["id"], path + ".id", extra: "./_")
         let providerName = try string(object["provider"], path + ".provider")
@@ -731,7 +745,9 @@ private struct ScenarioReader {
             let step = try self.object(json, stepPath, keys: ["at_s", "rpm", "tpm"], required: ["at_s", "rpm", "tpm"])
             let at = try number(step["at_s"], stepPath + ".at_s", 0...Self.maxSeconds)
             if index == 0, at != 0 { throw fail(stepPath + ".at_s", "the first capacity step must start at 0") }
-            if let last = steps.last, at <= last.at { throw fail(stepPath + ".at_s", "must be after the previous step's at_s") }
+            if let last = steps.last, at <= last.at {
+                throw fail(stepPath + ".at_s", "must be after the previous step's at_s")
+            }
             try before(duration, at, stepPath + ".at_s")
             steps.append(
                 CapacityStep(
@@ -741,7 +757,8 @@ private struct ScenarioReader {
         var latency = LatencyModel()
         if let json = object["latency"] {
             let lp = path + ".latency"
-            let l = try self.object(json, lp, keys: ["base_ms", "per_1k_output_tokens_ms", "knee", "max_factor"], required: [])
+            let l = try self.object(
+                json, lp, keys: ["base_ms", "per_1k_output_tokens_ms", "knee", "max_factor"], required: [])
             latency.baseMs = try number(l["base_ms"], lp + ".base_ms", 1...600_000, default: latency.baseMs)
             latency.perThousandOutputTokensMs = try number(
                 l["per_1k_output_tokens_ms"], lp + ".per_1k_output_tokens_ms", 0...600_000,
@@ -760,7 +777,8 @@ private struct ScenarioReader {
         if let json = object["overload"] {
             for (index, json) in try array(json, path + ".overload", count: 0...1000).enumerated() {
                 let wp = "\(path).overload[\(index)]"
-                let w = try self.object(json, wp, keys: ["from_s", "to_s", "rate"], required: ["from_s", "to_s", "rate"])
+                let w = try self.object(
+                    json, wp, keys: ["from_s", "to_s", "rate"], required: ["from_s", "to_s", "rate"])
                 let from = try number(w["from_s"], wp + ".from_s", 0...Self.maxSeconds)
                 let to = try number(w["to_s"], wp + ".to_s", 0...Self.maxSeconds)
                 guard to > from else { throw fail(wp + ".to_s", "must be after from_s") }
@@ -801,7 +819,9 @@ private struct ScenarioReader {
     /// A time inside the run: a step at or after `duration_s` would never happen.
     func before(_ duration: Double, _ at: Double, _ path: String) throws(ScenarioError) {
         guard at < duration else {
-            throw fail(path, "must be before duration_s (\(Self.format(duration))), not \(Self.format(at)): it would never happen")
+            throw fail(
+                path,
+                "must be before duration_s (\(Self.format(duration))), not \(Self.format(at)): it would never happen")
         }
     }
 
@@ -828,9 +848,12 @@ private struct ScenarioReader {
             let ap = "\(path).arrivals[\(index)]"
             let a = try self.object(json, ap, keys: ["at_s", "tasks_per_min"], required: ["at_s", "tasks_per_min"])
             let at = try number(a["at_s"], ap + ".at_s", 0...Self.maxSeconds)
-            if let last = arrivals.last, at <= last.at { throw fail(ap + ".at_s", "must be after the previous step's at_s") }
+            if let last = arrivals.last, at <= last.at {
+                throw fail(ap + ".at_s", "must be after the previous step's at_s")
+            }
             try before(duration, at, ap + ".at_s")
-            arrivals.append(ArrivalStep(at: at, tasksPerMinute: try number(a["tasks_per_min"], ap + ".tasks_per_min", 0...100_000)))
+            arrivals.append(
+                ArrivalStep(at: at, tasksPerMinute: try number(a["tasks_per_min"], ap + ".tasks_per_min", 0...100_000)))
         }
         // Like a pool no tenant uses: a tenant that never sends anything tells no story (and has no demand to judge).
         guard arrivals.contains(where: { $0.tasksPerMinute > 0 }) else {

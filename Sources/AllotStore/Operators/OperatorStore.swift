@@ -354,13 +354,14 @@ public struct OperatorStore: Sendable {
                 ORDER BY expires_ms DESC LIMIT 1
                 """, proposal.tenant, proposal.upstream, nowMs, map: { ($0.string(0) ?? "", $0.string(1), $0.int64(2)) }
             ) {
+                let which =
+                    proposal.upstream == "*" ? "tenant-wide override of it" : "override of it on \(proposal.upstream)"
+                let until = RFC3339.format(EpochTime.seconds(fromMilliseconds: rejected.2))
                 throw OperatorStoreError(
                     .conflict, code: "proposal_rejected",
                     message: "an override of \(proposal.tenant) crossing a guardrail was rejected by "
-                        + "\(rejected.1 ?? "an SRE") (proposal \(rejected.0)); no "
-                        + "\(proposal.upstream == "*" ? "tenant-wide override of it" : "override of it on \(proposal.upstream)")"
-                        + " that crosses a guardrail can be filed until \(RFC3339.format(EpochTime.seconds(fromMilliseconds: rejected.2))) (one "
-                        + "within the guardrails applies at once)")
+                        + "\(rejected.1 ?? "an SRE") (proposal \(rejected.0)); no \(which) that crosses a guardrail can "
+                        + "be filed until \(until) (one within the guardrails applies at once)")
             }
             try Self.insert(proposal, source: .override, status: "pending", body: body, on: connection)
             try AuditLog.append(audit, on: connection)

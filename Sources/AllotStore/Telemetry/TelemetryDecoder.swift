@@ -452,7 +452,8 @@ private struct DecodingState {
                 &scanner, kind: kind, index: index, field: field, range: 0...validation.maxTokens)
         case .retry:
             fields.retry = Int(
-                try readInteger(&scanner, kind: kind, index: index, field: field, range: 0...Int64(validation.maxRetry)))
+                try readInteger(&scanner, kind: kind, index: index, field: field, range: 0...Int64(validation.maxRetry))
+            )
         case .taskClass:
             try expectString(&scanner, kind: kind, index: index, field: field)
             guard let taskClass = try scanner.readString({ WireName.taskClass($0) }) else {

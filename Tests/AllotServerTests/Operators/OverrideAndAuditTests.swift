@@ -85,7 +85,8 @@ import Testing
             .put, "/v1/tenants/acme/override", as: .operator, json: #"{"floor":{"rpm":1e400},"reason":"x","ttl_s":60}"#)
         #expect(huge.status == .badRequest)
         #expect(huge.jsonBody["error"]?["field"] == "floor.rpm")
-        #expect(huge.jsonBody["error"]?["message"] == "invalid JSON at line 1, column 17 (floor.rpm): number out of range")
+        #expect(
+            huge.jsonBody["error"]?["message"] == "invalid JSON at line 1, column 17 (floor.rpm): number out of range")
         // A repeated name is refused, not read as its first or its last value.
         let repeated = await harness.send(
             .put, "/v1/tenants/acme/override", as: .operator, json: #"{"weight":1,"reason":"x","ttl_s":60,"weight":9}"#)
