@@ -15,7 +15,10 @@ struct Timeline {
 
     /// Premium (w 4), standard (w 2) and free (w 1) on one pool `p/m` of 1000 RPM and 100,000 TPM, with
     /// no safety margin or headroom, surplus held, and dampening that follows targets at once (alpha 1).
-    static func makePolicy(premiumBurst: BurstPolicy = BurstPolicy(), ceilingOfA: Quantity? = nil) -> Policy {
+    /// - Parameter premiumBudgets: spend budgets of the premium tier (tenant `a`'s), none by default.
+    static func makePolicy(
+        premiumBurst: BurstPolicy = BurstPolicy(), ceilingOfA: Quantity? = nil, premiumBudgets: [SpendBudget] = []
+    ) -> Policy {
         var policy = Policy(
             allocation: AllocationSettings(safetyMargin: 0, demandHeadroom: 0, surplus: .hold, burstReserve: 0.1),
             dampening: DampeningSettings(
@@ -25,7 +28,8 @@ struct Timeline {
             tiers: [
                 Tier(
                     name: "premium", priority: 1, weight: 4,
-                    starvationGuard: PerDimension(rpm: .absolute(5), tpm: .absolute(500)), burst: premiumBurst),
+                    starvationGuard: PerDimension(rpm: .absolute(5), tpm: .absolute(500)), burst: premiumBurst,
+                    budgets: premiumBudgets),
                 Tier(
                     name: "standard", priority: 2, weight: 2,
                     idleAllocation: PerDimension(rpm: .absolute(2), tpm: .absolute(200))),
@@ -381,10 +385,9 @@ struct PolicyEngineTests {
 
     /// A spend budget's cap bounds a detected credit as a ceiling does: the credit would spend past the budget.
     @Test func aDetectedCreditCoversNoMoreThanABudgetAllows() throws {
-        var policy = Timeline.makePolicy(premiumBurst: BurstPolicy(maxTTLSeconds: 120, detectFanOut: true))
-        var premium = try #require(policy.tier(named: "premium"))
-        premium.budgets = [SpendBudget(window: .day, amount: 100)]
-        policy.setTier(premium)
+        let policy = Timeline.makePolicy(
+            premiumBurst: BurstPolicy(maxTTLSeconds: 120, detectFanOut: true),
+            premiumBudgets: [SpendBudget(window: .day, amount: 100)])
         // Mid-task and short of tokens: 40,000 TPM wanted against the 20,000 held.
         var burst = Self.midTask()
         burst.demand.tpm = 40_000
@@ -432,10 +435,7 @@ struct PolicyEngineTests {
     /// A credit asked for past a spend budget is not lent (review of session 41: the gateways bound a credit by the
     /// budget's cap, so it was reserve lent for nothing): nothing at `hard`, calls without tokens under a throttle.
     @Test func aBudgetLimitsTheCreditsAsked() throws {
-        var policy = Timeline.makePolicy()
-        var premium = try #require(policy.tier(named: "premium"))
-        premium.budgets = [SpendBudget(window: .day, amount: 100)]
-        policy.setTier(premium)
+        let policy = Timeline.makePolicy(premiumBudgets: [SpendBudget(window: .day, amount: 100)])
         let quiet = Timeline.observe("a", rpm: 200, tpm: 20_000, served: PerDimension(rpm: 200, tpm: 20_000))
         func decided(spent: Double, calls: Double = 120) throws -> BurstDecision {
             var timeline = Timeline(policy: policy)
@@ -598,10 +598,7 @@ struct PolicyEngineTests {
     }
 
     @Test func budgetsThrottleThenCutAndLiftingIsDampened() throws {
-        var policy = Timeline.makePolicy()
-        var premium = try #require(policy.tier(named: "premium"))
-        premium.budgets = [SpendBudget(window: .day, amount: 100)]
-        policy.setTier(premium)
+        let policy = Timeline.makePolicy(premiumBudgets: [SpendBudget(window: .day, amount: 100)])
         var timeline = Timeline(policy: policy)
         let tenants = [
             Timeline.observe("a", rpm: 500, tpm: 50_000, served: PerDimension(rpm: 500, tpm: 30_000)),
@@ -730,10 +727,7 @@ struct PolicyEngineTests {
 
         // Throttled while it spends on a pool with capacity and not yet on one without: the throttle's split gives
         // that one no share, which is no limit there (a cap of 0 would keep it from ever starting), not 0.
-        var policy = Timeline.makePolicy()
-        var premium = try #require(policy.tier(named: "premium"))
-        premium.budgets = [SpendBudget(window: .day, amount: 100)]
-        policy.setTier(premium)
+        let policy = Timeline.makePolicy(premiumBudgets: [SpendBudget(window: .day, amount: 100)])
         var timeline = Timeline(policy: policy)
         let tenants = [
             Timeline.observe("a", rpm: 500, tpm: 50_000, served: PerDimension(rpm: 500, tpm: 30_000)),
