@@ -226,6 +226,9 @@ extension Override {
     /// (an approved tenant-wide weight must not lift the guardrails off an unapproved pool override's floor).
     static func combined(wide: Override?, specific: Override?) -> Override? {
         guard let wide, var merged = specific else { return specific ?? wide }
+        let specificSets =
+            merged.tier != nil || merged.weight != nil
+            || RateDimension.allCases.contains { merged.floor[$0] != nil || merged.ceiling[$0] != nil }
         var wideContributes = false
         func take<T>(_ own: T?, _ other: T?) -> T? {
             if own == nil, other != nil { wideContributes = true }
@@ -237,10 +240,7 @@ extension Override {
             merged.floor[dimension] = take(merged.floor[dimension], wide.floor[dimension])
             merged.ceiling[dimension] = take(merged.ceiling[dimension], wide.ceiling[dimension])
         }
-        let specificSets =
-            specific?.tier != nil || specific?.weight != nil
-            || RateDimension.allCases.contains { specific?.floor[$0] != nil || specific?.ceiling[$0] != nil }
-        merged.approved = (!specificSets || specific?.approved == true) && (!wideContributes || wide.approved)
+        merged.approved = (!specificSets || merged.approved) && (!wideContributes || wide.approved)
         return merged
     }
 }

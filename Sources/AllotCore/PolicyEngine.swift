@@ -406,27 +406,9 @@ private struct PoolTick {
             for dimension in RateDimension.allCases {
                 guard let allocation = pools[dimension], let published = records[index].dampers[dimension]?.published
                 else {
-                    if pools[dimension] == nil, !budgets.hard.isEmpty || !budgets.tpmCaps.isEmpty {
-                        // A guard in percent has no capacity to resolve against here: no limit from it (rather
-                        // than a silent cut to zero); an absolute one, a throttle's cap and a cut to zero apply.
-                        var guardValue = Double.infinity
-                        if case .absolute(let value) = tier.starvationGuard[dimension] { guardValue = value }
-                        var cap = budgetCap(of: observation.tenant, dimension: dimension, guardValue: guardValue)
-                        // A throttle splits what it allows by each pool's recent spend: a pool the tenant has not
-                        // spent on yet gets no share, and here, with no capacity to start it from, a cap of 0 would
-                        // keep it from ever spending (re-verification of round 20: a throttled tenant's tokens on
-                        // an undeclared pool were 0 while it used another). Only a spent-out budget or a hard cut
-                        // limits it to 0 there.
-                        if cap <= 0, budgets.hard[observation.tenant] == nil,
-                            (budgets.allowed[observation.tenant] ?? 0) > 0
-                        {
-                            cap = .infinity
-                        }
-                        if cap.isFinite {
-                            let rate = max(0, cap)
-                            let burst = rate > 0 ? max(rate * tier.bucketSeconds / 60, dimension == .rpm ? 1 : 0) : 0
-                            results[last].budgetLimit[dimension] = BudgetLimit(rate: rate, burst: burst)
-                        }
+                    if pools[dimension] == nil {
+                        results[last].budgetLimit[dimension] = budgetLimit(
+                            of: observation.tenant, tier: tier, dimension: dimension)
                     }
                     continue
                 }
@@ -483,6 +465,26 @@ private struct PoolTick {
             cap = min(cap, throttle)
         }
         return cap
+    }
+
+    /// What a spend budget limits a tenant to in a dimension this pool has no capacity for; nil when nothing does.
+    private func budgetLimit(of tenant: String, tier: Tier, dimension: RateDimension) -> BudgetLimit? {
+        guard !budgets.hard.isEmpty || !budgets.tpmCaps.isEmpty else { return nil }
+        // A guard in percent has no capacity to resolve against here: no limit from it (rather than a silent cut to
+        // zero); an absolute one, a throttle's cap and a cut to zero apply.
+        var guardValue = Double.infinity
+        if case .absolute(let value) = tier.starvationGuard[dimension] { guardValue = value }
+        let cap = budgetCap(of: tenant, dimension: dimension, guardValue: guardValue)
+        // A throttle splits what it allows by each pool's recent spend: a pool the tenant has not spent on yet gets
+        // no share, and here, with no capacity to start it from, a cap of 0 would keep it from ever spending
+        // (re-verification of round 20: a throttled tenant's tokens on an undeclared pool were 0 while it used
+        // another). Only a spent-out budget or a hard cut limits it to 0 there.
+        guard cap.isFinite, cap > 0 || budgets.hard[tenant] != nil || (budgets.allowed[tenant] ?? 0) <= 0 else {
+            return nil
+        }
+        let rate = max(0, cap)
+        let burst = rate > 0 ? max(rate * tier.bucketSeconds / 60, dimension == .rpm ? 1 : 0) : 0
+        return BudgetLimit(rate: rate, burst: burst)
     }
 
     /// One tenant's allocator input for one dimension.

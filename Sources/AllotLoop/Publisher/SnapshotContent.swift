@@ -217,18 +217,22 @@ public enum SnapshotAssembler {
         }
         return TenantEntry(
             id: allocation.tenant, upstream: allocation.upstream, tier: allocation.tier, priority: allocation.priority,
-            rpm: Bucket(
-                rate: finite(rpm?.rate ?? limits.rpm?.rate ?? SnapshotContent.unlimited),
-                burst: finite(rpm?.burst ?? limits.rpm?.burst ?? SnapshotContent.unlimited)),
-            tpm: Bucket(
-                rate: finite(tpm?.rate ?? limits.tpm?.rate ?? SnapshotContent.unlimited),
-                burst: finite(tpm?.burst ?? limits.tpm?.burst ?? SnapshotContent.unlimited)),
-            queueWeight: finite(allocation.queueWeight),
-            reason: Reasons(
-                rpm: rpm?.reason.rawValue ?? (limits.rpm != nil ? AllocationReason.budget.rawValue : noCapacityReason),
-                tpm: tpm?.reason.rawValue ?? (limits.tpm != nil ? AllocationReason.budget.rawValue : noCapacityReason)),
+            rpm: bucket(rpm, limits.rpm), tpm: bucket(tpm, limits.tpm), queueWeight: finite(allocation.queueWeight),
+            reason: Reasons(rpm: reason(rpm, limits.rpm), tpm: reason(tpm, limits.tpm)),
             burstCredit: credit, mode: allocation.mode.rawValue, maxConcurrency: allocation.maxConcurrency,
             tokenEstimate: estimate, deny: zero ? allocation.deny : nil, ceiling: ceiling(allocation))
+    }
+
+    /// A dimension's bucket: its allocation's, else (the pool has no capacity for it) a budget's limit, else unlimited.
+    private static func bucket(_ dimension: DimensionAllocation?, _ limit: BudgetLimit?) -> Bucket {
+        Bucket(
+            rate: finite(dimension?.rate ?? limit?.rate ?? SnapshotContent.unlimited),
+            burst: finite(dimension?.burst ?? limit?.burst ?? SnapshotContent.unlimited))
+    }
+
+    /// A dimension's reason, as ``bucket(_:_:)`` chooses its values.
+    private static func reason(_ dimension: DimensionAllocation?, _ limit: BudgetLimit?) -> String {
+        dimension?.reason.rawValue ?? (limit != nil ? AllocationReason.budget.rawValue : noCapacityReason)
     }
 
     /// `ceiling`: per dimension the tenant's ceiling (the policy's, after overrides), never below its lower bound
