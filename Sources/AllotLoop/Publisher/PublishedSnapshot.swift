@@ -119,6 +119,19 @@ public final class PublishedSnapshot: Sendable {
         return result
     }
 
+    /// How this version splits `tenant`'s allocation on `upstream` between gateways: (gateway, rpm, tpm) sorted by
+    /// gateway, an even split spelled out; empty when the snapshot does not list the tenant there or no gateway
+    /// is in the plan. What the gateways enforce, as against the Classifier's demand shares it was cut from
+    /// (a young tenant is split evenly, every share is raised to a small minimum).
+    public func gatewaySlices(tenant: String, upstream: String) -> [(gateway: String, rpm: Double, tpm: Double)] {
+        let tenants = content.snapshot.tenants
+        guard let position = tenants.firstIndex(where: { $0.id == tenant && $0.upstream == upstream }) else {
+            return []
+        }
+        let entry = tenants[position]
+        return content.plan.materialized(position, rpm: entry.rpm.rate, tpm: entry.tpm.rate)
+    }
+
     /// The tenant entries `gateway` receives a slice of (global indices), in snapshot order.
     public func tenantIndices(forGateway gateway: String) -> [Int] {
         let index = self.index

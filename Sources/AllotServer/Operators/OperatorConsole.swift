@@ -71,7 +71,10 @@ public final class OperatorConsole: Sendable {
     var view: LoopView? { loopSlot.value?.view }
 
     /// The version of the snapshot being served, if any.
-    var snapshotVersion: Int64? { loopSlot.value?.publisher.current?.version }
+    var snapshotVersion: Int64? { snapshot?.version }
+
+    /// The snapshot being served, if any.
+    var snapshot: PublishedSnapshot? { loopSlot.value?.publisher.current }
 
     /// First start (SPEC 8): creates the admin token when the database holds no admin token (other
     /// roles' tokens do not count), writes it to `DIR/admin-token` (mode 0600, never overwritten) and

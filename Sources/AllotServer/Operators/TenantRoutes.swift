@@ -168,7 +168,8 @@ struct TenantRoutes: Sendable {
         }
         let view = console.view
         let policy = console.policy().policy
-        let version = console.snapshotVersion
+        let snapshot = console.snapshot
+        let version = snapshot?.version
         let overrides: [StoredOverride]
         let proposals: [StoredProposal]
         let bursts: [StoredBurst]
@@ -196,7 +197,8 @@ struct TenantRoutes: Sendable {
             upstreams.append(
                 Self.upstreamEntry(
                     upstream, status: statuses[upstream], allocation: allocations[upstream],
-                    pool: view?.decision?.pool(upstream), snapshotVersion: version, now: now))
+                    pool: view?.decision?.pool(upstream), snapshotVersion: version,
+                    slices: snapshot?.gatewaySlices(tenant: id, upstream: upstream) ?? [], now: now))
         }
         let budgets = (view?.decision?.budgets ?? []).filter { $0.tenant == id }.map(OperatorJSON.budget)
         let tierName = summary.tier
@@ -231,7 +233,7 @@ struct TenantRoutes: Sendable {
 
     static func upstreamEntry(
         _ upstream: String, status: TenantStatus?, allocation: TenantAllocation?, pool: PoolSummary?,
-        snapshotVersion: Int64?, now: Double
+        snapshotVersion: Int64?, slices: [(gateway: String, rpm: Double, tpm: Double)], now: Double
     ) -> JSON {
         var entry: JSONObject = ["upstream": .string(upstream)]
         if let status {
@@ -258,6 +260,16 @@ struct TenantRoutes: Sendable {
                 JSONObject(
                     status.gatewayShares.sorted { $0.key < $1.key }.map { ($0.key, OperatorJSON.number($0.value)) }))
         }
+        // What each gateway enforces in the served version (SPEC 7's split of the allocation), as against the
+        // demand shares above it was cut from: a young tenant is split evenly, every share has a small minimum.
+        entry["gateway_slices"] = .object(
+            JSONObject(
+                slices.map { slice in
+                    (
+                        slice.gateway,
+                        .object(["rpm": OperatorJSON.number(slice.rpm), "tpm": OperatorJSON.number(slice.tpm)])
+                    )
+                }))
         if let allocation {
             entry["tier"] = .string(allocation.tier)
             var dimensions = JSONObject()

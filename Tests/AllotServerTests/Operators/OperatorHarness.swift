@@ -41,6 +41,9 @@ actor ScriptedObserver: CapacityObserving {
 actor ScriptedClassifier: ConsumptionClassifying {
     var tenants: [TenantObservation]
     var starved: Set<String> = []
+    /// Per tenant, its demand shares by gateway, and the tenants first seen a short window ago.
+    var gatewayShares: [String: [String: Double]] = [:]
+    var young: Set<String> = []
 
     init(tenants: [TenantObservation]) {
         self.tenants = tenants
@@ -49,6 +52,11 @@ actor ScriptedClassifier: ConsumptionClassifying {
     func setTenants(_ tenants: [TenantObservation]) { self.tenants = tenants }
 
     func setStarved(_ starved: Set<String>) { self.starved = starved }
+
+    func setGatewayShares(_ shares: [String: [String: Double]], young: Set<String> = []) {
+        self.gatewayShares = shares
+        self.young = young
+    }
 
     func apply(policy: Policy) {}
 
@@ -63,7 +71,8 @@ actor ScriptedClassifier: ConsumptionClassifying {
                     key: AllocationKey(tenant: tenant.tenant, upstream: tenant.upstream),
                     tenantClass: tenant.tenantClass, suspect: tenant.suspect, demand: tenant.demand,
                     servedShort: tenant.served, servedLong: tenant.served, lastActivityAt: now, samples: tenant.samples,
-                    starved: starved.contains(tenant.tenant))
+                    starved: starved.contains(tenant.tenant), gatewayShares: gatewayShares[tenant.tenant] ?? [:],
+                    young: young.contains(tenant.tenant))
             },
             alerts: starved.sorted().map {
                 LoopAlert(kind: "starved", severity: .warning, tenant: $0, message: "\($0) starved", since: now)

@@ -118,6 +118,29 @@ import Testing
         await harness.close()
     }
 
+    /// `gateway_shares` are the Classifier's demand shares; `gateway_slices` what the served version gives each
+    /// gateway (round 20's F11: a young tenant seen at one gateway showed `{"gw-a": 1}` while it was split evenly).
+    @Test func tenantDetailShowsThePublishedSplitBesideTheDemandShares() async throws {
+        let harness = try await OperatorHarness.make()
+        await harness.classifier.setGatewayShares(
+            ["acme": ["gw-a": 0.25, "gw-b": 0.75], "beta": ["gw-a": 1]], young: ["beta"])
+        await harness.tick()
+        let beta = try #require(await harness.send(.get, "/v1/tenants/beta", as: .operator).jsonBody["upstreams"]?[0])
+        #expect(beta["gateway_shares"] == ["gw-a": 1])
+        let rate = try #require(beta["allocation"]?["rpm"]?["rate"]?.doubleValue)
+        let slices = try #require(beta["gateway_slices"]?.objectValue)
+        #expect(slices.keys.sorted() == ["gw-a", "gw-b"])
+        for gateway in ["gw-a", "gw-b"] {
+            let part = try #require(slices[gateway]?["rpm"]?.doubleValue)
+            #expect(abs(part - rate / 2) < 1e-9 * rate)
+        }
+        let acme = try #require(await harness.send(.get, "/v1/tenants/acme", as: .operator).jsonBody["upstreams"]?[0])
+        let acmeRate = try #require(acme["allocation"]?["rpm"]?["rate"]?.doubleValue)
+        let acmeB = try #require(acme["gateway_slices"]?["gw-b"]?["rpm"]?.doubleValue)
+        #expect(acmeB > 0.7 * acmeRate && acmeB < 0.8 * acmeRate)
+        await harness.close()
+    }
+
     @Test func historyAndCostsComeFromTheRollups() async throws {
         let harness = try await OperatorHarness.make()
         let now = harness.clock.now
