@@ -71,4 +71,48 @@ public enum Guardrails {
         }
         return crossings
     }
+
+    /// What the override leaves contradictory or out of reach on a pool, combined with the tenant's other
+    /// overrides (`others`; the one of the same scope is replaced), the policy's entry for it and its tier: a
+    /// floor above the ceiling (the floor wins: policies/README.md, *Floor above ceiling*) and a floor above the
+    /// pool's capacity, which cannot be met (said when the override sets the floor or the tier). In words, for
+    /// the `warning` of `PUT /v1/tenants/{id}/override` (round 20: a tenant-wide ceiling under a pool's floor,
+    /// and a pool floor over the pool, were applied without a word). Only the dimensions the override sets a
+    /// floor, a ceiling or the tier for; pools and percentages as in ``crossings(of:policy:capacities:)``.
+    public static func conflicts(
+        of override: Override, alongside others: [Override], policy: Policy,
+        capacities: [String: PerDimension<Double?>] = [:]
+    ) -> [String] {
+        var pools = Set(capacities.keys)
+        for upstream in policy.upstreams { pools.insert(upstream.id) }
+        if let only = override.upstream { pools = pools.filter { $0 == only } }
+        let overrides =
+            others.filter { $0.tenant == override.tenant && $0.upstream != override.upstream } + [override]
+        var conflicts: [String] = []
+        for upstream in pools.sorted() {
+            let terms = policy.terms(
+                ofTenant: override.tenant, upstream: upstream, overrides: overrides, now: override.createdAt)
+            for dimension in RateDimension.allCases
+            where override.floor[dimension] != nil || override.ceiling[dimension] != nil || override.tier != nil {
+                let declared = policy.upstream(upstream)?.capacity[dimension]
+                    .map { $0 * (1 - policy.allocation.safetyMargin) }
+                guard let capacity = capacities[upstream]?[dimension] ?? declared else { continue }
+                let floor = terms.floor[dimension].resolved(capacity: capacity)
+                let ceiling = terms.ceiling[dimension].resolved(capacity: capacity)
+                let unit = dimension.rawValue
+                if floor > ceiling * (1 + 1e-9) {
+                    conflicts.append(
+                        "on \(upstream) the \(unit) floor \(Quantity.formatMeasured(floor)) is above the ceiling "
+                            + "\(Quantity.formatMeasured(ceiling)): the floor wins")
+                }
+                if override.floor[dimension] != nil || override.tier != nil, floor > capacity * (1 + 1e-9) {
+                    conflicts.append(
+                        "on \(upstream) the \(unit) floor \(Quantity.formatMeasured(floor)) is above the pool's "
+                            + "capacity \(Quantity.formatMeasured(capacity)) (after the safety margin): "
+                            + "it cannot be met")
+                }
+            }
+        }
+        return conflicts
+    }
 }

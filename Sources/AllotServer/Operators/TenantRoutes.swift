@@ -388,7 +388,11 @@ struct TenantRoutes: Sendable {
         if crossings.isEmpty {
             let after = OperatorJSON.override(override)
             let previous: StoredOverride?
+            let conflicts: [String]
             do {
+                let others = try await console.store.overrides(tenant: id, now: now).map(\.override)
+                conflicts = Guardrails.conflicts(
+                    of: override, alongside: others, policy: policy, capacities: capacities)
                 previous = try await console.store.setOverride(override, now: now) { previous in
                     AuditEntry(
                         atMs: nowMs, actor: principal.name, actorRole: role, action: "override.set", subject: id,
@@ -397,9 +401,12 @@ struct TenantRoutes: Sendable {
             } catch {
                 throw OperatorRoutes.storeError(error)
             }
+            let unknown = try await unknownTenantWarning(id, policy: policy).stringValue
+            let warnings = (unknown.map { [$0] } ?? []) + conflicts
             return .json([
                 "status": "applied", "override": after, "previous": previous.map(OperatorJSON.override) ?? .null,
-                "applies": "at the next tick", "warning": try await unknownTenantWarning(id, policy: policy),
+                "applies": "at the next tick",
+                "warning": warnings.isEmpty ? .null : .string(warnings.joined(separator: "; ")),
             ])
         }
         let proposal = Proposal.forOverride(override, crossings: crossings, settings: policy.proposals)

@@ -50,6 +50,40 @@ import Testing
         await harness.close()
     }
 
+    /// An override that leaves a floor above the ceiling (with the tenant's other override or its tier) or above
+    /// the pool's capacity applies with a warning saying so (round 20: both applied without a word).
+    @Test func anOverrideThatContradictsTheTermsItJoinsSaysSo() async throws {
+        let harness = try await OperatorHarness.make()
+        await harness.tick()
+        func put(_ body: String) async -> HTTPResponse {
+            await harness.send(.put, "/v1/tenants/example-premium/override", as: .operator, json: body)
+        }
+        let wide = await put(#"{"ceiling":{"rpm":200},"reason":"cap","ttl_s":600}"#)
+        #expect(wide.jsonBody["status"] == "applied")
+        #expect(wide.jsonBody["warning"] == .null)
+        let floor = await put(#"{"upstream":"openai/gpt-4o","floor":{"rpm":300},"reason":"launch","ttl_s":600}"#)
+        #expect(floor.jsonBody["status"] == "applied")
+        #expect(
+            floor.jsonBody["warning"] == "on openai/gpt-4o the rpm floor 300 is above the ceiling 200: the floor wins")
+        let huge = await put(#"{"upstream":"openai/gpt-4o","floor":{"rpm":20000},"reason":"launch","ttl_s":600}"#)
+        #expect(
+            huge.jsonBody["warning"]
+                == .string(
+                    "on openai/gpt-4o the rpm floor 20000 is above the ceiling 200: the floor wins; "
+                        + "on openai/gpt-4o the rpm floor 20000 is above the pool's capacity 9800 "
+                        + "(after the safety margin): it cannot be met"))
+        // A new tenant-wide ceiling under the pool's floor: said for that pool (the capacity is the floor's
+        // business).
+        let low = await put(#"{"ceiling":{"rpm":150},"reason":"cap","ttl_s":600}"#)
+        #expect(
+            low.jsonBody["warning"] == "on openai/gpt-4o the rpm floor 20000 is above the ceiling 150: the floor wins")
+        // Within the terms: no warning.
+        let fine = await put(#"{"upstream":"openai/gpt-4o","floor":{"rpm":100},"reason":"launch","ttl_s":600}"#)
+        #expect(fine.jsonBody["status"] == "applied")
+        #expect(fine.jsonBody["warning"] == .null)
+        await harness.close()
+    }
+
     @Test func overrideValidationNamesTheField() async throws {
         let harness = try await OperatorHarness.make()
         let cases: [(String, String, String)] = [
