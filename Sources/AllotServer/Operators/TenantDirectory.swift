@@ -97,15 +97,26 @@ struct TenantDirectory: Sendable {
             var largest = -1.0
             for allocation in allocated {
                 upstreams.insert(allocation.upstream)
+                // Where the pool has no capacity for a dimension a spend budget may still limit the tenant
+                // (``TenantAllocation/budgetLimit``, published as rate and reason `budget`); else it is unlimited there
+                // and adds nothing.
+                var reason = PerDimension<AllocationReason?>(nil)
                 for dimension in RateDimension.allCases {
-                    guard let value = allocation[dimension] else { continue }
-                    summary.allocation[dimension] = (summary.allocation[dimension] ?? 0) + value.rate
-                    summary.reasons.insert(value.reason.rawValue)
+                    let rate: Double
+                    if let value = allocation[dimension] {
+                        (rate, reason[dimension]) = (value.rate, value.reason)
+                    } else if let limit = allocation.budgetLimit[dimension] {
+                        (rate, reason[dimension]) = (limit.rate, .budget)
+                    } else {
+                        continue
+                    }
+                    summary.allocation[dimension] = (summary.allocation[dimension] ?? 0) + rate
+                    if let name = reason[dimension]?.rawValue { summary.reasons.insert(name) }
                 }
-                let rpm = allocation.rpm?.rate ?? 0
+                let rpm = allocation.rpm?.rate ?? allocation.budgetLimit.rpm?.rate ?? 0
                 if rpm > largest {
                     largest = rpm
-                    summary.reason = PerDimension(rpm: allocation.rpm?.reason, tpm: allocation.tpm?.reason)
+                    summary.reason = reason
                 }
                 if allocation.burstCredit != nil { summary.burstCredit = true }
                 if let deny = allocation.deny { summary.deny = deny }
