@@ -33,31 +33,7 @@ enum OperatorJSON {
         ["rpm": .bool(value.rpm), "tpm": .bool(value.tpm)]
     }
 
-    /// A quantity as policy files write it: a number per minute, `"5%"`, or `"unbounded"`.
-    static func quantity(_ quantity: Quantity) -> JSON {
-        if case .absolute(let value) = quantity, value.isFinite { return .double(value) }
-        return .string(quantity.jsonText)
-    }
-
-    static func quantities(_ value: PerDimension<Quantity?>) -> JSON {
-        var object = JSONObject()
-        for dimension in RateDimension.allCases {
-            if let amount = value[dimension] { object[dimension.rawValue] = quantity(amount) }
-        }
-        return object.count == 0 ? .null : .object(object)
-    }
-
-    static func override(_ stored: StoredOverride) -> JSON {
-        let override = stored.override
-        return [
-            "tenant": .string(override.tenant), "upstream": override.upstream.map(JSON.string) ?? .null,
-            "tier": override.tier.map(JSON.string) ?? .null, "weight": number(override.weight),
-            "floor": quantities(override.floor), "ceiling": quantities(override.ceiling),
-            "actor": .string(override.actor), "reason": .string(override.reason),
-            "created_at": time(override.createdAt), "expires_at": time(override.expiresAt),
-            "approved": .bool(override.approved), "proposal_id": stored.proposalID.map(JSON.string) ?? .null,
-        ]
-    }
+    static func override(_ stored: StoredOverride) -> JSON { stored.json }
 
     static func override(_ override: Override) -> JSON {
         self.override(StoredOverride(override: override))

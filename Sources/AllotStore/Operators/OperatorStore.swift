@@ -14,6 +14,34 @@ public struct StoredOverride: Sendable, Hashable {
         self.override = override
         self.proposalID = proposalID
     }
+
+    /// The operator API's shape of it (`openapi.json`'s `Override`): every audit entry that records an override,
+    /// the service's own `override.expire` included, and every response that shows one (round 21: the expiry's
+    /// entry held the storage form, camelCase epoch seconds).
+    public var json: JSON {
+        func time(_ seconds: Double) -> JSON { seconds.isFinite ? .string(RFC3339.format(seconds)) : .null }
+        func quantities(_ value: PerDimension<Quantity?>) -> JSON {
+            var object = JSONObject()
+            for dimension in RateDimension.allCases {
+                guard let amount = value[dimension] else { continue }
+                if case .absolute(let number) = amount, number.isFinite {
+                    object[dimension.rawValue] = .double(number)
+                } else {
+                    object[dimension.rawValue] = .string(amount.jsonText)
+                }
+            }
+            return object.count == 0 ? .null : .object(object)
+        }
+        return [
+            "tenant": .string(override.tenant), "upstream": override.upstream.map(JSON.string) ?? .null,
+            "tier": override.tier.map(JSON.string) ?? .null,
+            "weight": override.weight.flatMap { $0.isFinite ? .double($0) : nil } ?? .null,
+            "floor": quantities(override.floor), "ceiling": quantities(override.ceiling),
+            "actor": .string(override.actor), "reason": .string(override.reason),
+            "created_at": time(override.createdAt), "expires_at": time(override.expiresAt),
+            "approved": .bool(override.approved), "proposal_id": proposalID.map(JSON.string) ?? .null,
+        ]
+    }
 }
 
 /// A proposal as stored (SPEC 6.7, 6.8), with where it came from and its status in the record.
@@ -183,13 +211,21 @@ public struct OperatorStore: Sendable {
             // An override that expires leaves a trace in the audit log, as every change to a tenant's terms does
             // (round 14: customer success could not tell an override had ended).
             let ended = try connection.queryAll(
-                "SELECT tenant, body FROM overrides WHERE expires_ms <= ? ORDER BY tenant, upstream", nowMs
-            ) { row in (tenant: row.string(0) ?? "", body: row.string(1) ?? "") }
+                "SELECT tenant, body, proposal_id FROM overrides WHERE expires_ms <= ? ORDER BY tenant, upstream",
+                nowMs
+            ) { row in
+                (
+                    tenant: row.string(0) ?? "",
+                    before: (try? Self.decode(Override.self, row.string(1) ?? "")).map {
+                        StoredOverride(override: $0, proposalID: row.string(2)).json
+                    }
+                )
+            }
             for override in ended {
                 try AuditLog.append(
                     AuditEntry(
                         atMs: nowMs, actor: "allot", action: "override.expire", subject: override.tenant,
-                        tenant: override.tenant, before: try? JSON.parse(Array(override.body.utf8)), reason: "expired"),
+                        tenant: override.tenant, before: override.before, reason: "expired"),
                     on: connection)
             }
             try connection.run("DELETE FROM overrides WHERE expires_ms <= ?", nowMs)

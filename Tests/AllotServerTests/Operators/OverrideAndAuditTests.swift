@@ -44,6 +44,10 @@ import Testing
         #expect(entries.first?["tenant"] == "beta")
         #expect(entries.first?["reason"] == "expired")
         #expect(entries.first?["before"]?["weight"]?.doubleValue == 3)
+        // In the API's shape, as its `override.set` entry and the response showed it (round 21: the storage form,
+        // `expiresAt` in epoch seconds).
+        #expect(entries.first?["before"] == set.jsonBody["override"])
+        #expect(entries.first?["before"]?["expires_at"]?.stringValue == RFC3339.format(OperatorHarness.start + 605))
         await harness.tick()
         let again = await harness.send(.get, "/v1/audit?action=override.expire", as: .sre)
         #expect(again.jsonBody["entries"]?.arrayValue?.count == 1)
