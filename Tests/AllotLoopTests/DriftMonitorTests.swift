@@ -1,4 +1,5 @@
 import AllotCore
+import Foundation
 import Testing
 
 @testable import AllotLoop
@@ -34,5 +35,52 @@ import Testing
         // Beyond a thousandfold the percentage says nothing; below it, it is given.
         #expect(Self.driftMessage(served: 5, allowed: 0.001)?.hasSuffix("(over)") == true)
         #expect(Self.driftMessage(served: 5, allowed: 1)?.hasSuffix("(400% over)") == true)
+    }
+
+    /// Alerts from `served(t)` admitted against `allowed(t)`, reviewed every 5 s from 0 through `until`.
+    static func alerts(
+        until: Double, served: (Double) -> Double, allowed: (Double) -> Double
+    ) -> [(at: Double, message: String)] {
+        var monitor = DriftMonitor()
+        var raised: [(at: Double, message: String)] = []
+        for now in stride(from: 0.0, through: until, by: 5) {
+            let status = TenantStatus(
+                key: key, tenantClass: .steady, demand: PerDimension(rpm: served(now), tpm: 0),
+                gatewayServed: ["gw-1": PerDimension(rpm: served(now), tpm: 0)])
+            let allowance: [AllocationKey: PerDimension<Double?>] = [key: PerDimension(rpm: allowed(now), tpm: nil)]
+            for alert in monitor.review(
+                statuses: [status], allowance: allowance, thresholds: AlertThresholds(), window: 60, now: now)
+            where alert.kind == "drift" {
+                raised.append((now, alert.message))
+            }
+        }
+        return raised
+    }
+
+    /// A tenant that stops sending: its allocation falls to its idle allocation at once, while the admitted rate
+    /// (a one-minute EWMA) decays. Compared with the allowance of the moment that was "5091% over" for a tenant
+    /// admitted nothing (outside evaluation round 21); compared with the allowance averaged the same way, never.
+    @Test func aTenantThatStopsIsNotDrift() {
+        let stop = 120.0
+        let raised = Self.alerts(
+            until: 400, served: { $0 < stop ? 900 : 900 * exp(-($0 - stop) / 60) },
+            allowed: { $0 < stop ? 1000 : 3 })
+        #expect(raised.isEmpty, "\(raised)")
+        // The same when a burst credit ends: 240 admitted under 250 allowed, then 30 allowed and 12 sent.
+        let credit = Self.alerts(
+            until: 400, served: { $0 < stop ? 240 : 12 + 228 * exp(-($0 - stop) / 60) },
+            allowed: { $0 < stop ? 250 : 30 })
+        #expect(credit.isEmpty, "\(credit)")
+    }
+
+    /// Gateways that keep admitting the old rate after the allowance fell (a stale version) are drift once the
+    /// averaged allowance has come down and the excess has lasted `drift_window_s`.
+    @Test func gatewaysThatKeepTheOldRateAreDrift() throws {
+        let raised = Self.alerts(until: 400, served: { _ in 900 }, allowed: { $0 < 120 ? 1000 : 300 })
+        let first = try #require(raised.first)
+        // The average passes 900 / 1.1 ≈ 818 about 12 s after the cut, and the alert follows 60 s later.
+        #expect(first.at >= 180 && first.at <= 200, "\(first.at)")
+        #expect(raised.last?.message == "gateways admitted 900 rpm for acme on openai/gpt-4o against an allocation of "
+            + "300 (200% over)")
     }
 }

@@ -540,7 +540,9 @@ public actor AllocationPublisher {
                 break
             }
         }
-        alerts += drift.review(statuses: statuses, allowance: allowance, thresholds: policy.alerts, now: now)
+        alerts += drift.review(
+            statuses: statuses, allowance: allowance, thresholds: policy.alerts,
+            window: policy.classifier.shortWindowSeconds, now: now)
         // A held growth waiting for gateways that went away: they will never confirm.
         if pending != nil, let barrier = registry.barrier {
             let gone = gatewaySet(now: now, policy: policy).gone

@@ -1,4 +1,5 @@
 import AllotCore
+import Foundation
 
 /// One gateway as `GET /v1/gateways` shows it (SPEC 7, 9): the version it enforces, how far
 /// behind it is, when it was last heard from, and the tenants it receives slices of.
@@ -56,19 +57,30 @@ public struct GatewayStatus: Sendable, Hashable {
 /// only while the upstream as a whole is too: everything admitted on the upstream above the sum of
 /// its tenants' allowances × (1 + `drift_ratio`) in that dimension. Borrowing alone never gets
 /// there; a gateway that over-admits does as soon as the idle allocation is used up.
+///
+/// What was admitted is the Classifier's short-window rate (an EWMA over `window`), so it is compared with the
+/// allowance averaged the same way: the allowances in force tick by tick, folded with the same time constant.
+/// Against the allowance of the moment, a tenant that stopped sending (its allocation falling to its idle
+/// allocation at once, its measured rate decaying over a minute) or whose burst credit ended read as drift:
+/// "5091% over" for a tenant that sent nothing (outside evaluation round 21).
 struct DriftMonitor {
     private var since: [AllocationKey: Double] = [:]
+    /// Per tenant, the allowance averaged over the measuring window, and the allowance in force since `at`.
+    private var averaged: [AllocationKey: (mean: PerDimension<Double?>, current: PerDimension<Double?>, at: Double)] =
+        [:]
 
     /// Reviews one tick. `allowance` is each tenant's published rate plus its burst credit rate,
-    /// per minute (nil for a dimension that is not allocated).
+    /// per minute (nil for a dimension that is not allocated); `window` the time constant of the admitted rates
+    /// (the Classifier's `short_window_s`).
     ///
     /// Speed: one pass over the statuses finds each tenant's allowance and total once; the sums per
     /// upstream (a handful) live in arrays found by the last upstream used, not in dictionaries
     /// hashed twice per tenant. Every sum adds the same values in the same order as before.
     mutating func review(
-        statuses: [TenantStatus], allowance: [AllocationKey: PerDimension<Double?>], thresholds: AlertThresholds,
-        now: Double
+        statuses: [TenantStatus], allowance current: [AllocationKey: PerDimension<Double?>],
+        thresholds: AlertThresholds, window: Double = 60, now: Double
     ) -> [LoopAlert] {
+        let allowance = average(current, window: window, now: now)
         var alerts: [LoopAlert] = []
         var next: [AllocationKey: Double] = [:]
         // Per upstream and dimension: admitted above the summed allowances (nil: not allocated).
@@ -120,18 +132,49 @@ struct DriftMonitor {
             guard now - start >= thresholds.driftWindowSeconds else { continue }
             // An allocation of a sliver (a tenant at its idle allocation, a tiny pool) makes the ratio huge:
             // beyond a thousandfold the percentage says nothing (and past Int.max would trap).
-            let percent = (worst.served / worst.allowed - 1) * 100
+            // Judged against the averaged allowance; told against the allowance in force now.
+            let allowedNow = current[key]?[worst.dimension] ?? worst.allowed
+            let percent = (worst.served / allowedNow - 1) * 100
             let over = percent.isFinite && percent < 100_000 ? "\(Int(percent.rounded()))% over" : "over"
             alerts.append(
                 LoopAlert(
                     kind: "drift", severity: .warning, upstream: key.upstream, tenant: key.tenant,
                     message: "gateways admitted \(formatted(worst.served)) \(worst.dimension.rawValue) for "
                         + "\(key.tenant) on \(key.upstream) against an allocation of "
-                        + "\(formatted(worst.allowed)) (\(over))",
+                        + "\(formatted(allowedNow)) (\(over))",
                     since: start))
         }
         since = next
         return alerts
+    }
+
+    /// Each tenant's allowance averaged over `window` like the admitted rate: the allowance in force over the
+    /// interval since the last review folded in with weight `1 − e^(−Δ/window)`. A tenant first allowed now starts
+    /// at its allowance (its admitted rate starts at 0 and rises: no drift from that); a dimension that turns
+    /// unlimited, or limited, restarts at the current value.
+    private mutating func average(
+        _ current: [AllocationKey: PerDimension<Double?>], window: Double, now: Double
+    ) -> [AllocationKey: PerDimension<Double?>] {
+        var result = [AllocationKey: PerDimension<Double?>](minimumCapacity: current.count)
+        var next = [AllocationKey: (mean: PerDimension<Double?>, current: PerDimension<Double?>, at: Double)](
+            minimumCapacity: current.count)
+        for (key, value) in current {
+            var mean = value
+            if let last = averaged[key], now > last.at, window > 0, window.isFinite {
+                let weight = 1 - exp(-(now - last.at) / window)
+                for dimension in RateDimension.allCases {
+                    guard let held = last.current[dimension], let before = last.mean[dimension], value[dimension] != nil
+                    else { continue }
+                    mean[dimension] = before + (held - before) * weight
+                }
+            } else if let last = averaged[key] {
+                mean = last.mean
+            }
+            result[key] = mean
+            next[key] = (mean, value, now)
+        }
+        averaged = next
+        return result
     }
 }
 
