@@ -80,7 +80,8 @@ import Testing
         let first = try #require(raised.first)
         // The average passes 900 / 1.1 ≈ 818 about 12 s after the cut, and the alert follows 60 s later.
         #expect(first.at >= 180 && first.at <= 200, "\(first.at)")
-        #expect(raised.last?.message == "gateways admitted 900 rpm for acme on openai/gpt-4o against an allocation of "
-            + "300 (200% over)")
+        #expect(
+            raised.last?.message == "gateways admitted 900 rpm for acme on openai/gpt-4o against an allocation of "
+                + "300 (200% over)")
     }
 }
