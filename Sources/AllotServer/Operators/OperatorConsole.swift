@@ -32,6 +32,9 @@ public final class OperatorConsole: Sendable {
     private let loopSlot = Locked<LoopRunner?>(nil)
     let capacityHistory = Locked(CapacityHistory())
     let usageCache = Locked<UpstreamUsageCache?>(nil)
+    /// The alerts in force that the loop's view does not hold (``serviceAlerts(now:)``), as last read: what the
+    /// metrics collector, which cannot wait for the database, counts in `allot_alerts`.
+    let lastServiceAlerts = Locked<[LoopAlert]>([])
 
     /// - Parameters:
     ///   - pool: The service's database (migrated).
@@ -69,6 +72,32 @@ public final class OperatorConsole: Sendable {
 
     /// The loop's latest reports and decision, if a loop is attached.
     var view: LoopView? { loopSlot.value?.view }
+
+    /// The alerts in force that the service, not the loop, raises: the policy watcher's rejection of the files on
+    /// disk (`policy_error`, unless the loop's view has it) and every override proposal awaiting an SRE
+    /// (`override_proposal`, with its pool, or none for a tenant-wide one). `GET /v1/alerts` lists them beside the
+    /// loop's; `/metrics` counts them (outside evaluation round 21: `allot_alerts` left the proposals out).
+    func serviceAlerts(now: Double) async throws -> [LoopAlert] {
+        var alerts: [LoopAlert] = []
+        if let error = await policyError(), !(view?.alerts ?? []).contains(where: { $0.kind == "policy_error" }) {
+            alerts.append(
+                LoopAlert(
+                    kind: "policy_error", severity: .critical,
+                    message: "policy files rejected; the previous policy stays in force: \(error.message)",
+                    since: error.at))
+        }
+        for stored in try await store.proposals(statuses: ["pending"], now: now) where stored.source == .override {
+            let proposal = stored.proposal
+            alerts.append(
+                LoopAlert(
+                    kind: "override_proposal", severity: .info,
+                    upstream: proposal.upstream == "*" ? nil : proposal.upstream,
+                    tenant: proposal.tenant, message: "proposal \(proposal.id) awaits an SRE: \(proposal.reason)",
+                    since: proposal.filedAt))
+        }
+        lastServiceAlerts.value = alerts
+        return alerts
+    }
 
     /// The version of the snapshot being served, if any.
     var snapshotVersion: Int64? { snapshot?.version }

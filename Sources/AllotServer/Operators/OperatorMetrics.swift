@@ -200,7 +200,9 @@ enum OperatorMetrics {
             }
         }
         var alerts: [[String]: Int] = [:]
-        for alert in view.alerts { alerts[[alert.kind, alert.severity.rawValue], default: 0] += 1 }
+        for alert in view.alerts + console.lastServiceAlerts.value {
+            alerts[[alert.kind, alert.severity.rawValue], default: 0] += 1
+        }
         for (labels, count) in alerts { add("allot_alerts", labels, Double(count)) }
 
         var proposals: [Proposal.Status: Int] = [:]

@@ -234,22 +234,8 @@ struct UpstreamRoutes: Sendable {
         let kind = try query.alertKind("kind")
         let now = console.clock.now
         var alerts = console.view?.alerts ?? []
-        if let error = await console.policyError(), !alerts.contains(where: { $0.kind == "policy_error" }) {
-            alerts.append(
-                LoopAlert(
-                    kind: "policy_error", severity: .critical,
-                    message: "policy files rejected; the previous policy stays in force: \(error.message)",
-                    since: error.at))
-        }
         do {
-            let pending = try await console.store.proposals(statuses: ["pending"], now: now)
-            for proposal in pending where proposal.source == .override {
-                alerts.append(
-                    LoopAlert(
-                        kind: "override_proposal", severity: .info, upstream: nil, tenant: proposal.proposal.tenant,
-                        message: "proposal \(proposal.proposal.id) awaits an SRE: \(proposal.proposal.reason)",
-                        since: proposal.proposal.filedAt))
-            }
+            alerts += try await console.serviceAlerts(now: now)
         } catch {
             throw OperatorRoutes.unavailable(error)
         }

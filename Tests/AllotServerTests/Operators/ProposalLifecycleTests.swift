@@ -1,9 +1,10 @@
 import AllotCore
 import AllotHTTP
 import AllotJSON
-import AllotServer
 import AllotStore
 import Testing
+
+@testable import AllotServer
 
 /// Engine and override proposals through the API on a virtual clock (SPEC 6.7, 6.8): approval
 /// applies at the next tick, rejection suppresses for the cool-down, pending proposals expire.
@@ -134,6 +135,16 @@ import Testing
         let twice = await harness.send(.put, "/v1/tenants/example-premium/override", as: .operator, json: body)
         #expect(twice.status == .conflict)
         #expect(twice.jsonBody["error"]?["code"] == "proposal_pending")
+        // It is an alert in force, on its pool (round 21: `upstream` was null, so `?upstream=` missed it), and
+        // `/metrics` counts it (it did not: `allot_alerts` read the loop's alerts alone).
+        #expect(!harness.metrics.render().contains(#"allot_alerts{kind="override_proposal""#))
+        _ = try await harness.console.serviceAlerts(now: harness.clock.now)  // what the `/metrics` route does first
+        #expect(harness.metrics.render().contains(#"allot_alerts{kind="override_proposal",severity="info"} 1"# + "\n"))
+        let alerts = await harness.send(
+            .get, "/v1/alerts?kind=override_proposal&upstream=openai/gpt-4o", as: .operator)
+        #expect(alerts.jsonBody["count"] == 1)
+        #expect(alerts.jsonBody["alerts"]?[0]?["upstream"] == "openai/gpt-4o")
+        #expect(alerts.jsonBody["alerts"]?[0]?["tenant"] == "example-premium")
         // Nothing applies while it waits.
         await harness.tick()
         #expect(try await harness.console.store.overrides(now: harness.clock.now).isEmpty)
