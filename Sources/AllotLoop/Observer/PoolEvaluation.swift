@@ -653,7 +653,8 @@ struct PoolEvaluation {
                     signals.append(
                         comparison + " after the provider stated a lower limit: latency that goes with that drop, "
                             + "already in the estimate")
-                } else if pool.circuit != .closed ? window.count(.overloaded) > 0
+                } else if pool.circuit != .closed
+                    ? window.count(.overloaded) > 0
                     : now - (pool.circuitSince ?? -Double.infinity) < settings.shortWindowSeconds
                 {
                     // The upstream answers overload errors and the circuit is shedding for them: the latency is
@@ -795,7 +796,11 @@ struct PoolEvaluation {
             alerts.append(
                 LoopAlert(
                     kind: "upstream_throttled", severity: .warning, upstream: pool.upstream,
-                    message: "\(pool.upstream) answers 429 (quota exhausted); capacity estimate cut",
+                    // What happened, not what the estimator did about it: a 429 stating a limit sets the estimate
+                    // to it, one that states none cuts it, and one within the hold after a change does neither
+                    // (round 21: "capacity estimate cut" while the estimate sat at the stated limit).
+                    message: "\(pool.upstream) answers 429 (quota exhausted): \(quota) of \(attempts) attempts in the "
+                        + "last \(seconds(short)); the capacity estimate follows (GET /v1/upstreams)",
                     since: pool.throttledSince ?? now))
         } else {
             pool.throttledSince = nil

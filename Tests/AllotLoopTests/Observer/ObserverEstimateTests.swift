@@ -325,6 +325,11 @@ struct ObserverEstimateTests {
         #expect(status.confidence == 0.6 * 0.75)
         #expect(status.signals.contains { $0.contains("rpm estimate 1000 → 300 (served 300 while throttled)") })
         #expect(F.alerts(report, kind: "upstream_throttled").map(\.since) == [t0])
+        #expect(
+            F.alerts(report, kind: "upstream_throttled").map(\.message) == [
+                "openai/gpt-4o answers 429 (quota exhausted): 40 of 620 attempts in the last 60 s; the capacity "
+                    + "estimate follows (GET /v1/upstreams)"
+            ])
 
         // 429s within the hold (10 s) belong to requests admitted under the old allocation.
         let inHold = script.spread(21, from: t0, to: t0 + 5) { script, at in
