@@ -348,6 +348,15 @@ import Testing
         let older = publisher.gatewayStatuses(now: harness.clock.now, policy: policy)[1]
         #expect(older.enforcedVersion == 3)
         #expect(older.lagVersions == 2)
+
+        // A gateway whose first poll names version 1 (superseded 20 s before): lagging since Allot heard from it,
+        // not since before it existed (round 21: "behind for 144 s" on its first poll).
+        let firstContact = harness.clock.now
+        _ = await publisher.poll(gateway: "gw-c", condition: SnapshotCondition.parse("\"1\""), wait: 0)
+        await harness.tick()
+        let lag = try #require(harness.runner.view.alerts.first { $0.kind == "gateway_lag" && $0.gateway == "gw-c" })
+        #expect(lag.since == firstContact)
+        #expect(lag.message == "gateway gw-c enforces version 1, 5 versions behind for 5 s")
         await harness.close()
     }
 

@@ -530,12 +530,15 @@ public actor AllocationPublisher {
                         message: "gateway \(status.id) has not polled for \(formatted(status.sinceContactSeconds)) s",
                         since: status.lastContact + policy.alerts.gatewayLagSeconds))
             case .lagging:
+                // Lagging since its version was superseded, but not before Allot first heard from it: a gateway
+                // whose first poll names an old version was not "behind for 144 s" (round 21).
+                let since = max(now - (status.lagSeconds ?? 0), status.firstContact)
                 alerts.append(
                     LoopAlert(
                         kind: "gateway_lag", severity: .warning, gateway: status.id,
                         message: "gateway \(status.id) enforces version \(status.enforcedVersion ?? 0), "
-                            + "\(status.lagVersions ?? 0) versions behind for \(formatted(status.lagSeconds ?? 0)) s",
-                        since: now - (status.lagSeconds ?? 0)))
+                            + "\(status.lagVersions ?? 0) versions behind for \(formatted(now - since)) s",
+                        since: since))
             case .current, .behind, .unknown:
                 break
             }
