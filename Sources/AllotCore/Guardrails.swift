@@ -78,14 +78,20 @@ public enum Guardrails {
     /// pool's capacity, which cannot be met (said when the override sets the floor or the tier). In words, for
     /// the `warning` of `PUT /v1/tenants/{id}/override` (round 20: a tenant-wide ceiling under a pool's floor,
     /// and a pool floor over the pool, were applied without a word). Only the dimensions the override sets a
-    /// floor, a ceiling or the tier for; pools and percentages as in ``crossings(of:policy:capacities:)``.
+    /// floor, a ceiling or the tier for; pools and percentages as in ``crossings(of:policy:capacities:)``, a
+    /// tenant-wide override's only those of `tenantPools` when given (the pools the tenant uses: every pool the
+    /// policy declares buried the one that mattered, round 21).
     public static func conflicts(
         of override: Override, alongside others: [Override], policy: Policy,
-        capacities: [String: PerDimension<Double?>] = [:]
+        capacities: [String: PerDimension<Double?>] = [:], tenantPools: Set<String>? = nil
     ) -> [String] {
         var pools = Set(capacities.keys)
         for upstream in policy.upstreams { pools.insert(upstream.id) }
-        if let only = override.upstream { pools = pools.filter { $0 == only } }
+        if let only = override.upstream {
+            pools = pools.filter { $0 == only }
+        } else if let tenantPools {
+            pools.formIntersection(tenantPools)
+        }
         let overrides =
             others.filter { $0.tenant == override.tenant && $0.upstream != override.upstream } + [override]
         var conflicts: [String] = []

@@ -385,14 +385,21 @@ struct TenantRoutes: Sendable {
         let crossings = Guardrails.crossings(of: override, policy: policy, capacities: capacities)
         let nowMs = EpochTime.milliseconds(fromSeconds: now)
         let role = principal.role.rawValue
+        // Where the override, combined with the tenant's other terms, leaves a floor above its ceiling or above a
+        // pool (on the pools the tenant uses, for a tenant-wide one): said whether it applies now or waits.
+        let used = Set((console.view?.decision?.allocations ?? []).filter { $0.tenant == id }.map(\.upstream))
+        let conflicts: [String]
+        do {
+            conflicts = Guardrails.conflicts(
+                of: override, alongside: try await console.store.overrides(tenant: id, now: now).map(\.override),
+                policy: policy, capacities: capacities, tenantPools: used.isEmpty ? nil : used)
+        } catch {
+            throw OperatorRoutes.storeError(error)
+        }
         if crossings.isEmpty {
             let after = OperatorJSON.override(override)
             let previous: StoredOverride?
-            let conflicts: [String]
             do {
-                let others = try await console.store.overrides(tenant: id, now: now).map(\.override)
-                conflicts = Guardrails.conflicts(
-                    of: override, alongside: others, policy: policy, capacities: capacities)
                 previous = try await console.store.setOverride(override, now: now) { previous in
                     AuditEntry(
                         atMs: nowMs, actor: principal.name, actorRole: role, action: "override.set", subject: id,
@@ -421,7 +428,11 @@ struct TenantRoutes: Sendable {
         } catch {
             throw OperatorRoutes.storeError(error)
         }
-        return .json(["status": "proposed", "proposal": json], status: .accepted)
+        return .json(
+            [
+                "status": "proposed", "proposal": json,
+                "warning": conflicts.isEmpty ? .null : .string(conflicts.joined(separator: "; ")),
+            ], status: .accepted)
     }
 
     /// `DELETE /v1/tenants/{id}/override[?upstream=…]`: removes the override (and withdraws a

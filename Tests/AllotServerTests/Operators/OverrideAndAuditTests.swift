@@ -88,6 +88,31 @@ import Testing
         await harness.close()
     }
 
+    /// A tenant-wide override is checked on the pools the tenant uses (every declared pool buried the one that
+    /// mattered), and an override that waits for an SRE carries its warning too (round 21).
+    @Test func conflictWarningsNameTheTenantsPoolsAndComeWithProposals() async throws {
+        let harness = try await OperatorHarness.make()
+        await harness.tick()
+        let wide = await harness.send(
+            .put, "/v1/tenants/example-premium/override", as: .operator,
+            json: #"{"floor":{"rpm":20000},"reason":"launch","ttl_s":600}"#)
+        #expect(wide.jsonBody["status"] == "applied")
+        #expect(
+            wide.jsonBody["warning"]?.stringValue
+                == "on openai/gpt-4o the rpm floor 20000 is above the pool's capacity 9800 (after the safety margin): "
+                + "it cannot be met")
+        // The policy gives example-critical a floor of 5 % (490 rpm), critical's guard_min: a ceiling of 20 is a
+        // proposal, and would leave the floor above it.
+        let proposed = await harness.send(
+            .put, "/v1/tenants/example-critical/override", as: .operator,
+            json: #"{"upstream":"openai/gpt-4o","ceiling":{"rpm":20},"reason":"abuse","ttl_s":600}"#)
+        #expect(proposed.status == .accepted)
+        #expect(
+            proposed.jsonBody["warning"] == "on openai/gpt-4o the rpm floor 490 is above the ceiling 20: the floor wins"
+        )
+        await harness.close()
+    }
+
     @Test func overrideValidationNamesTheField() async throws {
         let harness = try await OperatorHarness.make()
         let cases: [(String, String, String)] = [
