@@ -239,6 +239,15 @@ final class CrashingPersistence: SnapshotPersistence {
         try await harness.open()
         #expect(await harness.classifier.state().eventsSeen == 9)
         #expect(await harness.runner.telemetryCursor == 9)
+        // Started, a restarted loop ticks at once, as a new one does: its views show the restored state without
+        // waiting an interval (round 21: the declared capacities and no tenants until the first tick).
+        let served = harness.publisher.current?.version
+        #expect(served != nil)
+        #expect(harness.runner.view.decision == nil)
+        await harness.runner.start()
+        await harness.clock.waitForSleepers(1)
+        #expect(harness.runner.view.decision?.allocation(tenant: "acme", upstream: pool4o) != nil)
+        #expect(harness.publisher.current.map { $0.version > served! } == true)
         await harness.close()
     }
 

@@ -354,11 +354,13 @@ public actor LoopRunner {
 
     // MARK: Running
 
-    /// Starts ticking every `loop.interval_s` on the loop's clock. Ticks at once when nothing has
-    /// been published yet (so gateways get a first snapshot without waiting an interval).
+    /// Starts ticking every `loop.interval_s` on the loop's clock, the first tick at once: a first start gives
+    /// gateways a snapshot without waiting an interval, and a restart (which serves the persisted snapshot from the
+    /// start) fills the operator views from the restored state at once. Until its first tick a restarted service
+    /// showed the declared capacities and no tenant state for a whole interval, up to a minute (round 21).
     public func start() {
         guard timer == nil, !isShutDown else { return }
-        restartTimer(immediately: publisher.current == nil)
+        restartTimer(immediately: true)
     }
 
     private func restartTimer(immediately: Bool = false) {
