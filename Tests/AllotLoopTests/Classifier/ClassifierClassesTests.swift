@@ -290,6 +290,31 @@ struct ClassifierClassesTests {
         #expect(cleared)
     }
 
+    /// Calls waiting in a gateway's queue are what the tenant wants too (SPEC 5: served + denied locally + queued):
+    /// served 36 of 120 rpm while 96 more a minute are reported waiting, it starves as the same calls denied would
+    /// (outside evaluation round 21: never, because only attempts counted).
+    @Test func callsWaitingInGatewayQueuesCountAsWanted() throws {
+        var run = ClassifierRun(start: t0)
+        let allocation = [F.acme: PerDimension<Double>(rpm: 120, tpm: 1_000_000)]
+        var status: TenantStatus?
+        var alerts: [LoopAlert] = []
+        for _ in 1...100 {
+            let report = run.tick(allocations: allocation) { script, from, to in
+                F.served(&script, 3, from: from, to: to)
+                    + script.spread(8, from: from, to: to) { script, at in
+                        script.event(at: at, outcome: .queued, queueMs: 5000, estimated: 100)
+                    }
+            }
+            status = F.status(report)
+            alerts = report.alerts.filter { $0.kind == "starved" }
+        }
+        let last = try #require(status)
+        #expect(last.deniedRPM == 0, "\(last.servedShort) \(last.queuedRPM) \(last.demand)")
+        #expect(last.starved)
+        let message = try #require(alerts.first?.message)
+        #expect(message.hasPrefix("acme on openai/gpt-4o is served 36 of its 120 rpm (30%) while it wants 132"))
+    }
+
     @Test func suspectWhenDemandOnlyFollowsAllocationRises() throws {
         let gamer = AllocationKey(tenant: "gamer", upstream: F.pool)
         let honest = AllocationKey(tenant: "honest", upstream: F.pool)
