@@ -16,6 +16,11 @@ enum OperatorJSON {
         time(milliseconds.map { EpochTime.seconds(fromMilliseconds: $0) })
     }
 
+    /// A duration in seconds as text: whole seconds without a fraction, else as Swift prints it.
+    static func seconds(_ value: Double) -> String {
+        value.isFinite && value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : "\(value)"
+    }
+
     static func number(_ value: Double?) -> JSON {
         guard let value, value.isFinite else { return .null }
         return .double(value)

@@ -68,9 +68,20 @@ struct ProposalRoutes: Sendable {
         } catch {
             throw OperatorRoutes.storeError(error)
         }
+        // An approval holds for `approval_ttl_s`: an approved override ends then if it asked for longer. Said, not
+        // done silently (round 21: a one-hour override approved under a 120-s TTL ended after two minutes).
+        var warning = JSON.null
+        if after.source == .override, verdict == .approve, let override = after.proposal.override,
+            override.expiresAt == now + settings.approvalTTLSeconds
+        {
+            warning = .string(
+                "the override ends at \(RFC3339.format(override.expiresAt)), when this approval lapses "
+                    + "(proposals.approval_ttl_s, \(OperatorJSON.seconds(settings.approvalTTLSeconds)) s), not at "
+                    + "the expiry it asked for; set it again before then to keep it (a new proposal)")
+        }
         return .json([
             "status": .string(after.storedStatus), "proposal": OperatorJSON.proposal(after, now: now),
-            "applies": "at the next tick",
+            "applies": "at the next tick", "warning": warning,
         ])
     }
 }

@@ -2,6 +2,7 @@ import AllotCore
 import AllotHTTP
 import AllotJSON
 import AllotStore
+import AllotTime
 import Testing
 
 @testable import AllotServer
@@ -152,6 +153,7 @@ import Testing
         let approved = await harness.send(.post, "/v1/proposals/\(id)/approve", as: .sre)
         #expect(approved.status == .ok)
         #expect(approved.jsonBody["proposal"]?["override"]?["approved"] == true)
+        #expect(approved.jsonBody["warning"] == .null)  // two hours asked, within the approval's day
         let inForce = try await harness.console.store.overrides(now: harness.clock.now)
         #expect(inForce.map(\.override.approved) == [true])
         #expect(inForce.first?.proposalID == id)
@@ -169,6 +171,24 @@ import Testing
         #expect(rpm["rate"]?.doubleValue == 49)
         #expect(rpm["why"]?["snapshot_version"]?.int64Value == detail.jsonBody["snapshot_version"]?.int64Value)
         #expect(detail.jsonBody["override"]?["proposal_id"]?.stringValue == id)
+        await harness.close()
+    }
+
+    /// An approval holds for `approval_ttl_s` (a day by default): an override asked for longer ends then, and the
+    /// approval says so (round 21: it was cut silently).
+    @Test func anApprovalSaysWhenItCutsTheOverridesExpiry() async throws {
+        let harness = try await OperatorHarness.make()
+        await harness.tick()
+        let body = #"{"upstream":"openai/gpt-4o","ceiling":{"rpm":10},"reason":"abuse report 42","ttl_s":604800}"#
+        let filed = await harness.send(.put, "/v1/tenants/example-premium/override", as: .operator, json: body)
+        let id = try #require(filed.jsonBody["proposal"]?["id"]?.stringValue)
+        let approved = await harness.send(.post, "/v1/proposals/\(id)/approve", as: .sre)
+        let ends = RFC3339.format(harness.clock.now + 86_400)
+        #expect(approved.jsonBody["proposal"]?["override"]?["expires_at"]?.stringValue == ends)
+        #expect(
+            approved.jsonBody["warning"]?.stringValue
+                == "the override ends at \(ends), when this approval lapses (proposals.approval_ttl_s, 86400 s), "
+                + "not at the expiry it asked for; set it again before then to keep it (a new proposal)")
         await harness.close()
     }
 
