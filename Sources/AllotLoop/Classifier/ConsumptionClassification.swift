@@ -884,7 +884,7 @@ extension TaskTrack {
         self.upstream = upstream
         if at > lastSeenAt { lastSeenAt = at }
         if exceededAt == nil, let budget, calls > budget.maxCalls || self.tokens > Int64(budget.maxTokens) {
-            exceededAt = at
+            exceededAt = lastSeenAt  // the latest call so far, as `TaskTable.count` has it
         }
     }
 }

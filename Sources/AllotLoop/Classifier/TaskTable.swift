@@ -148,7 +148,10 @@ struct TaskTable: Sendable {
         counter.tokens &+= tokens
         if at > counter.lastSeenAt { counter.lastSeenAt = at }
         if counter.exceededAt.isNaN, Int(counter.calls) > budget.calls || counter.tokens > budget.tokens {
-            counter.exceededAt = at
+            // The latest call seen so far, not this one's time: telemetry need not arrive in time order, and the
+            // budget was crossed no earlier than the latest of the calls that crossed it (round 21: a batch posted
+            // out of order put `since` at the task's first call).
+            counter.exceededAt = counter.lastSeenAt
             exceeded.append(hash)
         }
         counters[entry] = counter

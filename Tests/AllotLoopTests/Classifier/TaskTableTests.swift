@@ -92,7 +92,7 @@ struct TaskTableTests {
             if tasks[index!].exceededAt == nil,
                 tasks[index!].calls > budget.calls || tasks[index!].tokens > budget.tokens
             {
-                tasks[index!].exceededAt = at
+                tasks[index!].exceededAt = tasks[index!].lastSeenAt  // the latest call so far
                 exceeded.append(index!)
             }
         }
