@@ -354,13 +354,15 @@ public actor LoopRunner {
 
     // MARK: Running
 
-    /// Starts ticking every `loop.interval_s` on the loop's clock, the first tick at once: a first start gives
-    /// gateways a snapshot without waiting an interval, and a restart (which serves the persisted snapshot from the
-    /// start) fills the operator views from the restored state at once. Until its first tick a restarted service
-    /// showed the declared capacities and no tenant state for a whole interval, up to a minute (round 21).
+    /// Starts ticking every `loop.interval_s` on the loop's clock. Ticks at once when nothing has been published
+    /// yet (so gateways get a first snapshot without waiting an interval). A restart waits an interval, serving the
+    /// persisted snapshot meanwhile: after a downtime longer than `gateway_lag_s` every restored gateway counts as
+    /// gone until it polls again, and a tick at once published a split naming none of them, so every gateway held
+    /// every tenant to `default` until the next tick (review of round 21's fix, which had ticked at once). Until
+    /// that first tick the operator views show the policy's declared capacities and no tenant state.
     public func start() {
         guard timer == nil, !isShutDown else { return }
-        restartTimer(immediately: true)
+        restartTimer(immediately: publisher.current == nil)
     }
 
     private func restartTimer(immediately: Bool = false) {
