@@ -165,12 +165,13 @@ extension TenantTrack {
                 let allocated = allocation[dimension]
                 guard allocated > 0, allocated.isFinite else { continue }
                 if demandShort[dimension] > allocated { over = true }
-                // What it wants, SPEC 5's served + denied locally + queued: the attempts, and in requests the
-                // requests reported waiting in a gateway's queue. Without them a tenant whose calls sat in gateway
-                // queues while it was served 15 % of its allocation was never starved, though the same traffic
-                // denied was (outside evaluation round 21). (A queued request later served or denied counts
-                // twice within the window: wants reads high by what waited and then went through.)
-                let wants = demandShort[dimension] + (dimension == .rpm ? queuedShort : 0)
+                // What it wants (SPEC 5: served + denied locally + queued): the larger of its attempts (a blocked
+                // agent asks again every retry-after) and its requests, each counted once at its first event, a
+                // `queued` report included. Without the requests a tenant whose calls waited in gateway queues while
+                // it was served 15 % of its allocation never starved, though the same traffic denied did (outside
+                // evaluation round 21); adding the queued reports to the attempts counted a call that waited and
+                // was then served twice (review).
+                let wants = max(demandShort[dimension], (wantedShort ?? demandShort)[dimension])
                 if wants >= allocated,
                     servedShort[dimension] < policy.alerts.starvationRatio * allocated,
                     !starving

@@ -313,6 +313,23 @@ struct ClassifierClassesTests {
         #expect(last.starved)
         let message = try #require(alerts.first?.message)
         #expect(message.hasPrefix("acme on openai/gpt-4o is served 36 of its 120 rpm (30%) while it wants 132"))
+
+        // Calls that wait and are then served are one request each: 72 a minute against 120, all reported waiting
+        // before they go through, is not starvation (counted twice it read 144 wanted).
+        var fine = ClassifierRun(start: t0)
+        for _ in 1...100 {
+            let report = fine.tick(allocations: allocation) { script, from, to in
+                script.spread(6, from: from, to: to) { script, at in
+                    script.event(at: at, outcome: .queued, queueMs: 5000, estimated: 100)
+                }
+                    + script.spread(6, from: from, to: to) { script, at in
+                        script.event(at: at + 0.01, prompt: 80, completion: 20, retry: 1)
+                    }
+            }
+            status = F.status(report)
+            #expect(!report.alerts.contains { $0.kind == "starved" })
+        }
+        #expect(status?.starved == false)
     }
 
     @Test func suspectWhenDemandOnlyFollowsAllocationRises() throws {
