@@ -7,15 +7,17 @@ import Testing
 @Suite struct DriftMonitorTests {
     static let key = AllocationKey(tenant: "acme", upstream: "openai/gpt-4o")
 
-    /// Admitted `served` against `allowed` for 60 s (the default `drift_window_s`): the alert's message.
+    /// Admitted nothing at first, then `served` against `allowed` for 60 s (the default `drift_window_s`): the
+    /// alert's message.
     static func driftMessage(served: Double, allowed: Double) -> String? {
         var monitor = DriftMonitor()
-        let status = TenantStatus(
-            key: key, tenantClass: .steady, demand: PerDimension(rpm: served, tpm: 0),
-            gatewayServed: ["gw-1": PerDimension(rpm: served, tpm: 0)])
         let allowance: [AllocationKey: PerDimension<Double?>] = [key: PerDimension(rpm: allowed, tpm: nil)]
         var alerts: [LoopAlert] = []
-        for now in stride(from: 0.0, through: 60, by: 5) {
+        for now in stride(from: -5.0, through: 60, by: 5) {
+            let admitted = now < 0 ? 0 : served
+            let status = TenantStatus(
+                key: key, tenantClass: .steady, demand: PerDimension(rpm: admitted, tpm: 0),
+                gatewayServed: ["gw-1": PerDimension(rpm: admitted, tpm: 0)])
             alerts = monitor.review(statuses: [status], allowance: allowance, thresholds: AlertThresholds(), now: now)
         }
         return alerts.first { $0.kind == "drift" }?.message
@@ -83,5 +85,25 @@ import Testing
         #expect(
             raised.last?.message == "gateways admitted 900 rpm for acme on openai/gpt-4o against an allocation of "
                 + "300 (200% over)")
+    }
+
+    /// After a restart the admitted rates come back from the checkpoint but the averaged allowance does not: a
+    /// tenant that stopped just before (admitted decaying from 900, allowance now 3) starts from what was admitted,
+    /// so it is not drift; one whose gateways keep admitting 900 against 300 is, once that start has decayed.
+    @Test func aRestartStartsFromWhatWasAdmitted() throws {
+        let stopped = Self.alerts(
+            until: 300, served: { 900 * exp(-($0 + 30) / 60) }, allowed: { _ in 3 })
+        #expect(stopped.isEmpty, "\(stopped)")
+        let stale = Self.alerts(until: 400, served: { _ in 900 }, allowed: { _ in 300 })
+        let first = try #require(stale.first)
+        // The start (900) falls below 900 / 1.1 about 10 s in, and the alert follows 60 s later.
+        #expect(first.at >= 65 && first.at <= 80, "\(first.at)")
+    }
+
+    /// An allowance raised above what is admitted ends the excess at once: not drift, and never "(-80% over)".
+    @Test func aRaisedAllowanceIsNotDrift() {
+        let raised = Self.alerts(until: 300, served: { _ in 100 }, allowed: { $0 < 60 ? 50 : 500 })
+        #expect(raised.allSatisfy { $0.at < 60 }, "\(raised)")
+        #expect(raised.allSatisfy { !$0.message.contains("-") }, "\(raised)")
     }
 }

@@ -205,7 +205,12 @@ extension LoopHarness {
     @Test func driftIsAlertedWhenGatewaysTogetherAdmitMoreThanTheAllocationForTheWindow() async throws {
         let harness = try LoopHarness()
         try await harness.open()
-        // Allocated 30 RPM; the two gateways together admit 36 (20 % over; the threshold is 10 %).
+        // Allocated 30 RPM and admitted 30; then the two gateways together admit 36 (20 % over; the threshold is
+        // 10 %). (A tenant first reviewed above its allowance — after a restart — starts from what was admitted.)
+        await harness.classifier.setDemand(
+            "acme", rpm: 30, tpm: 20_000, shares: ["gw-a": 0.5, "gw-b": 0.5],
+            served: ["gw-a": PerDimension(rpm: 15, tpm: 5000), "gw-b": PerDimension(rpm: 15, tpm: 5000)])
+        await harness.tick()
         await harness.classifier.setDemand(
             "acme", rpm: 30, tpm: 20_000, shares: ["gw-a": 0.5, "gw-b": 0.5],
             served: ["gw-a": PerDimension(rpm: 18, tpm: 5000), "gw-b": PerDimension(rpm: 18, tpm: 5000)])

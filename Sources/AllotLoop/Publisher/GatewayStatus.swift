@@ -80,7 +80,17 @@ struct DriftMonitor {
         statuses: [TenantStatus], allowance current: [AllocationKey: PerDimension<Double?>],
         thresholds: AlertThresholds, window: Double = 60, now: Double
     ) -> [LoopAlert] {
-        let allowance = average(current, window: window, now: now)
+        // What all gateways admitted per tenant (the Classifier's short-window rates, summed over gateways).
+        var admitted = [AllocationKey: PerDimension<Double>](minimumCapacity: statuses.count)
+        for status in statuses where !status.gatewayServed.isEmpty {
+            var served = PerDimension<Double>(0)
+            for value in status.gatewayServed.values {
+                served.rpm += value.rpm.isFinite ? value.rpm : 0
+                served.tpm += value.tpm.isFinite ? value.tpm : 0
+            }
+            admitted[status.key] = served
+        }
+        let allowance = average(current, admitted: admitted, window: window, now: now)
         var alerts: [LoopAlert] = []
         var next: [AllocationKey: Double] = [:]
         // Per upstream and dimension: admitted above the summed allowances (nil: not allocated).
@@ -93,12 +103,9 @@ struct DriftMonitor {
         }
         // The tenants some gateway admitted for that have an allowance: what all gateways admitted.
         var reviewed: [(status: Int, limit: PerDimension<Double?>, served: PerDimension<Double>, upstream: Int)] = []
-        for index in statuses.indices where !statuses[index].gatewayServed.isEmpty {
-            guard let limit = allowance[statuses[index].key] else { continue }
-            var served = PerDimension<Double>(0)
-            for value in statuses[index].gatewayServed.values {
-                served.rpm += value.rpm.isFinite ? value.rpm : 0
-                served.tpm += value.tpm.isFinite ? value.tpm : 0
+        for index in statuses.indices {
+            guard let served = admitted[statuses[index].key], let limit = allowance[statuses[index].key] else {
+                continue
             }
             let upstream = sums.slot(statuses[index].key.upstream)
             sums.served[upstream].rpm += served.rpm
@@ -114,8 +121,12 @@ struct DriftMonitor {
         }
         for (index, limit, served, upstream) in reviewed {
             var worst: (dimension: RateDimension, served: Double, allowed: Double)?
+            let key = statuses[index].key
             for dimension in RateDimension.allCases {
+                // Over the allowance averaged like the admitted rate, and over the one in force now (an allowance
+                // just raised is not drift, and the message's percentage is never negative).
                 guard let allowed = limit[dimension], served[dimension] > allowed * (1 + thresholds.driftRatio),
+                    served[dimension] > (current[key]?[dimension] ?? allowed) * (1 + thresholds.driftRatio),
                     upstreamOver[upstream][dimension]
                 else {
                     continue
@@ -126,7 +137,6 @@ struct DriftMonitor {
                 }
             }
             guard let worst else { continue }
-            let key = statuses[index].key
             let start = since[key] ?? now
             next[key] = start
             guard now - start >= thresholds.driftWindowSeconds else { continue }
@@ -149,26 +159,31 @@ struct DriftMonitor {
     }
 
     /// Each tenant's allowance averaged over `window` like the admitted rate: the allowance in force over the
-    /// interval since the last review folded in with weight `1 − e^(−Δ/window)`. A tenant first allowed now starts
-    /// at its allowance (its admitted rate starts at 0 and rises: no drift from that); a dimension that turns
-    /// unlimited, or limited, restarts at the current value.
+    /// interval since the last review folded in with weight `1 − e^(−Δ/window)`. Without a past (a tenant first
+    /// allowed now, a dimension turning limited, the first review after a restart, which restores the admitted
+    /// rates but not this) it starts at the larger of its allowance and what was admitted: a tenant that stopped
+    /// just before a restart is not drift, and an over-admitting gateway shows once the start has decayed, within
+    /// about a window.
     private mutating func average(
-        _ current: [AllocationKey: PerDimension<Double?>], window: Double, now: Double
+        _ current: [AllocationKey: PerDimension<Double?>], admitted: [AllocationKey: PerDimension<Double>],
+        window: Double, now: Double
     ) -> [AllocationKey: PerDimension<Double?>] {
         var result = [AllocationKey: PerDimension<Double?>](minimumCapacity: current.count)
         var next = [AllocationKey: (mean: PerDimension<Double?>, current: PerDimension<Double?>, at: Double)](
             minimumCapacity: current.count)
         for (key, value) in current {
+            let last = averaged[key]
+            let weight = last.map {
+                now > $0.at && window > 0 && window.isFinite ? 1 - exp(-(now - $0.at) / window) : 0
+            }
             var mean = value
-            if let last = averaged[key], now > last.at, window > 0, window.isFinite {
-                let weight = 1 - exp(-(now - last.at) / window)
-                for dimension in RateDimension.allCases {
-                    guard let held = last.current[dimension], let before = last.mean[dimension], value[dimension] != nil
-                    else { continue }
+            for dimension in RateDimension.allCases {
+                guard let allowed = value[dimension] else { continue }
+                if let last, let weight, let held = last.current[dimension], let before = last.mean[dimension] {
                     mean[dimension] = before + (held - before) * weight
+                } else {
+                    mean[dimension] = max(allowed, admitted[key]?[dimension] ?? 0)
                 }
-            } else if let last = averaged[key] {
-                mean = last.mean
             }
             result[key] = mean
             next[key] = (mean, value, now)
