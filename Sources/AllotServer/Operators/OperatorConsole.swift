@@ -86,7 +86,7 @@ public final class OperatorConsole: Sendable {
                     message: "policy files rejected; the previous policy stays in force: \(error.message)",
                     since: error.at))
         }
-        for stored in try await store.proposals(statuses: ["pending"], now: now) where stored.source == .override {
+        for stored in try await store.pendingOverrideProposals(now: now) {
             let proposal = stored.proposal
             alerts.append(
                 LoopAlert(

@@ -463,6 +463,19 @@ public struct OperatorStore: Sendable {
         return Array(filtered.prefix(max(0, limit)))
     }
 
+    /// The override proposals awaiting an SRE at `now`, newest first: what `override_proposal` alerts list, read on
+    /// every `/metrics` scrape, so only those rows are read.
+    public func pendingOverrideProposals(now: Double) async throws -> [StoredProposal] {
+        let nowMs = EpochTime.milliseconds(fromSeconds: now)
+        return try await pool.read { connection in
+            try connection.queryAll(
+                """
+                SELECT \(Self.proposalColumns) FROM proposals
+                WHERE source = 'override' AND status = 'pending' AND expires_ms > ? ORDER BY filed_ms DESC, id
+                """, nowMs, map: Self.proposal)
+        }.filter { $0.status(at: now) == "pending" }
+    }
+
     /// The proposal `id`, or nil.
     public func proposal(id: String) async throws -> StoredProposal? {
         try await pool.read { connection in
