@@ -231,6 +231,12 @@ struct TenantRoutes: Sendable {
         return .json(.object(body))
     }
 
+    /// A slice's rate, or null where the pool has no capacity for the dimension (published as
+    /// ``SnapshotContent/unlimited``, split between the gateways), as the allocation shows it.
+    static func sliceRate(_ rate: Double) -> JSON {
+        OperatorJSON.number(rate < SnapshotContent.unlimited / 1000 ? rate : nil)
+    }
+
     static func upstreamEntry(
         _ upstream: String, status: TenantStatus?, allocation: TenantAllocation?, pool: PoolSummary?,
         snapshotVersion: Int64?, slices: [(gateway: String, rpm: Double, tpm: Double)], now: Double
@@ -267,7 +273,7 @@ struct TenantRoutes: Sendable {
                 slices.map { slice in
                     (
                         slice.gateway,
-                        .object(["rpm": OperatorJSON.number(slice.rpm), "tpm": OperatorJSON.number(slice.tpm)])
+                        .object(["rpm": Self.sliceRate(slice.rpm), "tpm": Self.sliceRate(slice.tpm)])
                     )
                 }))
         if let allocation {
