@@ -216,9 +216,10 @@ public struct OperatorStore: Sendable {
             ) { row in
                 (
                     tenant: row.string(0) ?? "",
+                    // The API's shape; a body this version cannot decode is recorded as stored rather than lost.
                     before: (try? Self.decode(Override.self, row.string(1) ?? "")).map {
                         StoredOverride(override: $0, proposalID: row.string(2)).json
-                    }
+                    } ?? (try? JSON.parse(Array((row.string(1) ?? "").utf8)))
                 )
             }
             for override in ended {
