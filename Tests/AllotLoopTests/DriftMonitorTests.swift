@@ -18,7 +18,8 @@ import Testing
             let status = TenantStatus(
                 key: key, tenantClass: .steady, demand: PerDimension(rpm: admitted, tpm: 0),
                 gatewayServed: ["gw-1": PerDimension(rpm: admitted, tpm: 0)])
-            alerts = monitor.review(statuses: [status], allowance: allowance, thresholds: AlertThresholds(), now: now)
+            alerts = monitor.review(
+                statuses: [status], allowance: allowance, thresholds: AlertThresholds(), window: 60, now: now)
         }
         return alerts.first { $0.kind == "drift" }?.message
     }

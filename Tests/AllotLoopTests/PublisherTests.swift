@@ -356,6 +356,9 @@ import Testing
         await harness.tick()
         let lag = try #require(harness.runner.view.alerts.first { $0.kind == "gateway_lag" && $0.gateway == "gw-c" })
         #expect(lag.since == firstContact)
+        let c = try #require(
+            publisher.gatewayStatuses(now: harness.clock.now, policy: policy).first { $0.id == "gw-c" })
+        #expect(c.lagSeconds == 5)  // as the API and the metric show it
         #expect(lag.message == "gateway gw-c enforces version 1, 5 versions behind for 5 s")
         await harness.close()
     }

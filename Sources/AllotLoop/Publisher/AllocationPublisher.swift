@@ -481,7 +481,9 @@ public actor AllocationPublisher {
             var lagSeconds: Double?
             if let enforced = contact.enforcedVersion, let current {
                 lagVersions = max(0, current.version - enforced)
-                lagSeconds = board.supersededAt(enforced).map { max(0, now - $0) } ?? 0
+                // Behind since its version was superseded, but not before Allot first heard from it: a gateway whose
+                // first poll names an old version was not "behind for 144 s" (round 21).
+                lagSeconds = board.supersededAt(enforced).map { max(0, now - max($0, contact.firstContact)) } ?? 0
             }
             let silence = max(0, now - contact.lastContact)
             let state: GatewayStatus.State
@@ -530,9 +532,7 @@ public actor AllocationPublisher {
                         message: "gateway \(status.id) has not polled for \(formatted(status.sinceContactSeconds)) s",
                         since: status.lastContact + policy.alerts.gatewayLagSeconds))
             case .lagging:
-                // Lagging since its version was superseded, but not before Allot first heard from it: a gateway
-                // whose first poll names an old version was not "behind for 144 s" (round 21).
-                let since = max(now - (status.lagSeconds ?? 0), status.firstContact)
+                let since = now - (status.lagSeconds ?? 0)
                 alerts.append(
                     LoopAlert(
                         kind: "gateway_lag", severity: .warning, gateway: status.id,

@@ -78,7 +78,7 @@ struct DriftMonitor {
     /// hashed twice per tenant. Every sum adds the same values in the same order as before.
     mutating func review(
         statuses: [TenantStatus], allowance current: [AllocationKey: PerDimension<Double?>],
-        thresholds: AlertThresholds, window: Double = 60, now: Double
+        thresholds: AlertThresholds, window: Double, now: Double
     ) -> [LoopAlert] {
         // What all gateways admitted per tenant (the Classifier's short-window rates, summed over gateways).
         var admitted = [AllocationKey: PerDimension<Double>](minimumCapacity: statuses.count)

@@ -56,7 +56,9 @@ struct ProposalRoutes: Sendable {
         let settings = console.policy().policy.proposals
         let role = principal.role.rawValue
         let after: StoredProposal
+        let requested: Double?
         do {
+            requested = try await console.store.proposal(id: id)?.proposal.override?.expiresAt
             after = try await console.store.resolve(
                 id: id, verdict: verdict, actor: principal.name, now: now, settings: settings
             ) { before, after in
@@ -72,7 +74,7 @@ struct ProposalRoutes: Sendable {
         // done silently (round 21: a one-hour override approved under a 120-s TTL ended after two minutes).
         var warning = JSON.null
         if after.source == .override, verdict == .approve, let override = after.proposal.override,
-            override.expiresAt == now + settings.approvalTTLSeconds
+            let requested, override.expiresAt < requested
         {
             warning = .string(
                 "the override ends at \(RFC3339.format(override.expiresAt)), when this approval lapses "
