@@ -169,8 +169,8 @@ enum OperatorMetrics {
             keys.insert(status.key)
         }
         let ranked = keys.sorted { lhs, rhs in
-            let left = (byKey[lhs]?.starved ?? false ? 1 : 0, allocations[lhs]?.rpm?.rate ?? 0)
-            let right = (byKey[rhs]?.starved ?? false ? 1 : 0, allocations[rhs]?.rpm?.rate ?? 0)
+            let left = (byKey[lhs]?.starved ?? false ? 1 : 0, allocations[lhs]?.published(.rpm)?.rate ?? 0)
+            let right = (byKey[rhs]?.starved ?? false ? 1 : 0, allocations[rhs]?.published(.rpm)?.rate ?? 0)
             return left != right ? left > right : lhs < rhs
         }
         for key in ranked.prefix(tenantSeriesLimit) {
@@ -178,7 +178,7 @@ enum OperatorMetrics {
             let allocation = allocations[key]
             for dimension in dimensions {
                 let labels = [key.tenant, key.upstream, dimension.rawValue]
-                add("allot_tenant_allocation_per_minute", labels, allocation?[dimension]?.rate)
+                add("allot_tenant_allocation_per_minute", labels, allocation?.published(dimension)?.rate)
                 add("allot_tenant_demand_per_minute", labels, status?.demand[dimension])
                 add("allot_tenant_usage_per_minute", labels, status?.servedShort[dimension])
             }

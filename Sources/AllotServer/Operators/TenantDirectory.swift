@@ -97,23 +97,16 @@ struct TenantDirectory: Sendable {
             var largest = -1.0
             for allocation in allocated {
                 upstreams.insert(allocation.upstream)
-                // Where the pool has no capacity for a dimension a spend budget may still limit the tenant
-                // (``TenantAllocation/budgetLimit``, published as rate and reason `budget`); else it is unlimited there
-                // and adds nothing.
+                // What the snapshot publishes: where the pool has no capacity for a dimension a spend budget may
+                // still limit the tenant (reason `budget`); else it is unlimited there and adds nothing.
                 var reason = PerDimension<AllocationReason?>(nil)
                 for dimension in RateDimension.allCases {
-                    let rate: Double
-                    if let value = allocation[dimension] {
-                        (rate, reason[dimension]) = (value.rate, value.reason)
-                    } else if let limit = allocation.budgetLimit[dimension] {
-                        (rate, reason[dimension]) = (limit.rate, .budget)
-                    } else {
-                        continue
-                    }
-                    summary.allocation[dimension] = (summary.allocation[dimension] ?? 0) + rate
-                    if let name = reason[dimension]?.rawValue { summary.reasons.insert(name) }
+                    guard let published = allocation.published(dimension) else { continue }
+                    reason[dimension] = published.reason
+                    summary.allocation[dimension] = (summary.allocation[dimension] ?? 0) + published.rate
+                    summary.reasons.insert(published.reason.rawValue)
                 }
-                let rpm = allocation.rpm?.rate ?? allocation.budgetLimit.rpm?.rate ?? 0
+                let rpm = allocation.published(.rpm)?.rate ?? 0
                 if rpm > largest {
                     largest = rpm
                     summary.reason = reason

@@ -280,22 +280,19 @@ struct TenantRoutes: Sendable {
             entry["tier"] = .string(allocation.tier)
             var dimensions = JSONObject()
             for dimension in RateDimension.allCases {
-                guard let value = allocation[dimension] else {
-                    // No capacity there: unlimited, unless a spend budget limits the tenant (as published).
-                    dimensions[dimension.rawValue] =
-                        allocation.budgetLimit[dimension].map { limit in
-                            [
-                                "rate": OperatorJSON.number(limit.rate), "burst": OperatorJSON.number(limit.burst),
-                                "reason": .string(AllocationReason.budget.rawValue), "why": .null,
-                            ]
-                        } ?? .null
-                    continue
-                }
-                dimensions[dimension.rawValue] = [
-                    "rate": OperatorJSON.number(value.rate), "burst": OperatorJSON.number(value.burst),
-                    "reason": .string(value.reason.rawValue),
-                    "why": why(value, pool: pool, dimension: dimension, snapshotVersion: snapshotVersion),
-                ]
+                // As published: no capacity there is unlimited (null), unless a spend budget limits the tenant
+                // (its limit, with no "why": the engine did not allocate it).
+                dimensions[dimension.rawValue] =
+                    allocation.published(dimension).map { published in
+                        [
+                            "rate": OperatorJSON.number(published.rate),
+                            "burst": OperatorJSON.number(published.burst),
+                            "reason": .string(published.reason.rawValue),
+                            "why": allocation[dimension].map {
+                                why($0, pool: pool, dimension: dimension, snapshotVersion: snapshotVersion)
+                            } ?? .null,
+                        ]
+                    } ?? .null
             }
             entry["allocation"] = .object(dimensions)
             entry["burst_credit"] = OperatorJSON.credit(allocation.burstCredit, now: now)
