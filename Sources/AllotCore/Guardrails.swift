@@ -37,18 +37,15 @@ public enum Guardrails {
             ?? policy.tier(named: policy.defaultTier)
         let tiers = [baseTier, override.tier.flatMap { policy.tier(named: $0) }].compactMap { $0 }
         guard !tiers.isEmpty else { return [] }
-        var pools = Set(capacities.keys)
-        for upstream in policy.upstreams { pools.insert(upstream.id) }
-        if let only = override.upstream { pools = pools.filter { $0 == only } }
         var crossings: [Crossing] = []
-        for upstream in pools.sorted() {
+        for upstream in pools(of: override, policy: policy, capacities: capacities) {
             let terms = policy.terms(
                 ofTenant: override.tenant, upstream: upstream, overrides: [override],
                 now: override.createdAt)
             for dimension in RateDimension.allCases {
-                let declared = policy.upstream(upstream)?.capacity[dimension]
-                    .map { $0 * (1 - policy.allocation.safetyMargin) }
-                guard let capacity = capacities[upstream]?[dimension] ?? declared else { continue }
+                guard let capacity = capacity(of: upstream, dimension, policy: policy, capacities: capacities) else {
+                    continue
+                }
                 let floor = terms.floor[dimension].resolved(capacity: capacity)
                 let ceiling = terms.ceiling[dimension].resolved(capacity: capacity)
                 let guardMin = tiers.map { $0.guardMin[dimension].resolved(capacity: capacity) }.max() ?? 0
@@ -85,24 +82,19 @@ public enum Guardrails {
         of override: Override, alongside others: [Override], policy: Policy,
         capacities: [String: PerDimension<Double?>] = [:], tenantPools: Set<String>? = nil
     ) -> [String] {
-        var pools = Set(capacities.keys)
-        for upstream in policy.upstreams { pools.insert(upstream.id) }
-        if let only = override.upstream {
-            pools = pools.filter { $0 == only }
-        } else if let tenantPools {
-            pools.formIntersection(tenantPools)
-        }
+        var pools = pools(of: override, policy: policy, capacities: capacities)
+        if override.upstream == nil, let tenantPools { pools.removeAll { !tenantPools.contains($0) } }
         let overrides =
             others.filter { $0.tenant == override.tenant && $0.upstream != override.upstream } + [override]
         var conflicts: [String] = []
-        for upstream in pools.sorted() {
+        for upstream in pools {
             let terms = policy.terms(
                 ofTenant: override.tenant, upstream: upstream, overrides: overrides, now: override.createdAt)
             for dimension in RateDimension.allCases
             where override.floor[dimension] != nil || override.ceiling[dimension] != nil || override.tier != nil {
-                let declared = policy.upstream(upstream)?.capacity[dimension]
-                    .map { $0 * (1 - policy.allocation.safetyMargin) }
-                guard let capacity = capacities[upstream]?[dimension] ?? declared else { continue }
+                guard let capacity = capacity(of: upstream, dimension, policy: policy, capacities: capacities) else {
+                    continue
+                }
                 let floor = terms.floor[dimension].resolved(capacity: capacity)
                 let ceiling = terms.ceiling[dimension].resolved(capacity: capacity)
                 let unit = dimension.rawValue
@@ -120,5 +112,27 @@ public enum Guardrails {
             }
         }
         return conflicts
+    }
+
+    /// The pools an override is checked on, sorted: its own, or (tenant-wide) every pool the loop tracks or the
+    /// policy declares.
+    private static func pools(
+        of override: Override, policy: Policy, capacities: [String: PerDimension<Double?>]
+    ) -> [String] {
+        if let only = override.upstream {
+            return capacities[only] != nil || policy.upstream(only) != nil ? [only] : []
+        }
+        var pools = Set(capacities.keys)
+        for upstream in policy.upstreams { pools.insert(upstream.id) }
+        return pools.sorted()
+    }
+
+    /// `C` of a pool in a dimension: the loop's effective capacity, else the declared one less the safety margin;
+    /// nil with neither (the pool is not checked there).
+    private static func capacity(
+        of upstream: String, _ dimension: RateDimension, policy: Policy, capacities: [String: PerDimension<Double?>]
+    ) -> Double? {
+        capacities[upstream]?[dimension]
+            ?? policy.upstream(upstream)?.capacity[dimension].map { $0 * (1 - policy.allocation.safetyMargin) }
     }
 }

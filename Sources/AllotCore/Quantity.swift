@@ -67,12 +67,10 @@ public enum Quantity: Sendable, Hashable {
         let digits = 5 - value.exponentBase10
         guard digits <= 300 else { return format(value) }  // 10^digits would overflow
         guard digits > 0 else {
-            var factor = 1.0
-            for _ in 0..<(-digits) { factor *= 10 }
+            let factor = Double.powerOfTen(-digits)
             return format((value / factor).rounded() * factor)
         }
-        var factor = 1.0
-        for _ in 0..<digits { factor *= 10 }
+        let factor = Double.powerOfTen(digits)
         return format((value * factor).rounded() / factor)
     }
 }
@@ -103,6 +101,13 @@ extension Quantity: Codable {
 }
 
 extension Double {
+    /// 10 to the `exponent`, by repeated multiplication (division for a negative one), without Foundation.
+    public static func powerOfTen(_ exponent: Int) -> Double {
+        var value = 1.0
+        if exponent >= 0 { for _ in 0..<exponent { value *= 10 } } else { for _ in 0..<(-exponent) { value /= 10 } }
+        return value
+    }
+
     /// floor(log10(|self|)) for a finite non-zero value, without Foundation.
     public var exponentBase10: Int {
         var exponent = 0

@@ -200,11 +200,10 @@ public enum SnapshotAssembler {
     /// - `burst_credit` is what is left of the credit now (calls and tokens), since the credit's
     ///   rate is not included in `rate`.
     static func tenantEntry(_ allocation: TenantAllocation, status: TenantStatus?, now: Double) -> TenantEntry {
-        let rpm = allocation.rpm
-        let tpm = allocation.tpm
         // A dimension the pool has no capacity for is unlimited, unless a spend budget limits the tenant there.
-        let limits = allocation.budgetLimit
-        let rates = [rpm?.rate ?? limits.rpm?.rate, tpm?.rate ?? limits.tpm?.rate].compactMap { $0 }
+        let rpm = allocation.published(.rpm)
+        let tpm = allocation.published(.tpm)
+        let rates = [rpm?.rate, tpm?.rate].compactMap { $0 }
         let zero = !rates.isEmpty && rates.allSatisfy { $0 <= 0 }
         var credit: AllotProtocol.BurstCredit?
         if let granted = allocation.burstCredit, granted.expiresAt > now {
@@ -217,22 +216,18 @@ public enum SnapshotAssembler {
         }
         return TenantEntry(
             id: allocation.tenant, upstream: allocation.upstream, tier: allocation.tier, priority: allocation.priority,
-            rpm: bucket(rpm, limits.rpm), tpm: bucket(tpm, limits.tpm), queueWeight: finite(allocation.queueWeight),
-            reason: Reasons(rpm: reason(rpm, limits.rpm), tpm: reason(tpm, limits.tpm)),
+            rpm: bucket(rpm), tpm: bucket(tpm), queueWeight: finite(allocation.queueWeight),
+            reason: Reasons(
+                rpm: rpm?.reason.rawValue ?? noCapacityReason, tpm: tpm?.reason.rawValue ?? noCapacityReason),
             burstCredit: credit, mode: allocation.mode.rawValue, maxConcurrency: allocation.maxConcurrency,
             tokenEstimate: estimate, deny: zero ? allocation.deny : nil, ceiling: ceiling(allocation))
     }
 
-    /// A dimension's bucket: its allocation's, else (the pool has no capacity for it) a budget's limit, else unlimited.
-    private static func bucket(_ dimension: DimensionAllocation?, _ limit: BudgetLimit?) -> Bucket {
+    /// A dimension's bucket as ``TenantAllocation/published(_:)`` has it, else unlimited.
+    private static func bucket(_ published: (rate: Double, burst: Double, reason: AllocationReason)?) -> Bucket {
         Bucket(
-            rate: finite(dimension?.rate ?? limit?.rate ?? SnapshotContent.unlimited),
-            burst: finite(dimension?.burst ?? limit?.burst ?? SnapshotContent.unlimited))
-    }
-
-    /// A dimension's reason, as ``bucket(_:_:)`` chooses its values.
-    private static func reason(_ dimension: DimensionAllocation?, _ limit: BudgetLimit?) -> String {
-        dimension?.reason.rawValue ?? (limit != nil ? AllocationReason.budget.rawValue : noCapacityReason)
+            rate: finite(published?.rate ?? SnapshotContent.unlimited),
+            burst: finite(published?.burst ?? SnapshotContent.unlimited))
     }
 
     /// `ceiling`: per dimension the tenant's ceiling (the policy's, after overrides), never below its lower bound

@@ -168,7 +168,7 @@ public struct SimulationReport: Sendable {
     static func round6(_ value: Double) -> Double {
         guard value != 0 else { return 0 }
         let magnitude = (abs(value)).exponentBase10
-        let scale = pow10(5 - magnitude)
+        let scale = Double.powerOfTen(5 - magnitude)
         return (value * scale).rounded() / scale
     }
 
@@ -261,7 +261,7 @@ public struct SimulationReport: Sendable {
 
     static func fixed(_ value: Double?, _ digits: Int) -> String {
         guard let value, value.isFinite else { return "-" }
-        let scale = pow10(digits)
+        let scale = Double.powerOfTen(digits)
         let rounded = (abs(value) * scale).rounded()
         let whole = Int64(rounded / scale)
         let fraction = Int64(rounded - Double(whole) * scale)
@@ -269,12 +269,6 @@ public struct SimulationReport: Sendable {
         guard digits > 0 else { return sign + String(whole) }
         let fractionText = String(fraction)
         return sign + String(whole) + "." + String(repeating: "0", count: digits - fractionText.count) + fractionText
-    }
-
-    static func pow10(_ exponent: Int) -> Double {
-        var value = 1.0
-        if exponent >= 0 { for _ in 0..<exponent { value *= 10 } } else { for _ in 0..<(-exponent) { value /= 10 } }
-        return value
     }
 }
 
