@@ -242,12 +242,26 @@ extension LoopHarness {
         let estimate = try #require(harness.runner.view.observer?.upstreams.first?.estimate.rpm)
         #expect(estimate < 600)
         let served = try #require(harness.publisher.current)
+        let before = try allocations(harness)
+        let acmeDemand = try #require(
+            harness.runner.view.classifier?.statuses.first { $0.key.tenant == "acme" }?.demand.rpm)
         await harness.close()
 
         try await harness.open(policy: Self.policy(rpm: 600, tpm: 10_000_000), estimators: .standard)
         #expect(harness.publisher.current?.version == served.version)
         #expect(harness.publisher.current?.body == served.body)
         #expect(!harness.runner.view.alerts.contains { $0.kind == "state_restore" })
+        // Before the first tick the views show the restored state, not the declared capacity and no tenants
+        // (outside evaluation round 21, F3); no tick has run since the start.
+        #expect(harness.runner.view.lastTickAt == nil)
+        let shown = try #require(harness.runner.view.observer?.upstreams.first?.estimate.rpm)
+        #expect(within(shown, estimate, 1e-9))
+        #expect(harness.runner.view.decision?.pool(pool4o)?.capacityEstimate.rpm.map { $0 < 600 } == true)
+        let restoredAcme = try #require(harness.runner.view.classifier?.statuses.first { $0.key.tenant == "acme" })
+        #expect(within(restoredAcme.demand.rpm, acmeDemand, 1e-9))
+        let previewed = try allocations(harness)
+        #expect(within(previewed.acme, before.acme, 1e-9) && within(previewed.globex, before.globex, 1e-9))
+        #expect(harness.publisher.current?.version == served.version)  // nothing published
         let report = try await harness.tick(sending: [
             Traffic(tenant: "acme", perTick: 20), Traffic(tenant: "globex", perTick: 13),
         ])

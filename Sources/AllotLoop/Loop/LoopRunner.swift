@@ -156,6 +156,17 @@ public actor LoopRunner {
                 return try make(nil)
             }
         }
+        // A checkpoint ahead of the table (a database restored from an older copy) would make the
+        // loop skip every new row: fall back to the table's end.
+        let cursor = min(checkpoint?.lastEventID ?? newestEvent, newestEvent)
+        let allowance = restoredAllowance(publisher.current)
+        // Before the loop's own estimators, so that an estimator factory's last instance is the loop's.
+        var preview: RestoredView?
+        if let checkpoint {
+            preview = await previewRestoredState(
+                checkpoint, estimators: estimators, policy: policy, operators: operators,
+                allowance: allowance, cursor: cursor)
+        }
         let observer = try restore("observer", { try estimators.makeObserver(policy, $0) }, checkpoint?.observer)
         let classifier = try restore(
             "classifier", { try estimators.makeClassifier(policy, $0) }, checkpoint?.classifier)
@@ -165,9 +176,6 @@ public actor LoopRunner {
                 guard let bytes else { return EngineState() }
                 return try StateCodec.decode(EngineState.self, from: bytes, component: "engine")
             }, checkpoint?.engine)
-        // A checkpoint ahead of the table (a database restored from an older copy) would make the
-        // loop skip every new row: fall back to the table's end.
-        let cursor = min(checkpoint?.lastEventID ?? newestEvent, newestEvent)
 
         let loopMetrics = LoopMetrics(registry: metrics ?? MetricsRegistry(), publisher: publisher)
         let runner = LoopRunner(
@@ -176,7 +184,7 @@ public actor LoopRunner {
             stateStore: stateStore, metrics: loopMetrics, logger: logger, policy: policy, policyVersion: policyVersion,
             cursor: cursor, tickCount: checkpoint?.tick ?? 0)
         if let registry = metrics { runner.registerGatewayMetrics(on: registry) }
-        await runner.prepare(restoreAlerts: restoreAlerts, cold: checkpoint == nil, now: now)
+        await runner.prepare(restoreAlerts: restoreAlerts, cold: checkpoint == nil, now: now, preview: preview)
         logger.info(
             "loop opened",
             [
@@ -214,7 +222,7 @@ public actor LoopRunner {
         }
     }
 
-    private func prepare(restoreAlerts: [LoopAlert], cold: Bool, now: Double) async {
+    private func prepare(restoreAlerts: [LoopAlert], cold: Bool, now: Double, preview: RestoredView?) async {
         metrics.snapshotVersion.set(Double(publisher.current?.version ?? 0))
         let metrics = self.metrics
         await publisher.onPublish { snapshot in
@@ -222,15 +230,59 @@ public actor LoopRunner {
             metrics.published.labels(snapshot.kind.rawValue).increment()
         }
         if let first = restoreAlerts.first { loopAlerts["state_restore"] = first }
-        if let current = publisher.current {
-            for entry in current.snapshot.tenants {
-                allowance[AllocationKey(tenant: entry.id, upstream: entry.upstream)] = PerDimension(
-                    rpm: entry.rpm.rate, tpm: entry.tpm.rate)
-            }
-        }
+        allowance = Self.restoredAllowance(publisher.current)
         if cold { await seedSpend(now: now) }
         checkpointAtFirstTick = cold
-        publishView(report: nil)
+        publishView(
+            observer: preview?.observer, classifier: preview?.classifier, decision: preview?.decision, now: nil,
+            report: nil)
+    }
+
+    /// What each tenant was allowed by the snapshot being served (its published rates), for the Classifier's first
+    /// tick after a restart.
+    private static func restoredAllowance(_ current: PublishedSnapshot?) -> [AllocationKey: PerDimension<Double>] {
+        var allowance: [AllocationKey: PerDimension<Double>] = [:]
+        for entry in current?.snapshot.tenants ?? [] {
+            allowance[AllocationKey(tenant: entry.id, upstream: entry.upstream)] = PerDimension(
+                rpm: entry.rpm.rate, tpm: entry.tpm.rate)
+        }
+        return allowance
+    }
+
+    /// The operator views of a restored state, shown until the first tick.
+    struct RestoredView: Sendable {
+        var observer: ObserverReport
+        var classifier: ClassifierReport
+        var decision: Decision
+    }
+
+    /// Fills the operator views from the restored state before the first tick (outside evaluation round 21, F3:
+    /// until then `GET /v1/upstreams` showed the declared capacities and the tenants no state). The reports and the
+    /// decision are those of throwaway copies of the estimators and the engine, folded with no telemetry at the
+    /// checkpoint's time, so they show the state as it was saved; nothing is published, no alert is raised, the
+    /// loop's own estimators and engine are not touched, and `lastTickAt` stays nil (no tick has run since the
+    /// start). The first tick replaces them. A state that cannot be read leaves the views empty, as before.
+    private static func previewRestoredState(
+        _ checkpoint: LoopCheckpoint, estimators: EstimatorFactory, policy: Policy,
+        operators: any OperatorInputs, allowance: [AllocationKey: PerDimension<Double>], cursor: Int64
+    ) async -> RestoredView? {
+        let at = EpochTime.seconds(fromMilliseconds: checkpoint.savedMs)
+        guard let observer = try? estimators.makeObserver(policy, checkpoint.observer),
+            let classifier = try? estimators.makeClassifier(policy, checkpoint.classifier),
+            var engine = try? StateCodec.decode(EngineState.self, from: checkpoint.engine, component: "engine")
+        else { return nil }
+        let empty = TelemetryDelta(events: [], names: TelemetryNames(), lastEventID: cursor)
+        let observed = await observer.observe(empty, now: at)
+        var capacities: [String: PerDimension<Double?>] = [:]
+        for pool in observed.pools { capacities[pool.upstream] = pool.capacity }
+        let classified = await classifier.classify(empty, allocations: allowance, capacities: capacities, now: at)
+        let overrides = (try? await operators.inputs(now: at))?.overrides ?? []
+        let decision = PolicyEngine.decide(
+            DecisionInput(
+                now: at, policy: policy, pools: observed.pools, tenants: classified.tenants, spend: classified.spend,
+                overrides: overrides),
+            state: &engine)
+        return RestoredView(observer: observed, classifier: classified, decision: decision)
     }
 
     /// Seeds the Classifier's spend per budget window from the rollups (cold start only).
@@ -359,7 +411,7 @@ public actor LoopRunner {
     /// persisted snapshot meanwhile: after a downtime longer than `gateway_lag_s` every restored gateway counts as
     /// gone until it polls again, and a tick at once published a split naming none of them, so every gateway held
     /// every tenant to `default` until the next tick (review of round 21's fix, which had ticked at once). Until
-    /// that first tick the operator views show the policy's declared capacities and no tenant state.
+    /// that first tick the operator views show the restored state (``previewRestoredState``).
     public func start() {
         guard timer == nil, !isShutDown else { return }
         restartTimer(immediately: publisher.current == nil)
