@@ -3,6 +3,10 @@ import AllotCore
 import AllotCrypto
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Where policies come from (SPEC 10 and 13: `--policies DIR`, default `./policies` when it exists,
 /// else the defaults built into the binary).
 public enum PolicySource: Sendable, Equatable, CustomStringConvertible {
@@ -67,17 +71,25 @@ public enum PolicySource: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// A cheap fingerprint of the directory (names, sizes, modification times) so a watcher only
-    /// re-reads and re-validates when something changed.
+    /// A cheap fingerprint of the directory so a watcher only re-reads and re-validates when something changed: per
+    /// file its name and, following symlinks, the device, inode, size and modification and change times (to the
+    /// nanosecond). Following them matters: a Kubernetes ConfigMap mounts `engine.json -> ..data/engine.json` and
+    /// swaps `..data` to a new directory, and the link's own attributes never change (outside evaluation round 22:
+    /// a swapped policy was never loaded, and nothing said so). A new file behind the link is a new inode; a file
+    /// edited in place has new times, even within the same second and at the same size.
     public func fingerprint() -> String {
         guard case .directory(let path) = self else { return "embedded" }
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return "unreadable" }
         var parts: [String] = []
         for name in names.sorted() where name.hasSuffix(".json") && !name.hasPrefix(".") {
-            let attributes = try? FileManager.default.attributesOfItem(atPath: path + "/" + name)
-            let size = (attributes?[.size] as? NSNumber)?.int64Value ?? -1
-            let modified = (attributes?[.modificationDate] as? Date)?.timeIntervalSince1970 ?? -1
-            parts.append("\(name):\(size):\(modified)")
+            var info = stat()
+            guard stat(path + "/" + name, &info) == 0 else {
+                parts.append("\(name):unreadable")
+                continue
+            }
+            parts.append(
+                "\(name):\(info.st_dev):\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec):"
+                    + "\(info.st_ctim.tv_sec).\(info.st_ctim.tv_nsec)")
         }
         return parts.joined(separator: "|")
     }
