@@ -140,6 +140,8 @@ extension SQLiteConnection {
     func movedError(detail: String?) -> SQLiteError {
         var message = "the database file \(filePath ?? path) was deleted, moved or replaced while open"
         if let detail { message += "; " + detail }
+        // The connection keeps the old file; reopening by itself could land on an empty or older database.
+        message += "; restart the process to open the file now at that path"
         return SQLiteError(code: SQLiteError.readOnlyDatabaseMoved, message: message)
     }
 

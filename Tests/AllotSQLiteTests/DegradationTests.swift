@@ -116,7 +116,7 @@ import Testing
         #expect(
             transaction?.message
                 == "the database file \(directory.file()) was deleted, moved or replaced while open; "
-                + "the transaction was rolled back"
+                + "the transaction was rolled back; restart the process to open the file now at that path"
         )
         #expect(!connection.isInTransaction)
         #expect(try connection.count("t") == 1)
