@@ -410,13 +410,16 @@ public actor AllocationPublisher {
     /// growth as soon as it is published; a poll without `wait` gets it next time.
     ///
     /// - Parameters:
-    ///   - gateway: The polling gateway's id (registers it); nil for the global view.
+    ///   - gateway: The polling gateway's id (registers it, unless `registers` is false); nil for the global view.
     ///   - instance: The run of the gateway process polling (`instance=`), when it names one: a poll of an
     ///     instance that has left since it was sent does not register it again.
     ///   - condition: The request's `If-None-Match`.
     ///   - wait: Long-poll seconds, already validated (0…60).
+    ///   - registers: False for a person reading a gateway's slice: the poll answers as for that gateway but records
+    ///     no contact (outside evaluation round 22: an operator's look brought back a gateway an SRE had removed and
+    ///     moved slices to it).
     public nonisolated func poll(
-        gateway: String?, instance: String? = nil, condition: SnapshotCondition, wait: Double
+        gateway: String?, instance: String? = nil, condition: SnapshotCondition, wait: Double, registers: Bool = true
     ) async -> SnapshotPollResult {
         let now = clock.now
         let arrived = board.current
@@ -425,7 +428,7 @@ public actor AllocationPublisher {
         let enforcing = condition.enforcedVersion.flatMap { version in
             arrived.map { version <= $0.version } == true ? version : nil
         }
-        if let gateway, registry.record(gateway, instance: instance, enforcing: enforcing, now: now) {
+        if registers, let gateway, registry.record(gateway, instance: instance, enforcing: enforcing, now: now) {
             Task { await self.barrierCleared() }
         }
         if gateway == nil { board.noteGlobalView(now: now) }
@@ -438,7 +441,7 @@ public actor AllocationPublisher {
             // long-poll waits for the next version, which splits with it (this poll registered it). A gateway
             // holding nothing still gets the version, `default` and all: it has no better limits to keep. Nor does
             // this hold for a version whose lease has run out (a drain): that one is for every gateway to take.
-            if let gateway, enforcing != nil, !current.plans(gateway), current.expiresAt > now {
+            if registers, let gateway, enforcing != nil, !current.plans(gateway), current.expiresAt > now {
                 guard wait > 0, !board.isShutDown else { return .notModified(current) }
                 guard let newer = await board.wait(after: current.version, until: now + wait, clock: clock) else {
                     return .notModified(board.current ?? current)

@@ -20,7 +20,8 @@ import AllotStore
 /// The `ETag` is the version, quoted (RFC 9110 section 8.8.3): `"42"`. `If-None-Match` is read
 /// leniently (``AllotLoop/SnapshotCondition``): quoted, weak, unquoted and lists are accepted. The
 /// version a gateway sends there is recorded as the version it enforces (its lag and last contact
-/// appear in `GET /v1/gateways`); an unknown gateway id simply registers. `instance=` names one run of the gateway
+/// appear in `GET /v1/gateways`); an unknown gateway id simply registers (a poll with an `operator` or `sre` token
+/// reads the slice and registers nothing). `instance=` names one run of the gateway
 /// process (``AllotEnforcement/SnapshotClient`` sends a random one): a poll of an instance that has left since
 /// (`DELETE /v1/gateways/{id}?instance=`) does not register it again. Responses carry
 /// `Cache-Control: no-cache`: a cache in between must always revalidate.
@@ -62,7 +63,13 @@ public struct SnapshotRoute: Sendable {
         }
         let instance = try Self.instance(request.queryValue("instance"))
         let condition = SnapshotCondition.parse(request.headers.values(for: "If-None-Match").joined(separator: ","))
-        switch await publisher.poll(gateway: gateway, instance: instance, condition: condition, wait: wait) {
+        // Only a gateway's own poll registers it (a `gateway` or `admin` token, or none under `--dev`): an operator or
+        // SRE reading `?gateway=` sees the slice without bringing back a gateway an SRE removed, or moving slices
+        // to one that enforces nothing (outside evaluation round 22).
+        let registers = principal.map { $0.role == .gateway || $0.role == .admin } ?? true
+        switch await publisher.poll(
+            gateway: gateway, instance: instance, condition: condition, wait: wait, registers: registers)
+        {
         case .unavailable:
             throw HTTPError(
                 .serviceUnavailable, code: "no_snapshot",

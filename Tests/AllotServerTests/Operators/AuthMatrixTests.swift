@@ -187,6 +187,30 @@ import Testing
         await running.stop()
     }
 
+    /// A person reading a gateway's slice (`operator`, `sre`) registers nothing: an operator's look brought back a
+    /// gateway an SRE had removed and moved slices to it (outside evaluation round 22). A gateway's or an admin's
+    /// poll registers the gateway.
+    @Test func onlyAGatewaysOwnPollRegistersIt() async throws {
+        let running = try await Self.start()
+        func gateways() async throws -> [String] {
+            let admin = try #require(running.tokens[.admin])
+            let listed = try JSON.parse(try await running.send(.get, "/v1/gateways", token: admin).body)
+            return listed["gateways"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
+        }
+        for role in [Role.operator, .sre] {
+            let token = try #require(running.tokens[role])
+            let read = try await running.send(.get, "/v1/snapshot?gateway=gw-look-\(role.rawValue)", token: token)
+            #expect(read.status == .ok)
+        }
+        #expect(try await gateways().isEmpty)
+        let gatewayToken = try #require(running.tokens[.gateway])
+        let adminToken = try #require(running.tokens[.admin])
+        #expect(try await running.send(.get, "/v1/snapshot?gateway=gw-1", token: gatewayToken).status == .ok)
+        #expect(try await running.send(.get, "/v1/snapshot?gateway=gw-2", token: adminToken).status == .ok)
+        #expect(try await gateways() == ["gw-1", "gw-2"])
+        await running.stop()
+    }
+
     @Test func malformedAndRevokedTokensAreRefused() async throws {
         let running = try await Self.start()
         for header in ["Basic abc", "Bearer", "Bearer not-a-token", "bearer " + String(repeating: "a", count: 58)] {
