@@ -18,6 +18,8 @@ import Testing
         #expect(!first.hasEncodedSlice(forGateway: "gw-1"))
         #expect(!first.hasEncodedSlice(forGateway: "gw-2"))
 
+        // gw-2 polls too (a gateway that never polled is in no plan once another has).
+        _ = await publisher.poll(gateway: "gw-2", condition: SnapshotCondition.parse("\"\(first.version)\""), wait: 0)
         let poll = Task {
             await publisher.poll(gateway: "gw-1", condition: SnapshotCondition.parse("\"\(first.version)\""), wait: 30)
         }

@@ -1,9 +1,10 @@
 import AllotCore
-@testable import AllotLoop
 import AllotProtocol
 import AllotStore
 import Foundation
 import Testing
+
+@testable import AllotLoop
 
 /// A small deterministic generator (SplitMix64) for property tests.
 struct SeededGenerator: RandomNumberGenerator {
@@ -203,6 +204,28 @@ struct SeededGenerator: RandomNumberGenerator {
         await harness.tick()
         #expect(isClose(try servedSnapshot(harness.publisher, gateway: "gw-a").tenant("new")?.rpm.rate, 30))
         #expect(try servedSnapshot(harness.publisher, gateway: "gw-b").tenant("new") == nil)
+        await harness.close()
+    }
+
+    /// A gateway id that reports telemetry but has never polled enforces nothing: once others poll it is in no plan,
+    /// and its share of every tenant goes to the gateways that do (outside evaluation round 22: a new tenant's even
+    /// split gave a third of its allocation to such an id).
+    @Test func aGatewayThatNeverPolledGetsNoSliceOnceOthersPoll() async throws {
+        let harness = try LoopHarness()
+        try await harness.open()
+        await harness.classifier.setDemand("old", rpm: 30, tpm: 3000, shares: ["gw-a": 0.5, "gw-b": 0.3, "gw-h": 0.2])
+        await harness.classifier.setDemand("new", rpm: 30, tpm: 3000, shares: ["gw-a": 1], young: true)
+        _ = await harness.publisher.poll(gateway: "gw-a", condition: .none, wait: 0)
+        _ = await harness.publisher.poll(gateway: "gw-b", condition: .none, wait: 0)
+        await harness.tick()
+        let current = try #require(harness.publisher.current)
+        #expect(current.content.plan.gateways == ["gw-a", "gw-b"])
+        for gateway in ["gw-a", "gw-b"] {
+            #expect(isClose(try servedSnapshot(harness.publisher, gateway: gateway).tenant("new")?.rpm.rate, 15))
+        }
+        let old = current.gatewaySlices(tenant: "old", upstream: pool4o)
+        #expect(old.map(\.gateway) == ["gw-a", "gw-b"])
+        #expect(isClose(old.map(\.rpm).reduce(0, +), 30))
         await harness.close()
     }
 

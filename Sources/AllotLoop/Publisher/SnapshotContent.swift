@@ -88,10 +88,15 @@ public enum SnapshotAssembler {
         }
         var statusCursor = 0
 
-        // Gateways of this version: the active ones and every one with demand shares, minus the gone.
+        // Gateways of this version: the active ones. A gateway id that reports telemetry but has never polled
+        // enforces nothing: given a share while others poll, that part of its tenants' allocations was enforced
+        // nowhere (outside evaluation round 22: a third of every new tenant's for as long as its split stayed even).
+        // Before any gateway has polled (a fresh start), every one with demand shares, minus the gone.
         var gatewaySet = Set(gateways.active)
-        for status in statuses { for gateway in status.gatewayShares.keys { gatewaySet.insert(gateway) } }
-        gatewaySet.subtract(gateways.gone)
+        if gatewaySet.isEmpty {
+            for status in statuses { for gateway in status.gatewayShares.keys { gatewaySet.insert(gateway) } }
+            gatewaySet.subtract(gateways.gone)
+        }
         let gatewayIDs = gatewaySet.sorted()
         var gatewayIndex: [String: Int32] = [:]
         for (position, id) in gatewayIDs.enumerated() { gatewayIndex[id] = Int32(position) }
