@@ -38,7 +38,14 @@ enum DrainCommand {
         } else {
             let version = body?["version"]?.int64Value.map(String.init) ?? "?"
             let expires = body?["expires_at"]?.stringValue ?? "?"
-            output.out("drained: version \(version) published with its lease expired at \(expires); gateways use their fallback")
+            if body?["already_drained"]?.boolValue == true {
+                let since = body?["since"]?.stringValue ?? "?"
+                output.out("a drain is already in force since \(since) (version \(version)); nothing changed")
+            } else {
+                output.out(
+                    "drained: version \(version) published with its lease expired at \(expires); gateways use their fallback"
+                )
+            }
         }
         return 0
     }

@@ -258,6 +258,9 @@ public actor AllocationPublisher {
             throw PublisherError(
                 code: "no_snapshot", message: "nothing has been published yet: there is nothing to drain")
         }
+        // Already drained: the drain in force stands, and with it its `since` (outside evaluation round 22: a second
+        // drain published another version and moved the start of the drain).
+        if drainedAt != nil, current.kind == .drain { return current }
         pending = nil
         cancelDeadline()
         registry.clearBarrier()

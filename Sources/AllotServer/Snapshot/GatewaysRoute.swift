@@ -107,8 +107,9 @@ public struct DrainRoute: Sendable {
         self.logger = logger
     }
 
-    /// `POST`: drains now, audited as `principal`. It takes no parameters and no body members (an empty body or
-    /// `{}`): anything else is refused, as on every operator route, rather than ignored.
+    /// `POST`: drains now, audited as `principal`; a drain in force already is answered as it stands
+    /// (`already_drained`, its `since`). It takes no parameters and no body members (an empty body or `{}`): anything
+    /// else is refused, as on every operator route, rather than ignored.
     public func drain(_ request: HTTPRequest, by principal: Principal? = nil) async throws(HTTPError) -> HTTPResponse {
         try Self.refuseArguments(request)
         let previous = publisher.current?.version
@@ -129,9 +130,16 @@ public struct DrainRoute: Sendable {
             "generated_at": .string(RFC3339.format(snapshot.generatedAt)),
             "expires_at": .string(RFC3339.format(snapshot.expiresAt)),
         ]
-        let before: JSON = ["drained": .bool(wasDrained), "version": previous.map(JSON.int) ?? .null]
-        await record("drain.start", by: principal, before: before, after: after)
-        return .json(after)
+        // A drain already in force stands as it is (same version, same start): nothing changes and nothing is
+        // audited, as ending no drain audits nothing.
+        if !wasDrained {
+            let before: JSON = ["drained": false, "version": previous.map(JSON.int) ?? .null]
+            await record("drain.start", by: principal, before: before, after: after)
+        }
+        guard case .object(var answer) = after else { return .json(after) }
+        answer["since"] = await publisher.drainedSince.map { .string(RFC3339.format($0)) } ?? .null
+        answer["already_drained"] = .bool(wasDrained)
+        return .json(.object(answer))
     }
 
     /// `DELETE`: ends the drain; the next tick publishes normally. Audited when a drain was in force. No parameters

@@ -1,8 +1,8 @@
 import AllotAssets
 import AllotHTTP
 import AllotJSON
-import AllotLoop
 import AllotLog
+import AllotLoop
 import AllotServer
 import AllotTime
 import Foundation
@@ -95,7 +95,8 @@ import Testing
         #expect(ready["checks"]?["snapshot"]?["version"] == .int(first))
 
         let stored = try await running.send(
-            .post, "/v1/telemetry", body: Self.telemetry(at: running.clock.now, tenants: ["acme", "globex"], count: 100))
+            .post, "/v1/telemetry",
+            body: Self.telemetry(at: running.clock.now, tenants: ["acme", "globex"], count: 100))
         #expect(stored.status == .ok)
         let second = try await running.tick(after: first)
         let snapshot = try await running.send(.get, "/v1/snapshot?gateway=gw-1")
@@ -130,6 +131,15 @@ import Testing
         #expect(answer["drained"] == true)
         #expect(answer["version"] == .int(first + 1))
         #expect(answer["expires_at"] == answer["generated_at"])
+        #expect(answer["already_drained"] == false)
+        #expect(answer["since"] == answer["generated_at"])
+        // Draining again changes nothing: the same version, the same start, nothing audited (round 22: a second
+        // drain published another version and moved `since`).
+        running.clock.advance(by: 2)
+        let repeated = try JSON.parse(try await running.send(.post, "/v1/drain").body)
+        #expect(repeated["version"] == .int(first + 1))
+        #expect(repeated["already_drained"] == true)
+        #expect(repeated["since"] == answer["since"])
         let snapshot = try await running.json("/v1/snapshot")
         #expect(snapshot["version"] == .int(first + 1))
         #expect(snapshot["expires_at"] == snapshot["generated_at"])
@@ -327,7 +337,8 @@ import Testing
         let tiers = try #require(AllotAssets.defaultPolicies.first { $0.name == "tiers.json" })
         try Data(tiers.bytes).write(to: URL(fileURLWithPath: file))
         defer { try? FileManager.default.removeItem(atPath: file) }
-        let expected = " (expected a directory holding the policy's *.json files: tiers.json, engine.json, "
+        let expected =
+            " (expected a directory holding the policy's *.json files: tiers.json, engine.json, "
             + "upstreams.json, tenants.json, …)"
         let cases = [(file, "it is a file, not a directory"), (file + "-none", "there is no such directory")]
         for (path, problem) in cases {
