@@ -133,6 +133,11 @@ enum OperatorRequest {
     /// prefix of it (`application/jsonx`, `application/json-seq` were taken for JSON). A request without the
     /// header is read as JSON, as `POST /v1/telemetry` reads it.
     static func requireJSON(_ request: HTTPRequest, _ message: String) throws(HTTPError) {
+        do {
+            try TelemetryFormat.checkContentEncoding(request.headers["Content-Encoding"])
+        } catch {
+            throw HTTPError.unsupportedMediaType(error.message, field: error.field)
+        }
         guard let type = request.headers["Content-Type"] else { return }
         let essence = TelemetryFormat.mediaType(of: type)
         guard essence == "application/json" || (essence.hasPrefix("application/") && essence.hasSuffix("+json"))

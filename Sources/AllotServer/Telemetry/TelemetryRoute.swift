@@ -9,7 +9,7 @@ import AllotTime
 /// | outcome | status | body |
 /// |---|---|---|
 /// | committed | 200 | `{"stored":N,"first_id":…,"last_id":…}`, plus `registered_tenants`, `ignored_fields`, `unparseable_headers` when non-empty |
-/// | content type other than JSON / NDJSON | 415 | `unsupported_media_type` |
+/// | content type other than JSON / NDJSON, or a `Content-Encoding` other than `identity` | 415 | `unsupported_media_type` |
 /// | body larger than ``maxBodyBytes`` (the server's own body limit applies first) | 413 | `body_too_large` |
 /// | more events than the decoder allows | 413 | `too_many_events` |
 /// | invalid JSON, invalid event, empty batch | 400 | `invalid_json` / `invalid_event` / `empty_batch`, with `field` such as `[3].tenant` |
@@ -64,6 +64,7 @@ public struct TelemetryRoute: Sendable {
         let format: TelemetryFormat
         do {
             format = try TelemetryFormat(contentType: request.headers["Content-Type"])
+            try TelemetryFormat.checkContentEncoding(request.headers["Content-Encoding"])
         } catch {
             await store.countRejected(code: error.code)
             return Self.errorResponse(

@@ -39,6 +39,21 @@ public enum TelemetryFormat: Sendable, Equatable {
 }
 
 extension TelemetryFormat {
+    /// Refuses a body in a content coding (`Content-Encoding: gzip`, …): the server reads bodies as they are, and a
+    /// compressed one was refused as "not a JSON array" (outside evaluation round 22). `identity` or none is fine.
+    ///
+    /// - Throws: ``TelemetryRejection`` with status 415, code `unsupported_media_type`, field `Content-Encoding`
+    ///   (RFC 9110 section 15.5.16).
+    public static func checkContentEncoding(_ value: String?) throws(TelemetryRejection) {
+        guard let value else { return }
+        let codings = value.split(separator: ",").map { $0.trimmingASCIISpaces().lowercased() }.filter { !$0.isEmpty }
+        guard codings.contains(where: { $0 != "identity" }) else { return }
+        throw TelemetryRejection(
+            code: "unsupported_media_type",
+            message: "Content-Encoding '\(value.prefix(100))' is not supported: send the body uncompressed",
+            field: "Content-Encoding", status: 415)
+    }
+
     /// The media type of a `Content-Type` value, lowercased, without its parameters or surrounding spaces
     /// (`Application/JSON; charset=utf-8` → `application/json`). The operator routes read it this way too.
     public static func mediaType(of contentType: String) -> String {

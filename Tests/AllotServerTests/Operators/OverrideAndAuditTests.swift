@@ -161,6 +161,10 @@ import Testing
             .put, "/v1/tenants/acme/override", as: .operator, json: "{}",
             headers: ["Content-Type": "application/x-www-form-urlencoded"])
         #expect(form.status == .unsupportedMediaType)
+        let compressed = await harness.send(
+            .put, "/v1/tenants/acme/override", as: .operator, json: "{}", headers: ["Content-Encoding": "gzip"])
+        #expect(compressed.status == .unsupportedMediaType)
+        #expect(compressed.jsonBody["error"]?["field"] == "Content-Encoding")
         // The media type itself, not a prefix of it; parameters, case and `+json` types are fine.
         for type in ["application/jsonx", "application/json-seq", "application/json5"] {
             let response = await harness.send(
