@@ -126,6 +126,23 @@ struct SnapshotFixture {
         #expect(error?["field"] == "wait")
     }
 
+    /// One of the route's parameters given twice is refused naming it, as on every other route; an unknown one is
+    /// still ignored (outside evaluation round 22: the first of two `gateway`s was taken silently).
+    @Test(arguments: [
+        ("gateway=gw-a&gateway=gw-b", "gateway"), ("wait=1&wait=50", "wait"),
+        ("instance=a&gateway=g&instance=b", "instance"),
+    ])
+    func aParameterGivenTwiceIs400NamingIt(_ query: String, _ field: String) async throws {
+        let fixture = try await SnapshotFixture()
+        try await fixture.publish()
+        let response = await fixture.get("/v1/snapshot?\(query)")
+        #expect(response.status == .badRequest)
+        #expect(try response.json()["error"]?["field"] == .string(field))
+        #expect(try response.json()["error"]?["message"] == .string("query parameter '\(field)' is given twice"))
+        #expect(fixture.publisher.contacts().isEmpty)
+        #expect(await fixture.get("/v1/snapshot?gateway=gw-a&future=1&future=2").status == .ok)
+    }
+
     @Test(arguments: ["gateway=", "gateway=a%20b", "gateway=" + String(repeating: "g", count: 129), "gateway=%C3%A9"])
     func badGatewayIs400NamingTheField(_ query: String) async throws {
         let fixture = try await SnapshotFixture()
