@@ -373,6 +373,55 @@ import Testing
         return harness
     }
 
+    /// A gateway holding a version is not answered with a later version that does not list it yet: one whose split
+    /// was cut before its poll registered it (the growth half of a make-before-break pair from an earlier tick, or
+    /// a tick already under way). Its long-poll waits for a version that lists it (outside evaluation round 22: a
+    /// gateway back from a leave got such a version 9 times of 9, and its tenants fell to `default`, 901 → 2 rpm).
+    @Test func aLongPollSkipsVersionsThatDoNotListItsGateway() async throws {
+        let harness = try await Self.acmeOnTwoGateways()
+        let publisher = harness.publisher
+        _ = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0)
+        await harness.tick()
+        let withoutB = try #require(publisher.current)
+        #expect(!withoutB.plans("gw-b"))
+        _ = await publisher.poll(gateway: "gw-b", condition: .none, wait: 0)
+        await harness.tick()
+        let held = try #require(publisher.current)
+        #expect(held.plans("gw-b"))
+
+        let poll = Task {
+            await publisher.poll(gateway: "gw-b", condition: SnapshotCondition.parse("\"\(held.version)\""), wait: 30)
+        }
+        await waitForWatchers(publisher, 1)
+        // A version cut without gw-b is published while it waits: not its answer.
+        _ = try await publisher.publish(withoutB.content, now: harness.clock.now)
+        let skipped = try #require(publisher.current?.version)
+        #expect(skipped > held.version)
+        // Still waiting (bounded: answered with the skipped version, it would wait for nobody).
+        for _ in 0..<100_000 where publisher.watcherCount < 1 { await Task.yield() }
+        _ = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0)
+        await harness.tick()
+        guard case .modified(let answer, let body) = await poll.value else {
+            Issue.record("expected a version that lists gw-b")
+            return
+        }
+        #expect(answer.version > skipped)
+        #expect(answer.plans("gw-b"))
+        #expect(isClose(try Snapshot(decoding: body).tenant("acme")?.rpm.rate, 15))
+        // Until the wait ends without one, it keeps what it holds (304), as a poll without `wait` is told.
+        _ = try await publisher.publish(withoutB.content, now: harness.clock.now)
+        let short = Task {
+            await publisher.poll(gateway: "gw-b", condition: SnapshotCondition.parse("\"\(answer.version)\""), wait: 1)
+        }
+        await waitForWatchers(publisher, 1)
+        harness.clock.advance(by: 2)
+        guard case .notModified = await short.value else {
+            Issue.record("expected 304 when no version listing gw-b came within the wait")
+            return
+        }
+        await harness.close()
+    }
+
     /// A gateway back from a silence long enough to be left out of the split holds the version it last enforced:
     /// it is told nothing is newer for it (and its long-poll waits for the next version, which splits with it)
     /// rather than handed a slice with none of its tenants, which would hold them all to `default` for a tick

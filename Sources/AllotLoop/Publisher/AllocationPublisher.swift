@@ -434,6 +434,8 @@ public actor AllocationPublisher {
         if registers, let gateway, registry.record(gateway, instance: instance, enforcing: enforcing, now: now) {
             Task { await self.barrierCleared() }
         }
+        // A gateway's own poll that holds a version: it is never handed a live version that does not list it.
+        let holding = registers && gateway != nil && enforcing != nil
         if gateway == nil { board.noteGlobalView(now: now) }
         guard let current = arrived else { return .unavailable }
         guard condition.matches(current.version) else {
@@ -444,20 +446,38 @@ public actor AllocationPublisher {
             // long-poll waits for the next version, which splits with it (this poll registered it). A gateway
             // holding nothing still gets the version, `default` and all: it has no better limits to keep. Nor does
             // this hold for a version whose lease has run out (a drain): that one is for every gateway to take.
-            if registers, let gateway, enforcing != nil, !current.plans(gateway), current.expiresAt > now {
+            if holding, let gateway, !current.plans(gateway), current.expiresAt > now {
                 guard wait > 0, !board.isShutDown else { return .notModified(current) }
-                guard let newer = await board.wait(after: current.version, until: now + wait, clock: clock) else {
-                    return .notModified(board.current ?? current)
-                }
+                guard let newer = await next(after: current.version, until: now + wait, for: gateway, holding: true)
+                else { return .notModified(board.current ?? current) }
                 return .modified(newer, body: newer.body(forGateway: gateway))
             }
             return .modified(current, body: current.body(forGateway: gateway))
         }
         guard wait > 0, !board.isShutDown else { return .notModified(current) }
-        guard let newer = await board.wait(after: current.version, until: now + wait, clock: clock) else {
+        guard let newer = await next(after: current.version, until: now + wait, for: gateway, holding: holding) else {
             return .notModified(board.current ?? current)
         }
         return .modified(newer, body: newer.body(forGateway: gateway))
+    }
+
+    /// The first version after `version`, until `deadline`, a long-poll is answered with. A gateway holding a version
+    /// skips those whose split does not list it yet (the version that answers right after it returns, from a leave,
+    /// a silence, or on a restart — the growth half of a make-before-break pair, or a tick whose gateway set was
+    /// taken before its poll registered it): they would hold every tenant of its to `default` until the next one
+    /// (outside evaluation round 22: 901 rpm → 2 rpm for a version, 9 runs of 9). A version whose lease has run out
+    /// (a drain) is for every gateway.
+    private nonisolated func next(
+        after version: Int64, until deadline: Double, for gateway: String?, holding: Bool
+    ) async -> PublishedSnapshot? {
+        var after = version
+        while let newer = await board.wait(after: after, until: deadline, clock: clock) {
+            guard holding, let gateway, !newer.plans(gateway), newer.expiresAt > clock.now, !board.isShutDown else {
+                return newer
+            }
+            after = newer.version
+        }
+        return nil
     }
 
     // MARK: Gateways
