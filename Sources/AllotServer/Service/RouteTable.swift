@@ -16,24 +16,38 @@ public struct RouteTable: Sendable {
         self.authenticator = authenticator
     }
 
-    public mutating func add(_ method: HTTPMethod, _ pattern: String, _ rule: Access, _ handler: @escaping AuthorizedHandler)
-    {
+    /// - Parameter held: Whether a request may be held (a long-poll): when `held(request)` says it was, the token is
+    ///   checked again before the answer goes out, so a token revoked while the request waited gets `401`, not one
+    ///   more snapshot (outside evaluation round 22).
+    public mutating func add(
+        _ method: HTTPMethod, _ pattern: String, _ rule: Access, held: (@Sendable (HTTPRequest) -> Bool)? = nil,
+        _ handler: @escaping AuthorizedHandler
+    ) {
         let authenticator = self.authenticator
         access[HTTPRoute(method: method, pattern: pattern)] = rule
-        router.add(method, pattern) { request in
-            if rule.isPublic { return try await handler(request, .anonymous) }
+        @Sendable func authorize(_ request: HTTPRequest) async throws(HTTPError) -> Principal {
             let principal = try await authenticator.authenticate(request)
             guard rule.allowed.contains(principal.role) else {
                 throw HTTPError.forbidden(
                     "role '\(principal.role.rawValue)' may not \(method.rawValue) \(pattern); allowed: "
                         + rule.allowed.map(\.rawValue).sorted().joined(separator: ", "))
             }
-            return try await handler(request, principal)
+            return principal
+        }
+        router.add(method, pattern) { request in
+            if rule.isPublic { return try await handler(request, .anonymous) }
+            let principal = try await authorize(request)
+            let response = try await handler(request, principal)
+            if let held, held(request) { _ = try await authorize(request) }
+            return response
         }
     }
 
-    public mutating func get(_ pattern: String, _ rule: Access, _ handler: @escaping AuthorizedHandler) {
-        add(.get, pattern, rule, handler)
+    public mutating func get(
+        _ pattern: String, _ rule: Access, held: (@Sendable (HTTPRequest) -> Bool)? = nil,
+        _ handler: @escaping AuthorizedHandler
+    ) {
+        add(.get, pattern, rule, held: held, handler)
     }
 
     public mutating func post(_ pattern: String, _ rule: Access, _ handler: @escaping AuthorizedHandler) {

@@ -28,7 +28,7 @@ enum ServiceRoutes {
             await telemetry.respond(to: request, gatewayScope: principal.gatewayScope)
         }
         let snapshot = SnapshotRoute(publisher: loop.publisher, shutdownSignal: shutdownSignal)
-        table.get(SnapshotRoute.path, .snapshot) { request, principal in
+        table.get(SnapshotRoute.path, .snapshot, held: SnapshotRoute.isLongPoll) { request, principal in
             try await snapshot.respond(to: request, principal: principal)
         }
 

@@ -90,6 +90,11 @@ public struct SnapshotRoute: Sendable {
         }
     }
 
+    /// Whether `request` asks to be held (`wait` above 0): its token is checked again before it is answered.
+    @Sendable public static func isLongPoll(_ request: HTTPRequest) -> Bool {
+        (try? wait(request.queryValue("wait"))).map { $0 > 0 } ?? false
+    }
+
     /// `wait`: absent → 0; otherwise a decimal number of seconds from 0 to 60.
     static func wait(_ value: String?) throws(HTTPError) -> Double {
         guard let value else { return 0 }
