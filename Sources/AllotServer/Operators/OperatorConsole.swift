@@ -86,6 +86,18 @@ public final class OperatorConsole: Sendable {
                     message: "policy files rejected; the previous policy stays in force: \(error.message)",
                     since: error.at))
         }
+        if let flood = await telemetry.registrationFlood(now: now) {
+            alerts.append(
+                LoopAlert(
+                    kind: "tenant_flood", severity: .warning,
+                    message: "\(flood.tenants) new tenants registered by telemetry in the last "
+                        + "\(Int(RegistrationWindow.seconds)) s (more than \(RegistrationWindow.threshold)), from "
+                        + "gateway \(flood.gateways.prefix(5).joined(separator: ", "))"
+                        + (flood.gateways.count > 5 ? " and \(flood.gateways.count - 5) more" : "")
+                        + ": each counts as an active tenant with a fair share of its pool until it is idle "
+                        + "(classifier.idle_after_s); check what the gateway sends as `tenant`",
+                    since: flood.since))
+        }
         for stored in try await store.pendingOverrideProposals(now: now) {
             let proposal = stored.proposal
             alerts.append(

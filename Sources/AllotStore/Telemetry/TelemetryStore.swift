@@ -97,6 +97,15 @@ public actor TelemetryStore {
     ///   - pool: An open, migrated database (``StoreDatabase/open(path:configuration:)``).
     ///   - configuration: Write-path tuning.
     ///   - clock: Times the rollup flush interval. Default ``AllotTime/SystemClock``.
+    /// New tenants registered over the last minute (``registrationFlood(now:)``).
+    private var registrations = RegistrationWindow()
+
+    /// More than ``RegistrationWindow/threshold`` tenants registered within a minute, if so now: the
+    /// `tenant_flood` alert.
+    public func registrationFlood(now: Double) -> RegistrationWindow.Flood? {
+        registrations.flood(now: now)
+    }
+
     public init(
         pool: DatabasePool, configuration: Configuration = Configuration(), clock: any AllotClock = SystemClock()
     ) {
@@ -319,6 +328,10 @@ public actor TelemetryStore {
     }
 
     private func countStored(_ batch: TelemetryBatch, _ rows: StoredRows) {
+        if !rows.registeredTenants.isEmpty {
+            registrations.record(
+                rows.registeredTenants.count, gateways: Set(batch.events.lazy.map(\.gateway)), now: clock.now)
+        }
         statistics.batchesStored += 1
         statistics.eventsStored += rows.count
         statistics.tenantsRegistered += rows.registeredTenants.count

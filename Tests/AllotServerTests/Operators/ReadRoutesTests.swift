@@ -404,7 +404,7 @@ import Testing
             }
             return cells[1].trimmingCharacters(in: CharacterSet(charactersIn: "`"))
         }
-        #expect(documented.count == 28)
+        #expect(documented.count == 29)
         #expect(documented.sorted() == LoopAlert.kinds.sorted())
     }
 
