@@ -363,6 +363,41 @@ import Testing
         await harness.close()
     }
 
+    /// A lagging gateway's `lag_s` counts from when its version was superseded across a restart (and past the 512
+    /// versions the Publisher remembers): the contact keeps that time. Before, every restart started it from zero
+    /// (outside evaluation round 22: 869 s reported for a gateway 1,336 s behind).
+    @Test func aGatewaysLagSurvivesARestart() async throws {
+        let harness = try LoopHarness()
+        try await harness.open()
+        await harness.classifier.setDemand("acme", rpm: 30, tpm: 20_000, shares: ["gw-a": 1])
+        await harness.tick()
+        _ = await harness.publisher.poll(gateway: "gw-b", condition: SnapshotCondition.parse("\"1\""), wait: 0)
+        await harness.tick()
+        let superseded = harness.clock.now  // version 2
+        for _ in 0..<3 { await harness.tick() }
+        let before = try #require(
+            harness.publisher.gatewayStatuses(now: harness.clock.now, policy: loopPolicy()).first { $0.id == "gw-b" })
+        #expect(before.lagSeconds == harness.clock.now - superseded)
+        #expect(before.state == .lagging)
+        await harness.close()
+
+        harness.clock.advance(by: 100)
+        try await harness.open()
+        let after = try #require(
+            harness.publisher.gatewayStatuses(now: harness.clock.now, policy: loopPolicy()).first { $0.id == "gw-b" })
+        #expect(after.enforcedVersion == 1)
+        #expect(after.lagSeconds == harness.clock.now - superseded)
+        // A poll naming another version starts over: current now.
+        _ = await harness.publisher.poll(
+            gateway: "gw-b", condition: SnapshotCondition.parse("\"\(harness.publisher.current?.version ?? 0)\""),
+            wait: 0)
+        let current = try #require(
+            harness.publisher.gatewayStatuses(now: harness.clock.now, policy: loopPolicy()).first { $0.id == "gw-b" })
+        #expect(current.state == .current)
+        #expect(current.lagSeconds == 0)
+        await harness.close()
+    }
+
     /// A loop that checkpoints every tick, with acme's demand shared by gw-a and gw-b, one tick and its checkpoint in.
     static func acmeOnTwoGateways() async throws -> LoopHarness {
         let harness = try LoopHarness()

@@ -509,7 +509,12 @@ public actor AllocationPublisher {
                 lagVersions = max(0, current.version - enforced)
                 // Behind since its version was superseded, but not before Allot first heard from it: a gateway whose
                 // first poll names an old version was not "behind for 144 s" (round 21).
-                lagSeconds = board.supersededAt(enforced).map { max(0, now - max($0, contact.firstContact)) } ?? 0
+                // From when it was noted (kept past the 512 versions remembered, and across restarts: round 22),
+                // else from what is remembered.
+                lagSeconds =
+                    (contact.behindSince ?? board.supersededAt(enforced)).map {
+                        max(0, now - max($0, contact.firstContact))
+                    } ?? 0
             }
             let silence = max(0, now - contact.lastContact)
             let state: GatewayStatus.State
@@ -548,6 +553,7 @@ public actor AllocationPublisher {
         statuses: [TenantStatus], allowance: [AllocationKey: PerDimension<Double?>], policy: Policy, now: Double
     ) -> [LoopAlert] {
         registry.forget(before: now - policy.loop.forgetAfterSeconds, now: now)
+        registry.noteSuperseded { [board] in board.supersededAtExactly($0) }
         var alerts: [LoopAlert] = []
         for status in gatewayStatuses(now: now, policy: policy, tenants: false) {
             switch status.state {

@@ -11,10 +11,13 @@ public struct GatewayContact: Sendable, Hashable {
     public var polls: Int64
     /// The instance its last poll named (`instance=`: one run of a gateway process), nil when it named none.
     public var instance: String?
+    /// When `enforcedVersion` was superseded, noted while the Publisher still remembered its successor and kept past
+    /// that (its memory holds the last 512 versions) and across restarts; nil until then.
+    public var behindSince: Double?
 
     public init(
         id: String, firstContact: Double, lastContact: Double, enforcedVersion: Int64? = nil, polls: Int64 = 0,
-        instance: String? = nil
+        instance: String? = nil, behindSince: Double? = nil
     ) {
         self.id = id
         self.firstContact = firstContact
@@ -22,6 +25,7 @@ public struct GatewayContact: Sendable, Hashable {
         self.enforcedVersion = enforcedVersion
         self.polls = polls
         self.instance = instance
+        self.behindSince = behindSince
     }
 }
 
@@ -102,7 +106,10 @@ final class GatewayRegistry: Sendable {
                 contact.lastContact = max(contact.lastContact, now)
                 // What it says now, even below what it said before: a gateway restarted from an older
                 // snapshot enforces that one, and its lag is real.
-                if let version { contact.enforcedVersion = version }
+                if let version, version != contact.enforcedVersion {
+                    contact.enforcedVersion = version
+                    contact.behindSince = nil
+                }
                 contact.polls += 1
                 contact.instance = instance
                 state.contacts[gateway] = contact
@@ -239,6 +246,19 @@ final class GatewayRegistry: Sendable {
         }
     }
 
+    /// Notes, for each gateway whose enforced version has no `behindSince` yet, when that version was superseded, if
+    /// `supersededAt` knows it exactly (the Publisher remembers its successor). Called every tick, so a version is
+    /// noted long before its successor leaves that memory.
+    func noteSuperseded(_ supersededAt: (Int64) -> Double?) {
+        state.withLock { state in
+            for (id, contact) in state.contacts where contact.behindSince == nil {
+                guard let version = contact.enforcedVersion, let at = supersededAt(version) else { continue }
+                state.contacts[id]?.behindSince = at
+                state.dirty.insert(id)
+            }
+        }
+    }
+
     /// Loads saved contacts (a restart), keeping whichever is newer per gateway; one saved as left is gone again.
     func restore(_ records: [GatewayContactRecord]) {
         state.withLock { state in
@@ -252,7 +272,8 @@ final class GatewayRegistry: Sendable {
                 let restored = GatewayContact(
                     id: record.id, firstContact: EpochTime.seconds(fromMilliseconds: record.firstContactMs),
                     lastContact: EpochTime.seconds(fromMilliseconds: record.lastContactMs),
-                    enforcedVersion: record.enforcedVersion, polls: record.polls)
+                    enforcedVersion: record.enforcedVersion, polls: record.polls,
+                    behindSince: record.behindSinceMs.map(EpochTime.seconds(fromMilliseconds:)))
                 if let existing = state.contacts[record.id], existing.lastContact >= restored.lastContact { continue }
                 state.contacts[record.id] = restored
             }
@@ -330,6 +351,7 @@ final class GatewayRegistry: Sendable {
         GatewayContactRecord(
             id: contact.id, firstContactMs: EpochTime.milliseconds(fromSeconds: contact.firstContact),
             lastContactMs: EpochTime.milliseconds(fromSeconds: contact.lastContact),
-            enforcedVersion: contact.enforcedVersion, polls: contact.polls)
+            enforcedVersion: contact.enforcedVersion, polls: contact.polls,
+            behindSinceMs: contact.behindSince.map(EpochTime.milliseconds(fromSeconds:)))
     }
 }

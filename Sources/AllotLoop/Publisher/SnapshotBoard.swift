@@ -196,7 +196,19 @@ final class SnapshotBoard: Sendable {
         state.withLock { state in state.globalViewAt.map { now - $0 < 600 } ?? false }
     }
 
-    /// When the first version after `version` was published (nil: `version` is current, or unknown).
+    /// When `version` was superseded, only if its successor is still remembered (versions are consecutive): the
+    /// exact time, for a gateway's contact to keep (``GatewayRegistry/noteSuperseded(_:)``).
+    func supersededAtExactly(_ version: Int64) -> Double? {
+        state.withLock { state in
+            guard let current = state.current, version < current.version,
+                let next = state.history.first(where: { $0.version > version }), next.version == version + 1
+            else { return nil }
+            return next.at
+        }
+    }
+
+    /// When the first version after `version` was published (nil: `version` is current, or unknown); the oldest
+    /// remembered when its successor is no longer remembered (a lower bound of the lag).
     func supersededAt(_ version: Int64) -> Double? {
         state.withLock { state in
             guard let current = state.current, version < current.version else { return nil }

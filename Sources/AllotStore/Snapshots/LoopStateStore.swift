@@ -38,10 +38,13 @@ public struct GatewayContactRecord: Sendable, Equatable {
     public var polls: Int64
     /// When it said it leaves (`DELETE /v1/gateways/{id}`); nil if it has not (or polled again since).
     public var leftMs: Int64?
+    /// When the version it enforces was superseded (its `lag_s` counts from here); nil while it is current or not yet
+    /// seen superseded.
+    public var behindSinceMs: Int64?
 
     public init(
         id: String, firstContactMs: Int64, lastContactMs: Int64, enforcedVersion: Int64?, polls: Int64,
-        leftMs: Int64? = nil
+        leftMs: Int64? = nil, behindSinceMs: Int64? = nil
     ) {
         self.id = id
         self.firstContactMs = firstContactMs
@@ -49,6 +52,7 @@ public struct GatewayContactRecord: Sendable, Equatable {
         self.enforcedVersion = enforcedVersion
         self.polls = polls
         self.leftMs = leftMs
+        self.behindSinceMs = behindSinceMs
     }
 }
 
@@ -124,13 +128,14 @@ public struct LoopStateStore: Sendable {
         try await pool.read { connection in
             try connection.queryAll(
                 """
-                SELECT id, first_contact_ms, last_contact_ms, enforced_version, polls, left_ms
+                SELECT id, first_contact_ms, last_contact_ms, enforced_version, polls, left_ms, behind_since_ms
                 FROM gateway_contacts ORDER BY id
                 """
             ) { row in
                 GatewayContactRecord(
                     id: row.string(0) ?? "", firstContactMs: row.int64(1), lastContactMs: row.int64(2),
-                    enforcedVersion: row.optionalInt64(3), polls: row.int64(4), leftMs: row.optionalInt64(5))
+                    enforcedVersion: row.optionalInt64(3), polls: row.int64(4), leftMs: row.optionalInt64(5),
+                    behindSinceMs: row.optionalInt64(6))
             }
         }
     }
@@ -148,16 +153,19 @@ public struct LoopStateStore: Sendable {
         for contact in contacts {
             try connection.run(
                 """
-                INSERT INTO gateway_contacts (id, first_contact_ms, last_contact_ms, enforced_version, polls)
-                VALUES (?, ?, ?, ?, ?)
+                INSERT INTO gateway_contacts
+                    (id, first_contact_ms, last_contact_ms, enforced_version, polls, behind_since_ms)
+                VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT (id) DO UPDATE SET
                     first_contact_ms = min(first_contact_ms, excluded.first_contact_ms),
                     last_contact_ms = max(last_contact_ms, excluded.last_contact_ms),
                     enforced_version = coalesce(excluded.enforced_version, enforced_version),
                     polls = excluded.polls,
-                    left_ms = NULL
+                    left_ms = NULL,
+                    behind_since_ms = excluded.behind_since_ms
                 """,
-                contact.id, contact.firstContactMs, contact.lastContactMs, contact.enforcedVersion, contact.polls)
+                contact.id, contact.firstContactMs, contact.lastContactMs, contact.enforcedVersion, contact.polls,
+                contact.behindSinceMs)
         }
     }
 }
