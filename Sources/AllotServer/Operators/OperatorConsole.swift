@@ -87,13 +87,14 @@ public final class OperatorConsole: Sendable {
                     since: error.at))
         }
         if let flood = await telemetry.registrationFlood(now: now) {
+            let named = flood.gateways.prefix(5).map { "\($0.id) (\($0.tenants))" }.joined(separator: ", ")
+            let more = flood.gateways.count > 5 ? " and \(flood.gateways.count - 5) more" : ""
             alerts.append(
                 LoopAlert(
                     kind: "tenant_flood", severity: .warning,
-                    message: "\(flood.tenants) new tenants registered by telemetry in the last "
-                        + "\(Int(RegistrationWindow.seconds)) s (more than \(RegistrationWindow.threshold)), from "
-                        + "gateway \(flood.gateways.prefix(5).joined(separator: ", "))"
-                        + (flood.gateways.count > 5 ? " and \(flood.gateways.count - 5) more" : "")
+                    message: "\(flood.tenants) new tenants registered by telemetry within "
+                        + "\(Int(RegistrationWindow.seconds)) s (more than \(RegistrationWindow.threshold)), by "
+                        + (flood.gateways.count == 1 ? "gateway " : "gateways ") + named + more
                         + ": each counts as an active tenant with a fair share of its pool until it is idle "
                         + "(classifier.idle_after_s); check what the gateway sends as `tenant`",
                     since: flood.since))

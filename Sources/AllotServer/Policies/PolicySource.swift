@@ -5,6 +5,8 @@ import Foundation
 
 #if canImport(Glibc)
     import Glibc
+#elseif canImport(Darwin)
+    import Darwin
 #endif
 
 /// Where policies come from (SPEC 10 and 13: `--policies DIR`, default `./policies` when it exists,
@@ -87,9 +89,14 @@ public enum PolicySource: Sendable, Equatable, CustomStringConvertible {
                 parts.append("\(name):unreadable")
                 continue
             }
+            #if canImport(Darwin)
+                let (modified, changed) = (info.st_mtimespec, info.st_ctimespec)
+            #else
+                let (modified, changed) = (info.st_mtim, info.st_ctim)
+            #endif
             parts.append(
-                "\(name):\(info.st_dev):\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec):"
-                    + "\(info.st_ctim.tv_sec).\(info.st_ctim.tv_nsec)")
+                "\(name):\(info.st_dev):\(info.st_ino):\(info.st_size):\(modified.tv_sec).\(modified.tv_nsec):"
+                    + "\(changed.tv_sec).\(changed.tv_nsec)")
         }
         return parts.joined(separator: "|")
     }

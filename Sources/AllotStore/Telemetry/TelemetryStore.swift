@@ -93,19 +93,18 @@ public actor TelemetryStore {
         var continuation: CheckedContinuation<StoredRows, any Error>
     }
 
-    /// - Parameters:
-    ///   - pool: An open, migrated database (``StoreDatabase/open(path:configuration:)``).
-    ///   - configuration: Write-path tuning.
-    ///   - clock: Times the rollup flush interval. Default ``AllotTime/SystemClock``.
-    /// New tenants registered over the last minute (``registrationFlood(now:)``).
+    /// New tenants registered over the last minutes (``registrationFlood(now:)``).
     private var registrations = RegistrationWindow()
 
-    /// More than ``RegistrationWindow/threshold`` tenants registered within a minute, if so now: the
-    /// `tenant_flood` alert.
+    /// A flood of new tenants (``RegistrationWindow``), if one is in force at `now`: the `tenant_flood` alert.
     public func registrationFlood(now: Double) -> RegistrationWindow.Flood? {
         registrations.flood(now: now)
     }
 
+    /// - Parameters:
+    ///   - pool: An open, migrated database (``StoreDatabase/open(path:configuration:)``).
+    ///   - configuration: Write-path tuning.
+    ///   - clock: Times the rollup flush interval. Default ``AllotTime/SystemClock``.
     public init(
         pool: DatabasePool, configuration: Configuration = Configuration(), clock: any AllotClock = SystemClock()
     ) {
@@ -329,8 +328,12 @@ public actor TelemetryStore {
 
     private func countStored(_ batch: TelemetryBatch, _ rows: StoredRows) {
         if !rows.registeredTenants.isEmpty {
-            registrations.record(
-                rows.registeredTenants.count, gateways: Set(batch.events.lazy.map(\.gateway)), now: clock.now)
+            // Each new tenant counts for the gateway of its first event in the batch: the alert names who floods.
+            var gatewayOf: [String: String] = [:]
+            for event in batch.events where gatewayOf[event.tenant] == nil { gatewayOf[event.tenant] = event.gateway }
+            var byGateway: [String: Int] = [:]
+            for tenant in rows.registeredTenants { byGateway[gatewayOf[tenant] ?? "?", default: 0] += 1 }
+            registrations.record(byGateway, now: clock.now)
         }
         statistics.batchesStored += 1
         statistics.eventsStored += rows.count
