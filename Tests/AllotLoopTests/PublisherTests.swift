@@ -457,6 +457,35 @@ import Testing
         await harness.close()
     }
 
+    /// A poll that is not recorded (a late poll of an instance that left) is never listed, so it is not held back for
+    /// one that lists it: it gets the next version, as before (review: held, it would have sat on 304s until its
+    /// lease ran out).
+    @Test func anUnrecordedPollIsNotHeldForAVersionThatListsIt() async throws {
+        let harness = try await Self.acmeOnTwoGateways()
+        let publisher = harness.publisher
+        _ = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0)
+        _ = await publisher.poll(gateway: "gw-b", instance: "run-1", condition: .none, wait: 0)
+        await harness.tick()
+        let held = try #require(publisher.current)
+        #expect(held.plans("gw-b"))
+        _ = publisher.leave(gateway: "gw-b", instance: "run-1", now: harness.clock.now)
+        let late = Task {
+            await publisher.poll(
+                gateway: "gw-b", instance: "run-1", condition: SnapshotCondition.parse("\"\(held.version)\""),
+                wait: 30)
+        }
+        await waitForWatchers(publisher, 1)
+        _ = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0)
+        await harness.tick()
+        guard case .modified(let next, _) = await late.value else {
+            Issue.record("expected the next version")
+            return
+        }
+        #expect(!next.plans("gw-b"))
+        #expect(next.version > held.version)
+        await harness.close()
+    }
+
     /// A gateway back from a silence long enough to be left out of the split holds the version it last enforced:
     /// it is told nothing is newer for it (and its long-poll waits for the next version, which splits with it)
     /// rather than handed a slice with none of its tenants, which would hold them all to `default` for a tick

@@ -252,6 +252,25 @@ public actor AllocationPublisher {
     ///   database's error when the drain version could not be persisted.
     @discardableResult
     public func drain(now: Double) async throws -> PublishedSnapshot {
+        try await startDrain(now: now).snapshot
+    }
+
+    /// A drain, and whether one was in force already, decided in one step (the route audits and answers from it:
+    /// read apart, a drain racing a resume was answered `already_drained` and not audited, and two at once were both
+    /// audited as starts).
+    public struct DrainOutcome: Sendable {
+        /// The drained version in force.
+        public var snapshot: PublishedSnapshot
+        /// When the drain in force began.
+        public var since: Double
+        /// The snapshot served before (nil: none), when this call drained.
+        public var previousVersion: Int64?
+        /// A drain was in force already: it stands as it was, nothing was published.
+        public var alreadyDrained: Bool
+    }
+
+    /// ``drain(now:)`` with its outcome.
+    public func startDrain(now: Double) async throws -> DrainOutcome {
         await enter()
         defer { leave() }
         guard let current = board.current else {
@@ -260,7 +279,9 @@ public actor AllocationPublisher {
         }
         // Already drained: the drain in force stands, and with it its `since` (outside evaluation round 22: a second
         // drain published another version and moved the start of the drain).
-        if drainedAt != nil, current.kind == .drain { return current }
+        if let since = drainedAt, current.kind == .drain {
+            return DrainOutcome(snapshot: current, since: since, previousVersion: nil, alreadyDrained: true)
+        }
         pending = nil
         cancelDeadline()
         registry.clearBarrier()
@@ -269,7 +290,7 @@ public actor AllocationPublisher {
         let drained = try await commit(content, kind: .drain, now: now, lease: 0)
         drainedAt = now
         logger.notice("drained: every gateway falls back to floors", ["version": .int(drained.version)])
-        return drained
+        return DrainOutcome(snapshot: drained, since: now, previousVersion: current.version, alreadyDrained: false)
     }
 
     /// Ends a drain: the next tick publishes normally again.
@@ -431,11 +452,15 @@ public actor AllocationPublisher {
         let enforcing = condition.enforcedVersion.flatMap { version in
             arrived.map { version <= $0.version } == true ? version : nil
         }
-        if registers, let gateway, registry.record(gateway, instance: instance, enforcing: enforcing, now: now) {
-            Task { await self.barrierCleared() }
+        var recorded = false
+        if registers, let gateway {
+            let outcome = registry.record(gateway, instance: instance, enforcing: enforcing, now: now)
+            recorded = outcome.recorded
+            if outcome.clearedBarrier { Task { await self.barrierCleared() } }
         }
-        // A gateway's own poll that holds a version: it is never handed a live version that does not list it.
-        let holding = registers && gateway != nil && enforcing != nil
+        // A gateway's own poll, recorded, that holds a version: it is not handed a live version that does not list it
+        // (the next tick will). One not recorded (an instance that left, a registry full) would never be listed.
+        let holding = recorded && enforcing != nil
         if gateway == nil { board.noteGlobalView(now: now) }
         guard let current = arrived else { return .unavailable }
         guard condition.matches(current.version) else {
@@ -446,9 +471,9 @@ public actor AllocationPublisher {
             // long-poll waits for the next version, which splits with it (this poll registered it). A gateway
             // holding nothing still gets the version, `default` and all: it has no better limits to keep. Nor does
             // this hold for a version whose lease has run out (a drain): that one is for every gateway to take.
-            if holding, let gateway, !current.plans(gateway), current.expiresAt > now {
+            if registers, enforcing != nil, let gateway, !current.plans(gateway), current.expiresAt > now {
                 guard wait > 0, !board.isShutDown else { return .notModified(current) }
-                guard let newer = await next(after: current.version, until: now + wait, for: gateway, holding: true)
+                guard let newer = await next(after: current.version, until: now + wait, for: gateway, holding: holding)
                 else { return .notModified(board.current ?? current) }
                 return .modified(newer, body: newer.body(forGateway: gateway))
             }

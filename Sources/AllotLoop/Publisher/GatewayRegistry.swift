@@ -96,11 +96,18 @@ final class GatewayRegistry: Sendable {
     /// said so. A poll of an instance that left, within ``latePollSeconds`` of its leave, is not recorded: it was
     /// sent before the leave.
     ///
-    /// - Returns: true when this poll cleared the make-before-break barrier.
-    func record(_ gateway: String, instance: String? = nil, enforcing version: Int64?, now: Double) -> Bool {
+    /// What came of a poll: whether it was recorded (not a late poll of an instance that left, not a new id beyond
+    /// ``capacity``), and whether it cleared the make-before-break barrier.
+    struct Recorded: Equatable {
+        var recorded: Bool
+        var clearedBarrier: Bool
+    }
+
+    /// - Returns: Whether the poll was recorded, and whether it cleared the make-before-break barrier.
+    func record(_ gateway: String, instance: String? = nil, enforcing version: Int64?, now: Double) -> Recorded {
         state.withLock { state in
             if let instance, let at = state.retired[gateway]?[instance], now - at < Self.latePollSeconds {
-                return false
+                return Recorded(recorded: false, clearedBarrier: false)
             }
             if var contact = state.contacts[gateway] {
                 contact.lastContact = max(contact.lastContact, now)
@@ -114,7 +121,7 @@ final class GatewayRegistry: Sendable {
                 contact.instance = instance
                 state.contacts[gateway] = contact
             } else {
-                guard state.contacts.count < capacity else { return false }
+                guard state.contacts.count < capacity else { return Recorded(recorded: false, clearedBarrier: false) }
                 state.contacts[gateway] = GatewayContact(
                     id: gateway, firstContact: now, lastContact: now, enforcedVersion: version, polls: 1,
                     instance: instance)
@@ -125,9 +132,9 @@ final class GatewayRegistry: Sendable {
             state.unsaved.remove(gateway)
             guard var barrier = state.barrier, let version, version >= barrier.version,
                 barrier.waiting.remove(gateway) != nil
-            else { return false }
+            else { return Recorded(recorded: true, clearedBarrier: false) }
             state.barrier = barrier
-            return barrier.waiting.isEmpty
+            return Recorded(recorded: true, clearedBarrier: barrier.waiting.isEmpty)
         }
     }
 

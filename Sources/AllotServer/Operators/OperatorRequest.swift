@@ -127,6 +127,15 @@ struct OperatorQuery {
     }
 }
 
+extension HTTPHeaders {
+    /// Every `Content-Encoding` field as one list (nil without one): a second field line must not slip a `gzip` past an
+    /// `identity`.
+    var contentEncoding: String? {
+        let values = self.values(for: "Content-Encoding")
+        return values.isEmpty ? nil : values.joined(separator: ",")
+    }
+}
+
 enum OperatorRequest {
     /// 415 with `message` unless the request's `Content-Type` is JSON: `application/json` or an
     /// `application/*+json`, parameters (`; charset=utf-8`) and case aside — the media type itself, not a
@@ -134,7 +143,7 @@ enum OperatorRequest {
     /// header is read as JSON, as `POST /v1/telemetry` reads it.
     static func requireJSON(_ request: HTTPRequest, _ message: String) throws(HTTPError) {
         do {
-            try TelemetryFormat.checkContentEncoding(request.headers["Content-Encoding"])
+            try TelemetryFormat.checkContentEncoding(request.headers.contentEncoding)
         } catch {
             throw HTTPError.unsupportedMediaType(error.message, field: error.field)
         }

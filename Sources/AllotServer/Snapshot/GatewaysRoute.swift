@@ -79,14 +79,15 @@ public struct GatewaysRoute: Sendable {
 /// `fallback` floors (before maintenance), and holds tick publishing until the drain is ended
 /// (`DELETE`), across restarts too (the drain snapshot is persisted).
 ///
-/// `POST` answers `{"drained": true, "version": N, "generated_at": "…", "expires_at": "…"}`; 409
-/// `no_snapshot` when nothing was published yet; 503 `database_unavailable` when the drain
-/// version cannot be persisted. `DELETE` answers `{"drained": false, "ended": B}`, `ended` false when no drain was in
-/// force (nothing changed, nothing audited).
+/// `POST` answers `{"drained": true, "version": N, "generated_at": "…", "expires_at": "…", "since": "…",
+/// "already_drained": B}` — a drain already in force is answered as it stands (its version and `since`; nothing
+/// published, nothing audited); 409 `no_snapshot` when nothing was published yet; 503 `database_unavailable` when the
+/// drain version cannot be persisted. `DELETE` answers `{"drained": false, "ended": B}`, `ended` false when no drain
+/// was in force (nothing changed, nothing audited).
 ///
 /// Both are audited (SPEC 8: every mutation) as `drain.start` and `drain.end`, with the acting token's
 /// name and role, once the change is made: a drain with the version it published, an end only when a
-/// drain was in force (ending no drain changes nothing). The drain version is persisted by the
+/// drain was in force (a repeated drain or ending no drain changes nothing). The drain version is persisted by the
 /// publisher, so its audit record follows in a second write, as a policy reload's does; if that write
 /// fails the drain stands and the failure is logged.
 public struct DrainRoute: Sendable {
@@ -112,11 +113,9 @@ public struct DrainRoute: Sendable {
     /// else is refused, as on every operator route, rather than ignored.
     public func drain(_ request: HTTPRequest, by principal: Principal? = nil) async throws(HTTPError) -> HTTPResponse {
         try Self.refuseArguments(request)
-        let previous = publisher.current?.version
-        let wasDrained = await publisher.drainedSince != nil
-        let snapshot: PublishedSnapshot
+        let outcome: AllocationPublisher.DrainOutcome
         do {
-            snapshot = try await publisher.drain(now: clock.now)
+            outcome = try await publisher.startDrain(now: clock.now)
         } catch let error as PublisherError {
             throw HTTPError.conflict(error.message, code: error.code)
         } catch {
@@ -125,6 +124,7 @@ public struct DrainRoute: Sendable {
                 message: "the drain could not be persisted: \(error)",
                 headers: ["Retry-After": "1"])
         }
+        let snapshot = outcome.snapshot
         let after: JSON = [
             "drained": true, "version": .int(snapshot.version),
             "generated_at": .string(RFC3339.format(snapshot.generatedAt)),
@@ -132,13 +132,13 @@ public struct DrainRoute: Sendable {
         ]
         // A drain already in force stands as it is (same version, same start): nothing changes and nothing is
         // audited, as ending no drain audits nothing.
-        if !wasDrained {
-            let before: JSON = ["drained": false, "version": previous.map(JSON.int) ?? .null]
+        if !outcome.alreadyDrained {
+            let before: JSON = ["drained": false, "version": outcome.previousVersion.map(JSON.int) ?? .null]
             await record("drain.start", by: principal, before: before, after: after)
         }
         guard case .object(var answer) = after else { return .json(after) }
-        answer["since"] = await publisher.drainedSince.map { .string(RFC3339.format($0)) } ?? .null
-        answer["already_drained"] = .bool(wasDrained)
+        answer["since"] = .string(RFC3339.format(outcome.since))
+        answer["already_drained"] = .bool(outcome.alreadyDrained)
         return .json(.object(answer))
     }
 

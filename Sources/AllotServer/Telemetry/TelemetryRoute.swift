@@ -64,7 +64,7 @@ public struct TelemetryRoute: Sendable {
         let format: TelemetryFormat
         do {
             format = try TelemetryFormat(contentType: request.headers["Content-Type"])
-            try TelemetryFormat.checkContentEncoding(request.headers["Content-Encoding"])
+            try TelemetryFormat.checkContentEncoding(request.headers.contentEncoding)
         } catch {
             await store.countRejected(code: error.code)
             return Self.errorResponse(

@@ -115,6 +115,13 @@ import Testing
                 try response.json()["error"]?["message"]
                     == .string("Content-Encoding '\(coding)' is not supported: send the body uncompressed"))
         }
+        // A second field line counts as much as the first.
+        let twoLines = await fixture.post(
+            body,
+            headers: HTTPHeaders([
+                ("Content-Type", "application/json"), ("Content-Encoding", "identity"), ("Content-Encoding", "gzip"),
+            ]))
+        #expect(twoLines.status == .unsupportedMediaType)
         let bom = await fixture.post([0xEF, 0xBB, 0xBF] + body, headers: ["Content-Type": "application/json"])
         #expect(bom.status == .badRequest)
         #expect(
