@@ -43,8 +43,8 @@ enum DrainCommand {
                 output.out("a drain is already in force since \(since) (version \(version)); nothing changed")
             } else {
                 output.out(
-                    "drained: version \(version) published with its lease expired at \(expires); gateways use their fallback"
-                )
+                    "drained: version \(version) published with its lease expired at \(expires); "
+                        + "gateways use their fallback")
             }
         }
         return 0

@@ -160,12 +160,13 @@ public actor LoopRunner {
         // loop skip every new row: fall back to the table's end.
         let cursor = min(checkpoint?.lastEventID ?? newestEvent, newestEvent)
         let allowance = restoredAllowance(publisher.current)
-        // Before the loop's own estimators, so that an estimator factory's last instance is the loop's.
+        // Made before the loop's own estimators: the test fixtures' factories hand out their last instance as the
+        // loop's.
         var preview: RestoredView?
         if let checkpoint {
             preview = await previewRestoredState(
                 checkpoint, estimators: estimators, policy: policy, operators: operators,
-                allowance: allowance, cursor: cursor)
+                allowance: allowance, cursor: cursor, now: now)
         }
         let observer = try restore("observer", { try estimators.makeObserver(policy, $0) }, checkpoint?.observer)
         let classifier = try restore(
@@ -264,7 +265,7 @@ public actor LoopRunner {
     /// start). The first tick replaces them. A state that cannot be read leaves the views empty, as before.
     private static func previewRestoredState(
         _ checkpoint: LoopCheckpoint, estimators: EstimatorFactory, policy: Policy,
-        operators: any OperatorInputs, allowance: [AllocationKey: PerDimension<Double>], cursor: Int64
+        operators: any OperatorInputs, allowance: [AllocationKey: PerDimension<Double>], cursor: Int64, now: Double
     ) async -> RestoredView? {
         let at = EpochTime.seconds(fromMilliseconds: checkpoint.savedMs)
         guard let observer = try? estimators.makeObserver(policy, checkpoint.observer),
@@ -276,7 +277,8 @@ public actor LoopRunner {
         var capacities: [String: PerDimension<Double?>] = [:]
         for pool in observed.pools { capacities[pool.upstream] = pool.capacity }
         let classified = await classifier.classify(empty, allocations: allowance, capacities: capacities, now: at)
-        let overrides = (try? await operators.inputs(now: at))?.overrides ?? []
+        // The overrides in force now, as the first tick will read them (one may have expired during the downtime).
+        let overrides = (try? await operators.inputs(now: now))?.overrides ?? []
         let decision = PolicyEngine.decide(
             DecisionInput(
                 now: at, policy: policy, pools: observed.pools, tenants: classified.tenants, spend: classified.spend,

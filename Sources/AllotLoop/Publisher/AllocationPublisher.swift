@@ -425,8 +425,9 @@ public actor AllocationPublisher {
     /// the gateway does not hold the current version → the current one (its slice when `gateway` is
     /// given), unless the gateway holds an older one and the current one has no slice for it (it was
     /// left out of the split while silent, or restarted): then as if it held the current one; it does
-    /// and `wait` is 0 → not modified; else waits up to `wait` seconds for a newer version (answered at
-    /// once on shutdown) → that version, or not modified.
+    /// and `wait` is 0 → not modified; else waits up to `wait` seconds for a newer version — for a
+    /// gateway's recorded poll holding a version, one whose split lists it (or a drain) — (answered at once
+    /// on shutdown) → that version, or not modified.
     ///
     /// The version is read before the poll is recorded: a poll that confirms a make-before-break
     /// shrink starts the release of the held growth in the background, and whether that growth

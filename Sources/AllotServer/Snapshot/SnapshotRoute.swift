@@ -9,8 +9,8 @@ import AllotStore
 /// |---|---|---|
 /// | no snapshot published yet | 503 + `Retry-After: 1` | `no_snapshot` |
 /// | `If-None-Match` names the current version (or is `*`), no `wait` | 304 + `ETag` | none |
-/// | the same with `wait=S` | held until a newer version (200) or `S` seconds pass (304); answered at once on shutdown | |
-/// | `If-None-Match` names an older version, and the current one (unless drained) has no slice for `gateway` (it was left out of the split while silent) | as if it held the current one: 304 with the current version's `ETag`, or held for the next version | |
+/// | the same with `wait=S` | held until a newer version (200) — for a gateway's recorded poll, one whose split lists it — or `S` seconds pass (304); answered at once on shutdown | |
+/// | `If-None-Match` names an older version, and the current one (unless drained) has no slice for `gateway` (it was left out of the split while silent) | as if it held the current one: 304 with the current version's `ETag`, or held for the next version that lists it | |
 /// | anything else | 200 + `ETag` | the snapshot: the gateway's slice with `gateway`, else the global view |
 /// | `wait` not seconds in 0…60; `gateway`, `instance` not 1–128 of `[A-Za-z0-9._:/-]`; one of them given twice | 400 | `invalid_parameter` |
 /// | a `gateway` the token's `gateway_scope` does not cover, or none from a token with a scope | 403 | `gateway_out_of_scope` |
@@ -51,8 +51,8 @@ public struct SnapshotRoute: Sendable {
     public func respond(to request: HTTPRequest, principal: Principal? = nil) async throws(HTTPError) -> HTTPResponse {
         // Unknown parameters are ignored (a newer gateway may poll an older server), but one of ours given twice is
         // refused, as on every other route: which one counts would be a guess (outside evaluation round 22).
-        for name in ["wait", "gateway", "instance"] where request.queryItems.lazy.filter({ $0.name == name }).count > 1
-        {
+        for name in ["wait", "gateway", "instance"] {
+            guard request.queryItems.count(where: { $0.name == name }) > 1 else { continue }
             throw HTTPError.badRequest(
                 "query parameter '\(name)' is given twice", code: "invalid_parameter", field: name)
         }
