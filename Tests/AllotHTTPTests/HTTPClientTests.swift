@@ -167,14 +167,13 @@ import Testing
     }
 
     @Test func connectionRefused() async throws {
-        let server = HTTPServer(configuration: .test(), responder: Router.makeTest())
-        let port = try await server.start()
-        await server.shutdown(gracePeriod: .zero)
+        let refusing = try RefusingPort()
         try await withClient { client in
             await expectError(.connectionRefused) { () async throws(HTTPClientError) in
-                try await client.get("http://127.0.0.1:\(port)/hello")
+                try await client.get("http://127.0.0.1:\(refusing.port)/hello")
             }
         }
+        withExtendedLifetime(refusing) {}
     }
 
     @Test func invalidURLs() async throws {

@@ -87,3 +87,36 @@ final class ScriptedServer: Sendable {
         thread.start()
     }
 }
+
+/// A port held bound but not listening: a connection to it is refused, and no other test's server can take it
+/// meanwhile (a port freed by a stopped server was taken by another test's, and the client got a 404 instead of a
+/// refusal, on a busy machine).
+final class RefusingPort: Sendable {
+    let port: Int
+    private let fd: Int32
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard fd >= 0, bound == 0 else {
+            let code = errno
+            if fd >= 0 { Glibc.close(fd) }
+            throw RawSocket.Failure(description: "bind: errno \(code)")
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        self.fd = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { Glibc.close(fd) }
+}
