@@ -197,6 +197,10 @@ import Testing
             let listed = try JSON.parse(try await running.send(.get, "/v1/gateways", token: admin).body)
             return listed["gateways"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
         }
+        // The service's first tick publishes on its real clock: wait for it (bounded), or a read is 503.
+        for _ in 0..<4000 where running.service.context.operators.loop?.publisher.current == nil {
+            try await Task.sleep(for: .milliseconds(5))
+        }
         for role in [Role.operator, .sre] {
             let token = try #require(running.tokens[role])
             let read = try await running.send(.get, "/v1/snapshot?gateway=gw-look-\(role.rawValue)", token: token)
