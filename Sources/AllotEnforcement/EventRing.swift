@@ -41,17 +41,4 @@ struct EventRing: Sendable {
         count -= taken
         return events
     }
-
-    /// Puts events that could not be sent back at the front, in order. They are older than everything in the
-    /// ring, so when there is not room for all of them, the oldest of them are dropped; returns how many.
-    mutating func putBackFront(_ events: [TelemetryRecord]) -> Int {
-        let room = capacity - count
-        let kept = events.suffix(room)
-        for event in kept.reversed() {
-            head = (head - 1 + capacity) % capacity
-            slots[head] = event
-            count += 1
-        }
-        return events.count - kept.count
-    }
 }

@@ -108,8 +108,18 @@ public struct HTTPTelemetryTransport: TelemetryTransport {
     }
 
     public func send(_ events: [TelemetryRecord]) async throws(TransportError) {
+        try await post(events, idempotencyKey: nil)
+    }
+
+    /// Posts the batch with `Idempotency-Key: <key>` (1–128 characters of `[A-Za-z0-9._:-]`).
+    public func send(_ events: [TelemetryRecord], idempotencyKey: String) async throws(TransportError) {
+        try await post(events, idempotencyKey: idempotencyKey)
+    }
+
+    private func post(_ events: [TelemetryRecord], idempotencyKey: String?) async throws(TransportError) {
         var headers: HTTPHeaders = ["Content-Type": "application/json", "Accept": "application/json"]
         if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
+        if let idempotencyKey { headers.add(name: "Idempotency-Key", value: idempotencyKey) }
         let client = self.client
         let url = baseURL + "/v1/telemetry"
         let body = TelemetryRecord.encodeBatch(events)

@@ -6,13 +6,17 @@ import Foundation
 /// - **Recording is synchronous and cheap** (``record(_:)``): a bounds check (``TelemetryRecord/validated()``,
 ///   so one bad event cannot get a whole batch refused) and an append under a lock; it never waits for the
 ///   network.
-/// - **Bounded memory**: at most ``Configuration/capacity`` events wait, plus the one batch being sent. When
+/// - **Bounded memory**: at most ``Configuration/capacity`` events wait, plus the one batch being sent or
+///   retried. When
 ///   full, the *oldest* event is dropped (see ``EventRing`` for why) and counted in
 ///   ``TelemetryStatistics/dropped``.
 /// - **Flushes** when ``Configuration/batchSize`` events are waiting, and every ``Configuration/flushInterval``
 ///   seconds otherwise (so a quiet gateway's events still arrive within the interval).
-/// - **Retries** a failed batch with jittered exponential backoff (``Backoff``), keeping it at the front of the
-///   buffer. A batch the server refuses as invalid is not retried as is: when the server names the event at
+/// - **Retries** a failed batch with jittered exponential backoff (``Backoff``), as it was and before anything
+///   newer, under the idempotency key it was first sent with
+///   (``TelemetryTransport/send(_:idempotencyKey:)``): a batch whose post timed out after Allot had committed
+///   it is answered as a duplicate instead of stored twice. Keys are a random 128-bit prefix per reporter and
+///   a batch counter. A batch the server refuses as invalid is not retried as is: when the server names the event at
 ///   fault (`[3].tenant`), that event is dropped and the rest resent; otherwise the batch is dropped. Either way
 ///   it is counted in ``TelemetryStatistics/rejected``.
 ///
@@ -54,6 +58,12 @@ public final class TelemetryReporter: TelemetrySink, @unchecked Sendable {
     private var counters = TelemetryStatistics()
     private var random: SplitMix64
     private var sending = false
+    /// A batch whose post failed and is resent first, with its key.
+    private var retrying: (events: [TelemetryRecord], key: String)?
+    /// Batch keys: a prefix random for every reporter (not from `seed`: two gateways given one seed must not
+    /// share keys), and a counter.
+    private let keyPrefix = Hex16.random() + Hex16.random()
+    private var batchCounter: UInt64 = 0
 
     /// - Parameters:
     ///   - transport: where batches go; nil for a reporter that is only drained in-process.
@@ -98,7 +108,7 @@ public final class TelemetryReporter: TelemetrySink, @unchecked Sendable {
     public var statistics: TelemetryStatistics {
         lock.withLock {
             var snapshot = counters
-            snapshot.buffered = ring.count
+            snapshot.buffered = ring.count + (retrying?.events.count ?? 0)
             return snapshot
         }
     }
@@ -160,12 +170,20 @@ public final class TelemetryReporter: TelemetrySink, @unchecked Sendable {
         guard claimed else { return .busy }
         defer { lock.withLock { sending = false } }
         while true {
-            var batch = lock.withLock { ring.takeFront(configuration.batchSize) }
+            // A batch that failed goes again as it was, under its key, before anything newer.
+            var (batch, key) = lock.withLock { () -> ([TelemetryRecord], String) in
+                if let retrying {
+                    self.retrying = nil
+                    return retrying
+                }
+                batchCounter += 1
+                return (ring.takeFront(configuration.batchSize), "\(keyPrefix)-\(batchCounter)")
+            }
             if batch.isEmpty { return .delivered }
             var rejectionRounds = 0
             while true {
                 do throws(TransportError) {
-                    try await transport.send(batch)
+                    try await transport.send(batch, idempotencyKey: key)
                     lock.withLock {
                         counters.sent += batch.count
                         counters.batches += 1
@@ -177,6 +195,11 @@ public final class TelemetryReporter: TelemetrySink, @unchecked Sendable {
                         rejectionRounds += 1
                         if let index = error.rejectedIndex, batch.indices.contains(index), rejectionRounds <= 16 {
                             batch.remove(at: index)
+                            // A refused batch stored nothing; what is left is another body, so another key.
+                            key = lock.withLock {
+                                batchCounter += 1
+                                return "\(keyPrefix)-\(batchCounter)"
+                            }
                             lock.withLock { counters.rejected += 1 }
                             onEvent?(.telemetryDropped(count: 1, reason: "refused by Allot: \(error.message)"))
                             if batch.isEmpty { break }
@@ -186,18 +209,14 @@ public final class TelemetryReporter: TelemetrySink, @unchecked Sendable {
                         onEvent?(.telemetryDropped(count: batch.count, reason: "refused by Allot: \(error.message)"))
                         break
                     }
-                    let (failures, delay, dropped) = lock.withLock {
+                    let (failures, delay) = lock.withLock { [batch, key] in
                         counters.failedPosts += 1
                         counters.consecutiveFailures += 1
                         let failures = counters.consecutiveFailures
                         let delay = configuration.backoff.delay(
                             failures: failures, unit: random.unit(), retryAfter: error.retryAfter)
-                        let dropped = ring.putBackFront(batch)
-                        counters.dropped += dropped
-                        return (failures, delay, dropped)
-                    }
-                    if dropped > 0 {
-                        onEvent?(.telemetryDropped(count: dropped, reason: "buffer full while retrying (drop oldest)"))
+                        retrying = (batch, key)
+                        return (failures, delay)
                     }
                     onEvent?(
                         .telemetryPostFailed(message: error.description, consecutiveFailures: failures, retryIn: delay))
@@ -230,4 +249,12 @@ public struct TelemetryStatistics: Sendable, Equatable {
     public var buffered = 0
 
     public init() {}
+}
+
+/// 16 random lowercase hex digits from the system's generator.
+enum Hex16 {
+    static func random() -> String {
+        let text = String(UInt64.random(in: .min ... .max), radix: 16)
+        return String(repeating: "0", count: 16 - text.count) + text
+    }
 }

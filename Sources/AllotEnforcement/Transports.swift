@@ -32,6 +32,18 @@ public enum SnapshotFetch: Sendable, Equatable {
 public protocol TelemetryTransport: Sendable {
     /// Delivers one batch; returning means Allot committed it (SPEC §3: a `2xx` means durably stored).
     func send(_ events: [TelemetryRecord]) async throws(TransportError)
+
+    /// Delivers one batch under an idempotency key (`Idempotency-Key`): Allot stores a batch once however often
+    /// it is sent with its key, so a batch whose first post got no answer (a timeout) can be resent safely.
+    /// ``TelemetryReporter`` sends every attempt of a batch with the same key. The default drops the key and
+    /// calls ``send(_:)``.
+    func send(_ events: [TelemetryRecord], idempotencyKey: String) async throws(TransportError)
+}
+
+extension TelemetryTransport {
+    public func send(_ events: [TelemetryRecord], idempotencyKey: String) async throws(TransportError) {
+        try await send(events)
+    }
 }
 
 /// Why a transport call failed, and whether trying again can help.

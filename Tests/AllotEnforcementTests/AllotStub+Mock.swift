@@ -26,6 +26,7 @@ final class AllotStub: @unchecked Sendable {
     private var seen: [SnapshotRequest] = []
     private var received: [JSON] = []
     private var contentTypes: [String?] = []
+    private var idempotencyKeys: [String?] = []
     private var leaveAnswers: [(status: Int, field: String?)] = []
     private var leaves: [String] = []
     let token: String
@@ -44,6 +45,8 @@ final class AllotStub: @unchecked Sendable {
     var snapshotRequests: [SnapshotRequest] { lock.withLock { seen } }
     var telemetry: [JSON] { lock.withLock { received } }
     var telemetryContentTypes: [String?] { lock.withLock { contentTypes } }
+    /// The `Idempotency-Key` of every telemetry post, in order.
+    var telemetryKeys: [String?] { lock.withLock { idempotencyKeys } }
     /// The paths and queries of the `DELETE /v1/gateways/{id}` requests, in order.
     var leaveRequests: [String] { lock.withLock { leaves } }
     /// The statuses (and error fields) the next leaves are answered with; `200` once they run out.
@@ -129,6 +132,7 @@ final class AllotStub: @unchecked Sendable {
         lock.withLock {
             received.append(contentsOf: events)
             contentTypes.append(request.headers["Content-Type"])
+            idempotencyKeys.append(request.headers["Idempotency-Key"])
         }
         return .json(["accepted": .int(Int64(events.count))])
     }

@@ -173,6 +173,9 @@ import Testing
         #expect(event["headers"] == ["x-ratelimit-remaining-requests": "99"])
         #expect(event["ts"]?.int64Value != nil)
         #expect(server.stub.telemetryContentTypes.allSatisfy { $0 == "application/json" })
+        // Every post the stub stored carried an idempotency key.
+        let keys = server.stub.telemetryKeys
+        #expect(!keys.isEmpty && keys.allSatisfy { $0 != nil })
         await gateway.stop()
         await server.stop()
     }

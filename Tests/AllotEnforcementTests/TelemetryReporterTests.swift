@@ -77,7 +77,7 @@ import Testing
             ])
     }
 
-    @Test func ringDropsTheOldestAndPutsBackAtTheFront() {
+    @Test func ringDropsTheOldest() {
         var ring = EventRing(capacity: 3)
         #expect(ring.append(.make(0)) == 0)
         #expect(ring.append(.make(1)) == 0)
@@ -86,9 +86,9 @@ import Testing
         let taken = ring.takeFront(2)
         #expect(taken.map(\.promptTokens) == [1, 2])
         #expect(ring.append(.make(4)) == 0)
-        // Room for one: the newer of the two put back is kept.
-        #expect(ring.putBackFront(taken) == 1)
-        #expect(ring.takeFront(10).map(\.promptTokens) == [2, 3, 4])
+        #expect(ring.append(.make(5)) == 0)
+        #expect(ring.append(.make(6)) == 1)
+        #expect(ring.takeFront(10).map(\.promptTokens) == [4, 5, 6])
         #expect(ring.count == 0)
     }
 
@@ -201,6 +201,46 @@ import Testing
         #expect(reporter.statistics.rejected == 3)
         #expect(reporter.statistics.buffered == 0)
         #expect(transport.batches.count == 1)
+    }
+
+    @Test func aRetryIsTheSameBatchUnderTheSameKeyAndANewBatchGetsANewOne() async throws {
+        let transport = RecordingTelemetryTransport()
+        transport.failNext(TransportError(.timeout, "no answer"), TransportError(.unreachable, "refused"))
+        let reporter = TelemetryReporter(
+            transport: transport, clock: ManualClock(now: 1_000), configuration: .init(batchSize: 2), seed: 1)
+        for index in 0..<2 { reporter.record(.make(index)) }
+        #expect(await !reporter.flush())
+        // Events recorded meanwhile do not join the batch being retried: its body, and so its key, stay the same.
+        reporter.record(.make(2))
+        #expect(reporter.statistics.buffered == 3)
+        #expect(await !reporter.flush())
+        #expect(await reporter.flush())
+        #expect(transport.batches.map { $0.map(\.promptTokens) } == [[0, 1], [2]])
+        let keys = transport.keys.compactMap { $0 }
+        #expect(keys.count == 4)
+        #expect(Set(keys[0...2]).count == 1)
+        #expect(keys[3] != keys[0])
+        // What Allot accepts: 1–128 characters of [A-Za-z0-9._:-].
+        #expect(
+            keys.allSatisfy {
+                $0.count <= 128 && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "._:-".contains($0)) }
+            })
+        #expect(keys[0].hasSuffix("-1") && keys[3].hasSuffix("-2"))
+
+        // A batch the server refused in part is another body: the rest goes under a new key.
+        transport.failNext(TransportError(.status, "event 0: field 'tenant'", status: 400, rejectedIndex: 0))
+        for index in 3..<5 { reporter.record(.make(index)) }
+        #expect(await reporter.flush())
+        let later = transport.keys.suffix(2).compactMap { $0 }
+        #expect(later.count == 2 && later[0] != later[1])
+        #expect(transport.batches.last?.map(\.promptTokens) == [4])
+
+        // Two reporters given the same seed do not share keys.
+        let other = RecordingTelemetryTransport()
+        let twin = TelemetryReporter(transport: other, clock: ManualClock(now: 1_000), seed: 1)
+        twin.record(.make(0))
+        #expect(await twin.flush())
+        #expect(other.keys.first! != keys[0])
     }
 
     @Test func aFailedFlushKeepsTheEvents() async {

@@ -72,15 +72,27 @@ final class RecordingTelemetryTransport: TelemetryTransport, @unchecked Sendable
     private var delivered: [[TelemetryRecord]] = []
     private var failures: [TransportError] = []
     private var attempts = 0
+    private var attemptKeys: [String?] = []
 
     func failNext(_ errors: TransportError...) { lock.withLock { failures.append(contentsOf: errors) } }
 
     var batches: [[TelemetryRecord]] { lock.withLock { delivered } }
     var attemptCount: Int { lock.withLock { attempts } }
+    /// The idempotency key of every attempt, in order (nil: sent without one).
+    var keys: [String?] { lock.withLock { attemptKeys } }
 
     func send(_ events: [TelemetryRecord]) async throws(TransportError) {
+        try record(events, key: nil)
+    }
+
+    func send(_ events: [TelemetryRecord], idempotencyKey: String) async throws(TransportError) {
+        try record(events, key: idempotencyKey)
+    }
+
+    private func record(_ events: [TelemetryRecord], key: String?) throws(TransportError) {
         let failure: TransportError? = lock.withLock {
             attempts += 1
+            attemptKeys.append(key)
             if !failures.isEmpty { return failures.removeFirst() }
             delivered.append(events)
             return nil

@@ -28,7 +28,7 @@ import Testing
         let report = try await pruner.prune(now: clock.now)
         #expect(report.eventsDeleted == 23)
         #expect(report.rollupsDeleted == 0)
-        #expect(report.chunks == 3 + 1)  // 10 + 10 + 3 events, then one empty rollup chunk
+        #expect(report.chunks == 3 + 1 + 1)  // 10 + 10 + 3 events, then one empty rollup chunk and one of keys
         let left = try await store.events(afterID: 0, limit: 100)
         #expect(left.count == 7)
         #expect(left.allSatisfy { $0.timestampMs == EpochTime.milliseconds(fromSeconds: clock.now - 23 * Self.hour) })

@@ -30,7 +30,8 @@ import Testing
                 gateway: "gw-\(Int.random(in: 0..<3, using: &rng))",
                 tenant: "tenant-\(Int.random(in: 0..<20, using: &rng))",
                 upstream: ["openai/gpt-4o", "anthropic/claude-sonnet-4-20250514"].randomElement(using: &rng)!,
-                outcome: Outcome.allCases.randomElement(using: &rng)!, status: maybe(Int.random(in: 100...599, using: &rng)),
+                outcome: Outcome.allCases.randomElement(using: &rng)!,
+                status: maybe(Int.random(in: 100...599, using: &rng)),
                 latencyMs: maybe(Double(Int.random(in: 0...90_000, using: &rng)) / 4),
                 queueMs: maybe(Double(Int.random(in: 0...400, using: &rng)) / 8),
                 promptTokens: maybe(Int64.random(in: 0...9_000, using: &rng)),
@@ -146,7 +147,7 @@ import Testing
         let report = try await RetentionPruner(pool: store.pool, policy: RetentionPolicy(chunkRows: 1_500))
             .prune(now: F.now)
         #expect(report.eventsDeleted == 4_200 + late.count)
-        #expect(report.chunks == 3 + 1)  // 1,500 + 1,500 + 1,203 events, then the rollups' one
+        #expect(report.chunks == 3 + 1 + 1)  // 1,500 + 1,500 + 1,203 events, then the rollups' one and the keys' one
         let left = try await store.events(afterID: 0, limit: 10_000)
         #expect(left.count == 600 - late.count)
         #expect(left.allSatisfy { $0.timestampMs > F.nowMs - 24 * hour })

@@ -1,3 +1,4 @@
+import AllotCrypto
 import AllotHTTP
 import AllotJSON
 import AllotStore
@@ -9,6 +10,9 @@ import AllotTime
 /// | outcome | status | body |
 /// |---|---|---|
 /// | committed | 200 | `{"stored":N,"first_id":…,"last_id":…}`, plus `registered_tenants`, `ignored_fields`, `unparseable_headers` when non-empty |
+/// | a retry of a batch its `Idempotency-Key` stored before | 200 | the first answer's `stored`, `first_id`, `last_id`, and `"duplicate":true`; nothing stored |
+/// | an `Idempotency-Key` that is empty, longer than 128, not `[A-Za-z0-9._:-]`, or sent twice | 400 | `invalid_idempotency_key`, field `Idempotency-Key` |
+/// | an `Idempotency-Key` already used for a different body | 422 | `idempotency_key_reused`, field `Idempotency-Key` |
 /// | content type other than JSON / NDJSON, or a `Content-Encoding` other than `identity` | 415 | `unsupported_media_type` |
 /// | body larger than ``maxBodyBytes`` (the server's own body limit applies first) | 413 | `body_too_large` |
 /// | more events than the decoder allows | 413 | `too_many_events` |
@@ -19,7 +23,9 @@ import AllotTime
 /// 200 rather than 202: 202 would say "accepted for later processing", while this response is only
 /// sent after the batch's transaction has committed (durably, with `synchronous=FULL`). A gateway
 /// may drop its copy of the batch on 200, must fix the batch on 4xx (resending it cannot help), and
-/// should retry the same batch on 503 (nothing of it was stored, so a retry cannot duplicate).
+/// should retry the same batch on 503 (nothing of it was stored, so a retry cannot duplicate). A gateway
+/// that got no answer at all (a timeout, a reset connection) cannot know whether the batch committed: sent
+/// with an `Idempotency-Key` (``AllotStore/TelemetryBatchKey``), the same batch can be resent safely.
 ///
 /// Authentication, metrics and the route's registration are the server's; this is the handler.
 public struct TelemetryRoute: Sendable {
@@ -62,9 +68,11 @@ public struct TelemetryRoute: Sendable {
     /// ids the sender's token may speak for (nil: any); an event of another gateway is `403 gateway_out_of_scope`.
     public func respond(to request: HTTPRequest, gatewayScope: String? = nil) async -> HTTPResponse {
         let format: TelemetryFormat
+        let key: String?
         do {
             format = try TelemetryFormat(contentType: request.headers["Content-Type"])
             try TelemetryFormat.checkContentEncoding(request.headers.contentEncoding)
+            key = try TelemetryBatchKey.key(fromHeaderValues: request.headers.values(for: TelemetryBatchKey.header))
         } catch {
             await store.countRejected(code: error.code)
             return Self.errorResponse(
@@ -79,7 +87,8 @@ public struct TelemetryRoute: Sendable {
         do {
             let result = try await store.ingest(
                 body: request.body, format: format, decoder: decoder, defaultTier: defaultTier(), now: clock.now,
-                gatewayScope: gatewayScope)
+                gatewayScope: gatewayScope,
+                key: key.map { TelemetryBatchKey(key: $0, bodySHA256: SHA256.hash(request.body).hex) })
             return .json(bytes: Self.encode(result))
         } catch {
             var response = Self.errorResponse(
@@ -117,6 +126,10 @@ public struct TelemetryRoute: Sendable {
         if result.unparseableHeaders > 0 {
             writer.key("unparseable_headers")
             writer.value(result.unparseableHeaders)
+        }
+        if result.duplicate {
+            writer.key("duplicate")
+            writer.value(true)
         }
         writer.endObject()
         return writer.bytes

@@ -51,8 +51,11 @@ struct PreparedBatch: Sendable {
     var defaultTier: String
     /// The server's clock at ingest, for gateways' last contact.
     var receivedMs: Int64
+    /// The gateway's idempotency key for the batch, if it sent one.
+    var key: TelemetryBatchKey?
 
-    init(_ events: [TelemetryEvent], defaultTier: String, receivedMs: Int64) {
+    init(_ events: [TelemetryEvent], defaultTier: String, receivedMs: Int64, key: TelemetryBatchKey? = nil) {
+        self.key = key
         self.events = events
         self.defaultTier = defaultTier
         self.receivedMs = receivedMs

@@ -26,17 +26,21 @@ public struct RetentionPolicy: Sendable, Equatable {
 public struct PruneReport: Sendable, Equatable {
     public var eventsDeleted: Int
     public var rollupsDeleted: Int
+    /// Idempotency keys of telemetry batches (``TelemetryBatchKey``) forgotten.
+    public var keysDeleted: Int
     /// DELETE transactions run (including the last, short one of each table).
     public var chunks: Int
 
-    public init(eventsDeleted: Int = 0, rollupsDeleted: Int = 0, chunks: Int = 0) {
+    public init(eventsDeleted: Int = 0, rollupsDeleted: Int = 0, keysDeleted: Int = 0, chunks: Int = 0) {
         self.eventsDeleted = eventsDeleted
         self.rollupsDeleted = rollupsDeleted
+        self.keysDeleted = keysDeleted
         self.chunks = chunks
     }
 }
 
-/// Deletes telemetry older than the ``RetentionPolicy``, in bounded chunks (SPEC section 3).
+/// Deletes telemetry older than the ``RetentionPolicy``, in bounded chunks (SPEC section 3), and the idempotency
+/// keys of batches (``TelemetryBatchKey``) as old as the raw events.
 ///
 /// Raw events go by `ts_ms`: every event older than the cutoff is deleted, found through the per-block
 /// time bounds of ``EventBlocks`` (blocks in id order, i.e. roughly oldest first; each chunk scans only
@@ -84,6 +88,17 @@ public struct RetentionPruner: Sendable {
             }
             report.chunks += 1
             report.rollupsDeleted += deleted
+            if deleted < chunk { break }
+            await Task.yield()
+        }
+        // A batch's key is kept as long as its events: a gateway retrying a batch older than that is told nothing.
+        while true {
+            let deleted = try await pool.write { connection -> Int in
+                try connection.run(Self.deleteKeysSQL, eventCutoff, chunk)
+                return connection.changes
+            }
+            report.chunks += 1
+            report.keysDeleted += deleted
             if deleted < chunk { break }
             await Task.yield()
         }
@@ -149,6 +164,12 @@ public struct RetentionPruner: Sendable {
     static let deleteEventsSQL = """
         DELETE FROM events WHERE id IN
         (SELECT id FROM events WHERE id BETWEEN ?1 AND ?2 AND ts_ms < ?3 ORDER BY id LIMIT ?4)
+        """
+
+    /// One chunk of idempotency keys of batches committed before the raw-event cutoff, oldest first.
+    static let deleteKeysSQL = """
+        DELETE FROM telemetry_batch_keys WHERE key IN
+        (SELECT key FROM telemetry_batch_keys WHERE committed_ms < ?1 ORDER BY committed_ms LIMIT ?2)
         """
 
     /// One chunk of old rollup rows, oldest first.

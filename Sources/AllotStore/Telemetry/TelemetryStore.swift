@@ -90,7 +90,7 @@ public actor TelemetryStore {
 
     private struct QueuedBatch {
         var batch: PreparedBatch
-        var continuation: CheckedContinuation<StoredRows, any Error>
+        var continuation: CheckedContinuation<TelemetryWriter.BatchOutcome, any Error>
     }
 
     /// New tenants registered over the last minutes (``registrationFlood(now:)``).
@@ -125,21 +125,50 @@ public actor TelemetryStore {
     public nonisolated func ingest(_ batch: TelemetryBatch, defaultTier: String, now: Double)
         async throws(TelemetryStoreError) -> IngestResult
     {
-        guard !batch.events.isEmpty else { return IngestResult(stored: 0, firstID: 0, lastID: 0) }
+        switch try await store(batch, defaultTier: defaultTier, now: now, key: nil) {
+        case .stored(let result): result
+        case .conflict(let conflict): throw TelemetryStoreError(message: conflict.rejection.message)  // no key: never
+        }
+    }
+
+    /// A keyed batch's fate: stored (or answered as a duplicate), or refused for a key used by another body.
+    private enum KeyedIngest {
+        case stored(IngestResult)
+        case conflict(TelemetryKeyConflict)
+    }
+
+    private nonisolated func store(_ batch: TelemetryBatch, defaultTier: String, now: Double, key: TelemetryBatchKey?)
+        async throws(TelemetryStoreError) -> KeyedIngest
+    {
+        guard !batch.events.isEmpty else { return .stored(IngestResult(stored: 0, firstID: 0, lastID: 0)) }
         let prepared = PreparedBatch(
-            batch.events, defaultTier: defaultTier, receivedMs: EpochTime.milliseconds(fromSeconds: now))
-        let rows: StoredRows
+            batch.events, defaultTier: defaultTier, receivedMs: EpochTime.milliseconds(fromSeconds: now), key: key)
+        let outcome: TelemetryWriter.BatchOutcome
         do {
-            rows = try await submit(prepared)
+            outcome = try await submit(prepared)
         } catch {
             let failure = TelemetryStoreError(error)
             await countFailure(failure)
             throw failure
         }
-        await countStored(batch, rows)
-        return IngestResult(
-            stored: rows.count, firstID: rows.firstID, lastID: rows.lastID, registeredTenants: rows.registeredTenants,
-            unparseableHeaders: batch.unparseableHeaders, ignoredFields: batch.ignoredFields)
+        switch outcome {
+        case .stored(let rows):
+            await countStored(batch, rows)
+            return .stored(
+                IngestResult(
+                    stored: rows.count, firstID: rows.firstID, lastID: rows.lastID,
+                    registeredTenants: rows.registeredTenants, unparseableHeaders: batch.unparseableHeaders,
+                    ignoredFields: batch.ignoredFields))
+        case .duplicate(let stored, let firstID, let lastID):
+            await countDuplicate()
+            return .stored(
+                IngestResult(
+                    stored: stored, firstID: firstID, lastID: lastID, ignoredFields: batch.ignoredFields,
+                    duplicate: true))
+        case .conflict(let conflict):
+            await countRejected(code: conflict.rejection.code)
+            return .conflict(conflict)
+        }
     }
 
     /// `POST /v1/telemetry` without HTTP: decodes and validates `body` (on the caller's task), then
@@ -153,11 +182,13 @@ public actor TelemetryStore {
     ///   - now: The server's time, seconds since the epoch.
     ///   - gatewayScope: The gateway ids the sender's token may speak for (``GatewayScope``); nil: any. An event
     ///     of another gateway refuses the batch (`403 gateway_out_of_scope`, naming it).
-    /// - Throws: ``TelemetryIngestError``: `.rejected` (nothing stored, database untouched) or
-    ///   `.database` (nothing stored).
+    ///   - key: The gateway's idempotency key and the body's digest (``TelemetryBatchKey``); nil: none. A key
+    ///     that stored this body before answers with that result (`duplicate`) and stores nothing; one that
+    ///     stored another body refuses this one (`422 idempotency_key_reused`).
+    /// - Throws: ``TelemetryIngestError``: `.rejected` (nothing stored) or `.database` (nothing stored).
     public nonisolated func ingest(
         body: [UInt8], format: TelemetryFormat, decoder: TelemetryDecoder = TelemetryDecoder(), defaultTier: String,
-        now: Double, gatewayScope: String? = nil
+        now: Double, gatewayScope: String? = nil, key: TelemetryBatchKey? = nil
     ) async throws(TelemetryIngestError) -> IngestResult {
         let batch: TelemetryBatch
         do {
@@ -177,10 +208,15 @@ public actor TelemetryStore {
             await countRejected(code: rejection.code)
             throw .rejected(rejection)
         }
+        let outcome: KeyedIngest
         do {
-            return try await ingest(batch, defaultTier: defaultTier, now: now)
+            outcome = try await store(batch, defaultTier: defaultTier, now: now, key: key)
         } catch {
             throw .database(error)
+        }
+        switch outcome {
+        case .stored(let result): return result
+        case .conflict(let conflict): throw .rejected(conflict.rejection)
         }
     }
 
@@ -216,7 +252,7 @@ public actor TelemetryStore {
     /// The counters since start.
     public var counters: TelemetryCounters { statistics }
 
-    private func submit(_ batch: PreparedBatch) async throws -> StoredRows {
+    private func submit(_ batch: PreparedBatch) async throws -> TelemetryWriter.BatchOutcome {
         try await withCheckedThrowingContinuation { continuation in
             queue.append(QueuedBatch(batch: batch, continuation: continuation))
             startDraining()
@@ -274,9 +310,11 @@ public actor TelemetryStore {
                 pendingRollups = [:]
                 pendingSince = nil
             }
-            for (item, rows) in zip(group, result.batches) { addPendingRollups(item.batch, rows) }
+            for (item, outcome) in zip(group, result.batches) {
+                if case .stored(let rows) = outcome { addPendingRollups(item.batch, rows) }
+            }
             committedThrough = result.lastEventID
-            for (item, rows) in zip(group, result.batches) { item.continuation.resume(returning: rows) }
+            for (item, outcome) in zip(group, result.batches) { item.continuation.resume(returning: outcome) }
             for waiter in waiters { waiter.resume() }
         } catch {
             // A failure of the database itself (busy, full, read-only, I/O, closed) fails every
@@ -343,6 +381,10 @@ public actor TelemetryStore {
         statistics.ignoredFields += batch.ignoredFieldCount
     }
 
+    private func countDuplicate() {
+        statistics.batchesDuplicate += 1
+    }
+
     private func countFailure(_ failure: TelemetryStoreError) {
         statistics.batchesRejected[failure.code, default: 0] += 1
     }
@@ -353,12 +395,15 @@ public struct TelemetryCounters: Sendable, Equatable {
     /// Batches and events committed.
     public var batchesStored = 0
     public var eventsStored = 0
+    /// Batches answered as duplicates: their ``TelemetryBatchKey`` had stored the same body before (nothing stored).
+    public var batchesDuplicate = 0
     /// Write transactions that stored batches (fewer than batches when group commit combined some).
     public var transactions = 0
     /// Transactions that wrote the rollup rows summed in memory (most also stored batches).
     public var rollupFlushes = 0
     /// Batches refused, by error code (`invalid_json`, `invalid_event`, `empty_batch`,
-    /// `too_many_events`, `body_too_large`, `unsupported_media_type`, `gateway_out_of_scope`, `database_unavailable`).
+    /// `too_many_events`, `body_too_large`, `unsupported_media_type`, `gateway_out_of_scope`,
+    /// `invalid_idempotency_key`, `idempotency_key_reused`, `database_unavailable`).
     public var batchesRejected: [String: Int] = [:]
     /// Tenants registered automatically.
     public var tenantsRegistered = 0

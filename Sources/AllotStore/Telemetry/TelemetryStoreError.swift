@@ -47,11 +47,15 @@ public struct IngestResult: Sendable, Equatable {
     public var unparseableHeaders: Int
     /// The distinct unknown member names that were ignored (at most a few; see ``TelemetryDecoder``).
     public var ignoredFields: [String]
+    /// True when the batch's ``TelemetryBatchKey`` had already stored it: `stored`, `firstID` and `lastID` are the
+    /// first attempt's, and nothing was stored now.
+    public var duplicate: Bool
 
     public init(
         stored: Int, firstID: Int64, lastID: Int64, registeredTenants: [String] = [], unparseableHeaders: Int = 0,
-        ignoredFields: [String] = []
+        ignoredFields: [String] = [], duplicate: Bool = false
     ) {
+        self.duplicate = duplicate
         self.stored = stored
         self.firstID = firstID
         self.lastID = lastID

@@ -55,11 +55,20 @@ enum TelemetryWriter {
         var flushThrough: Int64
     }
 
-    /// What a group transaction produced: one ``StoredRows`` per batch, in order, the names it
+    /// What became of one batch of a group.
+    enum BatchOutcome: Sendable {
+        case stored(StoredRows)
+        /// Its ``TelemetryBatchKey`` had stored the same body before: that attempt's count and ids.
+        case duplicate(stored: Int, firstID: Int64, lastID: Int64)
+        /// Its key had stored a different body: nothing stored.
+        case conflict(TelemetryKeyConflict)
+    }
+
+    /// What a group transaction produced: one ``BatchOutcome`` per batch, in order, the names it
     /// interned or touched (added to the cache only once the transaction has committed), and the
     /// largest event id once it is done.
     struct GroupResult: Sendable {
-        var batches: [StoredRows]
+        var batches: [BatchOutcome]
         var learned: NameCache
         var lastEventID: Int64
     }
@@ -74,19 +83,55 @@ enum TelemetryWriter {
             try writeRollups(flush, through: work.flushThrough, connection: connection)
         }
         var interner = Interner(cache: cache, connection: connection)
-        var results: [StoredRows] = []
+        var results: [BatchOutcome] = []
         results.reserveCapacity(work.batches.count)
+        var lastStored: Int64?
         for batch in work.batches {
-            results.append(try write(batch, interner: &interner, connection: connection))
+            // A key's row is written with its batch, so a second batch of the same key in this group finds it.
+            if let key = batch.key, let outcome = try keyedOutcome(key, connection: connection) {
+                results.append(outcome)
+                continue
+            }
+            let rows = try write(batch, interner: &interner, connection: connection)
+            if let key = batch.key {
+                try connection.run(
+                    insertKeySQL, key.key, key.bodySHA256, Int64(rows.count), rows.firstID, rows.lastID,
+                    batch.receivedMs)
+            }
+            results.append(.stored(rows))
+            lastStored = rows.lastID
         }
         let lastID: Int64
-        if let last = results.last {
-            lastID = last.lastID
+        if let lastStored {
+            lastID = lastStored
         } else {
             lastID = try connection.queryOne("SELECT coalesce(max(id), 0) FROM events") { $0.int64(0) } ?? 0
         }
         return GroupResult(batches: results, learned: interner.learned, lastEventID: lastID)
     }
+
+    /// What a batch with `key` amounts to when the key was used before: a duplicate of the same body, or a
+    /// conflict; nil for a new key.
+    private static func keyedOutcome(_ key: TelemetryBatchKey, connection: SQLiteConnection) throws -> BatchOutcome? {
+        var outcome: BatchOutcome?
+        try connection.query(selectKeySQL, key.key) { row in
+            let stored = row.int(1)
+            if row.string(0) == key.bodySHA256 {
+                outcome = .duplicate(stored: stored, firstID: row.int64(2), lastID: row.int64(3))
+            } else {
+                outcome = .conflict(TelemetryKeyConflict(key: key.key, committedMs: row.int64(4), stored: stored))
+            }
+        }
+        return outcome
+    }
+
+    static let selectKeySQL =
+        "SELECT body_sha256, stored, first_id, last_id, committed_ms FROM telemetry_batch_keys WHERE key = ?"
+
+    static let insertKeySQL = """
+        INSERT INTO telemetry_batch_keys (key, body_sha256, stored, first_id, last_id, committed_ms)
+        VALUES (?, ?, ?, ?, ?, ?)
+        """
 
     private static func write(_ batch: PreparedBatch, interner: inout Interner, connection: SQLiteConnection) throws
         -> StoredRows
@@ -124,7 +169,8 @@ enum TelemetryWriter {
         func bind(_ position: Int, to statement: SQLiteStatement, offset: Int) throws(SQLiteError) {
             let model = batch.eventModel[position]
             try TelemetryWriter.bind(
-                batch.events[position], to: statement, offset: offset, tenant: tenants[Int(batch.eventTenant[position])],
+                batch.events[position], to: statement, offset: offset,
+                tenant: tenants[Int(batch.eventTenant[position])],
                 upstream: upstreams[Int(batch.eventUpstream[position])],
                 gateway: gateways[Int(batch.eventGateway[position])], model: model < 0 ? nil : models[Int(model)])
         }
@@ -200,7 +246,8 @@ enum TelemetryWriter {
     /// since it last ran, so that absent ones are NULL.
     @inline(__always)
     static func bind(
-        _ event: TelemetryEvent, to statement: SQLiteStatement, offset: Int = 0, tenant: Int64, upstream: Int64, gateway: Int64,
+        _ event: TelemetryEvent, to statement: SQLiteStatement, offset: Int = 0, tenant: Int64, upstream: Int64,
+        gateway: Int64,
         model: Int64?
     ) throws(SQLiteError) {
         let signals = event.signals

@@ -1,0 +1,65 @@
+import AllotJSON
+import AllotSQLite
+import Foundation
+import Testing
+
+@testable import AllotStore
+
+/// Idempotency keys of telemetry batches in the store: one batch per key, in the transaction that stores it.
+@Suite struct TelemetryBatchKeyTests {
+    typealias F = TelemetryFixtures
+
+    static func ingest(
+        _ store: TelemetryStore, _ body: [UInt8], key: String, digest: String? = nil, now: Double = F.now
+    )
+        async throws(TelemetryIngestError) -> IngestResult
+    {
+        try await store.ingest(
+            body: body, format: .jsonArray, defaultTier: "standard", now: now,
+            key: TelemetryBatchKey(key: key, bodySHA256: digest ?? "digest-of-\(body.count)"))
+    }
+
+    @Test func batchesOfOneKeySentAtOnceAreStoredOnce() async throws {
+        // Sixteen copies in flight together land in one group transaction: the first stores, the others find its row.
+        let store = try await F.makeStore()
+        let body = F.array([F.event(["tenant": "acme"]), F.event(["tenant": "beta"])])
+        let results = try await withThrowingTaskGroup(of: IngestResult.self) { group in
+            for _ in 0..<16 { group.addTask { try await Self.ingest(store, body, key: "gw-1:7") } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.filter { !$0.duplicate }.count == 1)
+        #expect(Set(results.map { "\($0.stored) \($0.firstID) \($0.lastID)" }) == ["2 1 2"])
+        #expect(results.filter { !$0.registeredTenants.isEmpty }.count == 1)
+        try await store.flushRollups()
+        let counts = try await F.counts(store.pool)
+        #expect(counts["events"] == 2)
+        #expect(counts["tenants"] == 2)
+        // The rollups count the batch once: one request per tenant and minute.
+        let requests = try await store.pool.read { connection in
+            try connection.queryOne("SELECT sum(requests) FROM rollups_minute") { $0.int64(0) }
+        }
+        #expect(requests == 2)
+        let counters = await store.counters
+        #expect(counters.batchesStored == 1)
+        #expect(counters.batchesDuplicate == 15)
+    }
+
+    @Test func aKeyIsForgottenWithTheRawEvents() async throws {
+        let store = try await F.makeStore()
+        let body = F.array([F.event()])
+        #expect(try await Self.ingest(store, body, key: "old").duplicate == false)
+        let later = F.now + 3_600
+        #expect(
+            try await Self.ingest(store, F.array([F.event(tsMs: F.nowMs + 3_599_000)]), key: "new", now: later)
+                .stored == 1)
+        let pruner = RetentionPruner(pool: store.pool)
+        let report = try await pruner.prune(now: F.now + 86_400 + 1)
+        #expect(report.keysDeleted == 1)
+        let kept = try await store.pool.read { connection in
+            try connection.queryOne("SELECT group_concat(key) FROM telemetry_batch_keys") { $0.string(0) }
+        }
+        #expect(kept == "new")
+        // Once forgotten, the key stores its batch again.
+        #expect(try await Self.ingest(store, body, key: "old", now: F.now + 86_400 + 2).duplicate == false)
+    }
+}
