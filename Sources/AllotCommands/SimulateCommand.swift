@@ -18,7 +18,9 @@ enum SimulateCommand {
             return 0
         }
         guard let name = command.string("scenario") else {
-            output.err("allot simulate: --scenario NAME|FILE is required (built-ins: \(Scenario.builtinNames.joined(separator: ", ")))")
+            output.err(
+                "allot simulate: --scenario NAME|FILE is required (built-ins: \(Scenario.builtinNames.joined(separator: ", ")))"
+            )
             return 2
         }
         var policy: Policy?
@@ -49,7 +51,9 @@ enum SimulateCommand {
             return 1
         }
         if let gateways = try command.int("gateways", in: 1...32) {
-            output.err("allot simulate: \(scenario.name) with \(gateways) gateways (the scenario has \(scenario.gateways))")
+            output.err(
+                "allot simulate: \(scenario.name) with \(gateways) gateway\(gateways == 1 ? "" : "s") "
+                    + "(the scenario has \(scenario.gateways))")
             scenario.gateways = gateways
         }
         // The seeds are read before `--check` returns: a check that says "ok" to `--seeds 5-1` misleads.
@@ -104,7 +108,8 @@ enum SimulateCommand {
                         let started = Date()
                         var runs: [RunMetrics] = []
                         for strategy in strategies {
-                            let trace = try await Simulator.run(scenario, strategy: strategy, seed: seed, policy: policy)
+                            let trace = try await Simulator.run(
+                                scenario, strategy: strategy, seed: seed, policy: policy)
                             runs.append(RunMetrics(trace: trace))
                         }
                         output.err(

@@ -25,6 +25,28 @@ import Testing
         return (base, policies)
     }
 
+    @Test func checkWarnsOfARunTooLargeToFinishSoon() async throws {
+        // Outside evaluation round 23: a valid file of 50 million calls ran silently until killed.
+        let path = NSTemporaryDirectory() + "check-huge-\(UUID().uuidString).json"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        // 100,000 tasks a minute × 2.5 calls × 25 minutes: 6,250,000 calls; over 1,199 s: 4,995,833, no warning.
+        for (duration, warned) in [(1_500, true), (1_199, false)] {
+            try Data(
+                Self.oneTenantScenario(name: "huge", duration: duration, tier: "standard", tasksPerMinute: 1e5).utf8
+            )
+            .write(to: URL(fileURLWithPath: path))
+            let result = await runCLI(["simulate", "--scenario", path, "--check"])
+            #expect(result.code == 0, "\(result.err)")
+            let calls = duration == 1_500 ? "6250000" : "4995833"
+            #expect(result.out.contains("; about \(calls) calls scheduled\n"), "\(result.out)")
+            #expect(
+                result.out.contains(
+                    "  warning: about 6250000 calls are scheduled (tasks × calls per task, before retries): the "
+                        + "simulator runs every one of them, about 30,000 a second, so expect at least 4 minutes per "
+                        + "strategy\n") == warned, "\(result.out)")
+        }
+    }
+
     @Test func listPrintsTheBuiltInsOnePerLine() async {
         let result = await runCLI(["simulate", "--list"])
         #expect(result.code == 0)
@@ -40,8 +62,11 @@ import Testing
 
     @Test func aBadScenarioFileNamesThePathAtFault() async throws {
         let path = NSTemporaryDirectory() + "bad-scenario-\(UUID().uuidString).json"
-        try Data(#"{"name": "x", "description": "d", "headline": {"metric": "utilisation", "better": "up"}, "duration_s": 60, "pools": [], "tenants": []}"#.utf8)
-            .write(to: URL(fileURLWithPath: path))
+        try Data(
+            #"{"name": "x", "description": "d", "headline": {"metric": "utilisation", "better": "up"}, "duration_s": 60, "pools": [], "tenants": []}"#
+                .utf8
+        )
+        .write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
         let result = await runCLI(["simulate", "--scenario", path])
         #expect(result.code == 1)
@@ -65,7 +90,7 @@ import Testing
             result.out
                 == "ok: tiny: 60 s, 3 gateway(s), 1 tenant(s) (1 standard), headline upstream_429_rate (lower is better)\n"
                 + "  pool p (anthropic): 120 rpm and 200000 tpm at 0 s; scheduled demand peaks at 12.5 % of capacity "
-                + "(rpm, from 0 s)\n"
+                + "(rpm, from 0 s); about 15 calls scheduled\n"
                 + "  policy built-in, policy_version \(builtIn)")
         #expect(!result.err.contains("simulated s in"))  // nothing ran
         // Bad seeds are refused by a check too, as by a run (a check said "ok" to them).
@@ -91,7 +116,8 @@ import Testing
         let scenario = Self.oneTenantScenario(name: "late", duration: 60, tier: "standard", tasksPerMinute: 6)
             .replacingOccurrences(
                 of: #""metric": "upstream_429_rate", "better": "lower""#,
-                with: #""metric": "slo_attainment", "tier": "standard", "better": "higher""#)
+                with: #""metric": "slo_attainment", "tier": "standard", "better": "higher""#
+            )
             .replacingOccurrences(of: #""deadline_s": 30"#, with: #""deadline_s": 90"#)
         try Data(scenario.utf8).write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -288,8 +314,9 @@ import Testing
         let unchanged = try await Self.check(convergence)
         #expect(unchanged.code == 1, "\(unchanged.out)")  // a step at duration_s is an error of its own
         #expect(unchanged.out.contains("pools[0].capacity[2].at_s: must be before duration_s (60), not 60"))
-        let still = try await Self.check(convergence.replacingOccurrences(of: #""at_s": 60"#, with: #""at_s": 40"#)
-            .replacingOccurrences(of: #""rpm": 60"#, with: #""rpm": 120"#))
+        let still = try await Self.check(
+            convergence.replacingOccurrences(of: #""at_s": 60"#, with: #""at_s": 40"#)
+                .replacingOccurrences(of: #""rpm": 60"#, with: #""rpm": 120"#))
         #expect(still.code == 0, "\(still.out)")
         let noChange: String =
             "headline convergence_s: no pool's capacity changes within the run (no capacity step at or before "
@@ -376,7 +403,9 @@ import Testing
             try? FileManager.default.removeItem(atPath: path)
             try? FileManager.default.removeItem(atPath: directory)
         }
-        let result = await runCLI(["simulate", "--scenario", path, "--strategy", "static", "--seed", "3", "--out", directory])
+        let result = await runCLI([
+            "simulate", "--scenario", path, "--strategy", "static", "--seed", "3", "--out", directory,
+        ])
         #expect(result.code == 0, "\(result.err)")
         #expect(result.out.contains("scenario tiny, seed 3"))
         for file in ["report.json", "timeline.csv", "timeline.svg", "results.md"] {
@@ -591,10 +620,14 @@ import Testing
 
         let withoutPolicy = await runCLI(["simulate", "--scenario", scenario, "--strategy", "allot"])
         #expect(withoutPolicy.code == 1)
-        #expect(withoutPolicy.err.contains(#"tenants[0].tier: unknown tier "gold" (tiers: critical, free, premium, standard)"#))
+        #expect(
+            withoutPolicy.err.contains(
+                #"tenants[0].tier: unknown tier "gold" (tiers: critical, free, premium, standard)"#))
 
         let out = base + "/out"
-        let result = await runCLI(["simulate", "--scenario", scenario, "--strategy", "allot", "--policy", policies, "--out", out])
+        let result = await runCLI([
+            "simulate", "--scenario", scenario, "--strategy", "allot", "--policy", policies, "--out", out,
+        ])
         #expect(result.code == 0, "\(result.err)")
         // Which policy ran, and its version as `allot serve` names it: on the table's second line, in report.json
         // (beside SPEC 12's keys) and from --check.
@@ -677,7 +710,9 @@ import Testing
     @Test func seedsPrintTheMeansAndWriteEachSeed() async throws {
         let directory = NSTemporaryDirectory() + "allot-sim-seeds-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let result = await runCLI(["simulate", "--scenario", "cold-start", "--strategy", "static", "--seeds", "2-3", "--out", directory])
+        let result = await runCLI([
+            "simulate", "--scenario", "cold-start", "--strategy", "static", "--seeds", "2-3", "--out", directory,
+        ])
         #expect(result.code == 0, "\(result.err)")
         #expect(result.out.hasPrefix("scenario cold-start, means over seeds 2, 3; headline"))
         #expect(result.err.contains("cold-start seed 2: 1 strategy in"))

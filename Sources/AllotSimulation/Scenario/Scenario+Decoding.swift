@@ -37,6 +37,7 @@ extension Scenario {
             }
             return "  pool \(pool.id) (\(pool.provider.rawValue)): " + steps.joined(separator: ", ")
                 + (pool.overload.isEmpty ? "" : "; \(pool.overload.count) overload window(s)") + (peak ?? "")
+                + "; about \(number(scheduledCalls(on: pool.id).rounded())) calls scheduled"
         }
         let tierCounts = tiers.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
         let head =
@@ -53,7 +54,32 @@ extension Scenario {
     /// the run.
     public var warnings: [String] {
         headlineWarnings + unwinnableHeadlineWarnings + tokenBucketWarnings + latencyWarningWarnings
-            + fewTasksWarnings + staticQuotaWarnings
+            + fewTasksWarnings + staticQuotaWarnings + runSizeWarnings
+    }
+
+    /// The calls the arrivals schedule on `pool` over the run: each tenant's tasks (its rates × how long each is
+    /// in force) × its mean calls per task, before retries and denials.
+    func scheduledCalls(on pool: String) -> Double {
+        tenants.filter { $0.pool == pool }.reduce(0) {
+            $0 + $1.averageArrivalRate(from: 0, length: durationSeconds) * durationSeconds / 60 * $1.task.meanCalls
+        }
+    }
+
+    /// More calls scheduled than above which a run would take a long time (outside evaluation round 23: a valid
+    /// file of 50 million calls a minute ran silently until killed).
+    static let largeRunCalls = 5_000_000.0
+
+    /// A run too large to finish soon: the simulator runs every call (events, telemetry), about 30,000 calls a
+    /// second for `allot` on a 2-core machine (fleet-hour: about 197,000 calls scheduled, 7.2 s on a quiet machine).
+    var runSizeWarnings: [String] {
+        let total = pools.reduce(0) { $0 + scheduledCalls(on: $1.id) }
+        guard total > Self.largeRunCalls else { return [] }
+        let minutes = (total / 30_000 / 60).rounded(.up)
+        return [
+            "about \(ScenarioReader.format(total.rounded())) calls are scheduled (tasks × calls per task, before "
+                + "retries): the simulator runs every one of them, about 30,000 a second, so expect at least "
+                + "\(ScenarioReader.format(minutes)) minutes per strategy"
+        ]
     }
 
     /// A `static_quota` above its pool's largest capacity in a dimension (outside evaluation round 19): the quota can
@@ -746,7 +772,9 @@ private struct ScenarioReader {
             let at = try number(step["at_s"], stepPath + ".at_s", 0...Self.maxSeconds)
             if index == 0, at != 0 { throw fail(stepPath + ".at_s", "the first capacity step must start at 0") }
             if let last = steps.last, at <= last.at {
-                throw fail(stepPath + ".at_s", "must be after the previous step's at_s")
+                throw fail(
+                    stepPath + ".at_s",
+                    "must be after the previous step's at_s (\(Self.format(last.at))), not \(Self.format(at))")
             }
             try before(duration, at, stepPath + ".at_s")
             steps.append(
@@ -781,7 +809,11 @@ private struct ScenarioReader {
                     json, wp, keys: ["from_s", "to_s", "rate"], required: ["from_s", "to_s", "rate"])
                 let from = try number(w["from_s"], wp + ".from_s", 0...Self.maxSeconds)
                 let to = try number(w["to_s"], wp + ".to_s", 0...Self.maxSeconds)
-                guard to > from else { throw fail(wp + ".to_s", "must be after from_s") }
+                guard to > from else {
+                    throw fail(
+                        wp + ".to_s",
+                        "must be after from_s (\(Self.format(from))), not \(Self.format(to))")
+                }
                 try before(duration, from, wp + ".from_s")
                 // Overlapping windows would each draw their own chance, 1 − (1 − a)(1 − b) in effect, which no
                 // author means: one rate at a time. A window may start where another ends (`[from_s, to_s)`).
@@ -849,7 +881,9 @@ private struct ScenarioReader {
             let a = try self.object(json, ap, keys: ["at_s", "tasks_per_min"], required: ["at_s", "tasks_per_min"])
             let at = try number(a["at_s"], ap + ".at_s", 0...Self.maxSeconds)
             if let last = arrivals.last, at <= last.at {
-                throw fail(ap + ".at_s", "must be after the previous step's at_s")
+                throw fail(
+                    ap + ".at_s",
+                    "must be after the previous step's at_s (\(Self.format(last.at))), not \(Self.format(at))")
             }
             try before(duration, at, ap + ".at_s")
             arrivals.append(
