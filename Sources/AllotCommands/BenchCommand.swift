@@ -9,7 +9,8 @@ import AllotServer
 enum BenchCommand {
     static func run(_ command: ParsedCommand, output: CommandOutput) async throws -> Int32 {
         #if DEBUG
-            output.err("allot bench: this is a debug build; figures are much slower than release (swift build -c release)")
+            output.err(
+                "allot bench: this is a debug build; figures are much slower than release (swift build -c release)")
         #endif
         let log: @Sendable (String) -> Void = { line in output.err(line) }
         switch command.path.last {
@@ -27,7 +28,7 @@ enum BenchCommand {
             let configuration = IngestBenchmark.Configuration(
                 clients: try command.int("clients", in: 1...256) ?? 8,
                 duration: try command.double("seconds", in: 0.05...3600) ?? 5,
-                runs: try command.int("runs", in: 1...100) ?? 3)
+                runs: try command.int("runs", in: 1...100) ?? 3, idempotencyKeys: command.flag("idempotency-keys"))
             let report = try await IngestBenchmark.run(configuration, progress: log)
             output.out(report.text)
             output.out(verdict(report.eventsPerSecond >= 100_000, "≥ 100,000 events/s through HTTP"))
@@ -36,7 +37,8 @@ enum BenchCommand {
             let tenants = try command.int("tenants", in: 1...10_000_000) ?? 10_000
             let configuration = LoopBenchmark.Configuration(
                 tenants: tenants,
-                windowEvents: memoryOnly ? 100 * tenants : (try command.int("events", in: 0...100_000_000) ?? 1_000_000),
+                windowEvents: memoryOnly
+                    ? 100 * tenants : (try command.int("events", in: 0...100_000_000) ?? 1_000_000),
                 runs: memoryOnly ? 2 : (try command.int("runs", in: 1...1000) ?? 5))
             let report = try await LoopBenchmark.tick(configuration, estimators: .standard, log: log)
             output.out(report.text)

@@ -123,14 +123,16 @@ enum CommandTree {
             any that are no tenant of the scenario).
             """,
         options: [
-            OptionSpec("scenario", value: "NAME|FILE", help: "Built-in scenario name (see --list) or a scenario JSON file."),
+            OptionSpec(
+                "scenario", value: "NAME|FILE", help: "Built-in scenario name (see --list) or a scenario JSON file."),
             OptionSpec(
                 "strategy", value: "S", help: "Strategy to run.", default: "all",
                 choices: ["allot", "static", "fifo-backoff", "equal-split", "all"]),
             OptionSpec("seed", value: "N", help: "Random seed.", default: "1"),
             OptionSpec(
                 "seeds", value: "LIST",
-                help: "Run every seed of LIST (e.g. 1-8, or 1,4,9-12; at most 1000; replaces --seed) and print the means per strategy; "
+                help:
+                    "Run every seed of LIST (e.g. 1-8, or 1,4,9-12; at most 1000; replaces --seed) and print the means per strategy; "
                     + "--out then writes report.json (means and each seed's metrics) and results.md, no timelines."),
             OptionSpec("out", value: "DIR", help: "Write report.json, timeline.csv, timeline.svg and results.md here."),
             OptionSpec(
@@ -189,13 +191,21 @@ enum CommandTree {
         subcommands: [
             CommandSpec(
                 "allocation", abstract: "Time one allocation for 1,000, 10,000 and 100,000 tenants",
-                options: [OptionSpec("runs", value: "N", help: "Repetitions per size (median reported).", default: "7")]),
+                options: [OptionSpec("runs", value: "N", help: "Repetitions per size (median reported).", default: "7")]
+            ),
             CommandSpec(
                 "ingest", abstract: "Telemetry ingest through HTTP (events/s) against a plain bulk insert",
                 options: [
                     OptionSpec("seconds", value: "S", help: "Duration of each run.", default: "5"),
                     OptionSpec("clients", value: "N", help: "Concurrent HTTP clients.", default: "8"),
                     OptionSpec("runs", value: "N", help: "Runs (median reported).", default: "3"),
+                ],
+                flags: [
+                    FlagSpec(
+                        "idempotency-keys",
+                        help:
+                            "Post every batch with its own Idempotency-Key (the cost of the body digest and the key row)."
+                    )
                 ]),
             CommandSpec(
                 "tick", abstract: "One loop tick over 10,000 tenants with 1,000,000 events in the window",

@@ -43,6 +43,9 @@ public enum IngestBenchmark {
         public var directory: String?
         /// Also measure the layers below HTTP (store, decoding, bulk insert) after each run.
         public var measureLayers: Bool
+        /// Post every batch with an `Idempotency-Key` of its own (``AllotStore/TelemetryBatchKey``): the body's
+        /// SHA-256, the key's lookup and its row.
+        public var idempotencyKeys: Bool
 
         /// - Parameters:
         ///   - clients: Default 4.
@@ -55,11 +58,14 @@ public enum IngestBenchmark {
         ///   - maxBatchesPerTransaction: Default 16 (``AllotStore/TelemetryStore/Configuration``).
         ///   - directory: Default nil (the system's temporary directory).
         ///   - measureLayers: Default true.
+        ///   - idempotencyKeys: Default false.
         public init(
             clients: Int = 4, batchSize: Int = 1_000, duration: Double = 5, runs: Int = 3, tenants: Int = 1_000,
             distinctBatches: Int = 32, synchronous: SQLiteConfiguration.Synchronous = .full,
-            maxBatchesPerTransaction: Int = 16, directory: String? = nil, measureLayers: Bool = true
+            maxBatchesPerTransaction: Int = 16, directory: String? = nil, measureLayers: Bool = true,
+            idempotencyKeys: Bool = false
         ) {
+            self.idempotencyKeys = idempotencyKeys
             self.clients = max(1, clients)
             self.batchSize = max(1, batchSize)
             self.duration = max(0.01, duration)
@@ -190,7 +196,8 @@ public enum IngestBenchmark {
             configuration:
                 "\(configuration.clients) clients, batches of \(configuration.batchSize), \(Report.fixed(configuration.duration, 1)) s × "
                 + "\(configuration.runs) runs, synchronous=\(configuration.synchronous.rawValue), "
-                + "group commit \(configuration.maxBatchesPerTransaction > 1 ? "up to \(configuration.maxBatchesPerTransaction) batches" : "off")",
+                + "group commit \(configuration.maxBatchesPerTransaction > 1 ? "up to \(configuration.maxBatchesPerTransaction) batches" : "off")"
+                + (configuration.idempotencyKeys ? ", an Idempotency-Key per batch" : ""),
             runs: runs,
             eventsPerSecond: median(runs.map(\.eventsPerSecond)),
             p50Milliseconds: median(runs.map(\.p50Milliseconds)),
@@ -252,7 +259,11 @@ public enum IngestBenchmark {
                     // At least one batch per client: on a loaded machine a client task may first
                     // run after a short deadline, and a run must still measure (and verify) something.
                     repeat {
-                        await post(client, url, bodies[next % bodies.count], headers, into: &tally)
+                        var batchHeaders = headers
+                        if configuration.idempotencyKeys {
+                            batchHeaders.add(name: "Idempotency-Key", value: "b-\(next)")
+                        }
+                        await post(client, url, bodies[next % bodies.count], batchHeaders, into: &tally)
                         next += configuration.clients
                     } while MonotonicClock.now() < deadline
                     return tally
@@ -290,7 +301,7 @@ public enum IngestBenchmark {
             tally.latencies.append(MonotonicClock.seconds(since: sent))
             guard response.status.code == 200, let json = try? response.json(),
                 let first = json["first_id"]?.int64Value, let last = json["last_id"]?.int64Value,
-                let stored = json["stored"]?.intValue
+                let stored = json["stored"]?.intValue, json["duplicate"] == nil
             else {
                 tally.failures += 1
                 return
