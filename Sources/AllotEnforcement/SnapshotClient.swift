@@ -139,7 +139,8 @@ public actor SnapshotClient {
         return min(Double(refreshMs) / 1_000, Self.longestRefresh)
     }
 
-    /// 16 random hex digits: a process's run, told apart from its predecessors and successors under one gateway id.
+    /// 16 random hex digits (the system's generator): a process's run, told apart from its predecessors and
+    /// successors under one gateway id; twice over, the prefix of a ``TelemetryReporter``'s batch keys.
     static func randomInstance() -> String {
         let digits = String(UInt64.random(in: .min ... .max), radix: 16)
         return String(repeating: "0", count: 16 - digits.count) + digits

@@ -7,8 +7,7 @@ import Foundation
 ///   so one bad event cannot get a whole batch refused) and an append under a lock; it never waits for the
 ///   network.
 /// - **Bounded memory**: at most ``Configuration/capacity`` events wait, plus the one batch being sent or
-///   retried. When
-///   full, the *oldest* event is dropped (see ``EventRing`` for why) and counted in
+///   retried. When full, the *oldest* event is dropped (see ``EventRing`` for why) and counted in
 ///   ``TelemetryStatistics/dropped``.
 /// - **Flushes** when ``Configuration/batchSize`` events are waiting, and every ``Configuration/flushInterval``
 ///   seconds otherwise (so a quiet gateway's events still arrive within the interval).
@@ -62,7 +61,7 @@ public final class TelemetryReporter: TelemetrySink, @unchecked Sendable {
     private var retrying: (events: [TelemetryRecord], key: String)?
     /// Batch keys: a prefix random for every reporter (not from `seed`: two gateways given one seed must not
     /// share keys), and a counter.
-    private let keyPrefix = Hex16.random() + Hex16.random()
+    private let keyPrefix = SnapshotClient.randomInstance() + SnapshotClient.randomInstance()
     private var batchCounter: UInt64 = 0
 
     /// - Parameters:
@@ -249,12 +248,4 @@ public struct TelemetryStatistics: Sendable, Equatable {
     public var buffered = 0
 
     public init() {}
-}
-
-/// 16 random lowercase hex digits from the system's generator.
-enum Hex16 {
-    static func random() -> String {
-        let text = String(UInt64.random(in: .min ... .max), radix: 16)
-        return String(repeating: "0", count: 16 - text.count) + text
-    }
 }

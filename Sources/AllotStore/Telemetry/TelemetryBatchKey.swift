@@ -1,3 +1,5 @@
+import AllotTime
+
 /// A gateway's idempotency key for one telemetry batch (the `Idempotency-Key` request header of
 /// `POST /v1/telemetry`) with the digest of the body it came with.
 ///
@@ -76,10 +78,12 @@ public struct TelemetryKeyConflict: Sendable, Equatable {
 
     /// The refusal: 422 `idempotency_key_reused`, field `Idempotency-Key`.
     public var rejection: TelemetryRejection {
-        TelemetryRejection(
+        let events = stored == 1 ? "1 event" : "\(stored) events"
+        return TelemetryRejection(
             code: "idempotency_key_reused",
-            message: "Idempotency-Key '\(key)' was used for a different batch (\(stored) events stored at "
-                + "\(committedMs) ms since the epoch): a retry must resend the same body; a new batch needs a new key",
+            message: "Idempotency-Key '\(key)' was used for a different batch (\(events) stored at "
+                + "\(RFC3339.format(Double(committedMs) / 1_000))): a retry must resend the same body; a new batch "
+                + "needs a new key",
             field: TelemetryBatchKey.header, status: 422)
     }
 }

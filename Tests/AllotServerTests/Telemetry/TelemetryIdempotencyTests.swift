@@ -44,7 +44,7 @@ import Testing
         #expect(other.status.code == 422)
         #expect(
             other.bodyText
-                == #"{"error":{"code":"idempotency_key_reused","message":"Idempotency-Key 'k-1' was used for a different batch (1 events stored at 1795316400000 ms since the epoch): a retry must resend the same body; a new batch needs a new key","field":"Idempotency-Key"}}"#
+                == #"{"error":{"code":"idempotency_key_reused","message":"Idempotency-Key 'k-1' was used for a different batch (1 event stored at 2026-11-22T03:00:00.000Z): a retry must resend the same body; a new batch needs a new key","field":"Idempotency-Key"}}"#
         )
         #expect(try await fixture.count("events") == 1)
         #expect(try await fixture.count("tenants") == 1)
