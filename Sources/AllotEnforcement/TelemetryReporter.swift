@@ -7,15 +7,16 @@ import Foundation
 ///   so one bad event cannot get a whole batch refused) and an append under a lock; it never waits for the
 ///   network.
 /// - **Bounded memory**: at most ``Configuration/capacity`` events wait, plus the one batch being sent or
-///   retried. When full, the *oldest* event is dropped (see ``EventRing`` for why) and counted in
-///   ``TelemetryStatistics/dropped``.
+///   retried (kept whole: it is resent exactly). When full, the *oldest* waiting event is dropped (see
+///   ``EventRing`` for why) and counted in ``TelemetryStatistics/dropped``.
 /// - **Flushes** when ``Configuration/batchSize`` events are waiting, and every ``Configuration/flushInterval``
 ///   seconds otherwise (so a quiet gateway's events still arrive within the interval).
 /// - **Retries** a failed batch with jittered exponential backoff (``Backoff``), as it was and before anything
 ///   newer, under the idempotency key it was first sent with
 ///   (``TelemetryTransport/send(_:idempotencyKey:)``): a batch whose post timed out after Allot had committed
 ///   it is answered as a duplicate instead of stored twice. Keys are a random 128-bit prefix per reporter and
-///   a batch counter. A batch the server refuses as invalid is not retried as is: when the server names the event at
+///   a batch counter; a key Allot says was used for another body (`422`) is replaced and the batch resent. A
+///   batch the server refuses as invalid is not retried as is: when the server names the event at
 ///   fault (`[3].tenant`), that event is dropped and the rest resent; otherwise the batch is dropped. Either way
 ///   it is counted in ``TelemetryStatistics/rejected``.
 ///
@@ -103,6 +104,12 @@ public final class TelemetryReporter: TelemetrySink, @unchecked Sendable {
 
     private func isPowerOfTwo(_ value: Int) -> Bool { value > 0 && value & (value - 1) == 0 }
 
+    /// The next batch key; call holding `lock`.
+    private func nextKey() -> String {
+        batchCounter += 1
+        return "\(keyPrefix)-\(batchCounter)"
+    }
+
     /// Counters since the reporter was created.
     public var statistics: TelemetryStatistics {
         lock.withLock {
@@ -175,8 +182,7 @@ public final class TelemetryReporter: TelemetrySink, @unchecked Sendable {
                     self.retrying = nil
                     return retrying
                 }
-                batchCounter += 1
-                return (ring.takeFront(configuration.batchSize), "\(keyPrefix)-\(batchCounter)")
+                return (ring.takeFront(configuration.batchSize), nextKey())
             }
             if batch.isEmpty { return .delivered }
             var rejectionRounds = 0
@@ -192,13 +198,16 @@ public final class TelemetryReporter: TelemetrySink, @unchecked Sendable {
                 } catch {
                     if !error.isRetryable {
                         rejectionRounds += 1
+                        if error.status == 422, rejectionRounds <= 16 {
+                            // `idempotency_key_reused`: the key was used for another body (another process's counter,
+                            // say), so this batch was not stored: it goes again under a new key.
+                            key = lock.withLock { nextKey() }
+                            continue
+                        }
                         if let index = error.rejectedIndex, batch.indices.contains(index), rejectionRounds <= 16 {
                             batch.remove(at: index)
                             // A refused batch stored nothing; what is left is another body, so another key.
-                            key = lock.withLock {
-                                batchCounter += 1
-                                return "\(keyPrefix)-\(batchCounter)"
-                            }
+                            key = lock.withLock { nextKey() }
                             lock.withLock { counters.rejected += 1 }
                             onEvent?(.telemetryDropped(count: 1, reason: "refused by Allot: \(error.message)"))
                             if batch.isEmpty { break }

@@ -235,6 +235,15 @@ import Testing
         #expect(later.count == 2 && later[0] != later[1])
         #expect(transport.batches.last?.map(\.promptTokens) == [4])
 
+        // A key Allot says was used for another body: the batch was not stored, and goes again under a new key.
+        transport.failNext(TransportError(.status, "idempotency_key_reused", status: 422))
+        reporter.record(.make(5))
+        #expect(await reporter.flush())
+        let reused = transport.keys.suffix(2).compactMap { $0 }
+        #expect(reused.count == 2 && reused[0] != reused[1])
+        #expect(transport.batches.last?.map(\.promptTokens) == [5])
+        #expect(reporter.statistics.rejected == 1)
+
         // Two reporters given the same seed do not share keys.
         let other = RecordingTelemetryTransport()
         let twin = TelemetryReporter(transport: other, clock: ManualClock(now: 1_000), seed: 1)

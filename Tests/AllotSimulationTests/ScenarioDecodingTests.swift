@@ -187,6 +187,27 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
             "pools[0].noise.header_jitter",
             "must be 0 when header_missing is 1 (no answer carries a header to jitter), not 0.2"
         ),
+        // The values in order, both quoted (outside evaluation round 23).
+        (
+            scenarioJSON().replacingOccurrences(
+                of: #""capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}]"#,
+                with: #""capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}], "overload": "#
+                    + #"[{"from_s": 60, "to_s": 30, "rate": 0.2}]"#),
+            "pools[0].overload[0].to_s", "must be after from_s (60), not 30"
+        ),
+        (
+            scenarioJSON().replacingOccurrences(
+                of: #""capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}]"#,
+                with: #""capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}, {"at_s": 0, "rpm": 300, "tpm": 1000000}]"#
+            ),
+            "pools[0].capacity[1].at_s", "must be after the previous step's at_s (0), not 0"
+        ),
+        (
+            scenarioJSON().replacingOccurrences(
+                of: #""arrivals": [{"at_s": 0, "tasks_per_min": 6}]"#,
+                with: #""arrivals": [{"at_s": 0, "tasks_per_min": 6}, {"at_s": 0, "tasks_per_min": 2}]"#),
+            "tenants[0].arrivals[1].at_s", "must be after the previous step's at_s (0), not 0"
+        ),
     ]
 
     @Test(arguments: consistencyCases)

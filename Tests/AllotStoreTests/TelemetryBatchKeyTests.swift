@@ -44,6 +44,39 @@ import Testing
         #expect(counters.batchesDuplicate == 15)
     }
 
+    @Test func aKeysSecondBatchInOneGroupTransactionIsFoundThere() async throws {
+        // The writer itself, one transaction: were the key looked up only before the group, the second batch would
+        // hit the key's primary key, fail the group and be retried alone (the test above could not tell).
+        let store = try await F.makeStore()
+        let events = try TelemetryDecoder().decode(F.array([F.event()]), format: .jsonArray, now: F.now).events
+        let batches = [("d", "k"), ("d", "k"), ("e", "k")].map { digest, key in
+            PreparedBatch(
+                events, defaultTier: "standard", receivedMs: F.nowMs,
+                key: TelemetryBatchKey(key: key, bodySHA256: digest))
+        }
+        let result = try await store.pool.write { connection in
+            try TelemetryWriter.write(
+                .init(batches: batches, recover: true, flush: nil, flushThrough: 0), cache: NameCache(),
+                connection: connection)
+        }
+        guard result.batches.count == 3, case .stored(let rows) = result.batches[0] else {
+            Issue.record("the first batch was not stored: \(result.batches)")
+            return
+        }
+        if case .duplicate(let stored, let first, let last) = result.batches[1] {
+            #expect(stored == 1 && first == rows.firstID && last == rows.lastID)
+        } else {
+            Issue.record("the second batch is not a duplicate: \(result.batches[1])")
+        }
+        if case .conflict(let conflict) = result.batches[2] {
+            #expect(conflict == TelemetryKeyConflict(key: "k", committedMs: F.nowMs, stored: 1))
+        } else {
+            Issue.record("the third batch is not a conflict: \(result.batches[2])")
+        }
+        #expect(result.lastEventID == rows.lastID)
+        #expect(try await F.counts(store.pool)["events"] == 1)
+    }
+
     @Test func aKeyIsForgottenWithTheRawEvents() async throws {
         let store = try await F.makeStore()
         let body = F.array([F.event()])

@@ -81,28 +81,27 @@ public struct RetentionPruner: Sendable {
             await Task.yield()
         }
         let rollupCutoff = EpochTime.milliseconds(fromSeconds: now - policy.rollups)
-        while true {
-            let deleted = try await pool.write { connection -> Int in
-                try connection.run(Self.deleteRollupsSQL, rollupCutoff, chunk)
-                return connection.changes
-            }
-            report.chunks += 1
-            report.rollupsDeleted += deleted
-            if deleted < chunk { break }
-            await Task.yield()
-        }
-        // A batch's key is kept as long as its events: a gateway retrying a batch older than that is told nothing.
-        while true {
-            let deleted = try await pool.write { connection -> Int in
-                try connection.run(Self.deleteKeysSQL, eventCutoff, chunk)
-                return connection.changes
-            }
-            report.chunks += 1
-            report.keysDeleted += deleted
-            if deleted < chunk { break }
-            await Task.yield()
-        }
+        report.rollupsDeleted = try await deleteInChunks(Self.deleteRollupsSQL, before: rollupCutoff, report: &report)
+        // A batch's key is kept as long as its events (by the time it arrived): a batch resent later is stored again.
+        report.keysDeleted = try await deleteInChunks(Self.deleteKeysSQL, before: eventCutoff, report: &report)
         return report
+    }
+
+    /// Runs `sql` (a DELETE of at most `?2` rows older than `?1`) chunk by chunk until a chunk deletes fewer than
+    /// the policy's `chunkRows`, yielding between chunks; returns the rows deleted (each chunk counted in `report`).
+    private func deleteInChunks(_ sql: String, before cutoff: Int64, report: inout PruneReport) async throws -> Int {
+        let chunk = Int64(policy.chunkRows)
+        var total = 0
+        while true {
+            let deleted = try await pool.write { connection -> Int in
+                try connection.run(sql, cutoff, chunk)
+                return connection.changes
+            }
+            report.chunks += 1
+            total += deleted
+            if deleted < chunk { return total }
+            await Task.yield()
+        }
     }
 
     /// Prunes every `interval` seconds of `clock` until the task is cancelled. A failed pass is

@@ -35,9 +35,9 @@ public struct TelemetryBatchKey: Sendable, Equatable {
     ///   too long or ill-formed key, or for more than one field line.
     public static func key(fromHeaderValues values: [String]) throws(TelemetryRejection) -> String? {
         guard let raw = values.first else { return nil }
-        guard values.count == 1 else {
-            throw rejection("Idempotency-Key was sent \(values.count) times: send one key per batch")
-        }
+        // Field lines may also be combined into one, comma-separated (RFC 9110 5.3): several keys either way.
+        let count = values.count > 1 ? values.count : raw.split(separator: ",", omittingEmptySubsequences: false).count
+        guard count == 1 else { throw rejection("Idempotency-Key was sent \(count) times: send one key per batch") }
         var value = Substring(raw)
         while let first = value.first, first == " " || first == "\t" { value.removeFirst() }
         while let last = value.last, last == " " || last == "\t" { value.removeLast() }
@@ -46,22 +46,13 @@ public struct TelemetryBatchKey: Sendable, Equatable {
         guard value.utf8.count <= maxLength else {
             throw rejection("Idempotency-Key is \(value.utf8.count) characters long: at most \(maxLength)")
         }
-        guard value.utf8.allSatisfy(isKeyByte) else {
+        // The characters of a tenant id (SPEC 3), shared with the decoder.
+        guard value.utf8.allSatisfy(IdentifierCharset.tenant.allows) else {
             throw rejection(
-                "Idempotency-Key '\(String(decoding: value.utf8.prefix(maxLength), as: UTF8.self))' "
+                "Idempotency-Key '\(value)' "
                     + "must be characters of [A-Za-z0-9._:-] (a UUID, a ULID)")
         }
         return String(value)
-    }
-
-    private static func isKeyByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"),
-            UInt8(ascii: "-"):
-            true
-        default: false
-        }
     }
 
     private static func rejection(_ message: String) -> TelemetryRejection {
@@ -72,7 +63,8 @@ public struct TelemetryBatchKey: Sendable, Equatable {
 /// A key already used for a different batch (``TelemetryBatchKey``): nothing of the new batch was stored.
 public struct TelemetryKeyConflict: Sendable, Equatable {
     public var key: String
-    /// When the key's batch committed (ms since the epoch) and how many events it stored.
+    /// When the key's batch arrived (ms since the epoch, the server's clock; it committed moments later) and how
+    /// many events it stored.
     public var committedMs: Int64
     public var stored: Int
 

@@ -66,6 +66,7 @@ import Testing
         (["a b"], "Idempotency-Key 'a b' must be characters of [A-Za-z0-9._:-] (a UUID, a ULID)"),
         (["k/1"], "Idempotency-Key 'k/1' must be characters of [A-Za-z0-9._:-] (a UUID, a ULID)"),
         (["k-1", "k-2"], "Idempotency-Key was sent 2 times: send one key per batch"),
+        (["k-1, k-2"], "Idempotency-Key was sent 2 times: send one key per batch"),
     ])
     func anIllFormedKeyIs400NamingTheHeader(keys: [String], message: String) async throws {
         let fixture = try await R.make()
