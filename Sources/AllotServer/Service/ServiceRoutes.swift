@@ -23,7 +23,8 @@ enum ServiceRoutes {
 
         // Gateways.
         let telemetry = TelemetryRoute(
-            store: context.telemetry, defaultTier: { context.policy.policy.defaultTier }, clock: context.clock)
+            store: context.telemetry, defaultTier: { context.policy.policy.defaultTier }, clock: context.clock,
+            metrics: context.metrics)
         table.post(TelemetryRoute.path, .gateway) { request, principal in
             await telemetry.respond(to: request, gatewayScope: principal.gatewayScope)
         }

@@ -1,6 +1,7 @@
 import AllotCrypto
 import AllotHTTP
 import AllotJSON
+import AllotMetrics
 import AllotStore
 import AllotTime
 
@@ -38,6 +39,10 @@ public struct TelemetryRoute: Sendable {
     public var clock: any AllotClock
     /// A body limit of the route's own, below the server's (nil: the server's limit only).
     public var maxBodyBytes: Int?
+    /// `allot_telemetry_batches_total{result}` (`stored`, `duplicate`, or the refusal's code) and
+    /// `allot_telemetry_events_stored_total`, when a registry was given.
+    private let batches: CounterFamily?
+    private let eventsStored: Counter?
 
     /// - Parameters:
     ///   - store: Where batches are stored.
@@ -45,10 +50,19 @@ public struct TelemetryRoute: Sendable {
     ///   - defaultTier: The policy's default tier, read per request.
     ///   - clock: Default ``AllotTime/SystemClock``.
     ///   - maxBodyBytes: Route-specific body limit. Default nil.
+    ///   - metrics: Registers the route's counters when given.
     public init(
         store: TelemetryStore, decoder: TelemetryDecoder = TelemetryDecoder(),
-        defaultTier: @escaping @Sendable () -> String, clock: any AllotClock = SystemClock(), maxBodyBytes: Int? = nil
+        defaultTier: @escaping @Sendable () -> String, clock: any AllotClock = SystemClock(), maxBodyBytes: Int? = nil,
+        metrics: MetricsRegistry? = nil
     ) {
+        batches = try? metrics?.counter(
+            "allot_telemetry_batches_total",
+            help: "Telemetry batches answered, by result: stored, duplicate (its Idempotency-Key had stored it), or "
+                + "the refusal's code (invalid_event, idempotency_key_reused, database_unavailable, ...).",
+            labelNames: ["result"])
+        eventsStored = try? metrics?.counter(
+            "allot_telemetry_events_stored_total", help: "Telemetry events stored (duplicates not counted again).")
         self.store = store
         self.decoder = decoder
         self.defaultTier = defaultTier
@@ -75,11 +89,13 @@ public struct TelemetryRoute: Sendable {
             key = try TelemetryBatchKey.key(fromHeaderValues: request.headers.values(for: TelemetryBatchKey.header))
         } catch {
             await store.countRejected(code: error.code)
+            batches?.labels(error.code).increment()
             return Self.errorResponse(
                 status: error.status, code: error.code, message: error.message, field: error.field)
         }
         if let maxBodyBytes, request.body.count > maxBodyBytes {
             await store.countRejected(code: "body_too_large")
+            batches?.labels("body_too_large").increment()
             return Self.errorResponse(
                 status: 413, code: "body_too_large",
                 message: "request body exceeds the limit of \(maxBodyBytes) bytes", field: "Content-Length")
@@ -89,8 +105,11 @@ public struct TelemetryRoute: Sendable {
                 body: request.body, format: format, decoder: decoder, defaultTier: defaultTier(), now: clock.now,
                 gatewayScope: gatewayScope,
                 key: key.map { TelemetryBatchKey(key: $0, bodySHA256: SHA256.hash(request.body).hex) })
+            batches?.labels(result.duplicate ? "duplicate" : "stored").increment()
+            if !result.duplicate { eventsStored?.increment(by: result.stored) }
             return .json(bytes: Self.encode(result))
         } catch {
+            batches?.labels(error.code).increment()
             var response = Self.errorResponse(
                 status: error.status, code: error.code, message: error.message, field: error.field)
             if case .database = error { response.headers.replaceOrAdd(name: "Retry-After", value: "1") }

@@ -392,8 +392,8 @@ public actor TelemetryStore {
     }
 }
 
-/// Ingest counters since the store started. Read by the ingest benchmark and the tests; not exported to `/metrics`
-/// (the HTTP request counters there count the route's answers by status).
+/// Ingest counters since the store started (the ingest benchmark and the tests read them; `/metrics` has the HTTP
+/// route's own counts, `allot_telemetry_batches_total{result}` and `allot_telemetry_events_stored_total`).
 public struct TelemetryCounters: Sendable, Equatable {
     /// Batches and events committed.
     public var batchesStored = 0

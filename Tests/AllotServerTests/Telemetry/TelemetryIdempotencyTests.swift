@@ -1,5 +1,6 @@
 import AllotHTTP
 import AllotJSON
+import AllotMetrics
 import AllotSQLite
 import AllotServer
 import AllotStore
@@ -76,6 +77,31 @@ import Testing
             response.bodyText
                 == #"{"error":{"code":"invalid_idempotency_key","message":"\#(message)","field":"Idempotency-Key"}}"#)
         #expect(try await fixture.count("events") == 0)
+    }
+
+    @Test func metricsCountBatchesByResultAndEventsStoredOnce() async throws {
+        let metrics = MetricsRegistry()
+        let store = TelemetryStore(pool: try await StoreDatabase.temporary())
+        var router = Router()
+        TelemetryRoute(
+            store: store, defaultTier: { "standard" }, clock: ManualClock(now: R.now), metrics: metrics
+        ).register(in: &router)
+        let fixture = R.Fixture(store: store, router: router)
+        let body = "[\(R.event()),\(R.event())]"
+        #expect(await Self.post(fixture, body, keys: ["m-1"]).status == .ok)
+        #expect(await Self.post(fixture, body, keys: ["m-1"]).status == .ok)
+        #expect(await Self.post(fixture, "[\(R.event())]", keys: ["m-1"]).status.code == 422)
+        #expect(await Self.post(fixture, body, keys: ["bad key"]).status == .badRequest)
+        let text = metrics.render()
+        for line in [
+            #"allot_telemetry_batches_total{result="stored"} 1"#,
+            #"allot_telemetry_batches_total{result="duplicate"} 1"#,
+            #"allot_telemetry_batches_total{result="idempotency_key_reused"} 1"#,
+            #"allot_telemetry_batches_total{result="invalid_idempotency_key"} 1"#,
+            "allot_telemetry_events_stored_total 2",
+        ] {
+            #expect(text.contains(line + "\n"), "\(line)")
+        }
     }
 
     @Test func keysUpToTheLimitAndUUIDsAreAccepted() async throws {
