@@ -77,6 +77,27 @@ import Testing
         #expect(try await F.counts(store.pool)["events"] == 1)
     }
 
+    @Test func aResendOfAStoredBatchIsAnsweredEvenWhereItsBodyWouldNowBeRefused() async throws {
+        // Review of 2026-11-29: the token's scope narrowed between the attempts; the resend was refused 403, and a
+        // gateway library would have dropped the event named and stored the rest again under a new key.
+        let store = try await F.makeStore()
+        let body = F.array([F.event(["gateway": "gw-1"]), F.event(["gateway": "gw-2"])])
+        let digest = "digest-of-\(body.count)"
+        let first = try await Self.ingest(store, body, key: "s-1", digest: digest)
+        let again = try await store.ingest(
+            body: body, format: .jsonArray, defaultTier: "standard", now: F.now, gatewayScope: "gw-1",
+            key: TelemetryBatchKey(key: "s-1", bodySHA256: digest))
+        #expect(again == IngestResult(stored: 2, firstID: first.firstID, lastID: first.lastID, duplicate: true))
+        // Another body under the key is judged first: out of scope is 403, not a conflict.
+        await #expect(throws: TelemetryIngestError.self) {
+            try await store.ingest(
+                body: F.array([F.event(["gateway": "gw-2"])]), format: .jsonArray, defaultTier: "standard",
+                now: F.now, gatewayScope: "gw-1", key: TelemetryBatchKey(key: "s-1", bodySHA256: "other"))
+        }
+        #expect(await store.counters.batchesRejected == ["gateway_out_of_scope": 1])
+        #expect(try await F.counts(store.pool)["events"] == 2)
+    }
+
     @Test func aKeyIsForgottenWithTheRawEvents() async throws {
         let store = try await F.makeStore()
         let body = F.array([F.event()])

@@ -161,10 +161,7 @@ public actor TelemetryStore {
                     ignoredFields: batch.ignoredFields))
         case .duplicate(let stored, let firstID, let lastID):
             await countDuplicate()
-            return .stored(
-                IngestResult(
-                    stored: stored, firstID: firstID, lastID: lastID, ignoredFields: batch.ignoredFields,
-                    duplicate: true))
+            return .stored(IngestResult(stored: stored, firstID: firstID, lastID: lastID, duplicate: true))
         case .conflict(let conflict):
             await countRejected(code: conflict.rejection.code)
             return .conflict(conflict)
@@ -190,6 +187,15 @@ public actor TelemetryStore {
         body: [UInt8], format: TelemetryFormat, decoder: TelemetryDecoder = TelemetryDecoder(), defaultTier: String,
         now: Double, gatewayScope: String? = nil, key: TelemetryBatchKey? = nil
     ) async throws(TelemetryIngestError) -> IngestResult {
+        // A resend of a batch its key already stored is answered so before the body is judged again: a check made
+        // stricter since (a token's scope, a server upgrade) must not refuse what was stored, or the gateway would
+        // drop the event named and resend the rest under a new key — stored twice. (Another body under the key is
+        // judged first and refused by the write path.) Found by neither a failed read nor a racing first attempt:
+        // the write path decides those.
+        if let key, let earlier = await storedDuplicate(key) {
+            await countDuplicate()
+            return earlier
+        }
         let batch: TelemetryBatch
         do {
             batch = try decoder.decode(body, format: format, now: now)
@@ -218,6 +224,18 @@ public actor TelemetryStore {
         case .stored(let result): return result
         case .conflict(let conflict): throw .rejected(conflict.rejection)
         }
+    }
+
+    /// The first attempt's result when `key` stored this very body (read on the reader connection), else nil.
+    private nonisolated func storedDuplicate(_ key: TelemetryBatchKey) async -> IngestResult? {
+        try? await pool.read { connection -> IngestResult? in
+            var result: IngestResult?
+            try connection.query(TelemetryWriter.selectKeySQL, key.key) { row in
+                guard row.string(0) == key.bodySHA256 else { return }
+                result = IngestResult(stored: row.int(1), firstID: row.int64(2), lastID: row.int64(3), duplicate: true)
+            }
+            return result
+        } ?? nil
     }
 
     /// Writes the rollup rows summed in memory (and, on a store's first write, the rollups of
