@@ -771,11 +771,7 @@ private struct ScenarioReader {
             let step = try self.object(json, stepPath, keys: ["at_s", "rpm", "tpm"], required: ["at_s", "rpm", "tpm"])
             let at = try number(step["at_s"], stepPath + ".at_s", 0...Self.maxSeconds)
             if index == 0, at != 0 { throw fail(stepPath + ".at_s", "the first capacity step must start at 0") }
-            if let last = steps.last, at <= last.at {
-                throw fail(
-                    stepPath + ".at_s",
-                    "must be after the previous step's at_s (\(Self.format(last.at))), not \(Self.format(at))")
-            }
+            try after(steps.last?.at, at, stepPath + ".at_s")
             try before(duration, at, stepPath + ".at_s")
             steps.append(
                 CapacityStep(
@@ -849,6 +845,12 @@ private struct ScenarioReader {
     }
 
     /// A time inside the run: a step at or after `duration_s` would never happen.
+    /// A step's `at_s` after the previous step's (steps in time order).
+    func after(_ previous: Double?, _ at: Double, _ path: String) throws(ScenarioError) {
+        guard let previous, at <= previous else { return }
+        throw fail(path, "must be after the previous step's at_s (\(Self.format(previous))), not \(Self.format(at))")
+    }
+
     func before(_ duration: Double, _ at: Double, _ path: String) throws(ScenarioError) {
         guard at < duration else {
             throw fail(
@@ -880,11 +882,7 @@ private struct ScenarioReader {
             let ap = "\(path).arrivals[\(index)]"
             let a = try self.object(json, ap, keys: ["at_s", "tasks_per_min"], required: ["at_s", "tasks_per_min"])
             let at = try number(a["at_s"], ap + ".at_s", 0...Self.maxSeconds)
-            if let last = arrivals.last, at <= last.at {
-                throw fail(
-                    ap + ".at_s",
-                    "must be after the previous step's at_s (\(Self.format(last.at))), not \(Self.format(at))")
-            }
+            try after(arrivals.last?.at, at, ap + ".at_s")
             try before(duration, at, ap + ".at_s")
             arrivals.append(
                 ArrivalStep(at: at, tasksPerMinute: try number(a["tasks_per_min"], ap + ".tasks_per_min", 0...100_000)))
