@@ -28,11 +28,11 @@ public struct TelemetryBatchKey: Sendable, Equatable {
 
     /// The key of a request's `Idempotency-Key` field lines (`values`, in order): nil when there are none.
     ///
-    /// A key is 1–128 characters of `[A-Za-z0-9._:-]` (a UUID, a ULID, `gw-7:000123`); the quoted form of the
-    /// IETF draft's structured-field string (`"…"`) is accepted and the quotes dropped.
+    /// A key is 1–128 characters of `[A-Za-z0-9._:-]` (a UUID, a ULID, a random prefix per process and a counter);
+    /// the quoted form of the IETF draft's structured-field string (`"…"`) is accepted and the quotes dropped.
     ///
     /// - Throws: ``TelemetryRejection`` `400 invalid_idempotency_key`, field `Idempotency-Key`, for an empty,
-    ///   too long or ill-formed key, or for more than one field line.
+    ///   too long or ill-formed key, or for more than one key (several field lines, or a comma-separated list).
     public static func key(fromHeaderValues values: [String]) throws(TelemetryRejection) -> String? {
         guard let raw = values.first else { return nil }
         // Field lines may also be combined into one, comma-separated (RFC 9110 5.3): several keys either way.
@@ -48,9 +48,7 @@ public struct TelemetryBatchKey: Sendable, Equatable {
         }
         // The characters of a tenant id (SPEC 3), shared with the decoder.
         guard value.utf8.allSatisfy(IdentifierCharset.tenant.allows) else {
-            throw rejection(
-                "Idempotency-Key '\(value)' "
-                    + "must be characters of [A-Za-z0-9._:-] (a UUID, a ULID)")
+            throw rejection("Idempotency-Key '\(value)' must be characters of [A-Za-z0-9._:-] (a UUID, a ULID)")
         }
         return String(value)
     }
