@@ -132,6 +132,25 @@ import Testing
         #expect(RunMetrics(trace: trace).tiers["standard"]!.jain == 1)
     }
 
+    @Test func aTiersAllocationAndServiceAreJudgedAgainstItsEntitlementAsAWhole() {
+        // Both want 80 rpm of 100 (requests bind; entitled 50 each, 200 over the four intervals of the tier): a is
+        // allocated 30 and served 40, b allocated 40 and served 50 → allocated 280 ÷ 400, served 360 ÷ 400.
+        let trace = Self.trace(
+            served: Array(repeating: (40, 50), count: 4), allocations: Array(repeating: (30, 40), count: 4))
+        let tier = RunMetrics(trace: trace).tiers["standard"]!
+        #expect(abs(tier.allocatedShare! - 0.7) < 1e-12)
+        #expect(abs(tier.servedShare! - 0.9) < 1e-12)
+        // A strategy that allocates nothing (fifo-backoff) has no allocated share; a tenant before its first
+        // allocation holds none.
+        let unallocated = Self.trace(
+            served: Array(repeating: (40, 50), count: 4), allocations: Array(repeating: (nil, nil), count: 4))
+        #expect(RunMetrics(trace: unallocated).tiers["standard"]!.allocatedShare == nil)
+        #expect(RunMetrics(trace: unallocated).tiers["standard"]!.servedShare.map { abs($0 - 0.9) < 1e-12 } == true)
+        var late = trace
+        late.samples[0].tenants[0].allocationRPM = nil
+        #expect(abs(RunMetrics(trace: late).tiers["standard"]!.allocatedShare! - 250.0 / 400) < 1e-12)
+    }
+
     @Test func starvationIsJudgedAgainstTheDemandThatArrived() {
         // Both nominally want 80 of 100; a's tasks arrived at 1.5× that, b's at 30 rpm. Served 70 / 30.
         // Against the nominal rate b is entitled 50 and starved (30 < 0.7 × 50); against what arrived it

@@ -25,7 +25,9 @@ extension RunMetrics {
             tiers[name] = TierMetrics(
                 sloAttainment: average(present.map(\.sloAttainment)), latencyP50: strict(present.map(\.latencyP50)),
                 latencyP95: strict(present.map(\.latencyP95)), latencyP99: strict(present.map(\.latencyP99)),
-                jain: average(present.map(\.jain)), tasks: present.reduce(0) { $0 + $1.tasks })
+                jain: average(present.map(\.jain)), tasks: present.reduce(0) { $0 + $1.tasks },
+                allocatedShare: average(present.map(\.allocatedShare)), servedShare: average(present.map(\.servedShare))
+            )
         }
         var pools: [String: PoolMetrics] = [:]
         for id in Set(runs.flatMap { $0.pools.keys }) {

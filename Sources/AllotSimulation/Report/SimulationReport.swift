@@ -126,6 +126,8 @@ public struct SimulationReport: Sendable {
                     "task_latency_p99_s": Self.number(tier.latencyP99),
                     "jain": Self.number(tier.jain),
                     "tasks": .int(Int64(tier.tasks)),
+                    "allocated_share": Self.number(tier.allocatedShare),
+                    "served_share": Self.number(tier.servedShare),
                 ])
             }
             var pools = JSONObject()
