@@ -466,7 +466,7 @@ extension RunMetrics {
             var ratios: [Double] = []
             var tierServed = 0.0
             var tierEntitled = 0.0
-            var tierAllocated: Double? = 0
+            var tierAllocated = 0.0
             for m in members.sorted() {
                 var served = 0.0
                 var entitled = 0.0
@@ -483,21 +483,20 @@ extension RunMetrics {
                         entitled += entitledTPM[k][m] / max(1e-9, pool.trueTPM)
                         allocation = s.allocationTPM.map { $0 / max(1e-9, pool.trueTPM) }
                     }
-                    // Before its first allocation a tenant holds none (0); a strategy that never allocates has none.
-                    if let allocation, let sum = tierAllocated { tierAllocated = sum + allocation }
+                    // Before its first allocation a tenant holds none.
+                    tierAllocated += allocation ?? 0
                 }
                 if entitled > 0 { ratios.append(served / entitled) }
                 tierServed += served
                 tierEntitled += entitled
             }
-            if !allocates { tierAllocated = nil }
             let sum = ratios.reduce(0, +)
             let squares = ratios.reduce(0) { $0 + $1 * $1 }
             let jain = ratios.isEmpty || squares == 0 ? nil : sum * sum / (Double(ratios.count) * squares)
             tiers[tier] = TierMetrics(
                 sloAttainment: judged > 0 ? Double(met) / Double(judged) : nil, latencyP50: percentile(0.5),
                 latencyP95: percentile(0.95), latencyP99: percentile(0.99), jain: jain, tasks: judged,
-                allocatedShare: tierEntitled > 0 ? tierAllocated.map { $0 / tierEntitled } : nil,
+                allocatedShare: allocates && tierEntitled > 0 ? tierAllocated / tierEntitled : nil,
                 servedShare: tierEntitled > 0 ? tierServed / tierEntitled : nil)
         }
 

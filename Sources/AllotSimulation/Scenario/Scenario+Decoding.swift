@@ -69,12 +69,16 @@ extension Scenario {
     /// file of 50 million calls a minute ran silently until killed).
     static let largeRunCalls = 5_000_000.0
 
-    /// A run too large to finish soon: the simulator runs every call (events, telemetry), about 30,000 calls a
-    /// second for `allot` on a 2-core machine (fleet-hour: about 197,000 calls scheduled, 7.2 s on a quiet machine).
+    /// Calls a second `allot` simulates on a 2-core machine, roughly: what the large-run warning's estimate uses (and
+    /// states, as "about 30,000 a second").
+    static let simulatedCallsPerSecond = 30_000.0
+
+    /// A run too large to finish soon: the simulator runs every call (events, telemetry), about
+    /// ``simulatedCallsPerSecond`` (fleet-hour: about 197,000 calls scheduled, 7.2 s on a quiet machine).
     var runSizeWarnings: [String] {
         let total = pools.reduce(0) { $0 + scheduledCalls(on: $1.id) }
         guard total > Self.largeRunCalls else { return [] }
-        let minutes = (total / 30_000 / 60).rounded(.up)
+        let minutes = (total / Self.simulatedCallsPerSecond / 60).rounded(.up)
         return [
             "about \(ScenarioReader.format(total.rounded())) calls are scheduled (tasks × calls per task, before "
                 + "retries): the simulator runs every one of them, about 30,000 a second, so expect at least "
