@@ -47,7 +47,8 @@ enum SimulateCommand {
         do throws(ScenarioError) {
             scenario = try Scenario.load(name, tiers: policy.map { Set($0.tiers.map(\.name)) })
         } catch {
-            output.err("allot simulate: \(error)")
+            // Every fault of the file, one per line.
+            for line in error.description.split(separator: "\n") { output.err("allot simulate: \(line)") }
             return 1
         }
         if let gateways = try command.int("gateways", in: 1...32) {

@@ -496,4 +496,50 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         #expect(policy.tenant("elsewhere") == nil)
         #expect(policy.upstreams.map(\.id) == ["openai/gpt-4o"])
     }
+
+    /// A file with several faults lists them all, in file order: one per top-level field and per pool and tenant
+    /// entry. A tenant on a pool whose entry is at fault is not also told the pool is unknown, and a pool is not said
+    /// to be unused when a tenant entry that may use it is at fault (the checks across entries wait for those).
+    @Test func everyFaultOfAFileIsListed() throws {
+        let pools = """
+            [{"id": "openai/gpt-4o", "provider": "openai", "declared_rpm": 0, "declared_tpm": 1000000,
+              "capacity": [{"at_s": 0, "rpm": 600, "tpm": 1000000}]},
+             {"id": "anthropic/claude", "provider": "anthropic", "declared_rpm": 300, "declared_tpm": 500000,
+              "capacity": [{"at_s": 0, "rpm": 300, "tpm": 500000}]}]
+            """
+        func tenant(_ id: String, pool: String, tier: String, rate: String = "6") -> String {
+            """
+            {"id": "\(id)", "tier": "\(tier)", "pool": "\(pool)", "arrivals": [{"at_s": 0, "tasks_per_min": \(rate)}],
+             "task": {"class": "batch", "calls": {"min": 2, "max": 2}, "parallelism": 1,
+                      "prompt_tokens": {"mean": 100}, "completion_tokens": {"mean": 10}, "deadline_s": 60}}
+            """
+        }
+        let text = scenarioJSON(
+            tenants: "[\(tenant("a", pool: "openai/gpt-4o", tier: "gold")), "
+                + "\(tenant("b", pool: "anthropic/claude", tier: "free", rate: "-1")), "
+                + "\(tenant("c", pool: "openai/gpt-4o", tier: "free"))]",
+            pools: pools, extra: #", "gatways": 2"#
+        ).replacingOccurrences(of: #""better": "higher""#, with: #""better": "up""#)
+        let error = try #require(#expect(throws: ScenarioError.self) { try decode(text) })
+        #expect(
+            error.all.map(\.line) == [
+                "test.json: gatways: unknown field (allowed: name, description, headline, duration_s, "
+                    + "sample_interval_s, gateways, policy, pools, tenants)",
+                "test.json: pools[0].declared_rpm: must be between 1 and 10000000, not 0",
+                #"test.json: tenants[0].tier: unknown tier "gold" (tiers: critical, free, premium, standard)"#,
+                "test.json: tenants[1].arrivals[0].tasks_per_min: must be between 0 and 100000, not -1",
+                #"test.json: headline.better: must be "lower" or "higher", not "up""#,
+            ])
+        #expect(error.path == "gatways")
+        #expect(error.description == error.all.map(\.line).joined(separator: "\n"))
+
+        // Past twenty faults the rest are counted, not listed.
+        let many = (0..<25).map { tenant("t\($0)", pool: "openai/gpt-4o", tier: "gold") }.joined(separator: ", ")
+        let crowded = try #require(
+            #expect(throws: ScenarioError.self) { try decode(scenarioJSON(tenants: "[\(many)]")) })
+        #expect(crowded.all.count == 25)
+        let lines = crowded.description.split(separator: "\n")
+        #expect(lines.count == ScenarioError.listed + 1)
+        #expect(lines.last == "test.json: 5 more errors not listed")
+    }
 }

@@ -3,13 +3,17 @@ import AllotCore
 import AllotJSON
 import Foundation
 
-/// A scenario that cannot be used: which file, which JSON path, why (docs/scenarios.md).
+/// A scenario that cannot be used: which file, which JSON path, why (docs/scenarios.md). A file with several
+/// faults is one error carrying the others in `more` (one per top-level field and per pool and tenant entry: an
+/// author fixes them in one pass, as a policy directory's problems are all listed).
 public struct ScenarioError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The file or built-in name.
     public var source: String
     /// JSON path of the value at fault (`tenants[2].task.calls.min`), empty for the whole file.
     public var path: String
     public var reason: String
+    /// The file's further faults, in file order after this one (empty for a single fault).
+    public var more: [ScenarioError] = []
 
     public init(source: String, path: String, reason: String) {
         self.source = source
@@ -17,7 +21,24 @@ public struct ScenarioError: Error, Sendable, Equatable, CustomStringConvertible
         self.reason = reason
     }
 
-    public var description: String { path.isEmpty ? "\(source): \(reason)" : "\(source): \(path): \(reason)" }
+    /// How many faults `description` lists before it only counts the rest.
+    public static let listed = 20
+
+    /// This fault and every further one, in file order.
+    public var all: [ScenarioError] { [ScenarioError(source: source, path: path, reason: reason)] + more }
+
+    /// One line per fault (at most ``listed``, then how many more).
+    public var description: String {
+        let faults = all
+        var lines = faults.prefix(Self.listed).map(\.line)
+        if faults.count > Self.listed {
+            lines.append("\(source): \(faults.count - Self.listed) more errors not listed")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// This fault alone, on one line.
+    public var line: String { path.isEmpty ? "\(source): \(reason)" : "\(source): \(path): \(reason)" }
 }
 
 extension Scenario {
@@ -530,7 +551,7 @@ extension Scenario {
             located.path = nil
             throw ScenarioError(source: source, path: error.path ?? "", reason: "not valid JSON: \(located)")
         }
-        var reader = ScenarioReader(source: source, tiers: tiers ?? Scenario.knownTiers)
+        let reader = ScenarioReader(source: source, tiers: tiers ?? Scenario.knownTiers)
         return try reader.scenario(json)
     }
 }
@@ -632,84 +653,161 @@ private struct ScenarioReader {
 
     static let maxSeconds = 7 * 86_400.0
 
-    mutating func scenario(_ json: JSON) throws(ScenarioError) -> Scenario {
-        let root = try object(
-            json, "",
-            keys: [
-                "name", "description", "headline", "duration_s", "sample_interval_s", "gateways", "policy", "pools",
-                "tenants",
-            ],
-            required: ["name", "description", "headline", "duration_s", "pools", "tenants"])
-        let name = try identifier(root["name"], "name", extra: "")
-        let description = try string(root["description"], "description")
-        // What it models is the one thing a reader of the report has to go on.
-        guard !description.allSatisfy(\.isWhitespace) else { throw fail("description", "must not be empty") }
-        // Whole seconds, as documented: the run and its intervals are counted in them (timeline.csv's `t_s`).
-        let duration = Double(try integer(root["duration_s"], "duration_s", 60...86_400))
-        let interval = Double(try integer(root["sample_interval_s"], "sample_interval_s", 1...300, default: 10))
-        guard interval <= duration / 2 else {
-            throw fail(
-                "sample_interval_s",
-                "must be at most half of duration_s (\(Self.format(duration / 2))), not \(Self.format(interval)): "
-                    + "the metrics need at least two intervals")
-        }
-        let gateways = try integer(root["gateways"], "gateways", 1...32, default: 3)
-        var tick: Double?
-        if let policy = root["policy"] {
-            let object = try object(policy, "policy", keys: ["tick_interval_s"], required: [])
-            if object["tick_interval_s"] != nil {
-                tick = try number(object["tick_interval_s"], "policy.tick_interval_s", 1...60)
+    /// Decodes the whole file, collecting a fault per top-level field and per pool and tenant entry (an entry's
+    /// first); the checks across entries (duplicate ids, a pool no tenant uses, the headline's tier) run on the
+    /// entries that decoded, those that need every entry only when all did. Throws the first fault with the rest in
+    /// ``ScenarioError/more``.
+    func scenario(_ json: JSON) throws(ScenarioError) -> Scenario {
+        var problems: [ScenarioError] = []
+        func check<T>(_ body: () throws(ScenarioError) -> T) -> T? {
+            do { return try body() } catch {
+                problems.append(error)
+                return nil
             }
         }
-        let pools = try array(root["pools"], "pools", count: 1...8).enumerated().map {
-            (index, json) throws(ScenarioError) in
-            try pool(json, "pools[\(index)]", duration: duration)
+        let keys = [
+            "name", "description", "headline", "duration_s", "sample_interval_s", "gateways", "policy", "pools",
+            "tenants",
+        ]
+        let required = ["name", "description", "headline", "duration_s", "pools", "tenants"]
+        guard let root = json.objectValue else { throw fail("", "must be an object, not \(json.typeName)") }
+        for key in root.keys where !keys.contains(key) {
+            problems.append(fail(key, "unknown field (allowed: \(keys.joined(separator: ", ")))"))
         }
-        var seenPools = Set<String>()
-        for (index, pool) in pools.enumerated() where !seenPools.insert(pool.id).inserted {
-            throw fail("pools[\(index)].id", "duplicate pool id \"\(pool.id)\"")
+        for key in required where root[key] == nil { problems.append(fail(key, "missing")) }
+        /// A required field's value, decoded; nil when it is missing (reported above) or at fault (reported now).
+        func field<T>(_ key: String, _ body: (JSON) throws(ScenarioError) -> T) -> T? {
+            guard let value = root[key] else { return nil }
+            return check { () throws(ScenarioError) in try body(value) }
+        }
+        let name = field("name") { json throws(ScenarioError) in try identifier(json, "name", extra: "") }
+        let description = field("description") { json throws(ScenarioError) in
+            let text = try string(json, "description")
+            // What it models is the one thing a reader of the report has to go on.
+            guard !text.allSatisfy(\.isWhitespace) else { throw fail("description", "must not be empty") }
+            return text
+        }
+        // Whole seconds, as documented: the run and its intervals are counted in them (timeline.csv's `t_s`).
+        let duration = field("duration_s") { json throws(ScenarioError) in
+            Double(try integer(json, "duration_s", 60...86_400))
+        }
+        // Steps are judged against the longest run when the duration itself is at fault: no error that follows from it.
+        let judged = duration ?? 86_400
+        let interval = check { () throws(ScenarioError) in
+            let interval = Double(try integer(root["sample_interval_s"], "sample_interval_s", 1...300, default: 10))
+            guard interval <= judged / 2 else {
+                throw fail(
+                    "sample_interval_s",
+                    "must be at most half of duration_s (\(Self.format(judged / 2))), not \(Self.format(interval)): "
+                        + "the metrics need at least two intervals")
+            }
+            return interval
+        }
+        let gateways = check { () throws(ScenarioError) in try integer(root["gateways"], "gateways", 1...32, default: 3)
+        }
+        var tick: Double?
+        if let policy = root["policy"] {
+            _ = check { () throws(ScenarioError) in
+                let object = try object(policy, "policy", keys: ["tick_interval_s"], required: [])
+                if object["tick_interval_s"] != nil {
+                    tick = try number(object["tick_interval_s"], "policy.tick_interval_s", 1...60)
+                }
+            }
+        }
+        var pools: [ScenarioPool] = []
+        // Every entry's id as written, decoded or not: a tenant on a pool whose entry is at fault is not also told the
+        // pool is unknown.
+        var poolIDs = Set<String>()
+        var poolsComplete = false
+        if let items = field("pools", { json throws(ScenarioError) in try array(json, "pools", count: 1...8) }) {
+            poolsComplete = true
+            var seenPools = Set<String>()
+            for (index, json) in items.enumerated() {
+                if let id = json["id"]?.stringValue { poolIDs.insert(id) }
+                guard
+                    let pool = check({ () throws(ScenarioError) in
+                        try self.pool(json, "pools[\(index)]", duration: judged)
+                    })
+                else {
+                    poolsComplete = false
+                    continue
+                }
+                if !seenPools.insert(pool.id).inserted {
+                    problems.append(fail("pools[\(index)].id", "duplicate pool id \"\(pool.id)\""))
+                }
+                pools.append(pool)
+            }
         }
         var tenants: [ScenarioTenant] = []
         // Per tenant after `count`: the entry it came from, so that an error (or a warning) can name the entries,
         // not the ids.
         var entries: [ScenarioTenantEntry] = []
-        for (index, json) in try array(root["tenants"], "tenants", count: 1...1000).enumerated() {
-            let expanded = try tenant(json, "tenants[\(index)]", pools: seenPools, tiers: tiers, duration: duration)
-            let entry = ScenarioTenantEntry(index: index, id: json["id"]?.stringValue ?? "", count: expanded.count)
-            tenants += expanded
-            entries += Array(repeating: entry, count: expanded.count)
+        var tenantsComplete = false
+        if let items = field("tenants", { json throws(ScenarioError) in try array(json, "tenants", count: 1...1000) }) {
+            tenantsComplete = true
+            for (index, json) in items.enumerated() {
+                guard
+                    let expanded = check({ () throws(ScenarioError) in
+                        try tenant(json, "tenants[\(index)]", pools: poolIDs, tiers: tiers, duration: judged)
+                    })
+                else {
+                    tenantsComplete = false
+                    continue
+                }
+                let entry = ScenarioTenantEntry(index: index, id: json["id"]?.stringValue ?? "", count: expanded.count)
+                tenants += expanded
+                entries += Array(repeating: entry, count: expanded.count)
+            }
         }
-        let used = Set(tenants.map(\.pool))
-        for (index, pool) in pools.enumerated() where !used.contains(pool.id) {
-            throw fail("pools[\(index)].id", "no tenant uses pool \"\(pool.id)\"")
+        if tenantsComplete {
+            let used = Set(tenants.map(\.pool))
+            for (index, pool) in pools.enumerated() where !used.contains(pool.id) {
+                problems.append(fail("pools[\(index)].id", "no tenant uses pool \"\(pool.id)\""))
+            }
         }
-        guard tenants.count <= 1000 else {
-            throw fail("tenants", "\(tenants.count) tenants after expanding count, more than 1000")
+        if tenants.count > 1000 {
+            problems.append(fail("tenants", "\(tenants.count) tenants after expanding count, more than 1000"))
         }
         // A tenant may call several pools (one entry per pool, as Allot keys a tenant per upstream), with one tier.
         var seenTenants: [String: Int] = [:]
         var tierOf: [String: (tier: String, pool: String)] = [:]
+        var duplicated = Set<Int>()  // entries already reported (two entries of `count` overlap in many ids)
         for (position, tenant) in tenants.enumerated() {
             let key = tenant.id + "\u{1}" + tenant.pool
             if let first = seenTenants[key] {
-                throw fail(
-                    "tenants[\(entries[position].index)].id",
-                    "duplicate tenant id \"\(tenant.id)\" on pool \"\(tenant.pool)\", from \(entries[first].label) and "
-                        + "\(entries[position].label): a tenant id is unique per pool after expanding count")
+                if duplicated.insert(entries[position].index).inserted {
+                    problems.append(
+                        fail(
+                            "tenants[\(entries[position].index)].id",
+                            "duplicate tenant id \"\(tenant.id)\" on pool \"\(tenant.pool)\", from "
+                                + "\(entries[first].label) and \(entries[position].label): a tenant id is unique "
+                                + "per pool after expanding count"))
+                }
+            } else {
+                seenTenants[key] = position
             }
-            seenTenants[key] = position
             if let first = tierOf[tenant.id], first.tier != tenant.tier {
-                throw fail(
-                    "tenants",
-                    "tenant \"\(tenant.id)\" has tier \"\(first.tier)\" on pool \"\(first.pool)\" and tier "
-                        + "\"\(tenant.tier)\" on pool \"\(tenant.pool)\": a tenant has one tier")
+                problems.append(
+                    fail(
+                        "tenants",
+                        "tenant \"\(tenant.id)\" has tier \"\(first.tier)\" on pool \"\(first.pool)\" and tier "
+                            + "\"\(tenant.tier)\" on pool \"\(tenant.pool)\": a tenant has one tier"))
             }
             if tierOf[tenant.id] == nil { tierOf[tenant.id] = (tenant.tier, tenant.pool) }
         }
-        let headline = try headline(root["headline"], "headline", tiers: tiers)
-        if let tier = headline.tier, !tenants.contains(where: { $0.tier == tier }) {
+        let headline = field("headline") { json throws(ScenarioError) in
+            try self.headline(json, "headline", tiers: tiers)
+        }
+        if let tier = headline?.tier, tenantsComplete, !tenants.contains(where: { $0.tier == tier }) {
             let used = Set(tenants.map(\.tier)).sorted().joined(separator: ", ")
-            throw fail("headline.tier", "no tenant has tier \"\(tier)\" (the tenants' tiers: \(used))")
+            problems.append(fail("headline.tier", "no tenant has tier \"\(tier)\" (the tenants' tiers: \(used))"))
+        }
+        guard problems.isEmpty, let name, let description, let headline, let duration, let interval, let gateways,
+            poolsComplete
+        else {
+            var first = problems.first ?? fail("", "not a scenario")
+            first.more = Array(problems.dropFirst())
+            throw first
         }
         return Scenario(
             name: name, description: description, headline: headline, durationSeconds: duration,
