@@ -138,7 +138,9 @@ enum CommandTree {
             OptionSpec(
                 "policy", value: "DIR",
                 help: "Run allot with this policy directory's tiers and settings (a candidate policy) instead of "
-                    + "the policies built into the binary; the scenario still supplies pools and tenants."),
+                    + "the policies built into the binary; the scenario still supplies pools and tenants. The "
+                    + "yardstick moves with it: static's quotas and the metrics' entitlement use its weights and "
+                    + "ceilings, and equal-split re-divides at its tick."),
             OptionSpec(
                 "gateways", value: "N",
                 help: "Run the scenario with N simulated gateways (1-32) instead of its own `gateways` (the "

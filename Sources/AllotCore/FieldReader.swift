@@ -31,6 +31,9 @@ struct FieldReader {
         /// `[0, 1e12]`: a rate per minute (a capacity, a floor, a ceiling, a demand). Larger is no real pool, and
         /// the engine sums them: floors of 1.7e308 summed to infinity and every tenant was allocated 0.
         case rate
+        /// Any finite number: the caller checks its own range, and says it in one message for every value outside
+        /// (`loop.interval_s` at 0 said "greater than 0" while 0.5 said "between 1 and 60 s").
+        case finite
     }
 
     /// The largest ``NumberRule/rate``, per minute.

@@ -310,7 +310,7 @@ struct PolicyLoader {
     private mutating func readLoop(_ object: JSONObject, at path: JSONPath) -> LoopSettings {
         reader.checkFields(object, at: path, known: PolicyFields.loop)
         var loop = LoopSettings()
-        if let value = reader.number(object["interval_s"], at: path.key("interval_s"), .positive) {
+        if let value = reader.number(object["interval_s"], at: path.key("interval_s"), .finite) {
             // The server ticks for real at this interval: below a second the loop (classifier, observer, engine,
             // a snapshot written to SQLite and pushed to every gateway) would run back to back, and beyond a
             // minute a capacity drop or a starving tenant goes unanswered for longer than the windows that
@@ -319,7 +319,7 @@ struct PolicyLoader {
                 loop.intervalSeconds = value
             } else {
                 reader.report(
-                    path.key("interval_s"), .outOfRange,
+                    path.key("interval_s"), value < 0 ? .negative : .outOfRange,
                     "must be between \(Quantity.format(Self.intervalRange.lowerBound)) and "
                         + "\(Quantity.format(Self.intervalRange.upperBound)) s (got \(Quantity.format(value)))")
             }

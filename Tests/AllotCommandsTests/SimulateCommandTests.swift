@@ -104,6 +104,12 @@ import Testing
                 + "(rpm, from 0 s); about 15 calls scheduled\n"
                 + "  policy built-in, policy_version \(builtIn)")
         #expect(!result.err.contains("simulated s in"))  // nothing ran
+        // A demand that rounds to 0.0 % is said to be below 0.1 %, not 0 (outside evaluation round 24).
+        try Data(Self.oneTenantScenario(name: "tiny", duration: 60, tier: "standard", tasksPerMinute: 0.01).utf8)
+            .write(to: URL(fileURLWithPath: path))
+        let sparse = await runCLI(["simulate", "--scenario", path, "--check"])
+        #expect(
+            sparse.out.contains("scheduled demand peaks at below 0.1 % of capacity (rpm, from 0 s)"), "\(sparse.out)")
         // Bad seeds are refused by a check too, as by a run (a check said "ok" to them).
         for bad in [["--seeds", "5-1"], ["--seed", "abc"], ["--seeds", "1-2000"]] {
             let refused = await runCLI(["simulate", "--scenario", "night-collision", "--check"] + bad)
@@ -209,7 +215,8 @@ import Testing
             + "(pools[0].capacity[1], from t=30 s, too small at 2 of its 2 steps; its 10-s token bucket "
             + "holds 10000): the simulated provider admits such a call only when its bucket is full, and each "
             + "one admitted leaves the bucket empty for the next 60 s: it meets 429s whatever the allocator "
-            + "does, and so does every other call on the pool"
+            + "does, and so does every other call on the pool (under allot they wait at the gateways instead: "
+            + "the call leaves its gateway's cap in debt)"
         #expect(whole.out.contains("\n  warning: " + stronger + "\n"), "\(whole.out)")
         // With a spread, the mean of the drawn (never negative) sizes is not a round number: printed rounded
         // (outside evaluation round 17 read "its mean call of 2000500.0000056403 tokens").
@@ -217,11 +224,20 @@ import Testing
             scenario.replacingOccurrences(
                 of: #""prompt_tokens": {"mean": 20000}"#, with: #""prompt_tokens": {"mean": 20000, "sd": 4000}"#))
         #expect(spread.out.contains("its mean call of 21000 tokens"), "\(spread.out)")
-        // Calls that fit every step's bucket: no warning.
-        let fits = try await Self.check(
-            scenario.replacingOccurrences(
-                of: #""prompt_tokens": {"mean": 20000}"#, with: #""prompt_tokens": {"mean": 9000}"#))
-        Self.expectNoWarning(fits)
+        // Calls that fit every step's bucket: no warning of it, but 10,000 tokens are more than a third of the
+        // second step's 10 s, one gateway's cap under allot; behind one gateway, no warning at all.
+        let fitting = scenario.replacingOccurrences(
+            of: #""prompt_tokens": {"mean": 20000}"#, with: #""prompt_tokens": {"mean": 9000}"#)
+        let fits = try await Self.check(fitting)
+        #expect(fits.out.components(separatedBy: "warning:").count == 2, "\(fits.out)")
+        #expect(
+            fits.out.contains(
+                #"warning: tenants[1] ("big" with count 3): its mean call of 10000 tokens is larger than one "#
+                    + #"gateway's cap under allot (10 s of its share of pool "p": 60000 tpm ÷ 3 gateways ≈ 3333 "#
+                    + "tokens, at pools[0].capacity[1])"), "\(fits.out)")
+        let alone = try await Self.check(
+            fitting.replacingOccurrences(of: #""duration_s": 60,"#, with: #""duration_s": 60, "gateways": 1,"#))
+        Self.expectNoWarning(alone)
     }
 
     @Test func aLatencyWarningOnAPoolWhoseCapacityNeverDropsIsWarnedAbout() async throws {

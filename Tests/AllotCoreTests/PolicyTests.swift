@@ -345,10 +345,13 @@ struct PolicyTests {
     }
 
     @Test func theLoopIntervalIsOneToSixtySeconds() throws {
-        for (text, shown) in [("0.25", "0.25"), ("0.999", "0.999"), ("61", "61"), ("3600", "3600")] {
+        // One message for every value outside the range, 0 and negative ones included (outside evaluation round 24).
+        for (text, shown) in [
+            ("0.25", "0.25"), ("0.999", "0.999"), ("61", "61"), ("3600", "3600"), ("0", "0"), ("-1", "-1"),
+        ] {
             let issue = try Self.only(PolicyFixtures.issues(with: #"{"loop": {"interval_s": \#(text)}}"#))
             #expect(issue.path == "$.loop.interval_s")
-            #expect(issue.code == .outOfRange)
+            #expect(issue.code == (text == "-1" ? .negative : .outOfRange))
             #expect(issue.message == "must be between 1 and 60 s (got \(shown))")
         }
         for value in [1, 2.5, 60] {

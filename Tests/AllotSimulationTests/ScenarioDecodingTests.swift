@@ -542,4 +542,36 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         #expect(lines.count == ScenarioError.listed + 1)
         #expect(lines.last == "test.json: 5 more errors not listed")
     }
+
+    /// A mean call that fits the provider's bucket but not one gateway's cap under `allot` is warned about, with the
+    /// cap's size; behind one gateway (a cap of the whole pool's 10 s) it fits and nothing is said (outside evaluation
+    /// round 24's 200k-token prompts).
+    @Test func aCallLargerThanOneGatewaysCapIsWarnedAbout() throws {
+        let pools = """
+            [{"id": "anthropic/claude", "provider": "anthropic", "declared_rpm": 1000, "declared_tpm": 2000000,
+              "capacity": [{"at_s": 0, "rpm": 1000, "tpm": 2000000}]}]
+            """
+        let tenants = """
+            [{"id": "fullctx", "tier": "premium", "pool": "anthropic/claude",
+              "arrivals": [{"at_s": 0, "tasks_per_min": 1}],
+              "task": {"class": "batch", "calls": {"min": 1, "max": 2}, "parallelism": 1,
+                       "prompt_tokens": {"mean": 199000}, "completion_tokens": {"mean": 1000}, "deadline_s": 300}}]
+            """
+        var scenario = try decode(scenarioJSON(tenants: tenants, pools: pools))
+        #expect(scenario.gateways == 3)
+        #expect(scenario.tokenBucketWarnings.isEmpty)  // 200k fits the provider's 333k
+        #expect(
+            scenario.gatewayCapWarnings == [
+                #"tenants[0] ("fullctx"): its mean call of 200000 tokens is larger than one gateway's cap under allot "#
+                    + #"(10 s of its share of pool "anthropic/claude": 2000000 tpm ÷ 3 gateways ≈ 111111 tokens, at "#
+                    + "pools[0].capacity[0]): such a call is admitted only into a full cap, which other tenants' calls "
+                    + "at that gateway keep from filling, so it may wait out its maximum wait and be denied; fewer "
+                    + "gateways (--gateways) give each a larger cap"
+            ])
+        #expect(scenario.warnings.contains(scenario.gatewayCapWarnings[0]))
+        scenario.gateways = 1
+        #expect(scenario.gatewayCapWarnings.isEmpty)
+        scenario.gateways = 2  // 166,666 tokens: still smaller than the call
+        #expect(scenario.gatewayCapWarnings.count == 1)
+    }
 }
