@@ -233,8 +233,8 @@ import Testing
         #expect(
             fits.out.contains(
                 #"warning: tenants[1] ("big" with count 3): its mean call of 10000 tokens is larger than one "#
-                    + #"gateway's cap under allot (10 s of its share of pool "p": 60000 tpm ÷ 3 gateways ≈ 3333 "#
-                    + "tokens, at pools[0].capacity[1])"), "\(fits.out)")
+                    + #"gateway's 10-s share of pool "p" under allot (60000 tpm ÷ 3 gateways ≈ 3333 tokens, at "#
+                    + "pools[0].capacity[1])"), "\(fits.out)")
         let alone = try await Self.check(
             fitting.replacingOccurrences(of: #""duration_s": 60,"#, with: #""duration_s": 60, "gateways": 1,"#))
         Self.expectNoWarning(alone)

@@ -562,11 +562,12 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         #expect(scenario.tokenBucketWarnings.isEmpty)  // 200k fits the provider's 333k
         #expect(
             scenario.gatewayCapWarnings == [
-                #"tenants[0] ("fullctx"): its mean call of 200000 tokens is larger than one gateway's cap under allot "#
-                    + #"(10 s of its share of pool "anthropic/claude": 2000000 tpm ÷ 3 gateways ≈ 111111 tokens, at "#
-                    + "pools[0].capacity[0]): such a call is admitted only into a full cap, which other tenants' calls "
-                    + "at that gateway keep from filling, so it may wait out its maximum wait and be denied; fewer "
-                    + "gateways (--gateways) give each a larger cap"
+                #"tenants[0] ("fullctx"): its mean call of 200000 tokens is larger than one gateway's 10-s share of "#
+                    + #"pool "anthropic/claude" under allot (2000000 tpm ÷ 3 gateways ≈ 111111 tokens, at "#
+                    + "pools[0].capacity[0]): the gateway's cap and the tenant's slice there hold less than one such "
+                    + "call, so a gateway admits one only into a full bucket and then owes the rest; such calls queue "
+                    + "at each gateway and may wait out their maximum wait and be denied; fewer gateways (--gateways) "
+                    + "give each a larger share"
             ])
         #expect(scenario.warnings.contains(scenario.gatewayCapWarnings[0]))
         scenario.gateways = 1

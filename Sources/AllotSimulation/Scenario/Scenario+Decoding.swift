@@ -307,13 +307,13 @@ extension Scenario {
         return warnings
     }
 
-    /// A tenant whose mean call fits its pool's token bucket but not one gateway's cap under `allot` at some
-    /// capacity step: the cap holds ``GatewayConfiguration/defaultCapWindow`` seconds of the gateway's slices, about
-    /// its share of the pool (`tpm ÷ gateways`). A call larger than the cap is admitted only into a full cap, which
-    /// the other tenants' calls at that gateway keep from filling, so it waits out its maximum wait and is denied
+    /// A tenant whose mean call fits its pool's token bucket but not one gateway's share of it under `allot` at
+    /// some capacity step: ``GatewayConfiguration/defaultCapWindow`` seconds of `tpm ÷ gateways`, what the gateway's
+    /// cap holds and more than the tenant's slice there holds. A call larger than those buckets is admitted only
+    /// into a full one and leaves a debt, so such calls queue at every gateway and wait out their maximum wait
     /// (outside evaluation round 24: 200k-token calls on a 2M-TPM pool at 87.5 % of its capacity, 3 gateways,
     /// served 73 % of their allocation; behind 1 gateway, all of it). Once per `tenants` entry, naming the step with
-    /// the smallest cap; not where ``tokenBucketWarnings`` already warns of the provider's own bucket.
+    /// the smallest share; not where ``tokenBucketWarnings`` already warns of the provider's own bucket.
     var gatewayCapWarnings: [String] {
         let number = ScenarioReader.format
         let window = GatewayConfiguration.defaultCapWindow
@@ -330,13 +330,13 @@ extension Scenario {
             else { continue }
             let step = pool.capacity[worst]
             warnings.append(
-                "\(entry.label): its mean call of \(number(call.rounded())) tokens is larger than one gateway's cap "
-                    + "under allot (\(number(window)) s of its share of pool \"\(pool.id)\": "
-                    + "\(number(step.tpm)) tpm ÷ \(gateways) gateway\(gateways == 1 ? "" : "s") ≈ "
-                    + "\(number(cap(step).rounded(.down))) tokens, at pools[\(poolIndex)].capacity[\(worst)]): such a "
-                    + "call is admitted only into a full cap, which other tenants' calls at that gateway keep from "
-                    + "filling, so it may wait out its maximum wait and be denied; fewer gateways (--gateways) "
-                    + "give each a larger cap")
+                "\(entry.label): its mean call of \(number(call.rounded())) tokens is larger than one gateway's "
+                    + "\(number(window))-s share of pool \"\(pool.id)\" under allot (\(number(step.tpm)) tpm ÷ \(gateways) "
+                    + "gateway\(gateways == 1 ? "" : "s") ≈ \(number(cap(step).rounded(.down))) tokens, at "
+                    + "pools[\(poolIndex)].capacity[\(worst)]): the gateway's cap and the tenant's slice there hold less "
+                    + "than one such call, so a gateway admits one only into a full bucket and then owes the rest; such "
+                    + "calls queue at each gateway and may wait out their maximum wait and be denied; fewer gateways "
+                    + "(--gateways) give each a larger share")
         }
         return warnings
     }
