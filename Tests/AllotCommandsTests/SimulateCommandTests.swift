@@ -74,13 +74,13 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: path) }
         let result = await runCLI(["simulate", "--scenario", path])
         #expect(result.code == 1)
-        // Every fault of the file, each on its own line, in file order.
+        // Every fault of the file, each on its own line, in file order (the headline comes before the pools).
         let path3 = path + ": "
         #expect(
             result.err.split(separator: "\n").map(String.init) == [
+                "allot simulate: " + path3 + #"headline.better: must be "lower" or "higher", not "up""#,
                 "allot simulate: " + path3 + "pools: must have 1 to 8 entries, not 0",
                 "allot simulate: " + path3 + "tenants: must have 1 to 1000 entries, not 0",
-                "allot simulate: " + path3 + #"headline.better: must be "lower" or "higher", not "up""#,
             ], "\(result.err)")
         let unknown = await runCLI(["simulate", "--scenario", "no-such-scenario"])
         #expect(unknown.code == 1)

@@ -521,16 +521,17 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
             pools: pools, extra: #", "gatways": 2"#
         ).replacingOccurrences(of: #""better": "higher""#, with: #""better": "up""#)
         let error = try #require(#expect(throws: ScenarioError.self) { try decode(text) })
+        // In file order: the headline stands third in the file, the misspelt field last.
         #expect(
             error.all.map(\.line) == [
-                "test.json: gatways: unknown field (allowed: name, description, headline, duration_s, "
-                    + "sample_interval_s, gateways, policy, pools, tenants)",
+                #"test.json: headline.better: must be "lower" or "higher", not "up""#,
                 "test.json: pools[0].declared_rpm: must be between 1 and 10000000, not 0",
                 #"test.json: tenants[0].tier: unknown tier "gold" (tiers: critical, free, premium, standard)"#,
                 "test.json: tenants[1].arrivals[0].tasks_per_min: must be between 0 and 100000, not -1",
-                #"test.json: headline.better: must be "lower" or "higher", not "up""#,
+                "test.json: gatways: unknown field (allowed: name, description, headline, duration_s, "
+                    + "sample_interval_s, gateways, policy, pools, tenants)",
             ])
-        #expect(error.path == "gatways")
+        #expect(error.path == "headline.better")
         #expect(error.description == error.all.map(\.line).joined(separator: "\n"))
 
         // Past twenty faults the rest are counted, not listed.
@@ -541,6 +542,55 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         let lines = crowded.description.split(separator: "\n")
         #expect(lines.count == ScenarioError.listed + 1)
         #expect(lines.last == "test.json: 5 more errors not listed")
+
+        // An unused pool is named by its place in the file, also after a pool before it that is at fault (review:
+        // it was counted among the pools that decoded, `pools[1]` for the third).
+        let three = """
+            [{"id": "a", "provider": "openai", "declared_rpm": 0, "declared_tpm": 1000,
+              "capacity": [{"at_s": 0, "rpm": 60, "tpm": 1000}]},
+             {"id": "b", "provider": "openai", "declared_rpm": 60, "declared_tpm": 1000,
+              "capacity": [{"at_s": 0, "rpm": 60, "tpm": 1000}]},
+             {"id": "c", "provider": "openai", "declared_rpm": 60, "declared_tpm": 1000,
+              "capacity": [{"at_s": 0, "rpm": 60, "tpm": 1000}]}]
+            """
+        let unused = try #require(
+            #expect(throws: ScenarioError.self) {
+                try decode(
+                    scenarioJSON(
+                        tenants: "[\(tenant("x", pool: "a", tier: "free")), \(tenant("y", pool: "b", tier: "free"))]",
+                        pools: three))
+            })
+        #expect(
+            unused.all.map(\.line) == [
+                "test.json: pools[0].declared_rpm: must be between 1 and 10000000, not 0",
+                #"test.json: pools[2].id: no tenant uses pool "c""#,
+            ])
+
+        // A `pools` array at fault as a whole tells no tenant its pool is unknown (`(pools: )` on every tenant).
+        let empty = try #require(#expect(throws: ScenarioError.self) { try decode(scenarioJSON(pools: "[]")) })
+        #expect(empty.all.map(\.line) == ["test.json: pools: must have 1 to 8 entries, not 0"])
+
+        // Two entries of `count` 50 with one id stem and different tiers on two pools: one fault for the pair, not
+        // fifty that would crowd every other fault out of the list.
+        let twoPools = """
+            [{"id": "a", "provider": "openai", "declared_rpm": 60, "declared_tpm": 1000,
+              "capacity": [{"at_s": 0, "rpm": 60, "tpm": 1000}]},
+             {"id": "b", "provider": "openai", "declared_rpm": 60, "declared_tpm": 1000,
+              "capacity": [{"at_s": 0, "rpm": 60, "tpm": 1000}]}]
+            """
+        let counted = [("a", "free"), ("b", "standard")].map { pool, tier in
+            tenant("x", pool: pool, tier: tier).replacingOccurrences(
+                of: #""id": "x","#, with: #""id": "x", "count": 50,"#)
+        }
+        let conflict = try #require(
+            #expect(throws: ScenarioError.self) {
+                try decode(scenarioJSON(tenants: "[\(counted.joined(separator: ", "))]", pools: twoPools))
+            })
+        #expect(
+            conflict.all.map(\.line) == [
+                #"test.json: tenants: tenant "x-01" has tier "free" on pool "a" and tier "standard" on pool "b": "#
+                    + "a tenant has one tier"
+            ])
     }
 
     /// A mean call that fits the provider's bucket but not one gateway's cap under `allot` is warned about, with the
