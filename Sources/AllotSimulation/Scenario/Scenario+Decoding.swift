@@ -312,8 +312,9 @@ extension Scenario {
     /// cap holds and more than the tenant's slice there holds. A call larger than those buckets is admitted only
     /// into a full one and leaves a debt, so such calls queue at every gateway and wait out their maximum wait
     /// (outside evaluation round 24: 200k-token calls on a 2M-TPM pool at 87.5 % of its capacity, 3 gateways,
-    /// served 332k TPM of an allocation of about 471k; behind 1 gateway, nobody starved). Once per `tenants` entry, naming the step with
-    /// the smallest share; not where ``tokenBucketWarnings`` already warns of the provider's own bucket.
+    /// served 332k TPM of an allocation of about 471k; behind 1 gateway, nobody starved). Once per `tenants`
+    /// entry, naming the step with the smallest share; not where ``tokenBucketWarnings`` already warns of the
+    /// provider's own bucket.
     var gatewayCapWarnings: [String] {
         let number = ScenarioReader.format
         let window = GatewayConfiguration.defaultCapWindow
