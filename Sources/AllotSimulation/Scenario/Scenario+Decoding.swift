@@ -760,20 +760,16 @@ private struct ScenarioReader {
         // pool is unknown; nil when the `pools` array itself is at fault (missing, empty, too long): then no tenant
         // is (`unknown pool "p" (pools: )` on every tenant said nothing the array's own fault had not).
         var poolIDs: Set<String>?
-        var poolsComplete = false
         if let items = field("pools", { json throws(ScenarioError) in try array(json, "pools", count: 1...8) }) {
-            poolsComplete = true
             poolIDs = Set(items.compactMap { $0["id"]?.stringValue })
             var seenPools = Set<String>()
             for (index, json) in items.enumerated() {
+                // A pool at fault is left out; its fault keeps the file from being used.
                 guard
                     let pool = check({ () throws(ScenarioError) in
                         try self.pool(json, "pools[\(index)]", duration: judged)
                     })
-                else {
-                    poolsComplete = false
-                    continue
-                }
+                else { continue }
                 if !seenPools.insert(pool.id).inserted {
                     problems.append(fail("pools[\(index)].id", "duplicate pool id \"\(pool.id)\""))
                 }
@@ -849,8 +845,7 @@ private struct ScenarioReader {
             let used = Set(tenants.map(\.tier)).sorted().joined(separator: ", ")
             problems.append(fail("headline.tier", "no tenant has tier \"\(tier)\" (the tenants' tiers: \(used))"))
         }
-        guard problems.isEmpty, let name, let description, let headline, let duration, let interval, let gateways,
-            poolsComplete
+        guard problems.isEmpty, let name, let description, let headline, let duration, let interval, let gateways
         else {
             // File order: by the top-level field each fault is about (a missing one first), then as found.
             let positions = Dictionary(uniqueKeysWithValues: root.keys.enumerated().map { ($0.element, $0.offset) })
