@@ -229,7 +229,13 @@ import Testing
         let fitting = scenario.replacingOccurrences(
             of: #""prompt_tokens": {"mean": 20000}"#, with: #""prompt_tokens": {"mean": 9000}"#)
         let fits = try await Self.check(fitting)
-        #expect(fits.out.components(separatedBy: "warning:").count == 2, "\(fits.out)")
+        #expect(fits.out.components(separatedBy: "warning:").count == 3, "\(fits.out)")
+        // 10,000 tokens are the whole of the second step's bucket: two such calls together do not fit it.
+        #expect(
+            fits.out.contains(
+                #"warning: tenants[1] ("big" with count 3): its mean call of 10000 tokens is more than half of pool "#
+                    + #""p"'s 10-s token bucket (10000 of 60000 tpm at pools[0].capacity[1], from t=30 s)"#),
+            "\(fits.out)")
         #expect(
             fits.out.contains(
                 #"warning: tenants[1] ("big" with count 3): its mean call of 10000 tokens is larger than one "#
@@ -237,7 +243,15 @@ import Testing
                     + "pools[0].capacity[1])"), "\(fits.out)")
         let alone = try await Self.check(
             fitting.replacingOccurrences(of: #""duration_s": 60,"#, with: #""duration_s": 60, "gateways": 1,"#))
-        Self.expectNoWarning(alone)
+        #expect(alone.code == 0, "\(alone.out)")
+        #expect(alone.out.components(separatedBy: "warning:").count == 2, "\(alone.out)")  // the pair's only
+        #expect(alone.out.contains("is more than half of pool"), "\(alone.out)")
+        // Calls of half the smallest bucket or less: no warning at all behind one gateway.
+        let half = try await Self.check(
+            fitting.replacingOccurrences(of: #""duration_s": 60,"#, with: #""duration_s": 60, "gateways": 1,"#)
+                .replacingOccurrences(
+                    of: #""prompt_tokens": {"mean": 9000}"#, with: #""prompt_tokens": {"mean": 4000}"#))
+        Self.expectNoWarning(half)
     }
 
     @Test func aLatencyWarningOnAPoolWhoseCapacityNeverDropsIsWarnedAbout() async throws {

@@ -610,6 +610,15 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         var scenario = try decode(scenarioJSON(tenants: tenants, pools: pools))
         #expect(scenario.gateways == 3)
         #expect(scenario.tokenBucketWarnings.isEmpty)  // 200k fits the provider's 333k
+        // but two do not, through any number of gateways
+        #expect(
+            scenario.pairedCallWarnings == [
+                #"tenants[0] ("fullctx"): its mean call of 200000 tokens is more than half of pool "#
+                    + #""anthropic/claude"'s 10-s token bucket (333333 of 2000000 tpm at pools[0].capacity[0], from "#
+                    + "t=0 s): two such calls that reach the provider within a few seconds of each other (tasks that "
+                    + "overlap, parallel calls, calls through different gateways) are more than it holds, and the "
+                    + "second meets a 429 whatever the allocator does"
+            ])
         #expect(
             scenario.gatewayCapWarnings == [
                 #"tenants[0] ("fullctx"): its mean call of 200000 tokens is larger than one gateway's 10-s share of "#
@@ -622,7 +631,38 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         #expect(scenario.warnings.contains(scenario.gatewayCapWarnings[0]))
         scenario.gateways = 1
         #expect(scenario.gatewayCapWarnings.isEmpty)
+        #expect(scenario.pairedCallWarnings.count == 1)
         scenario.gateways = 2  // 166,666 tokens: still smaller than the call
         #expect(scenario.gatewayCapWarnings.count == 1)
+    }
+
+    /// Calls of at most half the provider's bucket at every step get no paired-call warning; one step where they
+    /// are more is named (the smallest such), and a call larger than the whole bucket is left to
+    /// ``Scenario/tokenBucketWarnings``.
+    @Test func pairedCallWarningsNameTheSmallestStepAndStepAsideForTheBucketWarning() throws {
+        func scenario(promptTokens: Int) throws -> Scenario {
+            let pools = """
+                [{"id": "p", "provider": "openai", "declared_rpm": 600, "declared_tpm": 600000,
+                  "capacity": [{"at_s": 0, "rpm": 600, "tpm": 600000}, {"at_s": 30, "rpm": 600, "tpm": 300000},
+                               {"at_s": 60, "rpm": 600, "tpm": 240000}]}]
+                """
+            let tenants = """
+                [{"id": "big", "tier": "standard", "pool": "p", "arrivals": [{"at_s": 0, "tasks_per_min": 1}],
+                  "task": {"class": "batch", "calls": {"min": 1, "max": 1}, "parallelism": 1,
+                           "prompt_tokens": {"mean": \(promptTokens)}, "completion_tokens": {"mean": 1000},
+                           "deadline_s": 300}}]
+                """
+            return try decode(scenarioJSON(tenants: tenants, pools: pools))
+        }
+        // Buckets of 100,000, 50,000 and 40,000 tokens.
+        #expect(try scenario(promptTokens: 19000).pairedCallWarnings.isEmpty)  // 20k: half of the smallest
+        let mid = try scenario(promptTokens: 29000)  // 30k: more than half of the 50k and the 40k buckets
+        #expect(mid.pairedCallWarnings.count == 1)
+        #expect(
+            mid.pairedCallWarnings.first?.contains("(40000 of 240000 tpm at pools[0].capacity[2], from t=60 s)") == true
+        )
+        let whole = try scenario(promptTokens: 44000)  // 45k: larger than the 40k bucket itself
+        #expect(whole.pairedCallWarnings.isEmpty)
+        #expect(whole.tokenBucketWarnings.count == 1)
     }
 }
