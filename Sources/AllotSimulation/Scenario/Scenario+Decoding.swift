@@ -270,15 +270,10 @@ extension Scenario {
     /// with the smallest bucket.
     var tokenBucketWarnings: [String] {
         let number = ScenarioReader.format
-        var warnings: [String] = []
-        for (tenant, entry) in firstOfEachEntry {
-            guard let poolIndex = pools.firstIndex(where: { $0.id == tenant.pool }) else { continue }
-            let pool = pools[poolIndex]
-            let call = tenant.task.meanTokensPerCall
-            let bucket = SimUpstream.tokenBurst(at:)
+        let bucket = SimUpstream.tokenBurst(at:)
+        return callSizeWarnings { entry, pool, poolIndex, call in
             let tooSmall = pool.capacity.indices.filter { call > bucket(pool.capacity[$0]) }
-            // The smallest such bucket (the first of equals): the step the call fits worst.
-            guard let worst = tooSmall.min(by: { pool.capacity[$0].tpm < pool.capacity[$1].tpm }) else { continue }
+            guard let worst = Self.smallestStep(of: tooSmall, in: pool) else { return nil }
             let step = pool.capacity[worst]
             let stepPath = "pools[\(poolIndex)].capacity[\(worst)]"
             let others =
@@ -287,24 +282,21 @@ extension Scenario {
                 "\(entry.label): its mean call of \(number(call.rounded())) tokens (task.prompt_tokens.mean + "
                 + "completion_tokens.mean) is larger than pool \"\(pool.id)\"'s "
             let full = "the simulated provider admits such a call only when its bucket is full"
-            if call > step.tpm {
-                // Admitted, it leaves the bucket below empty until the excess over the bucket has refilled.
-                let empty = (call - bucket(step)) / (step.tpm / 60)
-                warnings.append(
-                    head + "whole capacity of \(number(step.tpm)) tpm (\(stepPath), from t=\(number(step.at)) s"
-                        + "\(others); its \(number(SimUpstream.burstSeconds))-s token bucket holds "
-                        + "\(number(bucket(step).rounded(.down)))): \(full), and each one admitted leaves the bucket "
-                        + "empty for the next \(number(empty.rounded())) s: it meets 429s whatever the allocator does, "
-                        + "and so does every other call on the pool (under allot they wait at the gateways instead: "
-                        + "the call leaves its gateway's cap in debt)")
-            } else {
-                warnings.append(
-                    head + "\(number(SimUpstream.burstSeconds))-s token bucket (\(number(bucket(step).rounded(.down))) "
-                        + "of \(number(step.tpm)) tpm at \(stepPath), from t=\(number(step.at)) s\(others)): \(full), "
-                        + "so on a pool with any other traffic it meets 429s whatever the allocator does")
+            guard call > step.tpm else {
+                return head
+                    + "\(number(SimUpstream.burstSeconds))-s token bucket (\(number(bucket(step).rounded(.down))) "
+                    + "of \(number(step.tpm)) tpm at \(stepPath), from t=\(number(step.at)) s\(others)): \(full), "
+                    + "so on a pool with any other traffic it meets 429s whatever the allocator does"
             }
+            // Admitted, it leaves the bucket below empty until the excess over the bucket has refilled.
+            let empty = (call - bucket(step)) / (step.tpm / 60)
+            return head + "whole capacity of \(number(step.tpm)) tpm (\(stepPath), from t=\(number(step.at)) s"
+                + "\(others); its \(number(SimUpstream.burstSeconds))-s token bucket holds "
+                + "\(number(bucket(step).rounded(.down)))): \(full), and each one admitted leaves the bucket "
+                + "empty for the next \(number(empty.rounded())) s: it meets 429s whatever the allocator does, "
+                + "and so does every other call on the pool (under allot they wait at the gateways instead: "
+                + "the call leaves its gateway's cap in debt)"
         }
-        return warnings
     }
 
     /// A tenant whose mean call fits its pool's token bucket at every capacity step but is more than half of it at
@@ -317,27 +309,21 @@ extension Scenario {
     /// ``tokenBucketWarnings`` already warns that one call does not fit.
     var pairedCallWarnings: [String] {
         let number = ScenarioReader.format
-        var warnings: [String] = []
-        for (tenant, entry) in firstOfEachEntry {
-            guard let poolIndex = pools.firstIndex(where: { $0.id == tenant.pool }) else { continue }
-            let pool = pools[poolIndex]
-            let call = tenant.task.meanTokensPerCall
-            let bucket = SimUpstream.tokenBurst(at:)
+        let bucket = SimUpstream.tokenBurst(at:)
+        return callSizeWarnings { entry, pool, poolIndex, call in
             guard pool.capacity.allSatisfy({ call <= bucket($0) }),
-                let worst = pool.capacity.indices.filter({ 2 * call > bucket(pool.capacity[$0]) })
-                    .min(by: { pool.capacity[$0].tpm < pool.capacity[$1].tpm })
-            else { continue }
+                let worst = Self.smallestStep(
+                    of: pool.capacity.indices.filter { 2 * call > bucket(pool.capacity[$0]) }, in: pool)
+            else { return nil }
             let step = pool.capacity[worst]
-            warnings.append(
-                "\(entry.label): its mean call of \(number(call.rounded())) tokens is more than half of pool "
-                    + "\"\(pool.id)\"'s \(number(SimUpstream.burstSeconds))-s token bucket "
-                    + "(\(number(bucket(step).rounded(.down))) of \(number(step.tpm)) tpm at "
-                    + "pools[\(poolIndex)].capacity[\(worst)], from t=\(number(step.at)) s): two such calls that reach "
-                    + "the provider within a few seconds of each other (tasks that overlap, parallel calls, calls "
-                    + "through different gateways) are more than it holds, and the second meets a 429 whatever the "
-                    + "allocator does")
+            return "\(entry.label): its mean call of \(number(call.rounded())) tokens is more than half of pool "
+                + "\"\(pool.id)\"'s \(number(SimUpstream.burstSeconds))-s token bucket "
+                + "(\(number(bucket(step).rounded(.down))) of \(number(step.tpm)) tpm at "
+                + "pools[\(poolIndex)].capacity[\(worst)], from t=\(number(step.at)) s): two such calls that reach "
+                + "the provider within a few seconds of each other (tasks that overlap, parallel calls, calls "
+                + "through different gateways) are more than it holds, and the second meets a 429 whatever the "
+                + "allocator does"
         }
-        return warnings
     }
 
     /// A tenant whose mean call fits its pool's token bucket but not one gateway's share of it under `allot` at
@@ -351,28 +337,39 @@ extension Scenario {
     var gatewayCapWarnings: [String] {
         let number = ScenarioReader.format
         let window = GatewayConfiguration.defaultCapWindow
-        var warnings: [String] = []
-        for (tenant, entry) in firstOfEachEntry {
-            guard let poolIndex = pools.firstIndex(where: { $0.id == tenant.pool }) else { continue }
-            let pool = pools[poolIndex]
-            let call = tenant.task.meanTokensPerCall
-            guard pool.capacity.allSatisfy({ call <= SimUpstream.tokenBurst(at: $0) }) else { continue }
-            func cap(_ step: CapacityStep) -> Double { step.tpm / Double(gateways) * window / 60 }
-            guard
-                let worst = pool.capacity.indices.filter({ call > cap(pool.capacity[$0]) })
-                    .min(by: { pool.capacity[$0].tpm < pool.capacity[$1].tpm })
-            else { continue }
+        let gateways = self.gateways
+        func cap(_ step: CapacityStep) -> Double { step.tpm / Double(gateways) * window / 60 }
+        return callSizeWarnings { entry, pool, poolIndex, call in
+            guard pool.capacity.allSatisfy({ call <= SimUpstream.tokenBurst(at: $0) }),
+                let worst = Self.smallestStep(
+                    of: pool.capacity.indices.filter { call > cap(pool.capacity[$0]) }, in: pool)
+            else { return nil }
             let step = pool.capacity[worst]
-            warnings.append(
-                "\(entry.label): its mean call of \(number(call.rounded())) tokens is larger than one gateway's "
-                    + "\(number(window))-s share of pool \"\(pool.id)\" under allot (\(number(step.tpm)) tpm ÷ \(gateways) "
-                    + "gateway\(gateways == 1 ? "" : "s") ≈ \(number(cap(step).rounded(.down))) tokens, at "
-                    + "pools[\(poolIndex)].capacity[\(worst)]): the gateway's cap and the tenant's slice there hold less "
-                    + "than one such call, so a gateway admits one only into a full bucket and then owes the rest; such "
-                    + "calls queue at each gateway and may wait out their maximum wait and be denied; fewer gateways "
-                    + "(--gateways) give each a larger share")
+            return "\(entry.label): its mean call of \(number(call.rounded())) tokens is larger than one gateway's "
+                + "\(number(window))-s share of pool \"\(pool.id)\" under allot (\(number(step.tpm)) tpm "
+                + "÷ \(gateways) gateway\(gateways == 1 ? "" : "s") ≈ \(number(cap(step).rounded(.down))) tokens, at "
+                + "pools[\(poolIndex)].capacity[\(worst)]): the gateway's cap and the tenant's slice there hold less "
+                + "than one such call, so a gateway admits one only into a full bucket and then owes the rest; such "
+                + "calls queue at each gateway and may wait out their maximum wait and be denied; fewer gateways "
+                + "(--gateways) give each a larger share"
         }
-        return warnings
+    }
+
+    /// The call-size warnings' walk: for the first tenant of each `tenants` entry whose pool the file has, `warning`
+    /// given the entry, its pool, the pool's index and the tenant's mean tokens per call (nil: nothing to say).
+    private func callSizeWarnings(
+        _ warning: (ScenarioTenantEntry, ScenarioPool, Int, Double) -> String?
+    ) -> [String] {
+        firstOfEachEntry.compactMap { tenant, entry in
+            guard let poolIndex = pools.firstIndex(where: { $0.id == tenant.pool }) else { return nil }
+            return warning(entry, pools[poolIndex], poolIndex, tenant.task.meanTokensPerCall)
+        }
+    }
+
+    /// Of `steps` (indices into `pool.capacity`), the one with the smallest tpm, the first of equals: the step a
+    /// call fits worst. Nil when there are none.
+    private static func smallestStep(of steps: [Int], in pool: ScenarioPool) -> Int? {
+        steps.min { pool.capacity[$0].tpm < pool.capacity[$1].tpm }
     }
 
     /// The first tenant of each `tenants` entry (an entry with `count` N expands to N alike), with its entry: what a
