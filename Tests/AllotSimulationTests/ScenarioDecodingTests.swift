@@ -610,14 +610,14 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         var scenario = try decode(scenarioJSON(tenants: tenants, pools: pools))
         #expect(scenario.gateways == 3)
         #expect(scenario.tokenBucketWarnings.isEmpty)  // 200k fits the provider's 333k
-        // but two do not, through any number of gateways
+        // but two within 2 s of each other do not: behind three gateways nothing holds them apart
         #expect(
-            scenario.pairedCallWarnings == [
+            scenario.halfBucketWarnings == [
                 #"tenants[0] ("fullctx"): its mean call of 200000 tokens is more than half of pool "#
                     + #""anthropic/claude"'s 10-s token bucket (333333 of 2000000 tpm at pools[0].capacity[0], from "#
-                    + "t=0 s): two such calls that reach the provider within a few seconds of each other (tasks that "
-                    + "overlap, parallel calls, calls through different gateways) are more than it holds, and the "
-                    + "second meets a 429 whatever the allocator does"
+                    + "t=0 s): a second such call that reaches the provider within 2 s of another (parallel calls, "
+                    + "tasks that overlap) is more than the bucket holds then and meets a 429; a gateway's own buckets "
+                    + "may hold such calls apart, but calls through different gateways (3 here) nothing does"
             ])
         #expect(
             scenario.gatewayCapWarnings == [
@@ -631,20 +631,22 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         #expect(scenario.warnings.contains(scenario.gatewayCapWarnings[0]))
         scenario.gateways = 1
         #expect(scenario.gatewayCapWarnings.isEmpty)
-        #expect(scenario.pairedCallWarnings.count == 1)
+        #expect(
+            scenario.halfBucketWarnings.first?.hasSuffix(
+                "meets a 429; the gateway's own buckets may hold such calls apart") == true)
         scenario.gateways = 2  // 166,666 tokens: still smaller than the call
         #expect(scenario.gatewayCapWarnings.count == 1)
     }
 
-    /// Calls of at most half the provider's bucket at every step get no paired-call warning; one step where they
-    /// are more is named (the smallest such), and a call larger than the whole bucket is left to
-    /// ``Scenario/tokenBucketWarnings``.
-    @Test func pairedCallWarningsNameTheSmallestStepAndStepAsideForTheBucketWarning() throws {
+    /// Calls of at most half the provider's bucket at every step get no half-bucket warning; where they are more, the
+    /// step with the smallest bucket is named (here the middle one), before the gateway-cap warning; a call as large
+    /// as the bucket is left to ``Scenario/tokenBucketWarnings`` (it needs a full bucket, like a larger one).
+    @Test func halfBucketWarningsNameTheSmallestStepAndStepAsideForTheBucketWarning() throws {
         func scenario(promptTokens: Int) throws -> Scenario {
             let pools = """
                 [{"id": "p", "provider": "openai", "declared_rpm": 600, "declared_tpm": 600000,
-                  "capacity": [{"at_s": 0, "rpm": 600, "tpm": 600000}, {"at_s": 30, "rpm": 600, "tpm": 300000},
-                               {"at_s": 60, "rpm": 600, "tpm": 240000}]}]
+                  "capacity": [{"at_s": 0, "rpm": 600, "tpm": 600000}, {"at_s": 30, "rpm": 600, "tpm": 240000},
+                               {"at_s": 60, "rpm": 600, "tpm": 300000}]}]
                 """
             let tenants = """
                 [{"id": "big", "tier": "standard", "pool": "p", "arrivals": [{"at_s": 0, "tasks_per_min": 1}],
@@ -654,15 +656,24 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
                 """
             return try decode(scenarioJSON(tenants: tenants, pools: pools))
         }
-        // Buckets of 100,000, 50,000 and 40,000 tokens.
-        #expect(try scenario(promptTokens: 19000).pairedCallWarnings.isEmpty)  // 20k: half of the smallest
-        let mid = try scenario(promptTokens: 29000)  // 30k: more than half of the 50k and the 40k buckets
-        #expect(mid.pairedCallWarnings.count == 1)
-        #expect(
-            mid.pairedCallWarnings.first?.contains("(40000 of 240000 tpm at pools[0].capacity[2], from t=60 s)") == true
-        )
-        let whole = try scenario(promptTokens: 44000)  // 45k: larger than the 40k bucket itself
-        #expect(whole.pairedCallWarnings.isEmpty)
+        // Buckets of 100,000, 40,000 and 50,000 tokens.
+        #expect(try scenario(promptTokens: 19000).halfBucketWarnings.isEmpty)  // 20k: half of the smallest
+        let mid = try scenario(promptTokens: 29000)  // 30k: more than half of the 40k and the 50k buckets
+        let half =
+            #"tenants[0] ("big"): its mean call of 30000 tokens is more than half of pool "p"'s 10-s token bucket "#
+            + "(40000 of 240000 tpm at pools[0].capacity[1], from t=30 s): a second such call that reaches the "
+            + "provider within 5 s of another (parallel calls, tasks that overlap) is more than the bucket holds "
+            + "then and meets a 429; a gateway's own buckets may hold such calls apart, but calls through different "
+            + "gateways (3 here) nothing does"
+        #expect(mid.halfBucketWarnings == [half])
+        let cap = try #require(mid.gatewayCapWarnings.first)
+        let order = (mid.warnings.firstIndex(of: half), mid.warnings.firstIndex(of: cap))
+        #expect(order.0 != nil && order.1 != nil && order.0! < order.1!)
+        let whole = try scenario(promptTokens: 39000)  // 40k: the whole of the 40k bucket
+        #expect(whole.halfBucketWarnings.isEmpty)
         #expect(whole.tokenBucketWarnings.count == 1)
+        #expect(
+            whole.tokenBucketWarnings.first?.contains(
+                #"is as large as pool "p"'s 10-s token bucket (40000 of 240000 tpm at pools[0].capacity[1]"#) == true)
     }
 }
