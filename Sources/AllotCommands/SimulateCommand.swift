@@ -149,6 +149,15 @@ enum SimulateCommand {
                 ]
                 if !report.traces.isEmpty {
                     files += [("timeline.csv", report.timelineCSV()), ("timeline.svg", report.timelineSVG())]
+                } else {
+                    // Means over seeds have no timeline: one left from an earlier run here would sit beside this
+                    // report as if it were its own (outside evaluation round 25).
+                    for stale in ["timeline.csv", "timeline.svg"] {
+                        let path = URL(fileURLWithPath: directory).appendingPathComponent(stale).path
+                        if FileManager.default.fileExists(atPath: path) {
+                            try FileManager.default.removeItem(atPath: path)
+                        }
+                    }
                 }
                 for (file, text) in files {
                     try Data(text.utf8).write(to: URL(fileURLWithPath: directory).appendingPathComponent(file))

@@ -224,33 +224,34 @@ import Testing
             scenario.replacingOccurrences(
                 of: #""prompt_tokens": {"mean": 20000}"#, with: #""prompt_tokens": {"mean": 20000, "sd": 4000}"#))
         #expect(spread.out.contains("its mean call of 21000 tokens"), "\(spread.out)")
-        // Calls that fit every step's bucket: no warning of it, but 10,000 tokens are more than a third of the
-        // second step's 10 s, one gateway's cap under allot; behind one gateway, no warning at all.
+        // Calls that fit every step's bucket (8,000 tokens, the second step's holds 10,000): no warning of that, but
+        // they are more than half of it (a second within 6 s of one meets a 429), and more than a third of its 10 s,
+        // one gateway's cap under allot.
         let fitting = scenario.replacingOccurrences(
-            of: #""prompt_tokens": {"mean": 20000}"#, with: #""prompt_tokens": {"mean": 9000}"#)
+            of: #""prompt_tokens": {"mean": 20000}"#, with: #""prompt_tokens": {"mean": 7000}"#)
         let fits = try await Self.check(fitting)
         #expect(fits.out.components(separatedBy: "warning:").count == 3, "\(fits.out)")
-        // 10,000 tokens are the whole of the second step's bucket: two such calls together do not fit it.
         #expect(
             fits.out.contains(
-                #"warning: tenants[1] ("big" with count 3): its mean call of 10000 tokens is more than half of pool "#
-                    + #""p"'s 10-s token bucket (10000 of 60000 tpm at pools[0].capacity[1], from t=30 s)"#),
-            "\(fits.out)")
+                #"warning: tenants[1] ("big" with count 3): its mean call of 8000 tokens is more than half of pool "#
+                    + #""p"'s 10-s token bucket (10000 of 60000 tpm at pools[0].capacity[1], from t=30 s): a second "#
+                    + "such call that reaches the provider within 6 s of another"), "\(fits.out)")
         #expect(
             fits.out.contains(
-                #"warning: tenants[1] ("big" with count 3): its mean call of 10000 tokens is larger than one "#
+                #"warning: tenants[1] ("big" with count 3): its mean call of 8000 tokens is larger than one "#
                     + #"gateway's 10-s share of pool "p" under allot (60000 tpm ÷ 3 gateways ≈ 3333 tokens, at "#
                     + "pools[0].capacity[1])"), "\(fits.out)")
+        // Behind one gateway its cap holds 10 s of the pool: only the half-bucket warning is left.
         let alone = try await Self.check(
             fitting.replacingOccurrences(of: #""duration_s": 60,"#, with: #""duration_s": 60, "gateways": 1,"#))
         #expect(alone.code == 0, "\(alone.out)")
-        #expect(alone.out.components(separatedBy: "warning:").count == 2, "\(alone.out)")  // the pair's only
+        #expect(alone.out.components(separatedBy: "warning:").count == 2, "\(alone.out)")
         #expect(alone.out.contains("is more than half of pool"), "\(alone.out)")
-        // Calls of half the smallest bucket or less: no warning at all behind one gateway.
+        // Calls of half the smallest bucket or less (5,000 tokens) behind one gateway: no warning at all.
         let half = try await Self.check(
             fitting.replacingOccurrences(of: #""duration_s": 60,"#, with: #""duration_s": 60, "gateways": 1,"#)
                 .replacingOccurrences(
-                    of: #""prompt_tokens": {"mean": 9000}"#, with: #""prompt_tokens": {"mean": 4000}"#))
+                    of: #""prompt_tokens": {"mean": 7000}"#, with: #""prompt_tokens": {"mean": 4000}"#))
         Self.expectNoWarning(half)
     }
 
@@ -751,6 +752,10 @@ import Testing
     @Test func seedsPrintTheMeansAndWriteEachSeed() async throws {
         let directory = NSTemporaryDirectory() + "allot-sim-seeds-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
+        // A timeline left by an earlier single-seed run into the same directory goes (the means have none).
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try Data("stale".utf8).write(to: URL(fileURLWithPath: directory + "/timeline.csv"))
+        try Data("stale".utf8).write(to: URL(fileURLWithPath: directory + "/timeline.svg"))
         let result = await runCLI([
             "simulate", "--scenario", "cold-start", "--strategy", "static", "--seeds", "2-3", "--out", directory,
         ])
@@ -764,6 +769,7 @@ import Testing
         #expect(result.out.split(separator: "\n")[1].hasPrefix("policy built-in, policy_version "))
         #expect(FileManager.default.fileExists(atPath: directory + "/results.md"))
         #expect(!FileManager.default.fileExists(atPath: directory + "/timeline.csv"))
+        #expect(!FileManager.default.fileExists(atPath: directory + "/timeline.svg"))
 
         let bad = await runCLI(["simulate", "--scenario", "cold-start", "--seeds", "5-1"])
         #expect(bad.code == 2)
