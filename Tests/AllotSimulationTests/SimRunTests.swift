@@ -143,6 +143,33 @@ import Testing
         }
     }
 
+    /// `fifo-backoff` is one global bucket and one FIFO queue, whatever the number of gateways: two 6,000-token calls
+    /// a task, in parallel, on a 60k-TPM pool (a 10,000-token provider bucket) are held apart by the one bucket
+    /// (10 s of the declared tpm), behind three gateways as behind one. Split into three buckets of a third each
+    /// behind three gateways, as before 2026-11-29, the calls of one task went through different gateways and the
+    /// second met a 429 (34 % of the attempts, outside evaluation round 25).
+    @Test func fifoBackoffIsOneGlobalBucketWhateverTheGateways() async throws {
+        let pools = """
+            [{"id": "p", "provider": "openai", "declared_rpm": 120, "declared_tpm": 60000,
+              "capacity": [{"at_s": 0, "rpm": 120, "tpm": 60000}]}]
+            """
+        let tenants = """
+            [{"id": "t", "tier": "standard", "pool": "p", "arrivals": [{"at_s": 0, "tasks_per_min": 2}],
+              "task": {"class": "interactive", "calls": {"min": 2, "max": 2}, "parallelism": 2,
+                       "prompt_tokens": {"mean": 5500}, "completion_tokens": {"mean": 500}, "deadline_s": 120}}]
+            """
+        var scenario = try decode(scenarioJSON(duration: 300, tenants: tenants, pools: pools))
+        var counts: [Int: (attempts: Int, refused: Int)] = [:]
+        for gateways in [1, 3] {
+            scenario.gateways = gateways
+            let metrics = RunMetrics(trace: try await Simulator.run(scenario, strategy: .fifoBackoff, seed: 1))
+            counts[gateways] = (metrics.upstreamAttempts, metrics.upstream429s)
+        }
+        #expect(counts[1]?.attempts == counts[3]?.attempts && counts[1]?.refused == counts[3]?.refused)
+        let (attempts, refused) = try #require(counts[3])
+        #expect(attempts > 10 && refused * 10 < attempts)
+    }
+
     @Test func allotServesEveryTaskWhenDemandIsBelowCapacity() async throws {
         let trace = try await Simulator.run(try Self.small(), strategy: .allot, seed: 1)
         let metrics = RunMetrics(trace: trace)
@@ -678,7 +705,8 @@ import Testing
             lines.filter { $0.hasPrefix("ALLOT_SIM_TENANTS") }
                 == [
                     "ALLOT_SIM_TENANTS: no tenant acme, ghost in scenario tiny "
-                        + "(ignored; a tenant with count N is id-01 … id-NN)"
+                        + "(ignored; a tenant with count N is id-01 … id-NN, numbered to the width of N and at least "
+                        + "two digits: id-001 … id-100 for 100)"
                 ])
         let traced = lines.filter { $0.hasPrefix("t=") && $0.contains(" acme-01 tiny/pool ") }
         #expect(!traced.isEmpty)

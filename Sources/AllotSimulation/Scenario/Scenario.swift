@@ -43,7 +43,8 @@ public struct Scenario: Sendable, Equatable {
 public struct ScenarioTenantEntry: Sendable, Equatable {
     /// Its index in the file's `tenants`.
     public var index: Int
-    /// Its `id` as written (with `count` > 1 its tenants are `id-01` … `id-NN`).
+    /// Its `id` as written (with `count` > 1 its tenants are `id-01` … `id-NN`, numbered to the width of `count`, at
+    /// least two digits).
     public var id: String
     public var count: Int
 

@@ -141,7 +141,8 @@ final class SimulationRun {
             if !unknown.isEmpty {
                 log(
                     "ALLOT_SIM_TENANTS: no tenant \(unknown.joined(separator: ", ")) in scenario \(scenario.name) "
-                        + "(ignored; a tenant with count N is id-01 … id-NN)")
+                        + "(ignored; a tenant with count N is id-01 … id-NN, numbered to the width of N and at least "
+                        + "two digits: id-001 … id-100 for 100)")
             }
         }
         for index in tenants.indices { scheduleNextArrival(index, after: 0) }
@@ -291,7 +292,9 @@ final class SimulationRun {
             if strategy == .static { tenants[tenant].firstAllocationAt = now }
         }
         lastDemandAt[tenant] = now
-        let gateway = tenants[tenant].nextGateway(of: gateways.count)
+        // fifo-backoff is one global bucket and one FIFO queue: every call goes through the first gateway, which
+        // enforces the whole declared capacity (``applyBaseline(_:)``).
+        let gateway = strategy == .fifoBackoff ? 0 : tenants[tenant].nextGateway(of: gateways.count)
         calls[id].gateway = gateway
         let spec = tenants[tenant].spec
         // Every call carries its task's context, as an agent framework's gateway client would: the deadline, and
@@ -568,13 +571,16 @@ final class SimulationRun {
     }
 
     /// Hands each gateway an equal slice of `limits` as a snapshot (buckets of 10 s, like Allot's
-    /// default), with no lease expiry. A per-tenant quota (`static`, `equal-split`) comes with the tenant's tier's
+    /// default), with no lease expiry — `fifo-backoff` the whole of them, as all its calls go through the first
+    /// gateway. A per-tenant quota (`static`, `equal-split`) comes with the tenant's tier's
     /// `max_concurrency`, as `allot`'s gateways enforce it: provisioned with the quota, and the same for every
     /// strategy that knows tenants (outside evaluation round 10: 40-s answers held `allot`'s tenants to 64 × 60 ÷ 40
     /// calls a minute while `static`'s ran unbounded). `fifo-backoff`'s one global bucket knows no tenant.
     private func applyBaseline(_ limits: [Limits]) {
         baselineVersion += 1
-        let share = 1 / Double(gateways.count)
+        // fifo-backoff's one global bucket sits at the one gateway all its calls go through; the per-tenant
+        // baselines split each quota evenly between the gateways, which the calls reach in turn.
+        let share = strategy == .fifoBackoff ? 1 : 1 / Double(gateways.count)
         let entries = limits.map { limit in
             TenantEntry(
                 id: limit.tenant, upstream: limit.pool, tier: limit.tier, priority: 0,
