@@ -133,7 +133,8 @@ enum CommandTree {
                 "seeds", value: "LIST",
                 help:
                     "Run every seed of LIST (e.g. 1-8, or 1,4,9-12; at most 1000; replaces --seed) and print the means per strategy; "
-                    + "--out then writes report.json (means and each seed's metrics) and results.md, no timelines."),
+                    + "--out then writes report.json (means and each seed's metrics) and results.md, no timelines "
+                    + "(and removes an earlier run's timeline files there)."),
             OptionSpec("out", value: "DIR", help: "Write report.json, timeline.csv, timeline.svg and results.md here."),
             OptionSpec(
                 "policy", value: "DIR",
@@ -144,7 +145,8 @@ enum CommandTree {
             OptionSpec(
                 "gateways", value: "N",
                 help: "Run the scenario with N simulated gateways (1-32) instead of its own `gateways` (the "
-                    + "built-ins have 3, fleet-hour 4): the more gateways, the smaller each tenant's slice at each."),
+                    + "built-ins have 3, fleet-hour 4): the more gateways, the smaller each tenant's slice at each "
+                    + "(fifo-backoff's one global bucket stays at one)."),
         ],
         flags: [
             FlagSpec("list", help: "Print the built-in scenario names, one per line, and exit."),

@@ -149,18 +149,21 @@ enum SimulateCommand {
                 ]
                 if !report.traces.isEmpty {
                     files += [("timeline.csv", report.timelineCSV()), ("timeline.svg", report.timelineSVG())]
-                } else {
-                    // Means over seeds have no timeline: one left from an earlier run here would sit beside this
-                    // report as if it were its own (outside evaluation round 25).
-                    for stale in ["timeline.csv", "timeline.svg"] {
-                        let path = URL(fileURLWithPath: directory).appendingPathComponent(stale).path
-                        if FileManager.default.fileExists(atPath: path) {
-                            try FileManager.default.removeItem(atPath: path)
-                        }
-                    }
                 }
                 for (file, text) in files {
                     try Data(text.utf8).write(to: URL(fileURLWithPath: directory).appendingPathComponent(file))
+                }
+                if report.traces.isEmpty {
+                    // Means over seeds have no timeline: one left from an earlier run here would sit beside this
+                    // report as if it were its own (outside evaluation round 25). Only a file (or a link) goes.
+                    for stale in ["timeline.csv", "timeline.svg"] {
+                        let path = URL(fileURLWithPath: directory).appendingPathComponent(stale).path
+                        let type =
+                            (try? FileManager.default.attributesOfItem(atPath: path))?[.type] as? FileAttributeType
+                        guard type == .typeRegular || type == .typeSymbolicLink else { continue }
+                        try FileManager.default.removeItem(atPath: path)
+                        output.err("allot simulate: removed \(path), an earlier run's (the means over seeds have none)")
+                    }
                 }
             } catch {
                 output.err("allot simulate: cannot write to \(directory): \(error.localizedDescription)")

@@ -752,10 +752,10 @@ import Testing
     @Test func seedsPrintTheMeansAndWriteEachSeed() async throws {
         let directory = NSTemporaryDirectory() + "allot-sim-seeds-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        // A timeline left by an earlier single-seed run into the same directory goes (the means have none).
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // A timeline left by an earlier single-seed run into the same directory goes (the means have none); a
+        // directory of that name is not ours and stays.
+        try FileManager.default.createDirectory(atPath: directory + "/timeline.svg", withIntermediateDirectories: true)
         try Data("stale".utf8).write(to: URL(fileURLWithPath: directory + "/timeline.csv"))
-        try Data("stale".utf8).write(to: URL(fileURLWithPath: directory + "/timeline.svg"))
         let result = await runCLI([
             "simulate", "--scenario", "cold-start", "--strategy", "static", "--seeds", "2-3", "--out", directory,
         ])
@@ -769,7 +769,11 @@ import Testing
         #expect(result.out.split(separator: "\n")[1].hasPrefix("policy built-in, policy_version "))
         #expect(FileManager.default.fileExists(atPath: directory + "/results.md"))
         #expect(!FileManager.default.fileExists(atPath: directory + "/timeline.csv"))
-        #expect(!FileManager.default.fileExists(atPath: directory + "/timeline.svg"))
+        #expect(result.err.contains("allot simulate: removed \(directory)/timeline.csv, an earlier run's"))
+        var isDirectory: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: directory + "/timeline.svg", isDirectory: &isDirectory))
+        #expect(isDirectory.boolValue)
+        #expect(!result.err.contains("timeline.svg"))
 
         let bad = await runCLI(["simulate", "--scenario", "cold-start", "--seeds", "5-1"])
         #expect(bad.code == 2)

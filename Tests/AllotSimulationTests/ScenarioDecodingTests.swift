@@ -617,7 +617,8 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
                     + #""anthropic/claude"'s 10-s token bucket (333333 of 2000000 tpm at pools[0].capacity[0], from "#
                     + "t=0 s): a second such call that reaches the provider within 2 s of another (parallel calls, "
                     + "tasks that overlap) is more than the bucket holds then and meets a 429; a gateway's own buckets "
-                    + "may hold such calls apart, but calls through different gateways (3 here) nothing does"
+                    + "may hold such calls apart, but nothing holds apart calls that go through different gateways (3 "
+                    + "here)"
             ])
         #expect(
             scenario.gatewayCapWarnings == [
@@ -663,8 +664,8 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
             #"tenants[0] ("big"): its mean call of 30000 tokens is more than half of pool "p"'s 10-s token bucket "#
             + "(40000 of 240000 tpm at pools[0].capacity[1], from t=30 s): a second such call that reaches the "
             + "provider within 5 s of another (parallel calls, tasks that overlap) is more than the bucket holds "
-            + "then and meets a 429; a gateway's own buckets may hold such calls apart, but calls through different "
-            + "gateways (3 here) nothing does"
+            + "then and meets a 429; a gateway's own buckets may hold such calls apart, but nothing holds apart calls "
+            + "that go through different gateways (3 here)"
         #expect(mid.halfBucketWarnings == [half])
         let cap = try #require(mid.gatewayCapWarnings.first)
         let order = (mid.warnings.firstIndex(of: half), mid.warnings.firstIndex(of: cap))

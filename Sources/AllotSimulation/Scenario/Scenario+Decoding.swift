@@ -265,8 +265,8 @@ extension Scenario {
     }
 
     /// A tenant whose mean call is as large as its pool's token bucket or larger (``SimUpstream/burstSeconds`` of the
-    /// tpm) at some capacity step: the simulated provider admits a call larger than the bucket only when the
-    /// bucket is full (and the call then empties it for longer than the bucket takes to fill), so on a pool with
+    /// tpm) at some capacity step: the simulated provider admits such a call only when the bucket is full (and a
+    /// larger one then leaves it below empty, for longer than the bucket takes to fill), so on a pool with
     /// any other traffic it meets 429s whatever the allocator does. Once per `tenants` entry, naming the step
     /// with the smallest bucket.
     var tokenBucketWarnings: [String] {
@@ -305,12 +305,13 @@ extension Scenario {
     /// A tenant whose mean call fits its pool's token bucket at every capacity step but is more than half of it at
     /// some step: a second such call that reaches the provider within `(2 × call − bucket) ÷ (tpm ÷ 60)` seconds of
     /// another is more than the bucket holds then, and is refused. A gateway's own bucket may hold two such calls
-    /// apart (behind one gateway the baselines' 10-s buckets of the tenant's quota did: outside evaluation round 25,
-    /// 6,000-token calls on a 10,000-token bucket, 0 % 429s for them against `allot`'s 14.6 %), but nothing holds
-    /// calls through different gateways apart, nor those of one gateway whose buckets have room for both.
+    /// apart (behind one gateway the per-tenant baselines' 10-s buckets of the tenant's quota did: outside evaluation
+    /// round 25, 6,000-token calls on a 10,000-token bucket, 0 % 429s for them against `allot`'s 14.6 %), but nothing
+    /// holds calls through different gateways apart, nor those of one gateway whose buckets have room for both.
     /// Outside evaluation round 24: 200k-token calls, one task a minute, alone on a 2M-TPM pool (a 333k bucket) at 15 %
-    /// of its capacity behind three gateways, had 25 % of their attempts answered 429 under `allot` and 26–51 % under
-    /// the baselines (seeds 1–2), with no warning, as one call fits. Calls of half the bucket or less can still
+    /// of its capacity behind three gateways, had 25 % of their attempts answered 429 under `allot`, 26–40 % under
+    /// `static` and `equal-split` and 17–22 % under `fifo-backoff`, whose one bucket is the provider's size (seeds
+    /// 1–2, 2026-11-29), with no warning, as one call fits. Calls of half the bucket or less can still
     /// meet 429s three at a time. Once per `tenants` entry, naming the step with the smallest bucket; not where
     /// ``tokenBucketWarnings`` already warns that one call does not fit.
     var halfBucketWarnings: [String] {
@@ -323,17 +324,18 @@ extension Scenario {
                     of: pool.capacity.indices.filter { 2 * call > bucket(pool.capacity[$0]) }, in: pool)
             else { return nil }
             let step = pool.capacity[worst]
-            let window = (2 * call - bucket(step)) / (step.tpm / 60)
+            // At least a tenth of a second: a call just over half the bucket has a window that rounds to 0.
+            let window = max(0.1, ((2 * call - bucket(step)) / (step.tpm / 60) * 10).rounded() / 10)
             let apart =
                 gateways > 1
-                ? "a gateway's own buckets may hold such calls apart, but calls through different gateways (\(gateways) "
-                    + "here) nothing does"
+                ? "a gateway's own buckets may hold such calls apart, but nothing holds apart calls that go through "
+                    + "different gateways (\(gateways) here)"
                 : "the gateway's own buckets may hold such calls apart"
             return "\(entry.label): its mean call of \(number(call.rounded())) tokens is more than half of pool "
                 + "\"\(pool.id)\"'s \(number(SimUpstream.burstSeconds))-s token bucket "
                 + "(\(number(bucket(step).rounded(.down))) of \(number(step.tpm)) tpm at "
                 + "pools[\(poolIndex)].capacity[\(worst)], from t=\(number(step.at)) s): a second such call that "
-                + "reaches the provider within \(number((window * 10).rounded() / 10)) s of another (parallel calls, "
+                + "reaches the provider within \(number(window)) s of another (parallel calls, "
                 + "tasks that overlap) is more than the bucket holds then and meets a 429; \(apart)"
         }
     }

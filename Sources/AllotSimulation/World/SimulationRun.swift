@@ -8,10 +8,10 @@ import Foundation
 ///
 /// Tenants' tasks arrive (Poisson, by the scenario's piecewise rate) and fan out into calls, at
 /// most `parallelism` in flight per task. Each call goes through one of the scenario's gateways
-/// (round-robin per tenant), each an `AllotEnforcement.Enforcer` whose limits come from the
-/// strategy (the real loop's slices for `allot`; fixed, re-divided or global buckets for the
-/// baselines). Admitted calls go to the simulated upstream; answers come back after their latency;
-/// 429s and overloads are retried per the strategy's client and the tenant's behaviour. Every
+/// (round-robin per tenant; `fifo-backoff`'s all through the first, its one global bucket), each an
+/// `AllotEnforcement.Enforcer` whose limits come from the strategy (the real loop's slices for `allot`; fixed,
+/// re-divided or global buckets for the baselines). Admitted calls go to the simulated upstream; answers come back
+/// after their latency; 429s and overloads are retried per the strategy's client and the tenant's behaviour. Every
 /// `sample_interval_s` the counters become one ``TraceSample``.
 ///
 /// Not `Sendable`: it lives in the one task that runs the simulation.
