@@ -594,8 +594,8 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
     }
 
     /// A mean call that fits the provider's bucket but not one gateway's cap under `allot` is warned about, with the
-    /// cap's size; behind one gateway (a cap of the whole pool's 10 s) it fits and nothing is said (outside evaluation
-    /// round 24's 200k-token prompts).
+    /// cap's size; behind one gateway (a cap of the whole pool's 10 s) it fits and only the half-bucket warning is left
+    /// (outside evaluation round 24's 200k-token prompts).
     @Test func aCallLargerThanOneGatewaysCapIsWarnedAbout() throws {
         let pools = """
             [{"id": "anthropic/claude", "provider": "anthropic", "declared_rpm": 1000, "declared_tpm": 2000000,

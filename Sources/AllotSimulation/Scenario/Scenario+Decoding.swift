@@ -319,7 +319,7 @@ extension Scenario {
         let bucket = SimUpstream.tokenBurst(at:)
         let gateways = self.gateways
         return callSizeWarnings { entry, pool, poolIndex, call in
-            guard pool.capacity.allSatisfy({ call < bucket($0) }),
+            guard Self.fitsEveryBucket(call, pool),
                 let worst = Self.smallestStep(
                     of: pool.capacity.indices.filter { 2 * call > bucket(pool.capacity[$0]) }, in: pool)
             else { return nil }
@@ -354,7 +354,7 @@ extension Scenario {
         let gateways = self.gateways
         func cap(_ step: CapacityStep) -> Double { step.tpm / Double(gateways) * window / 60 }
         return callSizeWarnings { entry, pool, poolIndex, call in
-            guard pool.capacity.allSatisfy({ call < SimUpstream.tokenBurst(at: $0) }),
+            guard Self.fitsEveryBucket(call, pool),
                 let worst = Self.smallestStep(
                     of: pool.capacity.indices.filter { call > cap(pool.capacity[$0]) }, in: pool)
             else { return nil }
@@ -378,6 +378,12 @@ extension Scenario {
             guard let poolIndex = pools.firstIndex(where: { $0.id == tenant.pool }) else { return nil }
             return warning(entry, pools[poolIndex], poolIndex, tenant.task.meanTokensPerCall)
         }
+    }
+
+    /// Whether a call of `call` tokens is smaller than the simulated provider's token bucket at every capacity step of
+    /// `pool` (where ``tokenBucketWarnings`` has nothing to say and the other call-size warnings look further).
+    private static func fitsEveryBucket(_ call: Double, _ pool: ScenarioPool) -> Bool {
+        pool.capacity.allSatisfy { call < SimUpstream.tokenBurst(at: $0) }
     }
 
     /// Of `steps` (indices into `pool.capacity`), the one with the smallest tpm, the first of equals: the step a
