@@ -26,9 +26,10 @@ import Foundation
 /// - **Classes**, first match: `idle` (no demand event for `idle_after_s`), `cold_start` (fewer than
 ///   `cold_start_samples` demand events: the demand reported is `c·observed + (1 − c)·prior` with
 ///   `c = samples / cold_start_samples` and the prior the tier's `cold_start_demand`, a percentage
-///   resolving against the pool's capacity after the safety margin), `sustained_over` (short demand
-///   above the published allocation in a dimension continuously for `sustained_over_s`), `bursting`
-///   (short demand at least `burstRatio` × long demand, and at least `burstMinimumRPM`), `steady`.
+///   resolving against the pool's capacity after the safety margin), `sustained_over` (short demand, or the
+///   requests wanted with `queued` reports, above the published allocation in a dimension continuously for
+///   `sustained_over_s`), `bursting` (short demand at least `burstRatio` × long demand, and at least
+///   `burstMinimumRPM`), `steady`.
 /// - **Starvation**: served (short) below `starvation_ratio` × allocation while demand (short) is at or
 ///   above the allocation, in a dimension, at every tick for `starvation_window_s` → `starved` and a
 ///   `starved` alert, until a tick where the condition no longer holds.

@@ -164,14 +164,15 @@ extension TenantTrack {
             for dimension in RateDimension.allCases {
                 let allocated = allocation[dimension]
                 guard allocated > 0, allocated.isFinite else { continue }
-                if demandShort[dimension] > allocated { over = true }
                 // What it wants (SPEC 5: served + denied locally + queued): the larger of its attempts (a blocked
                 // agent asks again every retry-after) and its requests, each counted once at its first event, a
                 // `queued` report included. Without the requests a tenant whose calls waited in gateway queues while
                 // it was served 15 % of its allocation never starved, though the same traffic denied did (outside
                 // evaluation round 21); adding the queued reports to the attempts counted a call that waited and
-                // was then served twice (review).
+                // was then served twice (review). `sustained_over` compares the same: a tenant whose calls wait in
+                // gateway queues at its allocation wants more than it, though its attempts do not exceed it.
                 let wants = max(demandShort[dimension], (wantedShort ?? demandShort)[dimension])
+                if wants > allocated { over = true }
                 if wants >= allocated,
                     servedShort[dimension] < policy.alerts.starvationRatio * allocated,
                     !starving

@@ -213,6 +213,31 @@ struct ClassifierClassesTests {
         #expect(overFrom != nil)
     }
 
+    @Test func requestsWaitingInGatewayQueuesMakeATenantSustainedOver() throws {
+        // Per 5-s tick: 2 requests served and 1 reported `queued` (first attempts all): it wants 36 a minute, its
+        // attempts (served + denied) are 24, under its allocation of 30. SPEC 5's demand counts the queued ones.
+        var run = ClassifierRun(start: t0)
+        let allocation = [F.acme: PerDimension<Double>(rpm: 30, tpm: 1_000_000)]
+        var overFrom: Double?
+        var sustainedTicks = 0
+        for tick in 1...120 {
+            let report = run.tick(allocations: allocation) { script, from, to in
+                F.served(&script, 2, from: from, to: to)
+                    + script.spread(1, from: from, to: to) { script, at in
+                        script.event(at: at, outcome: .queued, queueMs: 5_000, estimated: 150, retry: 0)
+                    }
+            }
+            let status = try #require(F.status(report))
+            #expect(status.servedShort.rpm + status.deniedRPM < 30, "tick \(tick): attempts stay under the allocation")
+            let wanted = status.servedShort.rpm + status.queuedRPM
+            if overFrom == nil, wanted > 30 { overFrom = run.now }
+            let sustained = overFrom.map { run.now - $0 >= 300 } ?? false
+            #expect((status.tenantClass == .sustainedOver) == sustained, "tick \(tick), wanted \(wanted)")
+            if status.tenantClass == .sustainedOver { sustainedTicks += 1 }
+        }
+        #expect(sustainedTicks > 0)
+    }
+
     @Test func aTenantThatStoppedIsNotSustainedOver() throws {
         var run = ClassifierRun(start: t0)
         let allocation = [F.acme: PerDimension<Double>(rpm: 30, tpm: 1_000_000)]
