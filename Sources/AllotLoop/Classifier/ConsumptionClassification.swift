@@ -30,9 +30,9 @@ import Foundation
 ///   requests wanted with `queued` reports, above the published allocation in a dimension continuously for
 ///   `sustained_over_s`), `bursting` (short demand at least `burstRatio` × long demand, and at least
 ///   `burstMinimumRPM`), `steady`.
-/// - **Starvation**: served (short) below `starvation_ratio` × allocation while demand (short) is at or
-///   above the allocation, in a dimension, at every tick for `starvation_window_s` → `starved` and a
-///   `starved` alert, until a tick where the condition no longer holds.
+/// - **Starvation**: served (short) below `starvation_ratio` × allocation while demand (short, or the requests
+///   wanted with `queued` reports) is at or above the allocation, in a dimension, at every tick for
+///   `starvation_window_s` → `starved` and a `starved` alert, until a tick where the condition no longer holds.
 /// - **Suspect**: the three patterns of ``ClassificationRules``; each adds a reason.
 /// - **Spend**: served prompt and completion tokens × the pool's price (the default price, with an
 ///   `unpriced_upstream` alert, when the pool has none), per tenant and UTC calendar hour, day and

@@ -204,7 +204,8 @@ struct ClassifierClassesTests {
                     }
             }
             let status = try #require(F.status(report))
-            // `sustained_over` compares what the tenant asks for, every attempt (served + denied + queued).
+            // `sustained_over` compares what the tenant asks for: every attempt (served + denied), or the requests
+            // wanted with `queued` reports (none here).
             let asked = status.servedShort.rpm + status.deniedRPM + status.queuedRPM
             if overFrom == nil, asked > 30 { overFrom = run.now }
             let sustained = overFrom.map { run.now - $0 >= 300 } ?? false
