@@ -239,6 +239,30 @@ struct ClassifierClassesTests {
         #expect(sustainedTicks > 0)
     }
 
+    @Test func aRequestThatWaitedAndWasThenServedCountsOnceForSustainedOver() throws {
+        // Per 5-s tick: 1 request served at once, 1 reported `queued`, and 1 earlier one served after its wait
+        // (`retry` 1): 24 requests wanted a minute and 24 attempts, under the allocation of 30 — though attempts
+        // plus queued reports would be 36.
+        var run = ClassifierRun(start: t0)
+        let allocation = [F.acme: PerDimension<Double>(rpm: 30, tpm: 1_000_000)]
+        for tick in 1...120 {
+            let report = run.tick(allocations: allocation) { script, from, to in
+                F.served(&script, 1, from: from, to: to)
+                    + script.spread(1, from: from, to: to) { script, at in
+                        script.event(at: at, outcome: .queued, queueMs: 5_000, estimated: 150, retry: 0)
+                    }
+                    + script.spread(1, from: from, to: to) { script, at in
+                        script.event(at: at, queueMs: 20_000, prompt: 100, completion: 50, retry: 1)
+                    }
+            }
+            let status = try #require(F.status(report))
+            #expect(status.tenantClass != .sustainedOver, "tick \(tick)")
+            if tick == 120 {
+                #expect(status.servedShort.rpm + status.queuedRPM > 30, "what counting the wait twice would read")
+            }
+        }
+    }
+
     @Test func aTenantThatStoppedIsNotSustainedOver() throws {
         var run = ClassifierRun(start: t0)
         let allocation = [F.acme: PerDimension<Double>(rpm: 30, tpm: 1_000_000)]
