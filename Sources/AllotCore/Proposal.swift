@@ -132,7 +132,11 @@ public struct ProposalBook: Sendable, Hashable, Codable {
     }
 
     /// Applies SREs' decisions to pending proposals. Returns, per resolution, whether it applied
-    /// (an unknown or already decided proposal is ignored).
+    /// (an unknown or already decided proposal is ignored, and so is a decision made at or after the
+    /// proposal's expiry). A decision made before the expiry applies even when the tick that reads it
+    /// comes after: the server accepted it while the proposal was pending, and the tick runs before
+    /// ``expire(now:)`` (outside evaluation round 27: an approval 1.5 s before the expiry was answered
+    /// 200 and audited, then the proposal expired unapplied and was filed again at once).
     public mutating func resolve(
         _ resolutions: [ProposalResolution], now: Double, settings: ProposalSettings
     ) -> [(resolution: ProposalResolution, applied: Bool)] {
@@ -141,7 +145,7 @@ public struct ProposalBook: Sendable, Hashable, Codable {
         let ordered = resolutions.sorted { ($0.at, $0.proposalID, $0.actor) < ($1.at, $1.proposalID, $1.actor) }
         return ordered.map { resolution in
             guard let key = index[resolution.proposalID], var record = records[key], record.status == .pending,
-                now < record.expiresAt
+                resolution.at < record.expiresAt
             else { return (resolution, false) }
             record.decidedBy = resolution.actor
             record.decidedAt = resolution.at

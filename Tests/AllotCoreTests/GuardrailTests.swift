@@ -92,6 +92,41 @@ struct GuardrailTests {
             ).map(\.applied) == [false])
     }
 
+    @Test func aDecisionMadeBeforeTheExpiryAppliesAtATickAfterIt() throws {
+        // The tick that reads a decision may come after the proposal's expiry (the SRE decided in the
+        // last interval): the decision stands, and the proposal is neither expired nor filed again.
+        var book = ProposalBook()
+        let approved = try #require(Self.fileRaise(&book, now: 1000))
+        #expect(approved.expiresAt == 1600)
+        let outcome = book.resolve(
+            [ProposalResolution(proposalID: approved.id, verdict: .approve, actor: "sre", at: 1599)], now: 1602,
+            settings: Self.settings)
+        #expect(outcome.map(\.applied) == [true])
+        #expect(book.expire(now: 1602).isEmpty)
+        #expect(book.isApproved(tenant: "acme", upstream: "p/m", dimension: .rpm, kind: .raiseAboveGuardMax))
+        #expect(book.all.first?.expiresAt == 5202.0)
+        #expect(Self.fileRaise(&book, now: 1602) == nil)
+
+        var rejecting = ProposalBook()
+        let rejected = try #require(Self.fileRaise(&rejecting, now: 1000))
+        _ = rejecting.resolve(
+            [ProposalResolution(proposalID: rejected.id, verdict: .reject, actor: "sre", at: 1599.9)], now: 1605,
+            settings: Self.settings)
+        #expect(rejecting.expire(now: 1605).isEmpty)
+        #expect(rejecting.all.first?.status == .rejected)
+        #expect(Self.fileRaise(&rejecting, now: 1605) == nil)  // the cool-down holds
+
+        // A decision stamped at the expiry itself comes too late.
+        var late = ProposalBook()
+        let expiring = try #require(Self.fileRaise(&late, now: 1000))
+        #expect(
+            late.resolve(
+                [ProposalResolution(proposalID: expiring.id, verdict: .approve, actor: "sre", at: 1600)], now: 1602,
+                settings: Self.settings
+            ).map(\.applied) == [false])
+        #expect(late.expire(now: 1602).map(\.id) == [expiring.id])
+    }
+
     // MARK: Overrides
 
     static let policy: Policy = {

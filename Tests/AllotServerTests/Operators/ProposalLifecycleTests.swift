@@ -118,6 +118,33 @@ import Testing
         await harness.close()
     }
 
+    /// Outside evaluation round 27 (H1): a decision the API accepted in the last interval before the expiry was
+    /// audited, then the tick after the expiry expired the proposal unapplied and filed it again.
+    @Test func decisionsInTheLastIntervalBeforeTheExpiryStand() async throws {
+        for verdict in ["approve", "reject"] {
+            let harness = try await OperatorHarness.make()
+            let id = try #require(try await pendingProposal(harness)["id"]?.stringValue)
+            // The harness's tick moved the clock 5 s on: one second before the expiry.
+            harness.clock.advance(by: harness.policy.proposals.ttlSeconds - 6)
+            let decided = await harness.send(.post, "/v1/proposals/\(id)/\(verdict)", as: .sre)
+            #expect(decided.status == .ok)
+            harness.clock.advance(by: 2)
+            await harness.tick()
+            let record = try #require(try await harness.console.store.proposal(id: id))
+            #expect(record.storedStatus == (verdict == "approve" ? "approved" : "rejected"))
+            let pending = await harness.send(.get, "/v1/proposals?status=pending&tenant=acme", as: .sre)
+            #expect(pending.jsonBody["proposals"]?.arrayValue?.count == 0)
+            let rpm = try await acmeRPM(harness)
+            if verdict == "approve" {
+                #expect(rpm.rate > 100)
+                #expect(rpm.reason != "guardrail_clamped")
+            } else {
+                #expect(rpm.rate == 100)
+            }
+            await harness.close()
+        }
+    }
+
     @Test func anOverrideCrossingAGuardrailWaitsForAnSRE() async throws {
         let harness = try await OperatorHarness.make()
         await harness.tick()
