@@ -141,7 +141,9 @@ extension SQLiteConnection {
         var message = "the database file \(filePath ?? path) was deleted, moved or replaced while open"
         if let detail { message += "; " + detail }
         // The connection keeps the old file; reopening by itself could land on an empty or older database.
-        message += "; restart the process to open the file now at that path"
+        message +=
+            "; put the file back if it was moved and restart the process to open the file now at that path "
+            + "(without it a restart refuses to start while the write-ahead log is there)"
         return SQLiteError(code: SQLiteError.readOnlyDatabaseMoved, message: message)
     }
 

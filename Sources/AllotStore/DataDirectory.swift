@@ -49,10 +49,16 @@ public struct DataDirectory: Sendable {
 
     /// Creates the directory if needed, opens the database (writer and reader on one WAL file)
     /// and applies pending migrations. Returns the pool and the migrations applied now.
+    ///
+    /// Refuses a directory whose database file is missing while its write-ahead log is there: the file
+    /// was moved or deleted (a running server says so in `/readyz` and asks for a restart), and opening
+    /// would create an empty database — no tokens, no overrides, the snapshot version back at 1 — beside
+    /// a log that holds the latest transactions of the one that went (outside evaluation round 27).
     public func openDatabase(
         configuration: SQLiteConfiguration = SQLiteConfiguration()
     ) async throws(StoreSetupError) -> (pool: DatabasePool, applied: [Migration]) {
         try create()
+        try checkNotOrphaned()
         let migrator = try Self.migrator()
         let pool: DatabasePool
         do {
@@ -69,6 +75,21 @@ public struct DataDirectory: Sendable {
             await pool.close()
             throw StoreSetupError(message: "\(databasePath): \(error)")
         }
+    }
+}
+
+extension DataDirectory {
+    /// Throws when `allot.sqlite` is missing and a non-empty `allot.sqlite-wal` is there.
+    func checkNotOrphaned() throws(StoreSetupError) {
+        let log = databasePath + "-wal"
+        let manager = FileManager.default
+        guard !manager.fileExists(atPath: databasePath), manager.fileExists(atPath: log) else { return }
+        let size = ((try? manager.attributesOfItem(atPath: log))?[.size] as? NSNumber)?.int64Value ?? 0
+        guard size > 0 else { return }
+        throw StoreSetupError(
+            message: "\(databasePath) is missing but its write-ahead log \(log) (\(size) bytes) is there: the "
+                + "database file was moved or deleted. Put it back and start again (the log holds its latest "
+                + "transactions); to start from an empty database instead, remove \(log) and \(databasePath)-shm")
     }
 }
 

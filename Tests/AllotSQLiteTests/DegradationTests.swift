@@ -116,7 +116,9 @@ import Testing
         #expect(
             transaction?.message
                 == "the database file \(directory.file()) was deleted, moved or replaced while open; "
-                + "the transaction was rolled back; restart the process to open the file now at that path"
+                + "the transaction was rolled back; put the file back if it was moved and restart the process to "
+                + "open the file now at that path (without it a restart refuses to start while the write-ahead log "
+                + "is there)"
         )
         #expect(!connection.isInTransaction)
         #expect(try connection.count("t") == 1)
