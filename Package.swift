@@ -104,7 +104,8 @@ let package = Package(
         .testTarget(name: "AllotProtocolTests", dependencies: ["AllotProtocol", "AllotJSON"]),
         .testTarget(name: "AllotSignalsTests", dependencies: ["AllotSignals", "AllotTime", "AllotJSON"], resources: [.copy("Fixtures")]),
         .testTarget(name: "AllotCoreTests", dependencies: ["AllotCore", "AllotJSON", "AllotAssets"]),
-        .testTarget(name: "AllotStoreTests", dependencies: ["AllotStore", "AllotSQLite", "AllotCore", "AllotSignals"]),
+        .testTarget(
+            name: "AllotStoreTests", dependencies: ["AllotStore", "AllotSQLite", "AllotCore", "AllotSignals", "AllotAssets"]),
         .testTarget(name: "AllotLoopTests", dependencies: ["AllotLoop", "AllotStore", "AllotCore"]),
         .testTarget(name: "AllotEnforcementTests", dependencies: ["AllotEnforcement", "AllotHTTP", "AllotJSON"]),
         .testTarget(

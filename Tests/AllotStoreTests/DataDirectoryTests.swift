@@ -1,3 +1,5 @@
+import AllotAssets
+import AllotSQLite
 import Foundation
 import Testing
 
@@ -46,5 +48,30 @@ import Testing
         let (again, none) = try await directory.openDatabase()
         #expect(none.isEmpty)
         await again.close()
+    }
+}
+
+/// Migration 0008: the served tokens of rollup rows written before it are every attempt's tokens, as before.
+@Suite struct ServedTokensMigrationTests {
+    @Test func rowsWrittenBeforeTheMigrationKeepEveryAttemptsTokens() throws {
+        let files = AllotAssets.migrations.map { (name: $0.name, sql: $0.text) }
+        let before = try #require(files.firstIndex { $0.name.hasPrefix("0008") })
+        let connection = try SQLiteConnection(path: ":memory:")
+        _ = try Migrator(files: Array(files[..<before])).migrate(connection)
+        try connection.run(
+            """
+            INSERT INTO rollups_minute (tenant_ref, minute_ms, upstream_ref, task_class, requests, ok,
+                quota_exhausted, spend_cap, overloaded, server_error, timeout, denied_local, queued, retries,
+                prompt_tokens, completion_tokens, estimated_tokens, latency_count, latency_sum_ms, latency_max_ms,
+                queue_count, queue_sum_ms, queue_max_ms, latency_le_250ms, latency_le_500ms, latency_le_1s,
+                latency_le_2500ms, latency_le_5s, latency_le_10s, latency_le_30s, latency_gt_30s)
+            VALUES (1, 60000, 1, 1, 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 700, 90, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            """)
+        let applied = try Migrator(files: files).migrate(connection)
+        #expect(applied.map(\.version) == [8])
+        let served = try connection.queryOne(
+            "SELECT served_prompt_tokens, served_completion_tokens FROM rollups_minute"
+        ) { [$0.int64(0), $0.int64(1)] }
+        #expect(served == [700, 90])
     }
 }

@@ -192,6 +192,9 @@ import Testing
         expected.promptTokens = 30
         expected.completionTokens = 1 + 350
         expected.estimatedTokens = 1_600 + 1_600 + 700
+        // Served tokens: the `ok` event's alone (the 429's 20 prompt and 350 completion tokens are not billed).
+        expected.servedPromptTokens = 10
+        expected.servedCompletionTokens = 1
         expected.latencyCount = 2
         expected.latencySumMs = 3_100
         expected.latencyMaxMs = 3_000
@@ -212,6 +215,7 @@ import Testing
         let updated = try #require(merged.first { $0.taskClass == .interactive })
         #expect(updated.counters.requests == 4)
         #expect(updated.counters.promptTokens == 31)
+        #expect(updated.counters.servedPromptTokens == 11)
         #expect(updated.counters.latencyMaxMs == 5_000)
         #expect(updated.counters.latencyBuckets == [1, 0, 0, 0, 2, 0, 0, 0])
         #expect(try await F.counts(store.pool)["rollups_minute"] == 3)  // the read wrote them

@@ -299,11 +299,11 @@ public actor LoopRunner {
                     fromMs: EpochTime.milliseconds(fromSeconds: interval.start),
                     toMs: EpochTime.milliseconds(fromSeconds: now) + 60_000)
                 for total in totals {
+                    // Served calls, as the Classifier counts spend (and showback prices them).
                     let counters = total.counters
-                    let attempts = max(0, counters.requests - counters.deniedLocal - counters.queued)
                     let cost = policy.price(ofUpstream: total.upstream).price.cost(
-                        inputTokens: Double(counters.promptTokens), outputTokens: Double(counters.completionTokens),
-                        requests: Double(attempts))
+                        inputTokens: Double(counters.servedPromptTokens),
+                        outputTokens: Double(counters.servedCompletionTokens), requests: Double(counters.ok))
                     spent[total.tenant, default: [:]][window, default: 0] += cost
                 }
             }

@@ -58,15 +58,15 @@ struct CostsRoute: Sendable {
             default: key = usage.tenant
             }
             let counters = usage.counters
-            // What the upstream was asked to do: local denials and queueing never reached it.
-            let attempts = max(0, counters.requests - counters.deniedLocal - counters.queued)
+            // What the provider bills: served calls. Refused and failed attempts are not charged (nor counted
+            // here), as the spend budgets count them (round 27: the two disagreed in one row).
             let (amount, priced) = CostGovernance.cost(
-                upstream: usage.upstream, inputTokens: Double(counters.promptTokens),
-                outputTokens: Double(counters.completionTokens), requests: Double(attempts), policy: policy)
+                upstream: usage.upstream, inputTokens: Double(counters.servedPromptTokens),
+                outputTokens: Double(counters.servedCompletionTokens), requests: Double(counters.ok), policy: policy)
             func add(to row: inout Row) {
-                row.requests += attempts
-                row.promptTokens += counters.promptTokens
-                row.completionTokens += counters.completionTokens
+                row.requests += counters.ok
+                row.promptTokens += counters.servedPromptTokens
+                row.completionTokens += counters.servedCompletionTokens
                 row.cost += amount
                 if !priced {
                     row.priced = false

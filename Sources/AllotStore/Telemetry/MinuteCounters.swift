@@ -24,6 +24,10 @@ public struct MinuteCounters: Sendable, Hashable {
     public var promptTokens: Int64 = 0
     public var completionTokens: Int64 = 0
     public var estimatedTokens: Int64 = 0
+    /// The same sums over served events (`ok`) alone: what the provider bills, which showback and spend price.
+    /// (Rows written before migration 0008 hold every event's tokens here.)
+    public var servedPromptTokens: Int64 = 0
+    public var servedCompletionTokens: Int64 = 0
     /// Events that reported `latency_ms`, their sum and maximum.
     public var latencyCount: Int64 = 0
     public var latencySumMs: Double = 0
@@ -90,6 +94,10 @@ public struct MinuteCounters: Sendable, Hashable {
         promptTokens += event.promptTokens ?? 0
         completionTokens += event.completionTokens ?? 0
         estimatedTokens += event.estimatedTokens ?? 0
+        if event.outcome == .ok {
+            servedPromptTokens += event.promptTokens ?? 0
+            servedCompletionTokens += event.completionTokens ?? 0
+        }
         if let latency = event.latencyMs {
             latencyCount += 1
             latencySumMs += latency
@@ -127,6 +135,8 @@ public struct MinuteCounters: Sendable, Hashable {
         promptTokens += other.promptTokens
         completionTokens += other.completionTokens
         estimatedTokens += other.estimatedTokens
+        servedPromptTokens += other.servedPromptTokens
+        servedCompletionTokens += other.servedCompletionTokens
         latencyCount += other.latencyCount
         latencySumMs += other.latencySumMs
         latencyMaxMs = max(latencyMaxMs, other.latencyMaxMs)

@@ -197,5 +197,7 @@ extension MinuteCounters {
         queueSumMs = nextDouble()
         queueMaxMs = nextDouble()
         latencyBuckets = (0..<8).map { _ in next() }
+        servedPromptTokens = next()
+        servedCompletionTokens = next()
     }
 }

@@ -311,7 +311,7 @@ enum TelemetryWriter {
         "queued", "retries", "prompt_tokens", "completion_tokens", "estimated_tokens", "latency_count",
         "latency_sum_ms", "latency_max_ms", "queue_count", "queue_sum_ms", "queue_max_ms", "latency_le_250ms",
         "latency_le_500ms", "latency_le_1s", "latency_le_2500ms", "latency_le_5s", "latency_le_10s",
-        "latency_le_30s", "latency_gt_30s",
+        "latency_le_30s", "latency_gt_30s", "served_prompt_tokens", "served_completion_tokens",
     ]
 
     /// `SET` list of the rollup upserts: sums add, maxima take the larger.
@@ -372,6 +372,8 @@ enum TelemetryWriter {
             "count(CASE WHEN latency_ms > 5000 AND latency_ms <= 10000 THEN 1 END)",
             "count(CASE WHEN latency_ms > 10000 AND latency_ms <= 30000 THEN 1 END)",
             "count(CASE WHEN latency_ms > 30000 THEN 1 END)",
+            "coalesce(sum(CASE WHEN outcome = 0 THEN prompt_tokens END), 0)",
+            "coalesce(sum(CASE WHEN outcome = 0 THEN completion_tokens END), 0)",
         ]
         precondition(counters.count == rollupCounterColumns.count)
         return "INSERT INTO rollups_minute (\(columns.joined(separator: ", "))) "
@@ -413,6 +415,8 @@ enum TelemetryWriter {
         try counters.forEachLatencyBucket { (offset, value) throws(SQLiteError) in
             try statement.bind(value, at: 24 + offset)
         }
+        try statement.bind(counters.servedPromptTokens, at: 32)
+        try statement.bind(counters.servedCompletionTokens, at: 33)
     }
 }
 

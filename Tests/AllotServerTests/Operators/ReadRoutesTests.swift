@@ -158,6 +158,13 @@ import Testing
                 #"{"ts":\#(ms),"gateway":"gw-1","tenant":"\#(tenant)","upstream":"\#(upstream)","status":200,"#
                     + #""prompt_tokens":\#(prompt),"completion_tokens":\#(completion),"task_class":"batch"}"#)
         }
+        // Attempts the provider refused or failed are not billed: neither showback nor spend counts them (outside
+        // evaluation round 27: the costs priced every event's tokens, the budgets served calls only).
+        for failed in [#""status":429"#, #""outcome":"server_error""#, #""outcome":"timeout""#] {
+            lines.append(
+                #"{"ts":\#(ms),"gateway":"gw-1","tenant":"acme","upstream":"openai/gpt-4o",\#(failed),"#
+                    + #""prompt_tokens":400000,"completion_tokens":50000,"task_class":"batch"}"#)
+        }
         _ = try await harness.telemetry.ingest(
             body: Array(lines.joined(separator: "\n").utf8), format: .ndjson, defaultTier: "standard", now: now)
 
@@ -171,6 +178,8 @@ import Testing
         #expect(rows[0]["priced"] == false)
         #expect(rows[0]["unpriced_cost"]?.doubleValue == 15)
         #expect(rows[1]["cost"]?.doubleValue == 3.5)
+        #expect(rows[1]["requests"] == 1)
+        #expect(rows[1]["prompt_tokens"] == 1_000_000)
         #expect(rows[1]["tier"] == "standard")
         #expect(costs.jsonBody["total"]?["cost"]?.doubleValue == 19)
         #expect(costs.jsonBody["currency"] == "USD")
@@ -199,7 +208,9 @@ import Testing
         let detail = await harness.send(.get, "/v1/tenants/acme?history_minutes=10", as: .operator)
         let points = try #require(detail.jsonBody["history"]?["points"]?.arrayValue)
         #expect(points.count == 1)
-        #expect(points.first?["prompt_tokens"] == 1_000_000)
+        // The history is traffic: every attempt's tokens, the failed ones' too.
+        #expect(points.first?["prompt_tokens"] == 2_200_000)
+        #expect(points.first?["ok"] == 1)
         await harness.close()
     }
 

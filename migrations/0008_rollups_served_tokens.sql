@@ -1,0 +1,8 @@
+-- The tokens of the served attempts (outcome `ok`) in each rollup row, beside the tokens of every attempt. Showback
+-- (`GET /v1/costs`) and the spend budgets price what the provider bills, which is served calls: before this the
+-- showback priced the tokens every event reported, refused and failed attempts too, while the budgets counted served
+-- calls only, so one row of the costs CSV gave two figures for one day's spend (outside evaluation round 27, M1).
+-- Rows written before this migration did not tell outcomes apart: they take every attempt's tokens, as before.
+ALTER TABLE rollups_minute ADD COLUMN served_prompt_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE rollups_minute ADD COLUMN served_completion_tokens INTEGER NOT NULL DEFAULT 0;
+UPDATE rollups_minute SET served_prompt_tokens = prompt_tokens, served_completion_tokens = completion_tokens;
