@@ -27,14 +27,21 @@ public struct DataDirectory: Sendable {
         return true
     }
 
-    /// Creates the directory (and parents) if it does not exist.
+    /// Creates the directory (and parents) if it does not exist, each with mode 0700; a failure says why in the
+    /// system's words ("Permission denied", "No such file or directory"), naming the part that could not be made.
     public func create() throws(StoreSetupError) {
         if try exists() { return }
-        do {
-            try FileManager.default.createDirectory(
-                atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw StoreSetupError(message: "cannot create data directory \(path): \(error.localizedDescription)")
+        var prefix = path.hasPrefix("/") ? "/" : ""
+        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+            prefix += (prefix.isEmpty || prefix.hasSuffix("/") ? "" : "/") + part
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+                let reason = String(cString: strerror(errno))
+                let what = prefix == path ? "" : " (making \(prefix))"
+                throw StoreSetupError(message: "cannot create data directory \(path)\(what): \(reason)")
+            }
+        }
+        guard try exists() else {
+            throw StoreSetupError(message: "cannot create data directory \(path): something else is at its path")
         }
     }
 

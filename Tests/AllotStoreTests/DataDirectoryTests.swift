@@ -38,6 +38,30 @@ import Testing
         await fresh.close()
     }
 
+    @Test func creatingTheDirectorySaysWhyItCannot() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory.path) }
+        let file = directory.path + "/file"
+        try Data("x".utf8).write(to: URL(fileURLWithPath: file))
+        func failure(_ path: String) -> String? {
+            do {
+                try DataDirectory(path: path).create()
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+        #expect(failure(file + "/data") == "cannot create data directory \(file)/data: Not a directory")
+        #expect(failure(file) == "data directory \(file) exists but is not a directory")
+        // Parents are made too, each 0700.
+        let nested = DataDirectory(path: directory.path + "/a/b")
+        try nested.create()
+        for made in [directory.path + "/a", nested.path] {
+            let mode = (try FileManager.default.attributesOfItem(atPath: made)[.posixPermissions] as? NSNumber)?.intValue
+            #expect(mode == 0o700)
+        }
+    }
+
     @Test func aDatabaseWithItsLogOpensAsBefore() async throws {
         let directory = try scratch()
         defer { try? FileManager.default.removeItem(atPath: directory.path) }
