@@ -27,6 +27,8 @@ enum MigrateCommand {
     /// writing, it failed on `PRAGMA journal_mode = WAL`).
     private static func status(_ directory: DataDirectory, output: CommandOutput) async throws -> Int32 {
         let migrator = try DataDirectory.migrator()
+        // A database lost beside its log is not "no database yet": `migrate`, `tokens` and `serve` refuse it.
+        try directory.checkNotOrphaned()
         guard try directory.exists(), FileManager.default.fileExists(atPath: directory.databasePath) else {
             output.out("\(directory.databasePath): no database yet (not created)")
             for migration in migrator.migrations { output.out("pending  \(label(migration.version, migration.name))") }

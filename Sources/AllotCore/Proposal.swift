@@ -1,3 +1,5 @@
+import AllotTime
+
 /// A change the engine will not make on its own, awaiting an SRE (SPEC 6.7): the allocation it
 /// would have published across a tier guardrail, or an operator override that crosses one (6.8).
 public struct Proposal: Sendable, Hashable, Codable {
@@ -133,10 +135,12 @@ public struct ProposalBook: Sendable, Hashable, Codable {
 
     /// Applies SREs' decisions to pending proposals. Returns, per resolution, whether it applied
     /// (an unknown or already decided proposal is ignored, and so is a decision made at or after the
-    /// proposal's expiry). A decision made before the expiry applies even when the tick that reads it
-    /// comes after: the server accepted it while the proposal was pending, and the tick runs before
-    /// ``expire(now:)`` (outside evaluation round 27: an approval 1.5 s before the expiry was answered
-    /// 200 and audited, then the proposal expired unapplied and was filed again at once).
+    /// proposal's expiry, compared in milliseconds as the server stores both). A decision made before
+    /// the expiry applies even when the tick that reads it comes after: the server accepted it while the
+    /// proposal was pending, and the tick runs before ``expire(now:)`` (outside evaluation round 27: an
+    /// approval 1.5 s before the expiry was answered 200 and audited, then the proposal expired unapplied
+    /// and was filed again at once). The approval and the cool-down run from the decision, as the API's
+    /// answer said: one read after a long shutdown may already be over (``expire(now:)`` then drops it).
     public mutating func resolve(
         _ resolutions: [ProposalResolution], now: Double, settings: ProposalSettings
     ) -> [(resolution: ProposalResolution, applied: Bool)] {
@@ -145,7 +149,8 @@ public struct ProposalBook: Sendable, Hashable, Codable {
         let ordered = resolutions.sorted { ($0.at, $0.proposalID, $0.actor) < ($1.at, $1.proposalID, $1.actor) }
         return ordered.map { resolution in
             guard let key = index[resolution.proposalID], var record = records[key], record.status == .pending,
-                resolution.at < record.expiresAt
+                EpochTime.milliseconds(fromSeconds: resolution.at)
+                    < EpochTime.milliseconds(fromSeconds: record.expiresAt)
             else { return (resolution, false) }
             record.decidedBy = resolution.actor
             record.decidedAt = resolution.at
@@ -153,10 +158,10 @@ public struct ProposalBook: Sendable, Hashable, Codable {
             switch resolution.verdict {
             case .approve:
                 record.status = .approved
-                record.expiresAt = now + settings.approvalTTLSeconds
+                record.expiresAt = resolution.at + settings.approvalTTLSeconds
             case .reject:
                 record.status = .rejected
-                record.expiresAt = now + settings.rejectCooldownSeconds
+                record.expiresAt = resolution.at + settings.rejectCooldownSeconds
             }
             records[key] = record
             return (resolution, true)

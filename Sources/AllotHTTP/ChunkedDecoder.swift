@@ -57,7 +57,9 @@ struct ChunkedDecoder {
             case .size:
                 if let value = PercentDecoding.hexValue(byte) {
                     digits += 1
-                    guard digits <= 15 else { return (index, .failure(.bodyTooLarge(limit: maxBodyBytes, field: "Transfer-Encoding"))) }
+                    guard digits <= 15 else {
+                        return (index, .failure(.bodyTooLarge(limit: maxBodyBytes, field: "Transfer-Encoding")))
+                    }
                     size = size << 4 | Int(value)
                     index += 1
                 } else if digits > 0

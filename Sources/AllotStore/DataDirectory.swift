@@ -29,16 +29,24 @@ public struct DataDirectory: Sendable {
 
     /// Creates the directory (and parents) if it does not exist, each with mode 0700; a failure says why in the
     /// system's words ("Permission denied", "No such file or directory"), naming the part that could not be made.
+    /// Each textual prefix is made in turn, as the system resolves the path (`x/../y` needs `x`).
     public func create() throws(StoreSetupError) {
+        guard !path.isEmpty else { throw StoreSetupError(message: "the data directory path is empty") }
         if try exists() { return }
-        var prefix = path.hasPrefix("/") ? "/" : ""
-        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
-            prefix += (prefix.isEmpty || prefix.hasSuffix("/") ? "" : "/") + part
-            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
-                let reason = String(cString: strerror(errno))
-                let what = prefix == path ? "" : " (making \(prefix))"
-                throw StoreSetupError(message: "cannot create data directory \(path)\(what): \(reason)")
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true)
+        let root = path.hasPrefix("/") ? "/" : ""
+        for count in parts.indices.map({ $0 + 1 }) {
+            let prefix = root + parts[..<count].joined(separator: "/")
+            guard mkdir(prefix, 0o700) != 0 else { continue }
+            let code = errno
+            var isDirectory: ObjCBool = false
+            if code == EEXIST, FileManager.default.fileExists(atPath: prefix, isDirectory: &isDirectory) {
+                if isDirectory.boolValue { continue }
+                throw StoreSetupError(message: "cannot create data directory \(path): \(prefix) is not a directory")
             }
+            let what = count == parts.count ? "" : " (making \(prefix))"
+            throw StoreSetupError(
+                message: "cannot create data directory \(path)\(what): \(String(cString: strerror(code)))")
         }
         guard try exists() else {
             throw StoreSetupError(message: "cannot create data directory \(path): something else is at its path")
@@ -86,15 +94,20 @@ public struct DataDirectory: Sendable {
 }
 
 extension DataDirectory {
-    /// Throws when `allot.sqlite` is missing and a non-empty `allot.sqlite-wal` is there.
-    func checkNotOrphaned() throws(StoreSetupError) {
+    /// Throws when `allot.sqlite` is missing or empty and a non-empty `allot.sqlite-wal` is there: opening would
+    /// create (or take the empty file as) a new database, and SQLite would delete the log beside it.
+    public func checkNotOrphaned() throws(StoreSetupError) {
         let log = databasePath + "-wal"
         let manager = FileManager.default
-        guard !manager.fileExists(atPath: databasePath), manager.fileExists(atPath: log) else { return }
-        let size = ((try? manager.attributesOfItem(atPath: log))?[.size] as? NSNumber)?.int64Value ?? 0
-        guard size > 0 else { return }
+        func size(_ file: String) -> Int64? {
+            guard manager.fileExists(atPath: file) else { return nil }
+            return ((try? manager.attributesOfItem(atPath: file))?[.size] as? NSNumber)?.int64Value ?? 0
+        }
+        let database = size(databasePath)
+        guard database ?? 0 == 0, let logSize = size(log), logSize > 0 else { return }
+        let state = database == nil ? "is missing" : "is empty"
         throw StoreSetupError(
-            message: "\(databasePath) is missing but its write-ahead log \(log) (\(size) bytes) is there: the "
+            message: "\(databasePath) \(state) but its write-ahead log \(log) (\(logSize) bytes) is there: the "
                 + "database file was moved or deleted. Put it back and start again (the log holds its latest "
                 + "transactions); to start from an empty database instead, remove \(log) and \(databasePath)-shm")
     }

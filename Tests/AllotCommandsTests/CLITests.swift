@@ -212,4 +212,20 @@ func temporaryDirectory() throws -> String {
             #expect(planned.out.isEmpty)
         }
     }
+
+    /// `migrate --status` on a database lost beside its log says so, as `migrate`, `tokens` and `serve` refuse it
+    /// (review: it listed every migration as pending, "no database yet").
+    @Test func migrateStatusRefusesADatabaseLostBesideItsLog() async throws {
+        let directory = try temporaryDirectory()
+        try Data(repeating: 1, count: 100).write(to: URL(fileURLWithPath: directory + "/allot.sqlite-wal"))
+        for arguments in [["migrate", "--status", "--data", directory], ["migrate", "--data", directory]] {
+            let migrated = await runCLI(arguments)
+            #expect(migrated.code == 1)
+            #expect(
+                migrated.err.hasPrefix(
+                    "allot migrate: \(directory)/allot.sqlite is missing but its write-ahead log "
+                        + "\(directory)/allot.sqlite-wal (100 bytes) is there"))
+            #expect(migrated.out.isEmpty)
+        }
+    }
 }

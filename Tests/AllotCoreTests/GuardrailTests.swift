@@ -47,7 +47,7 @@ struct GuardrailTests {
         #expect(outcome.map(\.applied) == [true])
         #expect(book.isApproved(tenant: "acme", upstream: "p/m", dimension: .rpm, kind: .raiseAboveGuardMax))
         #expect(book.all.first?.decidedBy == "sre@x")
-        #expect(book.all.first?.expiresAt == 4612.0)
+        #expect(book.all.first?.expiresAt == 4610.0)  // from the decision, as the API answered
         // While approved, filing again does nothing.
         #expect(Self.fileRaise(&book, now: 1100) == nil)
         // A second decision on the same proposal is not applied.
@@ -56,9 +56,9 @@ struct GuardrailTests {
                 [ProposalResolution(proposalID: filed.id, verdict: .reject, actor: "b", at: 1200)],
                 now: 1200, settings: Self.settings
             ).map(\.applied) == [false])
-        #expect(book.expire(now: 4611).isEmpty)
+        #expect(book.expire(now: 4609).isEmpty)
         #expect(book.isApproved(tenant: "acme", upstream: "p/m", dimension: .rpm, kind: .raiseAboveGuardMax))
-        #expect(book.expire(now: 4612).isEmpty)  // the approval lapses silently
+        #expect(book.expire(now: 4610).isEmpty)  // the approval lapses silently
         #expect(!book.isApproved(tenant: "acme", upstream: "p/m", dimension: .rpm, kind: .raiseAboveGuardMax))
         #expect(book.all.isEmpty)
     }
@@ -104,7 +104,7 @@ struct GuardrailTests {
         #expect(outcome.map(\.applied) == [true])
         #expect(book.expire(now: 1602).isEmpty)
         #expect(book.isApproved(tenant: "acme", upstream: "p/m", dimension: .rpm, kind: .raiseAboveGuardMax))
-        #expect(book.all.first?.expiresAt == 5202.0)
+        #expect(book.all.first?.expiresAt == 1599 + 3600.0)
         #expect(Self.fileRaise(&book, now: 1602) == nil)
 
         var rejecting = ProposalBook()
@@ -125,6 +125,18 @@ struct GuardrailTests {
                 settings: Self.settings
             ).map(\.applied) == [false])
         #expect(late.expire(now: 1602).map(\.id) == [expiring.id])
+
+        // Read after a long shutdown, a decision stands but its approval counts from when it was made: over
+        // already, it lapses at that tick.
+        var restarted = ProposalBook()
+        let old = try #require(Self.fileRaise(&restarted, now: 1000))
+        #expect(
+            restarted.resolve(
+                [ProposalResolution(proposalID: old.id, verdict: .approve, actor: "sre", at: 1599)], now: 9000,
+                settings: Self.settings
+            ).map(\.applied) == [true])
+        #expect(restarted.expire(now: 9000).isEmpty)  // an approval lapses silently
+        #expect(!restarted.isApproved(tenant: "acme", upstream: "p/m", dimension: .rpm, kind: .raiseAboveGuardMax))
     }
 
     // MARK: Overrides

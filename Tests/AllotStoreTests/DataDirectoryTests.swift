@@ -31,6 +31,18 @@ import Testing
         }
         #expect(!FileManager.default.fileExists(atPath: directory.databasePath))
 
+        // An empty database file (a failed copy back, a `touch`) is no better: SQLite would delete the log.
+        try Data().write(to: URL(fileURLWithPath: directory.databasePath))
+        do {
+            let (pool, _) = try await directory.openDatabase()
+            await pool.close()
+            Issue.record("opened an empty database file beside an orphaned write-ahead log")
+        } catch {
+            #expect(error.message.hasPrefix("\(directory.databasePath) is empty but its write-ahead log "))
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: directory.databasePath + "-wal")).count == 4_096)
+        try FileManager.default.removeItem(atPath: directory.databasePath)
+
         // An empty log holds nothing: a fresh start is what it looks like.
         try Data().write(to: URL(fileURLWithPath: directory.databasePath + "-wal"))
         let (fresh, applied) = try await directory.openDatabase()
@@ -51,14 +63,21 @@ import Testing
                 return error.message
             }
         }
-        #expect(failure(file + "/data") == "cannot create data directory \(file)/data: Not a directory")
+        #expect(failure(file + "/data") == "cannot create data directory \(file)/data: \(file) is not a directory")
+        #expect(
+            failure(file + "/data/more")
+                == "cannot create data directory \(file)/data/more: \(file) is not a directory")
         #expect(failure(file) == "data directory \(file) exists but is not a directory")
+        #expect(failure("") == "the data directory path is empty")
+        // `.`, `..` and a trailing slash are made as the system resolves them.
+        try DataDirectory(path: directory.path + "/x/../y/./").create()
+        #expect(try DataDirectory(path: directory.path + "/y").exists())
         // Parents are made too, each 0700.
         let nested = DataDirectory(path: directory.path + "/a/b")
         try nested.create()
         for made in [directory.path + "/a", nested.path] {
-            let mode = (try FileManager.default.attributesOfItem(atPath: made)[.posixPermissions] as? NSNumber)?.intValue
-            #expect(mode == 0o700)
+            let attributes = try FileManager.default.attributesOfItem(atPath: made)
+            #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o700)
         }
     }
 
@@ -91,11 +110,37 @@ import Testing
                 latency_le_2500ms, latency_le_5s, latency_le_10s, latency_le_30s, latency_gt_30s)
             VALUES (1, 60000, 1, 1, 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 700, 90, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
             """)
+        // A second row: a minute of refused attempts only (ok 0).
+        try connection.run(
+            """
+            INSERT INTO rollups_minute SELECT tenant_ref, 120000, upstream_ref, task_class, requests, 0,
+                quota_exhausted + 1, spend_cap, overloaded, server_error, timeout, denied_local, queued, retries,
+                prompt_tokens, completion_tokens, estimated_tokens, latency_count, latency_sum_ms, latency_max_ms,
+                queue_count, queue_sum_ms, queue_max_ms, latency_le_250ms, latency_le_500ms, latency_le_1s,
+                latency_le_2500ms, latency_le_5s, latency_le_10s, latency_le_30s, latency_gt_30s FROM rollups_minute
+            """)
         let applied = try Migrator(files: files).migrate(connection)
         #expect(applied.map(\.version) == [8])
-        let served = try connection.queryOne(
-            "SELECT served_prompt_tokens, served_completion_tokens FROM rollups_minute"
-        ) { [$0.int64(0), $0.int64(1)] }
-        #expect(served == [700, 90])
+        // Nothing rewritten: the old rows' columns are NULL, and read as every attempt's tokens where the minute had
+        // a served call, none where it had none.
+        #expect(try connection.queryValue("SELECT count(served_prompt_tokens) FROM rollups_minute")?.int64 == 0)
+        let read = [TelemetryWriter.rollupReadExpression("served_prompt_tokens", table: ""),
+            TelemetryWriter.rollupReadExpression("served_completion_tokens", table: "")].joined(separator: ", ")
+        func served() throws -> [[Int64]] {
+            try connection.queryAll("SELECT \(read) FROM rollups_minute ORDER BY minute_ms") {
+                [$0.int64(0), $0.int64(1)]
+            }
+        }
+        #expect(try served() == [[700, 90], [0, 0]])
+        // An event added to an old row starts from that reading (the upsert's SET sees the old row).
+        var counters = MinuteCounters()
+        counters.requests = 1
+        counters.ok = 1
+        counters.promptTokens = 5
+        counters.servedPromptTokens = 5
+        try TelemetryWriter.writeRollups(
+            [RollupRowKey(tenant: 1, upstream: 1, taskClass: 1, minuteMs: 60000): counters], through: 0,
+            connection: connection)
+        #expect(try served() == [[705, 90], [0, 0]])
     }
 }

@@ -67,6 +67,8 @@ public struct TokenIssuer: Sendable {
 
     /// Revokes token `id`, audited as `token.revoke`. Returns the record after revocation, or nil
     /// for an unknown id. Revoking twice is harmless (and audited once).
+    /// - Throws: ``LastAdminToken`` when `keepingAnAdmin` (the HTTP route) and `id` is the last admin token in
+    ///   force; a database error otherwise.
     public func revoke(
         id: String, actor: Actor, now: Double, keepingAnAdmin: Bool = false
     ) async throws -> (record: TokenRecord, changed: Bool)? {

@@ -53,13 +53,13 @@ public struct TokenRecord: Sendable, Hashable {
     }
 }
 
-/// Which gateway ids a `gateway` token may speak for (`gateway_scope`): an exact id, or a prefix ending in `*`
-/// (`gw-eu-*`; a lone `*` is any id). Written in gateway ids' characters (`[A-Za-z0-9._:/-]`, at most 128).
 /// Revoking this token would leave no admin token in force (``TokenStore/revoke(id:atMs:by:keepingAnAdmin:audit:)``).
 public struct LastAdminToken: Error, Sendable, Equatable {
     public var id: String
 }
 
+/// Which gateway ids a `gateway` token may speak for (`gateway_scope`): an exact id, or a prefix ending in `*`
+/// (`gw-eu-*`; a lone `*` is any id). Written in gateway ids' characters (`[A-Za-z0-9._:/-]`, at most 128).
 public enum GatewayScope {
     /// Whether `scope` is well formed: a gateway id, or at most 127 characters of one and `*`.
     public static func isValid(_ scope: String) -> Bool {

@@ -14,6 +14,7 @@ public struct UpstreamMinute: Sendable, Hashable {
     /// Denied or queued locally by gateways (unmet demand).
     public var deniedLocal: Int64
     public var queued: Int64
+    /// The served calls' tokens (outcome `ok`), as `GET /v1/costs` counts them.
     public var promptTokens: Int64
     public var completionTokens: Int64
 
@@ -44,7 +45,9 @@ extension TelemetryStore {
             try connection.queryAll(
                 """
                 SELECT u.id, r.minute_ms, sum(r.requests), sum(r.ok), sum(r.quota_exhausted), sum(r.overloaded),
-                       sum(r.denied_local), sum(r.queued), sum(r.prompt_tokens), sum(r.completion_tokens)
+                       sum(r.denied_local), sum(r.queued),
+                       sum(\(TelemetryWriter.rollupReadExpression("served_prompt_tokens", table: "r."))),
+                       sum(\(TelemetryWriter.rollupReadExpression("served_completion_tokens", table: "r.")))
                 FROM rollups_minute r JOIN upstreams u ON u.ref = r.upstream_ref
                 WHERE r.minute_ms >= ? AND r.minute_ms < ?
                 GROUP BY r.upstream_ref, r.minute_ms

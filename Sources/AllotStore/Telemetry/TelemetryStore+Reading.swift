@@ -137,10 +137,13 @@ extension TelemetryStore {
 
     /// `sum(…)` of every counter column, `max(…)` of the maxima, in `rollupCounterColumns` order.
     private static let aggregatedCounters = TelemetryWriter.rollupCounterColumns.map { column in
-        column.hasSuffix("_max_ms") ? "max(r.\(column))" : "sum(r.\(column))"
+        column.hasSuffix("_max_ms")
+            ? "max(r.\(column))" : "sum(\(TelemetryWriter.rollupReadExpression(column, table: "r.")))"
     }.joined(separator: ", ")
 
-    private static let plainCounters = TelemetryWriter.rollupCounterColumns.map { "r.\($0)" }.joined(separator: ", ")
+    private static let plainCounters = TelemetryWriter.rollupCounterColumns.map {
+        TelemetryWriter.rollupReadExpression($0, table: "r.")
+    }.joined(separator: ", ")
 
     private static let rollupJoin =
         "FROM rollups_minute r JOIN tenants t ON t.ref = r.tenant_ref JOIN upstreams u ON u.ref = r.upstream_ref "

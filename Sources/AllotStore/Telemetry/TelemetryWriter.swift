@@ -314,10 +314,25 @@ enum TelemetryWriter {
         "latency_le_30s", "latency_gt_30s", "served_prompt_tokens", "served_completion_tokens",
     ]
 
-    /// `SET` list of the rollup upserts: sums add, maxima take the larger.
+    /// The columns of every attempt's tokens that a served-token column (migration 0008) stands beside.
+    static let servedTokenColumns = [
+        "served_prompt_tokens": "prompt_tokens", "served_completion_tokens": "completion_tokens",
+    ]
+
+    /// How a rollup column is read: the column itself, except a served-token column of a row written before
+    /// migration 0008 (NULL), which reads as every attempt's tokens where the minute had a served call, else 0.
+    /// `table`: the table's alias and a dot (`"r."`), or "" inside an upsert's `SET`, where names are the old row's.
+    static func rollupReadExpression(_ column: String, table: String) -> String {
+        guard let all = servedTokenColumns[column] else { return table + column }
+        return "coalesce(\(table)\(column), CASE WHEN \(table)ok = 0 THEN 0 ELSE \(table)\(all) END)"
+    }
+
+    /// `SET` list of the rollup upserts: sums add, maxima take the larger (a served-token column of a row written
+    /// before migration 0008 adds to its reading, ``rollupReadExpression(_:table:)``).
     static let upsertAssignments = rollupCounterColumns.map { column in
         column.hasSuffix("_max_ms")
-            ? "\(column) = max(\(column), excluded.\(column))" : "\(column) = \(column) + excluded.\(column)"
+            ? "\(column) = max(\(column), excluded.\(column))"
+            : "\(column) = \(rollupReadExpression(column, table: "")) + excluded.\(column)"
     }.joined(separator: ", ")
 
     /// Inserts a minute's row or adds to it.

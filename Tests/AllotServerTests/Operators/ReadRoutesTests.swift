@@ -208,7 +208,15 @@ import Testing
         let detail = await harness.send(.get, "/v1/tenants/acme?history_minutes=10", as: .operator)
         let points = try #require(detail.jsonBody["history"]?["points"]?.arrayValue)
         #expect(points.count == 1)
-        // The history is traffic: every attempt's tokens, the failed ones' too.
+        // The upstream history counts the served calls' tokens, as the costs do: acme's 1.1M and beta's 0.2M.
+        let upstreams = await harness.send(.get, "/v1/upstreams?history_minutes=10", as: .operator)
+        let pool = try #require(upstreams.jsonBody["upstreams"]?.arrayValue?.first { $0["id"] == "openai/gpt-4o" })
+        let served = try #require(pool["history"]?["served"]?.arrayValue)
+        #expect(served.count == 1)
+        #expect(served.first?["tokens"] == 1_300_000)
+        #expect(served.first?["requests"] == 5)
+        #expect(served.first?["ok"] == 2)
+        // The tenant history is traffic: every attempt's tokens, the failed ones' too.
         #expect(points.first?["prompt_tokens"] == 2_200_000)
         #expect(points.first?["ok"] == 1)
         await harness.close()
