@@ -198,7 +198,8 @@ public struct TenantStatus: Sendable, Hashable, Codable {
     public var starvedSince: Double?
     /// Each gateway's smoothed share of this tenant's demand (sums to 1 when non-empty), for slices.
     public var gatewayShares: [String: Double]
-    /// What each gateway admitted (served) for this tenant, requests and tokens per minute, for drift.
+    /// What each gateway admitted for this tenant — every attempt it let through to the upstream, served or refused
+    /// there — requests and tokens per minute (short-window rates), for drift.
     public var gatewayServed: [String: PerDimension<Double>]
     /// The tenant was first seen less than a short window ago and has sent too few requests to show that
     /// they keep to the gateways that saw them: which gateways its calls reach is not known yet

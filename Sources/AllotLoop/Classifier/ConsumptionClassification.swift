@@ -447,14 +447,19 @@ public struct ConsumptionClassification: Sendable {
                 ticks[index].samples += 1
                 if at > ticks[index].lastActivityAt { ticks[index].lastActivityAt = at }
             }
-            // A request reported waiting counts at its gateway when it is settled (attempted or denied).
+            // A request reported waiting counts at its gateway when it is settled (attempted or denied). What a
+            // gateway admitted (the drift check's measure, the gateway tracks' `served`) is every attempt it let
+            // through to the upstream, whatever the answer: counted by its served calls alone, a gateway ignoring its
+            // slice while the provider refused the excess was reported late and at a third of its rate (outside
+            // evaluation round 28: 203 requests a minute admitted, "64 rpm" in the alert, 98 s after it began).
             if record.gateway >= 0, record.outcome != queued {
-                let served = record.outcome == ok
-                let tokens = served ? record.tokens : 0
-                if !ticks[index].gateways.count(slot: record.gateway, demand: demand, served: served, tokens: tokens) {
+                let admitted = record.outcome != denied
+                let tokens = admitted ? record.tokens : 0
+                if !ticks[index].gateways.count(slot: record.gateway, demand: demand, served: admitted, tokens: tokens)
+                {
                     gatewaySamples.append(
                         GatewaySample(
-                            track: UInt32(index), gateway: UInt16(record.gateway), demand: demand, served: served,
+                            track: UInt32(index), gateway: UInt16(record.gateway), demand: demand, served: admitted,
                             tokens: tokens))
                 }
             }

@@ -201,6 +201,29 @@ struct ClassifierRatesTests {
         #expect(F.status(report)?.gatewayShares.keys.sorted() == ["gw-1"])
     }
 
+    /// What a gateway admitted, for drift, is every attempt it let through, whatever the upstream answered; its local
+    /// denials are not (outside evaluation round 28: counted by served calls, a gateway ignoring its slice while the
+    /// provider refused the excess read at a third of its rate).
+    @Test func aGatewayAdmittedWhatItLetThroughWhateverTheUpstreamAnswered() throws {
+        var run = ClassifierRun(start: t0)
+        let report = run.tick { script, from, to in
+            F.served(&script, 2, from: from, to: to)
+                + script.spread(6, from: from, to: to) { script, at in
+                    script.event(at: at, outcome: .quotaExhausted, status: 429, estimated: 400)
+                }
+                + script.spread(2, from: from, to: to) { script, at in
+                    script.event(at: at, outcome: .serverError, status: 500, estimated: 400)
+                }
+                + script.spread(5, from: from, to: to) { script, at in
+                    script.event(at: at, outcome: .deniedLocal, estimated: 400)
+                }
+        }
+        let admitted = try #require(F.status(report)?.gatewayServed["gw-1"])
+        // A 5-s tick: ten attempts are 120 a minute, folded into the 60-s window.
+        #expect(F.close(admitted.rpm, 10 * 12 * F.weight(5, 60)))
+        #expect(F.close(admitted.tpm, (2 * 150 + 8 * 400) * 12 * F.weight(5, 60)))
+    }
+
     @Test func gatewaySharesStayEvenUnlessTheCountsDepartFromEvenByMoreThanChance() throws {
         // 30 and 29 requests a tick at two gateways (360 and 348 rpm): as a count, 2 · 708 requests in the short
         // window, whose 51/49 split gives Pearson's X² ≈ 0.4 against an even split, below its expectation 1.
