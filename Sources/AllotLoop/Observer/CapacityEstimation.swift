@@ -30,7 +30,8 @@ import AllotStore
 ///   refusing). Until then the cut is `decrease_factor` alone. Quota errors within `decrease_hold_s` of a decrease are attributed to it
 ///   and cause no further multiplicative cut; but a throttled slice that settles within the hold lowers the
 ///   estimate to what it measured (a measurement, which cannot compound), so a storm reaches the served
-///   rate one tick after it is first seen.
+///   rate one tick after it is first seen. A measurement at or above `C_est` holds the estimate instead of
+///   cutting it: the refusals are traffic beyond the allocation (outside evaluation round 28).
 ///   A 429 whose headers leave a tenth of the requests' limit (and at least six) is a token refusal (a
 ///   call larger than the tokens left). A bare 429 that names no dimension counts against the binding one
 ///   (the higher utilisation; both when within 0.1 of each other).
