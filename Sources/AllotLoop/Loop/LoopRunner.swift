@@ -299,12 +299,7 @@ public actor LoopRunner {
                     fromMs: EpochTime.milliseconds(fromSeconds: interval.start),
                     toMs: EpochTime.milliseconds(fromSeconds: now) + 60_000)
                 for total in totals {
-                    // Served calls, as the Classifier counts spend (and showback prices them).
-                    let counters = total.counters
-                    let cost = policy.price(ofUpstream: total.upstream).price.cost(
-                        inputTokens: Double(counters.servedPromptTokens),
-                        outputTokens: Double(counters.servedCompletionTokens), requests: Double(counters.ok))
-                    spent[total.tenant, default: [:]][window, default: 0] += cost
+                    spent[total.tenant, default: [:]][window, default: 0] += total.servedCost(policy: policy).amount
                 }
             }
         } catch {

@@ -416,22 +416,20 @@ struct PoolEvaluation {
                         + " (served \(Self.format(served)) while throttled, now settled)")
                 continue
             }
-            if let evidence, evidence > pool.holdUntil[dimension] ?? -Double.infinity, evidence >= now - short,
-                let served, served >= estimate
-            {
-                // The upstream served at least the estimate while refusing: the refusals are traffic beyond what
-                // Allot allocated (a gateway ignoring its slice, another client of the key), and a lower estimate
-                // would only cut the tenants that keep to theirs. Held, not cut (outside evaluation round 28: a rogue
-                // gateway's 429s drove a pool serving 98–116 rpm from 98 to 27.7 by compounded cuts). The hold keeps
-                // the next refusals from a fresh cut before they are measured again.
-                pool.holdUntil[dimension] = now + settings.decreaseHoldSeconds
-                pool.lastAction[dimension] = CapacityAction(
-                    at: now,
-                    text: "quota exhausted while serving \(Self.format(served)) \(name), at or above the estimate "
-                        + "\(Self.format(estimate)): held (traffic beyond the allocation)")
-                continue
-            }
             if let evidence, evidence > pool.holdUntil[dimension] ?? -Double.infinity, evidence >= now - short {
+                if let served, served >= estimate {
+                    // The upstream served at least the estimate while refusing: the refusals are traffic beyond
+                    // what Allot allocated (a gateway ignoring its slice, another client of the key), and a lower
+                    // estimate would only cut the tenants that keep to theirs. Held, not cut (outside evaluation
+                    // round 28: a rogue gateway's 429s drove a pool serving 98–116 rpm from 98 to 27.7 by compounded
+                    // cuts). The hold keeps the next refusals from a fresh cut before they are measured again.
+                    pool.holdUntil[dimension] = now + settings.decreaseHoldSeconds
+                    pool.lastAction[dimension] = CapacityAction(
+                        at: now,
+                        text: "quota exhausted while serving \(Self.format(served)) \(name), at or above the "
+                            + "estimate \(Self.format(estimate)): held (traffic beyond the allocation)")
+                    continue
+                }
                 let target = min(estimate * settings.decreaseFactor, served ?? estimate * settings.decreaseFactor)
                 let cut = max(floor, target)
                 pool.estimate[dimension] = cut

@@ -58,11 +58,8 @@ struct CostsRoute: Sendable {
             default: key = usage.tenant
             }
             let counters = usage.counters
-            // What the provider bills: served calls. Refused and failed attempts are not charged (nor counted
-            // here), as the spend budgets count them (round 27: the two disagreed in one row).
-            let (amount, priced) = CostGovernance.cost(
-                upstream: usage.upstream, inputTokens: Double(counters.servedPromptTokens),
-                outputTokens: Double(counters.servedCompletionTokens), requests: Double(counters.ok), policy: policy)
+            // What the provider bills: served calls, counted and priced as the spend budgets count them.
+            let (amount, priced) = usage.servedCost(policy: policy)
             func add(to row: inout Row) {
                 row.requests += counters.ok
                 row.promptTokens += counters.servedPromptTokens

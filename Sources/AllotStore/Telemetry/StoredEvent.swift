@@ -129,6 +129,16 @@ public struct UsageTotal: Sendable, Hashable {
         self.taskClass = taskClass
         self.counters = counters
     }
+
+    /// What the provider bills for this usage at `policy`'s price of its upstream: the served calls (outcome `ok`)
+    /// and their tokens, as the Classifier counts spend; refused and failed attempts cost nothing. Showback
+    /// (`GET /v1/costs`) and the budget windows seeded at a cold start price usage by this one rule (outside
+    /// evaluation round 27: the two had disagreed). `priced`: false where the default price was charged.
+    public func servedCost(policy: Policy) -> (amount: Double, priced: Bool) {
+        CostGovernance.cost(
+            upstream: upstream, inputTokens: Double(counters.servedPromptTokens),
+            outputTokens: Double(counters.servedCompletionTokens), requests: Double(counters.ok), policy: policy)
+    }
 }
 
 /// One `rollups_minute` row with its names resolved: tenant history.
