@@ -72,10 +72,10 @@ struct PoolEvaluation {
         ///   latency — the newest slices hold their 429s but not yet all their successes, and would read
         ///   as a collapse.
         /// - Nil until at least `minimumSlices` such slices have settled, unless the provider refused at
-        ///   least `heavyShare` of the attempts in them: a few refusals in one or two slices are as likely
-        ///   the edge of a burst meeting the provider's bucket (the rate was fine, the burst was not) as a
-        ///   lower limit, while a limit well below our rate refuses a large share at once, and keeps
-        ///   refusing slice after slice.
+        ///   least `heavyShare` of the attempts in them, and ``PoolEvaluation/heavyRefusalMinimum`` or more: a few
+        ///   refusals in one or two slices are as likely the edge of a burst meeting the provider's bucket (the
+        ///   rate was fine, the burst was not) as a lower limit, while a limit well below our rate refuses a large
+        ///   share at once, and keeps refusing slice after slice.
         func throttledRate(
             _ dimension: RateDimension, unattributed: Bool, settledBefore: Double, width: Double, minimumSlices: Int,
             heavyShare: Double
@@ -97,7 +97,8 @@ struct PoolEvaluation {
                     attempts += Int(slice.outcomes[outcome.ordinal])
                 }
             }
-            let heavy = attempts > 0 && Double(refused) >= heavyShare * Double(attempts)
+            let heavy =
+                refused >= PoolEvaluation.heavyRefusalMinimum && Double(refused) >= heavyShare * Double(attempts)
             return (count >= minimumSlices || (count > 0 && heavy)) && span > 0 ? served / span * 60 : nil
         }
     }
@@ -233,6 +234,10 @@ struct PoolEvaluation {
     /// provider that states its limit is believed first: the refusals right after it lowered it are the
     /// requests admitted under the old one.
     static let heavyRefusalShare = 0.25
+    /// …and at least this many refusals: one refused call of a quiet pool (nothing served that minute) is all of
+    /// its attempts, and read as a measurement it cut a 30,000-rpm pool to its floor at once (outside evaluation
+    /// round 29).
+    static let heavyRefusalMinimum = 5
 
     /// The share of the probe step above the last measured limit (``PoolTrack/measuredLimit``). At 0.2 the
     /// step above a measurement that under-read the limit took five minutes (blind-capacity-drop, seeds 1–16:

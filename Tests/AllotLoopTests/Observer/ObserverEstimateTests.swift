@@ -419,6 +419,29 @@ struct ObserverEstimateTests {
         #expect(F.status(report)?.estimate.rpm == 950)
     }
 
+    @Test func oneRefusalOfAQuietPoolIsNotAMeasurement() throws {
+        // Nothing served for a minute, then one call refused (outside evaluation round 29): all of the slice's
+        // attempts, but one refusal measures nothing — the multiplicative decrease alone, not the floor.
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 30_000))
+        let refusal = [
+            script.event(at: t0 - 50, outcome: .quotaExhausted, status: 429, errorType: "rate_limit_exceeded")
+        ]
+        var report = estimation.observe(script.delta(refusal), now: t0)
+        var status = try #require(F.status(report))
+        #expect(status.estimate.rpm == 28_500)
+        #expect(status.signals.contains("quota exhausted: rpm estimate 30000 → 28500"))
+        // Five refusals and nothing served in one settled slice are: the provider serves nothing now.
+        script = TelemetryScript()
+        estimation = CapacityEstimation(policy: F.policy(rpm: 30_000))
+        let refusals = script.spread(5, from: t0 - 50, to: t0 - 45) { script, at in
+            script.event(at: at, outcome: .quotaExhausted, status: 429, errorType: "rate_limit_exceeded")
+        }
+        report = estimation.observe(script.delta(refusals), now: t0)
+        status = try #require(F.status(report))
+        #expect(status.estimate.rpm == 1_500)
+    }
+
     @Test func withoutAStatedLimitAProbeAfterACutStepsInUnitsOfTheEstimateSlowerJustAboveTheRefusals() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000))

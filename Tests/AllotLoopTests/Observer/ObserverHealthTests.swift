@@ -343,10 +343,10 @@ struct ObserverHealthTests {
             status.signals.contains(
                 "short-window p95 296 ms vs baseline p95 102 ms (×2.9) while the upstream answers 429: saturation, "
                     + "not degradation"))
-        // The quota errors cut the estimate (here to the floor: they refused a third of their slices, a measurement
-        // at once of 30 a minute); the engine gets that estimate, not × 0.8 of it as well.
-        #expect(status.estimate.rpm == 50)
-        #expect(report.pools.first?.capacity.rpm == 50)
+        // The quota errors cut the estimate (by decrease_factor: two refusals in two slices are no measurement, though
+        // they were a third of those slices' attempts); the engine gets that estimate, not × 0.8 of it as well.
+        #expect(status.estimate.rpm == 950)
+        #expect(report.pools.first?.capacity.rpm == 950)
         #expect(!status.signals.contains { $0.hasPrefix("safe capacity lowered") })
     }
 
