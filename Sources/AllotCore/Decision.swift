@@ -74,9 +74,10 @@ public struct TenantAllocation: Sendable, Hashable {
     /// The override in force, if any.
     public var override: Override?
     /// Per dimension the pool has no capacity for (``rpm`` or ``tpm`` nil, published unlimited): the limit a spend
-    /// budget puts on the tenant there (a throttle's TPM cap, a hard cut), nil when none. Budgets are per tenant
-    /// across pools, and the pool nobody declared is the one nobody priced (outside evaluation round 20: a tenant
-    /// cut to zero elsewhere was published 10¹² rpm and tpm there).
+    /// budget puts on the tenant there (a throttle's TPM cap, a hard cut) or its absolute ceiling, nil when none.
+    /// Budgets are per tenant across pools, and the pool nobody declared is the one nobody priced (outside
+    /// evaluation round 20: a tenant cut to zero elsewhere was published 10¹² rpm and tpm there); an override's
+    /// ceiling on a pool known only from telemetry was answered "applied" and not enforced (round 29).
     public var budgetLimit = PerDimension<BudgetLimit?>(rpm: nil, tpm: nil)
 
     /// The allocation of `dimension`.
@@ -94,22 +95,26 @@ extension TenantAllocation {
     /// operator views and metrics, which show what the snapshot publishes.
     public func published(_ dimension: RateDimension) -> (rate: Double, burst: Double, reason: AllocationReason)? {
         if let value = self[dimension] { return (value.rate, value.burst, value.reason) }
-        if let limit = budgetLimit[dimension] { return (limit.rate, limit.burst, .budget) }
+        if let limit = budgetLimit[dimension] { return (limit.rate, limit.burst, limit.reason) }
         return nil
     }
 }
 
-/// A spend budget's limit on a dimension the pool has no capacity for (``TenantAllocation/budgetLimit``).
+/// The limit on a dimension the pool has no capacity for (``TenantAllocation/budgetLimit``): a spend budget's, or
+/// the tenant's absolute ceiling (its tier's, its own or an override's), whichever is lower.
 public struct BudgetLimit: Sendable, Hashable {
     /// Per minute.
     public var rate: Double
     /// Token-bucket capacity, as a dimension allocation's: `rate × bucket_s / 60`, at least one request for RPM
     /// (none at rate 0).
     public var burst: Double
+    /// `budget`, `ceiling` or `override` (a ceiling an override set).
+    public var reason: AllocationReason
 
-    public init(rate: Double, burst: Double) {
+    public init(rate: Double, burst: Double, reason: AllocationReason = .budget) {
         self.rate = rate
         self.burst = burst
+        self.reason = reason
     }
 }
 

@@ -93,6 +93,14 @@ public enum Guardrails {
             for dimension in RateDimension.allCases
             where override.floor[dimension] != nil || override.ceiling[dimension] != nil || override.tier != nil {
                 guard let capacity = capacity(of: upstream, dimension, policy: policy, capacities: capacities) else {
+                    // No capacity declared or estimated: the dimension is not allocated (every tenant unlimited);
+                    // an absolute ceiling still limits the tenant there, a percentage has nothing to resolve against.
+                    if case .percent(let percent) = override.ceiling[dimension] {
+                        conflicts.append(
+                            "on \(upstream) the \(dimension.rawValue) ceiling \(Quantity.percent(percent).jsonText) "
+                                + "has no capacity to resolve against (none declared or estimated): the tenant stays "
+                                + "unlimited there until there is one; an absolute ceiling applies")
+                    }
                     continue
                 }
                 let floor = terms.floor[dimension].resolved(capacity: capacity)

@@ -407,8 +407,8 @@ private struct PoolTick {
                 guard let allocation = pools[dimension], let published = records[index].dampers[dimension]?.published
                 else {
                     if pools[dimension] == nil {
-                        results[last].budgetLimit[dimension] = budgetLimit(
-                            of: observation.tenant, tier: tier, dimension: dimension)
+                        results[last].budgetLimit[dimension] = limitWithoutCapacity(
+                            of: observation.tenant, terms: terms, dimension: dimension)
                     }
                     continue
                 }
@@ -465,6 +465,19 @@ private struct PoolTick {
             cap = min(cap, throttle)
         }
         return cap
+    }
+
+    /// What limits a tenant in a dimension this pool has no capacity for: its spend budget's limit or its absolute
+    /// ceiling (a percentage has nothing to resolve against), whichever is lower; nil when nothing does.
+    private func limitWithoutCapacity(of tenant: String, terms: TenantTerms, dimension: RateDimension) -> BudgetLimit? {
+        let budget = budgetLimit(of: tenant, tier: terms.tier, dimension: dimension)
+        guard case .absolute(let ceiling) = terms.ceiling[dimension], ceiling.isFinite,
+            ceiling < FieldReader.maxRate, ceiling < budget?.rate ?? .infinity
+        else { return budget }
+        let rate = max(0, ceiling)
+        let burst = rate > 0 ? max(rate * terms.tier.bucketSeconds / 60, dimension == .rpm ? 1 : 0) : 0
+        let overridden = terms.override?.ceiling[dimension] != nil
+        return BudgetLimit(rate: rate, burst: burst, reason: overridden ? .override : .ceiling)
     }
 
     /// What a spend budget limits a tenant to in a dimension this pool has no capacity for; nil when nothing does.

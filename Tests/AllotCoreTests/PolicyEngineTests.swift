@@ -741,6 +741,40 @@ struct PolicyEngineTests {
         #expect(idle.tpm == nil && idle.budgetLimit.tpm == nil)
     }
 
+    /// An absolute ceiling limits a tenant in a dimension its pool has no capacity for (published unlimited otherwise;
+    /// outside evaluation round 29: an override's 50-rpm ceiling on a pool known only from telemetry was answered
+    /// "applied" and the snapshot kept the tenant at 10¹²). A percentage has nothing to resolve against there.
+    @Test func anAbsoluteCeilingLimitsATenantWhereThePoolHasNoCapacity() throws {
+        var policy = Timeline.makePolicy()
+        var pool = policy.upstreams[0]
+        pool.capacity.tpm = nil
+        policy.setUpstream(pool)
+        var timeline = Timeline(policy: policy)
+        timeline.capacity = PerDimension(rpm: 1000, tpm: nil)
+        let tenants = [Timeline.observe("a", rpm: 500, tpm: 50_000), Timeline.observe("b", rpm: 500, tpm: 50_000)]
+        func override(_ ceiling: Quantity) -> Override {
+            Override(
+                tenant: "a", upstream: "p/m", ceiling: PerDimension(rpm: nil, tpm: ceiling), actor: "cs@example",
+                reason: "runaway", createdAt: Timeline.start, expiresAt: Timeline.start + 600)
+        }
+        let capped = try #require(
+            timeline.tick(tenants, overrides: [override(.absolute(20_000))]).allocation(tenant: "a", upstream: "p/m"))
+        #expect(capped.tpm == nil)
+        #expect(capped.budgetLimit.tpm == BudgetLimit(rate: 20_000, burst: 20_000 * 10 / 60, reason: .override))
+        #expect(capped.published(.tpm)?.rate == 20_000 && capped.published(.tpm)?.reason == .override)
+        let percent = try #require(
+            timeline.tick(tenants, overrides: [override(.percent(5))]).allocation(tenant: "a", upstream: "p/m"))
+        #expect(percent.budgetLimit.tpm == nil)
+        // The tier's own absolute ceiling, without an override: reason `ceiling`. Not the other tenant.
+        var premium = try #require(policy.tier(named: "premium"))
+        premium.ceiling.tpm = .absolute(30_000)
+        policy.setTier(premium)
+        timeline.policy = policy
+        let tier = timeline.tick(tenants)
+        #expect(tier.allocation(tenant: "a", upstream: "p/m")?.published(.tpm)?.reason == .ceiling)
+        #expect(tier.allocation(tenant: "a", upstream: "p/m")?.published(.tpm)?.rate == 30_000)
+    }
+
     @Test func idleTenantsHoldTheirIdleAllocationAndReEnterAtTarget() {
         var timeline = Timeline()
         timeline.tick([Timeline.observe("a"), Timeline.observe("b")])

@@ -88,6 +88,39 @@ import Testing
         await harness.close()
     }
 
+    /// A ceiling on a pool with no capacity to allocate (known only from telemetry): the tenant is unlimited there,
+    /// and an absolute ceiling is published as its rate; a percentage has nothing to resolve against and the warning
+    /// says so (outside evaluation round 29: "applied", no warning, and the snapshot kept the tenant at 10¹²).
+    @Test func aCeilingOnAPoolWithoutCapacityIsEnforcedOrSaysWhyNot() async throws {
+        let mistral = TenantObservation(
+            tenant: "example-premium", upstream: "mistral/large", demand: PerDimension(rpm: 400, tpm: 40_000))
+        let harness = try await OperatorHarness.make(tenants: OperatorHarness.defaultTenants + [mistral])
+        await harness.tick()
+        func put(_ body: String) async -> HTTPResponse {
+            await harness.send(.put, "/v1/tenants/example-premium/override", as: .operator, json: body)
+        }
+        let absolute = await put(#"{"upstream":"mistral/large","ceiling":{"rpm":50},"reason":"cap","ttl_s":600}"#)
+        #expect(absolute.jsonBody["status"] == "applied")
+        #expect(absolute.jsonBody["warning"] == .null)
+        await harness.tick()
+        func published() throws -> (rate: Double, burst: Double, reason: AllocationReason)? {
+            let decision = try #require(harness.loop.view.decision)
+            return decision.allocation(tenant: "example-premium", upstream: "mistral/large")?.published(.rpm)
+        }
+        let capped = try #require(try published())
+        #expect(capped.rate == 50 && capped.reason == .override)
+        let percent = await put(#"{"upstream":"mistral/large","ceiling":{"rpm":"5%"},"reason":"cap","ttl_s":600}"#)
+        #expect(percent.jsonBody["status"] == "applied")
+        #expect(
+            percent.jsonBody["warning"]
+                == .string(
+                    "on mistral/large the rpm ceiling 5% has no capacity to resolve against (none declared or "
+                        + "estimated): the tenant stays unlimited there until there is one; an absolute ceiling applies"))
+        await harness.tick()
+        #expect(try published() == nil)
+        await harness.close()
+    }
+
     /// A tenant-wide override is checked on the pools the tenant uses (every declared pool buried the one that
     /// mattered), and an override that waits for an SRE carries its warning too (round 21).
     @Test func conflictWarningsNameTheTenantsPoolsAndComeWithProposals() async throws {
