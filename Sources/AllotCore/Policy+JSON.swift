@@ -43,6 +43,7 @@ extension Policy {
             "idle_after_s": .number(classifier.idleAfterSeconds),
             "cold_start_samples": .int(Int64(classifier.coldStartSamples)),
             "sustained_over_s": .number(classifier.sustainedOverSeconds),
+            "cold_start_share": .number(classifier.coldStartShare),
         ]
         root["observer"] = [
             "short_window_s": .number(observer.shortWindowSeconds),

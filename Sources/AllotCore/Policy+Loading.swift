@@ -64,6 +64,7 @@ enum PolicyFields {
     static let proposals = ["ttl_s", "approval_ttl_s", "reject_cooldown_s"]
     static let classifier = [
         "short_window_s", "long_window_s", "idle_after_s", "cold_start_samples", "sustained_over_s",
+        "cold_start_share",
     ]
     static let observer = [
         "short_window_s", "long_window_s", "decrease_factor", "decrease_hold_s", "capacity_floor",
@@ -468,6 +469,9 @@ struct PolicyLoader {
         }
         if let value = reader.number(object["sustained_over_s"], at: path.key("sustained_over_s"), .positive) {
             settings.sustainedOverSeconds = value
+        }
+        if let value = reader.number(object["cold_start_share"], at: path.key("cold_start_share"), .fraction) {
+            settings.coldStartShare = value
         }
         if settings.shortWindowSeconds > settings.longWindowSeconds {
             reader.report(

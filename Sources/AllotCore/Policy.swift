@@ -259,15 +259,36 @@ public struct ClassifierSettings: Sendable, Hashable, Codable {
     public var coldStartSamples: Int
     /// Demand above allocation for this long → `sustained_over`.
     public var sustainedOverSeconds: Double
+    /// The most of a pool's capacity the tier priors may add to its `cold_start` tenants' demand together,
+    /// in `[0, 1]`: beyond it each newcomer's part is scaled down alike (a flood of new tenants does not take the
+    /// pool from tenants with evidence).
+    public var coldStartShare: Double
 
     public init(
         shortWindowSeconds: Double = 60, longWindowSeconds: Double = 900, idleAfterSeconds: Double = 300,
-        coldStartSamples: Int = 30, sustainedOverSeconds: Double = 300
+        coldStartSamples: Int = 30, sustainedOverSeconds: Double = 300, coldStartShare: Double = 0.25
     ) {
         self.shortWindowSeconds = shortWindowSeconds
         self.longWindowSeconds = longWindowSeconds
         self.idleAfterSeconds = idleAfterSeconds
         self.coldStartSamples = coldStartSamples
         self.sustainedOverSeconds = sustainedOverSeconds
+        self.coldStartShare = coldStartShare
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case shortWindowSeconds, longWindowSeconds, idleAfterSeconds, coldStartSamples, sustainedOverSeconds
+        case coldStartShare
+    }
+
+    /// Settings encoded before `coldStartShare` existed decode with the default.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        shortWindowSeconds = try container.decode(Double.self, forKey: .shortWindowSeconds)
+        longWindowSeconds = try container.decode(Double.self, forKey: .longWindowSeconds)
+        idleAfterSeconds = try container.decode(Double.self, forKey: .idleAfterSeconds)
+        coldStartSamples = try container.decode(Int.self, forKey: .coldStartSamples)
+        sustainedOverSeconds = try container.decode(Double.self, forKey: .sustainedOverSeconds)
+        coldStartShare = try container.decodeIfPresent(Double.self, forKey: .coldStartShare) ?? 0.25
     }
 }

@@ -211,6 +211,34 @@ extension LoopHarness {
         await harness.close()
     }
 
+    /// Outside evaluation round 28: one batch registered 600 tenants with a request each; each read as 12 a minute
+    /// (one request in its first 5-s tick) and got its fair share of the pool, and a critical tenant wanting 130 was
+    /// cut to its guardrail minimum. The newcomers' guesses now share what the established tenant leaves.
+    @Test func aFloodOfNewTenantsDoesNotTakeThePoolFromATenantWithEvidence() async throws {
+        var policy = Self.policy(rpm: 1000, tpm: 10_000_000)
+        policy.setTier(
+            Tier(name: "critical", priority: 0, weight: 8, guardMin: PerDimension(rpm: .percent(5), tpm: .zero)))
+        policy.setTenant(TenantPolicy(id: "crit", tier: "critical"))
+        let harness = try await open(policy)
+        let crit = Traffic(tenant: "crit", perTick: 11)  // 132 a minute
+        try await harness.run(36, sending: [crit])  // three minutes: established
+        let before = try #require(try servedSnapshot(harness.publisher).tenant("crit")).rpm.rate
+        #expect(before > 132)
+        let flood = (0..<600).map { Traffic(tenant: "new-\($0)", perTick: 1) }
+        try await harness.tick(sending: [crit] + flood)
+        try await harness.run(2, sending: [crit])
+        let snapshot = try servedSnapshot(harness.publisher)
+        let after = try #require(snapshot.tenant("crit")).rpm.rate
+        // Held where it was (the old loop: 50, its 5 % guardrail minimum, after two ticks of 50 % steps down).
+        #expect(within(after, 132 * 1.2, 0.01), "crit \(before) → \(after)")
+        #expect(after >= before * 0.99)
+        let newcomers = snapshot.tenants.filter { $0.id.hasPrefix("new-") }
+        #expect(newcomers.count == 600)
+        let held = newcomers.reduce(0) { $0 + $1.rpm.rate }
+        #expect(held + after <= 1000 + 1e-6)
+        await harness.close()
+    }
+
     @Test func risingLatencyMarksTheUpstreamDegradingBeforeAny429() async throws {
         var policy = Self.policy(rpm: 600, tpm: 10_000_000)
         policy.observer.longWindowSeconds = 300

@@ -197,6 +197,7 @@ public struct ConsumptionClassification: Sendable {
         let waits = SampleRuns(queueSamples, tracks: queueSamples.isEmpty ? 0 : stored.tracks.count)
         let gateways = GatewayRuns(gatewaySamples, tracks: gatewaySamples.isEmpty ? 0 : stored.tracks.count)
         var perGateway: [(slot: Int, demand: Double, served: Double, tokens: Double)] = []
+        var guesses: [(entry: Int, guessed: PerDimension<Double>)] = []
         for index in order ?? [] {
             if let fold {
                 let tick = ticks[index]
@@ -237,10 +238,14 @@ public struct ConsumptionClassification: Sendable {
             }
             let allocation = allocations[stored.tracks[index].key]
             let result = stored.tracks[index].classify(allocation: allocation, advance: fold != nil, context: context)
+            if result.guessed.rpm > 0 || result.guessed.tpm > 0 {
+                guesses.append((tenants.count, result.guessed))
+            }
             tenants.append(result.observation)
             statuses.append(result.status)
             alerts.append(contentsOf: result.alerts)
         }
+        shareColdStartGuesses(guesses, tenants: &tenants, statuses: &statuses, context: context)
         if let fold {
             Self.clearForReuse(&gatewaySamples)
             Self.clearForReuse(&completionSamples)
@@ -255,6 +260,69 @@ public struct ConsumptionClassification: Sendable {
             forgetAccounts(now: now)
         }
         return ClassifierReport(tenants: tenants, spend: spend(), statuses: statuses, alerts: alerts)
+    }
+
+    /// Holds the guessed part of a pool's `cold_start` tenants' demand (``TenantTrack/Classification/guessed``)
+    /// together to the room its capacity leaves — the demand it carries with `demand_headroom`, `C / (1 + h)`, less
+    /// what its established tenants want and what the newcomers showed — and never below
+    /// `classifier.cold_start_share` of the capacity; beyond that each newcomer's guess is scaled down alike. A
+    /// newcomer's first request in a 2-s tick read as 30 a minute, and 600 tenants registered at once by one batch,
+    /// each read so or lifted to its tier's prior, were given 929 of a 980-rpm pool while a critical tenant
+    /// wanting 130 was cut to its guardrail minimum (outside evaluation round 28).
+    private func shareColdStartGuesses(
+        _ guesses: [(entry: Int, guessed: PerDimension<Double>)], tenants: inout [TenantObservation],
+        statuses: inout [TenantStatus], context: TrackContext
+    ) {
+        guard !guesses.isEmpty else { return }
+        var guessed: [String: PerDimension<Double>] = [:]
+        var evidence: [String: PerDimension<Double>] = [:]
+        for item in guesses {
+            let tenant = tenants[item.entry]
+            let sum = guessed[tenant.upstream] ?? PerDimension(0)
+            guessed[tenant.upstream] = PerDimension<Double> { sum[$0] + item.guessed[$0] }
+            let shown = evidence[tenant.upstream] ?? PerDimension(0)
+            evidence[tenant.upstream] = PerDimension<Double> { shown[$0] + tenant.demand[$0] - item.guessed[$0] }
+        }
+        // What the pool's established tenants (watched for two short windows or more) want. At a cold start of
+        // the whole pool nobody has that evidence yet, and the newcomers share the pool as they showed and guess.
+        let established = 2 * policy.classifier.shortWindowSeconds
+        var shown: [String: PerDimension<Double>] = [:]
+        for (entry, index) in (order ?? []).enumerated() where entry < tenants.count {
+            let tenant = tenants[entry]
+            guard tenant.tenantClass != .idle, guessed[tenant.upstream] != nil,
+                stored.tracks[index].foldedSeconds ?? .infinity >= established
+            else { continue }
+            let sum = shown[tenant.upstream] ?? PerDimension(0)
+            shown[tenant.upstream] = PerDimension<Double> { sum[$0] + tenant.demand[$0] }
+        }
+        let share = min(1, max(0, policy.classifier.coldStartShare))
+        let headroom = 1 + max(0, policy.allocation.demandHeadroom)
+        var scales: [String: PerDimension<Double>] = [:]
+        for (upstream, sum) in guessed {
+            let capacity = context.capacity(of: upstream)
+            let wanted = shown[upstream] ?? PerDimension(0)
+            let newcomers = (evidence[upstream] ?? PerDimension(0))
+            // A pool of unknown capacity (none declared, no estimate yet) has nothing to share; one nobody is
+            // established in (a whole pool starting cold) has no evidence to protect from its newcomers' guesses.
+            let scale = PerDimension<Double> {
+                let room = capacity[$0] / headroom - wanted[$0] - newcomers[$0]
+                let allowed = max(share * capacity[$0], room)
+                return capacity[$0] > 0 && wanted[$0] > 0 && sum[$0] > allowed ? allowed / sum[$0] : 1
+            }
+            if scale.rpm < 1 || scale.tpm < 1 { scales[upstream] = scale }
+
+        }
+        guard !scales.isEmpty else { return }
+        for item in guesses {
+            guard let scale = scales[tenants[item.entry].upstream] else { continue }
+            let demand = tenants[item.entry].demand
+            let shared = PerDimension<Double> { demand[$0] - item.guessed[$0] * (1 - scale[$0]) }
+            tenants[item.entry].demand = shared
+            // No allowance for its swing on top (`allocation.demand_deviations`): what is left is mostly a guess, and
+            // 600 such allowances took from the established tenant the room just left for it.
+            tenants[item.entry].spread = PerDimension(0)
+            statuses[item.entry].demand = shared
+        }
     }
 
     // MARK: Ingest
@@ -856,6 +924,15 @@ struct TrackContext {
     var fold: Fold?
     /// Cold-start priors by tier (in `tenant`) and pool, computed once per tick.
     let priors = PriorMemo()
+
+    /// The capacity percentages of the classifier resolve against (cold-start priors and their share): the
+    /// Observer's estimate of the pool, else its declared capacity, after the safety margin; 0 where neither.
+    func capacity(of upstream: String) -> PerDimension<Double> {
+        let estimated = capacities[upstream] ?? PerDimension(nil)
+        let declared = policy.upstream(upstream)?.capacity ?? PerDimension(nil)
+        let margin = 1 - policy.allocation.safetyMargin
+        return PerDimension<Double> { max(0, (estimated[$0] ?? declared[$0] ?? 0) * margin) }
+    }
 }
 
 /// A memo filled during one `classify` call and dropped with it (never shared across threads).

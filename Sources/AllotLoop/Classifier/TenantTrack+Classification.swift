@@ -144,6 +144,10 @@ extension TenantTrack {
         var observation: TenantObservation
         var status: TenantStatus
         var alerts: [LoopAlert]
+        /// The part of a `cold_start` tenant's demand that is a guess (0 for every other class): `(1 − c)` of the
+        /// larger of what it showed and its tier's prior. The pool's newcomers share
+        /// ``ClassifierSettings/coldStartShare`` of its capacity for it (``ConsumptionClassification``).
+        var guessed = PerDimension<Double>(0)
     }
 
     /// Classes, starvation, suspect patterns and the report entries at `context.now`. `advance`:
@@ -241,10 +245,14 @@ extension TenantTrack {
             let long = wantedLong ?? demandLong
             demand = PerDimension { max(demand[$0], long[$0]) }
         }
+        // What of the demand is evidence: a newcomer's guessed part, `(1 − c)` of what it shows or of its prior,
+        // whichever is more, is shared among the pool's newcomers (``ConsumptionClassification``).
+        var evidence = demand
         if coldStart, !idle {
             // The prior raises a new tenant's demand while evidence is thin; it never holds it below what
             // it has already shown it wants.
             let prior = coldStartPrior(context: context)
+            evidence = PerDimension { confidence * demand[$0] }
             demand = PerDimension { max(demand[$0], confidence * demand[$0] + (1 - confidence) * prior[$0]) }
         }
         if advance, let fold = context.fold {
@@ -256,7 +264,9 @@ extension TenantTrack {
             // at twice its rate took 25 s (five ticks) to get its share back, its tasks queueing meanwhile.
             let fade = 1 - (now - returnedAt) / settings.shortWindowSeconds
             demand = PerDimension { max(demand[$0], remembered[$0] * fade) }
+            evidence = PerDimension { max(evidence[$0], remembered[$0] * fade) }
         }
+        let guessed = PerDimension<Double> { max(0, demand[$0] - evidence[$0]) }
         // The ratchet judges the demand the engine sees: a constrained tenant's allocation rises because
         // it asked (its claim), not because it games.
         // (What it shows, before the level's hysteresis: the detector judges each tick's response.)
@@ -315,7 +325,7 @@ extension TenantTrack {
                 rules: rules, sparse: demandShort.rpm * settings.shortWindowSeconds / 60 < rules.sparseSamples,
                 shortWindow: settings.shortWindowSeconds, tenant: key.tenant),
             gatewayServed: gatewayServed(), young: isYoung(shortWindow: settings.shortWindowSeconds))
-        return Classification(observation: observation, status: status, alerts: alerts)
+        return Classification(observation: observation, status: status, alerts: alerts, guessed: guessed)
     }
 
     /// The index of dispersion of the tenant's requests per tick (variance over mean, at least 1): 1 when
@@ -629,13 +639,8 @@ extension TenantTrack {
         if let known = context.priors.values[memo] { return known }
         var prior = PerDimension<Double>(0)
         if let tier = policy.tier(named: tierName) {
-            let estimated = context.capacities[key.upstream] ?? PerDimension(nil)
-            let declared = policy.upstream(key.upstream)?.capacity ?? PerDimension(nil)
-            let margin = 1 - policy.allocation.safetyMargin
-            prior = PerDimension { dimension in
-                let capacity = estimated[dimension] ?? declared[dimension] ?? 0
-                return max(0, tier.coldStartDemand[dimension].resolved(capacity: capacity * margin))
-            }
+            let capacity = context.capacity(of: key.upstream)
+            prior = PerDimension { max(0, tier.coldStartDemand[$0].resolved(capacity: capacity[$0])) }
         }
         context.priors.values[memo] = prior
         return prior

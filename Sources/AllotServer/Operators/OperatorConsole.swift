@@ -95,8 +95,9 @@ public final class OperatorConsole: Sendable {
                     message: "\(flood.tenants) new tenants registered by telemetry within "
                         + "\(Int(RegistrationWindow.seconds)) s (more than \(RegistrationWindow.threshold)), by "
                         + (flood.gateways.count == 1 ? "gateway " : "gateways ") + named + more
-                        + ": each counts as an active tenant with a fair share of its pool until it is idle "
-                        + "(classifier.idle_after_s); check what the gateway sends as `tenant`",
+                        + ": each counts as an active tenant of its pool until it is idle (classifier.idle_after_s), "
+                        + "their guessed demand sharing what the established tenants leave "
+                        + "(classifier.cold_start_share); check what the gateway sends as `tenant`",
                     since: flood.since))
         }
         for stored in try await store.pendingOverrideProposals(now: now) {

@@ -62,6 +62,62 @@ struct ClassifierClassesTests {
         #expect(F.close(observation.demand.rpm, 12))
     }
 
+    /// A flood of newcomers shares what the pool's established tenants leave for what it guesses (outside evaluation
+    /// round 28: 600 tenants registered by one batch held 929 of a 980-rpm pool, a critical tenant cut to its
+    /// guardrail minimum): what each showed, weighed by the confidence in it, stands.
+    @Test func newcomersShareWhatEstablishedTenantsLeaveForTheirGuesses() throws {
+        let policy = F.policy(
+            coldStartSamples: 30,
+            upstreams: [UpstreamPolicy(id: F.pool, capacity: PerDimension(rpm: 1000, tpm: 1_000_000))])
+        var run = ClassifierRun(policy: policy, start: t0)
+        // acme: 600 a minute for 125 s, watched for two short windows — established.
+        var report = run.serve(50, ticks: 25)
+        let acme = try #require(F.observation(report))
+        #expect(acme.tenantClass != .coldStart)
+        let newcomers = (0..<400).map { "n\($0)" }
+        report = run.tick { script, from, to in
+            var events = F.served(&script, 50, from: from, to: to)
+            for tenant in newcomers { events += F.served(&script, 1, from: from, to: to, tenant: tenant) }
+            return events
+        }
+        let wanted = try #require(F.observation(report)).demand
+        // Each newcomer: one request in its first 5 s reads 12 a minute (1,800 tokens); c = 5 s of 120 = 1 / 24, so
+        // 0.5 (75 tokens) is evidence and the rest a guess — 11.5 of its own reading, and in tokens 9,391.7 of the
+        // prior (1 % of C = 9,800 tokens, above its reading). 400 guesses of 4,600 rpm and 3.76M tokens share the
+        // room C = 980 (980,000) leaves with the 20 % headroom — C / 1.2 — less acme's demand and what the
+        // newcomers showed, at least a quarter of C.
+        let capacity = PerDimension<Double>(rpm: 980, tpm: 980_000)
+        let evidence = PerDimension<Double>(rpm: 0.5, tpm: 75)
+        let allowed = PerDimension<Double> {
+            max(0.25 * capacity[$0], capacity[$0] / 1.2 - wanted[$0] - 400 * evidence[$0])
+        }
+        let guess = PerDimension<Double>(rpm: 11.5, tpm: 9_800.0 * 23 / 24)
+        for tenant in newcomers {
+            let observation = try #require(F.observation(report, AllocationKey(tenant: tenant, upstream: F.pool)))
+            #expect(observation.tenantClass == .coldStart)
+            for dimension in RateDimension.allCases {
+                let expected = evidence[dimension] + guess[dimension] * allowed[dimension] / (400 * guess[dimension])
+                #expect(F.close(observation.demand[dimension], expected, tolerance: 1e-6))
+            }
+        }
+        let summed = report.tenants.filter { $0.tenant != "acme" }.reduce(0) { $0 + $1.demand.rpm }
+        #expect(F.close(summed, 400 * 0.5 + allowed.rpm, tolerance: 1e-6))
+        // The established tenant's own demand is untouched.
+        #expect(F.close(wanted.rpm, acme.demand.rpm, tolerance: 0.05))
+
+        // A whole pool starting cold has nobody established, no evidence to protect: its newcomers are read as they
+        // showed and guess, 4,600 rpm of guesses or not.
+        var cold = ClassifierRun(policy: policy, start: t0)
+        report = cold.tick { script, from, to in
+            var events: [StoredEvent] = []
+            for tenant in newcomers { events += F.served(&script, 1, from: from, to: to, tenant: tenant) }
+            return events
+        }
+        #expect(report.tenants.count == 400)
+        #expect(report.tenants.allSatisfy { F.close($0.demand.rpm, 12) })
+        #expect(report.tenants.allSatisfy { F.close($0.demand.tpm, 75 + 9_800 * 23 / 24) })
+    }
+
     @Test func idleAfterNoDemandForIdleAfter() throws {
         var run = ClassifierRun(start: t0)
         _ = run.tick { script, from, _ in [script.event(at: from + 4, prompt: 10, completion: 10)] }  // t0 + 4
