@@ -104,7 +104,8 @@ extension Tier {
             "max_concurrency": .int(Int64(maxConcurrency)), "bucket_s": .number(bucketSeconds),
             "budgets": .array(budgets.map(\.json)),
         ]
-        if let queueWeight { object["queue_weight"] = .number(queueWeight) }
+        // Written only where it differs from the weight it defaults to: the same rules, the same version.
+        if let queueWeight, queueWeight != weight { object["queue_weight"] = .number(queueWeight) }
         return .object(object)
     }
 }
@@ -128,10 +129,11 @@ extension UpstreamPolicy {
 }
 
 extension TenantPolicy {
-    /// The tenant entry in the policy file format (only what it sets).
+    /// The tenant entry in the policy file format (only what it sets; a weight of 1, the default multiplier, is
+    /// not written: the same rules, the same version).
     public var json: JSON {
         var object: JSONObject = ["tier": .string(tier)]
-        if let weight { object["weight"] = .number(weight) }
+        if let weight, weight != 1 { object["weight"] = .number(weight) }
         if let floor = floor.partialJSON { object["floor"] = floor }
         if let ceiling = ceiling.partialJSON { object["ceiling"] = ceiling }
         if !budgets.isEmpty { object["budgets"] = .array(budgets.map(\.json)) }

@@ -555,7 +555,10 @@ struct PolicyLoader {
         if let value = reader.number(object["queue_wait_slo_ms"], at: path.key("queue_wait_slo_ms"), .positive) {
             tier.queueWaitSLOMilliseconds = value
         }
-        if let value = reader.number(object["queue_weight"], at: path.key("queue_weight"), .weight) {
+        // Equal to the weight it defaults to: kept as the default, so the same rules are the same policy.
+        if let value = reader.number(object["queue_weight"], at: path.key("queue_weight"), .weight),
+            value != tier.weight
+        {
             tier.queueWeight = value
         }
         if let value = reader.choice(object["mode"], at: path.key("mode"), GatewayMode.self) { tier.mode = value }
@@ -660,8 +663,12 @@ struct PolicyLoader {
     }
 
     private mutating func readUpstream(id: String, _ json: JSON, at path: JSONPath) -> UpstreamPolicy? {
-        if id.isEmpty || id.utf8.count > 200 {
-            reader.report(path, .invalidValue, "an upstream id must be 1-200 characters")
+        // As telemetry's `upstream`: a pool no event can name would never be used (outside evaluation round 29:
+        // `"bad id"` loaded silently).
+        if !Self.isValidName(id, maxLength: 128, extra: [0x3A, 0x2F, 0x40, 0x2B]) {
+            reader.report(
+                path, .invalidValue,
+                "an upstream id must be 1-128 characters of [A-Za-z0-9._:/@+-], as telemetry's upstream")
         }
         guard let object = reader.object(json, at: path) else { return nil }
         reader.checkFields(object, at: path, known: PolicyFields.upstream, required: ["capacity"])
@@ -720,7 +727,9 @@ struct PolicyLoader {
                     NameSuggestion.unknownMessage("tier", name, known: policy.tiers.map(\.name)))
             }
         }
-        if let value = reader.number(object["weight"], at: path.key("weight"), .weight) { tenant.weight = value }
+        if let value = reader.number(object["weight"], at: path.key("weight"), .weight), value != 1 {
+            tenant.weight = value  // 1, the default multiplier, is kept as the default
+        }
         if let floor = reader.dimensions(object["floor"], at: path.key("floor")) { tenant.floor = floor }
         if let ceiling = reader.dimensions(object["ceiling"], at: path.key("ceiling"), allowUnbounded: true) {
             tenant.ceiling = ceiling

@@ -89,6 +89,27 @@ struct PolicyTests {
             ),
         ])
         #expect(a.canonicalBytes == b.canonicalBytes)
+
+        // A default written out is the same rule (outside evaluation round 29: a tenant's `"weight": 1` and a tier's
+        // `queue_weight` equal to its weight each changed the version).
+        let implicit = try PolicyFixtures.load([
+            (
+                "t.json",
+                #"{"tiers": {"standard": {"priority": 2, "weight": 3}}, "tenants": {"acme": {"tier": "standard"}}}"#
+            )
+        ])
+        let explicit = try PolicyFixtures.load([
+            (
+                "t.json",
+                #"{"tiers": {"standard": {"priority": 2, "weight": 3, "queue_weight": 3}}, "#
+                    + #""tenants": {"acme": {"tier": "standard", "weight": 1}}}"#
+            )
+        ])
+        #expect(implicit.canonicalBytes == explicit.canonicalBytes)
+        let other = try PolicyFixtures.load([
+            ("t.json", #"{"tiers": {"standard": {"priority": 2, "weight": 3, "queue_weight": 2}}}"#)
+        ])
+        #expect(other.canonicalJSON["tiers"]?["standard"]?["queue_weight"]?.doubleValue == 2)
     }
 
     @Test func defaultsApplyToOmittedFields() throws {
@@ -273,6 +294,37 @@ struct PolicyTests {
             issue.message
                 == #"expected a number or a percentage such as "5%" (a percentage is digits, an optional fraction, "#
                 + #"then %: no spaces or signs), got "\#(text)""#)
+    }
+
+    /// A pool id is named as telemetry's `upstream` names it (outside evaluation round 29: `"bad id"` loaded).
+    @Test func anUpstreamIdTelemetryCannotNameIsRefused() throws {
+        for id in ["bad id", "", String(repeating: "a", count: 129), "pool?x"] {
+            let file = #"{"upstreams": {"\#(id)": {"capacity": {"rpm": 1}}}}"#
+            let issue = try Self.only(PolicyFixtures.issues(with: file))
+            #expect(issue.code == .invalidValue)
+            #expect(
+                issue.message
+                    == "an upstream id must be 1-128 characters of [A-Za-z0-9._:/@+-], as telemetry's upstream")
+        }
+        let fine = try PolicyFixtures.load([
+            ("tiers.json", PolicyFixtures.tiers),
+            ("u.json", #"{"upstreams": {"azure:eu/gpt-4o@2024+x_1.-": {"capacity": {"rpm": 1}}}}"#),
+        ])
+        #expect(fine.upstream("azure:eu/gpt-4o@2024+x_1.-") != nil)
+    }
+
+    @Test func coldStartShareLoadsWithItsDefaultAndRange() throws {
+        let defaulted = try PolicyFixtures.load([("tiers.json", PolicyFixtures.tiers)])
+        #expect(defaulted.classifier.coldStartShare == 0.25)
+        #expect(defaulted.canonicalJSON["classifier"]?["cold_start_share"]?.doubleValue == 0.25)
+        let set = try PolicyFixtures.load([
+            ("tiers.json", PolicyFixtures.tiers), ("e.json", #"{"classifier": {"cold_start_share": 0.1}}"#),
+        ])
+        #expect(set.classifier.coldStartShare == 0.1)
+        #expect(set.canonicalJSON["classifier"]?["cold_start_share"]?.doubleValue == 0.1)
+        let issue = try Self.only(PolicyFixtures.issues(with: #"{"classifier": {"cold_start_share": 1.5}}"#))
+        #expect(issue.path == "$.classifier.cold_start_share")
+        #expect(issue.code == .outOfRange)
     }
 
     @Test func aPercentageInItsGrammarIsAccepted() throws {
