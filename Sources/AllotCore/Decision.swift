@@ -91,8 +91,9 @@ public struct TenantAllocation: Sendable, Hashable {
 
 extension TenantAllocation {
     /// What gateways are given for `dimension`: the allocation, or where the pool has no capacity for the dimension
-    /// the spend budget's limit (``budgetLimit``, reason `budget`); nil where the tenant is unlimited there. For the
-    /// operator views and metrics, which show what the snapshot publishes.
+    /// the limit a spend budget or an absolute ceiling puts on the tenant (``budgetLimit``, reason `budget`,
+    /// `ceiling`, `override` or `floor`); nil where the tenant is unlimited there. For the operator views and metrics,
+    /// which show what the snapshot publishes.
     public func published(_ dimension: RateDimension) -> (rate: Double, burst: Double, reason: AllocationReason)? {
         if let value = self[dimension] { return (value.rate, value.burst, value.reason) }
         if let limit = budgetLimit[dimension] { return (limit.rate, limit.burst, limit.reason) }

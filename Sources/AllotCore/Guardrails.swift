@@ -44,6 +44,19 @@ public enum Guardrails {
                 now: override.createdAt)
             for dimension in RateDimension.allCases {
                 guard let capacity = capacity(of: upstream, dimension, policy: policy, capacities: capacities) else {
+                    // No capacity: the dimension is not allocated, but an absolute ceiling is published as the
+                    // tenant's rate (``TenantTerms/absoluteCeiling``): below an absolute guard_min it crosses too.
+                    let setsCeiling = override.ceiling[dimension] != nil || override.tier != nil
+                    let guardMin = tiers.compactMap { tier -> Double? in
+                        if case .absolute(let value) = tier.guardMin[dimension] { return value }
+                        return nil
+                    }.max() ?? 0
+                    if setsCeiling, let ceiling = terms.absoluteCeiling[dimension], ceiling < guardMin {
+                        crossings.append(
+                            Crossing(
+                                kind: .ceilingBelowGuardMin, upstream: upstream, dimension: dimension,
+                                value: ceiling, guardrail: guardMin))
+                    }
                     continue
                 }
                 let floor = terms.floor[dimension].resolved(capacity: capacity)
@@ -95,11 +108,16 @@ public enum Guardrails {
                 guard let capacity = capacity(of: upstream, dimension, policy: policy, capacities: capacities) else {
                     // No capacity declared or estimated: the dimension is not allocated (every tenant unlimited);
                     // an absolute ceiling still limits the tenant there, a percentage has nothing to resolve against.
-                    if case .percent(let percent) = override.ceiling[dimension] {
+                    if case .percent(let percent) = override.ceiling[dimension],
+                        terms.ceiling[dimension] == .percent(percent)
+                    {
+                        let fallback = terms.absoluteCeiling[dimension].map {
+                            "its absolute ceiling \(Quantity.formatMeasured($0)) (tenant or tier) applies there"
+                        }
                         conflicts.append(
                             "on \(upstream) the \(dimension.rawValue) ceiling \(Quantity.percent(percent).jsonText) "
-                                + "has no capacity to resolve against (none declared or estimated): the tenant stays "
-                                + "unlimited there until there is one; an absolute ceiling applies")
+                                + "has no capacity to resolve against (none declared or estimated) and limits nothing "
+                                + "there until there is one: " + (fallback ?? "the tenant is unlimited there"))
                     }
                     continue
                 }

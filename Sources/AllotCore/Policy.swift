@@ -259,9 +259,10 @@ public struct ClassifierSettings: Sendable, Hashable, Codable {
     public var coldStartSamples: Int
     /// Demand above allocation for this long → `sustained_over`.
     public var sustainedOverSeconds: Double
-    /// The most of a pool's capacity the tier priors may add to its `cold_start` tenants' demand together,
-    /// in `[0, 1]`: beyond it each newcomer's part is scaled down alike (a flood of new tenants does not take the
-    /// pool from tenants with evidence).
+    /// The share of a pool's capacity, in `[0, 1]`, its `cold_start` tenants' guessed demand (what their tier priors
+    /// and their first readings add beyond the evidence) may always take together, however much the established
+    /// tenants want; beyond the room those leave, and this, each newcomer's guess is scaled down alike (a flood of
+    /// new tenants does not take the pool from tenants with evidence).
     public var coldStartShare: Double
 
     public init(

@@ -471,13 +471,17 @@ private struct PoolTick {
     /// ceiling (a percentage has nothing to resolve against), whichever is lower; nil when nothing does.
     private func limitWithoutCapacity(of tenant: String, terms: TenantTerms, dimension: RateDimension) -> BudgetLimit? {
         let budget = budgetLimit(of: tenant, tier: terms.tier, dimension: dimension)
-        guard case .absolute(let ceiling) = terms.ceiling[dimension], ceiling.isFinite,
-            ceiling < FieldReader.maxRate, ceiling < budget?.rate ?? .infinity
-        else { return budget }
-        let rate = max(0, ceiling)
+        guard let ceiling = terms.absoluteCeiling[dimension], ceiling < budget?.rate ?? .infinity else { return budget }
+        // The floor wins over the ceiling here too (policies/README.md, *Floor above ceiling*), where it is absolute.
+        var rate = max(0, ceiling)
+        var reason: AllocationReason = terms.absoluteCeilingByOverride[dimension] ? .override : .ceiling
+        if case .absolute(let floor) = terms.floor[dimension], floor.isFinite, floor > rate {
+            guard floor < budget?.rate ?? .infinity else { return budget }
+            rate = floor
+            reason = .floor
+        }
         let burst = rate > 0 ? max(rate * terms.tier.bucketSeconds / 60, dimension == .rpm ? 1 : 0) : 0
-        let overridden = terms.override?.ceiling[dimension] != nil
-        return BudgetLimit(rate: rate, burst: burst, reason: overridden ? .override : .ceiling)
+        return BudgetLimit(rate: rate, burst: burst, reason: reason)
     }
 
     /// What a spend budget limits a tenant to in a dimension this pool has no capacity for; nil when nothing does.

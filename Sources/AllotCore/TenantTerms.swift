@@ -15,6 +15,12 @@ public struct TenantTerms: Sendable, Hashable {
     public var ceiling: PerDimension<Quantity>
     /// The override applied, if any.
     public var override: Override?
+    /// Per dimension the ceiling that limits the tenant on a pool with no capacity to resolve a percentage
+    /// against: the first absolute one of the override's, the tenant's and the tier's (a percentage is skipped, not
+    /// read as no ceiling: an override's "5 %" meant to tighten a tier's 30,000 would otherwise lift it), and
+    /// whether an override set it. Nil where none is absolute.
+    public var absoluteCeiling = PerDimension<Double?>(nil)
+    public var absoluteCeilingByOverride = PerDimension<Bool>(false)
 
     /// Whether an approved override suspends the tier's guardrails.
     public var guardrailsSuspended: Bool { override?.approved ?? false }
@@ -63,6 +69,16 @@ extension Policy {
         let product = tier.weight * (chosen?.weight ?? entry?.weight ?? 1)
         let bounds = TenantTerms.weightBounds
         let weight = product.isNaN ? 1 : min(max(product, bounds.lowerBound), bounds.upperBound)
-        return TenantTerms(tier: tier, weight: weight, floor: floor, ceiling: ceiling, override: chosen)
+        var terms = TenantTerms(tier: tier, weight: weight, floor: floor, ceiling: ceiling, override: chosen)
+        for dimension in RateDimension.allCases {
+            let layers = [chosen?.ceiling[dimension], entry?.ceiling[dimension], tier.ceiling[dimension]]
+            for (index, layer) in layers.enumerated() {
+                guard case .absolute(let value) = layer, value.isFinite, value < FieldReader.maxRate else { continue }
+                terms.absoluteCeiling[dimension] = value
+                terms.absoluteCeilingByOverride[dimension] = index == 0
+                break
+            }
+        }
+        return terms
     }
 }

@@ -773,6 +773,26 @@ struct PolicyEngineTests {
         let tier = timeline.tick(tenants)
         #expect(tier.allocation(tenant: "a", upstream: "p/m")?.published(.tpm)?.reason == .ceiling)
         #expect(tier.allocation(tenant: "a", upstream: "p/m")?.published(.tpm)?.rate == 30_000)
+        #expect(tier.allocation(tenant: "b", upstream: "p/m")?.published(.tpm) == nil)
+        // An override's percentage does not lift it: it has nothing to resolve against, and the tier's 30,000 holds.
+        let lifted = timeline.tick(tenants, overrides: [override(.percent(5))])
+        #expect(lifted.allocation(tenant: "a", upstream: "p/m")?.published(.tpm)?.rate == 30_000)
+        // An absolute floor above the ceiling wins, as everywhere (policies/README.md, *Floor above ceiling*).
+        var floored = override(.absolute(20_000))
+        floored.floor.tpm = .absolute(25_000)
+        let floor = try #require(timeline.tick(tenants, overrides: [floored]).allocation(tenant: "a", upstream: "p/m"))
+        #expect(floor.published(.tpm)?.rate == 25_000 && floor.published(.tpm)?.reason == .floor)
+        // Below an absolute guard_min the override's ceiling crosses a guardrail there too: a proposal, not applied.
+        premium.guardMin.tpm = .absolute(22_000)
+        policy.setTier(premium)
+        let crossings = Guardrails.crossings(
+            of: override(.absolute(20_000)), policy: policy, capacities: ["p/m": PerDimension(rpm: 1000, tpm: nil)])
+        #expect(crossings.map(\.kind) == [.ceilingBelowGuardMin])
+        #expect(crossings.first?.value == 20_000 && crossings.first?.guardrail == 22_000)
+        #expect(
+            Guardrails.crossings(
+                of: override(.absolute(23_000)), policy: policy, capacities: ["p/m": PerDimension(rpm: 1000, tpm: nil)]
+            ).isEmpty)
     }
 
     @Test func idleTenantsHoldTheirIdleAllocationAndReEnterAtTarget() {

@@ -162,8 +162,11 @@ def main():
         events = [{"ts": now_ms - 1000 * i, "gateway": "gw-test-1", "tenant": tenant, "upstream": "openai/gpt-4o",
                    "status": 200, "latency_ms": 300 + i, "prompt_tokens": 500, "completion_tokens": 100}
                   for i, tenant in enumerate(tenants * 3)]
+        # A pool the policy does not declare: no capacity to allocate, every tenant unlimited there.
+        events.append({"ts": now_ms, "gateway": "gw-test-1", "tenant": "acme", "upstream": "mistral/large",
+                       "status": 200, "latency_ms": 300, "prompt_tokens": 500, "completion_tokens": 100})
         status, body = server.request("POST", "/v1/telemetry", gateway, events)
-        check("telemetry seeded", status == 200 and body["stored"] == 9, body)
+        check("telemetry seeded", status == 200 and body["stored"] == 10, body)
         # premium's guard_min is 0.5% of C: a 10 RPM ceiling crosses it and becomes a proposal.
         status, body = server.request("PUT", "/v1/tenants/example-premium/override", sre,
                                       {"ceiling": {"rpm": 10}, "reason": "abuse report 42", "ttl_s": 3600})
@@ -224,9 +227,37 @@ def main():
         check("the approval is audited with who and why",
               entry.get("actor") == "browser-sre" and entry.get("reason") == "approved from the dashboard", entry)
 
+        # An absolute ceiling on the undeclared pool is published as acme's rate there, with no "why" (the engine did
+        # not allocate it): the panel shows its rate and reason (it threw on the missing "why" before).
+        def ceiling_applied(_):
+            status, body = server.request("PUT", "/v1/tenants/acme/override", sre,
+                                          {"upstream": "mistral/large", "ceiling": {"rpm": 50}, "reason": "new model",
+                                           "ttl_s": 3600})
+            return status == 200 and body["status"] == "applied"
+        wait_for(driver, ceiling_applied, what="the loop to track mistral/large")
+
+        def published_there(_):
+            status, body = server.request("GET", "/v1/tenants/acme", sre)
+            pools = [u for u in body.get("upstreams", []) if u["upstream"] == "mistral/large"]
+            return pools and (pools[0].get("allocation") or {}).get("rpm") and pools[0]["allocation"]["rpm"]["rate"] == 50
+        wait_for(driver, published_there, what="acme's ceiling on mistral/large to be published")
+
         click(driver, '#tenants tr[data-tenant="acme"]', "acme's row")
         wait_for(driver, lambda d: d.find_element(By.ID, "why-title").get_attribute("textContent") == "acme",
                  what="the tenant's why panel")
+
+        def why_rows(d):
+            for table in d.find_elements(By.CSS_SELECTOR, "#why table"):
+                if table.find_element(By.CSS_SELECTOR, "th").text == "mistral/large":
+                    return {row.find_elements(By.CSS_SELECTOR, "td")[0].text:
+                            [cell.text for cell in row.find_elements(By.CSS_SELECTOR, "td")[1:]]
+                            for row in table.find_elements(By.CSS_SELECTOR, "tbody tr")}
+            return None
+        wait_for(driver, why_rows, what="the why table of mistral/large")
+        shown = why_rows(driver)
+        check("the why panel shows a limit without capacity by its rate and reason",
+              shown.get("published") == ["50", "–"] and shown.get("reason") == ["override", "–"]
+              and not driver.find_elements(By.CSS_SELECTOR, "#why .error"), shown)
         check("selecting a tenant fills the override form",
               driver.find_element(By.ID, "o-tenant").get_attribute("value") == "acme")
         offered = [option.get_attribute("value") for option in driver.find_elements(By.CSS_SELECTOR, "#o-tier option")]

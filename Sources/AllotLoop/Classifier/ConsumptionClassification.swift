@@ -264,7 +264,7 @@ public struct ConsumptionClassification: Sendable {
 
     /// Holds the guessed part of a pool's `cold_start` tenants' demand (``TenantTrack/Classification/guessed``)
     /// together to the room its capacity leaves — the demand it carries with `demand_headroom`, `C / (1 + h)`, less
-    /// what its established tenants want and what the newcomers showed — and never below
+    /// what its other active tenants want and what the newcomers showed — and never below
     /// `classifier.cold_start_share` of the capacity; beyond that each newcomer's guess is scaled down alike. A
     /// newcomer's first request in a 2-s tick read as 30 a minute, and 600 tenants registered at once by one batch,
     /// each read so or lifted to its tier's prior, were given 929 of a 980-rpm pool while a critical tenant
@@ -275,25 +275,33 @@ public struct ConsumptionClassification: Sendable {
     ) {
         guard !guesses.isEmpty else { return }
         var guessed: [String: PerDimension<Double>] = [:]
-        var evidence: [String: PerDimension<Double>] = [:]
+        var newcomersShown: [String: PerDimension<Double>] = [:]
         for item in guesses {
             let tenant = tenants[item.entry]
             let sum = guessed[tenant.upstream] ?? PerDimension(0)
             guessed[tenant.upstream] = PerDimension<Double> { sum[$0] + item.guessed[$0] }
-            let shown = evidence[tenant.upstream] ?? PerDimension(0)
-            evidence[tenant.upstream] = PerDimension<Double> { shown[$0] + tenant.demand[$0] - item.guessed[$0] }
+            let shown = newcomersShown[tenant.upstream] ?? PerDimension(0)
+            newcomersShown[tenant.upstream] = PerDimension<Double> { shown[$0] + tenant.demand[$0] - item.guessed[$0] }
         }
-        // What the pool's established tenants (watched for two short windows or more) want. At a cold start of
-        // the whole pool nobody has that evidence yet, and the newcomers share the pool as they showed and guess.
+        // What the pool's other active tenants want (no guess in it: established ones, and newcomers already sure of
+        // what they showed), and whether one is established (watched for two short windows or more): at a cold start
+        // of the whole pool nobody has that evidence yet, and the newcomers share the pool as they showed and guess.
         let established = 2 * policy.classifier.shortWindowSeconds
+        var guessing = [Bool](repeating: false, count: tenants.count)
+        for item in guesses { guessing[item.entry] = true }
         var shown: [String: PerDimension<Double>] = [:]
-        for (entry, index) in (order ?? []).enumerated() where entry < tenants.count {
-            let tenant = tenants[entry]
-            guard tenant.tenantClass != .idle, guessed[tenant.upstream] != nil,
-                stored.tracks[index].foldedSeconds ?? .infinity >= established
+        var settled: [String: PerDimension<Bool>] = [:]
+        for (entry, index) in (order ?? []).enumerated() where entry < tenants.count && !guessing[entry] {
+            guard tenants[entry].tenantClass != .idle, let upstream = guessed.index(forKey: tenants[entry].upstream)
             else { continue }
-            let sum = shown[tenant.upstream] ?? PerDimension(0)
-            shown[tenant.upstream] = PerDimension<Double> { sum[$0] + tenant.demand[$0] }
+            let pool = guessed.keys[upstream]
+            let demand = tenants[entry].demand
+            let sum = shown[pool] ?? PerDimension(0)
+            shown[pool] = PerDimension<Double> { sum[$0] + demand[$0] }
+            if stored.tracks[index].foldedSeconds ?? .infinity >= established {
+                let before = settled[pool] ?? PerDimension(false)
+                settled[pool] = PerDimension<Bool> { before[$0] || demand[$0] > 0 }
+            }
         }
         let share = min(1, max(0, policy.classifier.coldStartShare))
         let headroom = 1 + max(0, policy.allocation.demandHeadroom)
@@ -301,16 +309,16 @@ public struct ConsumptionClassification: Sendable {
         for (upstream, sum) in guessed {
             let capacity = context.capacity(of: upstream)
             let wanted = shown[upstream] ?? PerDimension(0)
-            let newcomers = (evidence[upstream] ?? PerDimension(0))
+            let protected = settled[upstream] ?? PerDimension(false)
+            let newcomers = newcomersShown[upstream] ?? PerDimension(0)
             // A pool of unknown capacity (none declared, no estimate yet) has nothing to share; one nobody is
             // established in (a whole pool starting cold) has no evidence to protect from its newcomers' guesses.
             let scale = PerDimension<Double> {
                 let room = capacity[$0] / headroom - wanted[$0] - newcomers[$0]
                 let allowed = max(share * capacity[$0], room)
-                return capacity[$0] > 0 && wanted[$0] > 0 && sum[$0] > allowed ? allowed / sum[$0] : 1
+                return capacity[$0] > 0 && protected[$0] && sum[$0] > allowed ? allowed / sum[$0] : 1
             }
             if scale.rpm < 1 || scale.tpm < 1 { scales[upstream] = scale }
-
         }
         guard !scales.isEmpty else { return }
         for item in guesses {
@@ -320,7 +328,8 @@ public struct ConsumptionClassification: Sendable {
             tenants[item.entry].demand = shared
             // No allowance for its swing on top (`allocation.demand_deviations`): what is left is mostly a guess, and
             // 600 such allowances took from the established tenant the room just left for it.
-            tenants[item.entry].spread = PerDimension(0)
+            let spread = tenants[item.entry].spread
+            tenants[item.entry].spread = PerDimension<Double> { scale[$0] < 1 ? 0 : spread[$0] }
             statuses[item.entry].demand = shared
         }
     }

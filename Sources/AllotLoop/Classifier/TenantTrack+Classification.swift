@@ -145,8 +145,8 @@ extension TenantTrack {
         var status: TenantStatus
         var alerts: [LoopAlert]
         /// The part of a `cold_start` tenant's demand that is a guess (0 for every other class): `(1 − c)` of the
-        /// larger of what it showed and its tier's prior. The pool's newcomers share
-        /// ``ClassifierSettings/coldStartShare`` of its capacity for it (``ConsumptionClassification``).
+        /// larger of what it showed and its tier's prior. The pool's newcomers share the room its other tenants leave
+        /// for it, at least ``ClassifierSettings/coldStartShare`` of its capacity (``ConsumptionClassification``).
         var guessed = PerDimension<Double>(0)
     }
 

@@ -527,8 +527,10 @@ public actor LoopRunner {
         for allocation in decision.allocations {
             let key = AllocationKey(tenant: allocation.tenant, upstream: allocation.upstream)
             let credit = allocation.burstCredit?.rate ?? PerDimension(0)
+            // What the gateways are given: on a pool without capacity, a budget's or an absolute ceiling's limit.
             let allowed = PerDimension<Double?>(
-                rpm: allocation.rpm.map { $0.rate + credit.rpm }, tpm: allocation.tpm.map { $0.rate + credit.tpm })
+                rpm: allocation.published(.rpm).map { $0.rate + credit.rpm },
+                tpm: allocation.published(.tpm).map { $0.rate + credit.tpm })
             driftAllowance[key] = allowed
             nextAllowance[key] = allowed.map { $0 ?? SnapshotContent.unlimited }
         }

@@ -72,13 +72,14 @@ struct PoolEvaluation {
         ///   latency — the newest slices hold their 429s but not yet all their successes, and would read
         ///   as a collapse.
         /// - Nil until at least `minimumSlices` such slices have settled, unless the provider refused at
-        ///   least `heavyShare` of the attempts in them, and ``PoolEvaluation/heavyRefusalMinimum`` or more: a few
-        ///   refusals in one or two slices are as likely the edge of a burst meeting the provider's bucket (the
-        ///   rate was fine, the burst was not) as a lower limit, while a limit well below our rate refuses a large
-        ///   share at once, and keeps refusing slice after slice.
+        ///   least `heavyShare` of the attempts in them, ``PoolEvaluation/heavyRefusalMinimum`` or more, while we
+        ///   attempted at least `heavyAttemptRate` a minute there: a few refusals in one or two slices are as likely
+        ///   the edge of a burst meeting the provider's bucket (the rate was fine, the burst was not) as a lower
+        ///   limit, while a limit well below our rate refuses a large share at once, and keeps refusing slice after
+        ///   slice. Refusals of a pool we hardly use measure nothing of its limit.
         func throttledRate(
             _ dimension: RateDimension, unattributed: Bool, settledBefore: Double, width: Double, minimumSlices: Int,
-            heavyShare: Double
+            heavyShare: Double, heavyAttemptRate: Double = 0
         ) -> Double? {
             var served = 0.0
             var span = 0.0
@@ -99,6 +100,7 @@ struct PoolEvaluation {
             }
             let heavy =
                 refused >= PoolEvaluation.heavyRefusalMinimum && Double(refused) >= heavyShare * Double(attempts)
+                && span > 0 && Double(attempts) / span * 60 >= heavyAttemptRate
             return (count >= minimumSlices || (count > 0 && heavy)) && span > 0 ? served / span * 60 : nil
         }
     }
@@ -234,10 +236,12 @@ struct PoolEvaluation {
     /// provider that states its limit is believed first: the refusals right after it lowered it are the
     /// requests admitted under the old one.
     static let heavyRefusalShare = 0.25
-    /// …and at least this many refusals: one refused call of a quiet pool (nothing served that minute) is all of
-    /// its attempts, and read as a measurement it cut a 30,000-rpm pool to its floor at once (outside evaluation
-    /// round 29).
+    /// …and at least this many refusals, at an attempt rate of at least ``heavyAttemptShare`` of the estimate: one
+    /// refused call of a quiet pool (nothing served that minute) is all of its attempts, and read as a measurement it
+    /// cut a 30,000-rpm pool to its floor at once (outside evaluation round 29).
     static let heavyRefusalMinimum = 5
+    /// A quarter: a pool's limit halved under a rate at half its estimate still reads as one.
+    static let heavyAttemptShare = 0.25
 
     /// The share of the probe step above the last measured limit (``PoolTrack/measuredLimit``). At 0.2 the
     /// step above a measurement that under-read the limit took five minutes (blind-capacity-drop, seeds 1–16:
@@ -400,13 +404,19 @@ struct PoolEvaluation {
             if binding[dimension], let unattributedAt, unattributedAt > (evidence ?? -Double.infinity) {
                 evidence = unattributedAt
             }
+            // The estimate in requests a minute (tokens by the window's tokens per served call; unknown with none
+            // served): a heavy share of refusals measures a lower limit only where our attempts came near it.
+            let tokensPerCall = window.served.rpm > 0 ? window.served.tpm / window.served.rpm : 0
+            let requestEstimate =
+                dimension == .rpm ? estimate : tokensPerCall > 0 ? estimate / tokensPerCall : .infinity
             let served =
                 evidence.map { $0 >= now - short } ?? false
                 ? window.throttledRate(
                     dimension, unattributed: binding[dimension], settledBefore: settledBefore, width: width,
                     minimumSlices: Self.minimumThrottledSlices,
                     heavyShare: (pool.headerLimitAt[dimension] ?? -Double.infinity) >= now - short
-                        ? .infinity : Self.heavyRefusalShare) : nil
+                        ? .infinity : Self.heavyRefusalShare,
+                    heavyAttemptRate: Self.heavyAttemptShare * requestEstimate) : nil
             if let evidence, pool.lastDecreaseAt[dimension] != nil,
                 evidence <= pool.holdUntil[dimension] ?? -Double.infinity, let served, max(floor, served) < estimate
             {

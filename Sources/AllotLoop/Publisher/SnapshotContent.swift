@@ -205,7 +205,8 @@ public enum SnapshotAssembler {
     /// - `burst_credit` is what is left of the credit now (calls and tokens), since the credit's
     ///   rate is not included in `rate`.
     static func tenantEntry(_ allocation: TenantAllocation, status: TenantStatus?, now: Double) -> TenantEntry {
-        // A dimension the pool has no capacity for is unlimited, unless a spend budget limits the tenant there.
+        // A dimension the pool has no capacity for is unlimited, unless a spend budget or an absolute ceiling limits
+        // the tenant there.
         let rpm = allocation.published(.rpm)
         let tpm = allocation.published(.tpm)
         let rates = [rpm?.rate, tpm?.rate].compactMap { $0 }

@@ -97,8 +97,8 @@ struct TenantDirectory: Sendable {
             var largest = -1.0
             for allocation in allocated {
                 upstreams.insert(allocation.upstream)
-                // What the snapshot publishes: where the pool has no capacity for a dimension a spend budget may
-                // still limit the tenant (reason `budget`); else it is unlimited there and adds nothing.
+                // What the snapshot publishes: where the pool has no capacity for a dimension a spend budget or an
+                // absolute ceiling may still limit the tenant; else it is unlimited there and adds nothing.
                 var reason = PerDimension<AllocationReason?>(nil)
                 for dimension in RateDimension.allCases {
                     guard let published = allocation.published(dimension) else { continue }

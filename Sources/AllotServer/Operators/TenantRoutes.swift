@@ -280,8 +280,8 @@ struct TenantRoutes: Sendable {
             entry["tier"] = .string(allocation.tier)
             var dimensions = JSONObject()
             for dimension in RateDimension.allCases {
-                // As published: no capacity there is unlimited (null), unless a spend budget limits the tenant
-                // (its limit, with no "why": the engine did not allocate it).
+                // As published: no capacity there is unlimited (null), unless a spend budget or an absolute ceiling
+                // limits the tenant (its limit, with no "why": the engine did not allocate it).
                 dimensions[dimension.rawValue] =
                     allocation.published(dimension).map { published in
                         [

@@ -118,6 +118,33 @@ struct ClassifierClassesTests {
         #expect(report.tenants.allSatisfy { F.close($0.demand.tpm, 75 + 9_800 * 23 / 24) })
     }
 
+    /// A newcomer sure of what it showed (30 samples in its first tick) guesses nothing, and what it wants leaves the
+    /// others' guesses less room, as an established tenant's does.
+    @Test func aBusyNewcomerLeavesTheGuessesLessRoom() throws {
+        let policy = F.policy(
+            coldStartSamples: 30,
+            upstreams: [UpstreamPolicy(id: F.pool, capacity: PerDimension(rpm: 3000, tpm: 3_000_000))])
+        var run = ClassifierRun(policy: policy, start: t0)
+        _ = run.serve(50, ticks: 25)
+        let newcomers = (0..<400).map { "n\($0)" }
+        let report = run.tick { script, from, to in
+            var events = F.served(&script, 50, from: from, to: to)
+            events += F.served(&script, 30, from: from, to: to, tenant: "busy")
+            for tenant in newcomers { events += F.served(&script, 1, from: from, to: to, tenant: tenant) }
+            return events
+        }
+        let acme = try #require(F.observation(report)).demand.rpm
+        let busy = try #require(F.observation(report, AllocationKey(tenant: "busy", upstream: F.pool)))
+        #expect(busy.tenantClass != .coldStart)
+        #expect(F.close(busy.demand.rpm, 360))
+        // C = 2,940: the room is 2,940 / 1.2 less acme's 600, busy's 360 and the newcomers' 400 × 0.5 — 1,290, more
+        // than a quarter of C. Their guesses (23/24 of the 29.4 prior each, 11,270 in all) are scaled to it.
+        let allowed = max(0.25 * 2940, 2940 / 1.2 - acme - busy.demand.rpm - 400 * 0.5)
+        #expect(allowed > 1000 && allowed < 1300)
+        let summed = report.tenants.filter { $0.tenant.hasPrefix("n") }.reduce(0) { $0 + $1.demand.rpm }
+        #expect(F.close(summed, 400 * 0.5 + allowed, tolerance: 1e-6))
+    }
+
     @Test func idleAfterNoDemandForIdleAfter() throws {
         var run = ClassifierRun(start: t0)
         _ = run.tick { script, from, _ in [script.event(at: from + 4, prompt: 10, completion: 10)] }  // t0 + 4

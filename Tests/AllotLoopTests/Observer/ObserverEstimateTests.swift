@@ -431,15 +431,26 @@ struct ObserverEstimateTests {
         var status = try #require(F.status(report))
         #expect(status.estimate.rpm == 28_500)
         #expect(status.signals.contains("quota exhausted: rpm estimate 30000 → 28500"))
-        // Five refusals and nothing served in one settled slice are: the provider serves nothing now.
+        // Nor are five, or fifty: 600 a minute attempted is far from the 7,500 (a quarter of the estimate) that would
+        // make the refusals a measurement of a limit under our rate.
+        for count in [5, 50] {
+            script = TelemetryScript()
+            estimation = CapacityEstimation(policy: F.policy(rpm: 30_000))
+            let refusals = script.spread(count, from: t0 - 50, to: t0 - 45) { script, at in
+                script.event(at: at, outcome: .quotaExhausted, status: 429, errorType: "rate_limit_exceeded")
+            }
+            report = estimation.observe(script.delta(refusals), now: t0)
+            status = try #require(F.status(report))
+            #expect(status.estimate.rpm == 28_500)
+        }
+        // On a 1,000-rpm pool the same 50 refusals in 5 s (600 a minute attempted, above 250) are: it serves nothing.
         script = TelemetryScript()
-        estimation = CapacityEstimation(policy: F.policy(rpm: 30_000))
-        let refusals = script.spread(5, from: t0 - 50, to: t0 - 45) { script, at in
+        estimation = CapacityEstimation(policy: F.policy(rpm: 1_000))
+        let refusals = script.spread(50, from: t0 - 50, to: t0 - 45) { script, at in
             script.event(at: at, outcome: .quotaExhausted, status: 429, errorType: "rate_limit_exceeded")
         }
         report = estimation.observe(script.delta(refusals), now: t0)
-        status = try #require(F.status(report))
-        #expect(status.estimate.rpm == 1_500)
+        #expect(F.status(report)?.estimate.rpm == 50)
     }
 
     @Test func withoutAStatedLimitAProbeAfterACutStepsInUnitsOfTheEstimateSlowerJustAboveTheRefusals() throws {

@@ -115,7 +115,7 @@ import Testing
             percent.jsonBody["warning"]
                 == .string(
                     "on mistral/large the rpm ceiling 5% has no capacity to resolve against (none declared or "
-                        + "estimated): the tenant stays unlimited there until there is one; an absolute ceiling applies"))
+                        + "estimated) and limits nothing there until there is one: the tenant is unlimited there"))
         await harness.tick()
         #expect(try published() == nil)
         await harness.close()
