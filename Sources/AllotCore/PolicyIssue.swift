@@ -83,11 +83,11 @@ public enum NameSuggestion {
 
     /// `unknown field "x"` plus `; did you mean "y"?` when there is a close match, else the known names when
     /// there are at most 12. The one wording for a name not found, in policy files and operator requests alike.
-    public static func unknownMessage(_ what: String, _ name: String, known: [String]) -> String {
+    public static func unknownMessage(_ what: String, _ name: String, known: [String], listUpTo: Int = 12) -> String {
         var message = "unknown \(what) \"\(name)\""
         if let suggestion = closest(to: name, among: known) {
             message += "; did you mean \"\(suggestion)\"?"
-        } else if known.count <= 12 {
+        } else if known.count <= listUpTo {
             message += "; expected one of " + known.map { "\"\($0)\"" }.joined(separator: ", ")
         }
         return message

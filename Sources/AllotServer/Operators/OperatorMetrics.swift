@@ -3,7 +3,7 @@ import AllotLoop
 import AllotMetrics
 
 /// Prometheus series drawn from the loop's latest reports at every scrape (SPEC 13 operations):
-/// upstream capacity (estimated, declared, header, effective), state, 429s by class and latency
+/// upstream capacity (estimated, declared, header, effective), state, attempts by outcome and latency
 /// percentiles; tenants (allocation, demand, usage, denials, starvation); gateways and their lag;
 /// alerts in force by kind; proposals, overrides and burst credits.
 ///
@@ -49,7 +49,7 @@ enum OperatorMetrics {
         ),
         ("allot_upstream_circuit_open", "1 while the circuit is open (state overloaded).", .gauge, ["upstream"]),
         (
-            "allot_upstream_window_attempts", "Attempts in the Observer's short window by outcome (429s by class).",
+            "allot_upstream_window_attempts", "Attempts in the Observer's short window by outcome (429s: outcome quota_exhausted).",
             .gauge, ["upstream", "outcome"]
         ),
         (

@@ -57,16 +57,18 @@ struct OperatorQuery {
     /// An alert kind (``LoopAlert/kinds``, or one of `also`): a misspelt one is refused naming the nearest (an
     /// empty answer hid the typo).
     func alertKind(_ name: String, also: [String] = []) throws(HTTPError) -> String? {
-        try known(name, among: LoopAlert.kinds + also, what: "alert kind")
+        // Every kind listed when none is near (outside evaluation round 29: `zzz` got neither).
+        try known(name, among: LoopAlert.kinds + also, what: "alert kind", listUpTo: 64)
     }
 
     /// A parameter that must name one of `names` (a tier, an alert kind): anything else is refused with the
     /// nearest name, in ``NameSuggestion/unknownMessage(_:_:known:)``'s wording, as policy files are.
-    func known(_ name: String, among names: [String], what: String) throws(HTTPError) -> String? {
+    func known(_ name: String, among names: [String], what: String, listUpTo: Int = 12) throws(HTTPError) -> String? {
         guard let value = string(name) else { return nil }
         guard names.contains(value) else {
             throw HTTPError.badRequest(
-                NameSuggestion.unknownMessage(what, value, known: names), code: "invalid_parameter", field: name)
+                NameSuggestion.unknownMessage(what, value, known: names, listUpTo: listUpTo), code: "invalid_parameter",
+                field: name)
         }
         return value
     }

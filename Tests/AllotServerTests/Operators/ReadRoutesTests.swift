@@ -266,6 +266,15 @@ import Testing
             typo.badRequest
                 == Refusal(field: "kind", message: #"unknown alert kind "starve"; did you mean "starved"?"#))
         #expect(await harness.send(.get, "/v1/alerts?kind=drain", as: .operator).jsonBody["count"] == 0)
+        // None near: every kind is listed (outside evaluation round 29: neither the nearest nor the kinds).
+        let far = await harness.send(.get, "/v1/alerts?kind=zzzzzzzzzz", as: .operator)
+        #expect(
+            far.badRequest
+                == Refusal(
+                    field: "kind",
+                    message: #"unknown alert kind "zzzzzzzzzz"; expected one of "#
+                        + LoopAlert.kinds.map { "\"\($0)\"" }.joined(separator: ", ")))
+        #expect(LoopAlert.kinds.count > 12)
         await harness.close()
     }
 
