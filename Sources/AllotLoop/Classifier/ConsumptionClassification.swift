@@ -292,9 +292,8 @@ public struct ConsumptionClassification: Sendable {
         var shown: [String: PerDimension<Double>] = [:]
         var settled: [String: PerDimension<Bool>] = [:]
         for (entry, index) in (order ?? []).enumerated() where entry < tenants.count && !guessing[entry] {
-            guard tenants[entry].tenantClass != .idle, let upstream = guessed.index(forKey: tenants[entry].upstream)
-            else { continue }
-            let pool = guessed.keys[upstream]
+            let pool = tenants[entry].upstream
+            guard tenants[entry].tenantClass != .idle, guessed[pool] != nil else { continue }
             let demand = tenants[entry].demand
             let sum = shown[pool] ?? PerDimension(0)
             shown[pool] = PerDimension<Double> { sum[$0] + demand[$0] }
