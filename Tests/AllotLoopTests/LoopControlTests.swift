@@ -202,6 +202,35 @@ extension LoopHarness {
 }
 
 @Suite struct LoopObservabilityTests {
+    /// On a dimension with no capacity the engine allocates nothing, but an absolute ceiling is published as the
+    /// tenant's rate: gateways admitting past it are drift too (review of session 49: the allowance read the
+    /// allocation only, so nothing was ever alerted there).
+    @Test func driftIsAlertedAgainstACeilingWhereThePoolHasNoCapacity() async throws {
+        let harness = try LoopHarness()
+        var policy = loopPolicy(tenants: [
+            TenantPolicy(id: "acme", tier: "standard", ceiling: PerDimension(rpm: nil, tpm: .absolute(8000)))
+        ])
+        var upstream = try #require(policy.upstream(pool4o))
+        upstream.capacity.tpm = nil
+        policy.setUpstream(upstream)
+        try await harness.open(policy: policy)
+        // Within it (6,000 tokens a minute), then the two gateways together admit 10,000 for a minute.
+        await harness.classifier.setDemand(
+            "acme", rpm: 30, tpm: 20_000, shares: ["gw-a": 0.5, "gw-b": 0.5],
+            served: ["gw-a": PerDimension(rpm: 15, tpm: 3000), "gw-b": PerDimension(rpm: 15, tpm: 3000)])
+        await harness.tick()
+        await harness.classifier.setDemand(
+            "acme", rpm: 30, tpm: 20_000, shares: ["gw-a": 0.5, "gw-b": 0.5],
+            served: ["gw-a": PerDimension(rpm: 15, tpm: 5000), "gw-b": PerDimension(rpm: 15, tpm: 5000)])
+        for _ in 0..<13 { await harness.tick() }
+        let published = harness.runner.view.decision?.allocation(tenant: "acme", upstream: pool4o)?.published(.tpm)
+        #expect(published?.rate == 8000 && published?.reason == .ceiling)
+        let alert = try #require(harness.runner.view.alerts.first { $0.kind == "drift" })
+        #expect(alert.tenant == "acme")
+        #expect(alert.message.contains("admitted 10000 tpm"))
+        await harness.close()
+    }
+
     @Test func driftIsAlertedWhenGatewaysTogetherAdmitMoreThanTheAllocationForTheWindow() async throws {
         let harness = try LoopHarness()
         try await harness.open()
