@@ -117,6 +117,14 @@ public struct BudgetLimit: Sendable, Hashable {
         self.burst = burst
         self.reason = reason
     }
+
+    /// A limit of `rate` with the bucket a dimension allocation of the tier would have.
+    init(rate: Double, tier: Tier, dimension: RateDimension, reason: AllocationReason) {
+        let rate = max(0, rate)
+        self.init(
+            rate: rate, burst: rate > 0 ? max(rate * tier.bucketSeconds / 60, dimension == .rpm ? 1 : 0) : 0,
+            reason: reason)
+    }
 }
 
 /// One dimension of a tenant's allocation.

@@ -45,13 +45,17 @@ public enum Guardrails {
             for dimension in RateDimension.allCases {
                 guard let capacity = capacity(of: upstream, dimension, policy: policy, capacities: capacities) else {
                     // No capacity: the dimension is not allocated, but an absolute ceiling is published as the
-                    // tenant's rate (``TenantTerms/absoluteCeiling``): below an absolute guard_min it crosses too.
+                    // tenant's rate (``Policy/absoluteCeiling(ofTenant:terms:_:)``): below an absolute guard_min it
+                    // crosses too.
                     let setsCeiling = override.ceiling[dimension] != nil || override.tier != nil
                     let guardMin = tiers.compactMap { tier -> Double? in
                         if case .absolute(let value) = tier.guardMin[dimension] { return value }
                         return nil
                     }.max() ?? 0
-                    if setsCeiling, let ceiling = terms.absoluteCeiling[dimension], ceiling < guardMin {
+                    if setsCeiling,
+                        let ceiling = policy.absoluteCeiling(ofTenant: override.tenant, terms: terms, dimension)?.value,
+                        ceiling < guardMin
+                    {
                         crossings.append(
                             Crossing(
                                 kind: .ceilingBelowGuardMin, upstream: upstream, dimension: dimension,
@@ -111,8 +115,8 @@ public enum Guardrails {
                     if case .percent(let percent) = override.ceiling[dimension],
                         terms.ceiling[dimension] == .percent(percent)
                     {
-                        let fallback = terms.absoluteCeiling[dimension].map {
-                            "its absolute ceiling \(Quantity.formatMeasured($0)) (tenant or tier) applies there"
+                        let fallback = policy.absoluteCeiling(ofTenant: override.tenant, terms: terms, dimension).map {
+                            "its absolute ceiling \(Quantity.formatMeasured($0.value)) (tenant or tier) applies there"
                         }
                         conflicts.append(
                             "on \(upstream) the \(dimension.rawValue) ceiling \(Quantity.percent(percent).jsonText) "

@@ -471,17 +471,18 @@ private struct PoolTick {
     /// ceiling (a percentage has nothing to resolve against), whichever is lower; nil when nothing does.
     private func limitWithoutCapacity(of tenant: String, terms: TenantTerms, dimension: RateDimension) -> BudgetLimit? {
         let budget = budgetLimit(of: tenant, tier: terms.tier, dimension: dimension)
-        guard let ceiling = terms.absoluteCeiling[dimension], ceiling < budget?.rate ?? .infinity else { return budget }
+        guard let ceiling = policy.absoluteCeiling(ofTenant: tenant, terms: terms, dimension),
+            ceiling.value < budget?.rate ?? .infinity
+        else { return budget }
         // The floor wins over the ceiling here too (policies/README.md, *Floor above ceiling*), where it is absolute.
-        var rate = max(0, ceiling)
-        var reason: AllocationReason = terms.absoluteCeilingByOverride[dimension] ? .override : .ceiling
+        var rate = ceiling.value
+        var reason: AllocationReason = ceiling.byOverride ? .override : .ceiling
         if case .absolute(let floor) = terms.floor[dimension], floor.isFinite, floor > rate {
             guard floor < budget?.rate ?? .infinity else { return budget }
             rate = floor
             reason = .floor
         }
-        let burst = rate > 0 ? max(rate * terms.tier.bucketSeconds / 60, dimension == .rpm ? 1 : 0) : 0
-        return BudgetLimit(rate: rate, burst: burst, reason: reason)
+        return BudgetLimit(rate: rate, tier: terms.tier, dimension: dimension, reason: reason)
     }
 
     /// What a spend budget limits a tenant to in a dimension this pool has no capacity for; nil when nothing does.
@@ -499,9 +500,7 @@ private struct PoolTick {
         guard cap.isFinite, cap > 0 || budgets.hard[tenant] != nil || (budgets.allowed[tenant] ?? 0) <= 0 else {
             return nil
         }
-        let rate = max(0, cap)
-        let burst = rate > 0 ? max(rate * tier.bucketSeconds / 60, dimension == .rpm ? 1 : 0) : 0
-        return BudgetLimit(rate: rate, burst: burst)
+        return BudgetLimit(rate: cap, tier: tier, dimension: dimension, reason: .budget)
     }
 
     /// One tenant's allocator input for one dimension.

@@ -15,12 +15,6 @@ public struct TenantTerms: Sendable, Hashable {
     public var ceiling: PerDimension<Quantity>
     /// The override applied, if any.
     public var override: Override?
-    /// Per dimension the ceiling that limits the tenant on a pool with no capacity to resolve a percentage
-    /// against: the first absolute one of the override's, the tenant's and the tier's (a percentage is skipped, not
-    /// read as no ceiling: an override's "5 %" meant to tighten a tier's 30,000 would otherwise lift it), and
-    /// whether an override set it. Nil where none is absolute.
-    public var absoluteCeiling = PerDimension<Double?>(nil)
-    public var absoluteCeilingByOverride = PerDimension<Bool>(false)
 
     /// Whether an approved override suspends the tier's guardrails.
     public var guardrailsSuspended: Bool { override?.approved ?? false }
@@ -69,16 +63,25 @@ extension Policy {
         let product = tier.weight * (chosen?.weight ?? entry?.weight ?? 1)
         let bounds = TenantTerms.weightBounds
         let weight = product.isNaN ? 1 : min(max(product, bounds.lowerBound), bounds.upperBound)
-        var terms = TenantTerms(tier: tier, weight: weight, floor: floor, ceiling: ceiling, override: chosen)
-        for dimension in RateDimension.allCases {
-            let layers = [chosen?.ceiling[dimension], entry?.ceiling[dimension], tier.ceiling[dimension]]
-            for (index, layer) in layers.enumerated() {
-                guard case .absolute(let value) = layer, value.isFinite, value < FieldReader.maxRate else { continue }
-                terms.absoluteCeiling[dimension] = value
-                terms.absoluteCeilingByOverride[dimension] = index == 0
-                break
+        return TenantTerms(tier: tier, weight: weight, floor: floor, ceiling: ceiling, override: chosen)
+    }
+
+    /// The ceiling that limits `tenant` (with `terms`, from ``terms(ofTenant:upstream:overrides:now:)``) in a
+    /// dimension of a pool with no capacity to resolve a percentage against: the first absolute one of its override's,
+    /// its own and its tier's — a percentage is passed over, not read as no ceiling (an override's "5 %" meant to
+    /// tighten a tier's 30,000 would otherwise lift it) — and whether the override set it; nil where none is
+    /// absolute.
+    public func absoluteCeiling(
+        ofTenant tenant: String, terms: TenantTerms, _ dimension: RateDimension
+    ) -> (value: Double, byOverride: Bool)? {
+        let layers = [
+            terms.override?.ceiling[dimension], self.tenant(tenant)?.ceiling[dimension], terms.tier.ceiling[dimension],
+        ]
+        for (index, layer) in layers.enumerated() {
+            if case .absolute(let value) = layer, value.isFinite, value < FieldReader.maxRate {
+                return (value, index == 0)
             }
         }
-        return terms
+        return nil
     }
 }

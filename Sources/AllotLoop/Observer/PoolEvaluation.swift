@@ -79,7 +79,7 @@ struct PoolEvaluation {
         ///   slice. Refusals of a pool we hardly use measure nothing of its limit.
         func throttledRate(
             _ dimension: RateDimension, unattributed: Bool, settledBefore: Double, width: Double, minimumSlices: Int,
-            heavyShare: Double, heavyAttemptRate: Double = 0
+            heavyShare: Double, heavyAttemptRate: Double
         ) -> Double? {
             var served = 0.0
             var span = 0.0
