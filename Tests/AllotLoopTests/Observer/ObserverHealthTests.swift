@@ -325,6 +325,32 @@ struct ObserverHealthTests {
         #expect(status.estimate == PerDimension(rpm: 1000, tpm: 100_000))
     }
 
+    /// A lasting rise is a warning, then the pool's new normal (outside evaluation round 28, L1; documented in
+    /// policies/README, `latency_ratio`): the slow answers enter the baseline as they leave the short window, and
+    /// once they are a twentieth of its samples they are its p95.
+    @Test func aLastingLatencyRiseBecomesTheBaseline() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000, tpm: 100_000))
+        var report = estimation.observe(script.delta { Self.latencyRise(&$0, t0: t0, recent: 300) }, now: t0)
+        #expect(try #require(F.status(report)).state == .degrading)
+        // The same even load (30 a minute) stays at 300 ms.
+        var states: [(Double, UpstreamState)] = []
+        for tick in 1...60 {
+            let now = t0 + Double(tick) * 5
+            let events = script.spread(3, from: now - 5, to: now) { script, at in script.event(at: at, latencyMs: 300) }
+            report = estimation.observe(script.delta(events), now: now)
+            states.append((now - t0, try #require(F.status(report)).state))
+        }
+        // The rise began at t0 − 60 (a short window of slow answers): two minutes later, when that first minute
+        // of them is in the baseline (30 of 450 samples), the pool is healthy at its new latency.
+        let healthyAt = try #require(states.first { $0.1 == .healthy }?.0)
+        #expect(healthyAt == 60)
+        #expect(states.allSatisfy { $0.0 < healthyAt ? $0.1 == .degrading : $0.1 == .healthy })
+        let status = try #require(F.status(report))
+        #expect(status.estimate == PerDimension(rpm: 1000, tpm: 100_000))
+        #expect(status.latencyShort.p95 == 296)
+    }
+
     @Test func latencyRisingWhileTheUpstreamRefusesIsSaturationNotDegradation() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000, tpm: 100_000))
