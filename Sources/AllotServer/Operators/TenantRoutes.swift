@@ -483,13 +483,14 @@ struct TenantRoutes: Sendable {
     static let maxBurstTTL = 86_400.0
 
     /// `POST /v1/tenants/{id}/bursts` (SPEC 6.5): `{"calls", "tokens", "ttl_s", "upstream"?,
-    /// "task_id"?}`. Stored pending and decided at the next tick; 202 with the request. The upstream
-    /// may be left out when the tenant uses exactly one (or the policy declares exactly one).
+    /// "task_id"?, "reason"?}`. Stored pending and decided at the next tick; 202 with the request. The upstream
+    /// may be left out when the tenant uses exactly one (or the policy declares exactly one). The reason (and the
+    /// task) go to the audit log, as an override's does.
     func requestBurst(_ request: HTTPRequest, _ principal: Principal) async throws -> HTTPResponse {
         let id = try OperatorRequest.tenantID(request)
         _ = try OperatorQuery(request, allowed: [])
         let object = try OperatorRequest.jsonObject(request)
-        try OperatorRequest.checkMembers(object, known: ["calls", "tokens", "ttl_s", "upstream", "task_id"])
+        try OperatorRequest.checkMembers(object, known: ["calls", "tokens", "ttl_s", "upstream", "task_id", "reason"])
         let calls = try OperatorRequest.number(object, "calls", in: 0...1e9) ?? 0
         let tokens = try OperatorRequest.number(object, "tokens", in: 0...1e13) ?? 0
         guard let ttl = try OperatorRequest.number(object, "ttl_s", in: 1...Self.maxBurstTTL) else {
@@ -502,6 +503,8 @@ struct TenantRoutes: Sendable {
                 "a burst asks for calls, tokens or both (> 0)", code: "missing_field", field: "calls")
         }
         let taskID = try OperatorRequest.string(object, "task_id", maxLength: 256)
+        let reason = try OperatorRequest.string(object, "reason")
+        let auditReason = [taskID.map { "task \($0)" }, reason].compactMap(\.self).joined(separator: "; ")
         let upstream = try resolveUpstream(try OperatorRequest.string(object, "upstream", maxLength: 256), tenant: id)
         let now = console.clock.now
         let burstID = "b-" + Hex.encode(try SecureRandom.bytes(8))
@@ -516,7 +519,7 @@ struct TenantRoutes: Sendable {
                 audit: AuditEntry(
                     atMs: EpochTime.milliseconds(fromSeconds: now), actor: principal.name,
                     actorRole: principal.role.rawValue, action: "burst.request", subject: id, tenant: id, after: json,
-                    reason: taskID.map { "task \($0)" }))
+                    reason: auditReason.isEmpty ? nil : auditReason))
         } catch {
             throw OperatorRoutes.storeError(error)
         }

@@ -295,7 +295,9 @@ import Testing
         let engine = await harness.send(.get, "/v1/proposals?source=engine", as: .sre)
         let engineProposal = try #require(engine.jsonBody["proposals"]?[0]?["id"]?.stringValue)
         _ = await harness.send(.post, "/v1/proposals/\(engineProposal)/approve", as: .admin, json: #"{"reason":"ok"}"#)
-        _ = await harness.send(.post, "/v1/tenants/beta/bursts", as: .operator, json: #"{"calls":10,"ttl_s":60}"#)
+        _ = await harness.send(
+            .post, "/v1/tenants/beta/bursts", as: .operator,
+            json: #"{"calls":10,"ttl_s":60,"task_id":"t-9","reason":"quarter-end report"}"#)
         let created = await harness.send(.post, "/v1/tokens", as: .admin, json: #"{"name":"ci","role":"gateway"}"#)
         #expect(created.status == .created)
         let tokenID = try #require(created.jsonBody["id"]?.stringValue)
@@ -326,6 +328,7 @@ import Testing
         #expect(entry("proposal.reject")?["before"]?["status"] == "pending")
         #expect(entry("proposal.reject")?["after"]?["status"] == "rejected")
         #expect(entry("proposal.approve")?["actor"] == "admin-user")
+        #expect(entry("burst.request")?["reason"] == "task t-9; quarter-end report")
         #expect(entry("token.revoke")?["after"]?["revoked"] == true)
         #expect(entry("policy.reload")?["after"]?["version"] == "bbbb")
         // No secret in the log, ever.
