@@ -265,7 +265,9 @@ public struct ConsumptionClassification: Sendable {
     /// Holds the guessed part of a pool's `cold_start` tenants' demand (``TenantTrack/Classification/guessed``)
     /// together to the room its capacity leaves — the demand it carries with `demand_headroom`, `C / (1 + h)`, less
     /// what its other active tenants want and what the newcomers showed — and never below
-    /// `classifier.cold_start_share` of the capacity; beyond that each newcomer's guess is scaled down alike. A
+    /// `classifier.cold_start_share` of the capacity; beyond that the newcomers share it by weight (the tier's
+    /// times the tenant's in the policy; overrides are the engine's), each at most its own guess — water-filling,
+    /// as the engine shares capacity: a critical newcomer among a flood of free ones keeps its guess. A
     /// newcomer's first request in a 2-s tick read as 30 a minute, and 600 tenants registered at once by one batch,
     /// each read so or lifted to its tier's prior, were given 929 of a 980-rpm pool while a critical tenant
     /// wanting 130 was cut to its guardrail minimum (outside evaluation round 28).
@@ -304,7 +306,8 @@ public struct ConsumptionClassification: Sendable {
         }
         let share = min(1, max(0, policy.classifier.coldStartShare))
         let headroom = 1 + max(0, policy.allocation.demandHeadroom)
-        var scales: [String: PerDimension<Double>] = [:]
+        // The room per pool and dimension where the guesses exceed it.
+        var rooms: [String: PerDimension<Double?>] = [:]
         for (upstream, sum) in guessed {
             let capacity = context.capacity(of: upstream)
             let wanted = shown[upstream] ?? PerDimension(0)
@@ -312,24 +315,48 @@ public struct ConsumptionClassification: Sendable {
             let newcomers = newcomersShown[upstream] ?? PerDimension(0)
             // A pool of unknown capacity (none declared, no estimate yet) has nothing to share; one nobody is
             // established in (a whole pool starting cold) has no evidence to protect from its newcomers' guesses.
-            let scale = PerDimension<Double> {
-                let room = capacity[$0] / headroom - wanted[$0] - newcomers[$0]
-                let allowed = max(share * capacity[$0], room)
-                return capacity[$0] > 0 && protected[$0] && sum[$0] > allowed ? allowed / sum[$0] : 1
+            let room = PerDimension<Double?> {
+                let allowed = max(share * capacity[$0], capacity[$0] / headroom - wanted[$0] - newcomers[$0])
+                return capacity[$0] > 0 && protected[$0] && sum[$0] > allowed ? allowed : nil
             }
-            if scale.rpm < 1 || scale.tpm < 1 { scales[upstream] = scale }
+            if room.rpm != nil || room.tpm != nil { rooms[upstream] = room }
         }
-        guard !scales.isEmpty else { return }
-        for item in guesses {
-            guard let scale = scales[tenants[item.entry].upstream] else { continue }
-            let demand = tenants[item.entry].demand
-            let shared = PerDimension<Double> { demand[$0] - item.guessed[$0] * (1 - scale[$0]) }
-            tenants[item.entry].demand = shared
-            // No allowance for its swing on top (`allocation.demand_deviations`): what is left is mostly a guess, and
-            // 600 such allowances took from the established tenant the room just left for it.
-            let spread = tenants[item.entry].spread
-            tenants[item.entry].spread = PerDimension<Double> { scale[$0] < 1 ? 0 : spread[$0] }
-            statuses[item.entry].demand = shared
+        guard !rooms.isEmpty else { return }
+        var members: [String: [Int]] = [:]
+        for (position, item) in guesses.enumerated() where rooms[tenants[item.entry].upstream] != nil {
+            members[tenants[item.entry].upstream, default: []].append(position)
+        }
+        for (upstream, positions) in members {
+            guard let room = rooms[upstream] else { continue }
+            let weights = positions.map { position in
+                let tenant = tenants[guesses[position].entry].tenant
+                let entry = policy.tenant(tenant)
+                let tier = policy.tier(named: entry?.tier ?? policy.defaultTier)
+                return max(1e-9, (tier?.weight ?? 1) * (entry?.weight ?? 1))
+            }
+            var kept = positions.map { guesses[$0].guessed }
+            for dimension in RateDimension.allCases {
+                guard let allowed = room[dimension] else { continue }
+                let upper = positions.map { guesses[$0].guessed[dimension] }
+                let filled = WaterFilling.fill(
+                    capacity: allowed, weights: weights, lower: [Double](repeating: 0, count: upper.count),
+                    upper: upper)
+                for k in positions.indices { kept[k][dimension] = min(upper[k], filled.allocations[k]) }
+            }
+            for (k, position) in positions.enumerated() {
+                let item = guesses[position]
+                let demand = tenants[item.entry].demand
+                let shared = PerDimension<Double> { demand[$0] - item.guessed[$0] + kept[k][$0] }
+                tenants[item.entry].demand = shared
+                // No allowance for its swing on top (`allocation.demand_deviations`) where its guess was cut: what is
+                // left is mostly a guess, and 600 such allowances took from the established tenant the room just
+                // left for it.
+                let spread = tenants[item.entry].spread
+                tenants[item.entry].spread = PerDimension<Double> {
+                    room[$0] != nil && kept[k][$0] < item.guessed[$0] ? 0 : spread[$0]
+                }
+                statuses[item.entry].demand = shared
+            }
         }
     }
 

@@ -118,6 +118,48 @@ struct ClassifierClassesTests {
         #expect(report.tenants.allSatisfy { F.close($0.demand.tpm, 75 + 9_800 * 23 / 24) })
     }
 
+    /// The newcomers share the room by weight, each at most its own guess (review of session 49, L8): a critical
+    /// newcomer arriving with a flood of standard ones keeps its guess, where a scaling alike cut it as theirs.
+    @Test func newcomersShareTheRoomByWeight() throws {
+        var policy = F.policy(
+            coldStartSamples: 30,
+            upstreams: [UpstreamPolicy(id: F.pool, capacity: PerDimension(rpm: 1000, tpm: 1_000_000))])
+        policy.setTier(Tier(name: "critical", priority: 0, weight: 50))
+        policy.setTenant(TenantPolicy(id: "crit", tier: "critical"))
+        var run = ClassifierRun(policy: policy, start: t0)
+        _ = run.serve(50, ticks: 25)
+        let newcomers = (0..<400).map { "n\($0)" }
+        let report = run.tick { script, from, to in
+            var events = F.served(&script, 50, from: from, to: to)
+            for tenant in newcomers + ["crit"] { events += F.served(&script, 1, from: from, to: to, tenant: tenant) }
+            return events
+        }
+        let wanted = try #require(F.observation(report)).demand
+        // As above (one request each: evidence 0.5 rpm and 75 tokens, guesses 11.5 rpm and 23/24 of the 9,800-token
+        // prior), with 401 newcomers.
+        let capacity = PerDimension<Double>(rpm: 980, tpm: 980_000)
+        let evidence = PerDimension<Double>(rpm: 0.5, tpm: 75)
+        let guess = PerDimension<Double>(rpm: 11.5, tpm: 9_800.0 * 23 / 24)
+        let allowed = PerDimension<Double> {
+            max(0.25 * capacity[$0], capacity[$0] / 1.2 - wanted[$0] - 401 * evidence[$0])
+        }
+        // The weighted level: 400 standard newcomers at (allowed − 11.5) / 400 each, under a fiftieth of crit's
+        // guess, so crit's 50 × that covers its whole guess.
+        let crit = try #require(F.observation(report, AllocationKey(tenant: "crit", upstream: F.pool)))
+        #expect(crit.tenantClass == .coldStart)
+        for dimension in RateDimension.allCases {
+            let level = (allowed[dimension] - guess[dimension]) / 400
+            #expect(50 * level > guess[dimension])
+            #expect(F.close(crit.demand[dimension], evidence[dimension] + guess[dimension], tolerance: 1e-6))
+            for tenant in newcomers.prefix(3) {
+                let observation = try #require(F.observation(report, AllocationKey(tenant: tenant, upstream: F.pool)))
+                #expect(F.close(observation.demand[dimension], evidence[dimension] + level, tolerance: 1e-6))
+            }
+        }
+        let summed = report.tenants.filter { $0.tenant != "acme" }.reduce(0) { $0 + $1.demand.rpm }
+        #expect(F.close(summed, 401 * 0.5 + allowed.rpm, tolerance: 1e-6))
+    }
+
     /// A newcomer sure of what it showed (30 samples in its first tick) guesses nothing, and what it wants leaves the
     /// others' guesses less room, as an established tenant's does.
     @Test func aBusyNewcomerLeavesTheGuessesLessRoom() throws {
