@@ -301,6 +301,42 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         #expect(try warnings(#"{"rpm": 400, "tpm": 1000000}"#).isEmpty)
     }
 
+    /// A declared capacity four times the truth at t = 0 or more, or a quarter or less, is warned about per dimension
+    /// (outside evaluation round 31: 100× passed silently); a stale declaration within that factor is not.
+    @Test func aDeclarationFarFromTheTruthIsWarnedAbout() throws {
+        func warnings(rpm: Int, tpm: Int) throws -> [String] {
+            try decode(
+                scenarioJSON().replacingOccurrences(
+                    of: #""declared_rpm": 600, "declared_tpm": 1000000"#,
+                    with: #""declared_rpm": \#(rpm), "declared_tpm": \#(tpm)"#)
+            ).warnings.filter { $0.contains("declared_") }
+        }
+        let consequence =
+            ": the baselines provision from the declaration (`static` without a static_quota, `fifo-backoff`'s one "
+            + "bucket, `equal-split`) and `allot` starts from it until the provider states a limit; correct it unless "
+            + "the file means a stale declaration"
+        #expect(
+            try warnings(rpm: 60_000, tpm: 250_000) == [
+                #"pools[0].declared_rpm 60000 (pool "openai/gpt-4o") is 100× its true capacity at t=0 (600 rpm)"#
+                    + consequence,
+                #"pools[0].declared_tpm 250000 (pool "openai/gpt-4o") is 4× below its true capacity at t=0 "#
+                    + "(1000000 tpm)" + consequence,
+            ])
+        #expect(try warnings(rpm: 2399, tpm: 250_001).isEmpty)
+    }
+
+    /// A task parallelism above its largest number of calls never binds: warned about once per entry.
+    @Test func aParallelismAboveTheCallsIsWarnedAbout() throws {
+        let scenario = try decode(
+            scenarioJSON().replacingOccurrences(of: #""parallelism": 2"#, with: #""parallelism": 50"#))
+        #expect(
+            scenario.warnings.filter { $0.contains("parallelism") } == [
+                #"tenants[0] ("acme" with count 2): task.parallelism 50 is above task.calls.max 4: a task never has "#
+                    + "more than 4 calls in flight, so the parallelism never binds"
+            ])
+        #expect(try decode(scenarioJSON()).warnings.filter { $0.contains("parallelism") }.isEmpty)
+    }
+
     @Test func aMissingHeadlineDirectionSaysWhichOneTheMetricHas() {
         rejectsWithThePathAndReason(
             text: scenarioJSON().replacingOccurrences(of: #", "better": "higher""#, with: ""),

@@ -76,10 +76,52 @@ extension Scenario {
     /// strategy can win on (``unwinnableHeadlineWarnings``), a tenant's mean call too large for its pool's token
     /// bucket (``tokenBucketWarnings``), more than half of it (``halfBucketWarnings``) or larger than one gateway's
     /// cap under `allot` (``gatewayCapWarnings``), a latency warning on a pool whose capacity never drops, a latency
-    /// warning that would start before the run.
+    /// warning that would start before the run, a declaration far from the truth (``declaredWarnings``), a
+    /// parallelism that never binds.
     public var warnings: [String] {
         headlineWarnings + unwinnableHeadlineWarnings + tokenBucketWarnings + halfBucketWarnings + gatewayCapWarnings
-            + latencyWarningWarnings + fewTasksWarnings + staticQuotaWarnings + runSizeWarnings
+            + latencyWarningWarnings + fewTasksWarnings + staticQuotaWarnings + declaredWarnings + parallelismWarnings
+            + runSizeWarnings
+    }
+
+    /// How far a pool's declared capacity may be from its true one at t = 0 (a factor either way) before `--check`
+    /// says so: a stale declaration is a story (`blind-capacity-drop` declares what the pool later loses), a
+    /// declaration 100 times the truth is more likely a slip, and it is what every baseline provisions from
+    /// (outside evaluation round 31: `declared_rpm` 100,000 on a 1,000-rpm pool passed silently).
+    static let declaredFactor = 4.0
+
+    /// A pool declared at ``declaredFactor`` times its true capacity at t = 0 or more, or at that fraction of it or
+    /// less, per dimension.
+    var declaredWarnings: [String] {
+        let number = ScenarioReader.format
+        var warnings: [String] = []
+        for (index, pool) in pools.enumerated() {
+            guard let first = pool.capacity.first else { continue }
+            for (name, declared, truth) in [
+                ("rpm", pool.declaredRPM, first.rpm), ("tpm", pool.declaredTPM, first.tpm),
+            ] where truth > 0 && (declared >= Self.declaredFactor * truth || declared * Self.declaredFactor <= truth) {
+                let above = declared > truth
+                let factor = above ? declared / truth : truth / declared
+                warnings.append(
+                    "pools[\(index)].declared_\(name) \(number(declared)) (pool \"\(pool.id)\") is "
+                        + "\(number((factor * 10).rounded() / 10))× \(above ? "" : "below ")its true capacity at t=0 "
+                        + "(\(number(truth)) \(name)): the baselines provision from the declaration (`static` without "
+                        + "a static_quota, `fifo-backoff`'s one bucket, `equal-split`) and `allot` starts from it until "
+                        + "the provider states a limit; correct it unless the file means a stale declaration")
+            }
+        }
+        return warnings
+    }
+
+    /// A task `parallelism` above its largest number of calls: no task ever has that many calls in flight, so the
+    /// parallelism never binds (outside evaluation round 31: 50 with calls of 4–6). Once per `tenants` entry.
+    var parallelismWarnings: [String] {
+        firstOfEachEntry.compactMap { tenant, entry in
+            guard tenant.task.parallelism > tenant.task.maxCalls else { return nil }
+            return "\(entry.label): task.parallelism \(tenant.task.parallelism) is above task.calls.max "
+                + "\(tenant.task.maxCalls): a task never has more than \(tenant.task.maxCalls) calls in flight, so the "
+                + "parallelism never binds"
+        }
     }
 
     /// The calls the arrivals schedule on `pool` over the run: each tenant's tasks (its rates × how long each is
