@@ -337,6 +337,60 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         #expect(try decode(scenarioJSON()).warnings.filter { $0.contains("parallelism") }.isEmpty)
     }
 
+    /// `task_changes`: each names the fields that change from the shape before it; a task takes the shape in force
+    /// when it arrives (outside evaluation round 31: "prompts double at minute 15" could only be a second tenant).
+    @Test func taskChangesReplaceTheFieldsTheyName() throws {
+        let changes = #"""
+            , "task_changes": [{"at_s": 60, "prompt_tokens": {"mean": 1000, "sd": 200}},
+                               {"at_s": 90, "calls": {"min": 5, "max": 7}, "deadline_s": 30, "think_ms": 250}]
+            """#
+        let scenario = try decode(
+            scenarioJSON().replacingOccurrences(of: #""deadline_s": 60}}"#, with: #""deadline_s": 60}"# + changes + "}"))
+        let tenant = scenario.tenants[0]
+        #expect(tenant.taskChanges.map(\.at) == [60, 90])
+        #expect(tenant.task(at: 59.9) == tenant.task)
+        let doubled = tenant.task(at: 60)
+        #expect(doubled.promptTokens == TokenShape(mean: 1000, sd: 200))
+        #expect(doubled.completionTokens == tenant.task.completionTokens)
+        #expect(doubled.minCalls == 2 && doubled.maxCalls == 4 && doubled.deadlineSeconds == 60)
+        let later = tenant.task(at: 100)
+        #expect(later.promptTokens == doubled.promptTokens)
+        #expect(later.minCalls == 5 && later.maxCalls == 7 && later.deadlineSeconds == 30 && later.thinkSeconds == 0.25)
+        #expect(later.taskClass == .interactive && later.parallelism == 2)
+        // Scheduled load, each shape for as long as it is in force: 6 tasks a minute of 3 calls, then of 6.
+        let load = tenant.averageLoad(from: 80, length: 20)
+        let expected: Double = (6.0 * 3 + 6.0 * 6) / 2
+        #expect(load.rpm == expected)
+    }
+
+    static let badTaskChanges: [(String, String, String)] = [
+        (#"[{"at_s": 0, "deadline_s": 30}]"#, "tenants[0].task_changes[0].at_s",
+         "must be above 0: the shape at 0 is the tenant's task"),
+        (#"[{"at_s": 50, "deadline_s": 30}, {"at_s": 50, "deadline_s": 20}]"#, "tenants[0].task_changes[1].at_s",
+         "must be after the previous step's at_s (50), not 50"),
+        (#"[{"at_s": 120, "deadline_s": 30}]"#, "tenants[0].task_changes[0].at_s",
+         "must be before duration_s (120), not 120: it would never happen"),
+        (#"[{"at_s": 50}]"#, "tenants[0].task_changes[0]",
+         "changes nothing: give at least one of calls, parallelism, prompt_tokens, completion_tokens, deadline_s, think_ms"),
+        (#"[{"at_s": 50, "class": "batch"}]"#, "tenants[0].task_changes[0].class",
+         "a tenant's task class does not change: give the other class another tenant"),
+        (#"[{"at_s": 50, "calls": {"min": 5, "max": 3}}]"#, "tenants[0].task_changes[0].calls.max",
+         "must be at least calls.min (5)"),
+        (#"[{"at_s": 50, "deadline_s": 0.5}]"#, "tenants[0].task_changes[0].deadline_s",
+         "must be between 1 and 604800, not 0.5"),
+        (#"[{"at_s": 50, "prompt": 5}]"#, "tenants[0].task_changes[0].prompt",
+         "unknown field (allowed: at_s, calls, parallelism, prompt_tokens, completion_tokens, deadline_s, think_ms)"),
+        (#"[]"#, "tenants[0].task_changes", "must have 1 to 100 entries, not 0"),
+    ]
+
+    @Test(arguments: badTaskChanges)
+    func badTaskChangesAreRejected(_ changes: String, _ path: String, _ reason: String) {
+        rejectsWithThePathAndReason(
+            text: scenarioJSON().replacingOccurrences(
+                of: #""deadline_s": 60}}"#, with: #""deadline_s": 60}, "task_changes": "# + changes + "}"),
+            path: path, reason: reason)
+    }
+
     @Test func aMissingHeadlineDirectionSaysWhichOneTheMetricHas() {
         rejectsWithThePathAndReason(
             text: scenarioJSON().replacingOccurrences(of: #", "better": "higher""#, with: ""),

@@ -42,6 +42,45 @@ import Testing
         }
     }
 
+    /// A tenant whose prompts double at one minute (`task_changes`): its tasks arriving from then make the new
+    /// calls and have the new deadline, the nominal and arrived demand follow the shape in force, and the allot loop
+    /// runs it (the same code path as the baselines' for the world).
+    @Test func aTaskShapeChangeReachesTheCallsAndTheDemand() async throws {
+        let text = scenarioJSON(duration: 120).replacingOccurrences(
+            of: #""deadline_s": 60}}"#,
+            with: #""deadline_s": 60}, "task_changes": [{"at_s": 60, "prompt_tokens": {"mean": 1000}, "#
+                + #""deadline_s": 30}]}"#)
+        let scenario = try decode(text)
+        let tenant = scenario.tenants[0]
+        let before = tenant.task.meanTokensPerCall
+        let after = tenant.task(at: 60).meanTokensPerCall
+        #expect(after == 1000 + tenant.task.completionTokens.expected)
+        for strategy in [SimulationStrategy.static, .allot] {
+            let trace = try await Simulator.run(scenario, strategy: strategy, seed: 1)
+            // Nominal demand: 6 tasks a minute × 3 calls, at the shape's mean tokens.
+            #expect(trace.samples[5].tenants[0].demandTPM == 18 * before)
+            #expect(trace.samples[6].tenants[0].demandTPM == 18 * after)
+            // Arrived demand: the calls the arrived tasks bring, at their own shape's tokens.
+            for sample in trace.samples {
+                let row = sample.tenants[0]
+                guard row.arrivedRPM > 0 else { continue }
+                let perCall = row.arrivedTPM / row.arrivedRPM
+                #expect(abs(perCall - (sample.start < 60 ? before : after)) < 1e-6, "\(strategy) \(sample.start)")
+            }
+            // Deadlines: 60 s for the tasks that arrived before the change, 30 s after.
+            let tasks = trace.tasks.filter { $0.tenant == 0 }
+            #expect(tasks.contains { $0.arrival >= 60 })
+            #expect(tasks.allSatisfy { abs($0.deadline - $0.arrival - ($0.arrival < 60 ? 60 : 30)) < 1e-9 })
+            // Served tokens per call: about 600 before, about 1,100 after (the calls of tasks arriving after 70 s).
+            let early = trace.samples[1..<5].map { $0.tenants[0] }
+            let late = trace.samples[8..<12].map { $0.tenants[0] }
+            let earlyPerCall = early.reduce(0) { $0 + $1.servedTPM } / early.reduce(0) { $0 + $1.servedRPM }
+            let latePerCall = late.reduce(0) { $0 + $1.servedTPM } / late.reduce(0) { $0 + $1.servedRPM }
+            #expect(earlyPerCall > 500 && earlyPerCall < 700, "\(strategy) \(earlyPerCall)")
+            #expect(latePerCall > 950 && latePerCall < 1250, "\(strategy) \(latePerCall)")
+        }
+    }
+
     @Test func traceCoversTheRunInSamples() async throws {
         let trace = try await Simulator.run(try Self.small(), strategy: .static, seed: 1)
         #expect(trace.samples.count == 12)

@@ -128,7 +128,7 @@ extension Scenario {
     /// in force) × its mean calls per task, before retries and denials.
     func scheduledCalls(on pool: String) -> Double {
         tenants.filter { $0.pool == pool }.reduce(0) {
-            $0 + $1.averageArrivalRate(from: 0, length: durationSeconds) * durationSeconds / 60 * $1.task.meanCalls
+            $0 + $1.averageLoad(from: 0, length: durationSeconds).rpm * durationSeconds / 60
         }
     }
 
@@ -199,10 +199,7 @@ extension Scenario {
         guard let tier = headline.tier,
             headline.metric == "slo_attainment" || headline.metric.hasPrefix("task_latency_")
         else { return [] }
-        let due = tenants.filter { $0.tier == tier }.compactMap { tenant -> Double? in
-            guard let first = tenant.arrivals.first(where: { $0.tasksPerMinute > 0 }) else { return nil }
-            return first.at + tenant.task.deadlineSeconds
-        }
+        let due = tenants.filter { $0.tier == tier }.compactMap { $0.earliestDue(before: durationSeconds) }
         // At `duration_s` is no earlier: the first task arrives after its arrival step begins (a Poisson draw), so
         // its deadline falls after the run's end (a 600-s run whose tasks are due 600 s after t = 0 judged none).
         guard let earliest = due.min(), earliest >= durationSeconds else { return [] }
@@ -236,10 +233,12 @@ extension Scenario {
         case "slo_attainment":
             // The fastest a task can finish: its fewest calls in rounds of `parallelism`, each at the pool's
             // base latency less the 15 % jitter (no queueing, no output tokens, no think time).
-            let fastest = tierTenants.map { tenant -> (seconds: Double, deadline: Double) in
+            let fastest = tierTenants.flatMap { tenant -> [(seconds: Double, deadline: Double)] in
                 let base = pools.first { $0.id == tenant.pool }?.latency.baseMs ?? 0
-                let rounds = (tenant.task.minCalls + tenant.task.parallelism - 1) / tenant.task.parallelism
-                return (Double(rounds) * 0.85 * base / 1000, tenant.task.deadlineSeconds)
+                return tenant.shapes.map { shape in
+                    let rounds = (shape.minCalls + shape.parallelism - 1) / shape.parallelism
+                    return (Double(rounds) * 0.85 * base / 1000, shape.deadlineSeconds)
+                }
             }
             guard let nearest = fastest.min(by: { $0.seconds - $0.deadline < $1.seconds - $1.deadline }),
                 nearest.seconds > nearest.deadline
@@ -290,12 +289,14 @@ extension Scenario {
         var peak: (ratio: Double, pool: String, dimension: String, at: Double)?
         for pool in pools where judged?.contains(pool.id) ?? true {
             let members = tenants.filter { $0.pool == pool.id }
-            let starts = Set([0] + pool.capacity.map(\.at) + members.flatMap { $0.arrivals.map(\.at) })
+            let starts = Set(
+                [0] + pool.capacity.map(\.at) + members.flatMap { $0.arrivals.map(\.at) + $0.taskChanges.map(\.at) })
             for at in starts.filter({ $0 < durationSeconds }).sorted() {
                 let step = pool.capacity(at: at)
-                let rpm = members.reduce(0) { $0 + $1.arrivalRate(at: at) * $1.task.meanCalls }
+                let rpm = members.reduce(0) { $0 + $1.arrivalRate(at: at) * $1.task(at: at).meanCalls }
                 let tpm = members.reduce(0) {
-                    $0 + $1.arrivalRate(at: at) * $1.task.meanCalls * $1.task.meanTokensPerCall
+                    let shape = $1.task(at: at)
+                    return $0 + $1.arrivalRate(at: at) * shape.meanCalls * shape.meanTokensPerCall
                 }
                 for (ratio, dimension) in [(rpm / step.rpm, "rpm"), (tpm / step.tpm, "tpm")]
                 where ratio > (peak?.ratio ?? -1) {
@@ -412,13 +413,14 @@ extension Scenario {
     }
 
     /// The call-size warnings' walk: for the first tenant of each `tenants` entry whose pool the file has, `warning`
-    /// given the entry, its pool, the pool's index and the tenant's mean tokens per call (nil: nothing to say).
+    /// given the entry, its pool, the pool's index and the tenant's mean tokens per call — the largest of its shapes'
+    /// (nil: nothing to say).
     private func callSizeWarnings(
         _ warning: (ScenarioTenantEntry, ScenarioPool, Int, Double) -> String?
     ) -> [String] {
         firstOfEachEntry.compactMap { tenant, entry in
             guard let poolIndex = pools.firstIndex(where: { $0.id == tenant.pool }) else { return nil }
-            return warning(entry, pools[poolIndex], poolIndex, tenant.task.meanTokensPerCall)
+            return warning(entry, pools[poolIndex], poolIndex, tenant.shapes.map(\.meanTokensPerCall).max() ?? 0)
         }
     }
 
@@ -461,9 +463,12 @@ extension Scenario {
         for (tenant, entry) in firstOfEachEntry {
             guard let pool = pools.first(where: { $0.id == tenant.pool }), let tier = policy.tier(named: tenant.tier)
             else { continue }
-            let peak = (tenant.arrivals.map(\.tasksPerMinute).max() ?? 0) * tenant.task.meanCalls
-            let output = pool.latency.perThousandOutputTokensMs * tenant.task.completionTokens.expected / 1000
-            let latency = (pool.latency.baseMs + output) / 1000
+            // Its shape that needs the most in flight (with the peak arrival rate of the whole run: an upper bound).
+            let rate = tenant.arrivals.map(\.tasksPerMinute).max() ?? 0
+            let (peak, latency) = tenant.shapes.map { shape -> (Double, Double) in
+                let output = pool.latency.perThousandOutputTokensMs * shape.completionTokens.expected / 1000
+                return (rate * shape.meanCalls, (pool.latency.baseMs + output) / 1000)
+            }.max { $0.0 * $0.1 < $1.0 * $1.1 } ?? (0, 0)
             let cap = Double(tier.maxConcurrency * gateways)
             let needed = peak * latency / 60
             guard latency > 0, needed > cap else { continue }
@@ -1110,7 +1115,10 @@ private struct ScenarioReader {
     {
         let object = try object(
             json, path,
-            keys: ["id", "count", "tier", "pool", "arrivals", "task", "behaviour", "max_retries", "static_quota"],
+            keys: [
+                "id", "count", "tier", "pool", "arrivals", "task", "task_changes", "behaviour", "max_retries",
+                "static_quota",
+            ],
             required: ["id", "tier", "pool", "arrivals", "task"])
         let id = try identifier(object["id"], path + ".id", extra: "._")
         let count = try integer(object["count"], path + ".count", 1...1000, default: 1)
@@ -1137,6 +1145,20 @@ private struct ScenarioReader {
             throw fail(path + ".arrivals", "every rate is 0: the tenant never sends a task")
         }
         let task = try taskShape(object["task"], path + ".task")
+        var changes: [TaskChange] = []
+        if let json = object["task_changes"] {
+            for (index, json) in try array(json, path + ".task_changes", count: 1...100).enumerated() {
+                let cp = "\(path).task_changes[\(index)]"
+                let previous = changes.last?.task ?? task
+                let change = try taskChange(json, cp, from: previous)
+                guard change.at > 0 else {
+                    throw fail(cp + ".at_s", "must be above 0: the shape at 0 is the tenant's task")
+                }
+                try after(changes.last?.at, change.at, cp + ".at_s")
+                try before(duration, change.at, cp + ".at_s")
+                changes.append(change)
+            }
+        }
         var behaviour = TenantBehaviour.honest
         if let json = object["behaviour"] {
             let name = try string(json, path + ".behaviour")
@@ -1159,7 +1181,7 @@ private struct ScenarioReader {
             let suffix = String(repeating: "0", count: digits - String(n).count) + String(n)
             return ScenarioTenant(
                 id: count == 1 ? id : "\(id)-\(suffix)", tier: tier, pool: pool, arrivals: arrivals, task: task,
-                behaviour: behaviour, maxRetries: retries, staticQuota: quota)
+                taskChanges: changes, behaviour: behaviour, maxRetries: retries, staticQuota: quota)
         }
     }
 
@@ -1185,6 +1207,41 @@ private struct ScenarioReader {
             completionTokens: try tokens(object["completion_tokens"], path + ".completion_tokens"),
             deadlineSeconds: try number(object["deadline_s"], path + ".deadline_s", 1...Self.maxSeconds),
             thinkSeconds: try number(object["think_ms"], path + ".think_ms", 0...3_600_000, default: 0) / 1000)
+    }
+
+    /// One of `task_changes`: `at_s` and the task fields that change from `previous` (any of them but `class`; at
+    /// least one), each validated as in `task`.
+    func taskChange(_ json: JSON, _ path: String, from previous: TaskShape) throws(ScenarioError) -> TaskChange {
+        let fields = ["calls", "parallelism", "prompt_tokens", "completion_tokens", "deadline_s", "think_ms"]
+        if json.objectValue?["class"] != nil {
+            throw fail(path + ".class", "a tenant's task class does not change: give the other class another tenant")
+        }
+        let object = try object(json, path, keys: ["at_s"] + fields, required: ["at_s"])
+        guard fields.contains(where: { object[$0] != nil }) else {
+            throw fail(path, "changes nothing: give at least one of \(fields.joined(separator: ", "))")
+        }
+        let at = try number(object["at_s"], path + ".at_s", 0...Self.maxSeconds)
+        var shape = previous
+        if let json = object["calls"] {
+            let calls = try self.object(json, path + ".calls", keys: ["min", "max"], required: ["min", "max"])
+            shape.minCalls = try integer(calls["min"], path + ".calls.min", 1...500)
+            shape.maxCalls = try integer(calls["max"], path + ".calls.max", 1...500)
+            guard shape.maxCalls >= shape.minCalls else {
+                throw fail(path + ".calls.max", "must be at least calls.min (\(shape.minCalls))")
+            }
+        }
+        if let json = object["parallelism"] { shape.parallelism = try integer(json, path + ".parallelism", 1...500) }
+        if let json = object["prompt_tokens"] { shape.promptTokens = try tokens(json, path + ".prompt_tokens") }
+        if let json = object["completion_tokens"] {
+            shape.completionTokens = try tokens(json, path + ".completion_tokens")
+        }
+        if let json = object["deadline_s"] {
+            shape.deadlineSeconds = try number(json, path + ".deadline_s", 1...Self.maxSeconds)
+        }
+        if let json = object["think_ms"] {
+            shape.thinkSeconds = try number(json, path + ".think_ms", 0...3_600_000) / 1000
+        }
+        return TaskChange(at: at, task: shape)
     }
 
     func tokens(_ json: JSON?, _ path: String) throws(ScenarioError) -> TokenShape {

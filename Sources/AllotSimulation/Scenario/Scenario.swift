@@ -228,7 +228,11 @@ public struct ScenarioTenant: Sendable, Equatable {
     public var pool: String
     /// Piecewise-constant task arrival rate; zero before the first step.
     public var arrivals: [ArrivalStep]
+    /// The task its arrivals bring from t = 0 (until the first of `taskChanges`).
     public var task: TaskShape
+    /// Later shapes of its tasks (`task_changes`), by `at`, increasing: a task takes the shape in force when it
+    /// arrives, for all of its calls. The class never changes.
+    public var taskChanges: [TaskChange]
     public var behaviour: TenantBehaviour
     public var maxRetries: Int
     /// The quota the `static` baseline provisioned for this tenant (per minute); nil: the weight rule's. Other
@@ -237,16 +241,72 @@ public struct ScenarioTenant: Sendable, Equatable {
 
     public init(
         id: String, tier: String, pool: String, arrivals: [ArrivalStep], task: TaskShape,
-        behaviour: TenantBehaviour = .honest, maxRetries: Int = 6, staticQuota: StaticQuota? = nil
+        taskChanges: [TaskChange] = [], behaviour: TenantBehaviour = .honest, maxRetries: Int = 6,
+        staticQuota: StaticQuota? = nil
     ) {
         self.id = id
         self.tier = tier
         self.pool = pool
         self.arrivals = arrivals
         self.task = task
+        self.taskChanges = taskChanges
         self.behaviour = behaviour
         self.maxRetries = maxRetries
         self.staticQuota = staticQuota
+    }
+
+    /// Every shape its tasks take: `task`, then each change's.
+    public var shapes: [TaskShape] { [task] + taskChanges.map(\.task) }
+
+    /// The position in ``shapes`` of the shape in force at `time`.
+    public func shapeIndex(at time: Double) -> Int {
+        var index = 0
+        for (position, change) in taskChanges.enumerated() where change.at <= time { index = position + 1 }
+        return index
+    }
+
+    /// The shape at position `index` of ``shapes``.
+    public func shape(_ index: Int) -> TaskShape { index == 0 ? task : taskChanges[index - 1].task }
+
+    /// The shape of a task arriving at `time`.
+    public func task(at time: Double) -> TaskShape {
+        shape(shapeIndex(at: time))
+    }
+
+    /// When its first task could be due: for each shape, its first arrival step with a rate above 0 within the
+    /// shape's span (from its change, or 0, to the next change or `end`), plus the shape's deadline; the earliest.
+    public func earliestDue(before end: Double) -> Double? {
+        var earliest: Double?
+        for index in 0..<shapes.count {
+            let from = index == 0 ? 0 : taskChanges[index - 1].at
+            let to = index < taskChanges.count ? taskChanges[index].at : end
+            let starts = [from] + arrivals.map(\.at).filter { $0 > from && $0 < to }
+            guard let first = starts.first(where: { arrivalRate(at: $0) > 0 }) else { continue }
+            let due = first + shape(index).deadlineSeconds
+            earliest = min(earliest ?? due, due)
+        }
+        return earliest
+    }
+
+    /// Calls and tokens per minute its arrivals schedule, averaged over `[start, start + length)`: the arrival rate
+    /// times the mean calls (and tokens) of the shape in force, each piece weighted by how long it lasts.
+    public func averageLoad(from start: Double, length: Double) -> (rpm: Double, tpm: Double) {
+        guard !taskChanges.isEmpty else {
+            let rpm = averageArrivalRate(from: start, length: length) * task.meanCalls
+            return (rpm, rpm * task.meanTokensPerCall)
+        }
+        var load = (rpm: 0.0, tpm: 0.0)
+        var t = start
+        let end = start + length
+        while t < end {
+            let next = min(end, taskChanges.first(where: { $0.at > t })?.at ?? end)
+            let shape = task(at: t)
+            let rpm = averageArrivalRate(from: t, length: next - t) * shape.meanCalls
+            load.rpm += rpm * (next - t) / length
+            load.tpm += rpm * shape.meanTokensPerCall * (next - t) / length
+            t = next
+        }
+        return load
     }
 
     /// Tasks per minute at `time`.
@@ -267,6 +327,17 @@ public struct ScenarioTenant: Sendable, Equatable {
             t = next
         }
         return total / length
+    }
+}
+
+/// A tenant's task shape from `at` on (`task_changes`): what its tasks arriving from then make.
+public struct TaskChange: Sendable, Equatable {
+    public var at: Double
+    public var task: TaskShape
+
+    public init(at: Double, task: TaskShape) {
+        self.at = at
+        self.task = task
     }
 }
 

@@ -237,22 +237,26 @@ final class SimulationRun {
 
     private func arrive(_ tenant: Int) {
         scheduleNextArrival(tenant, after: now)
-        let shape = tenants[tenant].spec.task
+        let spec = tenants[tenant].spec
+        let shapeIndex = spec.taskChanges.isEmpty ? 0 : spec.shapeIndex(at: now)
+        let shape = spec.shape(shapeIndex)
         var random = tenants[tenant].work
         let count = random.int(in: shape.minCalls...shape.maxCalls)
         tenants[tenant].work = random
         tenantCounters[tenant].arrivedTasks += 1
+        tenantCounters[tenant].arrivedCalls += shape.meanCalls
+        tenantCounters[tenant].arrivedTokens += shape.meanCalls * shape.meanTokensPerCall
         let task = tasks.count
         tasks.append(
             TaskRun(
                 tenant: tenant, arrival: now, deadline: now + shape.deadlineSeconds,
-                giveUpAt: now + 2 * shape.deadlineSeconds, calls: count))
+                giveUpAt: now + 2 * shape.deadlineSeconds, calls: count, shape: shapeIndex))
         for _ in 0..<min(shape.parallelism, count) { startCall(task, at: now) }
     }
 
     private func startCall(_ task: Int, at time: Double) {
         let tenant = tasks[task].tenant
-        let shape = tenants[tenant].spec.task
+        let shape = tenants[tenant].spec.shape(tasks[task].shape)
         var random = tenants[tenant].work
         let prompt = max(1, Int(random.normal(mean: shape.promptTokens.mean, sd: shape.promptTokens.sd).rounded()))
         let completion = max(
@@ -451,7 +455,7 @@ final class SimulationRun {
             return
         }
         if tasks[task].started < tasks[task].calls {
-            let think = tenants[tasks[task].tenant].spec.task.thinkSeconds
+            let think = tenants[tasks[task].tenant].spec.shape(tasks[task].shape).thinkSeconds
             startCall(task, at: now + think)
         }
     }
@@ -654,12 +658,18 @@ final class SimulationRun {
             var poolDemand = Array(repeating: (rpm: 0.0, tpm: 0.0), count: scenario.pools.count)
             for index in tenants.indices {
                 let spec = tenants[index].spec
-                let tasksPerMinute = spec.averageArrivalRate(from: start, length: length)
-                let demandRPM = tasksPerMinute * spec.task.meanCalls
-                let demandTPM = demandRPM * spec.task.meanTokensPerCall
+                let (demandRPM, demandTPM) = spec.averageLoad(from: start, length: length)
                 poolDemand[tenants[index].pool].rpm += demandRPM
                 poolDemand[tenants[index].pool].tpm += demandTPM
                 let counters = tenantCounters[index]
+                // The calls (and tokens) the arrived tasks bring at their shapes' means; one shape: the same product.
+                let arrived =
+                    spec.taskChanges.isEmpty
+                    ? (
+                        rpm: Double(counters.arrivedTasks) * perMinute * spec.task.meanCalls,
+                        tpm: Double(counters.arrivedTasks) * perMinute * spec.task.meanCalls
+                            * spec.task.meanTokensPerCall
+                    ) : (rpm: counters.arrivedCalls * perMinute, tpm: counters.arrivedTokens * perMinute)
                 tenantSamples.append(
                     TenantSample(
                         demandRPM: demandRPM, demandTPM: demandTPM,
@@ -668,9 +678,7 @@ final class SimulationRun {
                         allocationTPM: allocation[index]?.tpm, denials: counters.denials,
                         upstream429s: counters.upstream429s, upstreamOverloaded: counters.overloaded,
                         heldBack: counters.heldBack,
-                        arrivedRPM: Double(counters.arrivedTasks) * perMinute * spec.task.meanCalls,
-                        arrivedTPM: Double(counters.arrivedTasks) * perMinute * spec.task.meanCalls
-                            * spec.task.meanTokensPerCall))
+                        arrivedRPM: arrived.rpm, arrivedTPM: arrived.tpm))
             }
             let poolSamples = scenario.pools.indices.map { index in
                 let pool = scenario.pools[index]
@@ -800,6 +808,8 @@ struct TaskRun {
     let deadline: Double
     let giveUpAt: Double
     let calls: Int
+    /// Its shape: the position in its tenant's ``ScenarioTenant/shapes`` in force when it arrived.
+    let shape: Int
     var started = 0
     var done = 0
     var finished: Double?
@@ -807,12 +817,13 @@ struct TaskRun {
     /// When its first call was admitted: its work began then (sent as the calls' `taskStartedAt`).
     var startedAt: Double?
 
-    init(tenant: Int, arrival: Double, deadline: Double, giveUpAt: Double, calls: Int) {
+    init(tenant: Int, arrival: Double, deadline: Double, giveUpAt: Double, calls: Int, shape: Int) {
         self.tenant = tenant
         self.arrival = arrival
         self.deadline = deadline
         self.giveUpAt = giveUpAt
         self.calls = calls
+        self.shape = shape
     }
 
     var isOver: Bool { finished != nil || failed }
@@ -852,6 +863,9 @@ struct TenantCounters {
     /// count is the same for every strategy (the calls a task makes are drawn from a stream that the
     /// service's timing also draws from: the metrics use the mean instead).
     var arrivedTasks = 0
+    /// Their mean calls and tokens, each at the shape it arrived with (read for a tenant whose shape changes).
+    var arrivedCalls = 0.0
+    var arrivedTokens = 0.0
 }
 
 struct PoolCounters {
