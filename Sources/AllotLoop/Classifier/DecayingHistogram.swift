@@ -69,14 +69,16 @@ struct DecayingHistogram: Sendable, Hashable, Codable {
     private func quantile(_ quantile: Double, total: Double, integral: Bool) -> Double? {
         let scale = LogLinearScale.compact
         guard total > 0 else { return nil }
-        let rank = max(1, (quantile * total).rounded(.up))
+        let rank = LogLinearScale.rank(quantile, total: total)
         var cumulative = 0.0
-        for index in counts.indices {
+        var last: Int?
+        for index in counts.indices where counts[index] > 0 {
             cumulative += Double(counts[index])
+            last = index
             // A relative tolerance: decayed (floating) counts must not miss the rank by a rounding error.
             if cumulative >= rank * (1 - 1e-9) { return scale.representative(of: first + index, integral: integral) }
         }
-        return scale.representative(of: scale.count - 1, integral: integral)
+        return last.map { scale.representative(of: first + $0, integral: integral) }
     }
 
     /// Equal when every bucket's weight and the cached figures are (however wide the stored range).

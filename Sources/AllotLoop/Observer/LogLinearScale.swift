@@ -51,14 +51,24 @@ struct LogLinearScale: Sendable, Hashable {
         _ quantile: Double, of counts: [Count], total: Double, integral: Bool
     ) -> Double? {
         guard total > 0 else { return nil }
-        let rank = max(1, (quantile * total).rounded(.up))
+        let rank = Self.rank(quantile, total: total)
         var cumulative = 0.0
-        for index in counts.indices {
+        var last: Int?
+        for index in counts.indices where counts[index] > 0 {
             cumulative += Double(counts[index])
+            last = index
             // A relative tolerance: decayed (floating) counts must not miss the rank by a rounding error.
             if cumulative >= rank * (1 - 1e-9) { return representative(of: index, integral: integral) }
         }
-        return representative(of: counts.count - 1, integral: integral)
+        return last.map { representative(of: $0, integral: integral) }
+    }
+
+    /// The nearest rank of `quantile` among samples weighing `total`: `⌈q · total⌉`, at least 1, at most `total`.
+    /// Decayed weights are fractional: with one sample of weight 1.5, `⌈0.95 × 1.5⌉` = 2 was never reached, and the
+    /// walk fell through to the scale's top bucket — a new tenant's completion p95 read 2,031,615.5 tokens while every
+    /// call made 5 (outside evaluation round 32), and a gateway reserving at the p95 admitted one call at a time.
+    static func rank(_ quantile: Double, total: Double) -> Double {
+        min(total, max(1, (quantile * total).rounded(.up)))
     }
 
     /// Latencies in milliseconds: 16 sub-buckets, up to 2^24 ms (4.7 hours).

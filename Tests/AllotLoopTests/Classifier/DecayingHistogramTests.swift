@@ -40,6 +40,33 @@ struct DecayingHistogramTests {
         }
     }
 
+    /// Decayed weights are fractional: one sample of weight 1.5 is every quantile, not the scale's top (outside
+    /// evaluation round 32: a new tenant's p95 read 2,031,615.5 tokens while every call made 5); nor is a total
+    /// below 1.
+    @Test func aFractionalTotalIsRankedWithinItself() throws {
+        let scale = LogLinearScale.compact
+        let five = scale.representative(of: scale.bucket(of: 5), integral: true)
+        for weights in [[1.5], [0.3], [1.25, 0.5], [2.9]] as [[Float]] {
+            var histogram = DecayingHistogram()
+            for weight in weights { histogram.add(5, weight: weight) }
+            histogram.refresh(integral: true, now: 0)
+            #expect(histogram.p50 == five, "\(weights)")
+            #expect(histogram.p95 == five, "\(weights)")
+        }
+        // Two buckets: 0.95 of 1.5 is in the second (weight 1 then 0.5), never beyond it.
+        var two = DecayingHistogram()
+        two.add(5, weight: 1)
+        two.add(40, weight: 0.5)
+        two.refresh(integral: true, now: 0)
+        #expect(two.p50 == five)
+        #expect(two.p95 == scale.representative(of: scale.bucket(of: 40), integral: true))
+        var whole = [Float](repeating: 0, count: scale.count)
+        whole[scale.bucket(of: 5)] = 1.5
+        #expect(scale.quantile(0.95, of: whole, total: 1.5, integral: true) == five)
+        #expect(scale.quantile(0.99, of: [0, 0.2, 0.3, 0] as [Double], total: 0.5, integral: true)
+            == scale.representative(of: 2, integral: true))
+    }
+
     @Test func storedRangeDoesNotMatterToEqualityOrPersistence() throws {
         var histogram = DecayingHistogram()
         histogram.add(bucket: 40, weight: 1e-30)
