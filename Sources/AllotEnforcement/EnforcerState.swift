@@ -622,14 +622,34 @@ struct EnforcerState {
     /// Sees every instant the enforcer is given. When the clock stepped back by more than ``clockStepTolerance``
     /// (NTP, an operator), every bucket is rebased at `now`: refill resumes at once instead of waiting for the
     /// clock to pass the instants recorded before the step (round 14: a step back of an hour denied every
-    /// tenant for that hour). Leases and task deadlines are the server's and the caller's instants, and stay.
+    /// tenant for that hour). The queue's own instants move back by the step: a waiter's maximum wait, the wait
+    /// report, the lanes' next looks (round 32: an interactive call that may wait 5 s was still queued 40 s
+    /// after a step back of an hour, and would have been for the hour). Leases and task deadlines are the
+    /// server's and the caller's instants, and stay.
     mutating func noticeClock(_ now: Double) {
         // The latest instant, so that steps back each under the tolerance add up to one that is not.
         guard now < latestNow - Self.clockStepTolerance else {
             latestNow = max(latestNow, now)
             return
         }
+        let step = now - latestNow
         latestNow = now
+        if !queue.isEmpty {
+            queue.shiftInstants(by: step)
+            laneChecks.updateInOrder { $0.at += step }
+            for index in waitReports.indices { waitReports[index].due += step }
+        }
+        if queueWake.isFinite { queueWake += step }
+        armedWake = armedWake.map { $0 + step }
+        // The holds waiters placed on the idle and cap buckets last until gateway instants too.
+        for upstream in idleHeld.keys {
+            idleHeld[upstream]?.rpm?.until += step
+            idleHeld[upstream]?.tpm?.until += step
+        }
+        for upstream in capHeldUntil.keys {
+            capHeldUntil[upstream]?.rpm += step
+            capHeldUntil[upstream]?.tpm += step
+        }
         for index in states.indices { states.values[index].rebase(to: now) }
         for upstream in idle.keys {
             idle[upstream]?.rpm?.rebase(to: now)

@@ -134,6 +134,9 @@ public final class TelemetryReporter: TelemetrySink, @unchecked Sendable {
         var nextFlush = clock.now + flushInterval
         while !Task.isCancelled {
             let ready = lock.withLock { ring.count >= configuration.batchSize }
+            // A wall clock stepped back leaves the next flush as far ahead as the step: an interval at most
+            // (round 32: a step back of an hour kept every event buffered for the hour).
+            nextFlush = min(nextFlush, clock.now + flushInterval)
             if !ready && clock.now < nextFlush {
                 await signal.wait(until: nextFlush, clock: clock)
                 continue

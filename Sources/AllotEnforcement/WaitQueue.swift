@@ -96,6 +96,11 @@ struct MinHeap<Element: Comparable> {
     /// Empties the heap, keeping its storage for reuse.
     mutating func removeAll() { elements.removeAll(keepingCapacity: true) }
 
+    /// Changes every element by `change`, which must keep their order (adding one constant to every key does).
+    mutating func updateInOrder(_ change: (inout Element) -> Void) {
+        for index in elements.indices { change(&elements[index]) }
+    }
+
     private mutating func siftUp(_ start: Int) {
         var child = start
         let element = elements[child]
@@ -268,6 +273,18 @@ struct WaitQueue {
     private var lateMarks = 0
 
     var isEmpty: Bool { count == 0 }
+
+    /// Moves the queue's own instants — each waiter's arrival, maximum-wait deadline and last failure, and the heap of
+    /// deadlines — by `delta` seconds: the wall clock stepped (``EnforcerState/noticeClock(_:)``). Task deadlines are
+    /// the caller's instants and stay.
+    mutating func shiftInstants(by delta: Double) {
+        for slot in slots.indices where slots[slot] != nil {
+            slots[slot]!.enqueuedAt += delta
+            slots[slot]!.deadline += delta
+            slots[slot]!.failureAt += delta
+        }
+        deadlines.updateInOrder { $0.deadline += delta }
+    }
 
     /// The waiter in `slot`; the slot must be occupied. Write only what the queue does not order by (its
     /// `failure`): the place's (tag, seq) and position are the queue's own.

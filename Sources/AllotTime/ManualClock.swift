@@ -131,6 +131,21 @@ public final class ManualClock: AllotClock, @unchecked Sendable {
         for continuation in due { continuation.resume() }
     }
 
+    /// Steps time back by `seconds` (a wall clock's NTP or operator step; negative or NaN amounts do nothing) and
+    /// wakes every parked sleeper, short of its deadline, as ``SystemClock`` ends a sleep at a step back: the code
+    /// under test looks at the time again.
+    public func stepBack(by seconds: Double) {
+        let woken: [CheckedContinuation<Void, any Error>] = lock.withLock {
+            guard seconds > 0 else { return [] }
+            state.now -= seconds
+            let parked = state.sleepers.values.filter { $0.continuation != nil }.sorted { $0.id < $1.id }
+            for sleeper in parked { state.sleepers[sleeper.id] = nil }
+            state.parkedCount -= parked.count
+            return parked.compactMap(\.continuation)
+        }
+        for continuation in woken { continuation.resume() }
+    }
+
     /// Returns once at least `count` tasks are parked in ``sleep(until:)``: the way a test knows the code under
     /// test has reached its wait before it advances time. Returns at once if that is already so.
     public func waitForSleepers(_ count: Int = 1) async {

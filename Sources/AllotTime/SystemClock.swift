@@ -7,9 +7,17 @@
 /// Real time: `CLOCK_REALTIME` for ``now``, and sleeps on the task's own timer.
 ///
 /// A wall clock can be stepped (NTP, an operator); ``sleep(until:)`` therefore re-reads the clock after each
-/// wake-up and sleeps again if the deadline still lies ahead, and a step forward simply ends the sleep early.
+/// wake-up: a step forward ends the sleep early, and so does a step back of more than ``stepTolerance`` — it
+/// returns once the time it meant to sleep has passed on the monotonic clock, early by the wall clock, so that
+/// callers recompute their deadlines (a gateway's queue and telemetry reporter slept through an hour's step back,
+/// an interactive call that may wait 5 s held for the hour: outside evaluation round 32). Every caller waits in a
+/// loop that looks at the time again, so an early return costs a look.
 public struct SystemClock: AllotClock {
     public init() {}
+
+    /// How far back the wall clock must step during a sleep for the sleep to end (instants a little out of order
+    /// are no step).
+    public static let stepTolerance = 1.0
 
     public var now: Double {
         var ts = timespec()
@@ -18,10 +26,15 @@ public struct SystemClock: AllotClock {
     }
 
     public func sleep(until deadline: Double) async throws {
+        let startWall = now
+        let startMonotonic = MonotonicClock.now()
         while true {
             try Task.checkCancellation()
-            let remaining = deadline - now
+            let wall = now
+            let remaining = deadline - wall
             guard remaining > 0 else { return }
+            // Stepped back: the wall clock moved less than the time slept.
+            if wall - startWall < MonotonicClock.seconds(since: startMonotonic) - Self.stepTolerance { return }
             // Bounded chunks keep a far deadline from overflowing UInt64 and let a stepped clock be noticed.
             let chunk = min(remaining, 3_600)
             try await Task.sleep(nanoseconds: UInt64(chunk * 1e9) + 1)

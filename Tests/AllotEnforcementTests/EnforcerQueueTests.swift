@@ -145,6 +145,36 @@ import Testing
         #expect(enforcer.statistics.denied == [.concurrency: 1])
     }
 
+    /// The wall clock stepped back an hour while a call waited: its maximum wait and its wait report move back with
+    /// it (round 32: an interactive call that may wait 5 s was still queued 40 s after such a step).
+    @Test func aClockSteppedBackMovesTheQueuesInstantsWithIt() throws {
+        let collector = EventCollector()
+        let enforcer = Enforcer.make(
+            .make(expiresAt: 1e10, tenants: [TenantEntry.make(maxConcurrency: 1)]), collector: collector,
+            configuration: GatewayConfiguration(gatewayID: "gw-1"))
+        let log = DecisionLog()
+        _ = try enforcer.mustAdmit(now: 5_000)
+        #expect(submit(enforcer, .make(), now: 5_000, log: log, label: "interactive") == .queued(2))
+        #expect(submit(enforcer, .make(taskClass: .background), now: 5_000, log: log, label: "bg") == .queued(3))
+        #expect(enforcer.nextWakeTime == 5_005)
+        // One second later the clock is stepped back by an hour: 5,001 reads 1,401. (The step is measured from the
+        // last instant the enforcer was given: time between that instant and the step does not count.)
+        enforcer.pump(now: 5_001)
+        enforcer.pump(now: 1_401)
+        #expect(enforcer.statistics.clockStepsBack == 1)
+        #expect(log.labels.isEmpty)
+        #expect(enforcer.nextWakeTime == 1_405)
+        enforcer.pump(now: 1_405)
+        let denial = try #require(log.admission("interactive")?.denial)
+        #expect(denial.code == "max_wait_exceeded")
+        #expect(denial.waited == 5)
+        // The background call was reported waiting at its fifth second too, with its arrival moved back.
+        #expect(enforcer.statistics.reportedWhileQueued == 1)
+        let queued = try #require(collector.telemetry.last { $0.outcome == .queued })
+        #expect(queued.ts == 1_400)
+        #expect(queued.queueWait == 5)
+    }
+
     @Test func aWaitLongerThanTheMaximumIsDeniedAtOnce() throws {
         // One request per 10 s; interactive may wait 5 s: waiting could only end in a denial.
         let slow = TenantEntry.make(rpm: Bucket(rate: 6, burst: 1))

@@ -134,6 +134,26 @@ import Testing
         #expect(reporter.statistics.batches == 2)
     }
 
+    /// A wall clock stepped back an hour: the next flush is an interval away, not the hour (round 32: every event
+    /// stayed buffered through the step). ``ManualClock/stepBack(by:)`` ends the sleep as ``SystemClock`` does.
+    @Test func aClockSteppedBackDoesNotHoldTheEventsForTheStep() async throws {
+        let clock = ManualClock(now: 5_000)
+        let transport = RecordingTelemetryTransport()
+        let reporter = TelemetryReporter(
+            transport: transport, clock: clock, configuration: .init(capacity: 100, batchSize: 50, flushInterval: 1),
+            seed: 1)
+        let loop = Task { await reporter.run() }
+        defer { loop.cancel() }
+        await clock.waitForSleepers(1)
+        reporter.record(.make(0))
+        clock.stepBack(by: 3_600)
+        #expect(await eventually { clock.nextDeadline == 1_401 })
+        #expect(transport.batches.isEmpty)
+        clock.advance(by: 1)
+        #expect(await eventually { transport.batches.count == 1 })
+        #expect(transport.batches[0].map(\.promptTokens) == [0])
+    }
+
     @Test func failedPostsAreRetriedWithSeededBackoffKeepingOrder() async throws {
         let clock = ManualClock(now: 1_000)
         let transport = RecordingTelemetryTransport()
