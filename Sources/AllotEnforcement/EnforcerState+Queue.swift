@@ -269,7 +269,18 @@ extension EnforcerState {
                 } else if now >= waiter.deadline {
                     var waiter = leaveUnserved(place)
                     waiter.failure = failure
-                    finish(waiter, failure: expired(waiter), now: now, effects: &effects)
+                    var denial = expired(waiter)
+                    // A head whose predecessors gave up in this pump comes back after their turns too: a burst
+                    // that arrived together expires head after head, and each was told its own refill, the same
+                    // instant for all (round 32: fifteen calls told 0.99 s, fourteen denied again on return).
+                    let ahead = gaveUp[keyID, default: 0]
+                    if ahead > 0, let refill = failure.retryAfter,
+                        let perCall = callSpacing(waiter.key, estimate: waiter.estimate)
+                    {
+                        denial.retryAfter = min(max(refill + Double(ahead) * perCall, Self.borrowRecheck), Self.turnCap)
+                    }
+                    gaveUp[keyID, default: 0] += 1
+                    finish(waiter, failure: denial, now: now, effects: &effects)
                     if let next = queue.head(ofLane: keyID) { visits.push(next) }
                 } else {
                     holdIdle(
@@ -424,11 +435,23 @@ extension EnforcerState {
         let waiter = queue[place.slot]
         // At least the head is ahead of it (so an unlimited wait per call never meets a zero count).
         let ahead = Double(max(1, queue.waitersAhead(ofSlot: place.slot) + gaveUpAhead))
-        let perCall = max(
-            state.rpm.ratePerSecond > 0 ? 1 / state.rpm.ratePerSecond : .infinity,
-            state.tpm.ratePerSecond > 0 ? Double(waiter.estimate) / state.tpm.ratePerSecond : .infinity)
+        let perCall = Self.callSpacing(state, estimate: waiter.estimate)
         let turn = headLeft + ahead * perCall
         return min(max(turn, Self.borrowRecheck), Self.turnCap)
+    }
+
+    /// Seconds between two calls of `estimate` tokens by the tenant's own refill (the slower dimension).
+    static func callSpacing(_ state: TenantState, estimate: Int) -> Double {
+        max(
+            state.rpm.ratePerSecond > 0 ? 1 / state.rpm.ratePerSecond : .infinity,
+            state.tpm.ratePerSecond > 0 ? Double(estimate) / state.tpm.ratePerSecond : .infinity)
+    }
+
+    /// ``callSpacing(_:estimate:)`` of `key`'s buckets, nil when it has none or refills never.
+    func callSpacing(_ key: TenantKey, estimate: Int) -> Double? {
+        guard let state = states[key] else { return nil }
+        let spacing = Self.callSpacing(state, estimate: estimate)
+        return spacing.isFinite ? spacing : nil
     }
 
     /// The longest wait ``turnComes(_:lane:gaveUpAhead:now:)`` advises (seconds).

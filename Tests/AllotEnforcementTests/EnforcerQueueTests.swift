@@ -175,6 +175,23 @@ import Testing
         #expect(queued.queueWait == 5)
     }
 
+    /// A burst that arrived together and expires head after head in one pump is told staggered turns: the first its
+    /// refill, each next one a call's refill later (round 32: fifteen calls were all told 0.99 s and came back
+    /// together).
+    @Test func aBurstThatExpiresTogetherIsToldStaggeredTurns() throws {
+        let enforcer = Enforcer.make(
+            .make(expiresAt: 1e10, tenants: [Self.oneRPS]), configuration: GatewayConfiguration(gatewayID: "gw-1"))
+        let log = DecisionLog()
+        _ = try enforcer.mustAdmit(now: 1_000)
+        for index in 0..<10 { submit(enforcer, .make(), now: 1_000, log: log, label: "c\(index)") }
+        for second in 1...5 { enforcer.pump(now: 1_000 + Double(second)) }
+        #expect(log.labels.prefix(5) == ["c0", "c1", "c2", "c3", "c4"])
+        #expect(log.decisions.prefix(5).allSatisfy { $0.1.ticket != nil })
+        let denials = log.decisions.dropFirst(5).compactMap { $0.1.denial }
+        #expect(denials.map(\.code) == Array(repeating: "max_wait_exceeded", count: 5))
+        #expect(denials.map(\.retryAfter) == [1, 2, 3, 4, 5])
+    }
+
     @Test func aWaitLongerThanTheMaximumIsDeniedAtOnce() throws {
         // One request per 10 s; interactive may wait 5 s: waiting could only end in a denial.
         let slow = TenantEntry.make(rpm: Bucket(rate: 6, burst: 1))
