@@ -107,11 +107,15 @@ public final class Gateway: @unchecked Sendable {
         }
     }
 
-    /// Stops polling and the queue's timer, denies requests still waiting (`gateway_stopping`), makes one last
-    /// attempt to deliver buffered telemetry, tells Allot the gateway leaves (its tenants' slices go to the other
-    /// gateways at the next tick; `DELETE /v1/gateways/{id}`), then runs `onStop` (a gateway made by `connect` shuts
-    /// its HTTP client down there). Not meant to be followed by ``start()`` again: create a new gateway.
-    public func stop() async {
+    /// Stops polling and the queue's timer, denies requests still waiting (`gateway_stopping`), then, together and
+    /// for at most `timeout` seconds on the clock, makes one last attempt to deliver buffered telemetry and tells
+    /// Allot the gateway leaves (its tenants' slices go to the other gateways at the next tick;
+    /// `DELETE /v1/gateways/{id}`) — what is unfinished then is cancelled (events not delivered are lost) — and runs
+    /// `onStop` (a gateway made by `connect` shuts its HTTP client down there). Not meant to be followed by
+    /// ``start()`` again: create a new gateway. The bound keeps a shutdown within a container's grace period: an
+    /// Allot that took the last batch and never answered held `stop()` for the post's 30-s timeout, the leave
+    /// never sent (outside evaluation round 32).
+    public func stop(timeout: Double = 10) async {
         let running = lock.withLock {
             defer { tasks = [] }
             return tasks
@@ -119,8 +123,29 @@ public final class Gateway: @unchecked Sendable {
         for task in running { task.cancel() }
         for task in running { await task.value }
         enforcer.denyAllWaiting(now: clock.now)
-        if let reporter { await reporter.flush() }
-        if let snapshotClient { await snapshotClient.leave() }
+        let reporter = self.reporter
+        let snapshotClient = self.snapshotClient
+        let clock = self.clock
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                if let reporter { await reporter.flush() }
+                return true
+            }
+            group.addTask {
+                if let snapshotClient { await snapshotClient.leave() }
+                return true
+            }
+            group.addTask {
+                try? await clock.sleep(for: timeout.isFinite ? max(0, timeout) : 10)
+                return false
+            }
+            var finished = 0
+            while let done = await group.next(), done {
+                finished += 1
+                if finished == 2 { break }
+            }
+            group.cancelAll()
+        }
         await onStop?()
     }
 

@@ -20,6 +20,27 @@ import Testing
             clock: clock, telemetryTransport: telemetryTransport, telemetrySink: collector, seed: 1)
     }
 
+    /// An Allot that takes the last telemetry batch and never answers holds `stop()` for its timeout only, and the
+    /// leave goes out meanwhile (round 32: 30 s, the leave never sent in a 30-s grace period).
+    @Test func stopIsBoundedWhenAllotDoesNotAnswer() async throws {
+        let clock = ManualClock(now: 1_000)
+        let telemetry = HangingTelemetryTransport(clock: clock)
+        let snapshots = ScriptedSnapshotTransport(clock: clock)
+        let gateway = Gateway(
+            configuration: GatewayConfiguration(gatewayID: "gw-1"), clock: clock, snapshotTransport: snapshots,
+            telemetryTransport: telemetry, seed: 1)
+        gateway.apply(.make(tenants: [Self.oneRPS]))
+        // A denial: an event buffered for the reporter.
+        _ = gateway.tryAdmit(AdmissionRequest(tenant: "acme", upstream: Snapshot.defaultUpstream))
+        _ = gateway.tryAdmit(AdmissionRequest(tenant: "acme", upstream: Snapshot.defaultUpstream))
+        let stopped = Task { await gateway.stop(timeout: 5) }
+        #expect(await eventually { telemetry.posts == 1 && snapshots.left == ["gw-1"] })
+        #expect(await eventually { clock.nextDeadline == 1_005 })
+        clock.advance(by: 5)
+        await stopped.value
+        #expect(clock.now == 1_005)
+    }
+
     @Test func aWaitingAdmissionIsGrantedWhenTheBucketRefills() async throws {
         let clock = ManualClock(now: 1_000)
         let gateway = makeGateway(clock: clock, collector: EventCollector())

@@ -101,6 +101,28 @@ final class RecordingTelemetryTransport: TelemetryTransport, @unchecked Sendable
     }
 }
 
+/// A telemetry transport whose posts are taken and never answered (an Allot that stored the batch and hung): each
+/// waits on the clock until cancelled.
+final class HangingTelemetryTransport: TelemetryTransport, @unchecked Sendable {
+    private let lock = NSLock()
+    private var started = 0
+    private let clock: any AllotClock
+
+    init(clock: any AllotClock) { self.clock = clock }
+
+    /// Posts begun.
+    var posts: Int { lock.withLock { started } }
+
+    func send(_ events: [TelemetryRecord]) async throws(TransportError) {
+        lock.withLock { started += 1 }
+        do {
+            try await clock.sleep(for: 86_400)
+        } catch {
+            throw TransportError(.unreachable, "cancelled")
+        }
+    }
+}
+
 /// Waits (real time, bounded) until `condition` holds: for background tasks on a manual clock to settle.
 func eventually(timeout: Double = 30, _ condition: @Sendable () async -> Bool) async -> Bool {
     let deadline = MonotonicClock.now() + UInt64(timeout * 1e9)
