@@ -5,11 +5,11 @@ import AllotTime
 import Foundation
 
 /// Fetches snapshots from `allot serve` (SPEC §7): `GET /v1/snapshot?gateway=ID&instance=RUN&wait=S` with
-/// `If-None-Match: <version>` and `Authorization: Bearer <token>`; `200` carries a snapshot, `304` means the
+/// `If-None-Match: "<version>"` and `Authorization: Bearer <token>`; `200` carries a snapshot, `304` means the
 /// version sent is still current.
 ///
-/// The version is sent bare (`If-None-Match: 42`): the gateway protocol defines the ETag to be the version. The
-/// response's `ETag` header is not needed (the version is in the body). The request timeout is the long-poll
+/// The version is sent as a quoted entity tag (`If-None-Match: "42"`), as the `ETag` is; Allot reads a bare number
+/// too. The response's `ETag` header is not needed (the version is in the body). The request timeout is the long-poll
 /// wait plus ``timeoutMargin``, so a held poll is never cut short by the client.
 public struct HTTPSnapshotTransport: SnapshotTransport {
     /// `http://host:port`, without a trailing slash.
@@ -246,7 +246,7 @@ extension String {
 
 extension Gateway {
     /// A gateway talking to `allot serve` at `baseURL` over HTTP: snapshots by long-poll, telemetry in
-    /// batches, one HTTP client shared by both (shut down by ``stop()``).
+    /// batches, one HTTP client shared by both (shut down by ``stop(timeout:)``).
     ///
     /// - Parameters:
     ///   - baseURL: e.g. `http://127.0.0.1:8080`.
@@ -255,18 +255,26 @@ extension Gateway {
     ///   - clock: the source of time (``SystemClock`` in production).
     ///   - clientConfiguration: long-poll wait and backoff.
     ///   - reporterConfiguration: telemetry buffer, batch, interval, backoff.
+    ///   - http: the HTTP client's limits (connect timeout, largest response, connections).
+    ///   - telemetryTimeout: seconds a telemetry post may take (``HTTPTelemetryTransport/timeout``).
+    ///   - snapshotTimeoutMargin: seconds a snapshot poll may take beyond its long-poll wait
+    ///     (``HTTPSnapshotTransport/timeoutMargin``).
     /// - Throws: if the HTTP client's event loop cannot start.
     public static func connect(
         to baseURL: String, token: String?, configuration: GatewayConfiguration,
         clock: any AllotClock = SystemClock(),
         clientConfiguration: SnapshotClient.Configuration = SnapshotClient.Configuration(),
-        reporterConfiguration: TelemetryReporter.Configuration = TelemetryReporter.Configuration()
+        reporterConfiguration: TelemetryReporter.Configuration = TelemetryReporter.Configuration(),
+        http: HTTPClientConfiguration = HTTPClientConfiguration(), telemetryTimeout: Double = 30,
+        snapshotTimeoutMargin: Double = 10
     ) throws -> Gateway {
-        let client = try HTTPClient()
+        let client = try HTTPClient(configuration: http)
         return Gateway(
             configuration: configuration, clock: clock,
-            snapshotTransport: HTTPSnapshotTransport(baseURL: baseURL, token: token, client: client),
-            telemetryTransport: HTTPTelemetryTransport(baseURL: baseURL, token: token, client: client),
+            snapshotTransport: HTTPSnapshotTransport(
+                baseURL: baseURL, token: token, client: client, timeoutMargin: snapshotTimeoutMargin),
+            telemetryTransport: HTTPTelemetryTransport(
+                baseURL: baseURL, token: token, client: client, timeout: telemetryTimeout),
             clientConfiguration: clientConfiguration, reporterConfiguration: reporterConfiguration,
             onStop: { await client.shutdown() })
     }

@@ -488,7 +488,11 @@ final class HTTPClientConnection: EventLoopHandler {
             case .failure(let error):
                 let kind: HTTPClientError.Kind =
                     error.status == .contentTooLarge ? .responseTooLarge : .malformedResponse
-                fail(HTTPClientError(kind, error.message), retryable: false)
+                // The decoder speaks of a request body (it is the server's too): here it is the response's.
+                let message =
+                    kind == .responseTooLarge
+                    ? "response body exceeds the limit of \(core.configuration.maxResponseBytes) bytes" : error.message
+                fail(HTTPClientError(kind, message), retryable: false)
                 return false
             case .done:
                 finish(body: chunkedBody)

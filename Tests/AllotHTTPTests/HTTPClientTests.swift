@@ -166,6 +166,24 @@ import Testing
         }
     }
 
+    /// A chunked response past the limit is named as the response's (round 32: "request body exceeds the limit").
+    @Test func anOversizedChunkedResponseIsNamedAsTheResponse() async throws {
+        let scripted = try ScriptedServer()
+        let chunk = String(repeating: "x", count: 600)
+        scripted.start(replies: [
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n258\r\n\(chunk)\r\n258\r\n\(chunk)\r\n0\r\n\r\n"
+        ])
+        try await withClient(HTTPClientConfiguration(timeout: .seconds(30), maxResponseBytes: 1000)) { client in
+            do throws(HTTPClientError) {
+                let response = try await client.get(scripted.url)
+                Issue.record("expected responseTooLarge, got \(response.status)")
+            } catch {
+                #expect(error.kind == .responseTooLarge)
+                #expect(error.message == "response body exceeds the limit of 1000 bytes")
+            }
+        }
+    }
+
     @Test func connectionRefused() async throws {
         let refusing = try RefusingPort()
         try await withClient { client in
