@@ -744,7 +744,12 @@ struct EnforcerState {
             // server's history went back (restored from a backup) and a live allocation beats the floors. Before,
             // a fleet stayed on its floors until the server's versions passed theirs again (round 14).
             let serverWentBack = table.inFallback && now < snapshot.expiresAt
-            if snapshot.version < previous && !serverWentBack {
+            // Nor is a lower version the server generated after the one enforced (by its own clock) stale: its
+            // history went back, or the enforced one was a stray (round 32: one response carrying version 2^62, from
+            // a proxy or another deployment, had every real snapshot rejected until its lease ran out). A response
+            // delivered late is older by both.
+            let generatedLater = snapshot.generatedAt > (table.snapshot?.generatedAt ?? .infinity)
+            if snapshot.version < previous && !serverWentBack && !generatedLater {
                 statistics.snapshotsRejected += 1
                 let reason = "version \(snapshot.version) is below the enforced version \(previous)"
                 effects.events.append(

@@ -202,18 +202,28 @@ import Testing
     }
 
     /// On its fallback floors, a gateway takes a lower version with a live lease (the server was restored from a
-    /// backup); with its own lease live, it rejects it as before (round 14: a fleet stayed on its floors until
-    /// the server's versions passed theirs).
-    @Test func onTheFallbackALowerVersionWithALiveLeaseIsTaken() async {
-        let enforcer = Enforcer.make(.make(version: 10, expiresAt: 1_300, tenants: [Self.acme]))
+    /// backup; round 14: a fleet stayed on its floors until the server's versions passed theirs); with its own lease
+    /// live, it takes a lower version the server generated later than the enforced one (round 32: one stray response
+    /// of version 2^62 had every real snapshot rejected for its lease), and rejects one older by both, a response
+    /// delivered late.
+    @Test func aLowerVersionIsTakenWhenTheServerWentBack() async {
+        let enforcer = Enforcer.make(.make(version: 10, generatedAt: 1_000, expiresAt: 1_300, tenants: [Self.acme]))
+        let late = Snapshot.make(version: 9, generatedAt: 995, expiresAt: 1_295, tenants: [Self.acme])
+        #expect(enforcer.apply(late, now: 1_010) == .rejected(reason: "version 9 is below the enforced version 10"))
+        let sameInstant = Snapshot.make(version: 9, generatedAt: 1_000, expiresAt: 1_300, tenants: [Self.acme])
+        #expect(enforcer.apply(sameInstant, now: 1_010) == .rejected(reason: "version 9 is below the enforced version 10"))
         let restored = Snapshot.make(version: 3, generatedAt: 1_250, expiresAt: 1_550, tenants: [Self.acme])
-        #expect(enforcer.apply(restored, now: 1_260) == .rejected(reason: "version 3 is below the enforced version 10"))
-        #expect(enforcer.status(now: 1_301).inFallback)
-        let stale = Snapshot.make(version: 2, generatedAt: 1_000, expiresAt: 1_300, tenants: [Self.acme])
-        #expect(enforcer.apply(stale, now: 1_301) == .rejected(reason: "version 2 is below the enforced version 10"))
-        let again = Snapshot.make(version: 4, generatedAt: 1_300, expiresAt: 1_600, tenants: [Self.acme])
-        #expect(enforcer.apply(again, now: 1_302) == .applied)
-        let status = enforcer.status(now: 1_302)
+        #expect(enforcer.apply(restored, now: 1_260) == .applied)
+        #expect(enforcer.status(now: 1_260).version == 3)
+
+        // On the floors: a lower version with a live lease, though generated no later.
+        let floors = Enforcer.make(.make(version: 10, generatedAt: 1_000, expiresAt: 1_300, tenants: [Self.acme]))
+        #expect(floors.status(now: 1_301).inFallback)
+        let stale = Snapshot.make(version: 2, generatedAt: 900, expiresAt: 1_200, tenants: [Self.acme])
+        #expect(floors.apply(stale, now: 1_301) == .rejected(reason: "version 2 is below the enforced version 10"))
+        let again = Snapshot.make(version: 4, generatedAt: 990, expiresAt: 1_600, tenants: [Self.acme])
+        #expect(floors.apply(again, now: 1_302) == .applied)
+        let status = floors.status(now: 1_302)
         #expect(status.version == 4)
         #expect(!status.inFallback)
     }
