@@ -1118,7 +1118,8 @@ struct EnforcerState {
         switch (rpmDelay, tpmDelay) {
         case (.none, _): useTPM = true
         case (_, .none): useTPM = false
-        case (.some(let rpm), .some(let tpm)): useTPM = tpm == nil || (rpm != nil && tpm! > rpm!)
+        // Both never: named by its requests (round 32: a tenant with 0 in both was told it had no tpm allocation).
+        case (.some(let rpm), .some(let tpm)): useTPM = (tpm == nil && rpm != nil) || (rpm != nil && tpm! > rpm!)
         }
         let limit: LimitKind = useTPM ? .tpm : .rpm
         let bucket = useTPM ? state.tpm : state.rpm
@@ -1129,9 +1130,10 @@ struct EnforcerState {
                 text: .bucket(key: key, limit: limit, parameters: bucket.parameters, amount: amount, delay: delay),
                 retryAfter: delay, fromRefill: true, shadowable: true)
         }
+        let neither = rpmDelay.map { $0 == nil } == true && tpmDelay.map { $0 == nil } == true
         return Failure(
             limit: limit, code: "zero_allocation",
-            message: "tenant \(key.tenant) has no \(limit.rawValue) allocation on \(key.upstream)",
+            message: "tenant \(key.tenant) has no \(neither ? "rpm or tpm" : limit.rawValue) allocation on \(key.upstream)",
             retryAfter: table.refreshInterval, fromRefill: false, shadowable: true)
     }
 

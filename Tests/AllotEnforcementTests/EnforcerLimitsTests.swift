@@ -141,6 +141,21 @@ import Testing
         #expect(later.tpm.level == 1_000)
     }
 
+    /// A tenant with nothing in either dimension is told so, named by its requests (round 32: "has no tpm
+    /// allocation"); one with nothing in one dimension is told which.
+    @Test func aZeroAllocationNamesTheDimensionsItLacks() throws {
+        let none = TenantEntry.make("none", rpm: Bucket(rate: 0, burst: 0), tpm: Bucket(rate: 0, burst: 0))
+        let noTokens = TenantEntry.make("tokenless", tpm: Bucket(rate: 0, burst: 0))
+        let enforcer = Enforcer.make(.make(tenants: [none, noTokens]))
+        let both = try enforcer.mustDeny(.make("none"), now: 1_001)
+        #expect(both.code == "zero_allocation")
+        #expect(both.limit == .rpm)
+        #expect(both.message == "tenant none has no rpm or tpm allocation on \(Snapshot.defaultUpstream)")
+        let tokens = try enforcer.mustDeny(.make("tokenless"), now: 1_001)
+        #expect(tokens.limit == .tpm)
+        #expect(tokens.message == "tenant tokenless has no tpm allocation on \(Snapshot.defaultUpstream)")
+    }
+
     @Test func aLowerVersionIsRejectedAndTheSameVersionIsUnchanged() throws {
         let collector = EventCollector()
         let enforcer = Enforcer.make(.make(version: 5, tenants: [Self.acme]), collector: collector)
