@@ -162,8 +162,16 @@ public actor SnapshotClient {
             state.consecutiveFailures += 1
             state.failures += 1
             state.lastError = error.description
-            let delay = configuration.backoff.delay(
+            var delay = configuration.backoff.delay(
                 failures: state.consecutiveFailures, unit: random.unit(), retryAfter: error.retryAfter)
+            // On the fallback floors (or before a first snapshot) every second of an outage's end counts: the poll
+            // comes at least every refresh interval, jittered so that a fleet that fell back together does not poll
+            // together (round 32: back 30 s after an outage, Allot was seen 8 s later, the backoff at its 30 s).
+            let enforced = enforcer.status(now: clock.now)
+            let refresh = refreshInterval
+            if enforced.inFallback || enforced.version == nil, delay > refresh / 2 {
+                delay = min(delay, refresh * (0.5 + 0.5 * random.unit()))
+            }
             onEvent?(
                 .pollFailed(
                     message: error.description, consecutiveFailures: state.consecutiveFailures, retryIn: delay))

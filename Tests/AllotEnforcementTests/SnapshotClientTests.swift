@@ -186,6 +186,32 @@ import Testing
         #expect(transport.requests.map(\.at).prefix(3) == [1_000, 1_000 + first, 1_000 + first + second])
     }
 
+    /// On the fallback floors a failing poll is retried within the refresh interval (jittered between half and all
+    /// of it), whatever the backoff or the server's Retry-After say (round 32: the backoff's 30 s kept a gateway on
+    /// its floors 8 s after Allot was back); with a live lease the backoff stands.
+    @Test func onTheFloorsAFailedPollIsRetriedWithinTheRefreshInterval() async {
+        let clock = ManualClock(now: 1_000)
+        let enforcer = Enforcer.make(.make(version: 1, expiresAt: 1_010, refreshMs: 5_000))
+        let refusal = TransportError(.unreachable, "refused", retryAfter: 86_400)
+        let transport = ScriptedSnapshotTransport(clock: clock, Array(repeating: .failure(refusal), count: 8))
+        let client = makeClient(transport, clock: clock, enforcer: enforcer, seed: 5)
+        // Lease live: the Retry-After, up to the backoff's 30 s.
+        guard case .failed(_, let live) = await client.pollOnce() else {
+            Issue.record("expected a failure")
+            return
+        }
+        #expect(live == 30)
+        clock.advance(to: 1_011)
+        #expect(enforcer.status(now: clock.now).inFallback)
+        for _ in 0..<6 {
+            guard case .failed(_, let retryIn) = await client.pollOnce() else {
+                Issue.record("expected a failure")
+                return
+            }
+            #expect(retryIn >= 2.5 && retryIn <= 5, "\(retryIn)")
+        }
+    }
+
     /// A server's Retry-After is honoured up to the backoff's maximum: a proxy's `Retry-After: 86400` kept a gateway
     /// from polling for a day, on its fallback floors (round 14). Settings that would spin read as sane ones.
     @Test func retryAfterIsHonouredUpToTheMaximumAndSpinningSettingsAreRefused() {
