@@ -27,28 +27,45 @@ public final class Enforcer: @unchecked Sendable {
     private let wakeHandler: (@Sendable () -> Void)?
     private let lock = NSLock()
     private var state: EnforcerState
+    /// Seconds on a clock that is never stepped (`CLOCK_MONOTONIC`): where the wall clock should be after a step,
+    /// so that the step is measured from then and not from the last instant the enforcer was shown.
+    private let monotonic: @Sendable () -> Double
 
     /// - Parameters:
     ///   - configuration: identity, queueing and defaults.
     ///   - telemetry: where attempt, denial and abandonment events go (nil: nowhere).
     ///   - wakeHandler: called when something queued is due earlier than the instant last read from
     ///     ``nextWakeTime``, so the owner's timer can be re-armed.
-    public init(
+    public convenience init(
         configuration: GatewayConfiguration, telemetry: (any TelemetrySink)? = nil,
         wakeHandler: (@Sendable () -> Void)? = nil
+    ) {
+        let origin = MonotonicClock.now()
+        self.init(
+            configuration: configuration, telemetry: telemetry, wakeHandler: wakeHandler,
+            monotonic: { MonotonicClock.seconds(since: origin) })
+    }
+
+    /// With `monotonic`, seconds on a clock that is never stepped (tests pass their own).
+    init(
+        configuration: GatewayConfiguration, telemetry: (any TelemetrySink)?, wakeHandler: (@Sendable () -> Void)?,
+        monotonic: @escaping @Sendable () -> Double
     ) {
         self.configuration = configuration
         self.telemetry = telemetry
         self.wakeHandler = wakeHandler
+        self.monotonic = monotonic
         self.state = EnforcerState(configuration: configuration, reportsTelemetry: telemetry != nil)
     }
 
     /// Runs `body` on the state under the lock, having shown it `now` first (a wall clock stepped back rebases the
-    /// buckets: ``EnforcerState/noticeClock(_:)``), and delivers what it produced after the lock is released.
+    /// buckets: ``EnforcerState/noticeClock(_:monotonic:)``), and delivers what it produced after the lock is
+    /// released.
     private func mutate<Result>(_ now: Double, _ body: (inout EnforcerState, inout Effects) -> Result) -> Result {
         var effects = Effects()
+        let steady = monotonic()
         let result = lock.withLock {
-            state.noticeClock(now)
+            state.noticeClock(now, monotonic: steady)
             return body(&state, &effects)
         }
         deliver(effects)

@@ -602,8 +602,9 @@ struct EnforcerState {
     /// The instant the waker sleeps until; enqueueing something due earlier rings it.
     var armedWake: Double? = nil
     var stateCollectionThreshold = 4_096
-    /// The latest instant seen (``noticeClock(_:)``).
+    /// The latest instant seen (``noticeClock(_:monotonic:)``), and the steady clock's reading with it.
     var latestNow = -Double.infinity
+    var latestMonotonic: Double?
 
     /// False when nobody receives telemetry: the events are then not even built.
     let reportsTelemetry: Bool
@@ -615,6 +616,10 @@ struct EnforcerState {
         self.snapshotTable = table
     }
 
+    /// How far ahead of the gateway's clock a snapshot's `generated_at` may be and still be believed when versions go
+    /// back (an hour: servers and gateways on NTP are within a second; a stray may be dated year 9999).
+    static let futureTolerance = 3_600.0
+
     /// How far back the clock must step before the buckets are rebased: below it, instants out of order by a
     /// little (callers reading the clock before taking the lock) change nothing.
     static let clockStepTolerance = 1.0
@@ -625,15 +630,27 @@ struct EnforcerState {
     /// tenant for that hour). The queue's own instants move back by the step: a waiter's maximum wait, the wait
     /// report, the lanes' next looks (round 32: an interactive call that may wait 5 s was still queued 40 s
     /// after a step back of an hour, and would have been for the hour). Leases and task deadlines are the
-    /// server's and the caller's instants, and stay.
-    mutating func noticeClock(_ now: Double) {
+    /// server's and the caller's instants, and stay; so does a waiter's rank among its tenant's calls (its task's
+    /// start, or its arrival for a call without one): a call arriving after the step ranks ahead of the tenant's calls
+    /// without a task that waited through it, until they leave (their maximum wait at most).
+    ///
+    /// `monotonic`: seconds on a clock that is never stepped, read with `now`. The step is measured from where the
+    /// wall clock should be, the latest instant plus the steady time since it; without it, from the latest instant,
+    /// and an idle gateway whose sleep noticed the step late would shift its waits by its idle time too.
+    mutating func noticeClock(_ now: Double, monotonic: Double? = nil) {
         // The latest instant, so that steps back each under the tolerance add up to one that is not.
         guard now < latestNow - Self.clockStepTolerance else {
-            latestNow = max(latestNow, now)
+            if now >= latestNow {
+                latestNow = now
+                latestMonotonic = monotonic
+            }
             return
         }
-        let step = now - latestNow
+        var expected = latestNow
+        if let monotonic, let before = latestMonotonic, monotonic > before { expected += monotonic - before }
+        let step = min(0, now - expected)
         latestNow = now
+        latestMonotonic = monotonic
         if !queue.isEmpty {
             queue.shiftInstants(by: step)
             laneChecks.updateInOrder { $0.at += step }
@@ -650,6 +667,13 @@ struct EnforcerState {
             capHeldUntil[upstream]?.rpm += step
             capHeldUntil[upstream]?.tpm += step
         }
+        // And what the gateway saw when: realtime calls (the cap's reserve), stated limits (the brake), tasks.
+        for upstream in realtimeSeen.keys { realtimeSeen[upstream]?.at += step }
+        for upstream in stated.keys {
+            stated[upstream]?.requests.shift(by: step)
+            stated[upstream]?.tokens.shift(by: step)
+        }
+        for key in tasks.keys { tasks[key]?.lastSeen += step }
         for index in states.indices { states.values[index].rebase(to: now) }
         for upstream in idle.keys {
             idle[upstream]?.rpm?.rebase(to: now)
@@ -748,7 +772,13 @@ struct EnforcerState {
             // history went back, or the enforced one was a stray (round 32: one response carrying version 2^62, from
             // a proxy or another deployment, had every real snapshot rejected until its lease ran out). A response
             // delivered late is older by both.
-            let generatedLater = snapshot.generatedAt > (table.snapshot?.generatedAt ?? .infinity)
+            // Only with a live lease (a late one would put the gateway on its floors), and only from a server whose
+            // clock is not far ahead of ours: a stray dated in the future would otherwise win, or, enforced, keep
+            // winning (``futureTolerance``).
+            let enforcedAt = table.snapshot?.generatedAt ?? .infinity
+            let generatedLater =
+                now < snapshot.expiresAt && snapshot.generatedAt <= now + Self.futureTolerance
+                && (snapshot.generatedAt > enforcedAt || enforcedAt > now + Self.futureTolerance)
             if snapshot.version < previous && !serverWentBack && !generatedLater {
                 statistics.snapshotsRejected += 1
                 let reason = "version \(snapshot.version) is below the enforced version \(previous)"
@@ -1133,7 +1163,8 @@ struct EnforcerState {
         let neither = rpmDelay.map { $0 == nil } == true && tpmDelay.map { $0 == nil } == true
         return Failure(
             limit: limit, code: "zero_allocation",
-            message: "tenant \(key.tenant) has no \(neither ? "rpm or tpm" : limit.rawValue) allocation on \(key.upstream)",
+            message:
+                "tenant \(key.tenant) has no \(neither ? "rpm or tpm" : limit.rawValue) allocation on \(key.upstream)",
             retryAfter: table.refreshInterval, fromRefill: false, shadowable: true)
     }
 

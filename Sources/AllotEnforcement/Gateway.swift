@@ -50,9 +50,9 @@ public final class Gateway: @unchecked Sendable {
     ///   - clientConfiguration: long-poll wait and backoff.
     ///   - reporterConfiguration: buffer, batch, interval, backoff.
     ///   - seed: seeds the backoff jitter of the client and the reporter.
-    ///   - onStop: runs at the end of ``stop()`` (e.g. shutting down an HTTP client).
+    ///   - onStop: runs at the end of ``stop(timeout:)`` (e.g. shutting down an HTTP client).
     public init(
-        configuration: GatewayConfiguration, clock: any AllotClock = SystemClock(),
+        configuration: GatewayConfiguration, clock: any AllotClock = SystemClock(endsSleepOnStepBack: true),
         snapshotTransport: (any SnapshotTransport)? = nil, telemetryTransport: (any TelemetryTransport)? = nil,
         telemetrySink: (any TelemetrySink)? = nil,
         clientConfiguration: SnapshotClient.Configuration = SnapshotClient.Configuration(),
@@ -114,7 +114,8 @@ public final class Gateway: @unchecked Sendable {
     /// `onStop` (a gateway made by `connect` shuts its HTTP client down there). Not meant to be followed by
     /// ``start()`` again: create a new gateway. The bound keeps a shutdown within a container's grace period: an
     /// Allot that took the last batch and never answered held `stop()` for the post's 30-s timeout, the leave
-    /// never sent (outside evaluation round 32).
+    /// never sent (outside evaluation round 32). The bound needs transports that end when cancelled, as the HTTP
+    /// ones do; a custom transport that ignores cancellation holds `stop` until it returns.
     public func stop(timeout: Double = 10) async {
         let running = lock.withLock {
             defer { tasks = [] }

@@ -219,7 +219,7 @@ public enum GatewayEvent: Sendable, Equatable {
     case telemetryDropped(count: Int, reason: String)
     /// A telemetry batch could not be posted; it is kept and retried in `retryIn` seconds.
     case telemetryPostFailed(message: String, consecutiveFailures: Int, retryIn: Double)
-    /// Telling Allot the gateway leaves (``Gateway/stop()``) failed: Allot re-splits its tenants once it has been
+    /// Telling Allot the gateway leaves (``Gateway/stop(timeout:)``) failed: Allot re-splits its tenants once it has been
     /// silent for `gateway_lag_s`, and alerts on it as silent until it forgets it.
     case leaveFailed(message: String)
 }

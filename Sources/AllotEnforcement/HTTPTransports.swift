@@ -138,7 +138,7 @@ public struct HTTPTelemetryTransport: TelemetryTransport {
 enum HTTPTransportSupport {
     /// Runs `request` in a task of its own that is never cancelled, and stops waiting for it (throwing
     /// `cancelled`) when the calling task is cancelled; the abandoned request ends by its own timeout, or when
-    /// the HTTP client is shut down (``Gateway/stop()`` does that).
+    /// the HTTP client is shut down (``Gateway/stop(timeout:)`` does that).
     ///
     /// Why not let cancellation reach `HTTPClient.execute`: as of this writing it can lose a request's answer
     /// when the task is cancelled just as the request starts (the cancellation completes the request on the
@@ -262,19 +262,21 @@ extension Gateway {
     /// - Throws: if the HTTP client's event loop cannot start.
     public static func connect(
         to baseURL: String, token: String?, configuration: GatewayConfiguration,
-        clock: any AllotClock = SystemClock(),
+        clock: any AllotClock = SystemClock(endsSleepOnStepBack: true),
         clientConfiguration: SnapshotClient.Configuration = SnapshotClient.Configuration(),
         reporterConfiguration: TelemetryReporter.Configuration = TelemetryReporter.Configuration(),
-        http: HTTPClientConfiguration = HTTPClientConfiguration(), telemetryTimeout: Double = 30,
+        http: AllotHTTPClientConfiguration = AllotHTTPClientConfiguration(), telemetryTimeout: Double = 30,
         snapshotTimeoutMargin: Double = 10
     ) throws -> Gateway {
         let client = try HTTPClient(configuration: http)
         return Gateway(
             configuration: configuration, clock: clock,
             snapshotTransport: HTTPSnapshotTransport(
-                baseURL: baseURL, token: token, client: client, timeoutMargin: snapshotTimeoutMargin),
+                baseURL: baseURL, token: token, client: client,
+                timeoutMargin: snapshotTimeoutMargin.isFinite ? max(0, snapshotTimeoutMargin) : 10),
             telemetryTransport: HTTPTelemetryTransport(
-                baseURL: baseURL, token: token, client: client, timeout: telemetryTimeout),
+                baseURL: baseURL, token: token, client: client,
+                timeout: telemetryTimeout.isFinite && telemetryTimeout > 0 ? telemetryTimeout : 30),
             clientConfiguration: clientConfiguration, reporterConfiguration: reporterConfiguration,
             onStop: { await client.shutdown() })
     }

@@ -170,7 +170,8 @@ public actor SnapshotClient {
             let enforced = enforcer.status(now: clock.now)
             let refresh = refreshInterval
             if enforced.inFallback || enforced.version == nil, delay > refresh / 2 {
-                delay = min(delay, refresh * (0.5 + 0.5 * random.unit()))
+                // At least a second: a refresh interval of 0 (or a stray snapshot's `refresh_ms` of 1) must not spin.
+                delay = max(1, min(delay, max(1, refresh) * (0.5 + 0.5 * random.unit())))
             }
             onEvent?(
                 .pollFailed(

@@ -19,6 +19,11 @@ struct RecentStatements: Sendable {
         times = (times.1, times.2, now)
     }
 
+    /// Moves the statements' instants by `delta` (the wall clock stepped).
+    mutating func shift(by delta: Double) {
+        times = (times.0 + delta, times.1 + delta, times.2 + delta)
+    }
+
     /// The limit the last three statements agree on, if the oldest of them is at most `maxAge` seconds old.
     func believed(at now: Double, maxAge: Double) -> Double? {
         guard now - times.0 <= maxAge, values.0 == values.1, values.1 == values.2 else { return nil }

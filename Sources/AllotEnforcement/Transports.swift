@@ -9,7 +9,7 @@ public protocol SnapshotTransport: Sendable {
     func fetch(gateway: String, instance: String, knownVersion: Int64?, wait: Double) async throws(TransportError)
         -> SnapshotFetch
 
-    /// Tells Allot that `gateway` (its run `instance`) is leaving (``Gateway/stop()``), so its tenants' slices go to
+    /// Tells Allot that `gateway` (its run `instance`) is leaving (``Gateway/stop(timeout:)``), so its tenants' slices go to
     /// the other gateways at the next tick and it is not alerted on as silent (`DELETE /v1/gateways/{id}`).
     func leave(gateway: String, instance: String) async throws(TransportError)
 }

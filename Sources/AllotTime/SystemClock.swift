@@ -7,13 +7,26 @@
 /// Real time: `CLOCK_REALTIME` for ``now``, and sleeps on the task's own timer.
 ///
 /// A wall clock can be stepped (NTP, an operator); ``sleep(until:)`` therefore re-reads the clock after each
-/// wake-up: a step forward ends the sleep early, and so does a step back of more than ``stepTolerance`` — it
-/// returns once the time it meant to sleep has passed on the monotonic clock, early by the wall clock, so that
-/// callers recompute their deadlines (a gateway's queue and telemetry reporter slept through an hour's step back,
-/// an interactive call that may wait 5 s held for the hour: outside evaluation round 32). Every caller waits in a
-/// loop that looks at the time again, so an early return costs a look.
+/// wake-up and sleeps again if the deadline still lies ahead, and a step forward simply ends the sleep early.
+///
+/// With ``endsSleepOnStepBack`` (the gateway library's clock), a step back of more than ``stepTolerance`` ends a
+/// sleep too: it returns once the time it meant to sleep has passed on the monotonic clock, short of its deadline
+/// by the wall clock, so that the caller, which loops and looks at the time again, recomputes its waits (a
+/// gateway's queue and telemetry reporter slept through an hour's step back, an interactive call that may wait
+/// 5 s held for the hour: outside evaluation round 32). The service's clock keeps the contract of
+/// ``AllotClock/sleep(until:)``: its loop's times never go back.
 public struct SystemClock: AllotClock {
-    public init() {}
+    /// Whether a step back ends a sleep early (see the type's note).
+    public let endsSleepOnStepBack: Bool
+
+    /// The service's clock: a sleep ends at its deadline by the wall clock.
+    public init() {
+        self.init(endsSleepOnStepBack: false)
+    }
+
+    public init(endsSleepOnStepBack: Bool) {
+        self.endsSleepOnStepBack = endsSleepOnStepBack
+    }
 
     /// How far back the wall clock must step during a sleep for the sleep to end (instants a little out of order
     /// are no step).
@@ -34,7 +47,8 @@ public struct SystemClock: AllotClock {
             let remaining = deadline - wall
             guard remaining > 0 else { return }
             // Stepped back: the wall clock moved less than the time slept.
-            if wall - startWall < MonotonicClock.seconds(since: startMonotonic) - Self.stepTolerance { return }
+            let slept = MonotonicClock.seconds(since: startMonotonic)
+            if endsSleepOnStepBack, wall - startWall < slept - Self.stepTolerance { return }
             // Bounded chunks keep a far deadline from overflowing UInt64 and let a stepped clock be noticed.
             let chunk = min(remaining, 3_600)
             try await Task.sleep(nanoseconds: UInt64(chunk * 1e9) + 1)

@@ -1,3 +1,4 @@
+import Foundation
 import AllotProtocol
 import AllotSignals
 import Testing
@@ -149,21 +150,25 @@ import Testing
     /// it (round 32: an interactive call that may wait 5 s was still queued 40 s after such a step).
     @Test func aClockSteppedBackMovesTheQueuesInstantsWithIt() throws {
         let collector = EventCollector()
+        // The steady clock, as the gateway's process would read it (seconds since the enforcer was made).
+        let steady = SteadySeconds()
         let enforcer = Enforcer.make(
-            .make(expiresAt: 1e10, tenants: [TenantEntry.make(maxConcurrency: 1)]), collector: collector,
-            configuration: GatewayConfiguration(gatewayID: "gw-1"))
+            .make(expiresAt: 1e10, tenants: [TenantEntry.make(maxConcurrency: 1)]), now: 5_000, collector: collector,
+            configuration: GatewayConfiguration(gatewayID: "gw-1"), monotonic: { steady.value })
         let log = DecisionLog()
         _ = try enforcer.mustAdmit(now: 5_000)
         #expect(submit(enforcer, .make(), now: 5_000, log: log, label: "interactive") == .queued(2))
         #expect(submit(enforcer, .make(taskClass: .background), now: 5_000, log: log, label: "bg") == .queued(3))
         #expect(enforcer.nextWakeTime == 5_005)
-        // One second later the clock is stepped back by an hour: 5,001 reads 1,401. (The step is measured from the
-        // last instant the enforcer was given: time between that instant and the step does not count.)
-        enforcer.pump(now: 5_001)
-        enforcer.pump(now: 1_401)
+        // One second later the clock is stepped back by an hour (5,001 reads 1,401), and nobody looks until 3 s later
+        // (a `SystemClock` sleep notices a step only when it ends): the step is measured from where the wall clock
+        // should be, 5,004, not from the last instant the enforcer saw.
+        steady.value = 4
+        enforcer.pump(now: 1_404)
         #expect(enforcer.statistics.clockStepsBack == 1)
         #expect(log.labels.isEmpty)
         #expect(enforcer.nextWakeTime == 1_405)
+        steady.value = 5
         enforcer.pump(now: 1_405)
         let denial = try #require(log.admission("interactive")?.denial)
         #expect(denial.code == "max_wait_exceeded")
@@ -575,5 +580,16 @@ import Testing
         submit(enforcer, .make("light", taskClass: .realtime), now: now, log: log, label: "light-rt")
         enforcer.complete(current, AttemptResult(status: 200), now: now + 0.1)
         #expect(log.labels.last == "light-rt")
+    }
+}
+
+/// A steady clock a test sets by hand (the seconds an ``Enforcer`` reads as its monotonic time).
+final class SteadySeconds: @unchecked Sendable {
+    private let lock = NSLock()
+    private var seconds = 0.0
+
+    var value: Double {
+        get { lock.withLock { seconds } }
+        set { lock.withLock { seconds = newValue } }
     }
 }

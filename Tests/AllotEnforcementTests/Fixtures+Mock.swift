@@ -59,7 +59,8 @@ extension Enforcer {
     /// An enforcer with `snapshot` applied at `now`, reporting into `collector`.
     static func make(
         _ snapshot: Snapshot? = nil, now: Double = 1_000, collector: EventCollector = EventCollector(),
-        configuration: GatewayConfiguration = GatewayConfiguration(gatewayID: "gw-1")
+        configuration: GatewayConfiguration = GatewayConfiguration(gatewayID: "gw-1"),
+        monotonic: (@Sendable () -> Double)? = nil
     ) -> Enforcer {
         var configuration = configuration
         let previous = configuration.onEvent
@@ -67,7 +68,10 @@ extension Enforcer {
             collector.note(event)
             previous?(event)
         }
-        let enforcer = Enforcer(configuration: configuration, telemetry: collector)
+        let enforcer =
+            monotonic.map {
+                Enforcer(configuration: configuration, telemetry: collector, wakeHandler: nil, monotonic: $0)
+            } ?? Enforcer(configuration: configuration, telemetry: collector)
         if let snapshot { enforcer.apply(snapshot, now: now) }
         return enforcer
     }

@@ -21,8 +21,8 @@ import Testing
         #expect(admission.ticket != nil)
         #expect(gateway.status.version == 3)
         // The HTTP client's types, for `Gateway.connect(…, http:)` and the transports.
-        let http = HTTPClientConfiguration()
-        let client = try HTTPClient(configuration: http)
+        let http = AllotHTTPClientConfiguration()
+        let client = try AllotHTTPClient(configuration: http)
         _ = HTTPTelemetryTransport(baseURL: "http://127.0.0.1:1", token: nil, client: client, timeout: 1)
         #expect(SystemClock().now > 1_000)
     }

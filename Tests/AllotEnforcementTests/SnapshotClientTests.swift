@@ -210,6 +210,16 @@ import Testing
             }
             #expect(retryIn >= 2.5 && retryIn <= 5, "\(retryIn)")
         }
+        // Before a first snapshot, with a refresh interval of 0: at least a second, never a spin.
+        let fresh = SnapshotClient(
+            gatewayID: "gw-1", transport: ScriptedSnapshotTransport(clock: clock, [.failure(refusal)]),
+            enforcer: Enforcer.make(), clock: clock,
+            configuration: .init(longPollWait: 30, defaultRefreshInterval: 0), seed: 1)
+        guard case .failed(_, let first) = await fresh.pollOnce() else {
+            Issue.record("expected a failure")
+            return
+        }
+        #expect(first == 1)
     }
 
     /// A server's Retry-After is honoured up to the backoff's maximum: a proxy's `Retry-After: 86400` kept a gateway
@@ -237,10 +247,23 @@ import Testing
         let late = Snapshot.make(version: 9, generatedAt: 995, expiresAt: 1_295, tenants: [Self.acme])
         #expect(enforcer.apply(late, now: 1_010) == .rejected(reason: "version 9 is below the enforced version 10"))
         let sameInstant = Snapshot.make(version: 9, generatedAt: 1_000, expiresAt: 1_300, tenants: [Self.acme])
-        #expect(enforcer.apply(sameInstant, now: 1_010) == .rejected(reason: "version 9 is below the enforced version 10"))
+        #expect(
+            enforcer.apply(sameInstant, now: 1_010) == .rejected(reason: "version 9 is below the enforced version 10"))
+        // Generated later but delivered after its lease: it would put the gateway on its floors.
+        let expired = Snapshot.make(version: 8, generatedAt: 1_001, expiresAt: 1_006, tenants: [Self.acme])
+        #expect(enforcer.apply(expired, now: 1_010) == .rejected(reason: "version 8 is below the enforced version 10"))
+        // Dated more than an hour ahead of the gateway's clock: a stray, not a server that went back.
+        let future = Snapshot.make(version: 7, generatedAt: 9_000, expiresAt: 9_300, tenants: [Self.acme])
+        #expect(enforcer.apply(future, now: 1_010) == .rejected(reason: "version 7 is below the enforced version 10"))
         let restored = Snapshot.make(version: 3, generatedAt: 1_250, expiresAt: 1_550, tenants: [Self.acme])
         #expect(enforcer.apply(restored, now: 1_260) == .applied)
         #expect(enforcer.status(now: 1_260).version == 3)
+
+        // An enforced stray dated far ahead (a huge version and the year 9999) protects nothing.
+        let pinned = Enforcer.make(
+            .make(version: 1 << 62, generatedAt: 253_402_300_000, expiresAt: 253_402_300_300, tenants: [Self.acme]))
+        let real = Snapshot.make(version: 12, generatedAt: 1_005, expiresAt: 1_305, tenants: [Self.acme])
+        #expect(pinned.apply(real, now: 1_006) == .applied)
 
         // On the floors: a lower version with a live lease, though generated no later.
         let floors = Enforcer.make(.make(version: 10, generatedAt: 1_000, expiresAt: 1_300, tenants: [Self.acme]))

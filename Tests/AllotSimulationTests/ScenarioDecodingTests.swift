@@ -335,6 +335,16 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
                     + "more than 4 calls in flight, so the parallelism never binds"
             ])
         #expect(try decode(scenarioJSON()).warnings.filter { $0.contains("parallelism") }.isEmpty)
+        // A later shape is judged too.
+        let changed = try decode(
+            scenarioJSON().replacingOccurrences(
+                of: #""deadline_s": 60}}"#,
+                with: #""deadline_s": 60}, "task_changes": [{"at_s": 30, "parallelism": 9}]}"#))
+        #expect(
+            changed.warnings.filter { $0.contains("parallelism") } == [
+                #"tenants[0] ("acme" with count 2): task_changes[0].parallelism 9 is above task.calls.max 4: a task "#
+                    + "never has more than 4 calls in flight, so the parallelism never binds"
+            ])
     }
 
     /// `task_changes`: each names the fields that change from the shape before it; a task takes the shape in force
@@ -345,7 +355,8 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
                                {"at_s": 90, "calls": {"min": 5, "max": 7}, "deadline_s": 30, "think_ms": 250}]
             """#
         let scenario = try decode(
-            scenarioJSON().replacingOccurrences(of: #""deadline_s": 60}}"#, with: #""deadline_s": 60}"# + changes + "}"))
+            scenarioJSON().replacingOccurrences(
+                of: #""deadline_s": 60}}"#, with: #""deadline_s": 60}"# + changes + "}"))
         let tenant = scenario.tenants[0]
         #expect(tenant.taskChanges.map(\.at) == [60, 90])
         #expect(tenant.task(at: 59.9) == tenant.task)
@@ -371,7 +382,8 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         (#"[{"at_s": 120, "deadline_s": 30}]"#, "tenants[0].task_changes[0].at_s",
          "must be before duration_s (120), not 120: it would never happen"),
         (#"[{"at_s": 50}]"#, "tenants[0].task_changes[0]",
-         "changes nothing: give at least one of calls, parallelism, prompt_tokens, completion_tokens, deadline_s, think_ms"),
+         "changes nothing: give at least one of calls, parallelism, prompt_tokens, completion_tokens, "
+            + "deadline_s, think_ms"),
         (#"[{"at_s": 50, "class": "batch"}]"#, "tenants[0].task_changes[0].class",
          "a tenant's task class does not change: give the other class another tenant"),
         (#"[{"at_s": 50, "calls": {"min": 5, "max": 3}}]"#, "tenants[0].task_changes[0].calls.max",

@@ -348,13 +348,11 @@ public struct ConsumptionClassification: Sendable {
                 let demand = tenants[item.entry].demand
                 let shared = PerDimension<Double> { demand[$0] - item.guessed[$0] + kept[k][$0] }
                 tenants[item.entry].demand = shared
-                // No allowance for its swing on top (`allocation.demand_deviations`) where its guess was cut: what is
-                // left is mostly a guess, and 600 such allowances took from the established tenant the room just
-                // left for it.
+                // No allowance for its swing on top (`allocation.demand_deviations`) where the room binds, cut or not:
+                // what is left is mostly a guess, and 600 such allowances took from the established tenant the room
+                // just left for it.
                 let spread = tenants[item.entry].spread
-                tenants[item.entry].spread = PerDimension<Double> {
-                    room[$0] != nil && kept[k][$0] < item.guessed[$0] ? 0 : spread[$0]
-                }
+                tenants[item.entry].spread = PerDimension<Double> { room[$0] != nil ? 0 : spread[$0] }
                 statuses[item.entry].demand = shared
             }
         }

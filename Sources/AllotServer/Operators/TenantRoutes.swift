@@ -504,7 +504,8 @@ struct TenantRoutes: Sendable {
         }
         let taskID = try OperatorRequest.string(object, "task_id", maxLength: 256)
         let reason = try OperatorRequest.string(object, "reason")
-        let auditReason = [taskID.map { "task \($0)" }, reason].compactMap(\.self).joined(separator: "; ")
+        let auditReason = [taskID.map { "task \($0)" }, reason].compactMap(\.self).filter { !$0.isEmpty }
+            .joined(separator: "; ")
         let upstream = try resolveUpstream(try OperatorRequest.string(object, "upstream", maxLength: 256), tenant: id)
         let now = console.clock.now
         let burstID = "b-" + Hex.encode(try SecureRandom.bytes(8))

@@ -106,7 +106,8 @@ extension Scenario {
                     "pools[\(index)].declared_\(name) \(number(declared)) (pool \"\(pool.id)\") is "
                         + "\(number((factor * 10).rounded() / 10))× \(above ? "" : "below ")its true capacity at t=0 "
                         + "(\(number(truth)) \(name)): the baselines provision from the declaration (`static` without "
-                        + "a static_quota, `fifo-backoff`'s one bucket, `equal-split`) and `allot` starts from it until "
+                        + "a static_quota, `fifo-backoff`'s one bucket, `equal-split`) and `allot` starts from it "
+                        + "until "
                         + "the provider states a limit; correct it unless the file means a stale declaration")
             }
         }
@@ -116,11 +117,14 @@ extension Scenario {
     /// A task `parallelism` above its largest number of calls: no task ever has that many calls in flight, so the
     /// parallelism never binds (outside evaluation round 31: 50 with calls of 4–6). Once per `tenants` entry.
     var parallelismWarnings: [String] {
-        firstOfEachEntry.compactMap { tenant, entry in
-            guard tenant.task.parallelism > tenant.task.maxCalls else { return nil }
-            return "\(entry.label): task.parallelism \(tenant.task.parallelism) is above task.calls.max "
-                + "\(tenant.task.maxCalls): a task never has more than \(tenant.task.maxCalls) calls in flight, so the "
-                + "parallelism never binds"
+        firstOfEachEntry.flatMap { tenant, entry in
+            tenant.shapes.enumerated().compactMap { index, shape -> String? in
+                guard shape.parallelism > shape.maxCalls else { return nil }
+                let path = index == 0 ? "task" : "task_changes[\(index - 1)]"
+                return "\(entry.label): \(path).parallelism \(shape.parallelism) is above task.calls.max "
+                    + "\(shape.maxCalls): a task never has more than \(shape.maxCalls) calls in flight, so the "
+                    + "parallelism never binds"
+            }
         }
     }
 
