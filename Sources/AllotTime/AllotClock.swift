@@ -7,7 +7,9 @@ public protocol AllotClock: Sendable {
     /// The current instant, seconds since the epoch.
     var now: Double { get }
 
-    /// Suspends until ``now`` has reached `deadline` (returns at once if it already has).
+    /// Suspends until ``now`` has reached `deadline` (returns at once if it already has) — or, for a clock made to
+    /// (``SystemClock/endsSleepOnStepBack``, ``ManualClock/stepBack(by:)``), until its wall clock steps back, short
+    /// of the deadline: callers that loop look at the time again.
     ///
     /// - Throws: `CancellationError` if the calling task is cancelled before or while it waits.
     func sleep(until deadline: Double) async throws
