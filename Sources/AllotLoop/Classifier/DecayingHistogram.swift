@@ -65,20 +65,9 @@ struct DecayingHistogram: Sendable, Hashable, Codable {
         p95 = quantile(0.95, total: total, integral: integral)
     }
 
-    /// `LogLinearScale.quantile` over the stored range (the same rank test, bucket for bucket).
+    /// `LogLinearScale.quantile` over the stored range.
     private func quantile(_ quantile: Double, total: Double, integral: Bool) -> Double? {
-        let scale = LogLinearScale.compact
-        guard total > 0 else { return nil }
-        let rank = LogLinearScale.rank(quantile, total: total)
-        var cumulative = 0.0
-        var last: Int?
-        for index in counts.indices where counts[index] > 0 {
-            cumulative += Double(counts[index])
-            last = index
-            // A relative tolerance: decayed (floating) counts must not miss the rank by a rounding error.
-            if cumulative >= rank * (1 - 1e-9) { return scale.representative(of: first + index, integral: integral) }
-        }
-        return last.map { scale.representative(of: first + $0, integral: integral) }
+        LogLinearScale.compact.quantile(quantile, of: counts, total: total, integral: integral, first: first)
     }
 
     /// Equal when every bucket's weight and the cached figures are (however wide the stored range).

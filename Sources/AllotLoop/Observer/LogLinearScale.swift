@@ -45,10 +45,11 @@ struct LogLinearScale: Sendable, Hashable {
         return integral ? lower + (width - 1) / 2 : lower + width / 2
     }
 
-    /// The nearest-rank `quantile` (0…1) of `counts` laid out on this scale, nil when empty: the
-    /// smallest bucket whose cumulative count reaches `ceil(quantile × total)`.
+    /// The nearest-rank `quantile` (0…1) of `counts` laid out on this scale from bucket `first` on (a histogram
+    /// that stores only the range it uses), nil when empty: the smallest bucket whose cumulative count reaches
+    /// ``rank(_:total:)``.
     func quantile<Count: BinaryFloatingPoint>(
-        _ quantile: Double, of counts: [Count], total: Double, integral: Bool
+        _ quantile: Double, of counts: [Count], total: Double, integral: Bool, first: Int = 0
     ) -> Double? {
         guard total > 0 else { return nil }
         let rank = Self.rank(quantile, total: total)
@@ -58,9 +59,9 @@ struct LogLinearScale: Sendable, Hashable {
             cumulative += Double(counts[index])
             last = index
             // A relative tolerance: decayed (floating) counts must not miss the rank by a rounding error.
-            if cumulative >= rank * (1 - 1e-9) { return representative(of: index, integral: integral) }
+            if cumulative >= rank * (1 - 1e-9) { return representative(of: first + index, integral: integral) }
         }
-        return last.map { representative(of: $0, integral: integral) }
+        return last.map { representative(of: first + $0, integral: integral) }
     }
 
     /// The nearest rank of `quantile` among samples weighing `total`: `⌈q · total⌉`, at least 1, at most `total`.

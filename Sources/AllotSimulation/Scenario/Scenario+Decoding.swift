@@ -1191,8 +1191,7 @@ private struct ScenarioReader {
 
     func taskShape(_ json: JSON?, _ path: String) throws(ScenarioError) -> TaskShape {
         let object = try object(
-            json, path,
-            keys: ["class", "calls", "parallelism", "prompt_tokens", "completion_tokens", "deadline_s", "think_ms"],
+            json, path, keys: ["class"] + Self.taskFields,
             required: ["class", "calls", "parallelism", "prompt_tokens", "completion_tokens", "deadline_s"])
         let className = try string(object["class"], path + ".class")
         guard let taskClass = TaskClass(rawValue: className) else {
@@ -1200,32 +1199,20 @@ private struct ScenarioReader {
                 path + ".class",
                 "must be one of \(TaskClass.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(className)\"")
         }
-        let calls = try self.object(object["calls"], path + ".calls", keys: ["min", "max"], required: ["min", "max"])
-        let minCalls = try integer(calls["min"], path + ".calls.min", 1...500)
-        let maxCalls = try integer(calls["max"], path + ".calls.max", 1...500)
-        guard maxCalls >= minCalls else { throw fail(path + ".calls.max", "must be at least calls.min (\(minCalls))") }
-        return TaskShape(
-            taskClass: taskClass, minCalls: minCalls, maxCalls: maxCalls,
-            parallelism: try integer(object["parallelism"], path + ".parallelism", 1...500),
-            promptTokens: try tokens(object["prompt_tokens"], path + ".prompt_tokens"),
-            completionTokens: try tokens(object["completion_tokens"], path + ".completion_tokens"),
-            deadlineSeconds: try number(object["deadline_s"], path + ".deadline_s", 1...Self.maxSeconds),
-            thinkSeconds: try number(object["think_ms"], path + ".think_ms", 0...3_600_000, default: 0) / 1000)
+        // Every field but `think_ms` is required above, so each is read over these placeholders.
+        var shape = TaskShape(
+            taskClass: taskClass, minCalls: 1, maxCalls: 1, parallelism: 1, promptTokens: TokenShape(mean: 1, sd: 0),
+            completionTokens: TokenShape(mean: 1, sd: 0), deadlineSeconds: 1)
+        try readTaskFields(object, path, into: &shape)
+        return shape
     }
 
-    /// One of `task_changes`: `at_s` and the task fields that change from `previous` (any of them but `class`; at
-    /// least one), each validated as in `task`.
-    func taskChange(_ json: JSON, _ path: String, from previous: TaskShape) throws(ScenarioError) -> TaskChange {
-        let fields = ["calls", "parallelism", "prompt_tokens", "completion_tokens", "deadline_s", "think_ms"]
-        if json.objectValue?["class"] != nil {
-            throw fail(path + ".class", "a tenant's task class does not change: give the other class another tenant")
-        }
-        let object = try object(json, path, keys: ["at_s"] + fields, required: ["at_s"])
-        guard fields.contains(where: { object[$0] != nil }) else {
-            throw fail(path, "changes nothing: give at least one of \(fields.joined(separator: ", "))")
-        }
-        let at = try number(object["at_s"], path + ".at_s", 0...Self.maxSeconds)
-        var shape = previous
+    /// The fields of `task` a `task_changes` entry may change (all but `class`).
+    static let taskFields = ["calls", "parallelism", "prompt_tokens", "completion_tokens", "deadline_s", "think_ms"]
+
+    /// Reads the task fields `object` has into `shape`, each validated (the same ranges in `task` and in
+    /// `task_changes`).
+    func readTaskFields(_ object: JSONObject, _ path: String, into shape: inout TaskShape) throws(ScenarioError) {
         if let json = object["calls"] {
             let calls = try self.object(json, path + ".calls", keys: ["min", "max"], required: ["min", "max"])
             shape.minCalls = try integer(calls["min"], path + ".calls.min", 1...500)
@@ -1245,6 +1232,21 @@ private struct ScenarioReader {
         if let json = object["think_ms"] {
             shape.thinkSeconds = try number(json, path + ".think_ms", 0...3_600_000) / 1000
         }
+    }
+
+    /// One of `task_changes`: `at_s` and the task fields that change from `previous` (any of them but `class`; at
+    /// least one), each validated as in `task`.
+    func taskChange(_ json: JSON, _ path: String, from previous: TaskShape) throws(ScenarioError) -> TaskChange {
+        if json.objectValue?["class"] != nil {
+            throw fail(path + ".class", "a tenant's task class does not change: give the other class another tenant")
+        }
+        let object = try object(json, path, keys: ["at_s"] + Self.taskFields, required: ["at_s"])
+        guard Self.taskFields.contains(where: { object[$0] != nil }) else {
+            throw fail(path, "changes nothing: give at least one of \(Self.taskFields.joined(separator: ", "))")
+        }
+        let at = try number(object["at_s"], path + ".at_s", 0...Self.maxSeconds)
+        var shape = previous
+        try readTaskFields(object, path, into: &shape)
         return TaskChange(at: at, task: shape)
     }
 
