@@ -115,7 +115,8 @@ public final class Gateway: @unchecked Sendable {
     /// ``start()`` again: create a new gateway. The bound keeps a shutdown within a container's grace period: an
     /// Allot that took the last batch and never answered held `stop()` for the post's 30-s timeout, the leave
     /// never sent (outside evaluation round 32). The bound needs transports that end when cancelled, as the HTTP
-    /// ones do; a custom transport that ignores cancellation holds `stop` until it returns.
+    /// ones do; a custom transport that ignores cancellation holds `stop` until it returns. `timeout: .infinity`
+    /// waits for both.
     public func stop(timeout: Double = 10) async {
         let running = lock.withLock {
             defer { tasks = [] }
@@ -136,9 +137,12 @@ public final class Gateway: @unchecked Sendable {
                 if let snapshotClient { await snapshotClient.leave() }
                 return true
             }
-            group.addTask {
-                try? await clock.sleep(for: timeout.isFinite ? max(0, timeout) : 10)
-                return false
+            // `.infinity` waits for both; NaN reads as the default.
+            if timeout != .infinity {
+                group.addTask {
+                    try? await clock.sleep(for: timeout.isNaN ? 10 : max(0, timeout))
+                    return false
+                }
             }
             var finished = 0
             while let done = await group.next(), done {

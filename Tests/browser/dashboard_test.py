@@ -124,8 +124,15 @@ def browser():
 
 
 def wait_for(driver, condition, timeout=10, what="condition"):
+    """Polls `condition` until it returns a truthy value, which it returns. An element the page re-rendered between
+    the condition's find and its read (the tables and the why panel re-render every few seconds) is another try,
+    not a failure: a loaded machine lost that race in the why panel (2026-11-30)."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
-    return WebDriverWait(driver, timeout, poll_frequency=0.05).until(condition, message="timed out waiting for " + what)
+    return WebDriverWait(
+        driver, timeout, poll_frequency=0.05,
+        ignored_exceptions=(NoSuchElementException, StaleElementReferenceException),
+    ).until(condition, message="timed out waiting for " + what)
 
 
 def click(driver, selector, what):
@@ -253,14 +260,15 @@ def main():
                             [cell.text for cell in row.find_elements(By.CSS_SELECTOR, "td")[1:]]
                             for row in table.find_elements(By.CSS_SELECTOR, "tbody tr")}
             return None
-        wait_for(driver, why_rows, what="the why table of mistral/large")
-        shown = why_rows(driver)
+        shown = wait_for(driver, why_rows, what="the why table of mistral/large")
         check("the why panel shows a limit without capacity by its rate and reason",
               shown.get("published") == ["50", "–"] and shown.get("reason") == ["override", "–"]
               and not driver.find_elements(By.CSS_SELECTOR, "#why .error"), shown)
         check("selecting a tenant fills the override form",
               driver.find_element(By.ID, "o-tenant").get_attribute("value") == "acme")
-        offered = [option.get_attribute("value") for option in driver.find_elements(By.CSS_SELECTOR, "#o-tier option")]
+        def tiers_offered(d):
+            return [option.get_attribute("value") for option in d.find_elements(By.CSS_SELECTOR, "#o-tier option")]
+        offered = wait_for(driver, tiers_offered, what="the override form's tiers")
         status, body = server.request("GET", "/v1/tenants?limit=1", sre)
         check("the override form offers the policy's tiers",
               status == 200 and offered[1:] == body["tiers"] and "premium" in offered, (offered, body.get("tiers")))
