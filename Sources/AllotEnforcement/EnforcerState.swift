@@ -648,32 +648,9 @@ struct EnforcerState {
         }
         var expected = latestNow
         if let monotonic, let before = latestMonotonic, monotonic > before { expected += monotonic - before }
-        let step = min(0, now - expected)
+        shiftInstants(by: min(0, now - expected))
         latestNow = now
         latestMonotonic = monotonic
-        if !queue.isEmpty {
-            queue.shiftInstants(by: step)
-            laneChecks.updateInOrder { $0.at += step }
-            for index in waitReports.indices { waitReports[index].due += step }
-        }
-        if queueWake.isFinite { queueWake += step }
-        armedWake = armedWake.map { $0 + step }
-        // The holds waiters placed on the idle and cap buckets last until gateway instants too.
-        for upstream in idleHeld.keys {
-            idleHeld[upstream]?.rpm?.until += step
-            idleHeld[upstream]?.tpm?.until += step
-        }
-        for upstream in capHeldUntil.keys {
-            capHeldUntil[upstream]?.rpm += step
-            capHeldUntil[upstream]?.tpm += step
-        }
-        // And what the gateway saw when: realtime calls (the cap's reserve), stated limits (the brake), tasks.
-        for upstream in realtimeSeen.keys { realtimeSeen[upstream]?.at += step }
-        for upstream in stated.keys {
-            stated[upstream]?.requests.shift(by: step)
-            stated[upstream]?.tokens.shift(by: step)
-        }
-        for key in tasks.keys { tasks[key]?.lastSeen += step }
         for index in states.indices { states.values[index].rebase(to: now) }
         for upstream in idle.keys {
             idle[upstream]?.rpm?.rebase(to: now)
@@ -684,6 +661,34 @@ struct EnforcerState {
             caps[upstream]?.tpm?.rebase(to: now)
         }
         statistics.clockStepsBack += 1
+    }
+
+    /// Moves the gateway's own instants by `step` (≤ 0, the wall clock stepped back; ``noticeClock(_:monotonic:)``):
+    /// the queue's (maximum waits, wait reports, the lanes' next looks, the waker's), the holds waiters placed on the
+    /// idle and cap buckets, and what the gateway saw when (realtime calls for the cap's reserve, stated limits for
+    /// the brake, tasks).
+    private mutating func shiftInstants(by step: Double) {
+        if !queue.isEmpty {
+            queue.shiftInstants(by: step)
+            laneChecks.updateInOrder { $0.at += step }
+            for index in waitReports.indices { waitReports[index].due += step }
+        }
+        if queueWake.isFinite { queueWake += step }
+        armedWake = armedWake.map { $0 + step }
+        for upstream in idleHeld.keys {
+            idleHeld[upstream]?.rpm?.until += step
+            idleHeld[upstream]?.tpm?.until += step
+        }
+        for upstream in capHeldUntil.keys {
+            capHeldUntil[upstream]?.rpm += step
+            capHeldUntil[upstream]?.tpm += step
+        }
+        for upstream in realtimeSeen.keys { realtimeSeen[upstream]?.at += step }
+        for upstream in stated.keys {
+            stated[upstream]?.requests.shift(by: step)
+            stated[upstream]?.tokens.shift(by: step)
+        }
+        for key in tasks.keys { tasks[key]?.lastSeen += step }
     }
 
     // MARK: Limits
@@ -770,11 +775,10 @@ struct EnforcerState {
             let serverWentBack = table.inFallback && now < snapshot.expiresAt
             // Nor is a lower version the server generated after the one enforced (by its own clock) stale: its
             // history went back, or the enforced one was a stray (round 32: one response carrying version 2^62, from
-            // a proxy or another deployment, had every real snapshot rejected until its lease ran out). A response
-            // delivered late is older by both.
-            // Only with a live lease (a late one would put the gateway on its floors), and only from a server whose
-            // clock is not far ahead of ours: a stray dated in the future would otherwise win, or, enforced, keep
-            // winning (``futureTolerance``).
+            // a proxy or another deployment, had every real snapshot rejected until its lease ran out); a response
+            // delivered late is older by both. Only with a live lease (a late one would put the gateway on its
+            // floors), and from a server whose clock is not far ahead of ours: a stray dated in the future would
+            // otherwise win, or, enforced, keep winning (``futureTolerance``).
             let enforcedAt = table.snapshot?.generatedAt ?? .infinity
             let generatedLater =
                 now < snapshot.expiresAt && snapshot.generatedAt <= now + Self.futureTolerance

@@ -328,11 +328,10 @@ public struct ConsumptionClassification: Sendable {
         }
         for (upstream, positions) in members {
             guard let room = rooms[upstream] else { continue }
+            // The engine's weight without overrides (tier × tenant, bounded).
             let weights = positions.map { position in
                 let tenant = tenants[guesses[position].entry].tenant
-                let entry = policy.tenant(tenant)
-                let tier = policy.tier(named: entry?.tier ?? policy.defaultTier)
-                return max(1e-9, (tier?.weight ?? 1) * (entry?.weight ?? 1))
+                return policy.terms(ofTenant: tenant, upstream: upstream, overrides: [], now: 0).weight
             }
             var kept = positions.map { guesses[$0].guessed }
             for dimension in RateDimension.allCases {

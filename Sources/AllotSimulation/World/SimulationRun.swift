@@ -238,7 +238,7 @@ final class SimulationRun {
     private func arrive(_ tenant: Int) {
         scheduleNextArrival(tenant, after: now)
         let spec = tenants[tenant].spec
-        let shapeIndex = spec.taskChanges.isEmpty ? 0 : spec.shapeIndex(at: now)
+        let shapeIndex = spec.shapeIndex(at: now)
         let shape = spec.shape(shapeIndex)
         var random = tenants[tenant].work
         let count = random.int(in: shape.minCalls...shape.maxCalls)
