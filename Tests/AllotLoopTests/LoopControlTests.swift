@@ -76,6 +76,63 @@ import Testing
         await slow.close()
     }
 
+    /// A wall clock stepped back leaves the loop waiting for its next tick's time to come round again (its times
+    /// never go back), while `now - lastTickAt` reads negative: the stall is measured on the steady clock too, and
+    /// says the wall clock fell behind.
+    @Test func aWallClockSteppedBackIsAStallOnTheSteadyClock() async throws {
+        let steady = Box(1_000.0)
+        let harness = try LoopHarness()
+        try await harness.open(
+            policy: loopPolicy(interval: 5), configuration: LoopConfiguration(steadyClock: { steady.value }))
+        await harness.tick()
+        let ticked = harness.clock.now
+        // Stepped back an hour, then 40 s passed.
+        steady.value += 40
+        let stall = try #require(harness.runner.stall(now: ticked - 3_600 + 40))
+        #expect(stall.seconds == 40)
+        #expect(stall.intervalSeconds == 5)
+        #expect(stall.wallClockBehind == 3_600)
+        // 20 s only: no stall yet, whichever clock.
+        steady.value -= 20
+        #expect(harness.runner.stall(now: ticked - 3_600 + 20) == nil)
+        // A tick resets both; a stall on the wall clock alone says nothing of a step.
+        await harness.tick()
+        let again = harness.clock.now
+        let wallOnly = try #require(harness.runner.stall(now: again + 45))
+        #expect(wallOnly.seconds == 45)
+        #expect(wallOnly.wallClockBehind == nil)
+        await harness.close()
+    }
+
+    /// The timer waits in steps of at most an interval: a step back is noticed and logged once, and no tick runs
+    /// until the wall clock reaches the next tick's time again.
+    @Test func theTimerWaitsOutAWallClockSteppedBackAndSaysSoOnce() async throws {
+        let harness = try LoopHarness()
+        let sink = CapturingLogSink()
+        try await harness.open(logger: Logger(label: "test", minimumLevel: .info, sink: sink, clock: harness.clock))
+        await harness.runner.start()
+        await harness.clock.waitForSleepers(1)
+        #expect(harness.publisher.current?.version == 1)
+        let next = harness.clock.now + 5
+        harness.clock.stepBack(by: 3_600)
+        await harness.clock.waitForSleepers(1)
+        for _ in 0..<3 {
+            harness.clock.advance(by: 5)
+            await harness.clock.waitForSleepers(1)
+        }
+        #expect(harness.publisher.current?.version == 1)
+        let warnings = sink.lines.filter { $0.contains("the wall clock stepped back") }
+        #expect(warnings.count == 1)
+        #expect(warnings.first?.contains("\"stepped_back_s\":3600") == true)
+        #expect(warnings.first?.contains("\"next_tick_at\":\"\(RFC3339.format(next))\"") == true)
+        // The wall clock reaches the tick's time again: the loop ticks.
+        harness.clock.advance(to: next)
+        await harness.clock.waitForSleepers(1)
+        #expect(harness.publisher.current?.version == 2)
+        await harness.close()
+        #expect(harness.clock.sleeperCount == 0)
+    }
+
     @Test func policyVersionsAreStableAndDistinguishPolicies() throws {
         let a = try Policy.load(files: Self.goodFiles)
         let b = try Policy.load(files: Self.goodFiles)

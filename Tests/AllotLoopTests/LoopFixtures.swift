@@ -1,4 +1,5 @@
 import AllotCore
+import AllotLog
 import AllotLoop
 import AllotProtocol
 import AllotSQLite
@@ -230,7 +231,8 @@ final class LoopHarness: Sendable {
     @discardableResult
     func open(
         policy: Policy = loopPolicy(), configuration: LoopConfiguration = LoopConfiguration(),
-        snapshots: (@Sendable (DatabasePool) -> any SnapshotPersistence)? = nil, estimators: EstimatorFactory? = nil
+        snapshots: (@Sendable (DatabasePool) -> any SnapshotPersistence)? = nil, estimators: EstimatorFactory? = nil,
+        logger: Logger = .disabled
     ) async throws -> LoopRunner {
         let database = try await StoreDatabase.open(
             path: directory.databasePath, configuration: SQLiteConfiguration(synchronous: .off))
@@ -239,7 +241,7 @@ final class LoopHarness: Sendable {
             store: TelemetryStore(pool: database, clock: clock), policy: policy,
             policyVersion: LoopRunner.policyVersion(of: policy), clock: clock,
             estimators: estimators ?? self.estimators.factory, operators: operators, configuration: configuration,
-            snapshots: snapshots?(database))
+            logger: logger, snapshots: snapshots?(database))
         loop.value = runner
         return runner
     }

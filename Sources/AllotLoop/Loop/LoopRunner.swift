@@ -39,6 +39,9 @@ public actor LoopRunner {
     private let metrics: LoopMetrics
     private let logger: Logger
     private let latest: Locked<LoopView>
+    /// The loop's ``LoopConfiguration/steadyClock`` when it opened or last completed a tick (a stall is measured on
+    /// it too: a wall clock stepped back leaves the loop waiting while `now - lastTickAt` shrinks).
+    private let lastTickSteady: Locked<Double>
 
     private var policy: Policy
     private var policyVersion: String
@@ -84,6 +87,7 @@ public actor LoopRunner {
         self.cursor = cursor
         self.tickCount = tickCount
         self.latest = Locked(LoopView(tick: tickCount, policy: policy, policyVersion: policyVersion))
+        self.lastTickSteady = Locked(configuration.steadyClock())
     }
 
     // MARK: Opening
@@ -315,15 +319,28 @@ public actor LoopRunner {
     public nonisolated var view: LoopView { latest.current }
 
     /// How long no tick has completed, at `now`, when that is longer than ``stallIntervals`` intervals of the policy
-    /// in force (and at least ``minimumStallSeconds``): the loop is stuck in a tick, or every tick fails. nil while it
-    /// ticks. Read without the actor, so a loop stuck in a tick is still seen (`/readyz`).
-    public nonisolated func stall(now: Double) -> (seconds: Double, intervalSeconds: Double)? {
+    /// in force (and at least ``minimumStallSeconds``): the loop is stuck in a tick, or every tick fails, or its wall
+    /// clock stepped back and it waits for the time of its next tick to come round again. nil while it ticks. Read
+    /// without the actor, so a loop stuck in a tick is still seen (`/readyz`).
+    ///
+    /// Measured on the wall clock (`now`) and on the steady clock, whichever is longer: after a step back of an hour
+    /// the loop's next tick is an hour away by the wall clock (its times never go back: windows, decays and leases
+    /// are reckoned in them), while `now - lastTickAt` reads small or negative. `wallClockBehind` is how far the wall
+    /// clock has fallen behind the steady one since the last tick (nil within ``stepTolerance``).
+    public nonisolated func stall(
+        now: Double
+    ) -> (seconds: Double, intervalSeconds: Double, wallClockBehind: Double?)? {
         let view = latest.current
         let interval = view.policy.loop.intervalSeconds
-        let since = now - (view.lastTickAt ?? openedAt)
+        let wall = now - (view.lastTickAt ?? openedAt)
+        let steady = configuration.steadyClock() - lastTickSteady.current
+        let since = max(wall, steady)
         guard since > max(Self.stallIntervals * interval, Self.minimumStallSeconds) else { return nil }
-        return (since, interval)
+        return (since, interval, steady - wall > Self.stepTolerance ? steady - wall : nil)
     }
+
+    /// How far the wall clock may fall behind the steady clock before it counts as stepped back (seconds).
+    public static let stepTolerance = 1.0
 
     /// Intervals without a completed tick after which the loop counts as stalled.
     public static let stallIntervals = 3.0
@@ -418,23 +435,46 @@ public actor LoopRunner {
         timer?.cancel()
         let clock = self.clock
         timer = Task { [weak self] in
-            var next = immediately ? clock.now : clock.now + (await self?.interval ?? 5)
+            var interval = await self?.interval ?? 5
+            var next = immediately ? clock.now : clock.now + interval
             while !Task.isCancelled {
                 do {
-                    try await clock.sleep(until: next)
+                    // In waits of at most an interval, so that a wall clock stepped back is noticed: the next tick
+                    // then lies further away than an interval, and the loop waits for its time to come round again
+                    // (its times never go back), said once in the log; `/readyz` reports the stall.
+                    var warned = false
+                    while clock.now < next {
+                        let wall = clock.now
+                        if !warned, next - wall > interval + Self.stepTolerance {
+                            warned = true
+                            await self?.noticeWallClockBehind(by: next - wall - interval, nextTick: next)
+                        }
+                        try await clock.sleep(until: min(next, wall + max(interval, 1)))
+                    }
                 } catch {
                     return
                 }
                 guard let self else { return }
                 let started = clock.now
                 await self.tick(now: started)
-                let interval = await self.interval
+                interval = await self.interval
                 next = max(started + interval, clock.now)
             }
         }
     }
 
     private var interval: Double { max(0.001, policy.loop.intervalSeconds) }
+
+    private func noticeWallClockBehind(by seconds: Double, nextTick: Double) {
+        logger.log(
+            .warning,
+            "the wall clock stepped back: the next tick waits until it reaches the tick's time again (the loop's "
+                + "times never go back); the snapshot in force is served meanwhile",
+            fields: [
+                ("stepped_back_s", .double((seconds * 1000).rounded() / 1000)),
+                ("next_tick_at", .string(RFC3339.format(nextTick))),
+            ])
+    }
 
     /// Stops ticking, waits for a tick in progress, answers held long-polls, and saves a final
     /// checkpoint. The loop does nothing afterwards.
@@ -653,6 +693,10 @@ public actor LoopRunner {
         let tick = tickCount
         let policy = self.policy
         let version = policyVersion
+        if now != nil {
+            let steady = configuration.steadyClock()
+            lastTickSteady.withLock { $0 = steady }
+        }
         latest.withLock { view in
             view.tick = tick
             if let now { view.lastTickAt = now }

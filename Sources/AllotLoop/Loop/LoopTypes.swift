@@ -1,4 +1,5 @@
 import AllotCore
+import AllotTime
 
 /// Settings of the loop that are not policy (the policy sets the interval, lease and thresholds).
 public struct LoopConfiguration: Sendable {
@@ -10,20 +11,26 @@ public struct LoopConfiguration: Sendable {
     /// A tick longer than this fraction of the interval is `slow`: logged and alerted.
     public var slowTickFraction: Double
     public var publisher: AllocationPublisher.Configuration
+    /// Seconds on a clock that is never stepped (any origin): how long the loop has really gone without a tick,
+    /// whatever its wall clock says (``LoopRunner/stall(now:)``). Tests pass their own.
+    public var steadyClock: @Sendable () -> Double
 
     /// - Parameters:
     ///   - maxEventsPerTick: Default 250,000 (50,000 events/s at the default 5 s interval).
     ///   - checkpointEveryTicks: Default 6 (every 30 s at the default interval).
     ///   - slowTickFraction: Default 0.5.
     ///   - publisher: Publisher settings.
+    ///   - steadyClock: Default `CLOCK_MONOTONIC` (``MonotonicClock``).
     public init(
         maxEventsPerTick: Int = 250_000, checkpointEveryTicks: Int = 6, slowTickFraction: Double = 0.5,
-        publisher: AllocationPublisher.Configuration = AllocationPublisher.Configuration()
+        publisher: AllocationPublisher.Configuration = AllocationPublisher.Configuration(),
+        steadyClock: @escaping @Sendable () -> Double = { Double(MonotonicClock.now()) / 1e9 }
     ) {
         self.maxEventsPerTick = max(1, maxEventsPerTick)
         self.checkpointEveryTicks = max(1, checkpointEveryTicks)
         self.slowTickFraction = max(0, slowTickFraction)
         self.publisher = publisher
+        self.steadyClock = steadyClock
     }
 }
 

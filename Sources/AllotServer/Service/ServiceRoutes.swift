@@ -76,7 +76,11 @@ enum ServiceRoutes {
                 ready = false
                 let interval = stall.intervalSeconds
                 let shown = interval == interval.rounded() ? String(Int(interval)) : String(interval)
-                let message = "no tick has completed for \(Int(stall.seconds)) s (loop.interval_s \(shown))"
+                var message = "no tick has completed for \(Int(stall.seconds)) s (loop.interval_s \(shown))"
+                if let behind = stall.wallClockBehind {
+                    message += "; the wall clock stepped back \(Int(behind.rounded())) s since the last tick, and the "
+                        + "loop waits until it reaches the next tick's time again"
+                }
                 checks["loop"] = ["ok": false, "error": .string(message)]
             } else {
                 checks["loop"] = ["ok": true, "tick": .int(loop.view.tick)]
