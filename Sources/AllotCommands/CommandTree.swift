@@ -115,7 +115,8 @@ enum CommandTree {
             Runs the real observer, classifier, engine and publisher (same SQLite schema and ingest \
             path) on a virtual clock against a simulated upstream and simulated gateways (using \
             AllotEnforcement), and prints a metrics table per strategy. With --out it also writes \
-            report.json, timeline.csv, timeline.svg and results.md. Deterministic for a seed. The \
+            report.json, timeline.csv, timeline.svg, tasks.csv, tenants.csv and results.md. \
+            Deterministic for a seed. The \
             scenario format and the metrics are documented in docs/scenarios.md. On stderr, \
             ALLOT_SIM_DEBUG=1 prints what the observer concluded after every tick and the gateways' \
             local denials per tenant and pool at the end; ALLOT_SIM_TENANTS=a,b (or *) prints those \
@@ -135,7 +136,9 @@ enum CommandTree {
                     "Run every seed of LIST (e.g. 1-8, or 1,4,9-12; at most 1000; replaces --seed) and print the means per strategy; "
                     + "--out then writes report.json (means and each seed's metrics) and results.md, no timelines "
                     + "(and removes an earlier run's timeline files there)."),
-            OptionSpec("out", value: "DIR", help: "Write report.json, timeline.csv, timeline.svg and results.md here."),
+            OptionSpec(
+                "out", value: "DIR",
+                help: "Write report.json, timeline.csv, timeline.svg, tasks.csv, tenants.csv and results.md here."),
             OptionSpec(
                 "policy", value: "DIR",
                 help: "Run allot with this policy directory's tiers and settings (a candidate policy) instead of "

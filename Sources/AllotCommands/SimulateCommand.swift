@@ -148,7 +148,10 @@ enum SimulateCommand {
                     ),
                 ]
                 if !report.traces.isEmpty {
-                    files += [("timeline.csv", report.timelineCSV()), ("timeline.svg", report.timelineSVG())]
+                    files += [
+                        ("timeline.csv", report.timelineCSV()), ("timeline.svg", report.timelineSVG()),
+                        ("tasks.csv", report.tasksCSV()), ("tenants.csv", report.tenantsCSV()),
+                    ]
                 }
                 for (file, text) in files {
                     try Data(text.utf8).write(to: URL(fileURLWithPath: directory).appendingPathComponent(file))
@@ -156,7 +159,7 @@ enum SimulateCommand {
                 if report.traces.isEmpty {
                     // Means over seeds have no timeline: one left from an earlier run here would sit beside this
                     // report as if it were its own (outside evaluation round 25). Only a file (or a link) goes.
-                    for stale in ["timeline.csv", "timeline.svg"] {
+                    for stale in ["timeline.csv", "timeline.svg", "tasks.csv", "tenants.csv"] {
                         let path = URL(fileURLWithPath: directory).appendingPathComponent(stale).path
                         let type =
                             (try? FileManager.default.attributesOfItem(atPath: path))?[.type] as? FileAttributeType

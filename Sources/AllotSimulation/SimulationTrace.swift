@@ -63,13 +63,20 @@ public struct TraceTenant: Sendable, Equatable {
     public var id: String
     public var tier: String
     public var pool: String
-    /// Weight, floor and ceiling (per minute, against the declared capacity) used to compute each tenant's
+    /// Weight, floor (per minute, against the declared capacity) and ceiling used to compute each tenant's
     /// entitlement: its terms as the engine resolves them, the tier's with the policy's tenant entry on top.
     public var weight: Double
     public var floorRPM: Double
     public var floorTPM: Double
+    /// An absolute ceiling, per minute (nil: none, or one given as a share).
     public var ceilingRPM: Double?
     public var ceilingTPM: Double?
+    /// A ceiling given as a share of the pool (`"20%"` → 0.2): resolved against the true capacity of each interval,
+    /// as the engine resolves it against the capacity it allocates (outside evaluation round 33: resolved against
+    /// the declared capacity, `allot` was counted as starving free tenants it held to 20 % of a pool cut to 400 of a
+    /// declared 1,000 rpm — 27.3 starved tenant-minutes that were its policy).
+    public var ceilingShareRPM: Double?
+    public var ceilingShareTPM: Double?
     /// Simulated time of the tenant's first request (nil if it never sent one).
     public var firstRequestAt: Double?
     /// Simulated time at which the tenant first had its own allocation at its gateways
@@ -78,7 +85,8 @@ public struct TraceTenant: Sendable, Equatable {
 
     public init(
         id: String, tier: String, pool: String, weight: Double, floorRPM: Double, floorTPM: Double,
-        ceilingRPM: Double?, ceilingTPM: Double?, firstRequestAt: Double?, firstAllocationAt: Double?
+        ceilingRPM: Double?, ceilingTPM: Double?, ceilingShareRPM: Double? = nil, ceilingShareTPM: Double? = nil,
+        firstRequestAt: Double?, firstAllocationAt: Double?
     ) {
         self.id = id
         self.tier = tier
@@ -88,6 +96,8 @@ public struct TraceTenant: Sendable, Equatable {
         self.floorTPM = floorTPM
         self.ceilingRPM = ceilingRPM
         self.ceilingTPM = ceilingTPM
+        self.ceilingShareRPM = ceilingShareRPM
+        self.ceilingShareTPM = ceilingShareTPM
         self.firstRequestAt = firstRequestAt
         self.firstAllocationAt = firstAllocationAt
     }

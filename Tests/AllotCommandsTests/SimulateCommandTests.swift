@@ -450,11 +450,31 @@ import Testing
         ])
         #expect(result.code == 0, "\(result.err)")
         #expect(result.out.contains("scenario tiny, seed 3"))
-        for file in ["report.json", "timeline.csv", "timeline.svg", "results.md"] {
+        for file in ["report.json", "timeline.csv", "timeline.svg", "results.md", "tasks.csv", "tenants.csv"] {
             #expect(FileManager.default.fileExists(atPath: directory + "/" + file), "\(file)")
         }
         let report = try JSON.parse(try String(contentsOfFile: directory + "/report.json", encoding: .utf8))
         #expect(report["strategies"]?["static"] != nil)
+        // tasks.csv has the rows slo_attainment is computed from (round 33: no file held them): the judged tasks'
+        // count and the share that met the deadline are the report's.
+        let tasks = try String(contentsOfFile: directory + "/tasks.csv", encoding: .utf8).split(separator: "\n")
+        #expect(
+            tasks.first
+                == "strategy,tenant,tier,pool,class,arrival_s,deadline_s,finished_s,latency_s,met_deadline,judged")
+        let judged = tasks.dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false) }
+            .filter { $0.last == "1" }
+        let tier = report["strategies"]?["static"]?["tiers"]?["standard"]
+        #expect(tier?["tasks"] == .int(Int64(judged.count)))
+        #expect(judged.count >= 2)
+        let met = judged.filter { $0[9] == "1" }.count
+        let slo = try #require(tier?["slo_attainment"]?.doubleValue)
+        #expect(abs(slo - Double(met) / Double(judged.count)) < 1e-6)
+        #expect(judged.allSatisfy { $0[0] == "static" && $0[1] == "a" && $0[2] == "standard" && $0[3] == "p" })
+        // tenants.csv: static provisions at once, so the first allocation is the first request.
+        let tenants = try String(contentsOfFile: directory + "/tenants.csv", encoding: .utf8).split(separator: "\n")
+        #expect(tenants.count == 2)
+        let row = tenants[1].split(separator: ",", omittingEmptySubsequences: false)
+        #expect(row[0] == "static" && row[1] == "a" && !row[5].isEmpty && row[5] == row[6] && row[7] == "0.000")
         // One strategy compares nothing: no winner, nothing best, `allot_wins` null (present, as documented).
         #expect(report["headline"]?["winner"] == .null)
         #expect(report["headline"]?["best"] == .array([]))
@@ -756,6 +776,7 @@ import Testing
         // directory of that name is not ours and stays.
         try FileManager.default.createDirectory(atPath: directory + "/timeline.svg", withIntermediateDirectories: true)
         try Data("stale".utf8).write(to: URL(fileURLWithPath: directory + "/timeline.csv"))
+        try Data("stale".utf8).write(to: URL(fileURLWithPath: directory + "/tasks.csv"))
         let result = await runCLI([
             "simulate", "--scenario", "cold-start", "--strategy", "static", "--seeds", "2-3", "--out", directory,
         ])
@@ -769,6 +790,7 @@ import Testing
         #expect(result.out.split(separator: "\n")[1].hasPrefix("policy built-in, policy_version "))
         #expect(FileManager.default.fileExists(atPath: directory + "/results.md"))
         #expect(!FileManager.default.fileExists(atPath: directory + "/timeline.csv"))
+        #expect(!FileManager.default.fileExists(atPath: directory + "/tasks.csv"))
         #expect(result.err.contains("allot simulate: removed \(directory)/timeline.csv, an earlier run's"))
         var isDirectory: ObjCBool = false
         #expect(FileManager.default.fileExists(atPath: directory + "/timeline.svg", isDirectory: &isDirectory))

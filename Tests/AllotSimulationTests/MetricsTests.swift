@@ -87,12 +87,16 @@ import Testing
         #expect(metrics.starvationTenantMinutes == 0.25)  // one 15-s interval with a full window behind it
         let jain = metrics.tiers["standard"]!.jain!
         #expect(abs(jain - (2.0 * 2.0) / (2 * (1.8 * 1.8 + 0.2 * 0.2))) < 1e-12)
-        // Without throttling (no denials, no 429s) a tenant that got little did not want more.
-        let quiet = RunMetrics(
-            trace: Self.trace(
-                served: Array(repeating: (90, 10), count: 4), allocations: Array(repeating: (90, 10), count: 4),
-                denials: 0))
-        #expect(quiet.starvationTenantMinutes == 0)
+        // Held back by a queue alone (no denial, no 429) is starvation as much (outside evaluation round 33: a
+        // refusal in the trailing minute was required, and fifo-backoff's calls waiting in its one queue never
+        // counted) ...
+        var queued = Self.trace(
+            served: Array(repeating: (90, 10), count: 4), allocations: Array(repeating: (90, 10), count: 4),
+            denials: 0)
+        #expect(RunMetrics(trace: queued).starvationTenantMinutes == 0.25)
+        // ... while a tenant none of whose calls was held back in the minute got all it asked for.
+        for k in queued.samples.indices { queued.samples[k].tenants[1].heldBack = false }
+        #expect(RunMetrics(trace: queued).starvationTenantMinutes == 0)
         // Refused by the upstream as overloaded (503/529) is throttled too: a strategy that sends into the
         // refusals is not spared what one that sheds them locally is charged.
         var refused = Self.trace(
@@ -328,6 +332,46 @@ import Testing
         trace.capacityChangeTimes = [110]  // at the last interval's start: judged on that interval alone
         #expect(RunMetrics(trace: trace).hasCapacityChange)
         #expect(RunMetrics(trace: trace).convergenceSeconds == 10)
+    }
+
+    /// The interval the next change falls inside is no more judged than the one the change itself falls inside
+    /// (outside evaluation round 33: a step at 455 s of 10-s samples made the 450-s interval, half at the next
+    /// capacity, the last judged, and every strategy that followed the capacity read "never").
+    @Test func theIntervalTheNextChangeFallsInsideIsNotJudged() {
+        // Settled at 120 from the change at 60 s; the next change, at 105 s, falls inside the 100-s interval, in
+        // which the strategy follows it (served 60), and it is settled again in the 110-s interval: 10 s after the
+        // first change, 15 s after the second.
+        var trace = Self.convergenceTrace(served: [120, 120, 120, 120, 60, 120])
+        trace.capacityChangeTimes = [60, 105]
+        let metrics = RunMetrics(trace: trace)
+        #expect(metrics.convergenceSeconds == 15)
+        #expect(!metrics.neverReached.contains("convergence_s"))
+        // At 115 s (inside the run's last interval, not judged itself) the 100-s interval lies wholly before it and
+        // is judged: not settled there.
+        trace.capacityChangeTimes = [60, 115]
+        #expect(RunMetrics(trace: trace).convergenceSeconds == nil)
+        #expect(RunMetrics(trace: trace).neverReached.contains("convergence_s"))
+    }
+
+    /// A ceiling given as a share of the pool caps the entitlement at that share of the true capacity of each
+    /// interval, as the engine resolves it against the capacity it allocates (round 33: against the declared
+    /// capacity, `allot` was counted as starving tenants held to 20 % of a pool cut below its declaration).
+    @Test func aCeilingShareIsResolvedAgainstTheTrueCapacity() {
+        // Declared 1,000 rpm, true 100; a's ceiling 20 %, b's none; both want 80.
+        var trace = Self.trace(
+            served: Array(repeating: (20, 80), count: 4), allocations: Array(repeating: (20, 80), count: 4))
+        trace.pools[0].declaredRPM = 1_000
+        trace.tenants[0].ceilingShareRPM = 0.2
+        let entitled = RunMetrics.entitlements(trace: trace)
+        #expect(entitled.rpm.allSatisfy { $0 == [20, 80] })
+        #expect(RunMetrics(trace: trace).starvationTenantMinutes == 0)
+        // Half the capacity in the last interval: 10 and 50 there.
+        for k in trace.samples.indices where k == 3 { trace.samples[k].pools[0].trueRPM = 50 }
+        #expect(RunMetrics.entitlements(trace: trace).rpm[3] == [10, 40])
+        // An absolute ceiling stays what it is; with both, the lower.
+        trace.tenants[0].ceilingRPM = 15
+        #expect(RunMetrics.entitlements(trace: trace).rpm[0] == [15, 80])
+        #expect(RunMetrics.entitlements(trace: trace).rpm[3] == [10, 40])
     }
 
     /// Convergence after a change is judged until the next drop's latency warning begins, not until the drop: a loop

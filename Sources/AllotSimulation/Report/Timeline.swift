@@ -48,6 +48,44 @@ extension SimulationReport {
     /// six tenants whose arrivals were largest (the rest summed as "others"). The panels of one pool share their
     /// scale, and a tenant keeps its colour in every panel: the tenants shown and their colours are chosen from
     /// the arrivals, which depend on the seed and not on the strategy.
+    /// `tasks.csv`: every task of every strategy's run, the rows `slo_attainment` and the task latency percentiles
+    /// are computed from (`judged` 1: its deadline falls inside the run), times in seconds of the run.
+    public func tasksCSV() -> String {
+        var text = "strategy,tenant,tier,pool,class,arrival_s,deadline_s,finished_s,latency_s,met_deadline,judged\n"
+        for trace in traces {
+            for task in trace.tasks {
+                let tenant = trace.tenants[task.tenant]
+                let finished = task.finished.map { Self.fixed($0, 3) } ?? ""
+                let latency = task.finished.map { Self.fixed($0 - task.arrival, 3) } ?? ""
+                text += "\(trace.strategy),\(tenant.id),\(tenant.tier),\(tenant.pool),\(task.taskClass),"
+                text += "\(Self.fixed(task.arrival, 3)),\(Self.fixed(task.deadline, 3)),\(finished),\(latency),"
+                text += "\(task.metSLO ? 1 : 0),\(task.deadline <= trace.durationSeconds ? 1 : 0)\n"
+            }
+        }
+        return text
+    }
+
+    /// `tenants.csv`: per strategy and tenant, its first request and first allocation (seconds of the run, blank
+    /// for never), what `time_to_first_allocation_s` averages, and its starved tenant-minutes.
+    public func tenantsCSV() -> String {
+        var text = "strategy,tenant,tier,pool,weight,first_request_s,first_allocation_s,time_to_first_allocation_s,"
+        text += "starved_tenant_minutes\n"
+        for (trace, metrics) in zip(traces, self.metrics) {
+            for tenant in trace.tenants {
+                let request = tenant.firstRequestAt.map { Self.fixed($0, 3) } ?? ""
+                let allocation = tenant.firstAllocationAt.map { Self.fixed($0, 3) } ?? ""
+                var wait = ""
+                if let first = tenant.firstRequestAt, let allocated = tenant.firstAllocationAt {
+                    wait = Self.fixed(max(0, allocated - first), 3)
+                }
+                let starved = Self.fixed(metrics.starvedTenants[tenant.id] ?? 0, 3)
+                text += "\(trace.strategy),\(tenant.id),\(tenant.tier),\(tenant.pool),\(Self.fixed(tenant.weight, 3)),"
+                text += "\(request),\(allocation),\(wait),\(starved)\n"
+            }
+        }
+        return text
+    }
+
     public func timelineSVG() -> String {
         let layout = ChartLayout()
         let traces = self.traces.filter { !$0.samples.isEmpty && !$0.pools.isEmpty }

@@ -729,14 +729,20 @@ final class SimulationRun {
             tenants: tenants.map { tenant in
                 let terms = terms(of: tenant)
                 let pool = scenario.pools[tenant.pool]
-                let ceilingRPM = terms.ceiling.rpm.resolved(capacity: pool.declaredRPM)
-                let ceilingTPM = terms.ceiling.tpm.resolved(capacity: pool.declaredTPM)
+                func absolute(_ ceiling: Quantity) -> Double? {
+                    guard case .absolute(let value) = ceiling, value.isFinite else { return nil }
+                    return value
+                }
+                func share(_ ceiling: Quantity) -> Double? {
+                    guard case .percent(let percent) = ceiling else { return nil }
+                    return percent / 100
+                }
                 return TraceTenant(
                     id: tenant.spec.id, tier: tenant.spec.tier, pool: tenant.spec.pool, weight: terms.weight,
                     floorRPM: terms.floor.rpm.resolved(capacity: pool.declaredRPM),
                     floorTPM: terms.floor.tpm.resolved(capacity: pool.declaredTPM),
-                    ceilingRPM: ceilingRPM.isFinite ? ceilingRPM : nil,
-                    ceilingTPM: ceilingTPM.isFinite ? ceilingTPM : nil,
+                    ceilingRPM: absolute(terms.ceiling.rpm), ceilingTPM: absolute(terms.ceiling.tpm),
+                    ceilingShareRPM: share(terms.ceiling.rpm), ceilingShareTPM: share(terms.ceiling.tpm),
                     firstRequestAt: tenant.firstRequestAt, firstAllocationAt: tenant.firstAllocationAt)
             },
             samples: samples,
