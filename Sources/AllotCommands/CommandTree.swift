@@ -135,7 +135,7 @@ enum CommandTree {
                 help:
                     "Run every seed of LIST (e.g. 1-8, or 1,4,9-12; at most 1000; replaces --seed) and print the means per strategy; "
                     + "--out then writes report.json (means and each seed's metrics) and results.md, no timelines "
-                    + "(and removes an earlier run's timeline files there)."),
+                    + "(and removes an earlier run's timeline, tasks and tenants files there)."),
             OptionSpec(
                 "out", value: "DIR",
                 help: "Write report.json, timeline.csv, timeline.svg, tasks.csv, tenants.csv and results.md here."),

@@ -169,8 +169,12 @@ public struct TenantSample: Sendable, Equatable {
     public var upstream429s: Int
     /// Upstream overload refusals (503/529) this tenant saw in the interval: throttling too, by the upstream.
     public var upstreamOverloaded: Int
-    /// Every way the tenant was throttled in the interval: local denials, upstream 429s and overload refusals.
-    public var throttles: Int { denials + upstream429s + upstreamOverloaded }
+    /// Its calls that waited in a gateway's admission queue for 5 s or longer (counted once each, in the interval
+    /// they left the queue or the first one they had waited that long by its close): held back, not paced.
+    public var longQueueWaits: Int
+    /// Every way the tenant was throttled in the interval: local denials, upstream 429s, overload refusals and
+    /// long waits in a queue.
+    public var throttles: Int { denials + upstream429s + upstreamOverloaded + longQueueWaits }
     /// Whether some call of the tenant's was held back at some moment of the interval: waiting in a gateway's
     /// admission queue, or for a retry after a denial or an upstream refusal. A tenant with nothing held back is
     /// getting all it asks for now. (True when unknown.)
@@ -183,7 +187,8 @@ public struct TenantSample: Sendable, Equatable {
 
     public init(
         demandRPM: Double, demandTPM: Double, servedRPM: Double, servedTPM: Double, allocationRPM: Double?,
-        allocationTPM: Double?, denials: Int, upstream429s: Int, upstreamOverloaded: Int = 0, heldBack: Bool = true,
+        allocationTPM: Double?, denials: Int, upstream429s: Int, upstreamOverloaded: Int = 0, longQueueWaits: Int = 0,
+        heldBack: Bool = true,
         arrivedRPM: Double? = nil, arrivedTPM: Double? = nil
     ) {
         self.demandRPM = demandRPM
@@ -197,6 +202,7 @@ public struct TenantSample: Sendable, Equatable {
         self.denials = denials
         self.upstream429s = upstream429s
         self.upstreamOverloaded = upstreamOverloaded
+        self.longQueueWaits = longQueueWaits
         self.heldBack = heldBack
     }
 }

@@ -87,15 +87,18 @@ import Testing
         #expect(metrics.starvationTenantMinutes == 0.25)  // one 15-s interval with a full window behind it
         let jain = metrics.tiers["standard"]!.jain!
         #expect(abs(jain - (2.0 * 2.0) / (2 * (1.8 * 1.8 + 0.2 * 0.2))) < 1e-12)
-        // Held back by a queue alone (no denial, no 429) is starvation as much (outside evaluation round 33: a
-        // refusal in the trailing minute was required, and fifo-backoff's calls waiting in its one queue never
-        // counted) ...
+        // Without throttling (no denial, no refusal, no long wait in a queue) a tenant that got little did not want
+        // more: a call paced for a moment is no throttling (a clumpy tenant back from a lull) ...
         var queued = Self.trace(
             served: Array(repeating: (90, 10), count: 4), allocations: Array(repeating: (90, 10), count: 4),
             denials: 0)
+        #expect(RunMetrics(trace: queued).starvationTenantMinutes == 0)
+        // ... but a call that waited 5 s or more in a queue throttles as much as a denial (outside evaluation round
+        // 33: fifo-backoff's calls waiting in its one queue never counted), in any interval of the minute ...
+        queued.samples[0].tenants[1].longQueueWaits = 1
         #expect(RunMetrics(trace: queued).starvationTenantMinutes == 0.25)
-        // ... while a tenant none of whose calls was held back in the minute got all it asked for.
-        for k in queued.samples.indices { queued.samples[k].tenants[1].heldBack = false }
+        // ... while a tenant none of whose calls was held back in the interval got all it asked for there.
+        queued.samples[3].tenants[1].heldBack = false
         #expect(RunMetrics(trace: queued).starvationTenantMinutes == 0)
         // Refused by the upstream as overloaded (503/529) is throttled too: a strategy that sends into the
         // refusals is not spared what one that sheds them locally is charged.
@@ -346,6 +349,11 @@ import Testing
         let metrics = RunMetrics(trace: trace)
         #expect(metrics.convergenceSeconds == 15)
         #expect(!metrics.neverReached.contains("convergence_s"))
+        // A change with no whole interval before the next one has none to be judged by: at 95 s, the next at 105 s
+        // (the 100-s interval holds the next change; judged on it alone, "never").
+        trace.capacityChangeTimes = [60, 95, 105]
+        #expect(RunMetrics(trace: trace).convergenceSeconds == 15)
+        #expect(RunMetrics(trace: trace).hasCapacityChange)
         // At 115 s (inside the run's last interval, not judged itself) the 100-s interval lies wholly before it and
         // is judged: not settled there.
         trace.capacityChangeTimes = [60, 115]
@@ -365,7 +373,7 @@ import Testing
         let entitled = RunMetrics.entitlements(trace: trace)
         #expect(entitled.rpm.allSatisfy { $0 == [20, 80] })
         #expect(RunMetrics(trace: trace).starvationTenantMinutes == 0)
-        // Half the capacity in the last interval: 10 and 50 there.
+        // Half the capacity in the last interval: 10 and 40 there.
         for k in trace.samples.indices where k == 3 { trace.samples[k].pools[0].trueRPM = 50 }
         #expect(RunMetrics.entitlements(trace: trace).rpm[3] == [10, 40])
         // An absolute ceiling stays what it is; with both, the lower.

@@ -543,6 +543,17 @@ import Testing
         let column = try #require(csv[0].split(separator: ",").firstIndex(of: "held_back"))
         let values = Set(csv.dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false)[column] })
         #expect(values == ["", "0", "1"])
+        // Calls that waited 5 s or more in a queue: none on the roomy pool, many on the tight one, and in the
+        // timeline's last column (blank for pools).
+        #expect(samples.allSatisfy { sample in roomy.allSatisfy { sample.tenants[$0].longQueueWaits == 0 } })
+        let long = samples.reduce(0) { sum, sample in
+            sum + tight.reduce(0) { $0 + sample.tenants[$1].longQueueWaits }
+        }
+        #expect(long > 0)
+        let rows = csv.dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false) }
+        let total = trace.samples.reduce(0) { sum, sample in sum + sample.tenants.reduce(0) { $0 + $1.longQueueWaits } }
+        #expect(rows.reduce(0) { $0 + (Int($1.last!) ?? 0) } == total)
+        #expect(Set(rows.filter { $0[2] == "pool" }.map { $0.last! }) == [""])
     }
 
     @Test func reportHasTheSpecShape() async throws {
@@ -578,9 +589,9 @@ import Testing
         let lines = report.timelineCSV().split(separator: "\n", omittingEmptySubsequences: false).dropLast()
         let header = lines.first!.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
         #expect(
-            header.suffix(7) == [
+            header.suffix(8) == [
                 "arrived_rpm", "arrived_tpm", "entitled_rpm", "entitled_tpm", "pool", "upstream_overloaded",
-                "held_back",
+                "held_back", "long_queue_waits",
             ])
         for line in lines {
             #expect(line.split(separator: ",", omittingEmptySubsequences: false).count == header.count)

@@ -434,9 +434,16 @@ public actor LoopRunner {
     private func restartTimer(immediately: Bool = false) {
         timer?.cancel()
         let clock = self.clock
+        // The timer's own waits end at a step back of the wall clock (the service's clock otherwise sleeps to its
+        // deadline by the wall clock, through the step), so that it notices the step; the loop's times still
+        // never go back.
+        let waits: any AllotClock = clock is SystemClock ? SystemClock(endsSleepOnStepBack: true) : clock
+        // Never before the last tick's time: a policy that changes the interval during a step back restarted the
+        // timer from the stepped clock, and the loop ticked at an instant before its last (review M2).
+        let floor = latest.current.lastTickAt ?? -Double.infinity
         timer = Task { [weak self] in
             var interval = await self?.interval ?? 5
-            var next = immediately ? clock.now : clock.now + interval
+            var next = immediately ? max(clock.now, floor) : max(clock.now, floor) + interval
             while !Task.isCancelled {
                 do {
                     // In waits of at most an interval, so that a wall clock stepped back is noticed: the next tick
@@ -449,7 +456,7 @@ public actor LoopRunner {
                             warned = true
                             await self?.noticeWallClockBehind(by: next - wall - interval, nextTick: next)
                         }
-                        try await clock.sleep(until: min(next, wall + max(interval, 1)))
+                        try await waits.sleep(until: min(next, wall + max(interval, 1)))
                     }
                 } catch {
                     return
@@ -471,7 +478,7 @@ public actor LoopRunner {
             "the wall clock stepped back: the next tick waits until it reaches the tick's time again (the loop's "
                 + "times never go back); the snapshot in force is served meanwhile",
             fields: [
-                ("stepped_back_s", .double((seconds * 1000).rounded() / 1000)),
+                ("stepped_back_at_least_s", .double((seconds * 1000).rounded() / 1000)),
                 ("next_tick_at", .string(RFC3339.format(nextTick))),
             ])
     }

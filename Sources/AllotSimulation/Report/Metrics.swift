@@ -156,8 +156,9 @@ extension RunMetrics {
     /// Starvation is judged over a trailing window this long, so that a quiet 10 s in a Poisson
     /// stream is not mistaken for starvation.
     public static let starvationWindowSeconds = 60.0
-    /// Served below this fraction of the entitlement, and throttled (denied locally, or refused upstream with a
-    /// 429 or an overload 503/529), while held back (``TenantSample/heldBack``), is starvation.
+    /// Served below this fraction of the entitlement, and throttled (denied locally, refused upstream with a 429 or
+    /// an overload 503/529, or a call that waited 5 s or longer in a queue: ``TenantSample/throttles``), while held
+    /// back (``TenantSample/heldBack``), is starvation.
     public static let starvationRatio = 0.7
     /// The arrivals that scale a tenant's demand are counted over this window, centred on the sample.
     public static let demandWindowSeconds = 300.0
@@ -319,6 +320,7 @@ extension RunMetrics {
             var served = (rpm: 0.0, tpm: 0.0)
             var entitled = (rpm: 0.0, tpm: 0.0)
             var demand = 0.0
+            var throttled = 0
             for k in samples.indices {
                 let s = samples[k].tenants[tenant]
                 served.rpm += s.servedRPM
@@ -326,6 +328,7 @@ extension RunMetrics {
                 entitled.rpm += entitledRPM[k][tenant]
                 entitled.tpm += entitledTPM[k][tenant]
                 demand += arrivedRPM[k][tenant]
+                throttled += s.throttles
                 if k >= window {
                     let old = samples[k - window].tenants[tenant]
                     served.rpm -= old.servedRPM
@@ -333,16 +336,18 @@ extension RunMetrics {
                     entitled.rpm -= entitledRPM[k - window][tenant]
                     entitled.tpm -= entitledTPM[k - window][tenant]
                     demand -= arrivedRPM[k - window][tenant]
+                    throttled -= old.throttles
                 }
                 // Held back in the interval itself: a tenant none of whose calls waits now (no queue, no retry) is
                 // getting all it asks for, whatever the trailing minute says. Without it a lull in a tenant's own
                 // arrivals, which the 5-minute arrived demand smooths over, read as starvation (noisy-signals seed 2:
                 // served 0 for 30 s by every strategy, no task arriving, counted for the denials before it).
-                // Held back by a queue counts as much as by a denial (outside evaluation round 33: a refusal in the
-                // trailing minute was required, so calls that only waited — up to 60 s in fifo-backoff's one queue —
-                // were never starvation; ow-many-small-200, seed 1, fifo-backoff 100 starved tenant-minutes hid
-                // 1,242 more, and won the headline).
-                guard k + 1 >= window, demand > served.rpm, s.heldBack else {
+                // Throttled in the trailing minute: denied, refused, or a call that waited 5 s or longer in a queue
+                // (outside evaluation round 33: a denial or a refusal was required, so calls that only waited — up
+                // to 60 s in fifo-backoff's one queue — were never starvation; ow-many-small-200, seed 1,
+                // fifo-backoff's 100 starved tenant-minutes hid 1,242 more, and won the headline). Any wait at all
+                // counted a clumpy tenant's return from a lull, its calls paced for a moment, as starved.
+                guard k + 1 >= window, throttled > 0, demand > served.rpm, s.heldBack else {
                     endStretch()
                     continue
                 }
@@ -388,6 +393,7 @@ extension RunMetrics {
         // demand is 1,350 was "never").
         var convergence: Double?
         var converged = true
+        var judgedChanges = 0
         // A change after the last interval's start has no interval to be judged by (as ``Scenario/capacityChangeTimes``
         // already leaves out).
         let changes = trace.capacityChangeTimes.filter { change in samples.last.map { $0.start >= change } ?? false }
@@ -401,7 +407,13 @@ extension RunMetrics {
             // The last interval that ends by then: one the next change falls inside is no more judged than one the
             // change falls inside at the start (round 33: a step at 455 s made the 450-s interval, half at the next
             // capacity, the last judged, and every strategy that followed the capacity "never" settled).
-            let last = max(first, samples.lastIndex(where: { $0.start + interval <= next + 1e-9 }) ?? first)
+            // A change with no whole interval before the next one (steps 8 s apart) has none to be judged by, as one
+            // inside the run's last interval (review of round 33's fix: judged on the interval the next falls
+            // inside, every strategy that followed the capacity read "never").
+            guard let last = samples.lastIndex(where: { $0.start + interval <= next + 1e-9 }), last >= first else {
+                continue
+            }
+            judgedChanges += 1
             let smooth = max(1, Int((30 / interval).rounded()))
             // Only the pools whose capacity changed then are judged: an unchanged pool beside it has nothing to
             // converge to (fleet-hour's second pool, served below 90 % of its nominal load while its arrivals ran
@@ -522,7 +534,7 @@ extension RunMetrics {
             upstream429Rate: attempts > 0 ? Double(rejected) / Double(attempts) : 0, upstreamAttempts: attempts,
             upstream429s: rejected, starvationTenantMinutes: Double(starvedSamples) * interval / 60,
             totalVariation: hasAllocations ? 100 * variation / max(minutes, 1e-9) : nil,
-            convergenceSeconds: converged ? convergence : nil, hasCapacityChange: !changes.isEmpty,
+            convergenceSeconds: converged ? convergence : nil, hasCapacityChange: judgedChanges > 0,
             timeToFirstAllocation: waits.isEmpty ? nil : waits.reduce(0, +) / Double(waits.count), tiers: tiers,
             sustainedStarvationTenantMinutes: Double(sustainedSamples) * interval / 60, pools: pools,
             starvedTenants: starvedByTenant.mapValues { Double($0) * interval / 60 })

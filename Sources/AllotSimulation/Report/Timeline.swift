@@ -5,7 +5,7 @@ extension SimulationReport {
         var text =
             "strategy,t_s,kind,id,tier,true_rpm,true_tpm,estimated_rpm,estimated_tpm,demand_rpm,demand_tpm,"
             + "allocation_rpm,allocation_tpm,served_rpm,served_tpm,denials,upstream_429s,upstream_attempts,"
-            + "arrived_rpm,arrived_tpm,entitled_rpm,entitled_tpm,pool,upstream_overloaded,held_back\n"
+            + "arrived_rpm,arrived_tpm,entitled_rpm,entitled_tpm,pool,upstream_overloaded,held_back,long_queue_waits\n"
         func cell(_ value: Double?) -> String { value.map { Self.fixed($0, 2) } ?? "" }
         for trace in traces {
             let arrived = RunMetrics.arrivedDemand(trace: trace)
@@ -26,7 +26,7 @@ extension SimulationReport {
                     text += ",,\(cell(pool.servedRPM)),\(cell(pool.servedTPM)),,"
                     text += "\(pool.upstream429s),\(pool.upstreamAttempts),"
                     text += "\(cell(poolArrived.rpm)),\(cell(poolArrived.tpm)),,,\(trace.pools[index].id),"
-                    text += "\(pool.upstreamOverloaded),\n"
+                    text += "\(pool.upstreamOverloaded),,\n"
                 }
                 for (index, tenant) in sample.tenants.enumerated() {
                     let info = trace.tenants[index]
@@ -36,18 +36,13 @@ extension SimulationReport {
                     text += "\(cell(tenant.servedTPM)),\(tenant.denials),\(tenant.upstream429s),,"
                     text += "\(cell(arrived.rpm[k][index])),\(cell(arrived.tpm[k][index])),"
                     text += "\(cell(entitled.rpm[k][index])),\(cell(entitled.tpm[k][index])),\(info.pool),"
-                    text += "\(tenant.upstreamOverloaded),\(tenant.heldBack ? 1 : 0)\n"
+                    text += "\(tenant.upstreamOverloaded),\(tenant.heldBack ? 1 : 0),\(tenant.longQueueWaits)\n"
                 }
             }
         }
         return text
     }
 
-    /// A self-contained SVG: for every pool, one panel per strategy in its binding dimension — the hidden true
-    /// capacity, Allot's estimate, the total served, and each tenant's allocation (dashed) and served rate for the
-    /// six tenants whose arrivals were largest (the rest summed as "others"). The panels of one pool share their
-    /// scale, and a tenant keeps its colour in every panel: the tenants shown and their colours are chosen from
-    /// the arrivals, which depend on the seed and not on the strategy.
     /// `tasks.csv`: every task of every strategy's run, the rows `slo_attainment` and the task latency percentiles
     /// are computed from (`judged` 1: its deadline falls inside the run), times in seconds of the run.
     public func tasksCSV() -> String {
@@ -65,12 +60,12 @@ extension SimulationReport {
         return text
     }
 
-    /// `tenants.csv`: per strategy and tenant, its first request and first allocation (seconds of the run, blank
-    /// for never), what `time_to_first_allocation_s` averages, and its starved tenant-minutes.
+    /// `tenants.csv`: per strategy and tenant entry (a tenant on two pools has one for each), its first request and
+    /// first allocation (seconds of the run, blank for never) and their difference, what
+    /// `time_to_first_allocation_s` averages. (Starved tenant-minutes per tenant are report.json's `starved_tenants`.)
     public func tenantsCSV() -> String {
-        var text = "strategy,tenant,tier,pool,weight,first_request_s,first_allocation_s,time_to_first_allocation_s,"
-        text += "starved_tenant_minutes\n"
-        for (trace, metrics) in zip(traces, self.metrics) {
+        var text = "strategy,tenant,tier,pool,weight,first_request_s,first_allocation_s,time_to_first_allocation_s\n"
+        for trace in traces {
             for tenant in trace.tenants {
                 let request = tenant.firstRequestAt.map { Self.fixed($0, 3) } ?? ""
                 let allocation = tenant.firstAllocationAt.map { Self.fixed($0, 3) } ?? ""
@@ -78,14 +73,18 @@ extension SimulationReport {
                 if let first = tenant.firstRequestAt, let allocated = tenant.firstAllocationAt {
                     wait = Self.fixed(max(0, allocated - first), 3)
                 }
-                let starved = Self.fixed(metrics.starvedTenants[tenant.id] ?? 0, 3)
                 text += "\(trace.strategy),\(tenant.id),\(tenant.tier),\(tenant.pool),\(Self.fixed(tenant.weight, 3)),"
-                text += "\(request),\(allocation),\(wait),\(starved)\n"
+                text += "\(request),\(allocation),\(wait)\n"
             }
         }
         return text
     }
 
+    /// A self-contained SVG: for every pool, one panel per strategy in its binding dimension — the hidden true
+    /// capacity, Allot's estimate, the total served, and each tenant's allocation (dashed) and served rate for the
+    /// six tenants whose arrivals were largest (the rest summed as "others"). The panels of one pool share their
+    /// scale, and a tenant keeps its colour in every panel: the tenants shown and their colours are chosen from
+    /// the arrivals, which depend on the seed and not on the strategy.
     public func timelineSVG() -> String {
         let layout = ChartLayout()
         let traces = self.traces.filter { !$0.samples.isEmpty && !$0.pools.isEmpty }

@@ -48,6 +48,9 @@ final class SimulationRun {
     /// Per tenant: its calls held back now — waiting in a gateway's admission queue, or for a retry after a denial
     /// or an upstream refusal (``hold(_:)``).
     private var heldCalls: [Int]
+    /// Calls waiting in a gateway's admission queue now, by id, with when they began to: one that has waited
+    /// ``longQueueWait`` is counted once in its tenant's ``TenantCounters/longQueueWaits``.
+    private var queuedSince: [Int: Double] = [:]
     private var now = 0.0
     /// `ALLOT_SIM_DEBUG`: the run's trace on stderr (see docs/scenarios.md), ending with ``deniedBy``.
     private let debug: Bool
@@ -280,7 +283,21 @@ final class SimulationRun {
         guard calls[id].held else { return }
         calls[id].held = false
         heldCalls[calls[id].tenant] -= 1
+        if let since = queuedSince.removeValue(forKey: id) { countLongQueueWait(id, since: since) }
     }
+
+    /// A call that waited in a gateway's queue for ``longQueueWait`` or longer throttled its tenant, as a denial
+    /// does (counted once per call: when it leaves the queue, or at the close of an interval it is still waiting
+    /// in).
+    private func countLongQueueWait(_ id: Int, since: Double) {
+        guard !calls[id].countedLongWait, now - since >= Self.longQueueWait else { return }
+        calls[id].countedLongWait = true
+        tenantCounters[calls[id].tenant].longQueueWaits += 1
+    }
+
+    /// How long a call waits in a gateway's queue before it throttles its tenant for the starvation metric: a
+    /// wait that long is being held back, not paced (the interactive class's maximum wait).
+    static let longQueueWait = 5.0
 
     private func dispatch(_ id: Int) {
         release(id)
@@ -320,7 +337,9 @@ final class SimulationRun {
         }
         switch submission {
         case .decided(let admission): decided(id, admission)
-        case .queued: hold(id)
+        case .queued:
+            hold(id)
+            queuedSince[id] = now
         }
         drainInbox()
         scheduleWake(gateway)
@@ -656,6 +675,8 @@ final class SimulationRun {
             var tenantSamples: [TenantSample] = []
             tenantSamples.reserveCapacity(tenants.count)
             var poolDemand = Array(repeating: (rpm: 0.0, tpm: 0.0), count: scenario.pools.count)
+            // Calls still waiting: one that has waited long enough is counted in this interval.
+            for (id, since) in queuedSince { countLongQueueWait(id, since: since) }
             for index in tenants.indices {
                 let spec = tenants[index].spec
                 let (demandRPM, demandTPM) = spec.averageLoad(from: start, length: length)
@@ -677,7 +698,7 @@ final class SimulationRun {
                         servedTPM: counters.servedTokens * perMinute, allocationRPM: allocation[index]?.rpm,
                         allocationTPM: allocation[index]?.tpm, denials: counters.denials,
                         upstream429s: counters.upstream429s, upstreamOverloaded: counters.overloaded,
-                        heldBack: counters.heldBack,
+                        longQueueWaits: counters.longQueueWaits, heldBack: counters.heldBack,
                         arrivedRPM: arrived.rpm, arrivedTPM: arrived.tpm))
             }
             let poolSamples = scenario.pools.indices.map { index in
@@ -846,6 +867,8 @@ struct CallRun {
     var denials = 0
     /// Counted in its tenant's held-back calls.
     var held = false
+    /// Counted in its tenant's ``TenantCounters/longQueueWaits`` (once).
+    var countedLongWait = false
     var ticket: Ticket?
     var response: SimUpstream.Response?
 
@@ -865,6 +888,8 @@ struct TenantCounters {
     var overloaded = 0
     /// Some call of the tenant's was held back during the interval (``SimulationRun/hold(_:)``).
     var heldBack = false
+    /// Calls that waited in a gateway's queue for ``SimulationRun/longQueueWait`` or longer.
+    var longQueueWaits = 0
     /// Tasks that arrived. Their arrival times come from the tenant's own random stream alone, so the
     /// count is the same for every strategy (the calls a task makes are drawn from a stream that the
     /// service's timing also draws from: the metrics use the mean instead).
