@@ -361,6 +361,22 @@ import Testing
         #expect(RunMetrics(trace: trace).neverReached.contains("convergence_s"))
     }
 
+    /// A pool its tenants' ceilings hold below its capacity has settled where they hold it: the target is what the
+    /// ceilings let its tenants be served of their demand (review of round 33: free tenants of 20 % each on a cut
+    /// pool, held there by policy, read "never" while over-sending baselines "converged").
+    @Test func convergenceIsJudgedAgainstWhatTheCeilingsLetThrough() {
+        // After the change the pool has 150 rpm and the tenant wants 120, served 60.
+        var trace = Self.convergenceTrace(served: [60, 60, 60, 60, 60, 60])
+        #expect(RunMetrics(trace: trace).convergenceSeconds == nil)
+        // Its ceiling is 40 % of the pool: 60 of 150, all it may be served.
+        trace.tenants[0].ceilingShareRPM = 0.4
+        #expect(RunMetrics(trace: trace).convergenceSeconds == 10)
+        // An absolute ceiling of 100 lets it be served its whole demand: not settled at 60.
+        trace.tenants[0].ceilingShareRPM = nil
+        trace.tenants[0].ceilingRPM = 100
+        #expect(RunMetrics(trace: trace).convergenceSeconds == nil)
+    }
+
     /// A ceiling given as a share of the pool caps the entitlement at that share of the true capacity of each
     /// interval, as the engine resolves it against the capacity it allocates (round 33: against the declared
     /// capacity, `allot` was counted as starving tenants held to 20 % of a pool cut below its declaration).

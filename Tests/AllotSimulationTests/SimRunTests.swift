@@ -251,6 +251,33 @@ import Testing
         #expect(attainment >= 0.65, "\(attainment)")
     }
 
+    /// The trace carries each tenant's ceiling as its terms give it: a share of the pool stays a share (resolved by
+    /// the metrics against each interval's true capacity), an absolute one a rate, none nil (outside evaluation
+    /// round 33: resolved against the declared capacity, a cut pool's free tenants were "starved" by policy).
+    @Test func ceilingsReachTheTraceAsSharesOrRates() async throws {
+        let tenants = """
+            [{"id": "hobby", "tier": "free", "pool": "openai/gpt-4o",
+              "arrivals": [{"at_s": 0, "tasks_per_min": 2}],
+              "task": {"class": "interactive", "calls": {"min": 1, "max": 1}, "parallelism": 1,
+                       "prompt_tokens": {"mean": 100}, "completion_tokens": {"mean": 10}, "deadline_s": 60}},
+             {"id": "team", "tier": "standard", "pool": "openai/gpt-4o",
+              "arrivals": [{"at_s": 0, "tasks_per_min": 2}],
+              "task": {"class": "interactive", "calls": {"min": 1, "max": 1}, "parallelism": 1,
+                       "prompt_tokens": {"mean": 100}, "completion_tokens": {"mean": 10}, "deadline_s": 60}}]
+            """
+        let scenario = try decode(scenarioJSON(duration: 60, tenants: tenants))
+        var policy = try SimulationPolicy.defaultPolicy()
+        policy.setTenant(
+            TenantPolicy(id: "team", tier: "standard", ceiling: PerDimension(rpm: .absolute(40), tpm: nil)))
+        let trace = try await Simulator.run(scenario, strategy: .static, seed: 1, policy: policy)
+        let hobby = try #require(trace.tenants.first { $0.id == "hobby" })
+        #expect(hobby.ceilingShareRPM == 0.2 && hobby.ceilingShareTPM == 0.2)
+        #expect(hobby.ceilingRPM == nil && hobby.ceilingTPM == nil)
+        let team = try #require(trace.tenants.first { $0.id == "team" })
+        #expect(team.ceilingRPM == 40 && team.ceilingShareRPM == nil)
+        #expect(team.ceilingTPM == nil && team.ceilingShareTPM == nil)
+    }
+
     /// A tenant whose realtime tasks make 25 calls, past a realtime budget of 20 (the default policy's, with its
     /// realtime task budget lowered to 20 calls), behind one gateway (a gateway counts the calls of a task it has
     /// seen, and calls go round-robin), under `allot`.

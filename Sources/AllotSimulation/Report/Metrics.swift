@@ -394,6 +394,35 @@ extension RunMetrics {
         var convergence: Double?
         var converged = true
         var judgedChanges = 0
+        // Per sample and pool, what its tenants' ceilings let it serve of their nominal demand (nil: no tenant of it
+        // has a ceiling, the pool's demand stands): a pool held below its capacity by its tenants' ceilings has
+        // settled where they hold it (review of round 33: free tenants of 20 % each, cut pool, "never").
+        let capped = trace.pools.indices.map { p in
+            (0..<tenantCount).contains { t in
+                let tenant = trace.tenants[t]
+                return tenantPool[t] == p
+                    && (tenant.ceilingRPM ?? tenant.ceilingShareRPM ?? tenant.ceilingTPM ?? tenant.ceilingShareTPM) != nil
+            }
+        }
+        let reachable: [[(rpm: Double?, tpm: Double?)]] = samples.map { sample in
+            trace.pools.indices.map { p in
+                var sum: (rpm: Double?, tpm: Double?) = (nil, nil)
+                guard capped[p] else { return sum }
+                let pool = sample.pools[p]
+                var (rpm, tpm) = (0.0, 0.0)
+                for t in 0..<tenantCount where tenantPool[t] == p {
+                    let tenant = trace.tenants[t]
+                    let capRPM = min(
+                        tenant.ceilingRPM ?? .infinity, tenant.ceilingShareRPM.map { $0 * pool.trueRPM } ?? .infinity)
+                    let capTPM = min(
+                        tenant.ceilingTPM ?? .infinity, tenant.ceilingShareTPM.map { $0 * pool.trueTPM } ?? .infinity)
+                    rpm += min(sample.tenants[t].demandRPM, capRPM)
+                    tpm += min(sample.tenants[t].demandTPM, capTPM)
+                }
+                sum = (rpm, tpm)
+                return sum
+            }
+        }
         // A change after the last interval's start has no interval to be judged by (as ``Scenario/capacityChangeTimes``
         // already leaves out).
         let changes = trace.capacityChangeTimes.filter { change in samples.last.map { $0.start >= change } ?? false }
@@ -435,19 +464,22 @@ extension RunMetrics {
                     // Within [0.9 × mean min(true, demand), 1.1 × mean true] in one dimension, 30-s means.
                     func settled(
                         _ served: KeyPath<PoolSample, Double>, _ capacity: KeyPath<PoolSample, Double>,
-                        _ demand: KeyPath<PoolSample, Double>
+                        _ demand: KeyPath<PoolSample, Double>, _ capped: ((rpm: Double?, tpm: Double?)) -> Double?
                     ) -> Bool {
                         var (servedSum, capacitySum, targetSum) = (0.0, 0.0, 0.0)
                         for j in lo...k {
                             let pool = samples[j].pools[p]
                             servedSum += pool[keyPath: served]
                             capacitySum += pool[keyPath: capacity]
-                            targetSum += min(pool[keyPath: capacity], pool[keyPath: demand])
+                            let wanted = capped(reachable[j][p]) ?? pool[keyPath: demand]
+                            targetSum += min(pool[keyPath: capacity], wanted)
                         }
                         let (mean, target) = (servedSum / span, targetSum / span)
                         return target <= 0 || (mean >= 0.9 * target && mean <= 1.1 * (capacitySum / span))
                     }
-                    if !(settled(\.servedRPM, \.trueRPM, \.demandRPM) || settled(\.servedTPM, \.trueTPM, \.demandTPM)) {
+                    if !(settled(\.servedRPM, \.trueRPM, \.demandRPM, { $0.rpm })
+                        || settled(\.servedTPM, \.trueTPM, \.demandTPM, { $0.tpm }))
+                    {
                         within = false
                     }
                 }
