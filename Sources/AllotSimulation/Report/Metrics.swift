@@ -400,8 +400,8 @@ extension RunMetrics {
         let capped = trace.pools.indices.map { p in
             (0..<tenantCount).contains { t in
                 let tenant = trace.tenants[t]
-                return tenantPool[t] == p
-                    && (tenant.ceilingRPM ?? tenant.ceilingShareRPM ?? tenant.ceilingTPM ?? tenant.ceilingShareTPM) != nil
+                let ceiling = tenant.ceilingRPM ?? tenant.ceilingShareRPM ?? tenant.ceilingTPM ?? tenant.ceilingShareTPM
+                return tenantPool[t] == p && ceiling != nil
             }
         }
         let reachable: [[(rpm: Double?, tpm: Double?)]] = samples.map { sample in
