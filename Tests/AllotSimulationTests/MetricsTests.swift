@@ -260,6 +260,34 @@ import Testing
             samples: samples, tasks: [], capacityChangeTimes: changes)
     }
 
+    /// A run's short last interval counts for its length, not a whole interval (outside evaluation round 33, L3: a
+    /// 605-s run counted its 600–605 s as 10 s of starvation).
+    @Test func aShortLastIntervalCountsForItsLength() {
+        var trace = Self.starvationTrace(served: Array(repeating: 20, count: 35))
+        trace.durationSeconds = 345  // the last interval, 340–345 s, is 5 s long
+        let metrics = RunMetrics(trace: trace)
+        #expect(abs(metrics.starvationTenantMinutes - 295.0 / 60) < 1e-9)
+        #expect(abs(metrics.sustainedStarvationTenantMinutes - 295.0 / 60) < 1e-9)
+        #expect(abs(metrics.starvedTenants["a"]! - 295.0 / 60) < 1e-9)
+    }
+
+    /// Served exactly 70 % of the entitlement is not starvation, whatever the order the window's intervals were
+    /// added in (round 33, L2: running sums with subtraction left such a tie to rounding).
+    @Test func servedExactlySeventyPercentIsNotStarved() {
+        // Entitled 80 each interval (demand 80 of 100); after eight intervals of other values, served 56 = 0.7 × 80.
+        // Of the fifteen judged windows (ending at intervals 5…19) only the first is below 70 %; a running sum that
+        // added and took away the first eight values was left a hair under 56 × 6 and counted the last seven too.
+        // (Requests alone: no tokens are wanted, so the token dimension does not decide.)
+        let served = [30.1, 3.1, 86.6, 47.3, 71.9, 87.9, 71.4, 92.1] + Array(repeating: 56.0, count: 12)
+        var trace = Self.starvationTrace(served: served)
+        for k in trace.samples.indices {
+            trace.samples[k].tenants[0].demandTPM = 0
+            trace.samples[k].tenants[0].arrivedTPM = 0
+        }
+        let metrics = RunMetrics(trace: trace)
+        #expect(metrics.starvedTenants["a"] == 1.0 / 6)
+    }
+
     @Test func onlyStarvedStretchesOfFiveMinutesAreSustainedStarvation() {
         // Entitled 80, served 20 (< 0.7 × 80): every interval with a full 60-s window behind it is
         // starved. 35 intervals give 30 of them (five minutes), 34 give 29 (one short).

@@ -306,37 +306,37 @@ extension RunMetrics {
                 upstream429s: rejected)
         }
 
-        // Starvation tenant-minutes over trailing windows.
-        var starvedSamples = 0
-        var sustainedSamples = 0
-        var starvedByTenant: [String: Int] = [:]
+        // Starvation tenant-minutes over trailing windows, each interval weighted by its length (a run's short last
+        // interval counted whole until round 33's L3).
+        var starvedSeconds = 0.0
+        var sustainedSeconds = 0.0
+        var starvedByTenant: [String: Double] = [:]
         let sustained = max(1, Int((Self.sustainedStarvationSeconds / interval).rounded()))
+        func length(_ k: Int) -> Double { max(0, min(interval, trace.durationSeconds - samples[k].start)) }
         for tenant in 0..<tenantCount {
-            var stretch = 0
+            var stretch = (intervals: 0, seconds: 0.0)
             func endStretch() {
-                if stretch >= sustained { sustainedSamples += stretch }
-                stretch = 0
+                if stretch.intervals >= sustained { sustainedSeconds += stretch.seconds }
+                stretch = (0, 0)
             }
-            var served = (rpm: 0.0, tpm: 0.0)
-            var entitled = (rpm: 0.0, tpm: 0.0)
-            var demand = 0.0
-            var throttled = 0
             for k in samples.indices {
                 let s = samples[k].tenants[tenant]
-                served.rpm += s.servedRPM
-                served.tpm += s.servedTPM
-                entitled.rpm += entitledRPM[k][tenant]
-                entitled.tpm += entitledTPM[k][tenant]
-                demand += arrivedRPM[k][tenant]
-                throttled += s.throttles
-                if k >= window {
-                    let old = samples[k - window].tenants[tenant]
-                    served.rpm -= old.servedRPM
-                    served.tpm -= old.servedTPM
-                    entitled.rpm -= entitledRPM[k - window][tenant]
-                    entitled.tpm -= entitledTPM[k - window][tenant]
-                    demand -= arrivedRPM[k - window][tenant]
-                    throttled -= old.throttles
+                // The trailing window summed afresh (running sums with subtraction left an exact tie at 70 % to
+                // rounding noise: ow-three-hours, equal-split, 84 rpm served against 120 entitled, round 33's L2).
+                var served = (rpm: 0.0, tpm: 0.0)
+                var entitled = (rpm: 0.0, tpm: 0.0)
+                var demand = 0.0
+                var throttled = 0
+                if k + 1 >= window {
+                    for j in (k + 1 - window)...k {
+                        let old = samples[j].tenants[tenant]
+                        served.rpm += old.servedRPM
+                        served.tpm += old.servedTPM
+                        entitled.rpm += entitledRPM[j][tenant]
+                        entitled.tpm += entitledTPM[j][tenant]
+                        demand += arrivedRPM[j][tenant]
+                        throttled += old.throttles
+                    }
                 }
                 // Held back in the interval itself: a tenant none of whose calls waits now (no queue, no retry) is
                 // getting all it asks for, whatever the trailing minute says. Without it a lull in a tenant's own
@@ -354,9 +354,10 @@ extension RunMetrics {
                 let starvedRPM = entitled.rpm <= 1e-9 || served.rpm < Self.starvationRatio * entitled.rpm
                 let starvedTPM = entitled.tpm <= 1e-9 || served.tpm < Self.starvationRatio * entitled.tpm
                 if starvedRPM && starvedTPM && (entitled.rpm > 1e-9 || entitled.tpm > 1e-9) {
-                    starvedSamples += 1
-                    starvedByTenant[trace.tenants[tenant].id, default: 0] += 1
-                    stretch += 1
+                    starvedSeconds += length(k)
+                    starvedByTenant[trace.tenants[tenant].id, default: 0] += length(k)
+                    stretch.intervals += 1
+                    stretch.seconds += length(k)
                 } else {
                     endStretch()
                 }
@@ -564,12 +565,12 @@ extension RunMetrics {
             strategy: trace.strategy,
             utilisation: utilisationCount > 0 ? utilisationSum / Double(utilisationCount) : nil,
             upstream429Rate: attempts > 0 ? Double(rejected) / Double(attempts) : 0, upstreamAttempts: attempts,
-            upstream429s: rejected, starvationTenantMinutes: Double(starvedSamples) * interval / 60,
+            upstream429s: rejected, starvationTenantMinutes: starvedSeconds / 60,
             totalVariation: hasAllocations ? 100 * variation / max(minutes, 1e-9) : nil,
             convergenceSeconds: converged ? convergence : nil, hasCapacityChange: judgedChanges > 0,
             timeToFirstAllocation: waits.isEmpty ? nil : waits.reduce(0, +) / Double(waits.count), tiers: tiers,
-            sustainedStarvationTenantMinutes: Double(sustainedSamples) * interval / 60, pools: pools,
-            starvedTenants: starvedByTenant.mapValues { Double($0) * interval / 60 })
+            sustainedStarvationTenantMinutes: sustainedSeconds / 60, pools: pools,
+            starvedTenants: starvedByTenant.mapValues { $0 / 60 })
     }
 }
 
