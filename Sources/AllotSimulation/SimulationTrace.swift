@@ -77,6 +77,20 @@ public struct TraceTenant: Sendable, Equatable {
     /// declared 1,000 rpm — 27.3 starved tenant-minutes that were its policy).
     public var ceilingShareRPM: Double?
     public var ceilingShareTPM: Double?
+
+    /// Its ceiling per minute in each dimension, a share resolved against a pool capacity of `rpm` and `tpm`
+    /// (infinity: none).
+    public func ceiling(rpm: Double, tpm: Double) -> (rpm: Double, tpm: Double) {
+        (
+            min(ceilingRPM ?? .infinity, ceilingShareRPM.map { $0 * rpm } ?? .infinity),
+            min(ceilingTPM ?? .infinity, ceilingShareTPM.map { $0 * tpm } ?? .infinity)
+        )
+    }
+
+    /// Whether it has a ceiling in either dimension.
+    public var hasCeiling: Bool {
+        ceilingRPM != nil || ceilingTPM != nil || ceilingShareRPM != nil || ceilingShareTPM != nil
+    }
     /// Simulated time of the tenant's first request (nil if it never sent one).
     public var firstRequestAt: Double?
     /// Simulated time at which the tenant first had its own allocation at its gateways

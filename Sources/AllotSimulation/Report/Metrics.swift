@@ -228,23 +228,13 @@ extension RunMetrics {
                 let members = (0..<tenantCount).filter { tenantPool[$0] == p }
                 let weights = members.map { trace.tenants[$0].weight }
                 // A ceiling given as a share of the pool is resolved against the capacity of the interval.
-                func ceiling(_ absolute: Double?, _ share: Double?, capacity: Double) -> Double {
-                    min(absolute ?? .infinity, share.map { $0 * capacity } ?? .infinity)
-                }
+                let ceilings = members.map { trace.tenants[$0].ceiling(rpm: pool.trueRPM, tpm: pool.trueTPM) }
                 let r = WaterFill.shares(
                     capacity: pool.trueRPM, weights: weights,
-                    limits: members.map {
-                        let tenant = trace.tenants[$0]
-                        let limit = ceiling(tenant.ceilingRPM, tenant.ceilingShareRPM, capacity: pool.trueRPM)
-                        return min(arrivedRPM[k][$0], limit)
-                    })
+                    limits: members.indices.map { min(arrivedRPM[k][members[$0]], ceilings[$0].rpm) })
                 let t = WaterFill.shares(
                     capacity: pool.trueTPM, weights: weights,
-                    limits: members.map {
-                        let tenant = trace.tenants[$0]
-                        let limit = ceiling(tenant.ceilingTPM, tenant.ceilingShareTPM, capacity: pool.trueTPM)
-                        return min(arrivedTPM[k][$0], limit)
-                    })
+                    limits: members.indices.map { min(arrivedTPM[k][members[$0]], ceilings[$0].tpm) })
                 for (i, m) in members.enumerated() {
                     rpm[m] = r[i]
                     tpm[m] = t[i]
@@ -399,11 +389,7 @@ extension RunMetrics {
         // has a ceiling, the pool's demand stands): a pool held below its capacity by its tenants' ceilings has
         // settled where they hold it (review of round 33: free tenants of 20 % each, cut pool, "never").
         let capped = trace.pools.indices.map { p in
-            (0..<tenantCount).contains { t in
-                let tenant = trace.tenants[t]
-                let ceiling = tenant.ceilingRPM ?? tenant.ceilingShareRPM ?? tenant.ceilingTPM ?? tenant.ceilingShareTPM
-                return tenantPool[t] == p && ceiling != nil
-            }
+            (0..<tenantCount).contains { tenantPool[$0] == p && trace.tenants[$0].hasCeiling }
         }
         let reachable: [[(rpm: Double?, tpm: Double?)]] = samples.map { sample in
             trace.pools.indices.map { p in
@@ -412,13 +398,9 @@ extension RunMetrics {
                 let pool = sample.pools[p]
                 var (rpm, tpm) = (0.0, 0.0)
                 for t in 0..<tenantCount where tenantPool[t] == p {
-                    let tenant = trace.tenants[t]
-                    let capRPM = min(
-                        tenant.ceilingRPM ?? .infinity, tenant.ceilingShareRPM.map { $0 * pool.trueRPM } ?? .infinity)
-                    let capTPM = min(
-                        tenant.ceilingTPM ?? .infinity, tenant.ceilingShareTPM.map { $0 * pool.trueTPM } ?? .infinity)
-                    rpm += min(sample.tenants[t].demandRPM, capRPM)
-                    tpm += min(sample.tenants[t].demandTPM, capTPM)
+                    let ceiling = trace.tenants[t].ceiling(rpm: pool.trueRPM, tpm: pool.trueTPM)
+                    rpm += min(sample.tenants[t].demandRPM, ceiling.rpm)
+                    tpm += min(sample.tenants[t].demandTPM, ceiling.tpm)
                 }
                 sum = (rpm, tpm)
                 return sum
