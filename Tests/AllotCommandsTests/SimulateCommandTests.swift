@@ -762,10 +762,10 @@ import Testing
             }
             return last
         }
-        #expect(try await lastRPM(["--policy", policies]) == ["a": ["60.00", "60.00"], "b": ["60.00", "60.00"]])
+        #expect(try await lastRPM(["--policy", policies]) == ["a": ["60.0000", "60.0000"], "b": ["60.0000", "60.0000"]])
         try Data(#"{"tenants": {"b": {"tier": "gold", "weight": 0.5}}}"#.utf8)
             .write(to: URL(fileURLWithPath: policies + "/tenants.json"))
-        #expect(try await lastRPM(["--policy", policies]) == ["a": ["80.00", "80.00"], "b": ["40.00", "40.00"]])
+        #expect(try await lastRPM(["--policy", policies]) == ["a": ["80.0000", "80.0000"], "b": ["40.0000", "40.0000"]])
     }
 
     /// `--seeds` runs every listed seed and prints the means; `--out` then writes report.json and

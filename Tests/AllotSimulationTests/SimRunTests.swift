@@ -627,14 +627,14 @@ import Testing
         let entitled = RunMetrics.entitlements(trace: traces[0])
         let firstTenant = lines.dropFirst().first { $0.contains(",tenant,") }!.split(
             separator: ",", omittingEmptySubsequences: false)
-        #expect(firstTenant[header.firstIndex(of: "entitled_rpm")!] == SimulationReport.fixed(entitled.rpm[0][0], 2))
+        #expect(firstTenant[header.firstIndex(of: "entitled_rpm")!] == SimulationReport.fixed(entitled.rpm[0][0], 4))
         // A pool row sums its tenants' arrived demand, and has no entitlement.
         let arrived = RunMetrics.arrivedDemand(trace: traces[0])
         let firstPool = lines.dropFirst().first { $0.contains(",pool,") }!.split(
             separator: ",", omittingEmptySubsequences: false)
         func column(_ name: String) -> Substring { firstPool[header.firstIndex(of: name)!] }
-        #expect(column("arrived_rpm") == SimulationReport.fixed(arrived.rpm[0].reduce(0, +), 2))
-        #expect(column("arrived_tpm") == SimulationReport.fixed(arrived.tpm[0].reduce(0, +), 2))
+        #expect(column("arrived_rpm") == SimulationReport.fixed(arrived.rpm[0].reduce(0, +), 4))
+        #expect(column("arrived_tpm") == SimulationReport.fixed(arrived.tpm[0].reduce(0, +), 4))
         #expect(column("entitled_rpm") == "")
         let svg = report.timelineSVG()
         #expect(svg.hasPrefix("<svg xmlns=\"http://www.w3.org/2000/svg\""))
