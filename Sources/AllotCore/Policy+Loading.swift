@@ -748,6 +748,17 @@ struct PolicyLoader {
                     path.key(own).key(dimension.rawValue), .floorAboveCeiling,
                     "floor (\(floor.jsonText))\(floorSource) is above ceiling (\(ceiling.jsonText))\(ceilingSource)")
             }
+            // As for a tier's own floor: guard_max bounds every floor the engine holds, so this one would be cut to
+            // it at every tick without a word (outside evaluation round 34: a tenant's floor of 300 published at 100).
+            for dimension in RateDimension.allCases {
+                guard let floor = tenant.floor[dimension], Self.exceeds(floor, tier.guardMax[dimension]) else {
+                    continue
+                }
+                reader.report(
+                    path.key("floor").key(dimension.rawValue), .invalidValue,
+                    "floor (\(floor.jsonText)) is above guard_max (\(tier.guardMax[dimension].jsonText)) of tier "
+                        + "\"\(tier.name)\": the engine could never honour it")
+            }
         }
         return tenant
     }

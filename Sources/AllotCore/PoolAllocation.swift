@@ -72,7 +72,7 @@ public struct AllocationClaim: Sendable, Hashable {
     public var rank: Int
     /// Idle tenants receive only `idleAllocation`, taken from `C` first (SPEC 6.1).
     public var isIdle: Bool
-    /// What an idle tenant holds.
+    /// What an idle tenant holds (within its ceiling and budget cap: ``idleHolding``).
     public var idleAllocation: Double
     /// The engine never allocates below this on its own, outside degraded mode (SPEC 6.7).
     public var guardMin: Double
@@ -107,6 +107,11 @@ public struct AllocationClaim: Sendable, Hashable {
         self.receivesSurplus = receivesSurplus
         self.spread = spread
     }
+
+    /// What an idle tenant is given before any scaling: its idle allocation, but never above its ceiling or its budget
+    /// cap — a ceiling is the most a tenant holds, idle or not (outside evaluation round 34: an idle free tenant was
+    /// published at its tier's 30-rpm idle allocation under a 10-rpm ceiling).
+    var idleHolding: Double { min(idleAllocation, ceiling, budgetCap) }
 }
 
 /// The allocation of one pool in one dimension (SPEC 6.1–6.4, 6.9), before dampening.
@@ -232,7 +237,7 @@ public struct PoolAllocation: Sendable {
             for i in 0..<count {
                 let claim = claims[i]
                 if claim.isIdle {
-                    idleWanted += min(claim.idleAllocation, claim.budgetCap)
+                    idleWanted += claim.idleHolding
                     continue
                 }
                 if claim.guardMin > 0 || claim.guardMax < .infinity { guarded = true }
@@ -264,7 +269,7 @@ public struct PoolAllocation: Sendable {
             let idleCap = capacity * min(1, max(0, settings.idleShare.isFinite ? settings.idleShare : 1))
             let idleScale = idleWanted > idleCap ? idleCap / idleWanted : 1
             for i in 0..<count where claims[i].isIdle {
-                let value = min(claims[i].idleAllocation, claims[i].budgetCap) * idleScale
+                let value = claims[i].idleHolding * idleScale
                 allocations[i] = value
                 needs[i] = value
                 lowerBounds[i] = value

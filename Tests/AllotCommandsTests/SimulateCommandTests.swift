@@ -585,6 +585,22 @@ import Testing
         try tenants(floor: "50%")
         let full = await runCLI(["simulate", "--scenario", scenario, "--check", "--policy", policies])
         #expect(!full.out.contains("the floors of"), "\(full.out)")
+
+        // Guard minimums that over-commit the pool are warned of too (outside evaluation round 34): the engine then
+        // holds none of them.
+        try Data(#"{"tenants": {}}"#.utf8).write(to: URL(fileURLWithPath: policies + "/tenants.json"))
+        try Data(
+            #"{"default_tier": "standard", "tiers": {"standard": {"priority": 0, "weight": 1, "guard_min": "55%"}}}"#
+                .utf8
+        ).write(to: URL(fileURLWithPath: policies + "/tiers.json"))
+        let guards = await runCLI(["simulate", "--scenario", scenario, "--check", "--policy", policies])
+        #expect(guards.code == 0, "\(guards.err)")
+        let guardWarning =
+            "  warning: pools[0] (\"p\"): the guard_min values of its 2 tenant(s) add up to 110 % of its rpm after "
+            + "the safety margin at pools[0].capacity[0] (at_s 0): while they all want that much `allot` holds none of "
+            + "them (the pool is shared by weight; guard_min holds only while all fit)\n"
+        #expect(guards.out.contains(guardWarning), "\(guards.out)")
+        #expect(!guards.out.contains("the floors of"), "\(guards.out)")
     }
 
     /// A tick other than the shipped 5 s is warned about (outside evaluation round 18): the dampening counts ticks, so

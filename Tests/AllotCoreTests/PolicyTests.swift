@@ -440,6 +440,24 @@ struct PolicyTests {
         #expect(issue.path == "$.tiers.gold.floor.tpm")
         #expect(issue.code == .invalidValue)
         #expect(issue.message == "floor (10%) is above guard_max (5%): the engine could never honour it")
+
+        // A tenant's own floor too (outside evaluation round 34: accepted, then published at the guard_max), in the
+        // file and at the path that set it; a floor the guard_max bounds only once `C` is known is left to run time.
+        let tenant = try Self.only(
+            PolicyFixtures.issues([
+                ("tiers.json", #"{"tiers": {"standard": {"priority": 2, "guard_max": {"rpm": 100}}}}"#),
+                ("tenants.json", #"{"tenants": {"acme": {"tier": "standard", "floor": {"rpm": 300}}}}"#),
+            ]))
+        #expect(tenant.file == "tenants.json")
+        #expect(tenant.path == "$.tenants.acme.floor.rpm")
+        #expect(tenant.code == .invalidValue)
+        #expect(
+            tenant.message
+                == #"floor (300) is above guard_max (100) of tier "standard": "# + "the engine could never honour it")
+        _ = try PolicyFixtures.load([
+            ("tiers.json", #"{"tiers": {"standard": {"priority": 2, "guard_max": {"rpm": "10%"}}}}"#),
+            ("tenants.json", #"{"tenants": {"acme": {"tier": "standard", "floor": {"rpm": 300}}}}"#),
+        ])
     }
 
     @Test func guardMinAboveGuardMaxIsRejected() throws {

@@ -170,6 +170,22 @@ struct PoolAllocationTests {
         #expect(result.idleTotal == 4)
     }
 
+    /// A ceiling is the most a tenant holds, idle or not: an idle allocation above it is cut to it, and so is one
+    /// above its budget cap (outside evaluation round 34: an idle free tenant published at 30 under a ceiling of 10).
+    @Test func anIdleAllocationStaysWithinTheCeiling() {
+        var settings = Self.bare
+        settings.idleShare = 1
+        let result = Self.compute(
+            100,
+            [
+                AllocationClaim(ceiling: 10, isIdle: true, idleAllocation: 30),
+                AllocationClaim(isIdle: true, idleAllocation: 30, budgetCap: 5), AllocationClaim(),
+            ], settings: settings)
+        #expect(result.allocations == [10, 5, 85])
+        #expect(result.reasons == [.idle, .idle, .fairShare])
+        #expect(result.idleTotal == 15)
+    }
+
     @Test func idleAllocationsAboveCapacityAreScaled() {
         var settings = Self.bare
         settings.idleShare = 1

@@ -491,10 +491,11 @@ extension Scenario {
     /// one the dampening was tuned at (``tickWarnings(policy:)``), tenants held by their concurrency cap
     /// (``concurrencyWarnings(policy:)``), tenants the policy names in another tier
     /// (``tierConflictWarnings(policy:)``), pools their tenants' ceilings cannot fill (``ceilingWarnings(policy:)``)
-    /// and pools their floors over-commit (``floorWarnings(policy:)``).
+    /// and pools their floors (``floorWarnings(policy:)``) or guard minimums (``guardMinWarnings(policy:)``)
+    /// over-commit.
     public func policyWarnings(policy: Policy) -> [String] {
         tickWarnings(policy: policy) + concurrencyWarnings(policy: policy) + tierConflictWarnings(policy: policy)
-            + ceilingWarnings(policy: policy) + floorWarnings(policy: policy)
+            + ceilingWarnings(policy: policy) + floorWarnings(policy: policy) + guardMinWarnings(policy: policy)
     }
 
     /// A loop interval other than the shipped policy's (outside evaluation round 18): the dampening counts ticks
@@ -573,6 +574,22 @@ extension Scenario {
             return "\(found.where): the floors of its \(found.members) tenant(s) add up to \(percent) % of its "
                 + "\(found.dimension.rawValue) after the safety margin at \(found.step): while they are all active "
                 + "`allot` runs it in degraded mode (starvation guards, then floors by tier priority)"
+        }
+    }
+
+    /// Pools whose tenants' `guard_min`s together exceed the capacity (outside evaluation round 34: standard tenants
+    /// guarded at 200 rpm each, a fifth joining a 1,000-rpm pool). The engine holds guard minimums only while all of
+    /// them fit (each up to what its tenant wants): beyond, it holds none and shares the pool by weight — capacity, not
+    /// choice — so one tenant joining drops every incumbent below its guard at once. Resolved and named like
+    /// ``floorWarnings(policy:)``.
+    func guardMinWarnings(policy: Policy) -> [String] {
+        termShares(policy: policy, term: { $0.tier.guardMin }, beyond: { $0 > 1 + 1e-9 }, further: { $0 > $1 }).map {
+            found in
+            let percent = ScenarioReader.format((found.share * 1000 - 1e-6).rounded(.up) / 10)
+            return "\(found.where): the guard_min values of its \(found.members) tenant(s) add up to \(percent) % "
+                + "of its \(found.dimension.rawValue) after the safety margin at \(found.step): while they all want "
+                + "that much `allot` holds none of them (the pool is shared by weight; guard_min holds only while all "
+                + "fit)"
         }
     }
 
