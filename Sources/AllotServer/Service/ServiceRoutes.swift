@@ -74,13 +74,8 @@ enum ServiceRoutes {
         if let loop = context.operators.loop {
             if let stall = loop.stall(now: loop.clock.now) {
                 ready = false
-                let interval = stall.intervalSeconds
-                let shown = interval == interval.rounded() ? String(Int(interval)) : String(interval)
-                var message = "no tick has completed for \(Int(stall.seconds)) s (loop.interval_s \(shown))"
-                if let behind = stall.wallClockBehind {
-                    message += "; the wall clock stepped back \(Int(behind.rounded())) s since the last tick, and the "
-                        + "loop waits until it reaches the next tick's time again"
-                }
+                let message = stallMessage(
+                    seconds: stall.seconds, intervalSeconds: stall.intervalSeconds, wallClockBehind: stall.wallClockBehind)
                 checks["loop"] = ["ok": false, "error": .string(message)]
             } else {
                 checks["loop"] = ["ok": true, "tick": .int(loop.view.tick)]
@@ -102,6 +97,18 @@ enum ServiceRoutes {
         }
         let body: JSON = ["status": .string(ready ? "ready" : "not_ready"), "checks": .object(checks)]
         return .json(body, status: ready ? .ok : .serviceUnavailable)
+    }
+
+    /// `/readyz`'s words for a loop that has not ticked for `seconds` (``LoopRunner/stall(now:)``), naming a wall
+    /// clock that stepped back `wallClockBehind` seconds since the last tick.
+    static func stallMessage(seconds: Double, intervalSeconds: Double, wallClockBehind: Double?) -> String {
+        let shown = intervalSeconds == intervalSeconds.rounded() ? String(Int(intervalSeconds)) : String(intervalSeconds)
+        var message = "no tick has completed for \(Int(seconds)) s (loop.interval_s \(shown))"
+        if let behind = wallClockBehind {
+            message += "; the wall clock stepped back \(Int(behind.rounded())) s since the last tick, and the "
+                + "loop waits until it reaches the next tick's time again"
+        }
+        return message
     }
 
     static func metrics(_ context: ServiceContext) async -> HTTPResponse {

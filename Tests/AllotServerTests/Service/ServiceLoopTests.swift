@@ -3,7 +3,7 @@ import AllotHTTP
 import AllotJSON
 import AllotLog
 import AllotLoop
-import AllotServer
+@testable import AllotServer
 import AllotTime
 import Foundation
 import Testing
@@ -265,6 +265,18 @@ import Testing
         #expect(body["checks"]?["loop"]?["error"] == "no tick has completed for 31 s (loop.interval_s 5)")
         #expect(try await running.json("/v1/snapshot")["version"] == .int(first))
         await running.stop()
+    }
+
+    /// The words `/readyz` uses for a stall, and for one whose wall clock stepped back (the loop's own tests measure
+    /// the stall on the steady clock; the service's loop always uses the real one, so the step is checked here).
+    @Test func aStallNamesAWallClockThatSteppedBack() {
+        #expect(
+            ServiceRoutes.stallMessage(seconds: 40.7, intervalSeconds: 2.5, wallClockBehind: nil)
+                == "no tick has completed for 40 s (loop.interval_s 2.5)")
+        #expect(
+            ServiceRoutes.stallMessage(seconds: 40, intervalSeconds: 5, wallClockBehind: 3599.6)
+                == "no tick has completed for 40 s (loop.interval_s 5); the wall clock stepped back 3600 s since the "
+                + "last tick, and the loop waits until it reaches the next tick's time again")
     }
 
     @Test func aRejectedPolicyKeepsTheOldOneAndAValidOneReachesTheLoop() async throws {
