@@ -601,6 +601,23 @@ import Testing
             + "them (the pool is shared by weight; guard_min holds only while all fit)\n"
         #expect(guards.out.contains(guardWarning), "\(guards.out)")
         #expect(!guards.out.contains("the floors of"), "\(guards.out)")
+
+        // An absolute floor that resolves above a ceiling in percent (which the loader cannot know) is named once per
+        // entry, at the first capacity step where it does: the floor wins.
+        try Data(
+            #"{"default_tier": "standard", "tiers": {"standard": {"priority": 0, "weight": 1, "ceiling": "20%"}}}"#
+                .utf8
+        ).write(to: URL(fileURLWithPath: policies + "/tiers.json"))
+        try Data(#"{"tenants": {"a-02": {"tier": "standard", "floor": {"rpm": 30}}}}"#.utf8)
+            .write(to: URL(fileURLWithPath: policies + "/tenants.json"))
+        let crossed = await runCLI(["simulate", "--scenario", scenario, "--check", "--policy", policies])
+        #expect(crossed.code == 0, "\(crossed.err)")
+        let crossing =
+            "  warning: tenants[0] (\"a\" with count 2), tenant \"a-02\": its floor (30 rpm) is above its ceiling "
+            + "(20%, 23.52 after the safety margin) at pools[0].capacity[0] (at_s 0): the floor wins — `allot` holds it "
+            + "at 30 while it is active, no more and no less (policies/README.md, Floor above ceiling)\n"
+        #expect(crossed.out.contains(crossing), "\(crossed.out)")
+        #expect(crossed.out.components(separatedBy: "its floor").count == 2, "\(crossed.out)")
     }
 
     /// A tick other than the shipped 5 s is warned about (outside evaluation round 18): the dampening counts ticks, so

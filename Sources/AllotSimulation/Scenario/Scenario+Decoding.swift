@@ -496,6 +496,45 @@ extension Scenario {
     public func policyWarnings(policy: Policy) -> [String] {
         tickWarnings(policy: policy) + concurrencyWarnings(policy: policy) + tierConflictWarnings(policy: policy)
             + ceilingWarnings(policy: policy) + floorWarnings(policy: policy) + guardMinWarnings(policy: policy)
+            + floorAboveCeilingWarnings(policy: policy)
+    }
+
+    /// Tenants whose floor resolves above their ceiling at some capacity step (outside evaluation round 34: an
+    /// absolute floor of 250 rpm under a `"20%"` ceiling, 196 rpm of the pool, took the other standard tenant down
+    /// to 71). The loader rejects the two only in the same unit; at run time the floor wins (policies/README.md,
+    /// *Floor above ceiling*). Once per tenant entry (naming its first such tenant), at the first step, in the first
+    /// dimension where it does.
+    func floorAboveCeilingWarnings(policy: Policy) -> [String] {
+        let margin = 1 - policy.allocation.safetyMargin
+        guard let run = try? SimulationPolicy.policy(for: self, base: policy) else { return [] }
+        let number = ScenarioReader.format
+        var warned = Set<Int>()
+        var warnings: [String] = []
+        for (tenant, entry) in zip(tenants, entryOfEachTenant) where !warned.contains(entry.index) {
+            guard let (poolIndex, pool) = pools.enumerated().first(where: { $0.element.id == tenant.pool }) else {
+                continue
+            }
+            let terms = run.terms(ofTenant: tenant.id, upstream: pool.id, overrides: [], now: 0)
+            search: for (stepIndex, step) in pool.capacity.enumerated() {
+                for dimension in RateDimension.allCases {
+                    let capacity = (dimension == .rpm ? step.rpm : step.tpm) * margin
+                    guard capacity > 0, capacity.isFinite else { continue }
+                    let floor = terms.floor[dimension].resolved(capacity: capacity)
+                    let ceiling = terms.ceiling[dimension].resolved(capacity: capacity)
+                    guard floor > ceiling * (1 + 1e-9) else { continue }
+                    warned.insert(entry.index)
+                    warnings.append(
+                        "\(entry.label)\(entry.count > 1 ? ", tenant \"\(tenant.id)\"" : ""): its floor "
+                            + "(\(terms.floor[dimension].jsonText) \(dimension.rawValue)) is above "
+                            + "its ceiling (\(terms.ceiling[dimension].jsonText), \(number(ceiling)) after the safety "
+                            + "margin) at pools[\(poolIndex)].capacity[\(stepIndex)] (at_s \(number(step.at))): the "
+                            + "floor wins — `allot` holds it at \(number(floor)) while it is active, no more and no less "
+                            + "(policies/README.md, Floor above ceiling)")
+                    break search
+                }
+            }
+        }
+        return warnings
     }
 
     /// A loop interval other than the shipped policy's (outside evaluation round 18): the dampening counts ticks
