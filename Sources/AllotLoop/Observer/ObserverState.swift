@@ -175,6 +175,9 @@ struct PoolTrack: Sendable, Hashable, Codable {
     /// Until when a latency rise is already explained: the provider stated a lower limit, and the short
     /// window's latency is the warning that came before it.
     var latencyExplainedUntil: Double?
+    /// Until when a latency rise is the backlog readmitted after the provider raised the limit it states by a
+    /// quarter or more (a quota back from an incident): the calls held back meanwhile all arrive at once.
+    var latencyReadmittedUntil: Double?
     var throttledSince: Double?
     /// Since when the provider's stated limit has been contradicted by what it serves (``PoolEvaluation``'s
     /// `disbelieveContradictedLimits`); nil when it is not.

@@ -365,6 +365,16 @@ struct PoolEvaluation {
                     }
                     if pool.estimate[dimension] == nil || !recentCut || raised {
                         pool.estimate[dimension] = start
+                        // The calls held back under the lower limit arrive at once and drain the provider's bucket:
+                        // their latency is that backlog's, not lost capacity. Read as degradation, a quota back from
+                        // 75 to 1,500 rpm was cut to 1,200 for 50 s at 18 % utilisation (outside evaluation round 35).
+                        if raised {
+                            pool.latencyReadmittedUntil = now + settings.shortWindowSeconds
+                            if pool.latencyDegrading {
+                                pool.latencyDegrading = false
+                                pool.degradingSince = nil
+                            }
+                        }
                         // The cut is superseded: its refusals, still in the window, do not measure the new limit.
                         if raised, recentCut {
                             pool.lastDecreaseAt[dimension] = nil
@@ -681,6 +691,10 @@ struct PoolEvaluation {
                     signals.append(
                         comparison + " after the provider stated a lower limit: latency that goes with that drop, "
                             + "already in the estimate")
+                } else if now < pool.latencyReadmittedUntil ?? -Double.infinity {
+                    signals.append(
+                        comparison + " just after the provider raised its limit: the backlog readmitted, not lost "
+                            + "capacity")
                 } else if pool.circuit != .closed
                     ? window.count(.overloaded) > 0
                     : now - (pool.circuitSince ?? -Double.infinity) < settings.shortWindowSeconds

@@ -410,6 +410,55 @@ struct ObserverHealthTests {
                     + "latency that goes with that drop, already in the estimate"))
     }
 
+    /// A quota back from an incident: the calls held back under the lower limit arrive at once, and their latency is
+    /// that backlog's (outside evaluation round 35: a stated 75 → 1,500 rpm return read as degradation at 18 %
+    /// utilisation, the safe capacity cut to 1,200 for 50 s).
+    @Test func theBacklogReadmittedWhenTheProviderRaisesItsLimitIsNotDegradation() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000, tpm: 100_000))
+        // Fourteen minutes at 100 ms under a stated 1,000 rpm, then a minute under a stated 100.
+        let before =
+            script.spread(420, from: t0 - 900, to: t0 - 60) { script, at in
+                script.event(at: at, latencyMs: 100, signals: F.openAI(limitRequests: 1000, limitTokens: 100_000))
+            }
+            + script.spread(6, from: t0 - 60, to: t0) { script, at in
+                script.event(at: at, latencyMs: 100, signals: F.openAI(limitRequests: 100, limitTokens: 100_000))
+            }
+        var report = estimation.observe(script.delta(before), now: t0)
+        #expect(F.status(report)?.estimate.rpm == 100)
+        // The limit is back: the calls held back answer three times slower, at no more than the old load.
+        let back = script.spread(20, from: t0, to: t0 + 5) { script, at in
+            script.event(at: at, latencyMs: 300, signals: F.openAI(limitRequests: 1000, limitTokens: 100_000))
+        }
+        // The raise is read after the latency in its tick: the degradation that latency started ends there.
+        report = estimation.observe(script.delta(back), now: t0 + 5)
+        var status = try #require(F.status(report))
+        #expect(status.estimate.rpm == 1000)
+        #expect(status.state != .degrading)
+        #expect(report.pools.first?.capacity.rpm == 1000)
+        #expect(F.alerts(report, kind: "upstream_degrading").isEmpty)
+        // And for the short window after it, the backlog's latency does not start it again…
+        let more = script.spread(10, from: t0 + 5, to: t0 + 10) { script, at in
+            script.event(at: at, latencyMs: 300, signals: F.openAI(limitRequests: 1000, limitTokens: 100_000))
+        }
+        report = estimation.observe(script.delta(more), now: t0 + 10)
+        status = try #require(F.status(report))
+        #expect(status.state != .degrading)
+        #expect(report.pools.first?.capacity.rpm == 1000)
+        #expect(
+            status.signals.contains {
+                $0.hasSuffix("just after the provider raised its limit: the backlog readmitted, not lost capacity")
+            }, "\(status.signals)")
+        // …but once it is over, the same latency is degradation again.
+        let later = script.spread(20, from: t0 + 61, to: t0 + 66) { script, at in
+            script.event(at: at, latencyMs: 300, signals: F.openAI(limitRequests: 1000, limitTokens: 100_000))
+        }
+        report = estimation.observe(script.delta(later), now: t0 + 66)
+        status = try #require(F.status(report))
+        #expect(status.state == .degrading, "\(status.signals)")
+        #expect(report.pools.first?.capacity.rpm == 800)
+    }
+
     @Test func latencyRisingWhileTheCircuitShedsForOverloadIsNotLostCapacity() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000, tpm: 100_000))
