@@ -22,7 +22,8 @@ enum TokensCommand {
         let code: Int32
         do {
             code = try await run(
-                command, issuer: TokenIssuer(store: TokenStore(pool: pool)), output: output, now: clock.now)
+                command, issuer: TokenIssuer(store: TokenStore(pool: pool)), database: directory.databasePath,
+                output: output, now: clock.now)
         } catch {
             await pool.close()
             throw error
@@ -31,9 +32,9 @@ enum TokensCommand {
         return code
     }
 
-    private static func run(_ command: ParsedCommand, issuer: TokenIssuer, output: CommandOutput, now: Double)
-        async throws -> Int32
-    {
+    private static func run(
+        _ command: ParsedCommand, issuer: TokenIssuer, database: String, output: CommandOutput, now: Double
+    ) async throws -> Int32 {
         switch command.path.last {
         case "create":
             let role = command.string("role") ?? ""
@@ -49,8 +50,9 @@ enum TokensCommand {
             }
             output.out(issued.secret)
             output.err(
-                "created token \(issued.record.id) (role \(issued.record.role), name \"\(issued.record.name)\"); "
-                    + "the token above is shown only now: store it safely")
+                "created token \(issued.record.id) (role \(issued.record.role), name \"\(issued.record.name)\") in "
+                    + "\(database), for a server using that data directory; the token above is shown only now: store "
+                    + "it safely")
             return 0
         case "list":
             let tokens = try await issuer.store.all()

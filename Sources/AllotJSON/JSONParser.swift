@@ -57,6 +57,15 @@ extension JSON {
         try parse(withoutByteOrderMark(bytes), maxDepth: maxDepth)
     }
 
+    /// What a request body that starts with a UTF-8 byte order mark is told: JSON text exchanged between systems
+    /// carries none (RFC 8259 section 8.1), so request bodies are parsed strictly and say so, not "unexpected byte 0xEF".
+    public static let byteOrderMarkInBody =
+        "the body starts with a UTF-8 byte order mark (EF BB BF), which JSON sent over HTTP may not carry "
+        + "(RFC 8259 section 8.1): send the body without it"
+
+    /// Whether `bytes` start with a UTF-8 byte order mark.
+    public static func startsWithByteOrderMark(_ bytes: [UInt8]) -> Bool { bytes.starts(with: [0xEF, 0xBB, 0xBF]) }
+
     /// A file's bytes without a leading UTF-8 byte order mark (``parseFile(_:maxDepth:)``), for a reader that hands
     /// them on to a parse of its own (`allot plan FILE`).
     public static func withoutByteOrderMark(_ bytes: [UInt8]) -> ArraySlice<UInt8> {

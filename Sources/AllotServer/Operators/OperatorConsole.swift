@@ -135,7 +135,11 @@ public final class OperatorConsole: Sendable {
         } else {
             notice += "allot: it was NOT written to a file: \(outcome.fileError ?? "unknown error"); keep it now."
         }
-        notice += " Create more with `allot tokens create --role ROLE --name NAME`."
+        // With this server's data directory: without `--data` the CLI writes to ./allot-data, which a server started
+        // elsewhere does not read (outside evaluation round 36: a token created as told was refused, 401).
+        let data = directory.path.allSatisfy { $0.isLetter || $0.isNumber || "/._-+:@%".contains($0) }
+            ? directory.path : "'" + directory.path.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
+        notice += " Create more with `allot tokens create --role ROLE --name NAME --data \(data)`."
         announce(notice)
         logger.notice(
             "first admin token created",

@@ -16,6 +16,10 @@ public struct PlanRoute: Sendable {
     public func respond(to request: HTTPRequest) async throws -> HTTPResponse {
         _ = try OperatorQuery(request, allowed: [])  // as every operator route: a typo is not silently ignored
         try OperatorRequest.requireJSON(request, "plans are JSON: send Content-Type: application/json")
+        // A plan *file* may carry one (`allot plan FILE` skips it); a request body may not, and says so.
+        if JSON.startsWithByteOrderMark(request.body) {
+            throw HTTPError(.badRequest, code: "invalid_json", message: JSON.byteOrderMarkInBody)
+        }
         let current = await policy()
         do {
             return .json(bytes: try Plan.run(bytes: request.body, policy: current))

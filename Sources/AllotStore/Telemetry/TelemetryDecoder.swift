@@ -71,11 +71,8 @@ public struct TelemetryDecoder: Sendable {
     {
         // Said as such, not as "not an array" (outside evaluation round 22): JSON text exchanged between systems
         // carries no byte order mark (RFC 8259 section 8.1).
-        if body.starts(with: [0xEF, 0xBB, 0xBF]) {
-            throw TelemetryRejection(
-                code: "invalid_json",
-                message: "the body starts with a UTF-8 byte order mark (EF BB BF), which JSON sent over HTTP may not "
-                    + "carry (RFC 8259 section 8.1): send the body without it")
+        if JSON.startsWithByteOrderMark(body) {
+            throw TelemetryRejection(code: "invalid_json", message: JSON.byteOrderMarkInBody)
         }
         let result = body.withUnsafeBufferPointer { buffer -> Result<TelemetryBatch, TelemetryRejection> in
             var state = DecodingState(validation: validation, now: now, body: buffer)

@@ -361,6 +361,12 @@ import Testing
         #expect(APIToken.isWellFormed(secret))
         #expect(notices.count == 1)
         #expect(notices.first?.hasPrefix("allot: created the first admin token (shown once): \(secret)\n") == true)
+        // How to make more names this server's data directory (outside evaluation round 36: without it the CLI wrote
+        // to ./allot-data, and the server refused the token).
+        #expect(
+            notices.first?.hasSuffix(
+                " Create more with `allot tokens create --role ROLE --name NAME --data \(directory)`.") == true,
+            "\(notices)")
         let attributes = try FileManager.default.attributesOfItem(atPath: directory + "/admin-token")
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
         let records = try await service.context.operators.tokens.all()

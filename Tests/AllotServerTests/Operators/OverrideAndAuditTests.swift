@@ -176,6 +176,12 @@ import Testing
         }
         let notJSON = await harness.send(.put, "/v1/tenants/acme/override", as: .operator, json: "{weight")
         #expect(notJSON.jsonBody["error"]?["code"] == "invalid_json")
+        // A byte order mark is named, as telemetry names it (outside evaluation round 36: "unexpected byte 0xEF").
+        let bom = await harness.send(
+            .put, "/v1/tenants/acme/override", as: .operator, json: "\u{FEFF}" + #"{"weight":2,"reason":"x","ttl_s":60}"#)
+        #expect(bom.status == .badRequest)
+        #expect(bom.jsonBody["error"]?["code"] == "invalid_json")
+        #expect(bom.jsonBody["error"]?["message"]?.stringValue == JSON.byteOrderMarkInBody)
         // Where in the body: the field, as a validation error names it.
         let huge = await harness.send(
             .put, "/v1/tenants/acme/override", as: .operator, json: #"{"floor":{"rpm":1e400},"reason":"x","ttl_s":60}"#)

