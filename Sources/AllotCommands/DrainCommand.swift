@@ -23,9 +23,8 @@ enum DrainCommand {
             // A value of the wrong form is a usage error, as every option's (README, Commands: exit 2), not "cannot
             // reach" (outside evaluation round 36: `--url 127.0.0.1:8080` exited 1).
             if error.kind == .invalidURL {
-                let given = error.message.replacingOccurrences(of: base + "/v1/drain", with: base)
-                output.err("allot drain: --url: \(given) (give http://HOST:PORT)")
-                return 2
+                throw command.invalidValue(
+                    "url", command.string("url") ?? base, expected: "an http:// URL, http://HOST:PORT (\(error.message))")
             }
             output.err("allot drain: cannot reach \(base): \(error)")
             return 1

@@ -22,7 +22,7 @@ enum TokensCommand {
         let code: Int32
         do {
             code = try await run(
-                command, issuer: TokenIssuer(store: TokenStore(pool: pool)), database: directory.databasePath,
+                command, issuer: TokenIssuer(store: TokenStore(pool: pool)), data: directory.absolutePath,
                 output: output, now: clock.now)
         } catch {
             await pool.close()
@@ -33,7 +33,7 @@ enum TokensCommand {
     }
 
     private static func run(
-        _ command: ParsedCommand, issuer: TokenIssuer, database: String, output: CommandOutput, now: Double
+        _ command: ParsedCommand, issuer: TokenIssuer, data: String, output: CommandOutput, now: Double
     ) async throws -> Int32 {
         switch command.path.last {
         case "create":
@@ -51,8 +51,8 @@ enum TokensCommand {
             output.out(issued.secret)
             output.err(
                 "created token \(issued.record.id) (role \(issued.record.role), name \"\(issued.record.name)\") in "
-                    + "\(database), for a server using that data directory; the token above is shown only now: store "
-                    + "it safely")
+                    + "the data directory \(data): only a server run with that --data accepts it; the token above is "
+                    + "shown only now: store it safely")
             return 0
         case "list":
             let tokens = try await issuer.store.all()

@@ -108,10 +108,10 @@ public struct AllocationClaim: Sendable, Hashable {
         self.spread = spread
     }
 
-    /// What an idle tenant is given before any scaling: its idle allocation, but never above its ceiling or its budget
-    /// cap — a ceiling is the most a tenant holds, idle or not (outside evaluation round 34: an idle free tenant was
-    /// published at its tier's 30-rpm idle allocation under a 10-rpm ceiling).
-    var idleHolding: Double { min(idleAllocation, ceiling, budgetCap) }
+    /// What an idle tenant is given before any scaling: its idle allocation, but never above its ceiling, its
+    /// `guard_max` or its budget cap — a ceiling is the most a tenant holds, idle or not (outside evaluation round 34:
+    /// an idle free tenant was published at its tier's 30-rpm idle allocation under a 10-rpm ceiling).
+    var idleHolding: Double { min(idleAllocation, ceiling, guardMax, budgetCap) }
 }
 
 /// The allocation of one pool in one dimension (SPEC 6.1–6.4, 6.9), before dampening.

@@ -8,6 +8,13 @@ public struct DataDirectory: Sendable {
     /// The directory, as given (relative paths resolve against the working directory).
     public let path: String
 
+    /// The directory as an absolute path (a relative one resolved against the working directory now, `.` and `..`
+    /// folded): what to tell a person who will run another command from elsewhere.
+    public var absolutePath: String {
+        URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+            .standardizedFileURL.path
+    }
+
     /// `DIR/allot.sqlite`.
     public var databasePath: String { path + "/allot.sqlite" }
     /// `DIR/admin-token`, written once (mode 0600) when `allot serve` creates the first admin token.

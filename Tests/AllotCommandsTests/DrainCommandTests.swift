@@ -58,8 +58,9 @@ import Testing
         let schemeless = await runCLI(["drain", "--url", "127.0.0.1:8080", "--token", admin])
         #expect(schemeless.code == 2)
         #expect(
-            schemeless.err
-                == "allot drain: --url: only http:// URLs are supported: 127.0.0.1:8080 (give http://HOST:PORT)",
+            schemeless.err.hasPrefix(
+                "allot: error: invalid value '127.0.0.1:8080' for --url: expected an http:// URL, http://HOST:PORT "
+                    + "(only http:// URLs are supported: 127.0.0.1:8080/v1/drain)"),
             "\(schemeless.err)")
     }
 }

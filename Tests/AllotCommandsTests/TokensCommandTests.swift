@@ -15,7 +15,10 @@ import Testing
         #expect(created.err.contains("shown only now"))
         // Which database it went to: a token made in another data directory than the server's is refused there
         // (outside evaluation round 36).
-        #expect(created.err.contains(" in \(data)/allot.sqlite, for a server using that data directory;"), "\(created.err)")
+        let absolute = URL(fileURLWithPath: data).standardizedFileURL.path
+        #expect(
+            created.err.contains(" in the data directory \(absolute): only a server run with that --data accepts it;"),
+            "\(created.err)")
 
         let listed = await runCLI(["tokens", "list", "--data", data])
         #expect(listed.code == 0)

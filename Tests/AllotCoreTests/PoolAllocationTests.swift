@@ -179,11 +179,12 @@ struct PoolAllocationTests {
             100,
             [
                 AllocationClaim(ceiling: 10, isIdle: true, idleAllocation: 30),
-                AllocationClaim(isIdle: true, idleAllocation: 30, budgetCap: 5), AllocationClaim(),
+                AllocationClaim(isIdle: true, idleAllocation: 30, budgetCap: 5),
+                AllocationClaim(isIdle: true, idleAllocation: 30, guardMax: 7), AllocationClaim(),
             ], settings: settings)
-        #expect(result.allocations == [10, 5, 85])
-        #expect(result.reasons == [.idle, .idle, .fairShare])
-        #expect(result.idleTotal == 15)
+        #expect(result.allocations == [10, 5, 7, 78])
+        #expect(result.reasons == [.idle, .idle, .idle, .fairShare])
+        #expect(result.idleTotal == 22)
     }
 
     @Test func idleAllocationsAboveCapacityAreScaled() {

@@ -50,6 +50,15 @@ import Testing
         await fresh.close()
     }
 
+    /// What a person is told to pass to another command is absolute: a relative `--data` (the default `./allot-data`
+    /// too) named from elsewhere is another directory (outside evaluation round 36 and its review).
+    @Test func theAbsolutePathResolvesARelativeOneAgainstTheWorkingDirectory() {
+        let here = FileManager.default.currentDirectoryPath
+        #expect(DataDirectory(path: "./allot-data").absolutePath == here + "/allot-data")
+        #expect(DataDirectory(path: "a/../b").absolutePath == here + "/b")
+        #expect(DataDirectory(path: "/srv/allot/").absolutePath == "/srv/allot")
+    }
+
     @Test func creatingTheDirectorySaysWhyItCannot() throws {
         let directory = try scratch()
         defer { try? FileManager.default.removeItem(atPath: directory.path) }

@@ -178,6 +178,12 @@ struct PoolTrack: Sendable, Hashable, Codable {
     /// Until when a latency rise is the backlog readmitted after the provider raised the limit it states by a
     /// quarter or more (a quota back from an incident): the calls held back meanwhile all arrive at once.
     var latencyReadmittedUntil: Double?
+
+    /// Ends a latency degradation: the state and its start.
+    mutating func endLatencyDegradation() {
+        latencyDegrading = false
+        degradingSince = nil
+    }
     var throttledSince: Double?
     /// Since when the provider's stated limit has been contradicted by what it serves (``PoolEvaluation``'s
     /// `disbelieveContradictedLimits`); nil when it is not.

@@ -219,8 +219,7 @@ struct PoolEvaluation {
             pool.lastDecreaseAt[dimension] = nil
         }
         pool.coarse = PoolTrack.coarseRing(settings)
-        pool.latencyDegrading = false
-        pool.degradingSince = nil
+        pool.endLatencyDegradation()
         let text = "model version changed to \(pool.modelVersion ?? "?"): probing restarted"
         for dimension in RateDimension.allCases where pool.estimate[dimension] != nil {
             pool.lastAction[dimension] = CapacityAction(at: now, text: text)
@@ -358,22 +357,18 @@ struct PoolEvaluation {
                         // still holds it: lowering the safe capacity on top cut the new limit to 80% for the
                         // minute the window took to clear (a stated 1,500 → 1,000 held at 800).
                         pool.latencyExplainedUntil = now + settings.shortWindowSeconds
-                        if pool.latencyDegrading {
-                            pool.latencyDegrading = false
-                            pool.degradingSince = nil
-                        }
+                        if pool.latencyDegrading { pool.endLatencyDegradation() }
                     }
                     if pool.estimate[dimension] == nil || !recentCut || raised {
                         pool.estimate[dimension] = start
                         // The calls held back under the lower limit arrive at once and drain the provider's bucket:
                         // their latency is that backlog's, not lost capacity. Read as degradation, a quota back from
                         // 75 to 1,500 rpm was cut to 1,200 for 50 s at 18 % utilisation (outside evaluation round 35).
+                        // A degradation this tick's latency started ends (latency is read before the estimate); one
+                        // that began before the raise is real and stays.
                         if raised {
                             pool.latencyReadmittedUntil = now + settings.shortWindowSeconds
-                            if pool.latencyDegrading {
-                                pool.latencyDegrading = false
-                                pool.degradingSince = nil
-                            }
+                            if pool.latencyDegrading, pool.degradingSince == now { pool.endLatencyDegradation() }
                         }
                         // The cut is superseded: its refusals, still in the window, do not measure the new limit.
                         if raised, recentCut {
@@ -717,8 +712,7 @@ struct PoolEvaluation {
                     pool.degradingSince = now
                 }
             } else if pool.latencyDegrading, ratio < settings.latencyRecoverRatio {
-                pool.latencyDegrading = false
-                pool.degradingSince = nil
+                pool.endLatencyDegradation()
             }
             if pool.latencyDegrading || (ratio >= settings.latencyRecoverRatio && !loadRose) {
                 signals.append(comparison)

@@ -137,8 +137,10 @@ public final class OperatorConsole: Sendable {
         }
         // With this server's data directory: without `--data` the CLI writes to ./allot-data, which a server started
         // elsewhere does not read (outside evaluation round 36: a token created as told was refused, 401).
-        let data = directory.path.allSatisfy { $0.isLetter || $0.isNumber || "/._-+:@%".contains($0) }
-            ? directory.path : "'" + directory.path.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
+        // Absolute: the CLI may be run from another directory (review: `./allot-data` reproduced the 401).
+        let absolute = directory.absolutePath
+        let data = absolute.allSatisfy { $0.isLetter || $0.isNumber || "/._-+:@%".contains($0) }
+            ? absolute : "'" + absolute.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
         notice += " Create more with `allot tokens create --role ROLE --name NAME --data \(data)`."
         announce(notice)
         logger.notice(

@@ -528,8 +528,9 @@ extension Scenario {
                             + "(\(terms.floor[dimension].jsonText) \(dimension.rawValue)) is above "
                             + "its ceiling (\(terms.ceiling[dimension].jsonText), \(number(ceiling)) after the safety "
                             + "margin) at pools[\(poolIndex)].capacity[\(stepIndex)] (at_s \(number(step.at))): the "
-                            + "floor wins — `allot` holds it at \(number(floor)) while it is active, no more and no less "
-                            + "(policies/README.md, Floor above ceiling)")
+                            + "floor wins — `allot` holds it at \(number(floor)) while it is active, whatever it asks for "
+                            + "(less only under a guard_max, a budget or degraded mode; policies/README.md, Floor above "
+                            + "ceiling)")
                     break search
                 }
             }
@@ -622,13 +623,25 @@ extension Scenario {
     /// choice — so one tenant joining drops every incumbent below its guard at once. Resolved and named like
     /// ``floorWarnings(policy:)``.
     func guardMinWarnings(policy: Policy) -> [String] {
-        termShares(policy: policy, term: { $0.tier.guardMin }, beyond: { $0 > 1 + 1e-9 }, further: { $0 > $1 }).map {
-            found in
+        // As the engine counts them: each tenant's guard_min or, above it, its floor (review of round 34's warning: a
+        // floor of 700 beside two guards of 200 on a 980-rpm pool dropped both guards, and nothing warned).
+        let guarded = { (terms: TenantTerms, dimension: RateDimension, capacity: Double) -> Double in
+            max(
+                terms.floor[dimension].resolved(capacity: capacity),
+                terms.tier.guardMin[dimension].resolved(capacity: capacity))
+        }
+        let over = { (share: Double) in share > 1 + 1e-9 }
+        let floors = Set(
+            termShares(policy: policy, term: \.floor, beyond: over, further: { $0 > $1 }).map { $0.where + $0.step })
+        return termShares(policy: policy, value: guarded, beyond: over, further: { $0 > $1 }).compactMap { found in
+            // The floors alone over-commit the pool there: degraded mode, which their own warning names (guards do
+            // not apply in it).
+            guard !floors.contains(found.where + found.step) else { return nil }
             let percent = ScenarioReader.format((found.share * 1000 - 1e-6).rounded(.up) / 10)
-            return "\(found.where): the guard_min values of its \(found.members) tenant(s) add up to \(percent) % "
-                + "of its \(found.dimension.rawValue) after the safety margin at \(found.step): while they all want "
-                + "that much `allot` holds none of them (the pool is shared by weight; guard_min holds only while all "
-                + "fit)"
+            return "\(found.where): the guard_min values of its \(found.members) tenant(s), with the floors above them, "
+                + "add up to \(percent) % of its \(found.dimension.rawValue) after the safety margin at \(found.step): "
+                + "while they all want that much `allot` holds none of the guards (the pool is shared by weight; "
+                + "guard_min holds only while all fit)"
         }
     }
 
@@ -636,7 +649,16 @@ extension Scenario {
     /// it: the scenario's tiers with what the policy says of each tenant, against the true capacity after the safety
     /// margin), as a share of that capacity, is `beyond` — in the dimension `further` ranks first.
     private func termShares(
-        policy: Policy, term: (TenantTerms) -> PerDimension<Quantity>, beyond: (Double) -> Bool,
+        policy: Policy, term: @escaping (TenantTerms) -> PerDimension<Quantity>, beyond: (Double) -> Bool,
+        further: (Double, Double) -> Bool
+    ) -> [(where: String, members: Int, step: String, dimension: RateDimension, share: Double)] {
+        termShares(
+            policy: policy, value: { term($0)[$1].resolved(capacity: $2) }, beyond: beyond, further: further)
+    }
+
+    /// ``termShares(policy:term:beyond:further:)`` with each tenant's value resolved by `value(terms, dimension, C)`.
+    private func termShares(
+        policy: Policy, value: (TenantTerms, RateDimension, Double) -> Double, beyond: (Double) -> Bool,
         further: (Double, Double) -> Bool
     ) -> [(where: String, members: Int, step: String, dimension: RateDimension, share: Double)] {
         let margin = 1 - policy.allocation.safetyMargin
@@ -645,13 +667,13 @@ extension Scenario {
         for (poolIndex, pool) in pools.enumerated() {
             let members = tenants.filter { $0.pool == pool.id }
             guard !members.isEmpty else { continue }
-            let terms = members.map { term(run.terms(ofTenant: $0.id, upstream: pool.id, overrides: [], now: 0)) }
+            let terms = members.map { run.terms(ofTenant: $0.id, upstream: pool.id, overrides: [], now: 0) }
             for (stepIndex, step) in pool.capacity.enumerated() {
                 var furthest: (dimension: RateDimension, share: Double)?
                 for dimension in RateDimension.allCases {
                     let capacity = (dimension == .rpm ? step.rpm : step.tpm) * margin
                     guard capacity > 0, capacity.isFinite else { continue }
-                    let share = terms.reduce(0) { $0 + $1[dimension].resolved(capacity: capacity) } / capacity
+                    let share = terms.reduce(0) { $0 + value($1, dimension, capacity) } / capacity
                     if beyond(share), furthest.map({ further(share, $0.share) }) ?? true {
                         furthest = (dimension, share)
                     }

@@ -459,6 +459,32 @@ struct ObserverHealthTests {
         #expect(report.pools.first?.capacity.rpm == 800)
     }
 
+    /// A degradation that began before the provider raised its limit is real: the raise does not end it (review of
+    /// the rule above: any raise of a quarter ended any degradation, and blinded the check for a minute).
+    @Test func aRaiseDoesNotEndADegradationThatBeganBeforeIt() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000, tpm: 100_000))
+        let stated = F.openAI(limitRequests: 1000, limitTokens: 100_000)
+        let rise =
+            script.spread(420, from: t0 - 900, to: t0 - 60) { script, at in
+                script.event(at: at, latencyMs: 100, signals: stated)
+            }
+            + script.spread(30, from: t0 - 60, to: t0) { script, at in
+                script.event(at: at, latencyMs: 300, signals: stated)
+            }
+        var report = estimation.observe(script.delta(rise), now: t0)
+        #expect(F.status(report)?.state == .degrading)
+        // Five seconds later the provider states 1,300 rpm, a quarter more: the degradation stays, safe capacity 80 %.
+        let raised = script.spread(3, from: t0, to: t0 + 5) { script, at in
+            script.event(at: at, latencyMs: 300, signals: F.openAI(limitRequests: 1300, limitTokens: 100_000))
+        }
+        report = estimation.observe(script.delta(raised), now: t0 + 5)
+        let status = try #require(F.status(report))
+        #expect(status.state == .degrading, "\(status.signals)")
+        #expect(report.pools.first?.capacity.rpm == 1040)
+        #expect(F.alerts(report, kind: "upstream_degrading").count == 1)
+    }
+
     @Test func latencyRisingWhileTheCircuitShedsForOverloadIsNotLostCapacity() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000, tpm: 100_000))
