@@ -633,11 +633,24 @@ import Testing
         #expect(crossed.code == 0, "\(crossed.err)")
         let crossing =
             "  warning: tenants[0] (\"a\" with count 2), tenant \"a-02\": its floor (30 rpm) is above its ceiling "
-            + "(20%, 23.52 after the safety margin) at pools[0].capacity[0] (at_s 0): the floor wins — `allot` holds it "
-            + "at 30 while it is active, whatever it asks for (less only under a guard_max, a budget or degraded mode; "
-            + "policies/README.md, Floor above ceiling)\n"
+            + "(20%, 23.52 rpm after the safety margin) at pools[0].capacity[0] (at_s 0): the floor wins — `allot` holds "
+            + "it at 30 rpm while it is active, whatever it asks for (less only under a guard_max, a budget or degraded "
+            + "mode; policies/README.md, Floor above ceiling)\n"
         #expect(crossed.out.contains(crossing), "\(crossed.out)")
         #expect(crossed.out.components(separatedBy: "its floor").count == 2, "\(crossed.out)")
+        // The other mix: a floor in percent above an absolute ceiling (review L5: it read "(30% rpm)").
+        try Data(
+            #"{"default_tier": "standard", "tiers": {"standard": {"priority": 0, "weight": 1, "ceiling": {"rpm": 30}}}}"#
+                .utf8
+        ).write(to: URL(fileURLWithPath: policies + "/tiers.json"))
+        try Data(#"{"tenants": {"a-01": {"tier": "standard", "floor": {"rpm": "30%"}}}}"#.utf8)
+            .write(to: URL(fileURLWithPath: policies + "/tenants.json"))
+        let share = await runCLI(["simulate", "--scenario", scenario, "--check", "--policy", policies])
+        #expect(
+            share.out.contains(
+                "tenant \"a-01\": its floor (30%, 35.28 rpm after the safety margin) is above its ceiling (30 rpm) at "
+                    + "pools[0].capacity[0] (at_s 0): the floor wins — `allot` holds it at 35.28 rpm while it is active"),
+            "\(share.out)")
     }
 
     /// A tick other than the shipped 5 s is warned about (outside evaluation round 18): the dampening counts ticks, so

@@ -142,8 +142,16 @@ enum OperatorRequest {
     /// 415 with `message` unless the request's `Content-Type` is JSON: `application/json` or an
     /// `application/*+json`, parameters (`; charset=utf-8`) and case aside — the media type itself, not a
     /// prefix of it (`application/jsonx`, `application/json-seq` were taken for JSON). A request without the
-    /// header is read as JSON, as `POST /v1/telemetry` reads it.
+    /// header is read as JSON, as `POST /v1/telemetry` reads it. A body that starts with a byte order mark is
+    /// `400 invalid_json` saying so, as telemetry's is (outside evaluation round 36: "unexpected byte 0xEF").
     static func requireJSON(_ request: HTTPRequest, _ message: String) throws(HTTPError) {
+        try requireJSONType(request, message)
+        if JSON.startsWithByteOrderMark(request.body) {
+            throw HTTPError.badRequest(JSON.byteOrderMarkInBody, code: "invalid_json")
+        }
+    }
+
+    private static func requireJSONType(_ request: HTTPRequest, _ message: String) throws(HTTPError) {
         do {
             try TelemetryFormat.checkContentEncoding(request.headers.contentEncoding)
         } catch {
@@ -159,10 +167,6 @@ enum OperatorRequest {
     /// non-object.
     static func jsonObject(_ request: HTTPRequest) throws(HTTPError) -> JSONObject {
         try requireJSON(request, "send JSON: Content-Type: application/json")
-        // As telemetry says it (outside evaluation round 36: every other body read "unexpected byte 0xEF").
-        if JSON.startsWithByteOrderMark(request.body) {
-            throw HTTPError.badRequest(JSON.byteOrderMarkInBody, code: "invalid_json")
-        }
         let json: JSON
         do {
             json = try JSON.parse(request.body)

@@ -523,14 +523,21 @@ extension Scenario {
                     let ceiling = terms.ceiling[dimension].resolved(capacity: capacity)
                     guard floor > ceiling * (1 + 1e-9) else { continue }
                     warned.insert(entry.index)
+                    let unit = dimension.rawValue
+                    // A share as written and what it comes to; a rate as it is.
+                    func shown(_ quantity: Quantity, _ resolved: Double) -> String {
+                        if case .percent = quantity {
+                            return "\(quantity.jsonText), \(number(resolved)) \(unit) after the safety margin"
+                        }
+                        return "\(number(resolved)) \(unit)"
+                    }
                     warnings.append(
                         "\(entry.label)\(entry.count > 1 ? ", tenant \"\(tenant.id)\"" : ""): its floor "
-                            + "(\(terms.floor[dimension].jsonText) \(dimension.rawValue)) is above "
-                            + "its ceiling (\(terms.ceiling[dimension].jsonText), \(number(ceiling)) after the safety "
-                            + "margin) at pools[\(poolIndex)].capacity[\(stepIndex)] (at_s \(number(step.at))): the "
-                            + "floor wins — `allot` holds it at \(number(floor)) while it is active, whatever it asks for "
-                            + "(less only under a guard_max, a budget or degraded mode; policies/README.md, Floor above "
-                            + "ceiling)")
+                            + "(\(shown(terms.floor[dimension], floor))) is above its ceiling "
+                            + "(\(shown(terms.ceiling[dimension], ceiling))) at pools[\(poolIndex)].capacity[\(stepIndex)] "
+                            + "(at_s \(number(step.at))): the floor wins — `allot` holds it at \(number(floor)) \(unit) "
+                            + "while it is active, whatever it asks for (less only under a guard_max, a budget or "
+                            + "degraded mode; policies/README.md, Floor above ceiling)")
                     break search
                 }
             }
