@@ -176,7 +176,8 @@ struct PoolTrack: Sendable, Hashable, Codable {
     /// window's latency is the warning that came before it.
     var latencyExplainedUntil: Double?
     /// Until when a latency rise is the backlog readmitted after the provider raised the limit it states by a
-    /// quarter or more (a quota back from an incident): the calls held back meanwhile all arrive at once.
+    /// quarter or more (a quota back from an incident): the calls held back meanwhile all arrive at once. Two short
+    /// windows from the raise, so that the answers of the first have left the short window.
     var latencyReadmittedUntil: Double?
 
     /// Ends a latency degradation: the state and its start.

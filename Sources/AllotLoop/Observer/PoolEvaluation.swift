@@ -366,8 +366,10 @@ struct PoolEvaluation {
                         // 75 to 1,500 rpm was cut to 1,200 for 50 s at 18 % utilisation (outside evaluation round 35).
                         // A degradation this tick's latency started ends (latency is read before the estimate); one
                         // that began before the raise is real and stays.
+                        // Two short windows: the backlog's answers of the first stay in the short window for the
+                        // second (review: answers slow for 50 s after a raise degraded the pool at 65 s, one window).
                         if raised {
-                            pool.latencyReadmittedUntil = now + settings.shortWindowSeconds
+                            pool.latencyReadmittedUntil = now + 2 * settings.shortWindowSeconds
                             if pool.latencyDegrading, pool.degradingSince == now { pool.endLatencyDegradation() }
                         }
                         // The cut is superseded: its refusals, still in the window, do not measure the new limit.

@@ -449,14 +449,42 @@ struct ObserverHealthTests {
             status.signals.contains {
                 $0.hasSuffix("just after the provider raised its limit: the backlog readmitted, not lost capacity")
             }, "\(status.signals)")
-        // …but once it is over, the same latency is degradation again.
-        let later = script.spread(20, from: t0 + 61, to: t0 + 66) { script, at in
-            script.event(at: at, latencyMs: 300, signals: F.openAI(limitRequests: 1000, limitTokens: 100_000))
+        // …but once it is over (two short windows from the raise), a rise is degradation again: against a baseline
+        // that now holds the backlog's answers (its p95 ~300 ms), a second rise to 1 s.
+        let later = script.spread(20, from: t0 + 126, to: t0 + 131) { script, at in
+            script.event(at: at, latencyMs: 1000, signals: F.openAI(limitRequests: 1000, limitTokens: 100_000))
         }
-        report = estimation.observe(script.delta(later), now: t0 + 66)
+        report = estimation.observe(script.delta(later), now: t0 + 131)
         status = try #require(F.status(report))
         #expect(status.state == .degrading, "\(status.signals)")
         #expect(report.pools.first?.capacity.rpm == 800)
+    }
+
+    /// A backlog whose slow answers last most of the minute after the raise: they stay in the short window for the
+    /// minute after that, and do not degrade the pool then either (review: with a window of one short window from the
+    /// raise the pool went `degrading` at 65 s, on the backlog's own answers).
+    @Test func theBacklogsAnswersDoNotDegradeThePoolWhileTheyRemainInTheShortWindow() throws {
+        var script = TelemetryScript()
+        var estimation = CapacityEstimation(policy: F.policy(rpm: 1000, tpm: 100_000))
+        let before =
+            script.spread(420, from: t0 - 900, to: t0 - 60) { script, at in
+                script.event(at: at, latencyMs: 100, signals: F.openAI(limitRequests: 1000, limitTokens: 100_000))
+            }
+            + script.spread(6, from: t0 - 60, to: t0) { script, at in
+                script.event(at: at, latencyMs: 100, signals: F.openAI(limitRequests: 100, limitTokens: 100_000))
+            }
+        _ = estimation.observe(script.delta(before), now: t0)
+        var degraded: [Double] = []
+        for t in stride(from: t0, to: t0 + 150, by: 5) {
+            let slow =
+                t < t0 + 50
+                ? script.spread(3, from: t, to: t + 5) { script, at in
+                    script.event(at: at, latencyMs: 300, signals: F.openAI(limitRequests: 1000, limitTokens: 100_000))
+                } : []
+            let report = estimation.observe(script.delta(slow), now: t + 5)
+            if F.status(report)?.state == .degrading { degraded.append(t + 5 - t0) }
+        }
+        #expect(degraded.isEmpty, "degrading at \(degraded) s")
     }
 
     /// A degradation that began before the provider raised its limit is real: the raise does not end it (review of
