@@ -566,6 +566,13 @@ import Testing
             try Data(#"{"tenants": {"a-01": \#(entry), "a-02": \#(entry)}}"#.utf8)
                 .write(to: URL(fileURLWithPath: policies + "/tenants.json"))
         }
+        /// The standard tier with `terms` (`"guard_min": "55%"`) beside its priority and weight, and `tenants.json`.
+        func policy(standard terms: String, tenants: String) throws {
+            let tier = #"{"priority": 0, "weight": 1\#(terms.isEmpty ? "" : ", " + terms)}"#
+            try Data(#"{"default_tier": "standard", "tiers": {"standard": \#(tier)}}"#.utf8)
+                .write(to: URL(fileURLWithPath: policies + "/tiers.json"))
+            try Data(#"{"tenants": \#(tenants)}"#.utf8).write(to: URL(fileURLWithPath: policies + "/tenants.json"))
+        }
         try Data(#"{"default_tier": "standard", "tiers": {"standard": {"priority": 0, "weight": 1}}}"#.utf8)
             .write(to: URL(fileURLWithPath: policies + "/tiers.json"))
         let scenario = base + "/floors.json"
@@ -573,8 +580,9 @@ import Testing
             Self.oneTenantScenario(name: "floors", duration: 60, tier: "standard", tasksPerMinute: 1)
                 .replacingOccurrences(of: #""id": "a", "tier""#, with: #""id": "a", "count": 2, "tier""#).utf8
         ).write(to: URL(fileURLWithPath: scenario))
+        let check = ["simulate", "--scenario", scenario, "--check", "--policy", policies]
         try tenants(floor: "60%")
-        let over = await runCLI(["simulate", "--scenario", scenario, "--check", "--policy", policies])
+        let over = await runCLI(check)
         #expect(over.code == 0, "\(over.err)")
         let warning =
             "  warning: pools[0] (\"p\"): the floors of its 2 tenant(s) add up to 120 % of its rpm after the safety "
@@ -583,17 +591,13 @@ import Testing
         #expect(over.out.contains(warning), "\(over.out)")
         // Exactly the capacity is no over-commitment.
         try tenants(floor: "50%")
-        let full = await runCLI(["simulate", "--scenario", scenario, "--check", "--policy", policies])
+        let full = await runCLI(check)
         #expect(!full.out.contains("the floors of"), "\(full.out)")
 
         // Guard minimums that over-commit the pool are warned of too (outside evaluation round 34): the engine then
         // holds none of them.
-        try Data(#"{"tenants": {}}"#.utf8).write(to: URL(fileURLWithPath: policies + "/tenants.json"))
-        try Data(
-            #"{"default_tier": "standard", "tiers": {"standard": {"priority": 0, "weight": 1, "guard_min": "55%"}}}"#
-                .utf8
-        ).write(to: URL(fileURLWithPath: policies + "/tiers.json"))
-        let guards = await runCLI(["simulate", "--scenario", scenario, "--check", "--policy", policies])
+        try policy(standard: #""guard_min": "55%""#, tenants: "{}")
+        let guards = await runCLI(check)
         #expect(guards.code == 0, "\(guards.err)")
         func guardWarning(_ percent: Int) -> String {
             "  warning: pools[0] (\"p\"): the guard_min values of its 2 tenant(s), with the floors above them, add up to "
@@ -606,30 +610,20 @@ import Testing
         // A floor counts where it is above the guard, as the engine counts it (review: a floor of 85 % beside a guard
         // of 20 % drops both guards, and nothing warned); floors that over-commit the pool alone are degraded mode,
         // which their own warning names.
-        try Data(
-            #"{"default_tier": "standard", "tiers": {"standard": {"priority": 0, "weight": 1, "guard_min": "20%"}}}"#
-                .utf8
-        ).write(to: URL(fileURLWithPath: policies + "/tiers.json"))
-        try Data(#"{"tenants": {"a-01": {"tier": "standard", "floor": {"rpm": "85%"}}}}"#.utf8)
-            .write(to: URL(fileURLWithPath: policies + "/tenants.json"))
-        let floorAndGuard = await runCLI(["simulate", "--scenario", scenario, "--check", "--policy", policies])
+        try policy(
+            standard: #""guard_min": "20%""#, tenants: #"{"a-01": {"tier": "standard", "floor": {"rpm": "85%"}}}"#)
+        let floorAndGuard = await runCLI(check)
         #expect(floorAndGuard.out.contains(guardWarning(105)), "\(floorAndGuard.out)")
         #expect(!floorAndGuard.out.contains("the floors of"), "\(floorAndGuard.out)")
         try tenants(floor: "60%")
-        let floorsAlone = await runCLI(["simulate", "--scenario", scenario, "--check", "--policy", policies])
+        let floorsAlone = await runCLI(check)
         #expect(floorsAlone.out.contains("the floors of its 2 tenant(s) add up to 120 %"), "\(floorsAlone.out)")
         #expect(!floorsAlone.out.contains("the guard_min values"), "\(floorsAlone.out)")
-        try Data(#"{"tenants": {}}"#.utf8).write(to: URL(fileURLWithPath: policies + "/tenants.json"))
 
         // An absolute floor that resolves above a ceiling in percent (which the loader cannot know) is named once per
         // entry, at the first capacity step where it does: the floor wins.
-        try Data(
-            #"{"default_tier": "standard", "tiers": {"standard": {"priority": 0, "weight": 1, "ceiling": "20%"}}}"#
-                .utf8
-        ).write(to: URL(fileURLWithPath: policies + "/tiers.json"))
-        try Data(#"{"tenants": {"a-02": {"tier": "standard", "floor": {"rpm": 30}}}}"#.utf8)
-            .write(to: URL(fileURLWithPath: policies + "/tenants.json"))
-        let crossed = await runCLI(["simulate", "--scenario", scenario, "--check", "--policy", policies])
+        try policy(standard: #""ceiling": "20%""#, tenants: #"{"a-02": {"tier": "standard", "floor": {"rpm": 30}}}"#)
+        let crossed = await runCLI(check)
         #expect(crossed.code == 0, "\(crossed.err)")
         let crossing =
             "  warning: tenants[0] (\"a\" with count 2), tenant \"a-02\": its floor (30 rpm) is above its ceiling "
@@ -639,13 +633,9 @@ import Testing
         #expect(crossed.out.contains(crossing), "\(crossed.out)")
         #expect(crossed.out.components(separatedBy: "its floor").count == 2, "\(crossed.out)")
         // The other mix: a floor in percent above an absolute ceiling (review L5: it read "(30% rpm)").
-        try Data(
-            #"{"default_tier": "standard", "tiers": {"standard": {"priority": 0, "weight": 1, "ceiling": {"rpm": 30}}}}"#
-                .utf8
-        ).write(to: URL(fileURLWithPath: policies + "/tiers.json"))
-        try Data(#"{"tenants": {"a-01": {"tier": "standard", "floor": {"rpm": "30%"}}}}"#.utf8)
-            .write(to: URL(fileURLWithPath: policies + "/tenants.json"))
-        let share = await runCLI(["simulate", "--scenario", scenario, "--check", "--policy", policies])
+        try policy(
+            standard: #""ceiling": {"rpm": 30}"#, tenants: #"{"a-01": {"tier": "standard", "floor": {"rpm": "30%"}}}"#)
+        let share = await runCLI(check)
         #expect(
             share.out.contains(
                 "tenant \"a-01\": its floor (30%, 35.28 rpm after the safety margin) is above its ceiling (30 rpm) at "

@@ -517,8 +517,7 @@ extension Scenario {
             let terms = run.terms(ofTenant: tenant.id, upstream: pool.id, overrides: [], now: 0)
             search: for (stepIndex, step) in pool.capacity.enumerated() {
                 for dimension in RateDimension.allCases {
-                    let capacity = (dimension == .rpm ? step.rpm : step.tpm) * margin
-                    guard capacity > 0, capacity.isFinite else { continue }
+                    guard let capacity = step.allocable(dimension, margin: margin) else { continue }
                     let floor = terms.floor[dimension].resolved(capacity: capacity)
                     let ceiling = terms.ceiling[dimension].resolved(capacity: capacity)
                     guard floor > ceiling * (1 + 1e-9) else { continue }
@@ -678,8 +677,7 @@ extension Scenario {
             for (stepIndex, step) in pool.capacity.enumerated() {
                 var furthest: (dimension: RateDimension, share: Double)?
                 for dimension in RateDimension.allCases {
-                    let capacity = (dimension == .rpm ? step.rpm : step.tpm) * margin
-                    guard capacity > 0, capacity.isFinite else { continue }
+                    guard let capacity = step.allocable(dimension, margin: margin) else { continue }
                     let share = terms.reduce(0) { $0 + value($1, dimension, capacity) } / capacity
                     if beyond(share), furthest.map({ further(share, $0.share) }) ?? true {
                         furthest = (dimension, share)
@@ -1340,5 +1338,14 @@ private struct ScenarioReader {
         return TokenShape(
             mean: try number(object["mean"], path + ".mean", 1...2_000_000),
             sd: try number(object["sd"], path + ".sd", 0...2_000_000, default: 0))
+    }
+}
+
+extension CapacityStep {
+    /// The capacity the engine allocates in `dimension` at this step, `(1 − safety_margin)` of it (`margin`); nil when
+    /// there is none to judge against (0 or not finite).
+    func allocable(_ dimension: RateDimension, margin: Double) -> Double? {
+        let capacity = (dimension == .rpm ? rpm : tpm) * margin
+        return capacity > 0 && capacity.isFinite ? capacity : nil
     }
 }

@@ -410,20 +410,23 @@ struct ObserverHealthTests {
                     + "latency that goes with that drop, already in the estimate"))
     }
 
+    /// Fourteen minutes at 100 ms under a stated 1,000 rpm, then a minute under a stated 100 (an incident's quota).
+    static func quotaCut(_ script: inout TelemetryScript, t0: Double) -> [StoredEvent] {
+        script.spread(420, from: t0 - 900, to: t0 - 60) { script, at in
+            script.event(at: at, latencyMs: 100, signals: F.openAI(limitRequests: 1000, limitTokens: 100_000))
+        }
+            + script.spread(6, from: t0 - 60, to: t0) { script, at in
+                script.event(at: at, latencyMs: 100, signals: F.openAI(limitRequests: 100, limitTokens: 100_000))
+            }
+    }
+
     /// A quota back from an incident: the calls held back under the lower limit arrive at once, and their latency is
     /// that backlog's (outside evaluation round 35: a stated 75 → 1,500 rpm return read as degradation at 18 %
     /// utilisation, the safe capacity cut to 1,200 for 50 s).
     @Test func theBacklogReadmittedWhenTheProviderRaisesItsLimitIsNotDegradation() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000, tpm: 100_000))
-        // Fourteen minutes at 100 ms under a stated 1,000 rpm, then a minute under a stated 100.
-        let before =
-            script.spread(420, from: t0 - 900, to: t0 - 60) { script, at in
-                script.event(at: at, latencyMs: 100, signals: F.openAI(limitRequests: 1000, limitTokens: 100_000))
-            }
-            + script.spread(6, from: t0 - 60, to: t0) { script, at in
-                script.event(at: at, latencyMs: 100, signals: F.openAI(limitRequests: 100, limitTokens: 100_000))
-            }
+        let before = Self.quotaCut(&script, t0: t0)
         var report = estimation.observe(script.delta(before), now: t0)
         #expect(F.status(report)?.estimate.rpm == 100)
         // The limit is back: the calls held back answer three times slower, at no more than the old load.
@@ -466,13 +469,7 @@ struct ObserverHealthTests {
     @Test func theBacklogsAnswersDoNotDegradeThePoolWhileTheyRemainInTheShortWindow() throws {
         var script = TelemetryScript()
         var estimation = CapacityEstimation(policy: F.policy(rpm: 1000, tpm: 100_000))
-        let before =
-            script.spread(420, from: t0 - 900, to: t0 - 60) { script, at in
-                script.event(at: at, latencyMs: 100, signals: F.openAI(limitRequests: 1000, limitTokens: 100_000))
-            }
-            + script.spread(6, from: t0 - 60, to: t0) { script, at in
-                script.event(at: at, latencyMs: 100, signals: F.openAI(limitRequests: 100, limitTokens: 100_000))
-            }
+        let before = Self.quotaCut(&script, t0: t0)
         _ = estimation.observe(script.delta(before), now: t0)
         var degraded: [Double] = []
         for t in stride(from: t0, to: t0 + 150, by: 5) {
