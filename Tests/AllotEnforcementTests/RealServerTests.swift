@@ -53,7 +53,7 @@ struct RealServerTests {
         #expect(await gateway.waitForSnapshot(timeout: 10))
         let version = try #require(gateway.enforcer.enforcedVersion)
         // The next poll carries the version and is held for the wait, then answered 304 (or a newer version).
-        #expect(await eventually(timeout: 5) { await gateway.snapshotClient!.status.polls >= 3 })
+        #expect(await eventually(timeout: 60) { await gateway.snapshotClient!.status.polls >= 3 })
         let status = await gateway.snapshotClient!.status
         #expect(status.consecutiveFailures == 0)
         #expect(status.enforcedVersion.map { $0 >= version } == true)
