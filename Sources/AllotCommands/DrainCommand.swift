@@ -35,14 +35,14 @@ enum DrainCommand {
             output.err("allot drain: \(response.status.code) \(message)")
             return 1
         }
+        let version = body?["version"]?.int64Value.map(String.init) ?? "?"
         if resume {
             guard body?["ended"]?.boolValue != false else {
                 output.out("no drain was in force; nothing changed")
                 return 0
             }
-            output.out("drain ended; the next tick publishes a normal snapshot")
+            output.out("drain ended: version \(version) records it; the next tick publishes a normal snapshot")
         } else {
-            let version = body?["version"]?.int64Value.map(String.init) ?? "?"
             let expires = body?["expires_at"]?.stringValue ?? "?"
             if body?["already_drained"]?.boolValue == true {
                 let since = body?["since"]?.stringValue ?? "?"

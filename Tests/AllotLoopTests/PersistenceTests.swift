@@ -163,9 +163,14 @@ final class CrashingPersistence: SnapshotPersistence {
         // Ticks keep estimating but publish nothing while drained.
         #expect(await harness.tick().published.isEmpty)
         #expect(harness.publisher.current?.version == 2)
-        await harness.publisher.resume()
+        // The end is persisted as a version of its own, still without a lease; the next tick publishes one.
+        let ended = try #require(try await harness.publisher.resume(now: harness.clock.now))
+        #expect(ended.snapshot.version == 3)
+        #expect(ended.since == drained.generatedAt)
+        #expect(try servedSnapshot(harness.publisher).expiresAt == harness.clock.now)
+        #expect(try await harness.publisher.resume(now: harness.clock.now) == nil)
         let resumed = await harness.tick()
-        #expect(resumed.published == [3])
+        #expect(resumed.published == [4])
         #expect(try servedSnapshot(harness.publisher).expiresAt == harness.clock.now + 300)
         await harness.close()
     }

@@ -293,11 +293,29 @@ public actor AllocationPublisher {
         return DrainOutcome(snapshot: drained, since: now, previousVersion: current.version, alreadyDrained: false)
     }
 
-    /// Ends a drain: the next tick publishes normally again.
-    public func resume() {
-        guard drainedAt != nil else { return }
+    /// The end of a drain, decided and persisted in one step.
+    public struct DrainEnd: Sendable {
+        /// When the ended drain began.
+        public var since: Double
+        /// The version that records the end: the drained content again, still without a lease, so gateways stay on
+        /// their fallback floors until the next tick publishes allocations.
+        public var snapshot: PublishedSnapshot
+    }
+
+    /// Ends a drain: the next tick publishes normally again. The end is persisted as a version of its own before it
+    /// is acknowledged, so a restart does not bring the drain back (outside evaluation round 38: only an in-memory
+    /// flag was cleared, and a restart within the next tick restored the drain from the last stored version's kind).
+    ///
+    /// - Returns: nil when no drain was in force (nothing changes).
+    /// - Throws: The database's error when the end could not be persisted; the drain then stays in force.
+    public func resume(now: Double) async throws -> DrainEnd? {
+        await enter()
+        defer { leave() }
+        guard let since = drainedAt, let current = board.current else { return nil }
+        let ended = try await commit(current.content, kind: .tick, now: now, lease: 0)
         drainedAt = nil
-        logger.notice("drain ended: publishing resumes at the next tick")
+        logger.notice("drain ended: publishing resumes at the next tick", ["version": .int(ended.version)])
+        return DrainEnd(since: since, snapshot: ended)
     }
 
     /// When the current drain began (nil when not drained).

@@ -82,8 +82,10 @@ public struct GatewaysRoute: Sendable {
 /// `POST` answers `{"drained": true, "version": N, "generated_at": "…", "expires_at": "…", "since": "…",
 /// "already_drained": B}` — a drain already in force is answered as it stands (its version and `since`; nothing
 /// published, nothing audited); 409 `no_snapshot` when nothing was published yet; 503 `database_unavailable` when the
-/// drain version cannot be persisted. `DELETE` answers `{"drained": false, "ended": B}`, `ended` false when no drain
-/// was in force (nothing changed, nothing audited).
+/// drain version cannot be persisted. `DELETE` answers `{"drained": false, "ended": true, "version": N}` — the end is
+/// persisted as version N (the drained content, still without a lease: gateways stay on their fallback floors until
+/// the next tick), so a restart keeps it — or `{"drained": false, "ended": false}` when no drain was in force
+/// (nothing changed, nothing audited); 503 `database_unavailable` when the end cannot be persisted (the drain stays).
 ///
 /// Both are audited (SPEC 8: every mutation) as `drain.start` and `drain.end`, with the acting token's
 /// name and role, once the change is made: a drain with the version it published, an end only when a
@@ -142,18 +144,25 @@ public struct DrainRoute: Sendable {
         return .json(.object(answer))
     }
 
-    /// `DELETE`: ends the drain; the next tick publishes normally. Audited when a drain was in force. No parameters
-    /// or body members either.
+    /// `DELETE`: ends the drain, persisted as a version of its own; the next tick publishes normally. Audited when a
+    /// drain was in force. No parameters or body members either.
     public func resume(_ request: HTTPRequest, by principal: Principal? = nil) async throws(HTTPError) -> HTTPResponse {
         try Self.refuseArguments(request)
-        let since = await publisher.drainedSince
-        await publisher.resume()
-        if let since {
-            await record(
-                "drain.end", by: principal, before: ["drained": true, "since": .string(RFC3339.format(since))],
-                after: ["drained": false])
+        let ended: AllocationPublisher.DrainEnd?
+        do {
+            ended = try await publisher.resume(now: clock.now)
+        } catch {
+            throw HTTPError(
+                .serviceUnavailable, code: "database_unavailable",
+                message: "the end of the drain could not be persisted, so the drain stays in force: \(error)",
+                headers: ["Retry-After": "1"])
         }
-        return .json(["drained": false, "ended": .bool(since != nil)])
+        guard let ended else { return .json(["drained": false, "ended": false]) }
+        let version = JSON.int(ended.snapshot.version)
+        await record(
+            "drain.end", by: principal, before: ["drained": true, "since": .string(RFC3339.format(ended.since))],
+            after: ["drained": false, "version": version])
+        return .json(["drained": false, "ended": true, "version": version])
     }
 
     private static func refuseArguments(_ request: HTTPRequest) throws(HTTPError) {

@@ -143,8 +143,9 @@ import Testing
         let snapshot = try await running.json("/v1/snapshot")
         #expect(snapshot["version"] == .int(first + 1))
         #expect(snapshot["expires_at"] == snapshot["generated_at"])
+        // The end is a version of its own (still no lease), so that it is on disk when acknowledged.
         let resumed = try await running.send(.delete, "/v1/drain")
-        #expect(try JSON.parse(resumed.body) == ["drained": false, "ended": true])
+        #expect(try JSON.parse(resumed.body) == ["drained": false, "ended": true, "version": .int(first + 2)])
         // Both are audited (SPEC 8), as the acting token (`dev` here); ending no drain changes and audits nothing.
         let noDrain = try await running.send(.delete, "/v1/drain")
         #expect(noDrain.status == .ok)
@@ -156,8 +157,8 @@ import Testing
         #expect(audited.last?["before"]?["version"] == .int(first))
         #expect(audited.last?["after"]?["version"] == .int(first + 1))
         #expect(audited.last?["after"]?["expires_at"] == answer["expires_at"])
-        #expect(audited.first?["after"]?["drained"] == false)
-        let afterDrain = try await running.tick(after: first + 1)
+        #expect(audited.first?["after"] == ["drained": false, "version": .int(first + 2)])
+        let afterDrain = try await running.tick(after: first + 2)
         await running.stop()
 
         // Restarted: the last persisted snapshot is served before any tick, and the next version is above it.
@@ -205,14 +206,51 @@ import Testing
         #expect(alerts.first?["severity"] == "warning")
         #expect(alerts.first?["since"] == .string(RFC3339.format(Self.start)))
         let resumed = try await again.send(.delete, "/v1/drain")
-        #expect(try JSON.parse(resumed.body)["drained"] == false)
+        #expect(try JSON.parse(resumed.body)["version"] == .int(first + 2))
         let audited = try await again.json("/v1/audit?action=drain.end")["entries"]?.arrayValue ?? []
         #expect(audited.count == 1)
-        let next = try await again.tick(after: first + 1)
-        #expect(next > first + 1)
+        let next = try await again.tick(after: first + 2)
+        #expect(next > first + 2)
         #expect(try await again.json("/v1/snapshot")["expires_at"] != served["expires_at"])
         #expect(try await again.json("/readyz")["checks"]?["drain"] == ["ok": true, "in_force": false])
         #expect(try await again.json("/v1/alerts?kind=drain")["alerts"]?.arrayValue?.isEmpty == true)
+        await again.stop()
+    }
+
+    /// An acknowledged end of a drain outlives a restart that comes before the next tick (outside evaluation round
+    /// 38: only an in-memory flag was cleared, and the restarted service restored the drain from the last stored
+    /// version, leaving every gateway on its fallback floors); and an end that cannot be persisted is refused, the
+    /// drain kept.
+    @Test func theEndOfADrainOutlivesARestartBeforeTheNextTick() async throws {
+        let directory = Self.temporaryDirectory()
+        let running = try await Self.launch(directory: directory)
+        let first = try await running.tick(after: nil)
+        #expect(try await running.send(.post, "/v1/drain").status == .ok)
+        // A database that refuses writes: the end is refused with 503 and the drain stays in force.
+        let writer = running.service.context.pool.writer
+        try await writer.access { try $0.execute("PRAGMA query_only = 1") }
+        let refused = try await running.send(.delete, "/v1/drain")
+        #expect(refused.status == .serviceUnavailable)
+        #expect(try JSON.parse(refused.body)["error"]?["code"] == "database_unavailable")
+        #expect(try await running.json("/readyz")["checks"]?["drain"]?["in_force"] == true)
+        #expect(try await running.json("/v1/audit?action=drain.end")["entries"]?.arrayValue?.isEmpty == true)
+        try await writer.access { try $0.execute("PRAGMA query_only = 0") }
+        // (The refused write took a version number: a failed write may have reached the disk, and a number is never
+        // served with two contents.)
+        let resumed = try JSON.parse(try await running.send(.delete, "/v1/drain").body)
+        #expect(resumed["ended"] == true)
+        let ended = try #require(resumed["version"]?.int64Value)
+        #expect(ended == first + 3)
+        await running.stop()
+
+        let again = try await Self.launch(directory: directory, at: Self.start + 60)
+        #expect(again.version == ended)
+        #expect(await again.service.context.operators.loop?.publisher.drainedSince == nil)
+        #expect(try await again.json("/readyz")["checks"]?["drain"] == ["ok": true, "in_force": false])
+        let next = try await again.tick(after: ended)
+        #expect(next > ended)
+        let served = try await again.json("/v1/snapshot")
+        #expect(served["expires_at"] != served["generated_at"])  // a lease again: the drain did not come back
         await again.stop()
     }
 
@@ -238,7 +276,7 @@ import Testing
         // The last snapshot is still served.
         #expect(try await running.json("/v1/snapshot")["version"] == .int(first))
         // Room again: the next write commits and readiness comes back.
-        try await writer.access { try $0.execute("PRAGMA max_page_count = 1073741823") }
+        try await writer.access { try $0.execute("PRAGMA query_only = 0") }
         let stored = try await running.send(
             .post, "/v1/telemetry", body: Self.telemetry(at: running.clock.now, tenants: ["acme"], count: 10))
         #expect(stored.status == .ok)

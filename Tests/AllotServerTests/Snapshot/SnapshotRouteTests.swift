@@ -281,8 +281,11 @@ struct SnapshotFixture {
         try await fixture.publish(rpm: 70)
         #expect(fixture.publisher.current?.version == 2)
         let resumed = try await route.resume(HTTPRequest(method: .delete, target: "/v1/drain")).json()
-        #expect(resumed["drained"] == false)
+        #expect(resumed == ["drained": false, "ended": true, "version": 3])  // the end, persisted, still no lease
+        let ended = try Snapshot(decoding: await fixture.get("/v1/snapshot").body)
+        #expect(ended.version == 3)
+        #expect(ended.expiresAt == ended.generatedAt)
         try await fixture.publish(rpm: 70)
-        #expect(fixture.publisher.current?.version == 3)
+        #expect(fixture.publisher.current?.version == 4)
     }
 }
