@@ -13,6 +13,29 @@ import Testing
         return DataDirectory(path: path)
     }
 
+    /// One `allot serve` per directory (outside evaluation round 38: two ran their own loops and interleaved their
+    /// versions): a second lock is refused naming the holder's pid, and the lock is free again once released.
+    @Test func aDirectoryIsLockedByOneServiceAtATime() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory.path) }
+        let first = try DataDirectoryLock.acquire(directory)
+        #expect(first.path == directory.path + "/serve.lock")
+        #expect(try String(contentsOfFile: first.path, encoding: .utf8) == "\(getpid())\n")
+        #expect(throws: StoreSetupError.self) { try DataDirectoryLock.acquire(directory) }
+        do {
+            _ = try DataDirectoryLock.acquire(directory)
+        } catch {
+            #expect(
+                error.message
+                    == "data directory \(directory.path) is in use by another allot serve (process \(getpid()) holds "
+                    + "\(directory.path)/serve.lock): stop it first, or give this one another --data")
+        }
+        first.release()
+        first.release()  // idempotent
+        let second = try DataDirectoryLock.acquire(directory)
+        second.release()
+    }
+
     @Test func aMissingDatabaseBesideItsWriteAheadLogIsRefused() async throws {
         let directory = try scratch()
         defer { try? FileManager.default.removeItem(atPath: directory.path) }

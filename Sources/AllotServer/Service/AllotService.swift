@@ -24,10 +24,11 @@ public final class AllotService: Sendable {
     public let access: [HTTPRoute: Access]
     private let server: HTTPServer
     private let background: Locked<[Task<Void, Never>]>
+    private let directoryLock: DataDirectoryLock
 
     private init(
         configuration: ServeConfiguration, port: Int, context: ServiceContext, access: [HTTPRoute: Access],
-        server: HTTPServer, background: [Task<Void, Never>]
+        server: HTTPServer, background: [Task<Void, Never>], directoryLock: DataDirectoryLock
     ) {
         self.configuration = configuration
         self.port = port
@@ -35,6 +36,7 @@ public final class AllotService: Sendable {
         self.access = access
         self.server = server
         self.background = Locked(background)
+        self.directoryLock = directoryLock
     }
 
     /// Loads the policies, opens the data directory and database (migrating it), starts the loop
@@ -77,6 +79,15 @@ public final class AllotService: Sendable {
         }
         // The policies are read before the data directory is touched: a bad --policies creates nothing.
         let directory = DataDirectory(path: configuration.dataDirectory)
+        // One service per data directory: a second would run its own loop and publish interleaved versions. Taken
+        // before the database opens; a start that fails after this drops it with the lock object.
+        let directoryLock: DataDirectoryLock
+        do {
+            try directory.create()
+            directoryLock = try DataDirectoryLock.acquire(directory)
+        } catch {
+            throw ServiceStartError(error.message)
+        }
         let pool: DatabasePool
         do {
             let opened = try await directory.openDatabase(
@@ -171,7 +182,7 @@ public final class AllotService: Sendable {
              "auth": configuration.dev ? "disabled (--dev)" : "bearer tokens"])
         return AllotService(
             configuration: configuration, port: port, context: context, access: table.access, server: server,
-            background: tasks)
+            background: tasks, directoryLock: directoryLock)
     }
 
     /// How long shutdown waits for the loop to stop (its tick in progress, then a checkpoint).
@@ -229,6 +240,7 @@ public final class AllotService: Sendable {
             context.logger.error("could not flush telemetry rollups at shutdown", ["error": "\(error)"])
         }
         await context.pool.close()
+        directoryLock.release()
         context.logger.notice("stopped")
     }
 }

@@ -415,6 +415,34 @@ import Testing
         #expect(address("localhost") == "localhost:8080")
     }
 
+    /// A second service on a data directory in use is refused before it opens anything, and the first keeps
+    /// publishing alone (outside evaluation round 38: both ran, each its own loop, with interleaved versions); once
+    /// the first stops, the directory is free.
+    @Test func aSecondServiceOnTheSameDataDirectoryIsRefused() async throws {
+        let directory = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = try await Self.launch(directory: directory)
+        let version = try await first.tick(after: nil)
+        do {
+            let second = try await AllotService.start(
+                ServeConfiguration(port: 0, dataDirectory: directory, policies: .embedded),
+                clock: ManualClock(now: Self.start), logger: .disabled)
+            await second.shutdown(gracePeriod: .zero)
+            Issue.record("a second service started on \(directory)")
+        } catch {
+            #expect(
+                error.message
+                    == "data directory \(directory) is in use by another allot serve (process \(getpid()) holds "
+                    + "\(directory)/serve.lock): stop it first, or give this one another --data")
+        }
+        #expect(try await first.json("/v1/snapshot")["version"] == .int(version))
+        #expect(try await first.json("/readyz")["status"] == "ready")
+        await first.stop()
+        let again = try await Self.launch(directory: directory, at: Self.start + 60)
+        #expect(again.version == version)
+        await again.stop()
+    }
+
     /// A start that cannot listen (the port is taken) announces no admin token and writes no token file: the first
     /// token is created once the service runs, so the next start that does run still announces it.
     @Test func aStartThatCannotListenAnnouncesNoAdminToken() async throws {

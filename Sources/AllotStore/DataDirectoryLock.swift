@@ -1,0 +1,72 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One `allot serve`'s exclusive hold on its data directory: an `flock` on `DIR/serve.lock`, which holds the pid of
+/// the process that has it. Two services on one directory each ran their own loop and published interleaved versions
+/// from two allocation histories (outside evaluation round 38, M3); the second now refuses to start. Other commands
+/// (`allot tokens`, `allot migrate`) do not take it (`allot tokens` works beside a running service, as documented).
+///
+/// The system drops the lock when the process ends, however it ends (a `kill -9` leaves no stale lock: the file stays,
+/// unlocked); ``release()`` drops it at a clean shutdown, so a service started again in the same process can take it.
+public final class DataDirectoryLock: Sendable {
+    /// `DIR/serve.lock`.
+    public let path: String
+    private let descriptor: Mutex<Int32>
+
+    private init(path: String, descriptor: Int32) {
+        self.path = path
+        self.descriptor = Mutex(descriptor)
+    }
+
+    deinit {
+        release()
+    }
+
+    /// Takes the lock of `directory` (which must exist), or throws naming the process that holds it.
+    public static func acquire(_ directory: DataDirectory) throws(StoreSetupError) -> DataDirectoryLock {
+        let path = directory.path + "/serve.lock"
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw StoreSetupError(message: "cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            let holder = Self.readPID(descriptor)
+            close(descriptor)
+            guard code == EWOULDBLOCK else {
+                throw StoreSetupError(message: "cannot lock \(path): \(String(cString: strerror(code)))")
+            }
+            let who = holder.map { "process \($0)" } ?? "another process"
+            throw StoreSetupError(
+                message: "data directory \(directory.path) is in use by another allot serve (\(who) holds \(path)): "
+                    + "stop it first, or give this one another --data")
+        }
+        // Ours: record who holds it, for the message a second start prints.
+        let text = Array("\(getpid())\n".utf8)
+        _ = ftruncate(descriptor, 0)
+        _ = text.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        return DataDirectoryLock(path: path, descriptor: descriptor)
+    }
+
+    /// Drops the lock (idempotent).
+    public func release() {
+        descriptor.withLock { descriptor in
+            guard descriptor >= 0 else { return }
+            close(descriptor)  // closing the only descriptor of the open file releases its flock
+            descriptor = -1
+        }
+    }
+
+    /// The pid written in the lock file, if it reads as one.
+    private static func readPID(_ descriptor: Int32) -> Int32? {
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { return nil }
+        let text = String(decoding: buffer[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return Int32(text)
+    }
+}
