@@ -205,10 +205,18 @@ extension TenantTrack {
             ? min(1, max(Double(samples) / Double(settings.coldStartSamples), watched)) : 1
         let coldStart = confidence < 1
         let sustained = overSince.map { now - $0 >= settings.sustainedOverSeconds } ?? false
+        // The class, the trend and the long-window usage shown read each window's rate as the demand level does: an EWMA
+        // started `foldedSeconds` ago holds only `1 − e^(−t/τ)` of its weight. Raw, a new tenant's long-window
+        // rate started from zero, and one sending a flat 150 rpm read `bursting` (short ≥ 2 × long, trend 2.71)
+        // for ten minutes, eligible for unasked fan-out credit (outside evaluation round 38).
+        let filledShort = max(foldedSeconds.map { 1 - exp(-$0 / settings.shortWindowSeconds) } ?? 1, 1e-9)
+        let filledLong = max(foldedSeconds.map { 1 - exp(-$0 / settings.longWindowSeconds) } ?? 1, 1e-9)
+        let shortRate: PerDimension<Double> = PerDimension { demandShort[$0] / filledShort }
+        let longRate: PerDimension<Double> = PerDimension { demandLong[$0] / filledLong }
         let bursting =
-            demandShort.rpm >= rules.burstMinimumRPM
-            && (demandShort.rpm >= rules.burstRatio * demandLong.rpm
-                || (demandLong.tpm > 0 && demandShort.tpm >= rules.burstRatio * demandLong.tpm))
+            shortRate.rpm >= rules.burstMinimumRPM
+            && (shortRate.rpm >= rules.burstRatio * longRate.rpm
+                || (longRate.tpm > 0 && shortRate.tpm >= rules.burstRatio * longRate.tpm))
         let tenantClass: TenantClass =
             idle ? .idle : coldStart ? .coldStart : sustained ? .sustainedOver : bursting ? .bursting : .steady
 
@@ -314,10 +322,11 @@ extension TenantTrack {
             spread: idle ? PerDimension(0) : spread(of: demand), fansOut: !idle && fansOut)
         let status = TenantStatus(
             key: key, tenantClass: tenantClass, suspect: suspect, suspectReasons: suspectReasons, demand: demand,
-            servedShort: servedShort, servedLong: servedLong, deniedRPM: deniedShort, queuedRPM: queuedShort,
-            peakToAverage: demandLong.rpm > 0 ? peakDemand / demandLong.rpm : 1,
+            servedShort: servedShort, servedLong: PerDimension { servedLong[$0] / filledLong }, deniedRPM: deniedShort,
+            queuedRPM: queuedShort,
+            peakToAverage: longRate.rpm > 0 ? max(1, peakDemand / filledShort / longRate.rpm) : 1,
             tokensPerRequest: servedLong.rpm > 0 ? servedLong.tpm / servedLong.rpm : 0,
-            trend: demandLong.rpm > 0 ? demandShort.rpm / demandLong.rpm - 1 : 0, lastActivityAt: lastActivityAt,
+            trend: longRate.rpm > 0 ? shortRate.rpm / longRate.rpm - 1 : 0, lastActivityAt: lastActivityAt,
             samples: samples, retryRatio: eventsLong > 0 ? retriesLong / eventsLong : 0, queueWaitP95Ms: queueWait.p95,
             completionTokensP50: completionTokens.p50, completionTokensP95: completionTokens.p95, starved: starved,
             starvedSince: starved ? starvingSince : nil,

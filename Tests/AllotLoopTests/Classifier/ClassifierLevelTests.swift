@@ -96,7 +96,8 @@ struct ClassifierLevelTests {
             report = run.tick { script, from, to in F.served(&script, 30, from: from, to: to) }
             levels.append(try #require(F.observation(report)).demand.rpm)
         }
-        #expect(try #require(F.status(report)).servedLong.rpm < 200)
+        // (The long window, read for the 16 minutes it covers, still remembers the ten at 120: 241.)
+        #expect(try #require(F.status(report)).servedLong.rpm < 250)
         #expect(zip(levels, levels.dropFirst()).allSatisfy { $0 <= $1 })
         // Up to within 15 %: nobody refuses it, and an unrefused rise persists only beyond twice its modelled noise
         // (27 at 360) and the deadband (32 at 322), which the short window, closing on 360, leaves late.
