@@ -133,6 +133,49 @@ import Testing
         #expect(harness.clock.sleeperCount == 0)
     }
 
+    /// Alerts of pools, gateways and the loop are logged when raised and when cleared, once each (SPEC 6.4: degraded
+    /// mode is "logged, alerted and visible"; outside evaluation round 38 found it never logged); a tenant's are not.
+    @Test func alertsAreLoggedWhenRaisedAndWhenCleared() async throws {
+        let harness = try LoopHarness()
+        let sink = CapturingLogSink()
+        try await harness.open(logger: Logger(label: "test", minimumLevel: .info, sink: sink, clock: harness.clock))
+        await harness.classifier.setDemand("acme", rpm: 30, tpm: 20_000, shares: ["gw-1": 1])
+        await harness.tick()
+        harness.clock.advance(by: 1)
+        _ = try await harness.publisher.startDrain(now: harness.clock.now)
+        await harness.tick()
+        await harness.tick()
+        // (The harness's pool has no price: that alert is raised at the first tick, once.)
+        let raised = sink.lines.filter { $0.contains("alert raised") }
+        #expect(raised.count == 2)
+        #expect(raised.first?.contains("\"kind\":\"unknown_price\"") == true)
+        #expect(raised.last?.contains("\"kind\":\"drain\"") == true)
+        #expect(raised.last?.contains("\"level\":\"warning\"") == true)
+        _ = try await harness.publisher.resume(now: harness.clock.now)
+        await harness.tick()
+        let cleared = sink.lines.filter { $0.contains("alert cleared") }
+        #expect(cleared.count == 1)
+        #expect(cleared.first?.contains("\"kind\":\"drain\"") == true)
+        await harness.close()
+    }
+
+    @Test func alertTransitionsLeaveOutTenantsAndCountAPoolsKindOnce() {
+        func alert(_ kind: String, upstream: String? = nil, tenant: String? = nil) -> LoopAlert {
+            LoopAlert(kind: kind, severity: .critical, upstream: upstream, tenant: tenant, message: kind, since: 0)
+        }
+        let before = [alert("degraded_mode", upstream: "a"), alert("starved", upstream: "a", tenant: "t")]
+        let after = [
+            alert("degraded_mode", upstream: "a"), alert("degraded_mode", upstream: "b"),
+            alert("degraded_mode", upstream: "b"), alert("starved", upstream: "a", tenant: "u"),
+        ]
+        let (raised, cleared) = LoopAlert.transitions(from: before, to: after)
+        #expect(raised.map(\.upstream) == ["b"])
+        #expect(cleared.isEmpty)
+        let (raisedLater, clearedLater) = LoopAlert.transitions(from: after, to: [])
+        #expect(raisedLater.isEmpty)
+        #expect(clearedLater.map(\.upstream) == ["a", "b"])
+    }
+
     @Test func policyVersionsAreStableAndDistinguishPolicies() throws {
         let a = try Policy.load(files: Self.goodFiles)
         let b = try Policy.load(files: Self.goodFiles)

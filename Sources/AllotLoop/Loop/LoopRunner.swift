@@ -697,6 +697,7 @@ public actor LoopRunner {
         report: TickReport?
     ) {
         let alerts = (componentAlerts + loopAlerts.values).sorted(by: LoopAlert.ordered)
+        logTransitions(from: latest.withLock { $0.alerts }, to: alerts)
         let tick = tickCount
         let policy = self.policy
         let version = policyVersion
@@ -714,6 +715,39 @@ public actor LoopRunner {
             view.alerts = alerts
             view.policy = policy
             view.policyVersion = version
+        }
+    }
+
+    /// Logs the alerts of the pools, gateways and loop that were raised or cleared since the last view (SPEC 6.4:
+    /// degraded mode is logged, alerted and visible; until outside evaluation round 38 it was alerted and visible,
+    /// never logged). Alerts about one tenant are not logged one by one (thousands of tenants can starve at once):
+    /// `/v1/alerts` and the metrics have them.
+    private func logTransitions(from previous: [LoopAlert], to current: [LoopAlert]) {
+        let (raised, cleared) = LoopAlert.transitions(from: previous, to: current)
+        let limit = 20
+        for alert in raised.prefix(limit) {
+            let fields: KeyValuePairs<String, LogValue> = [
+                "kind": .string(alert.kind), "severity": .string(alert.severity.rawValue),
+                "upstream": alert.upstream.map(LogValue.string) ?? .null,
+                "gateway": alert.gateway.map(LogValue.string) ?? .null, "message": .string(alert.message),
+            ]
+            if alert.severity == .info {
+                logger.notice("alert raised", fields)
+            } else {
+                logger.warning("alert raised", fields)
+            }
+        }
+        for alert in cleared.prefix(limit) {
+            logger.notice(
+                "alert cleared",
+                [
+                    "kind": .string(alert.kind), "upstream": alert.upstream.map(LogValue.string) ?? .null,
+                    "gateway": alert.gateway.map(LogValue.string) ?? .null,
+                ])
+        }
+        let omitted = max(0, raised.count - limit) + max(0, cleared.count - limit)
+        if omitted > 0 {
+            logger.notice("more alerts raised or cleared", ["omitted": .int(Int64(omitted))])
         }
     }
 
