@@ -155,8 +155,11 @@ struct FieldReader {
 
     /// A quantity: a number (absolute, `>= 0`), `"N%"` (0 to `percentLimit`) or, when allowed,
     /// `"unbounded"`.
+    /// `rateOnly`: a rate (a plan's demand), where a percentage is refused by the caller: the error for a value of
+    /// the wrong form does not offer one (outside evaluation round 38, L5).
     mutating func quantity(
-        _ json: JSON?, at path: JSONPath, allowUnbounded: Bool = false, percentLimit: Double = 100
+        _ json: JSON?, at path: JSONPath, allowUnbounded: Bool = false, percentLimit: Double = 100,
+        rateOnly: Bool = false
     ) -> Quantity? {
         guard let json else { return nil }
         switch json {
@@ -169,12 +172,14 @@ struct FieldReader {
                     return nil
                 }
                 let forms =
-                    allowUnbounded
-                    ? "a number, a percentage such as \"5%\" or \"unbounded\""
-                    : "a number or a percentage such as \"5%\""
+                    rateOnly
+                    ? (allowUnbounded ? "a number or \"unbounded\"" : "a number")
+                    : allowUnbounded
+                        ? "a number, a percentage such as \"5%\" or \"unbounded\""
+                        : "a number or a percentage such as \"5%\""
                 // A near miss of a percentage ("2 %", "+2%", "2.%") says what the form is.
                 let rule =
-                    text.contains("%")
+                    text.contains("%") && !rateOnly
                     ? " (a percentage is digits, an optional fraction, then %: no spaces or signs)" : ""
                 report(path, .invalidValue, "expected \(forms)\(rule), got \"\(text)\"")
                 return nil
@@ -202,11 +207,13 @@ struct FieldReader {
 
     /// A per-dimension value: `{"rpm": Q, "tpm": Q}` (either may be left out) or a single Q for both.
     mutating func dimensions(
-        _ json: JSON?, at path: JSONPath, allowUnbounded: Bool = false
+        _ json: JSON?, at path: JSONPath, allowUnbounded: Bool = false, rateOnly: Bool = false
     ) -> PerDimension<Quantity?>? {
         guard let json else { return nil }
         if json.objectValue == nil, json.doubleValue != nil || json.stringValue != nil {
-            guard let both = quantity(json, at: path, allowUnbounded: allowUnbounded) else { return nil }
+            guard let both = quantity(json, at: path, allowUnbounded: allowUnbounded, rateOnly: rateOnly) else {
+                return nil
+            }
             return PerDimension(both)
         }
         guard let object = object(json, at: path) else { return nil }
@@ -214,7 +221,8 @@ struct FieldReader {
         var result = PerDimension<Quantity?>(nil)
         for dimension in RateDimension.allCases {
             if let value = object[dimension.rawValue] {
-                result[dimension] = quantity(value, at: path.key(dimension.rawValue), allowUnbounded: allowUnbounded)
+                result[dimension] = quantity(
+                    value, at: path.key(dimension.rawValue), allowUnbounded: allowUnbounded, rateOnly: rateOnly)
             }
         }
         return result

@@ -190,7 +190,9 @@ public enum Plan {
                 tenant.starvationGuard = value
             }
             if let value = reader.bool(fields["idle"], at: path.key("idle")) { tenant.idle = value }
-            if let demand = reader.dimensions(fields["demand"], at: path.key("demand"), allowUnbounded: true) {
+            if let demand = reader.dimensions(
+                fields["demand"], at: path.key("demand"), allowUnbounded: true, rateOnly: true)
+            {
                 for dimension in RateDimension.allCases {
                     switch demand[dimension] {
                     case .percent?:

@@ -319,9 +319,13 @@ struct PlanTests {
             Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "acme", "demand": {"rpm": "lots"}}]}"#))
         #expect(error.tenant == "acme")
         #expect(error.field == "tenants[0].demand.rpm")
+        // A demand is a rate: the error does not offer the percentage that a demand refuses (round 38, L5).
+        #expect(error.message == #"tenant "acme" (tenants[0]): demand.rpm: expected a number or "unbounded", got "lots""#)
+        let ceiling = try #require(
+            Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "acme", "ceiling": {"rpm": "lots"}}]}"#))
         #expect(
-            error.message
-                == #"tenant "acme" (tenants[0]): demand.rpm: expected a number, a percentage such as "5%" or "unbounded", got "lots""#
+            ceiling.message
+                == #"tenant "acme" (tenants[0]): ceiling.rpm: expected a number, a percentage such as "5%" or "unbounded", got "lots""#
         )
         let weight = try #require(Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "w", "weight": true}]}"#))
         #expect(weight.message == #"tenant "w" (tenants[0]): weight: expected a number, got boolean"#)

@@ -469,7 +469,19 @@ struct TenantRoutes: Sendable {
         }
         guard let outcome else {
             let scope = upstream.map { " on \($0)" } ?? ""
-            throw HTTPError.notFound("tenant \(id) has no override\(scope) in force", code: "not_found")
+            var message = "tenant \(id) has no override\(scope) in force"
+            // Without `upstream` only the tenant-wide override is removed: name the per-pool ones it has instead
+            // (outside evaluation round 38: "no override in force" for a tenant with one on a pool).
+            if upstream == nil {
+                let pools = ((try? await console.store.overrides(tenant: id, now: now)) ?? [])
+                    .compactMap(\.override.upstream).sorted()
+                if !pools.isEmpty {
+                    message =
+                        "tenant \(id) has no tenant-wide override in force; it has one on "
+                        + pools.joined(separator: ", ") + " (remove it with upstream=POOL)"
+                }
+            }
+            throw HTTPError.notFound(message, code: "not_found")
         }
         return .json([
             "status": "removed", "removed": outcome.removed.map(OperatorJSON.override) ?? .null,

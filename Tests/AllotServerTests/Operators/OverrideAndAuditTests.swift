@@ -85,6 +85,19 @@ import Testing
         let fine = await put(#"{"upstream":"openai/gpt-4o","floor":{"rpm":100},"reason":"launch","ttl_s":600}"#)
         #expect(fine.jsonBody["status"] == "applied")
         #expect(fine.jsonBody["warning"] == .null)
+        // Without `upstream` a delete removes the tenant-wide override only; once that is gone, the 404 names the
+        // pool that still has one (outside evaluation round 38: it said the tenant had no override in force).
+        let path = "/v1/tenants/example-premium/override?reason=done"
+        #expect(await harness.send(.delete, path, as: .operator).status == .ok)
+        let again = await harness.send(.delete, path, as: .operator)
+        #expect(again.status == .notFound)
+        #expect(
+            again.jsonBody["error"]?["message"]?.stringValue
+                == "tenant example-premium has no tenant-wide override in force; it has one on openai/gpt-4o "
+                + "(remove it with upstream=POOL)")
+        #expect(await harness.send(.delete, path + "&upstream=openai/gpt-4o", as: .operator).status == .ok)
+        let none = await harness.send(.delete, path, as: .operator)
+        #expect(none.jsonBody["error"]?["message"]?.stringValue == "tenant example-premium has no override in force")
         await harness.close()
     }
 
