@@ -4,8 +4,9 @@ import AllotCore
 /// `interactive`, `batch`, `background`.
 ///
 /// The same type as the policy engine's (`AllotCore.TaskClass`), so a simulator or server that imports both
-/// modules sees one task class. The admission queue serves waiting requests strictly in this order
-/// (``rank``), and each class has its own maximum wait (``GatewayConfiguration/maxWait``): a real-time request
+/// modules sees one task class. The admission queue serves a tenant's waiting requests in this order (``rank``),
+/// and across tenants realtime first, then every other class in turns by `queue_weight` (``schedule(ofRank:)``);
+/// each class has its own maximum wait (``GatewayConfiguration/maxWait``): a real-time request
 /// waits at most a moment, a background job may wait minutes. When an upstream's circuit is open the snapshot
 /// lists the classes to shed, lowest first.
 public typealias TaskClass = AllotCore.TaskClass
@@ -20,6 +21,11 @@ extension TaskClass {
         case .background: 3
         }
     }
+
+    /// The fair-queuing schedule a class's calls take turns in across tenants: `realtime` its own, served before
+    /// any other; every other class one schedule, so that across tenants the turns follow `queue_weight` whatever
+    /// class a tenant labels its calls, and a class orders only a tenant's own calls (which of them fills its turn).
+    static func schedule(ofRank rank: Int) -> Int { rank == 0 ? 0 : 1 }
 }
 
 /// One value per task class, for settings such as the maximum queue wait.

@@ -1,8 +1,8 @@
 /// A waiter's place in service order, small enough to sort and heap without touching the ``Waiter``.
 ///
-/// Its order (`<`) is the queue's strict service order across tenants: task class, then the fair-queuing
-/// tag, then the arrival stamp that goes with the tag (`seq`; unique, so the order is total and FIFO among
-/// equal tags). Within one (tenant, upstream) lane the waiters are kept in ``precedesInLane(_:)`` order —
+/// Its order (`<`) is the queue's service order across tenants: the schedule (realtime, then every other class:
+/// ``TaskClass/schedule(ofRank:)``), then the fair-queuing tag, then the arrival stamp that goes with the tag (`seq`;
+/// unique, so the order is total and FIFO among equal tags). Within one (tenant, upstream) lane the waiters are kept in ``precedesInLane(_:)`` order —
 /// class, then calls of tasks still within their deadline, then the oldest task, then the tag — and the
 /// lane's (tag, seq) pairs are laid over its places in ascending order, so both orders agree on every lane.
 struct QueuePlace: Comparable, Sendable {
@@ -23,8 +23,11 @@ struct QueuePlace: Comparable, Sendable {
         self.slot = slot
     }
 
+    /// The schedule it takes turns in across tenants (``TaskClass/schedule(ofRank:)``).
+    var schedule: Int { TaskClass.schedule(ofRank: rank) }
+
     static func < (lhs: QueuePlace, rhs: QueuePlace) -> Bool {
-        if lhs.rank != rhs.rank { return lhs.rank < rhs.rank }
+        if lhs.schedule != rhs.schedule { return lhs.schedule < rhs.schedule }
         if lhs.tag != rhs.tag { return lhs.tag < rhs.tag }
         return lhs.seq < rhs.seq
     }
@@ -138,9 +141,10 @@ struct MinHeap<Element: Comparable> {
 /// decides exactly the waiters the single list would, in the same order. The global service order restricted
 /// to one pair is the lane's order, because a lane's (tag, seq) pairs ascend along it.
 ///
-/// The schedule belongs to the lane, not to its waiters: each class of a lane holds the fair-queuing pairs
-/// (tag, seq) its tenant was given, in ascending order, one per waiter, and the i-th waiter of the class in
-/// lane order has the i-th pair. A call of an older task inserted in the middle takes the pair of the place it
+/// The schedule belongs to the lane, not to its waiters: each schedule of a lane (realtime, the other classes)
+/// holds the fair-queuing pairs (tag, seq) its tenant was given, in ascending order, one per waiter, and the i-th
+/// waiter of the schedule in lane order has the i-th pair (the schedule's waiters are contiguous in lane order:
+/// realtime first). A call of an older task inserted in the middle takes the pair of the place it
 /// takes, and the waiters behind it each move to the next pair (the new, largest pair goes to the last). So
 /// the tenant is served across tenants exactly as often and as early as before; only which of its own calls
 /// fills each turn changes.
@@ -314,7 +318,7 @@ struct WaitQueue {
     private func currentPlace(_ slot: Int, at index: Int) -> QueuePlace {
         var place = arrivalBySlot[slot]
         let keyID = keyIDBySlot[slot]
-        let pair = lanes[keyID].pairs[place.rank][classOffset(index, lane: keyID, rank: place.rank)]
+        let pair = lanes[keyID].pairs[place.schedule][classOffset(index, lane: keyID, schedule: place.schedule)]
         place.tag = pair.tag
         place.seq = pair.seq
         return place
@@ -322,9 +326,9 @@ struct WaitQueue {
 
     /// The offset within its class of the waiter at `index` of lane `keyID` (the lane's classes come in rank
     /// order).
-    private func classOffset(_ index: Int, lane keyID: Int, rank: Int) -> Int {
+    private func classOffset(_ index: Int, lane keyID: Int, schedule: Int) -> Int {
         var offset = index - lanes[keyID].start
-        for lower in 0..<rank { offset -= lanes[keyID].pairs[lower].count }
+        for lower in 0..<schedule { offset -= lanes[keyID].pairs[lower].count }
         return offset
     }
 
@@ -372,7 +376,7 @@ struct WaitQueue {
             lanes[keyID].activeIndex = activeLanes.count
             activeLanes.append(keyID)
         }
-        lanes[keyID].pairs[arrivalBySlot[slot].rank].insert((waiter.tag, waiter.seq))
+        lanes[keyID].pairs[arrivalBySlot[slot].schedule].insert((waiter.tag, waiter.seq))
         let index = place(slot, inLane: keyID)
         deadlines.push(QueueDeadline(deadline: waiter.deadline, id: waiter.id, slot: slot))
         if !waiter.position.late, let taskDeadline = waiter.request.taskDeadline, taskDeadline.isFinite {
@@ -459,8 +463,8 @@ struct WaitQueue {
         let slot = place.slot
         let keyID = keyIDBySlot[slot]
         let index = laneIndex(ofSlot: slot)
-        let rank = arrivalBySlot[slot].rank
-        let pair = lanes[keyID].pairs[rank].remove(at: classOffset(index, lane: keyID, rank: rank))
+        let schedule = arrivalBySlot[slot].schedule
+        let pair = lanes[keyID].pairs[schedule].remove(at: classOffset(index, lane: keyID, schedule: schedule))
         return detach(slot: slot, at: index, pair: pair)
     }
 
@@ -520,12 +524,12 @@ struct WaitQueue {
         let slot = place.slot
         let keyID = keyIDBySlot[slot]
         let index = laneIndex(ofSlot: slot)
-        let rank = arrivalBySlot[slot].rank
-        let offset = classOffset(index, lane: keyID, rank: rank)
-        let classCount = lanes[keyID].pairs[rank].count
+        let schedule = arrivalBySlot[slot].schedule
+        let offset = classOffset(index, lane: keyID, schedule: schedule)
+        let classCount = lanes[keyID].pairs[schedule].count
         // The leaving waiter takes the largest pair with it; the largest left behind it is the one before.
-        let lastTag = offset < classCount - 1 ? lanes[keyID].pairs[rank][classCount - 2].tag : nil
-        let pair = lanes[keyID].pairs[rank].removeLast()
+        let lastTag = offset < classCount - 1 ? lanes[keyID].pairs[schedule][classCount - 2].tag : nil
+        let pair = lanes[keyID].pairs[schedule].removeLast()
         return (detach(slot: slot, at: index, pair: pair), pair.tag, lastTag)
     }
 
