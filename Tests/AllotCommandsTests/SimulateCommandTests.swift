@@ -511,6 +511,27 @@ import Testing
         #expect(!wide.out.contains("max_concurrency"), "\(wide.out)")
     }
 
+    /// A task larger than its class's budget at a gateway is warned about (outside evaluation round 37): the
+    /// gateways deny its calls beyond the budget, which the baselines do not enforce.
+    @Test func aTaskLargerThanItsClassBudgetAtAGatewayIsWarnedAbout() async throws {
+        let path = NSTemporaryDirectory() + "allot-sim-budget-\(UUID().uuidString).json"
+        let scenario = Self.oneTenantScenario(name: "budget", duration: 60, tier: "premium", tasksPerMinute: 1)
+            .replacingOccurrences(of: #""class": "batch", "calls": {"min": 2, "max": 3}"#,
+                with: #""class": "realtime", "calls": {"min": 240, "max": 250}"#)
+        try Data(scenario.utf8).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let warning =
+            "warning: tenants[0] (\"a\"): its realtime tasks of up to 250 calls leave about 250 calls at each, more "
+            + "than the 200 calls of the realtime task budget (`task_budgets`) over 1 gateway(s): `allot`'s gateways "
+            + "deny each such task's calls beyond it (`task_budget_exceeded`), the baselines enforce no budget"
+        let check = await runCLI(["simulate", "--scenario", path, "--gateways", "1", "--check"])
+        #expect(check.code == 0, "\(check.err)")
+        #expect(check.out.contains("\n  " + warning + "\n"), "\(check.out)")
+        // Over two gateways, about 125 at each: no warning.
+        let wide = await runCLI(["simulate", "--scenario", path, "--gateways", "2", "--check"])
+        #expect(!wide.out.contains("task budget"), "\(wide.out)")
+    }
+
     /// Two policy mix-ups are warned about (outside evaluation round 18): a tenant the policy's `tenants` names in
     /// another tier than the scenario (the run takes the scenario's tier but the policy's own floor), and a pool its
     /// tenants' ceilings cannot fill (the rest is never allocated, and nobody lends what nobody holds).

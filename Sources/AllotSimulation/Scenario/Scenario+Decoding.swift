@@ -496,7 +496,39 @@ extension Scenario {
     public func policyWarnings(policy: Policy) -> [String] {
         tickWarnings(policy: policy) + concurrencyWarnings(policy: policy) + tierConflictWarnings(policy: policy)
             + ceilingWarnings(policy: policy) + floorWarnings(policy: policy) + guardMinWarnings(policy: policy)
-            + floorAboveCeilingWarnings(policy: policy)
+            + floorAboveCeilingWarnings(policy: policy) + taskBudgetWarnings(policy: policy)
+    }
+
+    /// Tenants whose largest task outgrows its class's `task_budgets` at a gateway (outside evaluation round 37:
+    /// realtime tasks of 250 calls behind one gateway against a budget of 200: each denied from its 201st call,
+    /// `allot`'s SLO 0 % where the baselines, which enforce no budget, met 100 %). A tenant's calls take the gateways
+    /// in turn, so one task leaves about its calls ÷ the gateways at each; its tokens are counted at their mean.
+    func taskBudgetWarnings(policy: Policy) -> [String] {
+        let number = ScenarioReader.format
+        var warnings: [String] = []
+        let spread = Double(max(gateways, 1))
+        for (tenant, entry) in firstOfEachEntry {
+            for shape in tenant.shapes {
+                guard let budget = policy.taskBudgets[shape.taskClass] else { continue }
+                let calls = (Double(shape.maxCalls) / spread).rounded(.up)
+                let tokens = (calls * shape.meanTokensPerCall).rounded()
+                let over: String
+                if calls > Double(budget.maxCalls) {
+                    over = "about \(number(calls)) calls at each, more than the \(budget.maxCalls) calls"
+                } else if tokens > Double(budget.maxTokens) {
+                    over = "about \(number(tokens)) tokens at each, more than the \(budget.maxTokens) tokens"
+                } else {
+                    continue
+                }
+                warnings.append(
+                    "\(entry.label): its \(shape.taskClass.rawValue) tasks of up to \(shape.maxCalls) calls leave "
+                        + "\(over) of the \(shape.taskClass.rawValue) task budget (`task_budgets`) over \(gateways) "
+                        + "gateway(s): `allot`'s gateways deny each such task's calls beyond it "
+                        + "(`task_budget_exceeded`), the baselines enforce no budget")
+                break
+            }
+        }
+        return warnings
     }
 
     /// Tenants whose floor resolves above their ceiling at some capacity step (outside evaluation round 34: an

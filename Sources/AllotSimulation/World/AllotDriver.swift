@@ -93,14 +93,17 @@ final class AllotDriver {
         }
     }
 
-    /// One line per allocation of the last tick for the tenants named in `tenants` (`*`: every tenant): class,
-    /// and per dimension the demand, upper bound, fair-share level, target, published value and the damping
-    /// action taken: `ALLOT_SIM_TENANTS`'s trace.
+    /// One line per allocation of the last tick for the tenants named in `tenants` (`*`: every tenant): class (and
+    /// `suspect` when the Classifier flags the tenant so), and per dimension the demand, upper bound, fair-share
+    /// level, target, published value and the damping action taken: `ALLOT_SIM_TENANTS`'s trace.
     func tenantTrace(at time: Double, tenants: Set<String>) -> [String] {
         guard let decision = runner.view.decision else { return [] }
         let number = Self.traceNumber
+        let suspects = Set(
+            (runner.view.classifier?.statuses ?? []).filter(\.suspect).map { "\($0.key.tenant)\n\($0.key.upstream)" })
         return decision.allocations.filter { tenants.contains($0.tenant) || tenants.contains("*") }.map { allocation in
             var line = "t=\(Int(time)) \(allocation.tenant) \(allocation.upstream) \(allocation.tenantClass.rawValue)"
+            if suspects.contains("\(allocation.tenant)\n\(allocation.upstream)") { line += " suspect" }
             for (name, value) in [("rpm", allocation.rpm), ("tpm", allocation.tpm)] {
                 guard let e = value?.explanation else { continue }
                 line += " | \(name) D=\(number(e.demand)) up=\(number(e.upper)) level=\(number(e.level)) "
