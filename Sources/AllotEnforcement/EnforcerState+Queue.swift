@@ -32,7 +32,8 @@
 ///   starves. A class orders only its own tenant's calls (which of them fills the tenant's turn). Until 2026-11-30
 ///   each class had its own schedule, served in class order across tenants: an honest batch pipeline got none of
 ///   the idle allocation lent while tenants that labelled bulk calls `interactive` took it all (outside evaluation
-///   round 37: its SLO 64–84 % against `fifo-backoff`'s 100 %; the bulk tenant served 1.40× its entitlement). The tags belong to the places of the tenant's lane, not
+///   round 37: its SLO 64–84 % against `fifo-backoff`'s 100 %; the bulk tenant served 1.40× its entitlement).
+///   The tags belong to the places of the tenant's lane, not
 ///   to its calls (``WaitQueue``): reordering a tenant's calls by task age never changes when that tenant is
 ///   served relative to the others. A call that leaves without a ticket (its maximum wait over, denied,
 ///   displaced, cancelled) gives its turn back, so a tenant's turns advance with what it is served, not with
@@ -383,10 +384,13 @@ extension EnforcerState {
         var held = idleHeld[key.upstream] ?? IdleHold()
         func claim(_ current: IdleHold.Claim?, _ until: Double?) -> IdleHold.Claim? {
             guard let until, until <= deadline else { return current }
-            // Another waiter's claim stands while it lasts, unless this one is of a more urgent class. A claim that
-            // replaces or renews one lasts at least as long (the waiters the old one kept out were told it would).
+            // Another tenant's claim stands while it lasts, unless this one is realtime over a claim of another class
+            // (across tenants a class buys no turn but realtime's). A claim that replaces or renews one lasts at least
+            // as long (the waiters the old one kept out were told it would).
             guard let current, current.until >= now else { return IdleHold.Claim(until: until, key: key, rank: rank) }
-            if current.key != key, current.rank <= rank { return current }
+            if current.key != key, TaskClass.schedule(ofRank: current.rank) <= TaskClass.schedule(ofRank: rank) {
+                return current
+            }
             return IdleHold.Claim(until: max(until, current.until), key: key, rank: rank)
         }
         held.rpm = claim(held.rpm, hold.rpm)

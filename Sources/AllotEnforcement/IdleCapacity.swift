@@ -113,7 +113,9 @@ struct IdleCapacity: SummedBuckets {
 
 /// Per upstream and dimension, a waiter's claim on the idle buckets (``EnforcerState/idleHeld``): the first waiter
 /// in service order that could borrow but finds too little idle allocation for its request holds it until the
-/// refill would cover the request. Meanwhile nobody else of the same or a less urgent class borrows there.
+/// refill would cover the request. Meanwhile no other tenant borrows there, except with a realtime call over a hold
+/// of another class (``TaskClass/schedule(ofRank:)``: across tenants a class buys no turn but realtime's; until
+/// outside evaluation round 37's review an interactive call of another tenant borrowed through a batch call's hold).
 /// Without it, small requests take every refill of the idle buckets before a large one: in an outside reviewer's
 /// scenario (a token-bound pool behind 8 gateways) a scraper declaring half its tokens, 2,750 a call, borrowed 3.8M
 /// declared tokens in half an hour, and five honest tenants with calls of 5,500 tokens 3–13k each (their requests
@@ -133,6 +135,6 @@ struct IdleHold: Sendable {
     /// Whether `claim` keeps `key`'s request of class `rank` from borrowing at `now`.
     static func excludes(_ claim: Claim?, _ key: TenantKey, rank: Int, at now: Double) -> Bool {
         guard let claim, now < claim.until else { return false }
-        return claim.key != key && rank >= claim.rank
+        return claim.key != key && TaskClass.schedule(ofRank: rank) >= TaskClass.schedule(ofRank: claim.rank)
     }
 }

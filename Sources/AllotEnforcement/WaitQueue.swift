@@ -2,9 +2,10 @@
 ///
 /// Its order (`<`) is the queue's service order across tenants: the schedule (realtime, then every other class:
 /// ``TaskClass/schedule(ofRank:)``), then the fair-queuing tag, then the arrival stamp that goes with the tag (`seq`;
-/// unique, so the order is total and FIFO among equal tags). Within one (tenant, upstream) lane the waiters are kept in ``precedesInLane(_:)`` order —
-/// class, then calls of tasks still within their deadline, then the oldest task, then the tag — and the
-/// lane's (tag, seq) pairs are laid over its places in ascending order, so both orders agree on every lane.
+/// unique, so the order is total and FIFO among equal tags). Within one (tenant, upstream) lane the waiters are kept
+/// in ``precedesInLane(_:)`` order — class, then calls of tasks still within their deadline, then the oldest task,
+/// then the tag — and each schedule's (tag, seq) pairs of the lane are laid over its places in ascending order, so
+/// both orders agree on every lane.
 struct QueuePlace: Comparable, Sendable {
     var rank: Int
     var tag: Double

@@ -40,36 +40,6 @@ public struct AllocationKey: Sendable, Hashable, Codable, Comparable {
 
 /// An alert raised by a loop component (starvation, circuit open, gateway lag, drift, runaway
 /// task, policy error, tick failure, …). `kind` is a stable snake_case identifier.
-extension LoopAlert {
-    /// The alerts of `current` without a tenant that `previous` did not have (same kind, upstream and gateway), and
-    /// those of `previous` that `current` has no more: what the log tells. Several alerts of one kind on one pool
-    /// (degraded mode in two dimensions) count as one.
-    public static func transitions(from previous: [LoopAlert], to current: [LoopAlert]) -> (
-        raised: [LoopAlert], cleared: [LoopAlert]
-    ) {
-        struct Key: Hashable {
-            var kind: String
-            var upstream: String?
-            var gateway: String?
-        }
-        func keyed(_ alerts: [LoopAlert]) -> [(Key, LoopAlert)] {
-            var seen = Set<Key>()
-            return alerts.compactMap { alert in
-                guard alert.tenant == nil else { return nil }
-                let key = Key(kind: alert.kind, upstream: alert.upstream, gateway: alert.gateway)
-                return seen.insert(key).inserted ? (key, alert) : nil
-            }
-        }
-        let before = keyed(previous)
-        let after = keyed(current)
-        let beforeKeys = Set(before.map(\.0))
-        let afterKeys = Set(after.map(\.0))
-        return (
-            after.filter { !beforeKeys.contains($0.0) }.map(\.1), before.filter { !afterKeys.contains($0.0) }.map(\.1)
-        )
-    }
-}
-
 public struct LoopAlert: Sendable, Hashable, Codable {
     public enum Severity: String, Sendable, Hashable, Codable {
         case info, warning, critical
@@ -107,6 +77,36 @@ public struct LoopAlert: Sendable, Hashable, Codable {
         "upstream_degrading",
         "upstream_errors", "upstream_limit_contradicted", "upstream_throttled",
     ]
+}
+
+extension LoopAlert {
+    /// The alerts of `current` without a tenant that `previous` did not have (same kind, upstream and gateway), and
+    /// those of `previous` that `current` has no more: what the log tells. Several alerts of one kind on one pool
+    /// (degraded mode in two dimensions) count as one.
+    public static func transitions(from previous: [LoopAlert], to current: [LoopAlert]) -> (
+        raised: [LoopAlert], cleared: [LoopAlert]
+    ) {
+        struct Key: Hashable {
+            var kind: String
+            var upstream: String?
+            var gateway: String?
+        }
+        func keyed(_ alerts: [LoopAlert]) -> [(Key, LoopAlert)] {
+            var seen = Set<Key>()
+            return alerts.compactMap { alert in
+                guard alert.tenant == nil else { return nil }
+                let key = Key(kind: alert.kind, upstream: alert.upstream, gateway: alert.gateway)
+                return seen.insert(key).inserted ? (key, alert) : nil
+            }
+        }
+        let before = keyed(previous)
+        let after = keyed(current)
+        let beforeKeys = Set(before.map(\.0))
+        let afterKeys = Set(after.map(\.0))
+        return (
+            after.filter { !beforeKeys.contains($0.0) }.map(\.1), before.filter { !afterKeys.contains($0.0) }.map(\.1)
+        )
+    }
 }
 
 /// Latency percentiles over a window, milliseconds; nil when the window has no samples.

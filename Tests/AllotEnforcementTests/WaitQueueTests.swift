@@ -424,7 +424,7 @@ import Testing
         #expect(enforcer.status(now: 1_002).queueLength == 0)
     }
 
-    @Test func aSharedCapServesWaitersAcrossTenantsByClassThenFairTagThenArrival() throws {
+    @Test func aSharedCapServesWaitersAcrossTenantsByTurnThenArrivalEachTenantsOwnInClassOrder() throws {
         let tenants = (0..<10).map { "t\($0)" }
         let enforcer = Enforcer.make(
             .make(tenants: tenants.map { TenantEntry.make($0) }),
@@ -432,7 +432,8 @@ import Testing
                 gatewayID: "gw-1", maxWait: PerTaskClass(all: 60), maxInFlightPerUpstream: 1))
         let log = DecisionLog()
         var current = try enforcer.mustAdmit(.make("t0"), now: 1_000)
-        // Each tenant: two batch, then one interactive. Equal weights: tags 1, 2 per class and tenant.
+        // Each tenant: two batch, then one interactive. Equal weights: turns 1, 2, 3 per tenant, the first taken by
+        // its interactive call (a class orders the tenant's own calls).
         for tenant in tenants {
             for (label, taskClass) in [("b1", TaskClass.batch), ("b2", .batch), ("i", .interactive)] {
                 _ = enforcer.submit(
@@ -449,7 +450,32 @@ import Testing
         }
         let expected =
             tenants.map { "\($0)-i" } + tenants.map { "\($0)-b1" } + tenants.map { "\($0)-b2" }
-        #expect(log.labels == expected)  // round robin within a class, FIFO within a tenant
+        #expect(log.labels == expected)  // round robin by turns; within a tenant class order, then FIFO
+    }
+
+    /// Across tenants a class buys no turn but realtime's (outside evaluation round 37): a tenant whose calls are all
+    /// batch takes its turns beside one whose calls are all interactive, instead of waiting until none is left.
+    @Test func aSharedCapTakesTurnsAcrossTenantsWhateverTheirClassRealtimeFirst() throws {
+        let enforcer = Enforcer.make(
+            .make(tenants: ["pipeline", "bulk", "voice", "t0"].map { TenantEntry.make($0) }),
+            configuration: GatewayConfiguration(
+                gatewayID: "gw-1", maxWait: PerTaskClass(all: 60), maxInFlightPerUpstream: 1))
+        let log = DecisionLog()
+        var current = try enforcer.mustAdmit(.make("t0"), now: 1_000)
+        for (tenant, label, taskClass) in [
+            ("pipeline", "b1", TaskClass.batch), ("bulk", "i1", .interactive), ("pipeline", "b2", .batch),
+            ("bulk", "i2", .interactive), ("voice", "r", .realtime),
+        ] {
+            _ = enforcer.submit(
+                .make(tenant, taskClass: taskClass), now: 1_000, onDecision: log.callback("\(tenant)-\(label)"))
+        }
+        var now = 1_000.0
+        for _ in 0..<5 {
+            now += 0.1
+            enforcer.complete(current, AttemptResult(status: 200, promptTokens: 50, completionTokens: 50), now: now)
+            current = try #require(log.decisions.last?.1.ticket)
+        }
+        #expect(log.labels == ["voice-r", "pipeline-b1", "bulk-i1", "pipeline-b2", "bulk-i2"])
     }
 
     @Test func waitersBehindABlockedHeadExpireOnTimeWhileOtherTenantsAreServed() throws {

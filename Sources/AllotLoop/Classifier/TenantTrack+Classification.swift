@@ -205,8 +205,8 @@ extension TenantTrack {
             ? min(1, max(Double(samples) / Double(settings.coldStartSamples), watched)) : 1
         let coldStart = confidence < 1
         let sustained = overSince.map { now - $0 >= settings.sustainedOverSeconds } ?? false
-        // The class, the trend and the long-window usage shown read each window's rate as the demand level does: an EWMA
-        // started `foldedSeconds` ago holds only `1 − e^(−t/τ)` of its weight. Raw, a new tenant's long-window
+        // The class, the trend and the long-window usage shown read each window's rate as the demand level does: an
+        // EWMA started `foldedSeconds` ago holds only `1 − e^(−t/τ)` of its weight. Raw, a new tenant's long-window
         // rate started from zero, and one sending a flat 150 rpm read `bursting` (short ≥ 2 × long, trend 2.71)
         // for ten minutes, eligible for unasked fan-out credit (outside evaluation round 38).
         let filledShort = max(foldedSeconds.map { 1 - exp(-$0 / settings.shortWindowSeconds) } ?? 1, 1e-9)

@@ -19,7 +19,7 @@ import AllotTime
 ///   the shrunk tenants have confirmed the shrunk version in their `If-None-Match`, or once one
 ///   refresh interval (`refresh_ms`) has passed (at most two when ticks keep moving capacity).
 /// - **Drain**: ``drain(now:)`` publishes a version whose lease has already expired (every
-///   gateway falls back to floors) and stops publishing tick decisions until ``resume()``.
+///   gateway falls back to floors) and stops publishing tick decisions until ``resume(now:)``.
 ///
 /// Reads (``poll(gateway:condition:wait:)``, ``current``, ``gatewayStatuses(now:policy:)``) do not
 /// enter the actor: they use lock-protected state, so thousands of polls per second never queue
@@ -246,7 +246,7 @@ public actor AllocationPublisher {
 
     /// `allot drain` (SPEC 7): publishes the current allocation with a lease that has already
     /// expired (`expires_at = generated_at`), so every gateway moves to `fallback`, and stops
-    /// publishing tick decisions until ``resume()``. Drops any held growth.
+    /// publishing tick decisions until ``resume(now:)``. Drops any held growth.
     ///
     /// - Throws: ``PublisherError`` (`no_snapshot`) when nothing was ever published; the
     ///   database's error when the drain version could not be persisted.

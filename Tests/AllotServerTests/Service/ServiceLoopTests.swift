@@ -276,7 +276,7 @@ import Testing
         // The last snapshot is still served.
         #expect(try await running.json("/v1/snapshot")["version"] == .int(first))
         // Room again: the next write commits and readiness comes back.
-        try await writer.access { try $0.execute("PRAGMA query_only = 0") }
+        try await writer.access { try $0.execute("PRAGMA max_page_count = 1073741823") }
         let stored = try await running.send(
             .post, "/v1/telemetry", body: Self.telemetry(at: running.clock.now, tenants: ["acme"], count: 10))
         #expect(stored.status == .ok)
