@@ -191,7 +191,7 @@ struct FieldReader {
                     return nil
                 }
             case .percent(let percent):
-                if percent > percentLimit {
+                if percent > percentLimit, !rateOnly {  // a rate's caller refuses any percentage itself
                     report(
                         path, .outOfRange,
                         "percentage out of range: \"\(text)\" (allowed 0% to \(Quantity.format(percentLimit))%)")
@@ -200,7 +200,9 @@ struct FieldReader {
             }
             return quantity
         default:
-            report(path, .wrongType, "expected a number or a percentage string, got \(json.typeName)")
+            let forms =
+                rateOnly ? (allowUnbounded ? "a number or \"unbounded\"" : "a number") : "a number or a percentage string"
+            report(path, .wrongType, "expected \(forms), got \(json.typeName)")
             return nil
         }
     }

@@ -80,14 +80,16 @@ public struct LoopAlert: Sendable, Hashable, Codable {
 }
 
 extension LoopAlert {
-    /// The alerts of `current` without a tenant that `previous` did not have (same kind, upstream and gateway), and
-    /// those of `previous` that `current` has no more: what the log tells. Several alerts of one kind on one pool
-    /// (degraded mode in two dimensions) count as one.
+    /// The alerts of `current` without a tenant that `previous` did not have (same kind, severity, upstream and
+    /// gateway), and those of `previous` that `current` has no more: what the log tells (an alert whose severity
+    /// changes is logged cleared at the old and raised at the new). Several alerts of one kind on one pool (degraded
+    /// mode in two dimensions) count as one.
     public static func transitions(from previous: [LoopAlert], to current: [LoopAlert]) -> (
         raised: [LoopAlert], cleared: [LoopAlert]
     ) {
         struct Key: Hashable {
             var kind: String
+            var severity: Severity
             var upstream: String?
             var gateway: String?
         }
@@ -95,7 +97,8 @@ extension LoopAlert {
             var seen = Set<Key>()
             return alerts.compactMap { alert in
                 guard alert.tenant == nil else { return nil }
-                let key = Key(kind: alert.kind, upstream: alert.upstream, gateway: alert.gateway)
+                let key = Key(
+                    kind: alert.kind, severity: alert.severity, upstream: alert.upstream, gateway: alert.gateway)
                 return seen.insert(key).inserted ? (key, alert) : nil
             }
         }

@@ -321,6 +321,9 @@ struct PlanTests {
         #expect(error.field == "tenants[0].demand.rpm")
         // A demand is a rate: the error does not offer the percentage that a demand refuses (round 38, L5).
         #expect(error.message == #"tenant "acme" (tenants[0]): demand.rpm: expected a number or "unbounded", got "lots""#)
+        let typed = try #require(
+            Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "acme", "demand": {"rpm": true}}]}"#))
+        #expect(typed.message == #"tenant "acme" (tenants[0]): demand.rpm: expected a number or "unbounded", got boolean"#)
         let ceiling = try #require(
             Self.error(#"{"capacity": {"rpm": 10}, "tenants": [{"id": "acme", "ceiling": {"rpm": "lots"}}]}"#))
         #expect(

@@ -313,7 +313,7 @@ import Testing
                 // Tags as the enforcer issues them: never below the tenant's last one in the class.
                 let tenant = "t\(generator.next(5))"
                 let taskClass = Self.classes[generator.next(4)]
-                let key = "\(tenant)/\(taskClass)"
+                let key = "\(tenant)/\(TaskClass.schedule(ofRank: taskClass.rank))"  // as the enforcer issues them
                 let tag = (lastTag[key] ?? 0) + Double(generator.next(3))
                 lastTag[key] = tag
                 let place = queue.insert(
@@ -343,7 +343,7 @@ import Testing
                     let lane = queue.places(ofLane: keyID)
                     for (earlier, later) in zip(lane, lane.dropFirst()) {
                         #expect(earlier.precedesInLane(later))
-                        if earlier.rank == later.rank { #expect(earlier.pairPrecedes(later)) }
+                        if earlier.schedule == later.schedule { #expect(earlier.pairPrecedes(later)) }
                     }
                     for place in lane {
                         #expect(queue.holds(place))

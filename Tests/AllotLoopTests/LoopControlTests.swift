@@ -171,6 +171,12 @@ import Testing
         let (raised, cleared) = LoopAlert.transitions(from: before, to: after)
         #expect(raised.map(\.upstream) == ["b"])
         #expect(cleared.isEmpty)
+        // A severity that changes is the old one cleared and the new one raised.
+        var escalated = after
+        escalated[0].severity = .warning
+        let (raisedEscalated, clearedEscalated) = LoopAlert.transitions(from: after, to: escalated)
+        #expect(raisedEscalated.map(\.severity) == [.warning])
+        #expect(clearedEscalated.map(\.severity) == [.critical])
         let (raisedLater, clearedLater) = LoopAlert.transitions(from: after, to: [])
         #expect(raisedLater.isEmpty)
         #expect(clearedLater.map(\.upstream) == ["a", "b"])
