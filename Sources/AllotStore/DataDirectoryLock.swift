@@ -8,7 +8,8 @@ import Synchronization
 /// One `allot serve`'s exclusive hold on its data directory: an `flock` on `DIR/serve.lock`, which holds the pid of
 /// the process that has it. Two services on one directory each ran their own loop and published interleaved versions
 /// from two allocation histories (outside evaluation round 38, M3); the second now refuses to start. Other commands
-/// (`allot tokens`, `allot migrate`) do not take it (`allot tokens` works beside a running service, as documented).
+/// take it too (`allot migrate`, which must not change a schema under a running service) or not (`allot tokens`,
+/// `allot migrate --status`, which work beside one).
 ///
 /// The system drops the lock when the process ends, however it ends (a `kill -9` leaves no stale lock: the file stays,
 /// unlocked); ``release()`` drops it at a clean shutdown, so a service started again in the same process can take it.
@@ -42,8 +43,8 @@ public final class DataDirectoryLock: Sendable {
             }
             let who = holder.map { "process \($0)" } ?? "another process"
             throw StoreSetupError(
-                message: "data directory \(directory.path) is in use by another allot serve (\(who) holds \(path)): "
-                    + "stop it first, or give this one another --data")
+                message: "data directory \(directory.path) is in use by another allot serve or migrate "
+                    + "(\(who) holds \(path)): stop it first, or give this one another --data")
         }
         // Ours: record who holds it, for the message a second start prints.
         let text = Array("\(getpid())\n".utf8)

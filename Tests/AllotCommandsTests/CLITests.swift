@@ -1,5 +1,6 @@
 import AllotAssets
 import AllotCommands
+import AllotStore
 import Foundation
 import Synchronization
 import Testing
@@ -111,6 +112,14 @@ func temporaryDirectory() throws -> String {
         let status = await runCLI(["migrate", "--data", data, "--status"])
         #expect(status.out.contains("applied  0001_telemetry"))
         #expect(!status.out.contains("pending"))
+        // Not beside a running service, which holds the directory's lock; `--status` still reads.
+        let held = try DataDirectoryLock.acquire(DataDirectory(path: data))
+        let refused = await runCLI(["migrate", "--data", data])
+        #expect(refused.code == 1)
+        #expect(refused.err.contains("data directory \(data) is in use by another allot serve or migrate (process "))
+        #expect(await runCLI(["migrate", "--data", data, "--status"]).code == 0)
+        held.release()
+        #expect(await runCLI(["migrate", "--data", data]).code == 0)
     }
 
     @Test func migrateStatusCreatesNothingWhereThereIsNoDatabase() async throws {

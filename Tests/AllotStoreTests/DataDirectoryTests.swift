@@ -27,8 +27,8 @@ import Testing
         } catch {
             #expect(
                 error.message
-                    == "data directory \(directory.path) is in use by another allot serve (process \(getpid()) holds "
-                    + "\(directory.path)/serve.lock): stop it first, or give this one another --data")
+                    == "data directory \(directory.path) is in use by another allot serve or migrate (process "
+                    + "\(getpid()) holds \(directory.path)/serve.lock): stop it first, or give this one another --data")
         }
         first.release()
         first.release()  // idempotent

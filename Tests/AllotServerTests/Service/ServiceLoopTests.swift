@@ -432,8 +432,8 @@ import Testing
         } catch {
             #expect(
                 error.message
-                    == "data directory \(directory) is in use by another allot serve (process \(getpid()) holds "
-                    + "\(directory)/serve.lock): stop it first, or give this one another --data")
+                    == "data directory \(directory) is in use by another allot serve or migrate (process \(getpid()) "
+                    + "holds \(directory)/serve.lock): stop it first, or give this one another --data")
         }
         #expect(try await first.json("/v1/snapshot")["version"] == .int(version))
         #expect(try await first.json("/readyz")["status"] == "ready")
