@@ -487,7 +487,7 @@ extension EnforcerState {
     }
 
     /// Takes a waiter that leaves without a ticket out of `queue`, giving its turn in its tenant's schedule
-    /// back (``WaitQueue/removeUnserved(_:)``): the tenant's last tag in the class goes back to the largest it
+    /// back (``WaitQueue/removeUnserved(_:)``): the tenant's last tag in the schedule goes back to the largest it
     /// still holds there, or one step before the one that left. So a tenant's turns across tenants advance with
     /// the calls it is served, not with those that expire and come back.
     @discardableResult

@@ -256,7 +256,8 @@ struct BorrowAllowance: Sendable {
 /// The queue's bookkeeping for one (tenant, upstream) while it has waiting requests.
 struct QueueAccount: Sendable {
     var waiting = ClassCounts()
-    /// Weighted-fair-queuing tag of this tenant's last enqueued request, per task class rank.
+    /// Weighted-fair-queuing tag of this tenant's last enqueued request, per schedule (indexed by
+    /// ``TaskClass/schedule(ofRank:)``: 0 realtime, 1 every other class; 2 and 3 unused).
     var lastTag = (0.0, 0.0, 0.0, 0.0)
 
     func tag(rank: Int) -> Double {

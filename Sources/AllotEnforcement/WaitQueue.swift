@@ -151,7 +151,7 @@ struct MinHeap<Element: Comparable> {
 /// fills each turn changes.
 ///
 /// The pairs are therefore not stored with the waiters: a lane keeps its waiters' slots in lane order, and
-/// per class a sorted run of pairs (``Pairs``); a waiter's pair is read off by its index. Moving a waiter (an
+/// per schedule a sorted run of pairs (``Pairs``); a waiter's pair is read off by its index. Moving a waiter (an
 /// older task's call inserted in the middle, a waiter leaving, a late task moving back) moves one slot number
 /// and at most one pair, whatever the number of waiters behind it: O(log n) to find the place and one
 /// `memmove` of machine words. (Written into each waiter instead, every insert in the middle rewrote the pair
@@ -161,7 +161,7 @@ struct MinHeap<Element: Comparable> {
 /// (``arrivalBySlot``): class, then lateness and task start, then arrival (`seq` = the waiter's id); among
 /// late waiters with the same task start, the one marked late last goes first. That is the order the pairs
 /// gave when each waiter carried its own: the enforcer gives an arrival a pair above every pair its tenant
-/// holds in the class, so it went behind the waiters of equal rank, and one just marked late held a smaller
+/// holds in the schedule, so it went behind the waiters of equal rank, and one just marked late held a smaller
 /// pair than those already late. (Not the arrival pair itself: after turns are given back, a waiter's arrival
 /// pair can exceed the pairs of later arrivals.)
 ///
@@ -510,11 +510,11 @@ struct WaitQueue {
     }
 
     /// Removes the waiter at `place` (which ``holds(_:)``), which leaves without a ticket (its maximum wait
-    /// ended, it was denied, displaced or cancelled), and gives its turn back: the waiters of its class behind
-    /// it in its lane each move one place forward with the pair of the place they take, and the class's
-    /// largest pair leaves instead of its own. Returns the waiter, the tag that left, and the largest tag its
-    /// class still holds behind where it was in the lane (nil when it was the class's last), for the tenant's
-    /// fair-queuing account.
+    /// ended, it was denied, displaced or cancelled), and gives its turn back: the waiters of its schedule
+    /// (``TaskClass/schedule(ofRank:)``) behind it in its lane each move one place forward with the pair of the
+    /// place they take, and the schedule's largest pair leaves instead of its own. Returns the waiter, the tag that
+    /// left, and the largest tag its schedule still holds behind where it was in the lane (nil when it was the
+    /// schedule's last), for the tenant's fair-queuing account.
     ///
     /// Why: a tenant's turns across tenants should advance with the calls it is served, not with the calls
     /// it queues. A call of a new task overtaken until its maximum wait ends, then retried, would otherwise
