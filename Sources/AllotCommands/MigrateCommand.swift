@@ -12,7 +12,6 @@ enum MigrateCommand {
         }
         // Not under a running service: it holds the directory's lock (review of 2026-11-30: a migration applied
         // beside a running `allot serve` changed the schema under it). `--status` only reads and stays allowed.
-        try directory.create()
         let lock = try DataDirectoryLock.acquire(directory)
         defer { lock.release() }
         let (pool, applied) = try await directory.openDatabase()

@@ -162,6 +162,7 @@ struct FieldReader {
         rateOnly: Bool = false
     ) -> Quantity? {
         guard let json else { return nil }
+        let rateForms = allowUnbounded ? "a number or \"unbounded\"" : "a number"
         switch json {
         case .int, .double:
             return number(json, at: path, .rate).map { Quantity.absolute($0) }
@@ -173,7 +174,7 @@ struct FieldReader {
                 }
                 let forms =
                     rateOnly
-                    ? (allowUnbounded ? "a number or \"unbounded\"" : "a number")
+                    ? rateForms
                     : allowUnbounded
                         ? "a number, a percentage such as \"5%\" or \"unbounded\""
                         : "a number or a percentage such as \"5%\""
@@ -200,8 +201,7 @@ struct FieldReader {
             }
             return quantity
         default:
-            let forms =
-                rateOnly ? (allowUnbounded ? "a number or \"unbounded\"" : "a number") : "a number or a percentage string"
+            let forms = rateOnly ? rateForms : "a number or a percentage string"
             report(path, .wrongType, "expected \(forms), got \(json.typeName)")
             return nil
         }

@@ -126,9 +126,9 @@ extension EnforcerState {
         nextID += 1
         let weight = index.map { states.values[$0].policy.queueWeight }.map { $0.isFinite ? max($0, 0.001) : 1 } ?? 1
         var account = queueAccounts[key] ?? QueueAccount()
-        let schedule = TaskClass.schedule(ofRank: rank)
-        let tag = max(virtualTime(rank: schedule), account.tag(rank: schedule)) + 1 / weight
-        account.setTag(tag, rank: schedule)
+        let schedule = request.taskClass.schedule
+        let tag = max(virtualTime(schedule: schedule), account.tag(schedule: schedule)) + 1 / weight
+        account.setTag(tag, schedule: schedule)
         account.waiting[rank] += 1
         queueAccounts[key] = account
         let waiter = Waiter(
@@ -157,21 +157,15 @@ extension EnforcerState {
         return .queued(id)
     }
 
-    func virtualTime(rank: Int) -> Double {
-        switch rank {
-        case 0: virtualTime.0
-        case 1: virtualTime.1
-        case 2: virtualTime.2
-        default: virtualTime.3
-        }
+    func virtualTime(schedule: Int) -> Double {
+        schedule == 0 ? virtualTime.0 : virtualTime.1
     }
 
-    mutating func advanceVirtualTime(to tag: Double, rank: Int) {
-        switch rank {
-        case 0: virtualTime.0 = max(virtualTime.0, tag)
-        case 1: virtualTime.1 = max(virtualTime.1, tag)
-        case 2: virtualTime.2 = max(virtualTime.2, tag)
-        default: virtualTime.3 = max(virtualTime.3, tag)
+    mutating func advanceVirtualTime(to tag: Double, schedule: Int) {
+        if schedule == 0 {
+            virtualTime.0 = max(virtualTime.0, tag)
+        } else {
+            virtualTime.1 = max(virtualTime.1, tag)
         }
     }
 
@@ -261,7 +255,7 @@ extension EnforcerState {
             case .admit(let charge):
                 queue.remove(place)
                 leaveQueue(waiter)
-                advanceVirtualTime(to: waiter.tag, rank: TaskClass.schedule(ofRank: waiter.request.taskClass.rank))
+                advanceVirtualTime(to: waiter.tag, schedule: waiter.request.taskClass.schedule)
                 let ticket = admit(
                     waiter.reportedRequest, key: waiter.key, at: index!, estimate: waiter.estimate, charge: charge,
                     now: now, waited: waited)
@@ -493,10 +487,10 @@ extension EnforcerState {
     @discardableResult
     private mutating func leaveUnserved(_ place: QueuePlace) -> Waiter {
         let (waiter, droppedTag, lastTag) = queue.removeUnserved(place)
-        let schedule = TaskClass.schedule(ofRank: waiter.request.taskClass.rank)
+        let schedule = waiter.request.taskClass.schedule
         if var account = queueAccounts[waiter.key] {
             let weight = states[waiter.key].map { $0.policy.queueWeight }.map { $0.isFinite ? max($0, 0.001) : 1 } ?? 1
-            account.setTag(min(account.tag(rank: schedule), lastTag ?? (droppedTag - 1 / weight)), rank: schedule)
+            account.setTag(min(account.tag(schedule: schedule), lastTag ?? (droppedTag - 1 / weight)), schedule: schedule)
             queueAccounts[waiter.key] = account
         }
         return waiter

@@ -256,25 +256,19 @@ struct BorrowAllowance: Sendable {
 /// The queue's bookkeeping for one (tenant, upstream) while it has waiting requests.
 struct QueueAccount: Sendable {
     var waiting = ClassCounts()
-    /// Weighted-fair-queuing tag of this tenant's last enqueued request, per schedule (indexed by
-    /// ``TaskClass/schedule(ofRank:)``: 0 realtime, 1 every other class; 2 and 3 unused).
-    var lastTag = (0.0, 0.0, 0.0, 0.0)
+    /// Weighted-fair-queuing tag of this tenant's last enqueued request, per schedule (``TaskClass/schedule``:
+    /// realtime, every other class).
+    var lastTag = (0.0, 0.0)
 
-    func tag(rank: Int) -> Double {
-        switch rank {
-        case 0: lastTag.0
-        case 1: lastTag.1
-        case 2: lastTag.2
-        default: lastTag.3
-        }
+    func tag(schedule: Int) -> Double {
+        schedule == 0 ? lastTag.0 : lastTag.1
     }
 
-    mutating func setTag(_ tag: Double, rank: Int) {
-        switch rank {
-        case 0: lastTag.0 = tag
-        case 1: lastTag.1 = tag
-        case 2: lastTag.2 = tag
-        default: lastTag.3 = tag
+    mutating func setTag(_ tag: Double, schedule: Int) {
+        if schedule == 0 {
+            lastTag.0 = tag
+        } else {
+            lastTag.1 = tag
         }
     }
 }
@@ -596,8 +590,9 @@ struct EnforcerState {
     /// was evaluated (no limits installed, no completion): a pump for the passage of time then visits only
     /// the lanes due in `laneChecks` and the expired waiters. True of an empty queue.
     var headsWaitForRefill = true
-    /// Per task class rank: the tag of the last waiter served (weighted fair queuing's virtual time).
-    var virtualTime = (0.0, 0.0, 0.0, 0.0)
+    /// Per schedule (``TaskClass/schedule``: realtime, every other class): the tag of the last waiter served
+    /// (weighted fair queuing's virtual time).
+    var virtualTime = (0.0, 0.0)
     var nextID: UInt64 = 1
     var statistics = EnforcementStatistics()
     /// The instant the waker sleeps until; enqueueing something due earlier rings it.

@@ -26,6 +26,9 @@ extension TaskClass {
     /// any other; every other class one schedule, so that across tenants the turns follow `queue_weight` whatever
     /// class a tenant labels its calls, and a class orders only a tenant's own calls (which of them fills its turn).
     static func schedule(ofRank rank: Int) -> Int { rank == 0 ? 0 : 1 }
+
+    /// ``schedule(ofRank:)`` of this class.
+    var schedule: Int { Self.schedule(ofRank: rank) }
 }
 
 /// One value per task class, for settings such as the maximum queue wait.

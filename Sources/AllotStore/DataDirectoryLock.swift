@@ -27,8 +27,9 @@ public final class DataDirectoryLock: Sendable {
         release()
     }
 
-    /// Takes the lock of `directory` (which must exist), or throws naming the process that holds it.
+    /// Takes the lock of `directory` (created if it does not exist), or throws naming the process that holds it.
     public static func acquire(_ directory: DataDirectory) throws(StoreSetupError) -> DataDirectoryLock {
+        try directory.create()
         let path = directory.path + "/serve.lock"
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {

@@ -209,8 +209,8 @@ extension TenantTrack {
         // EWMA started `foldedSeconds` ago holds only `1 − e^(−t/τ)` of its weight. Raw, a new tenant's long-window
         // rate started from zero, and one sending a flat 150 rpm read `bursting` (short ≥ 2 × long, trend 2.71)
         // for ten minutes, eligible for unasked fan-out credit (outside evaluation round 38).
-        let filledShort = max(foldedSeconds.map { 1 - exp(-$0 / settings.shortWindowSeconds) } ?? 1, 1e-9)
-        let filledLong = max(foldedSeconds.map { 1 - exp(-$0 / settings.longWindowSeconds) } ?? 1, 1e-9)
+        let filledShort = max(filledWeight(over: settings.shortWindowSeconds), 1e-9)
+        let filledLong = max(filledWeight(over: settings.longWindowSeconds), 1e-9)
         let shortRate: PerDimension<Double> = PerDimension { demandShort[$0] / filledShort }
         let longRate: PerDimension<Double> = PerDimension { demandLong[$0] / filledLong }
         let bursting =
@@ -373,6 +373,12 @@ extension TenantTrack {
         }
     }
 
+    /// The weight an EWMA over `window` seconds started `foldedSeconds` ago has gathered, `1 − e^(−t/τ)` (1 for a
+    /// track restored without the count): its value divided by this is the rate over the time it covers.
+    func filledWeight(over window: Double) -> Double {
+        foldedSeconds.map { 1 - exp(-$0 / window) } ?? 1
+    }
+
     /// Moves the demand level the engine is given (see ``ClassificationRules/levelNoiseMultiple``).
     ///
     /// The input is the short-window demand, corrected for a young track: an EWMA that started at zero
@@ -392,8 +398,8 @@ extension TenantTrack {
         claim: PerDimension<Double>?, blocked: Bool
     ) -> PerDimension<Double> {
         let shortWindow = windows.short
-        let filled = foldedSeconds.map { 1 - exp(-$0 / shortWindow) } ?? 1
-        let filledLong = foldedSeconds.map { 1 - exp(-$0 / windows.long) } ?? 1
+        let filled = filledWeight(over: shortWindow)
+        let filledLong = filledWeight(over: windows.long)
         let short = wantedShort ?? demandShort
         let long = wantedLong ?? demandLong
         let perRequest = PerDimension(rpm: 1, tpm: long.rpm > 0 ? long.tpm / long.rpm : 0)

@@ -83,7 +83,6 @@ public final class AllotService: Sendable {
         // before the database opens; a start that fails after this drops it with the lock object.
         let directoryLock: DataDirectoryLock
         do {
-            try directory.create()
             directoryLock = try DataDirectoryLock.acquire(directory)
         } catch {
             throw ServiceStartError(error.message)
