@@ -492,44 +492,48 @@ import Testing
     /// A tenant that needs more calls in flight than its tier's `max_concurrency` allows is warned about, by
     /// `--check` and before a run: the gateways cap its rate whatever the allocation.
     @Test func aTenantHeldByItsConcurrencyCapIsWarnedAbout() async throws {
-        let path = NSTemporaryDirectory() + "allot-sim-concurrency-\(UUID().uuidString).json"
         // Free (8 in flight), 1,000 tasks of 2.5 calls a minute, answers of 600 + 20 × 50 / 1000 = 601 ms:
-        // 2,500 calls/min need 25 in flight; one gateway allows 8, about 799 calls/min.
-        try Data(Self.oneTenantScenario(name: "slow", duration: 60, tier: "free", tasksPerMinute: 1000).utf8)
-            .write(to: URL(fileURLWithPath: path))
+        // 2,500 calls/min need 25 in flight; one gateway allows 8, about 799 calls/min. With four gateways, 32 in
+        // flight: no warning.
+        try await Self.expectCheckWarning(
+            Self.oneTenantScenario(name: "slow", duration: 60, tier: "free", tasksPerMinute: 1000),
+            warning: "warning: tenants[0] (\"a\"): at its peak of 2500 calls/min, with answers of at least 0.6 s, it "
+                + "needs about 25 calls in flight, more than tier \"free\"'s max_concurrency 8 × 1 gateway(s) allows: "
+                + "the gateways hold it to about 799 calls/min whatever its allocation (all but `fifo-backoff`, which "
+                + "knows no tenant)",
+            quietAt: 4, quietOf: "max_concurrency")
+    }
+
+    /// Writes `scenario` and runs `simulate --check` on it: behind one gateway it prints `warning` on a line of its
+    /// own, behind `quietGateways` nothing mentioning `marker`.
+    static func expectCheckWarning(
+        _ scenario: String, warning: String, quietAt quietGateways: Int, quietOf marker: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let path = NSTemporaryDirectory() + "allot-sim-check-\(UUID().uuidString).json"
+        try Data(scenario.utf8).write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let warning =
-            "warning: tenants[0] (\"a\"): at its peak of 2500 calls/min, with answers of at least 0.6 s, it needs "
-            + "about 25 calls in flight, more than tier \"free\"'s max_concurrency 8 × 1 gateway(s) allows: "
-            + "the gateways hold it to about 799 calls/min whatever its allocation (all but `fifo-backoff`, which "
-            + "knows no tenant)"
         let check = await runCLI(["simulate", "--scenario", path, "--gateways", "1", "--check"])
-        #expect(check.code == 0, "\(check.err)")
-        #expect(check.out.contains("\n  " + warning + "\n"), "\(check.out)")
-        // With four gateways, 32 in flight: no warning.
-        let wide = await runCLI(["simulate", "--scenario", path, "--gateways", "4", "--check"])
-        #expect(!wide.out.contains("max_concurrency"), "\(wide.out)")
+        #expect(check.code == 0, "\(check.err)", sourceLocation: sourceLocation)
+        #expect(check.out.contains("\n  " + warning + "\n"), "\(check.out)", sourceLocation: sourceLocation)
+        let wide = await runCLI(["simulate", "--scenario", path, "--gateways", "\(quietGateways)", "--check"])
+        #expect(!wide.out.contains(marker), "\(wide.out)", sourceLocation: sourceLocation)
     }
 
     /// A task larger than its class's budget at a gateway is warned about (outside evaluation round 37): the
     /// gateways deny its calls beyond the budget, which the baselines do not enforce.
     @Test func aTaskLargerThanItsClassBudgetAtAGatewayIsWarnedAbout() async throws {
-        let path = NSTemporaryDirectory() + "allot-sim-budget-\(UUID().uuidString).json"
         let scenario = Self.oneTenantScenario(name: "budget", duration: 60, tier: "premium", tasksPerMinute: 1)
             .replacingOccurrences(of: #""class": "batch", "calls": {"min": 2, "max": 3}"#,
                 with: #""class": "realtime", "calls": {"min": 240, "max": 250}"#)
-        try Data(scenario.utf8).write(to: URL(fileURLWithPath: path))
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let warning =
-            "warning: tenants[0] (\"a\"): its realtime tasks of up to 250 calls leave about 250 calls at each, more "
-            + "than the 200 calls of the realtime task budget (`task_budgets`) over 1 gateway(s): `allot`'s gateways "
-            + "deny each such task's calls beyond it (`task_budget_exceeded`), the baselines enforce no budget"
-        let check = await runCLI(["simulate", "--scenario", path, "--gateways", "1", "--check"])
-        #expect(check.code == 0, "\(check.err)")
-        #expect(check.out.contains("\n  " + warning + "\n"), "\(check.out)")
         // Over two gateways, about 125 at each: no warning.
-        let wide = await runCLI(["simulate", "--scenario", path, "--gateways", "2", "--check"])
-        #expect(!wide.out.contains("task budget"), "\(wide.out)")
+        try await Self.expectCheckWarning(
+            scenario,
+            warning: "warning: tenants[0] (\"a\"): its realtime tasks of up to 250 calls leave about 250 calls at "
+                + "each, more than the 200 calls of the realtime task budget (`task_budgets`) over 1 gateway(s): "
+                + "`allot`'s gateways deny each such task's calls beyond it (`task_budget_exceeded`), the baselines "
+                + "enforce no budget",
+            quietAt: 2, quietOf: "task budget")
     }
 
     /// Two policy mix-ups are warned about (outside evaluation round 18): a tenant the policy's `tenants` names in
