@@ -208,7 +208,9 @@ public struct ConsumptionClassification: Sendable {
                     stored.tracks[index].completionTokens.add(bucket: $0, weight: weight)
                 }
                 waits.forEach(track: index) { stored.tracks[index].queueWait.add(bucket: $0, weight: weight) }
-                stored.tracks[index].fold(fold, tick: tick, now: now, longWindow: settings.longWindowSeconds)
+                stored.tracks[index].fold(
+                    fold, tick: tick, now: now, shortWindow: settings.shortWindowSeconds,
+                    longWindow: settings.longWindowSeconds)
                 perGateway.removeAll(keepingCapacity: true)
                 for place in 0..<InlineGateways.capacity where tick.gateways.slots[place] >= 0 {
                     perGateway.append(

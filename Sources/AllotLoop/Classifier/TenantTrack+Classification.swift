@@ -23,7 +23,7 @@ extension TenantTrack {
 
     /// Folds the tick's counts into the rates (see ``ConsumptionClassification``) and forgets gateways
     /// not seen for the long window.
-    mutating func fold(_ fold: Fold, tick: TickCounts, now: Double, longWindow: Double) {
+    mutating func fold(_ fold: Fold, tick: TickCounts, now: Double, shortWindow: Double, longWindow: Double) {
         let perMinute = 60 / fold.elapsed
         let short = fold.short
         let long = fold.long
@@ -122,7 +122,9 @@ extension TenantTrack {
         ewma(&nearEmptyLong, tick.nearEmpty, long)
         ewma(&promptLong, tick.promptTokens, long)
         ewma(&completionLong, tick.completionTokens, long)
-        peakDemand = max(demandShort.rpm, peakDemand * fold.longDecay)
+        // The peak as the rate it was (a young track's EWMA corrected by the weight it had gathered then), so that
+        // `peak_to_average` does not under-read a peak in the tenant's first minutes.
+        peakDemand = max(demandShort.rpm / max(filledWeight(over: shortWindow), 1e-9), peakDemand * fold.longDecay)
         let lastClump = clump ?? PerDimension(0)
         clump = PerDimension(
             rpm: max(tick.demandRequests, lastClump.rpm * fold.longDecay),
@@ -322,9 +324,11 @@ extension TenantTrack {
             spread: idle ? PerDimension(0) : spread(of: demand), fansOut: !idle && fansOut)
         let status = TenantStatus(
             key: key, tenantClass: tenantClass, suspect: suspect, suspectReasons: suspectReasons, demand: demand,
+            // The short-window rates as the starvation rule reads them (against the allocation averaged the same
+            // way, so both start from zero together): a young tenant's show below its long-window ones for a minute.
             servedShort: servedShort, servedLong: PerDimension { servedLong[$0] / filledLong }, deniedRPM: deniedShort,
             queuedRPM: queuedShort,
-            peakToAverage: longRate.rpm > 0 ? max(1, peakDemand / filledShort / longRate.rpm) : 1,
+            peakToAverage: longRate.rpm > 0 ? max(1, peakDemand / longRate.rpm) : 1,
             tokensPerRequest: servedLong.rpm > 0 ? servedLong.tpm / servedLong.rpm : 0,
             trend: longRate.rpm > 0 ? shortRate.rpm / longRate.rpm - 1 : 0, lastActivityAt: lastActivityAt,
             samples: samples, retryRatio: eventsLong > 0 ? retriesLong / eventsLong : 0, queueWaitP95Ms: queueWait.p95,

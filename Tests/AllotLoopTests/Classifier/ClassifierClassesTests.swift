@@ -287,6 +287,26 @@ struct ClassifierClassesTests {
         #expect(demands.allSatisfy { $0 > 0.97 * 240 }, "\(demands.map { Int($0) })")
     }
 
+    /// A peak in a tenant's first seconds reads as the rate it was, as its long-window usage does (review of
+    /// 2026-11-30, L8: the young short window's raw peak, divided by the fill of a later tick, read low). Its first
+    /// 30 s came at 300 per minute, then a minute at 60: its peak is the 300 it sent, decayed over the 900-s long
+    /// window for the minute since (280.6), not the 118 its short window held after 30 s (which, divided by the
+    /// fill of the 60-s window 90 s in, read about its long-window rate: a ratio of 1.03).
+    @Test func aPeakInATenantsFirstSecondsReadsAsTheRateItWas() throws {
+        var run = ClassifierRun(start: t0)
+        let allocation = [F.acme: PerDimension<Double>(rpm: 1000, tpm: 1_000_000)]
+        var report = run.tick { _, _, _ in [] }
+        for tick in 0..<18 {
+            let calls = tick < 6 ? 25 : 5
+            report = run.tick(allocations: allocation) { script, from, to in
+                F.served(&script, calls, from: from, to: to)
+            }
+        }
+        let status = try #require(F.status(report))
+        #expect(F.close(status.peakToAverage * status.servedLong.rpm, 300 * exp(-60.0 / 900), tolerance: 1e-6))
+        #expect(status.peakToAverage > 2)
+    }
+
     @Test func steadyThenALegitimateBurstThatIsNotSuspect() throws {
         var run = ClassifierRun(start: t0)
         let allocation = [F.acme: PerDimension<Double>(rpm: 1000, tpm: 1_000_000)]
