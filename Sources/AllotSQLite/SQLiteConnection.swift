@@ -391,12 +391,14 @@ public final class SQLiteConnection {
     public func queryAll<T>(
         _ sql: String,
         _ bindings: (any SQLiteBindable)?...,
+        reservingCapacity capacity: Int = 0,
         map: (SQLiteRow) throws -> T
     ) throws -> [T] {
         let statement = try checkOut(sql)
         defer { checkIn(statement) }
         try statement.bind(bindings)
         var values: [T] = []
+        if capacity > 0 { values.reserveCapacity(capacity) }
         while try statement.step() { values.append(try map(statement.row)) }
         return values
     }

@@ -115,6 +115,21 @@ import Testing
         #expect(await store.counters.batchesStored == 1)
     }
 
+    /// The loop's read is sized for the rows there can be, not grown by doubling (a catch-up read of 250,000 events
+    /// held the old and the new buffer at once), and a cursor below the first id reads from the start.
+    @Test func eventsAreReadIntoAnArraySizedForTheRowsThereCanBe() async throws {
+        let store = try await F.makeStore()
+        let result = try await store.ingest(F.array((0..<600).map { F.event(["prompt_tokens": .int(Int64($0))]) }))
+        let all = try await store.events(afterID: 0, limit: 250_000)
+        #expect(all.count == 600)
+        #expect(all.capacity < 700, "capacity \(all.capacity)")  // grown by doubling: 1,024
+        let tail = try await store.events(afterID: result.lastID - 10, limit: 250_000)
+        #expect(tail.map(\.id) == Array((result.lastID - 9)...result.lastID))
+        #expect(tail.capacity < 20, "capacity \(tail.capacity)")
+        #expect(try await store.events(afterID: .min, limit: 3).map(\.id) == Array(result.firstID...(result.firstID + 2)))
+        #expect(try await store.events(afterID: .max, limit: 3).isEmpty)
+    }
+
     @Test func ndjsonAndArrayStoreTheSameRows() async throws {
         let store = try await F.makeStore()
         let events = (0..<4).map { F.event(["tenant": .string("t\($0 % 2)"), "prompt_tokens": .int(Int64($0))]) }
