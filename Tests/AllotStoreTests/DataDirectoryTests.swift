@@ -34,6 +34,10 @@ import Testing
         first.release()  // idempotent
         let second = try DataDirectoryLock.acquire(directory)
         second.release()
+        // Readable by every user, so that a service user can lock the file a `sudo allot migrate` created (read-only:
+        // outside evaluation round 39, created 0600 by root it stopped the service with "Permission denied").
+        let mode = try FileManager.default.attributesOfItem(atPath: first.path)[.posixPermissions] as? Int
+        #expect(mode == 0o644)
     }
 
     @Test func aMissingDatabaseBesideItsWriteAheadLogIsRefused() async throws {
