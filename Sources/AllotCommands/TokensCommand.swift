@@ -18,7 +18,7 @@ enum TokensCommand {
         -> Int32
     {
         let directory = DataDirectory(path: command.string("data") ?? "./allot-data")
-        let (pool, _) = try await directory.openDatabase()
+        let (pool, _) = try await directory.openDatabase(upgrading: false)
         let code: Int32
         do {
             code = try await run(

@@ -76,8 +76,13 @@ public struct DataDirectory: Sendable {
     /// was moved or deleted (a running server says so in `/readyz` and asks for a restart), and opening
     /// would create an empty database — no tokens, no overrides, the snapshot version back at 1 — beside
     /// a log that holds the latest transactions of the one that went (outside evaluation round 27).
+    ///
+    /// `upgrading: false` (commands that may run beside a service, `allot tokens`): a new database is created and
+    /// migrated as ever, but one that an older Allot wrote is refused with what to run, not upgraded — migrations
+    /// are one-way, and upgraded under a service of the older release still running, the schema changed beneath it
+    /// and ruled out rolling back (outside evaluation round 39: `allot tokens list` migrated 0003 → 0008 silently).
     public func openDatabase(
-        configuration: SQLiteConfiguration = SQLiteConfiguration()
+        configuration: SQLiteConfiguration = SQLiteConfiguration(), upgrading: Bool = true
     ) async throws(StoreSetupError) -> (pool: DatabasePool, applied: [Migration]) {
         try create()
         try checkNotOrphaned()
@@ -89,8 +94,22 @@ public struct DataDirectory: Sendable {
             throw StoreSetupError(message: "cannot open database \(databasePath): \(error)")
         }
         do {
+            let path = databasePath
             let applied = try await pool.writer.access { (connection) throws(MigrationError) -> [Migration] in
-                try migrator.migrate(connection)
+                if !upgrading {
+                    let recorded = try migrator.appliedMigrations(connection)
+                    let pending = try migrator.pendingMigrations(connection)
+                    if let newest = recorded.last, let needed = pending.last {
+                        throw MigrationError(
+                            kind: .database, file: nil,
+                            message: "the database is at migration \(newest.identifier) and this allot needs "
+                                + "\(needed.identifier); it is not upgraded "
+                                + "here (migrations are one-way, and a service of the older release may be running on "
+                                + "it): stop that service, back up \(path), then run `allot migrate` or start "
+                                + "`allot serve`")
+                    }
+                }
+                return try migrator.migrate(connection)
             }
             return (pool, applied)
         } catch {

@@ -1,4 +1,6 @@
 import AllotCommands
+import AllotSQLite
+import AllotStore
 import Foundation
 import Testing
 
@@ -48,6 +50,36 @@ import Testing
         let unknown = await runCLI(["tokens", "revoke", "tok-000000000000", "--data", data])
         #expect(unknown.code == 1)
         #expect(unknown.err.contains("no token tok-000000000000"))
+    }
+
+    /// A database an older Allot wrote is refused, not upgraded: `allot tokens` may run beside a service of that
+    /// release, and migrations are one-way (outside evaluation round 39: `tokens list` migrated 0003 → 0008 silently,
+    /// under the running old service, and ruled out rolling back). A new database is still created.
+    @Test func aDatabaseOfAnOlderReleaseIsNotUpgradedByTokens() async throws {
+        let data = try temporaryDirectory()
+        let path = data + "/allot.sqlite"
+        let all = try DataDirectory.migrator().migrations
+        let old = try Migrator(migrations: Array(all.prefix(3)))
+        let queue = try await DatabaseQueue.open(path: path)
+        _ = try await queue.access { (connection) throws(MigrationError) in try old.migrate(connection) }
+        await queue.close()
+
+        let listed = await runCLI(["tokens", "list", "--data", data])
+        #expect(listed.code == 1)
+        #expect(
+            listed.err.contains(
+                "the database is at migration \(all[2].identifier) and this allot needs \(all.last!.identifier); it is "
+                    + "not upgraded here"), "\(listed.err)")
+        #expect(listed.err.contains("then run `allot migrate` or start `allot serve`"))
+        let check = try await DatabaseQueue.open(path: path)
+        let applied = try await check.access { (connection) throws(MigrationError) in
+            try old.appliedMigrations(connection).map(\.version)
+        }
+        await check.close()
+        #expect(applied == [1, 2, 3])
+        // After `allot migrate`, tokens work.
+        #expect(await runCLI(["migrate", "--data", data]).code == 0)
+        #expect(await runCLI(["tokens", "list", "--data", data]).code == 0)
     }
 
     @Test func createValidatesRoleAndName() async throws {
