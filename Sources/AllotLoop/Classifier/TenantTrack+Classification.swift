@@ -122,9 +122,15 @@ extension TenantTrack {
         ewma(&nearEmptyLong, tick.nearEmpty, long)
         ewma(&promptLong, tick.promptTokens, long)
         ewma(&completionLong, tick.completionTokens, long)
-        // The peak as the rate it was (a young track's EWMA corrected by the weight it had gathered then), so that
-        // `peak_to_average` does not under-read a peak in the tenant's first minutes.
-        peakDemand = max(demandShort.rpm / max(filledWeight(over: shortWindow), 1e-9), peakDemand * fold.longDecay)
+        // The peak as the rate it was, so that `peak_to_average` does not under-read a peak in the tenant's first
+        // minutes: the short EWMA corrected by the weight it had gathered then, and for a young track what it asked
+        // for over the time its events cover, as its demand level reads it (``moveLevel``): a first report holding
+        // two minutes of backlog is not a peak of twenty-four times its rate.
+        var peakRate = demandShort.rpm / max(filledWeight(over: shortWindow), 1e-9)
+        if let folded = foldedSeconds, folded < shortWindow, let since = youngSince, let seen = youngWanted {
+            peakRate = seen.rpm * 60 / max(folded, now - since, fold.elapsed)
+        }
+        peakDemand = max(peakRate, peakDemand * fold.longDecay)
         let lastClump = clump ?? PerDimension(0)
         clump = PerDimension(
             rpm: max(tick.demandRequests, lastClump.rpm * fold.longDecay),

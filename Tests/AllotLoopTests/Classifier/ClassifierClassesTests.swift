@@ -305,6 +305,17 @@ struct ClassifierClassesTests {
         let status = try #require(F.status(report))
         #expect(F.close(status.peakToAverage * status.servedLong.rpm, 300 * exp(-60.0 / 900), tolerance: 1e-6))
         #expect(status.peakToAverage > 2)
+
+        // A first report holding two minutes of backlog at 60 a minute, then 60 a minute: no peak (its first tick's
+        // EWMA, corrected by five seconds' weight, read 24 times its rate; review of 2026-11-30).
+        run = ClassifierRun(start: t0)
+        report = run.tick { _, _, _ in [] }
+        report = run.tick(allocations: allocation) { script, _, to in F.served(&script, 120, from: to - 120, to: to) }
+        for _ in 0..<12 {
+            report = run.tick(allocations: allocation) { script, from, to in F.served(&script, 5, from: from, to: to) }
+        }
+        let backlogged = try #require(F.status(report))
+        #expect(backlogged.peakToAverage < 1.5, "\(backlogged.peakToAverage)")
     }
 
     @Test func steadyThenALegitimateBurstThatIsNotSuspect() throws {
