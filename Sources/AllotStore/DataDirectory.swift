@@ -94,7 +94,7 @@ public struct DataDirectory: Sendable {
             throw StoreSetupError(message: "cannot open database \(databasePath): \(error)")
         }
         do {
-            let path = databasePath
+            let directory = path
             let applied = try await pool.writer.access { (connection) throws(MigrationError) -> [Migration] in
                 if !upgrading {
                     let recorded = try migrator.appliedMigrations(connection)
@@ -105,7 +105,7 @@ public struct DataDirectory: Sendable {
                             message: "the database is at migration \(newest.identifier) and this allot needs "
                                 + "\(needed.identifier); it is not upgraded "
                                 + "here (migrations are one-way, and a service of the older release may be running on "
-                                + "it): stop that service, back up \(path), then run `allot migrate` or start "
+                                + "it): stop that service, back up \(directory), then run `allot migrate` or start "
                                 + "`allot serve`")
                     }
                 }

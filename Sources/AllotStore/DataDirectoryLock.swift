@@ -17,10 +17,12 @@ public final class DataDirectoryLock: Sendable {
     /// `DIR/serve.lock`.
     public let path: String
     private let descriptor: Mutex<Int32>
+    private let writable: Bool
 
-    private init(path: String, descriptor: Int32) {
+    private init(path: String, descriptor: Int32, writable: Bool) {
         self.path = path
         self.descriptor = Mutex(descriptor)
+        self.writable = writable
     }
 
     deinit {
@@ -35,13 +37,14 @@ public final class DataDirectoryLock: Sendable {
         // the service user's `allot serve` — can still be opened and locked read-only (outside evaluation round 39:
         // created 0600 by root, it stopped the service with "Permission denied"). Writing the pid is then skipped.
         var descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        var code = errno
         var writable = true
-        if descriptor < 0, errno == EACCES {
+        if descriptor < 0, code == EACCES, FileManager.default.fileExists(atPath: path) {
             descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            if descriptor < 0 { code = errno }
             writable = false
         }
         guard descriptor >= 0 else {
-            let code = errno
             let reason = String(cString: strerror(code))
             let hint =
                 code == EACCES
@@ -50,7 +53,9 @@ public final class DataDirectoryLock: Sendable {
         }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             let code = errno
-            let holder = Self.readPID(descriptor)
+            // The pid written by whoever wrote last; a holder that could only read the file wrote none, so a pid
+            // that is no process now is not named (it was a `sudo allot migrate` long gone).
+            let holder = Self.readPID(descriptor).flatMap { pid in kill(pid, 0) == 0 || errno == EPERM ? pid : nil }
             close(descriptor)
             guard code == EWOULDBLOCK else {
                 throw StoreSetupError(message: "cannot lock \(path): \(String(cString: strerror(code)))")
@@ -67,13 +72,14 @@ public final class DataDirectoryLock: Sendable {
             _ = ftruncate(descriptor, 0)
             _ = text.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
         }
-        return DataDirectoryLock(path: path, descriptor: descriptor)
+        return DataDirectoryLock(path: path, descriptor: descriptor, writable: writable)
     }
 
     /// Drops the lock (idempotent).
     public func release() {
         descriptor.withLock { descriptor in
             guard descriptor >= 0 else { return }
+            if writable { _ = ftruncate(descriptor, 0) }  // its pid no longer names a holder
             close(descriptor)  // closing the only descriptor of the open file releases its flock
             descriptor = -1
         }

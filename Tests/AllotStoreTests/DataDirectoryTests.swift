@@ -31,6 +31,8 @@ import Testing
                     + "\(getpid()) holds \(directory.path)/serve.lock): stop it first, or give this one another --data")
         }
         first.release()
+        // Its pid is gone with it: a later refusal must not name a process that no longer holds the lock.
+        #expect(try String(contentsOfFile: first.path, encoding: .utf8) == "")
         first.release()  // idempotent
         let second = try DataDirectoryLock.acquire(directory)
         second.release()
