@@ -331,7 +331,7 @@ extension TenantTrack {
         let status = TenantStatus(
             key: key, tenantClass: tenantClass, suspect: suspect, suspectReasons: suspectReasons, demand: demand,
             // The short-window rates as the starvation rule reads them (against the allocation averaged the same
-            // way, so both start from zero together): a young tenant's show below its long-window ones for a minute.
+            // way, so both start from zero together): a young tenant's read below its long-window ones for a minute.
             servedShort: servedShort, servedLong: PerDimension { servedLong[$0] / filledLong }, deniedRPM: deniedShort,
             queuedRPM: queuedShort,
             peakToAverage: longRate.rpm > 0 ? max(1, peakDemand / longRate.rpm) : 1,

@@ -546,7 +546,7 @@ public actor LoopRunner {
         if catchingUp, let checkpoint = checkpointTask {
             // A catch-up tick reads a full chunk of the backlog: not while a checkpoint is being encoded, whose
             // buffers it would add to (a cold start's first-tick checkpoint during the next catch-up tick took
-            // `allot bench memory`'s peak to 341–375 MiB, 229 without it).
+            // `allot bench memory`'s peak to 341–375 MiB; 242 with this wait and the read sized once).
             await checkpoint.value
         }
         let delta: TelemetryDelta
