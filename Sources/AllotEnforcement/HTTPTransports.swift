@@ -18,17 +18,24 @@ public struct HTTPSnapshotTransport: SnapshotTransport {
     public let client: HTTPClient
     /// Seconds added to the long-poll wait for the request timeout. Default 10.
     public let timeoutMargin: Double
+    /// The leave's request timeout, seconds (at most ``timeoutMargin``): short, so that a stop is not held by an
+    /// Allot that does not answer. Default 2.
+    public let leaveTimeout: Double
 
     /// - Parameters:
     ///   - baseURL: Allot's address, e.g. `http://127.0.0.1:8080`.
     ///   - token: a `gateway` role token (nil when Allot runs with `--dev`).
     ///   - client: the HTTP client (its connection pool is shared with the telemetry transport).
     ///   - timeoutMargin: seconds added to the wait for the request timeout.
-    public init(baseURL: String, token: String?, client: HTTPClient, timeoutMargin: Double = 10) {
+    ///   - leaveTimeout: the leave's request timeout.
+    public init(
+        baseURL: String, token: String?, client: HTTPClient, timeoutMargin: Double = 10, leaveTimeout: Double = 2
+    ) {
         self.baseURL = HTTPTransportSupport.trimmed(baseURL)
         self.token = token
         self.client = client
         self.timeoutMargin = timeoutMargin
+        self.leaveTimeout = leaveTimeout
     }
 
     public func fetch(gateway: String, instance: String, knownVersion: Int64?, wait: Double)
@@ -80,7 +87,7 @@ public struct HTTPSnapshotTransport: SnapshotTransport {
         var headers: HTTPHeaders = ["Accept": "application/json"]
         if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
         let client = self.client
-        let timeout = Duration.seconds(min(timeoutMargin, 2))
+        let timeout = Duration.seconds(min(timeoutMargin, leaveTimeout))
         return try await HTTPTransportSupport.abandonOnCancel {
             [url, headers] () async throws(HTTPClientError) -> HTTPClientResponse in
             try await client.execute(HTTPClientRequest(method: .delete, url: url, headers: headers), timeout: timeout)

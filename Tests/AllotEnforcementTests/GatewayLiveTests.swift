@@ -125,7 +125,9 @@ import Testing
         let server = StubServer(stub: AllotStub())
         try await server.start()
         let client = try HTTPClient()
-        let transport = HTTPSnapshotTransport(baseURL: server.baseURL, token: "gw-secret", client: client)
+        // A generous timeout: the default 2 s ran out once while simulations held both of CI's cores.
+        let transport = HTTPSnapshotTransport(
+            baseURL: server.baseURL, token: "gw-secret", client: client, timeoutMargin: 60, leaveTimeout: 60)
         server.stub.answerLeaves([(404, "id"), (409, "instance"), (400, "instance"), (200, nil), (400, "id")])
         try await transport.leave(gateway: "eu/gw-1", instance: "run-1")
         try await transport.leave(gateway: "eu/gw-1", instance: "run-1")
