@@ -169,7 +169,7 @@ struct MinHeap<Element: Comparable> {
 /// kept in heaps with lazy deletion: an entry whose slot no longer holds its id is stale. Task deadlines have
 /// their own heap, so that waiters whose task became late are found without a scan.
 struct WaitQueue {
-    /// The (tag, seq) pairs of one class of a lane, ascending; `items[start...]` are live, so taking the first
+    /// The (tag, seq) pairs of one schedule of a lane, ascending; `items[start...]` are live, so taking the first
     /// does not shift the rest.
     struct Pairs {
         private(set) var items: [(tag: Double, seq: UInt64)] = []
@@ -236,8 +236,9 @@ struct WaitQueue {
     struct Lane {
         var slots: [Int] = []
         var start = 0
-        /// Per class rank, the pairs of the lane's waiters of that class.
-        var pairs = [Pairs](repeating: Pairs(), count: 4)
+        /// Per schedule (``TaskClass/schedule(ofRank:)``: realtime, every other class), the pairs of the lane's
+        /// waiters in it.
+        var pairs = [Pairs](repeating: Pairs(), count: 2)
         /// Index in ``WaitQueue/activeLanes`` while the lane has waiters.
         var activeIndex = -1
         /// The pump that found this lane's head staying (see ``WaitQueue/pumpSerial``).
@@ -319,15 +320,15 @@ struct WaitQueue {
     private func currentPlace(_ slot: Int, at index: Int) -> QueuePlace {
         var place = arrivalBySlot[slot]
         let keyID = keyIDBySlot[slot]
-        let pair = lanes[keyID].pairs[place.schedule][classOffset(index, lane: keyID, schedule: place.schedule)]
+        let pair = lanes[keyID].pairs[place.schedule][scheduleOffset(index, lane: keyID, schedule: place.schedule)]
         place.tag = pair.tag
         place.seq = pair.seq
         return place
     }
 
-    /// The offset within its class of the waiter at `index` of lane `keyID` (the lane's classes come in rank
-    /// order).
-    private func classOffset(_ index: Int, lane keyID: Int, schedule: Int) -> Int {
+    /// The offset within its schedule of the waiter at `index` of lane `keyID` (the lane's schedules come in
+    /// order: its waiters are in class order, realtime first).
+    private func scheduleOffset(_ index: Int, lane keyID: Int, schedule: Int) -> Int {
         var offset = index - lanes[keyID].start
         for lower in 0..<schedule { offset -= lanes[keyID].pairs[lower].count }
         return offset
@@ -465,7 +466,7 @@ struct WaitQueue {
         let keyID = keyIDBySlot[slot]
         let index = laneIndex(ofSlot: slot)
         let schedule = arrivalBySlot[slot].schedule
-        let pair = lanes[keyID].pairs[schedule].remove(at: classOffset(index, lane: keyID, schedule: schedule))
+        let pair = lanes[keyID].pairs[schedule].remove(at: scheduleOffset(index, lane: keyID, schedule: schedule))
         return detach(slot: slot, at: index, pair: pair)
     }
 
@@ -526,10 +527,10 @@ struct WaitQueue {
         let keyID = keyIDBySlot[slot]
         let index = laneIndex(ofSlot: slot)
         let schedule = arrivalBySlot[slot].schedule
-        let offset = classOffset(index, lane: keyID, schedule: schedule)
-        let classCount = lanes[keyID].pairs[schedule].count
+        let offset = scheduleOffset(index, lane: keyID, schedule: schedule)
+        let scheduleCount = lanes[keyID].pairs[schedule].count
         // The leaving waiter takes the largest pair with it; the largest left behind it is the one before.
-        let lastTag = offset < classCount - 1 ? lanes[keyID].pairs[schedule][classCount - 2].tag : nil
+        let lastTag = offset < scheduleCount - 1 ? lanes[keyID].pairs[schedule][scheduleCount - 2].tag : nil
         let pair = lanes[keyID].pairs[schedule].removeLast()
         return (detach(slot: slot, at: index, pair: pair), pair.tag, lastTag)
     }
@@ -595,7 +596,7 @@ struct WaitQueue {
     }
 
     /// Drops `items[..<start]` once it is at least 16 and half of the array (amortised O(1) per element taken
-    /// from the front; a lane's slots and its classes' pairs alike).
+    /// from the front; a lane's slots and its schedules' pairs alike).
     static func dropConsumedPrefix<Item>(_ items: inout [Item], start: inout Int) {
         guard start >= 16, start * 2 >= items.count else { return }
         items.removeFirst(start)

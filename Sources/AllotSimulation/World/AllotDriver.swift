@@ -99,11 +99,12 @@ final class AllotDriver {
     func tenantTrace(at time: Double, tenants: Set<String>) -> [String] {
         guard let decision = runner.view.decision else { return [] }
         let number = Self.traceNumber
-        let suspects = Set(
-            (runner.view.classifier?.statuses ?? []).filter(\.suspect).map { "\($0.key.tenant)\n\($0.key.upstream)" })
+        let suspects = Set((runner.view.classifier?.statuses ?? []).filter(\.suspect).map(\.key))
         return decision.allocations.filter { tenants.contains($0.tenant) || tenants.contains("*") }.map { allocation in
             var line = "t=\(Int(time)) \(allocation.tenant) \(allocation.upstream) \(allocation.tenantClass.rawValue)"
-            if suspects.contains("\(allocation.tenant)\n\(allocation.upstream)") { line += " suspect" }
+            if suspects.contains(AllocationKey(tenant: allocation.tenant, upstream: allocation.upstream)) {
+                line += " suspect"
+            }
             for (name, value) in [("rpm", allocation.rpm), ("tpm", allocation.tpm)] {
                 guard let e = value?.explanation else { continue }
                 line += " | \(name) D=\(number(e.demand)) up=\(number(e.upper)) level=\(number(e.level)) "

@@ -13,7 +13,7 @@ extension TelemetryStore {
     /// (`allot bench memory`'s peak 341–375 MiB → 322 with this alone; 242 with the loop's wait for a checkpoint).
     public nonisolated func events(afterID: Int64, limit: Int) async throws -> [StoredEvent] {
         try await pool.read { connection in
-            let newest = try connection.queryOne("SELECT max(id) FROM events") { $0.optionalInt64(0) } ?? nil
+            let newest = try Self.newestID(connection)
             let from = max(0, afterID)  // ids start at 1: a negative cursor reads from the start
             let bound = max(0, min(Int64(max(0, limit)), max(from, newest ?? from) - from))
             return try connection.queryAll(
@@ -27,10 +27,7 @@ extension TelemetryStore {
     /// The largest event id (0 when no event was ever stored): where a loop that only wants new
     /// events starts.
     public nonisolated func lastEventID() async throws -> Int64 {
-        try await pool.read { connection in
-            let value = try connection.queryOne("SELECT max(id) FROM events") { $0.optionalInt64(0) }
-            return (value ?? nil) ?? 0
-        }
+        try await pool.read { connection in try Self.newestID(connection) ?? 0 }
     }
 
     /// The id of the first event whose `ts` is at or after `milliseconds` (epoch ms), or nil when there is
@@ -118,6 +115,11 @@ extension TelemetryStore {
     }
 
     // MARK: SQL
+
+    /// The largest event id, nil when the table is empty (the rowid's B-tree: one lookup).
+    static func newestID(_ connection: SQLiteConnection) throws -> Int64? {
+        try connection.queryOne("SELECT max(id) FROM events") { $0.optionalInt64(0) } ?? nil
+    }
 
     static let selectEventsSQL =
         "SELECT id, \(TelemetryWriter.eventColumns.joined(separator: ", ")) FROM events WHERE id > ? ORDER BY id LIMIT ?"
