@@ -110,6 +110,7 @@ func temporaryDirectory() throws -> String {
         #expect(second.code == 0)
         #expect(second.out.hasSuffix("up to date"))
         let status = await runCLI(["migrate", "--data", data, "--status"])
+        #expect(status.code == 0)
         #expect(status.out.contains("applied  0001_telemetry"))
         #expect(!status.out.contains("pending"))
         // Not beside a running service, which holds the directory's lock; `--status` still reads.
@@ -125,7 +126,7 @@ func temporaryDirectory() throws -> String {
     @Test func migrateStatusCreatesNothingWhereThereIsNoDatabase() async throws {
         let data = try temporaryDirectory() + "/absent/allot-data"
         let status = await runCLI(["migrate", "--data", data, "--status"])
-        #expect(status.code == 0)
+        #expect(status.code == 2)  // pending: a script can tell it from "up to date" (0) and an error (1)
         #expect(status.out.contains("no database yet (not created)"))
         #expect(status.out.contains("pending  0001_telemetry\n"))
         #expect(!status.out.contains("0001_telemetry.sql"))
@@ -134,6 +135,7 @@ func temporaryDirectory() throws -> String {
         // Once migrated, the same names are listed as applied.
         #expect(await runCLI(["migrate", "--data", data]).code == 0)
         let after = await runCLI(["migrate", "--data", data, "--status"])
+        #expect(after.code == 0)
         #expect(after.out.contains("applied  0001_telemetry\n"))
         #expect(!after.out.contains("pending"))
         // A file where the directory should be is an error, as for `migrate` itself (it said "no database yet").

@@ -126,8 +126,9 @@ public actor LoopRunner {
         var restoreAlerts: [LoopAlert] = []
 
         let contacts = try await stateStore.contacts()
+        let lastDrainAudit = try await AuditLog(pool: store.pool).entries(AuditQuery(action: "drain", limit: 1)).first
         do {
-            try await publisher.restore(contacts: contacts)
+            try await publisher.restore(contacts: contacts, lastDrainAudit: lastDrainAudit)
         } catch let error as LoopStateError {
             logger.error(
                 "the last snapshot cannot be read; serving nothing until the first tick",

@@ -117,7 +117,13 @@ public actor AllocationPublisher {
     ///
     /// - Returns: The snapshot now served, or nil when none was ever published.
     @discardableResult
-    public func restore(contacts: [GatewayContactRecord] = []) async throws -> PublishedSnapshot? {
+    ///
+    /// - Parameter lastDrainAudit: The newest `drain.start` or `drain.end` audit record. A drain version followed by
+    ///   a `drain.end` record was ended by a release before 2026-11-30, which persisted the end only in the audit log
+    ///   (outside evaluation round 39, M3: after an upgrade the drain came back); it is not restored.
+    public func restore(
+        contacts: [GatewayContactRecord] = [], lastDrainAudit: AuditEntry? = nil
+    ) async throws -> PublishedSnapshot? {
         registry.restore(contacts)
         nextVersion = max(nextVersion, try await store.newestVersion() + 1)
         guard let record = try await store.latest() else { return nil }
@@ -126,7 +132,18 @@ public actor AllocationPublisher {
         board.publish(snapshot)
         // A drain stays in force across a restart until it is ended (round 13: the first tick after a restart
         // published a normal lease, and gateways drained for maintenance were back on their allocations).
-        if record.kind == .drain { drainedAt = content.snapshot.generatedAt }
+        if record.kind == .drain {
+            let since = content.snapshot.generatedAt
+            if let audit = lastDrainAudit, audit.action == "drain.end",
+                audit.atMs >= EpochTime.milliseconds(fromSeconds: since)
+            {
+                logger.notice(
+                    "the drain the last snapshot records was ended before the stop (audit log): not restored",
+                    ["version": .int(record.version), "ended_at": .string(RFC3339.format(EpochTime.seconds(fromMilliseconds: audit.atMs)))])
+            } else {
+                drainedAt = since
+            }
+        }
         if let stored = record.pending {
             let target = try Self.content(body: stored.body, slices: stored.slices)
             let refresh = Double(content.snapshot.refreshMs) / 1000

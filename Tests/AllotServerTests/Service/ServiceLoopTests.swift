@@ -3,6 +3,7 @@ import AllotHTTP
 import AllotJSON
 import AllotLog
 import AllotLoop
+import AllotStore
 @testable import AllotServer
 import AllotTime
 import Foundation
@@ -252,6 +253,36 @@ import Testing
         let served = try await again.json("/v1/snapshot")
         #expect(served["expires_at"] != served["generated_at"])  // a lease again: the drain did not come back
         await again.stop()
+    }
+
+    /// A drain ended by a release before 2026-11-30, which recorded the end only in the audit log (`drain.end`, no
+    /// version of its own), is not restored after an upgrade (outside evaluation round 39, M3: the drain came back,
+    /// every gateway on its fallback floors); a drain started after the last end still is.
+    @Test func aDrainEndedOnlyInTheAuditLogIsNotRestored() async throws {
+        let directory = Self.temporaryDirectory()
+        let running = try await Self.launch(directory: directory)
+        let first = try await running.tick(after: nil)
+        #expect(try await running.send(.post, "/v1/drain").status == .ok)
+        // What an older release's `DELETE /v1/drain` left behind.
+        try await AuditLog(pool: running.service.context.pool).append(
+            AuditEntry(
+                atMs: EpochTime.milliseconds(fromSeconds: running.clock.now + 5), actor: "dev", actorRole: "admin",
+                action: "drain.end", subject: "snapshot"))
+        await running.stop()
+
+        let again = try await Self.launch(directory: directory, at: Self.start + 60)
+        #expect(again.version == first + 1)
+        #expect(await again.service.context.operators.loop?.publisher.drainedSince == nil)
+        #expect(try await again.json("/readyz")["checks"]?["drain"] == ["ok": true, "in_force": false])
+        let next = try await again.tick(after: first + 1)
+        #expect(next > first + 1)
+        let drainedAgain = again.clock.now
+        #expect(try await again.send(.post, "/v1/drain").status == .ok)
+        await again.stop()
+
+        let third = try await Self.launch(directory: directory, at: drainedAgain + 60)
+        #expect(await third.service.context.operators.loop?.publisher.drainedSince == drainedAgain)
+        await third.stop()
     }
 
     /// A database that refuses writes fails readiness, though it still reads (round 13: another process holding
