@@ -66,51 +66,63 @@ public struct GatewayStatus: Sendable, Hashable {
 struct DriftMonitor {
     private var since: [AllocationKey: Double] = [:]
     /// Per tenant, the allowance averaged over the measuring window, and the allowance in force since `at`.
-    private var averaged: [AllocationKey: (mean: PerDimension<Double?>, current: PerDimension<Double?>, at: Double)] =
-        [:]
+    private var averaged: [AllocationKey: Averaged] = [:]
+
+    private struct Averaged {
+        var mean: PerDimension<Double?>
+        var current: PerDimension<Double?>
+        var at: Double
+        /// The dimensions whose mean started afresh at this review (no past to fold): they start at the larger of
+        /// the allowance and what was admitted, which only the statuses tell.
+        var fresh = PerDimension<Bool>(false)
+    }
 
     /// Reviews one tick. `allowance` is each tenant's published rate plus its burst credit rate,
     /// per minute (nil for a dimension that is not allocated); `window` the time constant of the admitted rates
     /// (the Classifier's `short_window_s`).
     ///
-    /// Speed: one pass over the statuses finds each tenant's allowance and total once; the sums per
-    /// upstream (a handful) live in arrays found by the last upstream used, not in dictionaries
-    /// hashed twice per tenant. Every sum adds the same values in the same order as before.
+    /// Speed: two dictionary operations per allowance (the past mean read, the new one stored) and one per tenant
+    /// some gateway admitted for; the sums per upstream (a handful) live in arrays found by the last upstream used.
+    /// (It built the admitted rates and the averaged allowances as dictionaries of their own first: 15 ms of a
+    /// 112-ms tick at 10,000 tenants, against 5 ms on 2026-11-27.)
     mutating func review(
         statuses: [TenantStatus], allowance current: [AllocationKey: PerDimension<Double?>],
         thresholds: AlertThresholds, window: Double, now: Double
     ) -> [LoopAlert] {
-        // What all gateways admitted per tenant (the Classifier's short-window rates, summed over gateways).
-        var admitted = [AllocationKey: PerDimension<Double>](minimumCapacity: statuses.count)
-        for status in statuses where !status.gatewayServed.isEmpty {
-            var served = PerDimension<Double>(0)
-            for value in status.gatewayServed.values {
-                served.rpm += value.rpm.isFinite ? value.rpm : 0
-                served.tpm += value.tpm.isFinite ? value.tpm : 0
-            }
-            admitted[status.key] = served
-        }
-        let allowance = average(current, admitted: admitted, window: window, now: now)
+        average(current, window: window, now: now)
         var alerts: [LoopAlert] = []
         var next: [AllocationKey: Double] = [:]
         // Per upstream and dimension: admitted above the summed allowances (nil: not allocated).
         var sums = UpstreamSums()
-        for (key, limit) in allowance {
-            let upstream = sums.slot(key.upstream)
-            sums.allowed[upstream] = PerDimension(
-                rpm: sums.allowed[upstream].rpm.flatMap { total in limit.rpm.map { total + $0 } },
-                tpm: sums.allowed[upstream].tpm.flatMap { total in limit.tpm.map { total + $0 } })
+        for (key, entry) in averaged {
+            sums.allow(entry.mean, upstream: sums.slot(key.upstream))
         }
-        // The tenants some gateway admitted for that have an allowance: what all gateways admitted.
+        // The tenants some gateway admitted for that have an allowance: what all gateways admitted (the Classifier's
+        // short-window rates, summed over gateways).
         var reviewed: [(status: Int, limit: PerDimension<Double?>, served: PerDimension<Double>, upstream: Int)] = []
-        for index in statuses.indices {
-            guard let served = admitted[statuses[index].key], let limit = allowance[statuses[index].key] else {
-                continue
+        for index in statuses.indices where !statuses[index].gatewayServed.isEmpty {
+            let key = statuses[index].key
+            guard var entry = averaged[key] else { continue }
+            var served = PerDimension<Double>(0)
+            for value in statuses[index].gatewayServed.values {
+                served.rpm += value.rpm.isFinite ? value.rpm : 0
+                served.tpm += value.tpm.isFinite ? value.tpm : 0
             }
-            let upstream = sums.slot(statuses[index].key.upstream)
+            let upstream = sums.slot(key.upstream)
+            if entry.fresh.rpm || entry.fresh.tpm {
+                // A mean without a past starts at the larger of the allowance and what was admitted: a tenant that
+                // stopped just before a restart is not drift.
+                let before = entry.mean
+                for dimension in RateDimension.allCases where entry.fresh[dimension] {
+                    entry.mean[dimension] = entry.mean[dimension].map { max($0, served[dimension]) }
+                }
+                entry.fresh = PerDimension(false)
+                averaged[key] = entry
+                sums.allow(entry.mean, upstream: upstream, replacing: before)
+            }
             sums.served[upstream].rpm += served.rpm
             sums.served[upstream].tpm += served.tpm
-            reviewed.append((index, limit, served, upstream))
+            reviewed.append((index, entry.mean, served, upstream))
         }
         let upstreamOver = sums.allowed.indices.map { upstream in
             func over(_ dimension: RateDimension) -> Bool {
@@ -161,35 +173,27 @@ struct DriftMonitor {
     /// Each tenant's allowance averaged over `window` like the admitted rate: the allowance in force over the
     /// interval since the last review folded in with weight `1 − e^(−Δ/window)`. Without a past (a tenant first
     /// allowed now, a dimension turning limited, the first review after a restart, which restores the admitted
-    /// rates but not this) it starts at the larger of its allowance and what was admitted: a tenant that stopped
-    /// just before a restart is not drift, and an over-admitting gateway shows once the start has decayed, within
-    /// about a window.
-    private mutating func average(
-        _ current: [AllocationKey: PerDimension<Double?>], admitted: [AllocationKey: PerDimension<Double>],
-        window: Double, now: Double
-    ) -> [AllocationKey: PerDimension<Double?>] {
-        var result = [AllocationKey: PerDimension<Double?>](minimumCapacity: current.count)
-        var next = [AllocationKey: (mean: PerDimension<Double?>, current: PerDimension<Double?>, at: Double)](
-            minimumCapacity: current.count)
+    /// rates but not this) it starts at the larger of its allowance and what was admitted (``review``, which reads
+    /// the admitted rates, raises the `fresh` ones): a tenant that stopped just before a restart is not drift, and
+    /// an over-admitting gateway shows once the start has decayed, within about a window.
+    private mutating func average(_ current: [AllocationKey: PerDimension<Double?>], window: Double, now: Double) {
+        var next = [AllocationKey: Averaged](minimumCapacity: current.count)
         for (key, value) in current {
             let last = averaged[key]
             let weight = last.map {
                 now > $0.at && window > 0 && window.isFinite ? 1 - exp(-(now - $0.at) / window) : 0
             }
-            var mean = value
-            for dimension in RateDimension.allCases {
-                guard let allowed = value[dimension] else { continue }
+            var entry = Averaged(mean: value, current: value, at: now)
+            for dimension in RateDimension.allCases where value[dimension] != nil {
                 if let last, let weight, let held = last.current[dimension], let before = last.mean[dimension] {
-                    mean[dimension] = before + (held - before) * weight
+                    entry.mean[dimension] = before + (held - before) * weight
                 } else {
-                    mean[dimension] = max(allowed, admitted[key]?[dimension] ?? 0)
+                    entry.fresh[dimension] = true
                 }
             }
-            result[key] = mean
-            next[key] = (mean, value, now)
+            next[key] = entry
         }
         averaged = next
-        return result
     }
 }
 
@@ -215,5 +219,15 @@ private struct UpstreamSums {
         }
         last = (upstream, slot)
         return slot
+    }
+
+    /// Adds a tenant's allowance to its upstream's sum (a dimension one tenant leaves unallocated makes the
+    /// upstream's unallocated), less `replacing`, an allowance added before that this one replaces.
+    mutating func allow(_ limit: PerDimension<Double?>, upstream: Int, replacing: PerDimension<Double?>? = nil) {
+        for dimension in RateDimension.allCases {
+            allowed[upstream][dimension] = allowed[upstream][dimension].flatMap { total in
+                limit[dimension].map { total + $0 - (replacing?[dimension] ?? 0) }
+            }
+        }
     }
 }
