@@ -25,6 +25,9 @@ public struct ServeConfiguration: Sendable {
     public var rollupRetentionSeconds: Double
     /// SQLite durability of acknowledged writes.
     public var synchronous: SQLiteConfiguration.Synchronous
+    /// How long `GET /readyz` waits for the database to answer a read before it reports it stalled, seconds of real
+    /// time (not a flag: tests shorten it).
+    public var readinessProbeSeconds = 1.0
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = "./allot-data",

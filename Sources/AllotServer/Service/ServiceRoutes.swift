@@ -47,21 +47,42 @@ enum ServiceRoutes {
         OperatorRoutes.register(in: &table, context: context)
     }
 
-    /// `GET /readyz`: 200 when the database answers (and its last write, if it failed for the database's sake,
-    /// has been followed by one that committed), a snapshot is being served and the policy files on disk are
-    /// valid; otherwise 503 naming every failing check.
+    /// `GET /readyz`: 200 when the database answers a read within `readinessProbeSeconds` (1 s; and its last write,
+    /// if it failed for the database's sake, has been followed by one that committed), a snapshot is being served and
+    /// the policy files on disk are valid; otherwise 503 naming every failing check.
     static func readiness(_ context: ServiceContext) async -> HTTPResponse {
         var checks = JSONObject()
         var ready = true
-        do throws(SQLiteError) {
-            try await context.pool.reader.access { (connection) throws(SQLiteError) in try connection.probe() }
-            // The reader reads on under another process's write lock (WAL): the writer's last failure says whether
-            // writes work (round 13: a held lock failed every ingest with 503 while this check said ok).
-            if let failure = context.pool.writer.lastWriteFailure { throw failure }
-            checks["database"] = ["ok": true]
-        } catch {
+        // A stalled disk blocks the probe inside SQLite: answered after a second rather than never (outside
+        // evaluation round 40: `/readyz` hung for the whole of a frozen filesystem's stall).
+        let reader = context.pool.reader
+        let probe = Task { () -> SQLiteError? in
+            do throws(SQLiteError) {
+                try await reader.access { (connection) throws(SQLiteError) in try connection.probe() }
+                return nil
+            } catch {
+                return error
+            }
+        }
+        // The reader reads on under another process's write lock (WAL): the writer's last failure says whether
+        // writes work (round 13: a held lock failed every ingest with 503 while this check said ok).
+        let deadline = context.configuration.readinessProbeSeconds
+        switch await Deadline.value(of: probe, within: deadline) {
+        case nil:
             ready = false
-            checks["database"] = ["ok": false, "error": .string(error.description)]
+            let shown = deadline == deadline.rounded() ? String(Int(deadline)) : String(deadline)
+            let message = "the database has not answered a read for \(shown) s (a stalled disk?)"
+            checks["database"] = ["ok": false, "error": .string(message)]
+        case .some(let failure?):
+            ready = false
+            checks["database"] = ["ok": false, "error": .string(failure.description)]
+        case .some(nil):
+            if let failure = context.pool.writer.lastWriteFailure {
+                ready = false
+                checks["database"] = ["ok": false, "error": .string(failure.description)]
+            } else {
+                checks["database"] = ["ok": true]
+            }
         }
         if let version = context.operators.loop?.publisher.current?.version {
             checks["snapshot"] = ["ok": true, "version": .int(version)]

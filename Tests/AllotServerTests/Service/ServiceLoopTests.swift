@@ -6,6 +6,7 @@ import AllotLoop
 import AllotStore
 @testable import AllotServer
 import AllotTime
+import Dispatch
 import Foundation
 import Testing
 
@@ -59,13 +60,14 @@ import Testing
         }
     }
 
-    static func launch(directory: String, policies: PolicySource = .embedded, at time: Double = start) async throws
-        -> Running
-    {
+    static func launch(
+        directory: String, policies: PolicySource = .embedded, at time: Double = start,
+        readinessProbeSeconds: Double = 1
+    ) async throws -> Running {
         let clock = ManualClock(now: time)
-        let service = try await AllotService.start(
-            ServeConfiguration(port: 0, dataDirectory: directory, policies: policies, dev: true), clock: clock,
-            logger: .disabled)
+        var configuration = ServeConfiguration(port: 0, dataDirectory: directory, policies: policies, dev: true)
+        configuration.readinessProbeSeconds = readinessProbeSeconds
+        let service = try await AllotService.start(configuration, clock: clock, logger: .disabled)
         return Running(service: service, client: try HTTPClient(), clock: clock)
     }
 
@@ -311,6 +313,39 @@ import Testing
         let stored = try await running.send(
             .post, "/v1/telemetry", body: Self.telemetry(at: running.clock.now, tenants: ["acme"], count: 10))
         #expect(stored.status == .ok)
+        #expect(try await running.json("/readyz")["status"] == "ready")
+        await running.stop()
+    }
+
+    /// A stalled database (a frozen filesystem: reads block inside SQLite) fails readiness within the probe's
+    /// deadline instead of hanging it, and the last snapshot is still served (outside evaluation round 40: `/readyz`
+    /// and every authenticated request hung for the whole stall).
+    @Test func aStalledDatabaseFailsReadinessWithoutHangingIt() async throws {
+        let running = try await Self.launch(directory: Self.temporaryDirectory(), readinessProbeSeconds: 0.05)
+        let first = try await running.tick(after: nil)
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let pool = running.service.context.pool
+        let stall = Task {
+            _ = try? await pool.read { _ in
+                held.signal()
+                release.wait()
+            }
+        }
+        await withCheckedContinuation { (reading: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                held.wait()
+                reading.resume()
+            }
+        }
+        let stalled = try await running.send(.get, "/readyz")
+        #expect(stalled.status == .serviceUnavailable)
+        #expect(
+            try JSON.parse(stalled.body)["checks"]?["database"]
+                == ["ok": false, "error": "the database has not answered a read for 0.05 s (a stalled disk?)"])
+        #expect(try await running.json("/v1/snapshot")["version"] == .int(first))
+        release.signal()
+        await stall.value
         #expect(try await running.json("/readyz")["status"] == "ready")
         await running.stop()
     }
