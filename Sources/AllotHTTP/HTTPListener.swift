@@ -78,7 +78,7 @@ final class HTTPListener: EventLoopHandler, @unchecked Sendable {
         connections[client] = connection
         if !admitted {
             refusing += 1
-            context.log(.warning, "connection refused at the limit", [("remote", connection.remoteAddress)])
+            context.logRefusal(remote: connection.remoteAddress)
             do {
                 try connection.startRefusing(with: Self.refusal)
             } catch {

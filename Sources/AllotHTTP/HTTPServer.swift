@@ -123,7 +123,17 @@ public actor HTTPServer {
         self.listeners = started.map(\.1)
         self.port = bound.port
         phase = .running
-        context.log(.info, "listening", [("address", bound.description)])
+        let limit = context.maxConnections
+        context.log(.info, "listening", [("address", bound.description), ("max_connections", "\(limit)")])
+        if limit < configuration.maxConnections {
+            var files = rlimit()
+            _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &files)
+            context.log(
+                .warning,
+                "connection limit lowered to \(limit) by the open-file limit (\(files.rlim_cur), hard "
+                    + "\(files.rlim_max)): raise it (ulimit -n, systemd LimitNOFILE) to allow "
+                    + "\(configuration.maxConnections)", [])
+        }
         return bound.port
     }
 
@@ -177,14 +187,25 @@ public actor HTTPServer {
         stopped.set()
     }
 
-    /// Keeps the connection limit below the process's descriptor limit (less a reserve for the
-    /// database, logs and the client), so the limit answers 503 before `accept` fails with `EMFILE`.
-    private static func effectiveConnectionLimit(_ configured: Int) -> Int {
+    /// Descriptors kept back from connections for the database, logs and outgoing clients.
+    static let descriptorReserve = 64
+
+    /// Keeps the connection limit below the process's descriptor limit (less ``descriptorReserve``), so the limit
+    /// answers 503 before `accept` fails with `EMFILE`. The soft descriptor limit is raised first, as far as the hard
+    /// one allows, to what the configured limit needs (outside evaluation round 40: under systemd's default soft
+    /// limit of 1,024, `--max-connections 10000` meant 960 with a hard limit of 20,000, and nothing said so;
+    /// ``start()`` now logs a limit lowered).
+    static func effectiveConnectionLimit(_ configured: Int) -> Int {
         var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else {
-            return configured
+        let resource = Int32(RLIMIT_NOFILE.rawValue)
+        guard getrlimit(resource, &limit) == 0, limit.rlim_cur != rlim_t.max else { return configured }
+        let needed = rlim_t(clamping: configured + descriptorReserve)
+        if limit.rlim_cur < needed {
+            var raised = limit
+            raised.rlim_cur = limit.rlim_max == rlim_t.max ? needed : min(needed, limit.rlim_max)
+            if raised.rlim_cur > limit.rlim_cur, setrlimit(resource, &raised) == 0 { limit = raised }
         }
-        let available = Int(clamping: limit.rlim_cur) - 64
+        let available = Int(clamping: limit.rlim_cur) - descriptorReserve
         return max(1, min(configured, available))
     }
 }

@@ -342,6 +342,51 @@ import Testing
         }
     }
 
+    /// Connections refused at the limit are logged once per 10 s, the next line counting those in between (outside
+    /// evaluation round 40: a client reconnecting in a loop wrote 25,000 lines a second).
+    @Test func connectionsRefusedAtTheLimitAreLoggedOncePerInterval() {
+        let lines = Locked<[HTTPServerLogEvent]>([])
+        var configuration = HTTPServerConfiguration.test(maxConnections: 1)
+        configuration.log = { event in lines.withLock { $0.append(event) } }
+        let context = ServerContext(configuration: configuration, responder: Router(), maxConnections: 1)
+        let second: UInt64 = 1_000_000_000
+        context.logRefusal(remote: "10.0.0.1:1", now: 100 * second)
+        for offset in 1...5 { context.logRefusal(remote: "10.0.0.1:\(offset + 1)", now: 100 * second + UInt64(offset)) }
+        context.logRefusal(remote: "10.0.0.2:9", now: 109 * second)
+        context.logRefusal(remote: "10.0.0.3:7", now: 110 * second)
+        let logged = lines.withLock { $0 }
+        #expect(logged.map(\.message) == ["connection refused at the limit", "connection refused at the limit"])
+        #expect(logged.map { $0.fields.map { "\($0.name)=\($0.value)" } } == [
+            ["remote=10.0.0.1:1", "limit=1"], ["remote=10.0.0.3:7", "limit=1", "refused_unlogged=6"],
+        ])
+    }
+
+    /// The soft open-file limit is raised, as far as the hard one allows, to what the connection limit needs
+    /// (outside evaluation round 40: systemd's default soft 1,024 silently made `--max-connections 10000` 960).
+    @Test func theOpenFileLimitIsRaisedForTheConnectionLimit() throws {
+        let resource = Int32(RLIMIT_NOFILE.rawValue)
+        var original = rlimit()
+        #expect(getrlimit(resource, &original) == 0)
+        // Lowered for a moment (below what the other tests use at once), then raised by the server's own rule.
+        let hard = original.rlim_max == rlim_t.max ? rlim_t(1 << 20) : original.rlim_max
+        try #require(hard >= 2_200, "the hard open-file limit \(hard) leaves nothing to raise")
+        var lowered = original
+        lowered.rlim_cur = 2_000
+        #expect(setrlimit(resource, &lowered) == 0)
+        let limit = HTTPServer.effectiveConnectionLimit(2_100)
+        var raised = rlimit()
+        _ = getrlimit(resource, &raised)
+        var restored = original
+        _ = setrlimit(resource, &restored)
+        #expect(limit == 2_100)
+        #expect(raised.rlim_cur == 2_100 + rlim_t(HTTPServer.descriptorReserve))
+        // Beyond a finite hard limit: what it allows, less the reserve.
+        if original.rlim_max != rlim_t.max {
+            #expect(HTTPServer.effectiveConnectionLimit(Int(clamping: hard) + 10) == Int(clamping: hard) - 64)
+            _ = setrlimit(resource, &restored)
+        }
+    }
+
     @Test func heldLongPollDoesNotBlockOtherRequests() async throws {
         let probe = HoldProbe()
         try await withServer(router: .makeTest(probe: probe)) { port, _ in
