@@ -58,9 +58,11 @@ public actor LoopRunner {
     private var gate = SerialGate()
     private var timer: Task<Void, Never>?
     private var checkpointTask: Task<Void, Never>?
-    /// Opened without a checkpoint: the first tick writes one rather than the `checkpointEveryTicks`-th. Until
-    /// a checkpoint exists every restart starts blind at the newest event, and with the periodic one alone a
-    /// service killed within its first 30 s (a crash loop, round 13) never resumed anything.
+    /// The first tick after opening writes a checkpoint rather than the `checkpointEveryTicks`-th. Opened without
+    /// one, every restart started blind at the newest event until one existed, and with the periodic one alone a
+    /// service killed within its first 30 s (a crash loop, round 13) never resumed anything; resumed from an old
+    /// one, every restart of such a loop read and folded again all the events since (round 40: the cursor stayed at
+    /// the first checkpoint's through twelve restarts, each catch-up longer).
     private var checkpointAtFirstTick = false
     /// The last tick stopped at `maxEventsPerTick`: the next one reads another full chunk of the backlog.
     private var catchingUp = false
@@ -240,7 +242,7 @@ public actor LoopRunner {
         if let first = restoreAlerts.first { loopAlerts["state_restore"] = first }
         allowance = Self.restoredAllowance(publisher.current)
         if cold { await seedSpend(now: now) }
-        checkpointAtFirstTick = cold
+        checkpointAtFirstTick = true
         publishView(
             observer: preview?.observer, classifier: preview?.classifier, decision: preview?.decision, now: nil,
             report: nil)
@@ -544,6 +546,7 @@ public actor LoopRunner {
         }
         lap(.inputs)
 
+        let wasCatchingUp = catchingUp
         if catchingUp, let checkpoint = checkpointTask {
             // A catch-up tick reads a full chunk of the backlog: not while a checkpoint is being encoded, whose
             // buffers it would add to (a cold start's first-tick checkpoint during the next catch-up tick took
@@ -646,7 +649,10 @@ public actor LoopRunner {
         record(report, outcome: "ok")
         metrics.lastTick.set(now)
         publishView(observer: observed, classifier: classified, decision: decision, now: now, report: report)
-        if checkpointAtFirstTick || tickCount % Int64(configuration.checkpointEveryTicks) == 0 {
+        // Also when a catch-up ends: the backlog just folded is not read again after a restart.
+        if checkpointAtFirstTick || (wasCatchingUp && !report.backlog)
+            || tickCount % Int64(configuration.checkpointEveryTicks) == 0
+        {
             checkpointAtFirstTick = false
             await startCheckpoint()
         }

@@ -181,6 +181,9 @@ public final class TokenAuthenticator: Authenticator {
         return .found(principal)
     }
 
+    /// Lookups running now (tests wait for them to finish).
+    var runningLookups: Int { lookups.withLock { $0.running.count } }
+
     /// Forgets every cached lookup of `tokenID`, so its revocation applies to the next request.
     public func invalidate(tokenID: String) {
         lookups.withLock { $0.generation += 1 }

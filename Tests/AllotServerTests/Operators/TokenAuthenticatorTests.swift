@@ -19,13 +19,14 @@ import Testing
         let clock: ManualClock
         let authenticator: TokenAuthenticator
 
-        static func make() async throws -> Fixture {
+        /// Real-time waits short where a stall is made (it is not waited out), long where nothing stalls (a busy
+        /// machine must not turn a slow read into a timeout).
+        static func make(lookupTimeoutSeconds: Double = 0.1) async throws -> Fixture {
             let pool = try await StoreDatabase.temporary()
             let store = TokenStore(pool: pool)
             let clock = ManualClock(now: 1_795_000_000)
-            // Real-time waits kept short: the stalls below are made, not waited out.
             let authenticator = TokenAuthenticator(
-                tokens: store, clock: clock, staleGraceSeconds: 0.02, lookupTimeoutSeconds: 0.1)
+                tokens: store, clock: clock, staleGraceSeconds: 0.02, lookupTimeoutSeconds: lookupTimeoutSeconds)
             return Fixture(
                 pool: pool, store: store, issuer: TokenIssuer(store: store), clock: clock,
                 authenticator: authenticator)
@@ -43,6 +44,12 @@ import Testing
             } catch {
                 return .failure(error)
             }
+        }
+
+        /// Waits until no lookup runs (their answers are cached by then).
+        func lookupsDone() async throws {
+            for _ in 0..<10_000 where authenticator.runningLookups > 0 { try await Task.sleep(for: .milliseconds(1)) }
+            #expect(authenticator.runningLookups == 0)
         }
 
         /// Holds the reader connection (every lookup queues behind it) until `release` is signalled: a stalled disk.
@@ -86,23 +93,28 @@ import Testing
             "\(String(describing: refused.failure))")
         release.signal()
         await stall.value
+        try await fixture.lookupsDone()
 
-        // The database answers again: the stranger is known, and a revocation by another process is seen once the
-        // cached second has passed.
+        // The database answers again: the stranger is known (its lookup finished after the stall), and a revocation
+        // by another process is seen once the cached second has passed — at the latest by the request after the
+        // lookup that one starts (a request waits for it only the grace).
         #expect(try await fixture.authenticate(stranger.secret).get().name == "gw-new")
         _ = try await fixture.issuer.revoke(id: known.record.id, actor: .cli, now: fixture.clock.now)
         fixture.clock.advance(by: 5)
+        _ = await fixture.authenticate(known.secret)
+        try await fixture.lookupsDone()
         let revoked = await fixture.authenticate(known.secret)
         #expect(revoked.failure?.status == .unauthorized)
         #expect(revoked.failure?.message == "unknown or revoked token")
     }
 
     @Test func aDatabaseErrorAnswersAKnownTokenFromItsLastLookupAndRefusesAnUnknownOne() async throws {
-        let fixture = try await Fixture.make()
+        let fixture = try await Fixture.make(lookupTimeoutSeconds: 60)
         let known = try await fixture.token("ops", role: "sre")
         let stranger = try await fixture.token("gw-new")
         #expect(try await fixture.authenticate(known.secret).get().role == .sre)
-        // The table cannot be read: every lookup fails at once.
+        // The table cannot be read: every lookup fails at once (the known token, waiting its grace, may be answered
+        // before its lookup fails: from its last lookup either way).
         try await fixture.pool.write { try $0.execute("ALTER TABLE api_tokens RENAME TO api_tokens_away") }
         fixture.clock.advance(by: 5)
         #expect(try await fixture.authenticate(known.secret).get().role == .sre)
