@@ -400,6 +400,41 @@ extension LoopHarness {
         await harness.close()
     }
 
+    /// A tick after the lease of the version in force ran out logs it and counts it (outside evaluation round 40: a
+    /// service stopped for longer than the lease left every gateway on its fallback floors, and nothing said so); a
+    /// version published without a lease (a drain's end) is not a lapse.
+    @Test func aLeaseThatRanOutBeforeTheNextTickIsLoggedAndCounted() async throws {
+        let harness = try LoopHarness()
+        let registry = MetricsRegistry()
+        let sink = CapturingLogSink()
+        let database = try await StoreDatabase.open(path: harness.directory.databasePath)
+        harness.pool.value = database
+        harness.loop.value = try await LoopRunner.open(
+            store: TelemetryStore(pool: database, clock: harness.clock), policy: loopPolicy(lease: 20),
+            policyVersion: "v1", clock: harness.clock, estimators: harness.estimators.factory,
+            configuration: LoopConfiguration(slowTickFraction: 1_000), metrics: registry,
+            logger: Logger(label: "test", minimumLevel: .info, sink: sink, clock: harness.clock))
+        await harness.classifier.setDemand("acme", rpm: 30, tpm: 20_000)
+        await harness.tick()
+        await harness.tick()  // within the lease
+        let expiry = try #require(harness.publisher.current?.content.snapshot.expiresAt)
+        await harness.tick(by: 50)  // 50 s after the last version, whose lease ran 20
+        let late = harness.clock.now
+        let lapses = sink.lines.filter { $0.contains("the lease of the snapshot in force ran out") }
+        #expect(lapses.count == 1)
+        #expect(lapses.first?.contains("\"version\":2") == true, "\(lapses)")
+        #expect(late - expiry == 30)
+        #expect(lapses.first?.contains("\"lapsed_s\":30.0") == true, "\(lapses)")
+        #expect(lapses.first?.contains("\"expired_at\":\"\(RFC3339.format(expiry))\"") == true, "\(lapses)")
+        #expect(registry.render().contains("allot_lease_lapses_total 1"))
+        // A drain and its end publish versions without a lease: the tick after them is no lapse.
+        _ = try await harness.publisher.startDrain(now: harness.clock.now)
+        _ = try await harness.publisher.resume(now: harness.clock.now)
+        await harness.tick()
+        #expect(registry.render().contains("allot_lease_lapses_total 1"))
+        await harness.close()
+    }
+
     @Test func slowTicksAreAlertedAndEveryTickIsLoggedAndMeasured() async throws {
         let harness = try LoopHarness()
         let registry = MetricsRegistry()

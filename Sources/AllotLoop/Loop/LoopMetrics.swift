@@ -12,6 +12,7 @@ struct LoopMetrics: Sendable {
     let checkpointDuration: Histogram
     let checkpointBytes: Gauge
     let held: Gauge
+    let leaseLapses: Counter
 
     init(registry: MetricsRegistry, publisher: AllocationPublisher) {
         let phaseBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
@@ -57,6 +58,12 @@ struct LoopMetrics: Sendable {
             try $0.gauge(
                 "allot_snapshot_growth_held",
                 help: "1 while make-before-break holds growth back until gateways confirm a shrink")
+        }
+        leaseLapses = family {
+            try $0.counter(
+                "allot_lease_lapses_total",
+                help: "Ticks that published after the lease of the version in force had run out (every gateway on "
+                    + "its fallback floors meanwhile: the service or its loop stopped, stalled or failed for a lease)")
         }
         try? registry.registerGauge(
             "allot_snapshot_watchers", help: "Long-polls waiting for the next snapshot version"

@@ -602,6 +602,7 @@ public actor LoopRunner {
             policyVersion: policyVersion, gateways: publisher.gatewaySet(now: now, policy: policy),
             minimumShare: configuration.publisher.minimumGatewayShare)
         lap(.assemble)
+        noteLapsedLease(now: now)
         do {
             let outcome = try await publisher.publish(content, now: now)
             report.published = outcome.published.map(\.version)
@@ -657,6 +658,23 @@ public actor LoopRunner {
             await startCheckpoint()
         }
         return report
+    }
+
+    /// Logs and counts a lease of the version in force that ran out before this tick (outside evaluation round 40:
+    /// a service stopped for 45 s left every gateway on its fallback floors for 25 s, and nothing said so). A
+    /// version published without a lease (a drain, its end) is not a lapse.
+    private func noteLapsedLease(now: Double) {
+        guard let current = publisher.current?.content.snapshot, current.expiresAt > current.generatedAt,
+            now > current.expiresAt
+        else { return }
+        metrics.leaseLapses.increment()
+        logger.log(
+            .warning, "the lease of the snapshot in force ran out before this tick: gateways enforced their fallback "
+                + "floors",
+            [
+                "version": .int(current.version), "expired_at": .string(RFC3339.format(current.expiresAt)),
+                "lapsed_s": .double(((now - current.expiresAt) * 1000).rounded() / 1000),
+            ])
     }
 
     private func fail(
