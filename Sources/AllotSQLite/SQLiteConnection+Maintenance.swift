@@ -117,7 +117,7 @@ extension SQLiteConnection {
     public func probe(write: Bool = false, lockTimeoutMilliseconds: Int32 = 100) throws(SQLiteError) {
         let db = try liveDB()
         _ = try queryValue("SELECT count(*) FROM sqlite_schema")
-        if databaseFileHasMoved() { throw movedError(detail: nil) }
+        if databaseFileHasMoved() { throw movedError(detail: setAsideLogOfReplacedDatabase()) }
         guard write, !configuration.readOnly, !isInTransaction else { return }
         sqlite3_busy_timeout(db, max(0, lockTimeoutMilliseconds))
         defer { sqlite3_busy_timeout(db, max(0, configuration.busyTimeoutMilliseconds)) }
@@ -135,6 +135,26 @@ extension SQLiteConnection {
         guard let db = handle.db, !isInMemory else { return false }
         var moved: Int32 = 0
         return sqlite3_file_control(db, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK && moved != 0
+    }
+
+    /// When the file at this connection's path is another one than the file it has open (replaced, not deleted:
+    /// a copy moved over it), renames the write-ahead log at that path aside (to `…-wal.of-replaced-MS`): it holds
+    /// this connection's pages of the old file, and opened beside the new one — the next start — SQLite replays them
+    /// over it (outside evaluation round 40: an older copy moved over a live database came up at the next start as
+    /// SQLITE_CORRUPT, "database disk image is malformed"). This connection keeps writing to it through its open
+    /// descriptor (its commits are refused anyway); the index (`-shm`) stays, since SQLite rebuilds it for a
+    /// database first opened without a log. Returns what to tell the operator, nil when nothing was moved (the
+    /// path is empty, or holds no log).
+    func setAsideLogOfReplacedDatabase() -> String? {
+        guard let path = filePath, access(path, F_OK) == 0, databaseFileHasMoved() else { return nil }
+        let log = path + "-wal"
+        guard access(log, F_OK) == 0 else { return nil }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let aside = "\(log).of-replaced-\(Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000)"
+        guard rename(log, aside) == 0 else { return nil }
+        return "another file is at that path now, so its write-ahead log, which belongs to the file this process had "
+            + "open, was moved to \(aside) rather than be replayed over it"
     }
 
     func movedError(detail: String?) -> SQLiteError {

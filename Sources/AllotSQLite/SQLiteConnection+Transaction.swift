@@ -74,7 +74,8 @@ extension SQLiteConnection {
         }
         if !configuration.readOnly && databaseFileHasMoved() {
             rollbackAfterFailure()
-            throw movedError(detail: "the transaction was rolled back")
+            let aside = setAsideLogOfReplacedDatabase()
+            throw movedError(detail: "the transaction was rolled back" + (aside.map { "; " + $0 } ?? ""))
         }
         guard isInTransaction else {
             throw SQLiteError(

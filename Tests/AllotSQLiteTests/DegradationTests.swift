@@ -135,6 +135,42 @@ import Testing
         #expect(error?.isDatabaseMoved == true)
     }
 
+    /// A database replaced while open (an older copy moved over it): the write-ahead log at its path holds the open
+    /// file's pages, so it is moved aside when the move is seen, and the next open reads the file now there intact
+    /// (outside evaluation round 40: the next start replayed the old file's log over the copy, SQLITE_CORRUPT).
+    @Test func theLogOfAReplacedDatabaseIsMovedAsideNotReplayedOverTheFileNowThere() throws {
+        let directory = try TemporaryDirectory.make()
+        let connection = try SQLiteConnection.make(in: directory)
+        try connection.execute("PRAGMA wal_autocheckpoint = 0; CREATE TABLE t(x);")
+        try connection.transaction { connection in
+            for value in 0..<3_000 { try connection.run("INSERT INTO t VALUES (?)", "row \(value) of the live file") }
+        }
+        // The copy: another database (its own table, its own pages), moved over the live file.
+        let copy = try SQLiteConnection.make(in: directory, name: "copy.sqlite")
+        try copy.execute("CREATE TABLE copied(y); INSERT INTO copied VALUES (1), (2);")
+        copy.close()
+        #expect(rename(directory.file("copy.sqlite"), directory.file()) == 0)
+
+        let refused = #expect(throws: SQLiteError.self) {
+            try connection.transaction { try $0.run("INSERT INTO t VALUES (3)") }
+        }
+        #expect(refused?.isDatabaseMoved == true)
+        let asides = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.hasPrefix("test.sqlite-wal.of-replaced-")
+        }
+        #expect(asides.count == 1)
+        #expect(refused?.message.contains("its write-ahead log, which belongs to the file this process had open, was "
+            + "moved to \(directory.path)/\(asides.first ?? "")") == true, "\(refused?.message ?? "")")
+        #expect(!FileManager.default.fileExists(atPath: directory.file() + "-wal"))
+        connection.close()
+
+        let reopened = try SQLiteConnection.make(in: directory)
+        #expect(try reopened.integrityProblems(quick: false).isEmpty)
+        #expect(try reopened.count("copied") == 2)
+        #expect(try !reopened.tableExists("t"))
+        reopened.close()
+    }
+
     @Test func aFileThatIsNotADatabaseIsRefusedAtOpen() throws {
         let directory = try TemporaryDirectory.make()
         let garbage = Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
