@@ -139,7 +139,7 @@ extension SQLiteConnection {
 
     /// When the file at this connection's path is another one than the file it has open (replaced, not deleted:
     /// a copy moved over it), renames the write-ahead log at that path aside (to `…-wal.of-replaced-MS`): it holds
-    /// this connection's pages of the old file, and opened beside the new one — the next start — SQLite replays them
+    /// this connection's pages of the old file, and opened beside the new one (the next start) SQLite replays them
     /// over it (outside evaluation round 40: an older copy moved over a live database came up at the next start as
     /// SQLITE_CORRUPT, "database disk image is malformed"). This connection keeps writing to it through its open
     /// descriptor (its commits are refused anyway); the index (`-shm`) stays, since SQLite rebuilds it for a
