@@ -121,7 +121,11 @@ public struct DataDirectory: Sendable {
 
 extension DataDirectory {
     /// Throws when `allot.sqlite` is missing or empty and a non-empty `allot.sqlite-wal` is there: opening would
-    /// create (or take the empty file as) a new database, and SQLite would delete the log beside it.
+    /// create (or take the empty file as) a new database, and SQLite would delete the log beside it. Also when it is
+    /// missing or empty beside `admin-token`, which `allot serve` writes only beside a database it created: a
+    /// database lost after a clean stop (a failed copy, a restore that wrote nothing, `> allot.sqlite`) is not a
+    /// first start (outside evaluation round 40: the service started an empty database at version 1, every token
+    /// unknown, the whole fleet refused `401`).
     public func checkNotOrphaned() throws(StoreSetupError) {
         let log = databasePath + "-wal"
         let manager = FileManager.default
@@ -130,8 +134,16 @@ extension DataDirectory {
             return ((try? manager.attributesOfItem(atPath: file))?[.size] as? NSNumber)?.int64Value ?? 0
         }
         let database = size(databasePath)
-        guard database ?? 0 == 0, let logSize = size(log), logSize > 0 else { return }
+        guard database ?? 0 == 0 else { return }
         let state = database == nil ? "is missing" : "is empty"
+        guard let logSize = size(log), logSize > 0 else {
+            guard manager.fileExists(atPath: adminTokenPath) else { return }
+            throw StoreSetupError(
+                message: "\(databasePath) \(state) but \(adminTokenPath) is there, which allot serve writes only beside "
+                    + "a database it created: the database was lost. Restore it from a backup and start again; to "
+                    + "start from an empty database instead (every token, override and version gone), remove "
+                    + "\(adminTokenPath)")
+        }
         throw StoreSetupError(
             message: "\(databasePath) \(state) but its write-ahead log \(log) (\(logSize) bytes) is there: the "
                 + "database file was moved or deleted. Put it back and start again (the log holds its latest "

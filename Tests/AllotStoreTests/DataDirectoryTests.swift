@@ -79,6 +79,43 @@ import Testing
         await fresh.close()
     }
 
+    /// A database missing or empty beside the `admin-token` the service wrote next to it was lost, not never made
+    /// (outside evaluation round 40: after a clean stop and `> allot.sqlite`, `serve` started an empty database at
+    /// version 1 and every gateway's token was refused).
+    @Test func aDatabaseLostBesideItsAdminTokenIsRefused() async throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory.path) }
+        let (pool, _) = try await directory.openDatabase()
+        await pool.close()
+        try "allot_secret\n".write(toFile: directory.adminTokenPath, atomically: true, encoding: .utf8)
+        for lost in ["truncated", "removed"] {
+            if lost == "truncated" {
+                try Data().write(to: URL(fileURLWithPath: directory.databasePath))
+            } else {
+                try FileManager.default.removeItem(atPath: directory.databasePath)
+            }
+            do {
+                let (reopened, _) = try await directory.openDatabase()
+                await reopened.close()
+                Issue.record("opened a new database beside the admin token of a lost one (\(lost))")
+            } catch {
+                #expect(
+                    error.message
+                        == "\(directory.databasePath) \(lost == "truncated" ? "is empty" : "is missing") but "
+                        + "\(directory.adminTokenPath) is there, which allot serve writes only beside a database it "
+                        + "created: the database was lost. Restore it from a backup and start again; to start from an "
+                        + "empty database instead (every token, override and version gone), remove "
+                        + "\(directory.adminTokenPath)")
+            }
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.databasePath))
+        // Without the token it is a first start.
+        try FileManager.default.removeItem(atPath: directory.adminTokenPath)
+        let (fresh, applied) = try await directory.openDatabase()
+        #expect(!applied.isEmpty)
+        await fresh.close()
+    }
+
     /// What a person is told to pass to another command is absolute: a relative `--data` (the default `./allot-data`
     /// too) named from elsewhere is another directory (outside evaluation round 36 and its review).
     @Test func theAbsolutePathResolvesARelativeOneAgainstTheWorkingDirectory() {
