@@ -19,6 +19,32 @@ import Testing
         await harness.close()
     }
 
+    /// A gateway holding a version a little above the newest stored (the database lost its newest versions: a
+    /// damaged log's tail, a restore from a backup) moves the sequence above it, so no number is issued twice with
+    /// other contents (outside evaluation round 40: 8 and 9 were issued again); a version far above is no history of
+    /// this service and moves nothing.
+    @Test func versionsContinueAboveOneAGatewayHoldsThatTheStoreLost() async throws {
+        let harness = try LoopHarness()
+        try await harness.open()
+        await harness.classifier.setDemand("acme", rpm: 30, tpm: 20_000, shares: ["gw-1": 1])
+        #expect(await harness.tick().published == [1])
+        #expect(await harness.tick().published == [2])
+        let held = await harness.publisher.poll(gateway: "gw-1", condition: SnapshotCondition.parse("\"9\""), wait: 0)
+        guard case .modified(let answered, _) = held else {
+            Issue.record("expected the newest stored version")
+            return
+        }
+        #expect(answered.version == 2)
+        #expect(await harness.tick().published == [10])
+        // Far above (a gateway of another deployment, a buggy client), and from no gateway's own poll: nothing moves.
+        _ = await harness.publisher.poll(gateway: "gw-1", condition: SnapshotCondition.parse("\"200011\""), wait: 0)
+        _ = await harness.publisher.poll(gateway: nil, condition: SnapshotCondition.parse("\"15\""), wait: 0)
+        _ = await harness.publisher.poll(
+            gateway: "gw-1", condition: SnapshotCondition.parse("\"16\""), wait: 0, registers: false)
+        #expect(await harness.tick().published == [11])
+        await harness.close()
+    }
+
     @Test func aTickPublishesTheSnapshotShapeOfSPEC7() async throws {
         let harness = try LoopHarness()
         let policy = loopPolicy()

@@ -483,6 +483,15 @@ public actor AllocationPublisher {
     ) async -> SnapshotPollResult {
         let now = clock.now
         let arrived = board.current
+        // A gateway holding a version a little above the newest stored one (the database lost its newest versions:
+        // a damaged write-ahead log's tail, a restore from a backup): versions continue above it, so that no number
+        // is issued again with other contents (outside evaluation round 40: 8 and 9 were issued twice, and a gateway
+        // holding the old 9 would have been told `304` for the new one). Far above, it is no history of ours.
+        if registers, gateway != nil, let presented = condition.enforcedVersion,
+            presented > (arrived?.version ?? 0), presented - (arrived?.version ?? 0) <= Self.maxLostVersions
+        {
+            await continueAbove(presented, gateway: gateway)
+        }
         // A version above the newest published is none this service issued (a gateway restored from another
         // deployment, a buggy client): believed, it hid the gateway's lag and cleared barriers it never met.
         let enforcing = condition.enforcedVersion.flatMap { version in
@@ -520,6 +529,23 @@ public actor AllocationPublisher {
             return .notModified(board.current ?? current)
         }
         return .modified(newer, body: newer.body(forGateway: gateway))
+    }
+
+    /// How far above the newest stored version a version a gateway holds is taken for versions this service lost
+    /// (100,000: almost six days of ticks at the default 5-s interval); beyond, for no history of this service.
+    static let maxLostVersions: Int64 = 100_000
+
+    /// Makes the next version issued come after `version`, which a gateway holds but the store does not.
+    private func continueAbove(_ version: Int64, gateway: String?) {
+        guard version >= nextVersion else { return }
+        logger.warning(
+            "a gateway holds a version above the newest stored: versions continue above it, so none is issued twice "
+                + "(the database lost its newest versions?)",
+            [
+                "gateway": .string(gateway ?? ""), "version": .int(version),
+                "newest_stored": .int(board.current?.version ?? 0),
+            ])
+        nextVersion = version + 1
     }
 
     /// The first version after `version`, until `deadline`, a long-poll is answered with. A gateway holding a version
