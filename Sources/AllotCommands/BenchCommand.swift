@@ -43,8 +43,11 @@ enum BenchCommand {
             let report = try await LoopBenchmark.tick(configuration, estimators: .standard, log: log)
             output.out(report.text)
             if memoryOnly {
-                let mib = report.residentBytes / 1_048_576
-                output.out(verdict(mib <= 256 || tenants > 10_000, "resident ≤ 256 MB at 10,000 tenants"))
+                // The peak (the catch-up ticks' included), in decimal megabytes: the verdict judged the resident size
+                // after the checkpoint in MiB, and printed PASS beside a peak of 279 MiB (2026-11-30).
+                let megabytes = report.peakResidentBytes / 1_000_000
+                output.out(
+                    verdict(megabytes <= 256 || tenants > 10_000, "peak resident ≤ 256 MB at 10,000 tenants"))
             } else {
                 output.out(verdict(report.median(.total) <= 0.250, "tick ≤ 250 ms"))
             }

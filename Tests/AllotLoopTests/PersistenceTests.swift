@@ -299,31 +299,6 @@ final class CrashingPersistence: SnapshotPersistence {
         await harness.close()
     }
 
-    /// The tick that ends a catch-up (the ticks before it stopped at `maxEventsPerTick`) checkpoints: the backlog
-    /// it folded is not read again after a restart.
-    @Test func theTickThatEndsACatchUpCheckpoints() async throws {
-        let harness = try LoopHarness()
-        let configuration = LoopConfiguration(maxEventsPerTick: 2, checkpointEveryTicks: 100)
-        try await harness.open(configuration: configuration)
-        await harness.classifier.setDemand("acme", rpm: 30, tpm: 20_000)
-        await harness.tick()  // the first tick's checkpoint
-        await harness.runner.awaitCheckpoint()
-        try await ingest(harness, count: 5)
-        #expect(await harness.tick().backlog)
-        await harness.runner.awaitCheckpoint()
-        #expect(await harness.tick().backlog)
-        await harness.runner.awaitCheckpoint()
-        #expect(try await LoopStateStore(pool: harness.pool.value!).checkpoint()?.tick == 1)
-        let last = await harness.tick()
-        #expect(!last.backlog)
-        #expect(last.events == 1)
-        await harness.runner.awaitCheckpoint()
-        let saved = try await LoopStateStore(pool: harness.pool.value!).checkpoint()
-        #expect(saved?.tick == 4)
-        #expect(saved?.lastEventID == 5)
-        await harness.close()
-    }
-
     @Test func unreadableStateStartsThatComponentBlindWithAnAlert() async throws {
         let harness = try LoopHarness()
         try await harness.open()

@@ -546,7 +546,6 @@ public actor LoopRunner {
         }
         lap(.inputs)
 
-        let wasCatchingUp = catchingUp
         if catchingUp, let checkpoint = checkpointTask {
             // A catch-up tick reads a full chunk of the backlog: not while a checkpoint is being encoded, whose
             // buffers it would add to (a cold start's first-tick checkpoint during the next catch-up tick took
@@ -650,10 +649,7 @@ public actor LoopRunner {
         record(report, outcome: "ok")
         metrics.lastTick.set(now)
         publishView(observer: observed, classifier: classified, decision: decision, now: now, report: report)
-        // Also when a catch-up ends: the backlog just folded is not read again after a restart.
-        if checkpointAtFirstTick || (wasCatchingUp && !report.backlog)
-            || tickCount % Int64(configuration.checkpointEveryTicks) == 0
-        {
+        if checkpointAtFirstTick || tickCount % Int64(configuration.checkpointEveryTicks) == 0 {
             checkpointAtFirstTick = false
             await startCheckpoint()
         }
