@@ -407,12 +407,8 @@ extension LoopHarness {
         let harness = try LoopHarness()
         let registry = MetricsRegistry()
         let sink = CapturingLogSink()
-        let database = try await StoreDatabase.open(path: harness.directory.databasePath)
-        harness.pool.value = database
-        harness.loop.value = try await LoopRunner.open(
-            store: TelemetryStore(pool: database, clock: harness.clock), policy: loopPolicy(lease: 20),
-            policyVersion: "v1", clock: harness.clock, estimators: harness.estimators.factory,
-            configuration: LoopConfiguration(slowTickFraction: 1_000), metrics: registry,
+        try await harness.open(
+            policy: loopPolicy(lease: 20), configuration: LoopConfiguration(slowTickFraction: 1_000), metrics: registry,
             logger: Logger(label: "test", minimumLevel: .info, sink: sink, clock: harness.clock))
         await harness.classifier.setDemand("acme", rpm: 30, tpm: 20_000)
         await harness.tick()

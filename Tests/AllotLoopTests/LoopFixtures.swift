@@ -1,6 +1,7 @@
 import AllotCore
 import AllotLog
 import AllotLoop
+import AllotMetrics
 import AllotProtocol
 import AllotSQLite
 import AllotStore
@@ -232,7 +233,7 @@ final class LoopHarness: Sendable {
     func open(
         policy: Policy = loopPolicy(), configuration: LoopConfiguration = LoopConfiguration(),
         snapshots: (@Sendable (DatabasePool) -> any SnapshotPersistence)? = nil, estimators: EstimatorFactory? = nil,
-        logger: Logger = .disabled
+        metrics: MetricsRegistry? = nil, logger: Logger = .disabled
     ) async throws -> LoopRunner {
         let database = try await StoreDatabase.open(
             path: directory.databasePath, configuration: SQLiteConfiguration(synchronous: .off))
@@ -241,7 +242,7 @@ final class LoopHarness: Sendable {
             store: TelemetryStore(pool: database, clock: clock), policy: policy,
             policyVersion: LoopRunner.policyVersion(of: policy), clock: clock,
             estimators: estimators ?? self.estimators.factory, operators: operators, configuration: configuration,
-            logger: logger, snapshots: snapshots?(database))
+            metrics: metrics, logger: logger, snapshots: snapshots?(database))
         loop.value = runner
         return runner
     }

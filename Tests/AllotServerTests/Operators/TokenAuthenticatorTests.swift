@@ -52,22 +52,8 @@ import Testing
             #expect(authenticator.runningLookups == 0)
         }
 
-        /// Holds the reader connection (every lookup queues behind it) until `release` is signalled: a stalled disk.
         func stallReader(until release: DispatchSemaphore) async -> Task<Void, Never> {
-            let held = DispatchSemaphore(value: 0)
-            let task = Task {
-                _ = try? await pool.read { _ in
-                    held.signal()
-                    release.wait()
-                }
-            }
-            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                DispatchQueue.global().async {
-                    held.wait()
-                    done.resume()
-                }
-            }
-            return task
+            await stallReads(of: pool, until: release)
         }
     }
 
@@ -125,6 +111,25 @@ import Testing
         fixture.clock.advance(by: 5)
         #expect(try await fixture.authenticate(stranger.secret).get().name == "gw-new")
     }
+}
+
+/// Holds `pool`'s reader connection (every read queues behind it) until `release` is signalled, as a stalled disk
+/// does; returns once it is held, with the task that holds it.
+func stallReads(of pool: DatabasePool, until release: DispatchSemaphore) async -> Task<Void, Never> {
+    let held = DispatchSemaphore(value: 0)
+    let task = Task {
+        _ = try? await pool.read { _ in
+            held.signal()
+            release.wait()
+        }
+    }
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        DispatchQueue.global().async {
+            held.wait()
+            done.resume()
+        }
+    }
+    return task
 }
 
 extension Result {

@@ -323,21 +323,8 @@ import Testing
     @Test func aStalledDatabaseFailsReadinessWithoutHangingIt() async throws {
         let running = try await Self.launch(directory: Self.temporaryDirectory(), readinessProbeSeconds: 0.05)
         let first = try await running.tick(after: nil)
-        let held = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
-        let pool = running.service.context.pool
-        let stall = Task {
-            _ = try? await pool.read { _ in
-                held.signal()
-                release.wait()
-            }
-        }
-        await withCheckedContinuation { (reading: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async {
-                held.wait()
-                reading.resume()
-            }
-        }
+        let stall = await stallReads(of: running.service.context.pool, until: release)
         let stalled = try await running.send(.get, "/readyz")
         #expect(stalled.status == .serviceUnavailable)
         #expect(
