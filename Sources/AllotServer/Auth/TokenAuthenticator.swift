@@ -39,7 +39,7 @@ public final class TokenAuthenticator: Authenticator {
     }
 
     /// What one lookup of a hash found.
-    private enum Lookup: Sendable {
+    fileprivate enum Lookup: Sendable {
         case found(Principal)
         case revoked
         case unknown
@@ -59,11 +59,17 @@ public final class TokenAuthenticator: Authenticator {
     public let lookupTimeoutSeconds: Double
     private let logger: Logger
     private let failures: CounterFamily?
-    private let cache = Mutex<[String: Cached]>([:])
-    /// The lookup running for each hash, and a count ``invalidate(tokenID:)`` raises so that a lookup that read the
-    /// token before a revocation does not cache it afterwards.
-    private let lookups = Mutex<(running: [String: Task<Lookup, Never>], generation: Int)>(([:], 0))
+    /// Lookups by hash, and a count ``invalidate(tokenID:)`` raises: a lookup started before a revocation made here
+    /// neither caches what it read nor vouches for the token afterwards. One lock, so that the check and the write
+    /// are one step.
+    private let cache = Mutex<(entries: [String: Cached], generation: Int)>(([:], 0))
+    /// The lookup running for each hash, shared by the requests that wait for it.
+    private let flights = Mutex<[String: Flight]>([:])
     private static let maxCached = 10_000
+    /// Lookups running at once at most: while the database stalls none finishes, and tokens never seen (a guess is
+    /// enough to be well-formed) would each add one (review of round 40's fix); beyond, a token not cached gets `503`
+    /// at once and a cached one its last answer.
+    static let maxFlights = 256
 
     /// - Parameters:
     ///   - tokens: The token table.
@@ -106,13 +112,24 @@ public final class TokenAuthenticator: Authenticator {
         }
         let hash = APIToken.storageHash(of: token)
         let now = clock.now
-        let cached = cache.withLock { $0[hash] }
+        let cached = cache.withLock { $0.entries[hash] }
         if let cached, now - cached.checkedAt < cacheSeconds {
             guard let principal = cached.principal else { throw refuse("revoked", "unknown or revoked token") }
             return principal
         }
-        let lookup = lookUp(hash, now: now)
-        let outcome = await Deadline.value(of: lookup, within: cached == nil ? lookupTimeoutSeconds : staleGraceSeconds)
+        // Twice at most: a lookup that began before a revocation made here since proves nothing, and one more is
+        // started (the first request after a `DELETE /v1/tokens/{id}` could otherwise join a lookup from before it).
+        var outcome: Lookup?
+        var full = false
+        for _ in 0..<2 {
+            guard let flight = flight(for: hash, now: now) else {
+                full = true
+                break
+            }
+            outcome = await flight.wait(seconds: cached == nil ? lookupTimeoutSeconds : staleGraceSeconds)
+            guard case .found = outcome, cache.withLock({ $0.generation }) != flight.generation else { break }
+            outcome = .unavailable
+        }
         switch outcome {
         case .found(let principal):
             return principal
@@ -122,36 +139,46 @@ public final class TokenAuthenticator: Authenticator {
             throw refuse("unknown", "unknown or revoked token")
         case .unavailable, nil:
             // The database failed, or has not answered yet: the token as it was at its last lookup, for another
-            // `cacheSeconds` (the next request does not wait again).
-            if let cached {
-                cache.withLock { cache in
-                    if cache[hash] != nil { cache[hash]?.checkedAt = now }
-                }
-                guard let principal = cached.principal else { throw refuse("revoked", "unknown or revoked token") }
+            // `cacheSeconds` (the next request does not wait again) — unless that was forgotten meanwhile.
+            let kept = cache.withLock { cache -> Cached? in
+                cache.entries[hash]?.checkedAt = now
+                return cache.entries[hash]
+            }
+            if let kept {
+                guard let principal = kept.principal else { throw refuse("revoked", "unknown or revoked token") }
                 return principal
             }
             failures?.labels(["unavailable"]).increment()
             throw HTTPError.serviceUnavailable(
-                outcome == nil
-                    ? "cannot check the token now: the database has not answered for \(seconds(lookupTimeoutSeconds)) s"
-                    : "cannot check the token now: the database is unavailable")
+                full
+                    ? "cannot check the token now: \(Self.maxFlights) lookups are waiting for the database"
+                    : outcome == nil
+                        ? "cannot check the token now: the database has not answered for "
+                            + "\(seconds(cached == nil ? lookupTimeoutSeconds : staleGraceSeconds)) s"
+                        : "cannot check the token now: the database is unavailable")
         }
     }
 
-    /// The lookup of `hash` running now, or a new one. It caches what it finds (and, when the database fails, keeps
-    /// the last answer for another ``cacheSeconds``), and writes `last_used_ms` when that is due.
-    private func lookUp(_ hash: String, now: Double) -> Task<Lookup, Never> {
-        lookups.withLock { lookups in
-            if let running = lookups.running[hash] { return running }
-            let generation = lookups.generation
-            let task = Task { [self] () -> Lookup in
-                let outcome = await read(hash, now: now, generation: generation)
-                self.lookups.withLock { _ = $0.running.removeValue(forKey: hash) }
-                return outcome
-            }
-            lookups.running[hash] = task
-            return task
+    /// The lookup of `hash` running now (if it began since the last revocation made here), or a new one; nil when
+    /// ``maxFlights`` lookups are running. It caches what it finds, and writes `last_used_ms` when that is due.
+    private func flight(for hash: String, now: Double) -> Flight? {
+        let generation = cache.withLock { $0.generation }
+        let (flight, started) = flights.withLock { flights -> (Flight?, Bool) in
+            if let running = flights[hash], running.generation == generation { return (running, false) }
+            guard flights.count < Self.maxFlights || flights[hash] != nil else { return (nil, false) }
+            let flight = Flight(generation: generation)
+            flights[hash] = flight
+            return (flight, true)
         }
+        if let flight, started {
+            Task { [self] in
+                flight.finish(await read(hash, now: now, generation: flight.generation))
+                flights.withLock { flights in
+                    if flights[hash] === flight { flights[hash] = nil }
+                }
+            }
+        }
+        return flight
     }
 
     private func read(_ hash: String, now: Double, generation: Int) async -> Lookup {
@@ -162,18 +189,22 @@ public final class TokenAuthenticator: Authenticator {
             logger.error("cannot read api_tokens to authenticate", ["error": .string("\(error)")])
             return .unavailable
         }
-        guard let found, ConstantTime.equals(found.storedHash, hash) else { return .unknown }
-        let current = lookups.withLock { $0.generation == generation }
+        guard let found, ConstantTime.equals(found.storedHash, hash) else {
+            // Gone (a database restored without it): not answered from an older lookup during an outage either.
+            cache.withLock { cache in
+                if cache.generation == generation { cache.entries[hash] = nil }
+            }
+            return .unknown
+        }
         guard !found.record.isRevoked, let role = Role(rawValue: found.record.role) else {
-            if current { remember(hash, principal: nil, now: now) }
+            remember(hash, principal: nil, now: now, generation: generation)
             return .revoked
         }
         let principal = Principal(
             tokenID: found.record.id, name: found.record.name, role: role,
             gatewayScope: role == .gateway ? found.record.gatewayScope : nil)
-        guard current else { return .found(principal) }
         let lastUsed = found.record.lastUsedMs.map { EpochTime.seconds(fromMilliseconds: $0) }
-        if remember(hash, principal: principal, now: now, lastUsed: lastUsed) {
+        if remember(hash, principal: principal, now: now, generation: generation, lastUsed: lastUsed) {
             let tokens = self.tokens
             let id = principal.tokenID
             Task.detached { try? await tokens.touch(id: id, atMs: EpochTime.milliseconds(fromSeconds: now)) }
@@ -182,24 +213,28 @@ public final class TokenAuthenticator: Authenticator {
     }
 
     /// Lookups running now (tests wait for them to finish).
-    var runningLookups: Int { lookups.withLock { $0.running.count } }
+    var runningLookups: Int { flights.withLock { $0.count } }
 
     /// Forgets every cached lookup of `tokenID`, so its revocation applies to the next request.
     public func invalidate(tokenID: String) {
-        lookups.withLock { $0.generation += 1 }
         cache.withLock { cache in
-            cache = cache.filter { $0.value.principal?.tokenID != tokenID }
+            cache.generation += 1
+            cache.entries = cache.entries.filter { $0.value.principal?.tokenID != tokenID }
         }
     }
 
-    /// Caches a lookup; returns whether `last_used_ms` is due for a write.
+    /// Caches a lookup made at `generation` (nothing when a revocation was made here since); returns whether
+    /// `last_used_ms` is due for a write.
     @discardableResult
-    private func remember(_ hash: String, principal: Principal?, now: Double, lastUsed: Double? = nil) -> Bool {
+    private func remember(
+        _ hash: String, principal: Principal?, now: Double, generation: Int, lastUsed: Double? = nil
+    ) -> Bool {
         cache.withLock { cache in
-            if cache.count >= Self.maxCached { cache.removeAll(keepingCapacity: true) }
-            let touchedAt = cache[hash]?.touchedAt ?? lastUsed
+            guard cache.generation == generation else { return false }
+            if cache.entries.count >= Self.maxCached { cache.entries.removeAll(keepingCapacity: true) }
+            let touchedAt = cache.entries[hash]?.touchedAt ?? lastUsed
             let due = principal != nil && (touchedAt.map { now - $0 >= touchIntervalSeconds } ?? true)
-            cache[hash] = Cached(principal: principal, checkedAt: now, touchedAt: due ? now : touchedAt)
+            cache.entries[hash] = Cached(principal: principal, checkedAt: now, touchedAt: due ? now : touchedAt)
             return due
         }
     }
@@ -211,5 +246,53 @@ public final class TokenAuthenticator: Authenticator {
     private func refuse(_ reason: String, _ message: String) -> HTTPError {
         failures?.labels([reason]).increment()
         return HTTPError.unauthorized(message, code: reason == "missing" ? "unauthorized" : "invalid_token")
+    }
+}
+
+/// One lookup of a hash, shared by the requests waiting for it, each for at most its own deadline: a request that
+/// gives up leaves nothing waiting behind it (the lookup itself may still be blocked in SQLite, and its answer then
+/// fills the cache).
+private final class Flight: Sendable {
+    private typealias Waiter = CheckedContinuation<TokenAuthenticator.Lookup?, Never>
+
+    let generation: Int
+    private let state = Mutex<(outcome: TokenAuthenticator.Lookup?, waiters: [Int: Waiter], next: Int)>((nil, [:], 0))
+
+    init(generation: Int) {
+        self.generation = generation
+    }
+
+    func finish(_ outcome: TokenAuthenticator.Lookup) {
+        let waiters = state.withLock { state in
+            state.outcome = outcome
+            defer { state.waiters = [:] }
+            return state.waiters
+        }
+        for waiter in waiters.values { waiter.resume(returning: outcome) }
+    }
+
+    /// The outcome, or nil when it has not come within `seconds` of real time.
+    func wait(seconds: Double) async -> TokenAuthenticator.Lookup? {
+        if let outcome = state.withLock({ $0.outcome }) { return outcome }
+        return await withCheckedContinuation { continuation in
+            let id = state.withLock { state -> Int? in
+                guard state.outcome == nil else { return nil }
+                state.next += 1
+                state.waiters[state.next] = continuation
+                return state.next
+            }
+            guard let id else {
+                continuation.resume(returning: state.withLock { $0.outcome })
+                return
+            }
+            Task { [state = self] in
+                try? await Task.sleep(for: .seconds(min(max(0, seconds), 86_400)))
+                state.expire(id)
+            }
+        }
+    }
+
+    private func expire(_ id: Int) {
+        state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(returning: nil)
     }
 }

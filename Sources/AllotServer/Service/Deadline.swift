@@ -10,7 +10,7 @@ enum Deadline {
         let once = Once()
         return await withCheckedContinuation { (continuation: CheckedContinuation<T?, Never>) in
             let timer = Task {
-                try? await Task.sleep(for: .seconds(max(0, seconds)))
+                try? await Task.sleep(for: .seconds(min(max(0, seconds), 86_400)))
                 if once.claim() { continuation.resume(returning: nil) }
             }
             Task {

@@ -47,7 +47,7 @@ enum ServiceRoutes {
         OperatorRoutes.register(in: &table, context: context)
     }
 
-    /// `GET /readyz`: 200 when the database answers a read within `readinessProbeSeconds` (1 s; and its last write,
+    /// `GET /readyz`: 200 when the database answers a read within `readinessProbeSeconds` (5 s; and its last write,
     /// if it failed for the database's sake, has been followed by one that committed), a snapshot is being served and
     /// the policy files on disk are valid; otherwise 503 naming every failing check.
     static func readiness(_ context: ServiceContext) async -> HTTPResponse {
@@ -70,7 +70,7 @@ enum ServiceRoutes {
         switch await Deadline.value(of: probe, within: deadline) {
         case nil:
             ready = false
-            let shown = deadline == deadline.rounded() ? String(Int(deadline)) : String(deadline)
+            let shown = deadline == deadline.rounded() && abs(deadline) < 1e9 ? String(Int(deadline)) : String(deadline)
             let message = "the database has not answered a read for \(shown) s (a stalled disk?)"
             checks["database"] = ["ok": false, "error": .string(message)]
         case .some(let failure?):

@@ -1,3 +1,4 @@
+import AllotCrypto
 import AllotHTTP
 import AllotSQLite
 @testable import AllotServer
@@ -19,27 +20,33 @@ import Testing
         let clock: ManualClock
         let authenticator: TokenAuthenticator
 
-        /// Real-time waits short where a stall is made (it is not waited out), long where nothing stalls (a busy
-        /// machine must not turn a slow read into a timeout).
-        static func make(lookupTimeoutSeconds: Double = 0.1) async throws -> Fixture {
+        /// A long lookup timeout: a busy machine must not turn a slow read into a `503` (a 0.1-s one did in CI).
+        /// The short waits are made where a stall is made (and not waited out): the stale grace here, and the
+        /// ``impatient`` authenticator's lookup timeout.
+        static func make() async throws -> Fixture {
             let pool = try await StoreDatabase.temporary()
             let store = TokenStore(pool: pool)
             let clock = ManualClock(now: 1_795_000_000)
             let authenticator = TokenAuthenticator(
-                tokens: store, clock: clock, staleGraceSeconds: 0.02, lookupTimeoutSeconds: lookupTimeoutSeconds)
+                tokens: store, clock: clock, staleGraceSeconds: 0.02, lookupTimeoutSeconds: 60)
             return Fixture(
                 pool: pool, store: store, issuer: TokenIssuer(store: store), clock: clock,
                 authenticator: authenticator)
+        }
+
+        /// Another authenticator on the same table, whose lookups of tokens it has not seen give up after 0.1 s.
+        var impatient: TokenAuthenticator {
+            TokenAuthenticator(tokens: store, clock: clock, staleGraceSeconds: 0.02, lookupTimeoutSeconds: 0.1)
         }
 
         func token(_ name: String, role: String = "gateway") async throws -> TokenIssuer.Issued {
             try await issuer.create(name: name, role: role, actor: .cli, now: clock.now)
         }
 
-        func authenticate(_ secret: String) async -> Result<Principal, HTTPError> {
+        func authenticate(_ secret: String, with other: TokenAuthenticator? = nil) async -> Result<Principal, HTTPError> {
             do throws(HTTPError) {
                 return .success(
-                    try await authenticator.authenticate(
+                    try await (other ?? authenticator).authenticate(
                         HTTPRequest(target: "/v1/snapshot", headers: ["Authorization": "Bearer \(secret)"])))
             } catch {
                 return .failure(error)
@@ -72,7 +79,7 @@ import Testing
         fixture.clock.advance(by: 5)
         #expect(try await fixture.authenticate(known.secret).get().tokenID == known.record.id)
         // A token never seen before cannot be vouched for: 503 after the lookup timeout, not a hang.
-        let refused = await fixture.authenticate(stranger.secret)
+        let refused = await fixture.authenticate(stranger.secret, with: fixture.impatient)
         #expect(refused.failure?.status == .serviceUnavailable)
         #expect(
             refused.failure?.message == "cannot check the token now: the database has not answered for 0.1 s",
@@ -94,8 +101,41 @@ import Testing
         #expect(revoked.failure?.message == "unknown or revoked token")
     }
 
+    /// While the database stalls, lookups of tokens never seen do not pile up: beyond `maxFlights` running, such a
+    /// token gets `503` at once (a guess is enough to be well-formed), and a known token is still answered.
+    @Test func lookupsWaitingForAStalledDatabaseAreBounded() async throws {
+        let fixture = try await Fixture.make()
+        let known = try await fixture.token("gw-known")
+        #expect(try await fixture.authenticate(known.secret).get().name == "gw-known")
+        fixture.clock.advance(by: 5)
+        let release = DispatchSemaphore(value: 0)
+        let stall = await fixture.stallReader(until: release)
+        let guesses = try (0..<TokenAuthenticator.maxFlights).map { _ in try APIToken.generate() }
+        let authenticator = fixture.authenticator
+        // Each guess starts a lookup and waits for it (the lookup timeout is 60 s): all of them running at once.
+        let waiting = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for guess in guesses { group.addTask { _ = await fixture.authenticate(guess, with: authenticator) } }
+            }
+        }
+        for _ in 0..<10_000 where authenticator.runningLookups < TokenAuthenticator.maxFlights {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        #expect(authenticator.runningLookups == TokenAuthenticator.maxFlights)
+        let refused = await fixture.authenticate(try APIToken.generate())
+        #expect(refused.failure?.status == .serviceUnavailable)
+        #expect(
+            refused.failure?.message
+                == "cannot check the token now: \(TokenAuthenticator.maxFlights) lookups are waiting for the database")
+        #expect(try await fixture.authenticate(known.secret).get().name == "gw-known")
+        release.signal()
+        await stall.value
+        await waiting.value
+        try await fixture.lookupsDone()
+    }
+
     @Test func aDatabaseErrorAnswersAKnownTokenFromItsLastLookupAndRefusesAnUnknownOne() async throws {
-        let fixture = try await Fixture.make(lookupTimeoutSeconds: 60)
+        let fixture = try await Fixture.make()
         let known = try await fixture.token("ops", role: "sre")
         let stranger = try await fixture.token("gw-new")
         #expect(try await fixture.authenticate(known.secret).get().role == .sre)
