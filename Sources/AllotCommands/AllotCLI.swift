@@ -1,5 +1,6 @@
 import AllotArguments
 import AllotAssets
+import AllotLog
 import Foundation
 
 #if canImport(Glibc)
@@ -14,6 +15,9 @@ public enum AllotCLI {
         let arguments = Array(CommandLine.arguments.dropFirst())
         MallocTuning.apply(environment: ProcessInfo.processInfo.environment)
         let code = await run(arguments: arguments, environment: ProcessInfo.processInfo.environment)
+        // The log's last lines (`stopped`, an error) wait in its queue: out before the process ends, unless the
+        // reader is stuck.
+        QueuedLogSink.standardError.flush(timeout: 2)
         exit(code)
     }
 

@@ -29,10 +29,10 @@ public struct Logger: Sendable {
     /// - Parameters:
     ///   - label: the component's name; empty to omit the `logger` field.
     ///   - minimumLevel: the least severe level written; default `info`.
-    ///   - sink: where lines go; default standard error.
+    ///   - sink: where lines go; default standard error, through a queue (``QueuedLogSink/standardError``).
     ///   - clock: the source of timestamps; default the system clock.
     public init(
-        label: String, minimumLevel: LogLevel = .info, sink: any LogSink = FileDescriptorLogSink.standardError,
+        label: String, minimumLevel: LogLevel = .info, sink: any LogSink = QueuedLogSink.standardError,
         clock: any AllotClock = SystemClock()
     ) {
         self.label = label
