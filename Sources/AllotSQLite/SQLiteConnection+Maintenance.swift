@@ -142,19 +142,28 @@ extension SQLiteConnection {
     /// this connection's pages of the old file, and opened beside the new one (the next start) SQLite replays them
     /// over it (outside evaluation round 40: an older copy moved over a live database came up at the next start as
     /// SQLITE_CORRUPT, "database disk image is malformed"). This connection keeps writing to it through its open
-    /// descriptor (its commits are refused anyway); the index (`-shm`) stays, since SQLite rebuilds it for a
-    /// database first opened without a log. Returns what to tell the operator, nil when nothing was moved (the
-    /// path is empty, or holds no log).
+    /// descriptor (its commits are refused anyway). Only the log this connection last committed to (the same device
+    /// and inode): a restore that brought its own log beside the new file keeps it (review of round 40). The index
+    /// (`-shm`) stays: SQLite rebuilds it for a database first opened without a log, once this process has ended —
+    /// until then another process opening the path reads a disk I/O error. Returns what to tell the operator, nil
+    /// when nothing was moved (the path is empty, or holds no log of this connection's).
     func setAsideLogOfReplacedDatabase() -> String? {
         guard let path = filePath, access(path, F_OK) == 0, databaseFileHasMoved() else { return nil }
         let log = path + "-wal"
-        guard access(log, F_OK) == 0 else { return nil }
+        guard let owned = committedLog, let found = Self.identity(ofFileAt: log), found == owned else { return nil }
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         let aside = "\(log).of-replaced-\(Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000)"
         guard rename(log, aside) == 0 else { return nil }
         return "another file is at that path now, so its write-ahead log, which belongs to the file this process had "
             + "open, was moved to \(aside) rather than be replayed over it"
+    }
+
+    /// The device and inode of the file at `path`, nil when there is none.
+    static func identity(ofFileAt path: String) -> (device: UInt64, inode: UInt64)? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return (UInt64(info.st_dev), UInt64(info.st_ino))
     }
 
     func movedError(detail: String?) -> SQLiteError {

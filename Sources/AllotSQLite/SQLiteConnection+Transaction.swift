@@ -89,6 +89,7 @@ extension SQLiteConnection {
             rollbackAfterFailure()
             throw error
         }
+        if !configuration.readOnly { committedLog = Self.identity(ofFileAt: (filePath ?? path) + "-wal") }
         return value
     }
 

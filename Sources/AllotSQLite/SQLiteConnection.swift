@@ -27,6 +27,9 @@ public final class SQLiteConnection {
     var transactionDepth = 0
     /// A ROLLBACK failed and left a transaction open: roll it back before the next one begins.
     var needsRollback = false
+    /// The write-ahead log this connection last committed to (device and inode of `path-wal`): the one it owns, which
+    /// ``setAsideLogOfReplacedDatabase()`` alone may move.
+    var committedLog: (device: UInt64, inode: UInt64)?
     /// A nested savepoint could not be rolled back: the outer transaction must not commit.
     var transactionPoisoned = false
 

@@ -171,6 +171,33 @@ import Testing
         reopened.close()
     }
 
+    /// A restore that brought its own log beside the file it moved over the live one keeps that log: only the log
+    /// this connection committed to is moved aside (review of round 40's fix).
+    @Test func aLogThatCameWithTheReplacingFileIsKept() throws {
+        let directory = try TemporaryDirectory.make()
+        let connection = try SQLiteConnection.make(in: directory)
+        try connection.execute("CREATE TABLE t(x)")
+        try connection.transaction { try $0.run("INSERT INTO t VALUES (1)") }
+        // The restored pair: a file and a log of its own, moved over the live ones.
+        try Data("not the live log".utf8).write(to: URL(fileURLWithPath: directory.file("restored-wal")))
+        let copy = try SQLiteConnection.make(in: directory, name: "restored.sqlite")
+        try copy.execute("CREATE TABLE copied(y)")
+        copy.close()
+        #expect(rename(directory.file("restored.sqlite"), directory.file()) == 0)
+        #expect(rename(directory.file("restored-wal"), directory.file() + "-wal") == 0)
+        let refused = #expect(throws: SQLiteError.self) {
+            try connection.transaction { try $0.run("INSERT INTO t VALUES (2)") }
+        }
+        #expect(refused?.isDatabaseMoved == true)
+        #expect(refused?.message.contains("moved to") == false)
+        #expect(
+            try String(contentsOfFile: directory.file() + "-wal", encoding: .utf8) == "not the live log")
+        connection.close()
+        // Closing the connection of the replaced file leaves it too.
+        #expect(
+            try String(contentsOfFile: directory.file() + "-wal", encoding: .utf8) == "not the live log")
+    }
+
     @Test func aFileThatIsNotADatabaseIsRefusedAtOpen() throws {
         let directory = try TemporaryDirectory.make()
         let garbage = Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
