@@ -89,8 +89,8 @@ enum CommandTree {
             FlagSpec(
                 "status",
                 help: "Only list applied and pending migrations; change nothing (a missing database is not "
-                    + "created: every migration is listed as pending). Exits 0 when nothing is pending, 2 when "
-                    + "something is, 1 on an error.")
+                    + "created: every migration is listed as pending). Exits 0 when nothing is pending, 3 when "
+                    + "something is, 1 on an error, 2 on a usage error.")
         ])
 
     static let plan = CommandSpec(

@@ -25,7 +25,7 @@ enum MigrateCommand {
         return 0
     }
 
-    /// `--status`: lists what the database has applied and what is pending, as `NNNN_name`, and exits 2 when
+    /// `--status`: lists what the database has applied and what is pending, as `NNNN_name`, and exits 3 when
     /// something is pending, 0 when nothing is. A database
     /// that does not exist is not created (nor its directory): every migration is listed as pending. The
     /// database is opened read-only, so a copy in a directory one may not write can be inspected (opened for
@@ -65,7 +65,7 @@ enum MigrateCommand {
     }
 
     /// `--status`'s exit code when migrations are pending (a database not created yet included), so a deploy script
-    /// can tell "up to date" (0) from "needs `allot migrate`" without parsing the list; 1 stays an error
-    /// (outside evaluation round 39, L2: it exited 0 either way).
-    static let pendingExitCode: Int32 = 2
+    /// can tell "up to date" (0) from "needs `allot migrate`" without parsing the list; 1 stays an error and 2 a
+    /// usage error (outside evaluation round 39, L2: it exited 0 either way).
+    static let pendingExitCode: Int32 = 3
 }

@@ -199,14 +199,26 @@ public actor HTTPServer {
         var limit = rlimit()
         let resource = Int32(RLIMIT_NOFILE.rawValue)
         guard getrlimit(resource, &limit) == 0, limit.rlim_cur != rlim_t.max else { return configured }
-        let needed = rlim_t(clamping: configured + descriptorReserve)
-        if limit.rlim_cur < needed {
+        let wanted = raisedSoftLimit(for: configured, soft: limit.rlim_cur, hard: limit.rlim_max)
+        if wanted > limit.rlim_cur {
             var raised = limit
-            raised.rlim_cur = limit.rlim_max == rlim_t.max ? needed : min(needed, limit.rlim_max)
-            if raised.rlim_cur > limit.rlim_cur, setrlimit(resource, &raised) == 0 { limit = raised }
+            raised.rlim_cur = wanted
+            if setrlimit(resource, &raised) == 0 { limit = raised }
         }
-        let available = Int(clamping: limit.rlim_cur) - descriptorReserve
-        return max(1, min(configured, available))
+        return connectionLimit(configured, soft: limit.rlim_cur)
+    }
+
+    /// The soft open-file limit `configured` connections want (theirs and the reserve), as far as `hard` allows;
+    /// `soft` when it is enough already.
+    static func raisedSoftLimit(for configured: Int, soft: rlim_t, hard: rlim_t) -> rlim_t {
+        let needed = rlim_t(clamping: configured + descriptorReserve)
+        guard soft < needed else { return soft }
+        return hard == rlim_t.max ? needed : max(soft, min(needed, hard))
+    }
+
+    /// The connection limit under a soft open-file limit of `soft`.
+    static func connectionLimit(_ configured: Int, soft: rlim_t) -> Int {
+        max(1, min(configured, Int(clamping: soft) - descriptorReserve))
     }
 }
 

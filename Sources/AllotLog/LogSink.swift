@@ -84,9 +84,9 @@ public final class FileDescriptorLogSink: LogSink, @unchecked Sendable {
 
 /// Hands lines to another sink on a thread of its own, so that a log reader that stalls (a full pipe to a stuck log
 /// shipper) never stalls the service (outside evaluation round 40: with stderr a pipe nobody read, the logger blocked
-/// in `write(2)` under its lock — at `info` the loop stopped publishing, at `debug` every request hung). Lines wait in
-/// a queue of at most `capacityBytes`; beyond, they are dropped and counted, and the next line written is preceded by
-/// one that says how many were dropped. ``flush(timeout:)`` waits for the queue to drain (before the process exits).
+/// in `write(2)` under its lock: at `info` the loop stopped publishing, at `debug` every request hung). Lines wait
+/// in a queue of at most `capacityBytes`; beyond, they are dropped and counted, and a line that says how many follows
+/// the lines queued before them. ``flush(timeout:)`` waits for the queue to drain (before the process exits).
 ///
 /// `@unchecked Sendable`: `queue`, `queuedBytes`, `dropped` and `writing` are only touched while holding `condition`.
 public final class QueuedLogSink: LogSink, @unchecked Sendable {

@@ -139,9 +139,9 @@ extension DataDirectory {
         guard let logSize = size(log), logSize > 0 else {
             guard manager.fileExists(atPath: adminTokenPath) else { return }
             throw StoreSetupError(
-                message: "\(databasePath) \(state) but \(adminTokenPath) is there, which allot serve writes only beside "
-                    + "a database it created: the database was lost. Restore it from a backup and start again; to "
-                    + "start from an empty database instead (every token, override and version gone), remove "
+                message: "\(databasePath) \(state) but \(adminTokenPath) is there, which allot serve writes only "
+                    + "beside a database it created: the database was lost. Restore it from a backup and start again; "
+                    + "to start from an empty database instead (every token, override and version gone), remove "
                     + "\(adminTokenPath)")
         }
         throw StoreSetupError(

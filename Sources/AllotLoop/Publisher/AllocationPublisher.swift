@@ -115,12 +115,11 @@ public actor AllocationPublisher {
     /// The version sequence continues above the newest stored version even when that snapshot
     /// cannot be decoded (the error is then thrown, and nothing is served until the first tick).
     ///
-    /// - Returns: The snapshot now served, or nil when none was ever published.
-    @discardableResult
-    ///
     /// - Parameter lastDrainAudit: The newest `drain.start` or `drain.end` audit record. A drain version followed by
     ///   a `drain.end` record was ended by a release before 2026-11-30, which persisted the end only in the audit log
     ///   (outside evaluation round 39, M3: after an upgrade the drain came back); it is not restored.
+    /// - Returns: The snapshot now served, or nil when none was ever published.
+    @discardableResult
     public func restore(
         contacts: [GatewayContactRecord] = [], lastDrainAudit: AuditEntry? = nil
     ) async throws -> PublishedSnapshot? {
@@ -139,7 +138,10 @@ public actor AllocationPublisher {
             {
                 logger.notice(
                     "the drain the last snapshot records was ended before the stop (audit log): not restored",
-                    ["version": .int(record.version), "ended_at": .string(RFC3339.format(EpochTime.seconds(fromMilliseconds: audit.atMs)))])
+                    [
+                        "version": .int(record.version),
+                        "ended_at": .string(RFC3339.format(EpochTime.seconds(fromMilliseconds: audit.atMs))),
+                    ])
             } else {
                 drainedAt = since
             }
@@ -537,7 +539,7 @@ public actor AllocationPublisher {
 
     /// Makes the next version issued come after `version`, which a gateway holds but the store does not.
     private func continueAbove(_ version: Int64, gateway: String?) {
-        guard version >= nextVersion else { return }
+        guard version >= nextVersion, version < Int64.max else { return }
         logger.warning(
             "a gateway holds a version above the newest stored: versions continue above it, so none is issued twice "
                 + "(the database lost its newest versions?)",

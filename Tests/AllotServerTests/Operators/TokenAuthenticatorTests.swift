@@ -43,7 +43,9 @@ import Testing
             try await issuer.create(name: name, role: role, actor: .cli, now: clock.now)
         }
 
-        func authenticate(_ secret: String, with other: TokenAuthenticator? = nil) async -> Result<Principal, HTTPError> {
+        func authenticate(
+            _ secret: String, with other: TokenAuthenticator? = nil
+        ) async -> Result<Principal, HTTPError> {
             do throws(HTTPError) {
                 return .success(
                     try await (other ?? authenticator).authenticate(
