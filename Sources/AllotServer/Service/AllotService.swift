@@ -98,6 +98,15 @@ public final class AllotService: Sendable {
         } catch {
             throw ServiceStartError(error.message)
         }
+        // A log set aside when the database was replaced under a running service: its transactions belong to the
+        // file replaced, not to this one (said at every start until it is removed).
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        for name in names.sorted() where name.hasPrefix("allot.sqlite-wal.of-replaced-") {
+            logger.warning(
+                "a write-ahead log set aside when the database was replaced while open: it holds transactions of the "
+                    + "file replaced, not of this one; keep it with that file, or remove it",
+                ["file": .string(directory.path + "/" + name)])
+        }
 
         let initialPolicy = await watcher.current
         policyBox.value = initialPolicy

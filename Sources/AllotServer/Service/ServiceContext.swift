@@ -5,6 +5,7 @@ import AllotMetrics
 import AllotSQLite
 import AllotStore
 import AllotTime
+import Synchronization
 
 /// The service's components, shared by every route handler.
 public final class ServiceContext: Sendable {
@@ -20,6 +21,8 @@ public final class ServiceContext: Sendable {
     /// the loop (SPEC 8, 9). Give `operators.inputs` to the loop and `attach` the loop to it.
     public let operators: OperatorConsole
     private let policyBox: Locked<LoadedPolicy?>
+    /// `/readyz`'s database probe, one at a time.
+    let readinessProbe = ReadinessProbe()
 
     init(
         configuration: ServeConfiguration, clock: any AllotClock, logger: Logger, metrics: MetricsRegistry,
@@ -53,5 +56,29 @@ public final class ServiceContext: Sendable {
     /// Token authentication for non-`--dev` servers: bearer tokens against `api_tokens` (SPEC 8).
     func makeAuthenticator() -> any Authenticator {
         operators.authenticator
+    }
+}
+
+/// `/readyz`'s read of the database, one at a time: while the disk stalls, each call joins the probe already waiting
+/// instead of queueing another behind it (review of round 40).
+final class ReadinessProbe: Sendable {
+    private let running = Mutex<Task<SQLiteError?, Never>?>(nil)
+
+    /// The probe running now, or a new one on `reader`: nil when the database answered, its error otherwise.
+    func start(on reader: DatabaseQueue) -> Task<SQLiteError?, Never> {
+        running.withLock { running in
+            if let running { return running }
+            let task = Task { [self] () -> SQLiteError? in
+                defer { self.running.withLock { $0 = nil } }
+                do throws(SQLiteError) {
+                    try await reader.access { (connection) throws(SQLiteError) in try connection.probe() }
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            running = task
+            return task
+        }
     }
 }

@@ -55,15 +55,7 @@ enum ServiceRoutes {
         var ready = true
         // A stalled disk blocks the probe inside SQLite: answered after a second rather than never (outside
         // evaluation round 40: `/readyz` hung for the whole of a frozen filesystem's stall).
-        let reader = context.pool.reader
-        let probe = Task { () -> SQLiteError? in
-            do throws(SQLiteError) {
-                try await reader.access { (connection) throws(SQLiteError) in try connection.probe() }
-                return nil
-            } catch {
-                return error
-            }
-        }
+        let probe = context.readinessProbe.start(on: context.pool.reader)
         // The reader reads on under another process's write lock (WAL): the writer's last failure says whether
         // writes work (round 13: a held lock failed every ingest with 503 while this check said ok).
         let deadline = context.configuration.readinessProbeSeconds

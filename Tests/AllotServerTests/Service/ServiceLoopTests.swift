@@ -287,6 +287,24 @@ import Testing
         await third.stop()
     }
 
+    /// A write-ahead log set aside when the database was replaced under a running service is named at every start
+    /// until it is removed: its transactions belong to the file replaced (review of round 40's fix).
+    @Test func aLogSetAsideIsNamedAtStart() async throws {
+        let directory = Self.temporaryDirectory()
+        let first = try await Self.launch(directory: directory)
+        await first.stop()
+        let aside = directory + "/allot.sqlite-wal.of-replaced-1795000000000"
+        try Data("pages of another file".utf8).write(to: URL(fileURLWithPath: aside))
+        let sink = CapturingLogSink()
+        let service = try await AllotService.start(
+            ServeConfiguration(port: 0, dataDirectory: directory, policies: .embedded, dev: true),
+            clock: ManualClock(now: Self.start + 60), logger: Logger(label: "test", sink: sink))
+        await service.shutdown(gracePeriod: .seconds(1))
+        let warnings = sink.lines.filter { $0.contains("a write-ahead log set aside") }
+        #expect(warnings.count == 1)
+        #expect(warnings.first?.contains("\"file\":\"\(aside)\"") == true, "\(warnings)")
+    }
+
     /// A database that refuses writes fails readiness, though it still reads (round 13: another process holding
     /// the write lock failed every ingest with 503 while `/readyz` said the database was ok). A full disk here:
     /// `max_page_count` at the file's size makes every write fail with SQLITE_FULL at once.
