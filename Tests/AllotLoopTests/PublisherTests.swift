@@ -231,6 +231,36 @@ import Testing
         await harness.close()
     }
 
+    /// A gateway waiting in a long-poll is in contact however long ago the poll began, and its last contact is when
+    /// it was answered (outside evaluation round 40: after the service was stopped for 45 s, a gateway held in a
+    /// long-poll across the stop was alerted as silent for "45.11 s").
+    @Test func aGatewayWaitingInALongPollIsNotSilent() async throws {
+        let harness = try LoopHarness()
+        try await harness.open()
+        await harness.tick()
+        let publisher = harness.publisher
+        let policy = loopPolicy()
+        let asked = harness.clock.now
+        let poll = Task { await publisher.poll(gateway: "gw-1", condition: SnapshotCondition.parse("\"1\""), wait: 60) }
+        await waitForWatchers(publisher, 1)
+        await harness.clock.waitForSleepers(1)
+        // Looked at as from 100 s on (longer than gateway_lag_s 30 since the poll began): still waiting, not silent.
+        let waiting = try #require(publisher.gatewayStatuses(now: asked + 100, policy: policy).first)
+        #expect(waiting.sinceContactSeconds == 0)
+        #expect(waiting.state == .current)
+        harness.clock.advance(by: 60)
+        guard case .notModified = await poll.value else {
+            Issue.record("expected 304")
+            return
+        }
+        // Answered at 60 s: silent from then on.
+        let answered = try #require(publisher.gatewayStatuses(now: asked + 100, policy: policy).first)
+        #expect(answered.lastContact == asked + 60)
+        #expect(answered.sinceContactSeconds == 40)
+        #expect(answered.state == .silent)
+        await harness.close()
+    }
+
     @Test func longPollTimesOutWithNotModified() async throws {
         let harness = try LoopHarness()
         try await harness.open()

@@ -520,16 +520,19 @@ public actor AllocationPublisher {
             // this hold for a version whose lease has run out (a drain): that one is for every gateway to take.
             if registers, enforcing != nil, let gateway, !current.plans(gateway), current.expiresAt > now {
                 guard wait > 0, !board.isShutDown else { return .notModified(current) }
-                guard let newer = await next(after: current.version, until: now + wait, for: gateway, holding: holding)
+                guard
+                    let newer = await next(
+                        after: current.version, until: now + wait, for: gateway, holding: holding, recorded: recorded)
                 else { return .notModified(board.current ?? current) }
                 return .modified(newer, body: newer.body(forGateway: gateway))
             }
             return .modified(current, body: current.body(forGateway: gateway))
         }
         guard wait > 0, !board.isShutDown else { return .notModified(current) }
-        guard let newer = await next(after: current.version, until: now + wait, for: gateway, holding: holding) else {
-            return .notModified(board.current ?? current)
-        }
+        guard
+            let newer = await next(
+                after: current.version, until: now + wait, for: gateway, holding: holding, recorded: recorded)
+        else { return .notModified(board.current ?? current) }
         return .modified(newer, body: newer.body(forGateway: gateway))
     }
 
@@ -557,8 +560,12 @@ public actor AllocationPublisher {
     /// (outside evaluation round 22: 901 rpm → 2 rpm for a version, 9 runs of 9). A version whose lease has run out
     /// (a drain) is for every gateway.
     private nonisolated func next(
-        after version: Int64, until deadline: Double, for gateway: String?, holding: Bool
+        after version: Int64, until deadline: Double, for gateway: String?, holding: Bool, recorded: Bool
     ) async -> PublishedSnapshot? {
+        // A recorded gateway waiting here is in contact until it is answered (`gateway_lag` counts no silence).
+        let waiting = recorded ? gateway : nil
+        if let waiting { registry.beginWaiting(waiting) }
+        defer { if let waiting { registry.endWaiting(waiting, now: clock.now) } }
         var after = version
         while let newer = await board.wait(after: after, until: deadline, clock: clock) {
             guard holding, let gateway, !newer.plans(gateway), newer.expiresAt > clock.now, !board.isShutDown else {
@@ -591,6 +598,7 @@ public actor AllocationPublisher {
     {
         let current = board.current
         let refresh = policy.loop.intervalSeconds
+        let waiting = registry.waitingGateways
         return registry.contacts.map { contact in
             var lagVersions: Int64?
             var lagSeconds: Double?
@@ -605,7 +613,8 @@ public actor AllocationPublisher {
                         max(0, now - max($0, contact.firstContact))
                     } ?? 0
             }
-            let silence = max(0, now - contact.lastContact)
+            // A gateway waiting in a long-poll is in contact.
+            let silence = waiting.contains(contact.id) ? 0 : max(0, now - contact.lastContact)
             let state: GatewayStatus.State
             if silence >= policy.alerts.gatewayLagSeconds {
                 state = .silent

@@ -74,6 +74,10 @@ final class GatewayRegistry: Sendable {
         var left: [String: Double] = [:]
         /// Left gateways whose saved contact is still to be marked left (at the next checkpoint).
         var unsaved: Set<String> = []
+        /// Per gateway, its long-polls waiting now: a gateway waiting for the next version is in contact, however
+        /// long ago its poll began (outside evaluation round 40: after the service was stopped for 45 s, a gateway
+        /// held in a long-poll across the stop was alerted as silent).
+        var waiting: [String: Int] = [:]
     }
 
     private let state = Locked(State())
@@ -169,6 +173,27 @@ final class GatewayRegistry: Sendable {
 
     var barrier: Barrier? { state.withLock { $0.barrier } }
 
+    /// A long-poll of `gateway` begins waiting.
+    func beginWaiting(_ gateway: String) {
+        state.withLock { $0.waiting[gateway, default: 0] += 1 }
+    }
+
+    /// A long-poll of `gateway` is answered at `now`: its last contact, since it was waiting until then.
+    func endWaiting(_ gateway: String, now: Double) {
+        state.withLock { state in
+            if let count = state.waiting[gateway] { state.waiting[gateway] = count > 1 ? count - 1 : nil }
+            guard var contact = state.contacts[gateway], now > contact.lastContact else { return }
+            contact.lastContact = now
+            state.contacts[gateway] = contact
+            state.dirty.insert(gateway)
+        }
+    }
+
+    /// Gateways with a long-poll waiting now.
+    var waitingGateways: Set<String> {
+        state.withLock { Set($0.waiting.keys) }
+    }
+
     /// Every contact, sorted by id.
     var contacts: [GatewayContact] {
         state.withLock { $0.contacts.values.sorted { $0.id < $1.id } }
@@ -182,7 +207,11 @@ final class GatewayRegistry: Sendable {
             var active: [String] = []
             var gone = Set(state.left.keys)
             for contact in state.contacts.values {
-                if contact.lastContact >= since { active.append(contact.id) } else { gone.insert(contact.id) }
+                if contact.lastContact >= since || state.waiting[contact.id] != nil {
+                    active.append(contact.id)
+                } else {
+                    gone.insert(contact.id)
+                }
             }
             return (active.sorted(), gone)
         }
