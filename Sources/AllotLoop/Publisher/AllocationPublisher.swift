@@ -562,10 +562,10 @@ public actor AllocationPublisher {
     private nonisolated func next(
         after version: Int64, until deadline: Double, for gateway: String?, holding: Bool, recorded: Bool
     ) async -> PublishedSnapshot? {
-        // A recorded gateway waiting here is in contact until it is answered (`gateway_lag` counts no silence).
+        // A recorded gateway waiting here is not silent until it is answered (no `gateway_lag` meanwhile).
         let waiting = recorded ? gateway : nil
         if let waiting { registry.beginWaiting(waiting) }
-        defer { if let waiting { registry.endWaiting(waiting, now: clock.now) } }
+        defer { if let waiting { registry.endWaiting(waiting) } }
         var after = version
         while let newer = await board.wait(after: after, until: deadline, clock: clock) {
             guard holding, let gateway, !newer.plans(gateway), newer.expiresAt > clock.now, !board.isShutDown else {

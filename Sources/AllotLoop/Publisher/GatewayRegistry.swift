@@ -74,9 +74,9 @@ final class GatewayRegistry: Sendable {
         var left: [String: Double] = [:]
         /// Left gateways whose saved contact is still to be marked left (at the next checkpoint).
         var unsaved: Set<String> = []
-        /// Per gateway, its long-polls waiting now: a gateway waiting for the next version is in contact, however
+        /// Per gateway, its long-polls waiting now: a gateway waiting for the next version is not silent, however
         /// long ago its poll began (outside evaluation round 40: after the service was stopped for 45 s, a gateway
-        /// held in a long-poll across the stop was alerted as silent).
+        /// held in a long-poll across the stop was alerted as silent). The split goes by the last contact alone.
         var waiting: [String: Int] = [:]
     }
 
@@ -178,14 +178,12 @@ final class GatewayRegistry: Sendable {
         state.withLock { $0.waiting[gateway, default: 0] += 1 }
     }
 
-    /// A long-poll of `gateway` is answered at `now`: its last contact, since it was waiting until then.
-    func endWaiting(_ gateway: String, now: Double) {
+    /// A long-poll of `gateway` is answered (or ends). Its last contact stays when the poll began: a gateway that
+    /// crashed during the wait is no closer to being re-split than before (``partition(activeSince:)`` does not count
+    /// waiting), and a live one polls again at once.
+    func endWaiting(_ gateway: String) {
         state.withLock { state in
             if let count = state.waiting[gateway] { state.waiting[gateway] = count > 1 ? count - 1 : nil }
-            guard var contact = state.contacts[gateway], now > contact.lastContact else { return }
-            contact.lastContact = now
-            state.contacts[gateway] = contact
-            state.dirty.insert(gateway)
         }
     }
 
@@ -207,11 +205,7 @@ final class GatewayRegistry: Sendable {
             var active: [String] = []
             var gone = Set(state.left.keys)
             for contact in state.contacts.values {
-                if contact.lastContact >= since || state.waiting[contact.id] != nil {
-                    active.append(contact.id)
-                } else {
-                    gone.insert(contact.id)
-                }
+                if contact.lastContact >= since { active.append(contact.id) } else { gone.insert(contact.id) }
             }
             return (active.sorted(), gone)
         }
