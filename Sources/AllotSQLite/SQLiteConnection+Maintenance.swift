@@ -155,6 +155,7 @@ extension SQLiteConnection {
         clock_gettime(CLOCK_REALTIME, &now)
         let aside = "\(log).of-replaced-\(Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000)"
         guard rename(log, aside) == 0 else { return nil }
+        logSetAside = aside
         return "another file is at that path now, so its write-ahead log, which belongs to the file this process had "
             + "open, was moved to \(aside) rather than be replayed over it"
     }
@@ -171,8 +172,10 @@ extension SQLiteConnection {
         if let detail { message += "; " + detail }
         // The connection keeps the old file; reopening by itself could land on an empty or older database.
         message +=
-            "; put the file back if it was moved and restart the process to open the file now at that path "
-            + "(without it a restart refuses to start while the write-ahead log is there)"
+            logSetAside != nil
+            ? "; restart the process to open the file now at that path"
+            : "; put the file back if it was moved and restart the process to open the file now at that path "
+                + "(without it a restart refuses to start while the write-ahead log is there)"
         return SQLiteError(code: SQLiteError.readOnlyDatabaseMoved, message: message)
     }
 

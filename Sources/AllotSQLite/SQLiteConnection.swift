@@ -30,6 +30,8 @@ public final class SQLiteConnection {
     /// The write-ahead log this connection last committed to (device and inode of `path-wal`): the one it owns, which
     /// ``setAsideLogOfReplacedDatabase()`` alone may move.
     var committedLog: (device: UInt64, inode: UInt64)?
+    /// Where ``setAsideLogOfReplacedDatabase()`` moved that log, once it has.
+    var logSetAside: String?
     /// A nested savepoint could not be rolled back: the outer transaction must not commit.
     var transactionPoisoned = false
 
