@@ -128,9 +128,11 @@ public actor LoopRunner {
         var restoreAlerts: [LoopAlert] = []
 
         let contacts = try await stateStore.contacts()
-        let lastDrainAudit = try await AuditLog(pool: store.pool).entries(AuditQuery(action: "drain", limit: 1)).first
+        let audit = AuditLog(pool: store.pool)
         do {
-            try await publisher.restore(contacts: contacts, lastDrainAudit: lastDrainAudit)
+            try await publisher.restore(contacts: contacts) {
+                try await audit.entries(AuditQuery(action: "drain", limit: 1)).first
+            }
         } catch let error as LoopStateError {
             logger.error(
                 "the last snapshot cannot be read; serving nothing until the first tick",

@@ -115,13 +115,14 @@ public actor AllocationPublisher {
     /// The version sequence continues above the newest stored version even when that snapshot
     /// cannot be decoded (the error is then thrown, and nothing is served until the first tick).
     ///
-    /// - Parameter lastDrainAudit: The newest `drain.start` or `drain.end` audit record. A drain version followed by
-    ///   a `drain.end` record was ended by a release before 2026-11-30, which persisted the end only in the audit log
-    ///   (outside evaluation round 39, M3: after an upgrade the drain came back); it is not restored.
+    /// - Parameter lastDrainAudit: Reads the newest `drain.start` or `drain.end` audit record, asked only when the last
+    ///   version is a drain. A drain version followed by a `drain.end` record was ended by a release before
+    ///   2026-11-30, which persisted the end only in the audit log (outside evaluation round 39, M3: after an upgrade
+    ///   the drain came back); it is not restored.
     /// - Returns: The snapshot now served, or nil when none was ever published.
     @discardableResult
     public func restore(
-        contacts: [GatewayContactRecord] = [], lastDrainAudit: AuditEntry? = nil
+        contacts: [GatewayContactRecord] = [], lastDrainAudit: @Sendable () async throws -> AuditEntry? = { nil }
     ) async throws -> PublishedSnapshot? {
         registry.restore(contacts)
         nextVersion = max(nextVersion, try await store.newestVersion() + 1)
@@ -133,7 +134,7 @@ public actor AllocationPublisher {
         // published a normal lease, and gateways drained for maintenance were back on their allocations).
         if record.kind == .drain {
             let since = content.snapshot.generatedAt
-            if let audit = lastDrainAudit, audit.action == "drain.end",
+            if let audit = try await lastDrainAudit(), audit.action == "drain.end",
                 audit.atMs >= EpochTime.milliseconds(fromSeconds: since)
             {
                 logger.notice(
@@ -613,7 +614,7 @@ public actor AllocationPublisher {
                         max(0, now - max($0, contact.firstContact))
                     } ?? 0
             }
-            // A gateway waiting in a long-poll is in contact.
+            // A gateway waiting in a long-poll is not silent.
             let silence = waiting.contains(contact.id) ? 0 : max(0, now - contact.lastContact)
             let state: GatewayStatus.State
             if silence >= policy.alerts.gatewayLagSeconds {

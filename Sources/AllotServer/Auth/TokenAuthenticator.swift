@@ -39,7 +39,7 @@ public final class TokenAuthenticator: Authenticator {
     }
 
     /// What one lookup of a hash found.
-    fileprivate enum Lookup: Sendable {
+    private enum Lookup: Sendable {
         case found(Principal)
         case revoked
         case unknown
@@ -63,8 +63,9 @@ public final class TokenAuthenticator: Authenticator {
     /// neither caches what it read nor vouches for the token afterwards. One lock, so that the check and the write
     /// are one step.
     private let cache = Mutex<(entries: [String: Cached], generation: Int)>(([:], 0))
-    /// The lookup running for each hash, shared by the requests that wait for it.
+    /// The lookup running for each hash, shared by the requests that wait for it, and the generation it began at.
     private let flights = Mutex<[String: Flight]>([:])
+    private typealias Flight = (lookup: SharedResult<Lookup>, generation: Int)
     private static let maxCached = 10_000
     /// Lookups running at once at most: while the database stalls none finishes, and tokens never seen (a guess is
     /// enough to be well-formed) would each add one (review of round 40's fix); beyond, a token not cached gets `503`
@@ -126,7 +127,7 @@ public final class TokenAuthenticator: Authenticator {
                 full = true
                 break
             }
-            outcome = await flight.wait(seconds: cached == nil ? lookupTimeoutSeconds : staleGraceSeconds)
+            outcome = await flight.lookup.wait(seconds: cached == nil ? lookupTimeoutSeconds : staleGraceSeconds)
             guard case .found = outcome, cache.withLock({ $0.generation }) != flight.generation else { break }
             outcome = .unavailable
         }
@@ -154,7 +155,7 @@ public final class TokenAuthenticator: Authenticator {
                     ? "cannot check the token now: \(Self.maxFlights) lookups are waiting for the database"
                     : outcome == nil
                         ? "cannot check the token now: the database has not answered for "
-                            + "\(seconds(cached == nil ? lookupTimeoutSeconds : staleGraceSeconds)) s"
+                            + "\(formattedSeconds(cached == nil ? lookupTimeoutSeconds : staleGraceSeconds)) s"
                         : "cannot check the token now: the database is unavailable")
         }
     }
@@ -166,15 +167,15 @@ public final class TokenAuthenticator: Authenticator {
         let (flight, started) = flights.withLock { flights -> (Flight?, Bool) in
             if let running = flights[hash], running.generation == generation { return (running, false) }
             guard flights.count < Self.maxFlights || flights[hash] != nil else { return (nil, false) }
-            let flight = Flight(generation: generation)
+            let flight = (lookup: SharedResult<Lookup>(), generation: generation)
             flights[hash] = flight
             return (flight, true)
         }
         if let flight, started {
             Task { [self] in
-                flight.finish(await read(hash, now: now, generation: flight.generation))
+                flight.lookup.finish(await read(hash, now: now, generation: flight.generation))
                 flights.withLock { flights in
-                    if flights[hash] === flight { flights[hash] = nil }
+                    if flights[hash]?.lookup === flight.lookup { flights[hash] = nil }
                 }
             }
         }
@@ -239,60 +240,8 @@ public final class TokenAuthenticator: Authenticator {
         }
     }
 
-    private func seconds(_ value: Double) -> String {
-        value == value.rounded() && abs(value) < 1e9 ? String(Int(value)) : String(value)
-    }
-
     private func refuse(_ reason: String, _ message: String) -> HTTPError {
         failures?.labels([reason]).increment()
         return HTTPError.unauthorized(message, code: reason == "missing" ? "unauthorized" : "invalid_token")
-    }
-}
-
-/// One lookup of a hash, shared by the requests waiting for it, each for at most its own deadline: a request that
-/// gives up leaves nothing waiting behind it (the lookup itself may still be blocked in SQLite, and its answer then
-/// fills the cache).
-private final class Flight: Sendable {
-    private typealias Waiter = CheckedContinuation<TokenAuthenticator.Lookup?, Never>
-
-    let generation: Int
-    private let state = Mutex<(outcome: TokenAuthenticator.Lookup?, waiters: [Int: Waiter], next: Int)>((nil, [:], 0))
-
-    init(generation: Int) {
-        self.generation = generation
-    }
-
-    func finish(_ outcome: TokenAuthenticator.Lookup) {
-        let waiters = state.withLock { state in
-            state.outcome = outcome
-            defer { state.waiters = [:] }
-            return state.waiters
-        }
-        for waiter in waiters.values { waiter.resume(returning: outcome) }
-    }
-
-    /// The outcome, or nil when it has not come within `seconds` of real time.
-    func wait(seconds: Double) async -> TokenAuthenticator.Lookup? {
-        if let outcome = state.withLock({ $0.outcome }) { return outcome }
-        return await withCheckedContinuation { continuation in
-            let id = state.withLock { state -> Int? in
-                guard state.outcome == nil else { return nil }
-                state.next += 1
-                state.waiters[state.next] = continuation
-                return state.next
-            }
-            guard let id else {
-                continuation.resume(returning: state.withLock { $0.outcome })
-                return
-            }
-            Task { [state = self] in
-                try? await Task.sleep(for: .seconds(min(max(0, seconds), 86_400)))
-                state.expire(id)
-            }
-        }
-    }
-
-    private func expire(_ id: Int) {
-        state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(returning: nil)
     }
 }

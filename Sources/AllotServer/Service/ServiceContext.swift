@@ -59,26 +59,33 @@ public final class ServiceContext: Sendable {
     }
 }
 
-/// `/readyz`'s read of the database, one at a time: while the disk stalls, each call joins the probe already waiting
-/// instead of queueing another behind it (review of round 40).
+/// `/readyz`'s read of the database, one at a time: while the disk stalls, each call waits for the probe already
+/// running instead of queueing another behind it (review of round 40).
 final class ReadinessProbe: Sendable {
-    private let running = Mutex<Task<SQLiteError?, Never>?>(nil)
+    private let running = Mutex<SharedResult<SQLiteError?>?>(nil)
 
-    /// The probe running now, or a new one on `reader`: nil when the database answered, its error otherwise.
-    func start(on reader: DatabaseQueue) -> Task<SQLiteError?, Never> {
-        running.withLock { running in
-            if let running { return running }
-            let task = Task { [self] () -> SQLiteError? in
-                defer { self.running.withLock { $0 = nil } }
+    /// What a read on `reader` found — nil when the database answered, its error otherwise — or nil when it did not
+    /// answer within `seconds` of real time.
+    func result(on reader: DatabaseQueue, within seconds: Double) async -> SQLiteError?? {
+        let (probe, started) = running.withLock { running -> (SharedResult<SQLiteError?>, Bool) in
+            if let running { return (running, false) }
+            let probe = SharedResult<SQLiteError?>()
+            running = probe
+            return (probe, true)
+        }
+        if started {
+            Task { [self] in
                 do throws(SQLiteError) {
                     try await reader.access { (connection) throws(SQLiteError) in try connection.probe() }
-                    return nil
+                    probe.finish(nil)
                 } catch {
-                    return error
+                    probe.finish(error)
+                }
+                running.withLock { running in
+                    if running === probe { running = nil }
                 }
             }
-            running = task
-            return task
         }
+        return await probe.wait(seconds: seconds)
     }
 }

@@ -53,17 +53,15 @@ enum ServiceRoutes {
     static func readiness(_ context: ServiceContext) async -> HTTPResponse {
         var checks = JSONObject()
         var ready = true
-        // A stalled disk blocks the probe inside SQLite: answered after a second rather than never (outside
-        // evaluation round 40: `/readyz` hung for the whole of a frozen filesystem's stall).
-        let probe = context.readinessProbe.start(on: context.pool.reader)
-        // The reader reads on under another process's write lock (WAL): the writer's last failure says whether
-        // writes work (round 13: a held lock failed every ingest with 503 while this check said ok).
+        // A stalled disk blocks the probe inside SQLite: reported after `readinessProbeSeconds` rather than never
+        // answered (outside evaluation round 40: `/readyz` hung for the whole of a frozen filesystem's stall). The
+        // reader reads on under another process's write lock (WAL): the writer's last failure says whether writes
+        // work (round 13: a held lock failed every ingest with 503 while this check said ok).
         let deadline = context.configuration.readinessProbeSeconds
-        switch await Deadline.value(of: probe, within: deadline) {
+        switch await context.readinessProbe.result(on: context.pool.reader, within: deadline) {
         case nil:
             ready = false
-            let shown = deadline == deadline.rounded() && abs(deadline) < 1e9 ? String(Int(deadline)) : String(deadline)
-            let message = "the database has not answered a read for \(shown) s (a stalled disk?)"
+            let message = "the database has not answered a read for \(formattedSeconds(deadline)) s (a stalled disk?)"
             checks["database"] = ["ok": false, "error": .string(message)]
         case .some(let failure?):
             ready = false
@@ -115,8 +113,8 @@ enum ServiceRoutes {
     /// `/readyz`'s words for a loop that has not ticked for `seconds` (``LoopRunner/stall(now:)``), naming a wall
     /// clock that stepped back `wallClockBehind` seconds since the last tick.
     static func stallMessage(seconds: Double, intervalSeconds: Double, wallClockBehind: Double?) -> String {
-        let shown = intervalSeconds == intervalSeconds.rounded() ? String(Int(intervalSeconds)) : String(intervalSeconds)
-        var message = "no tick has completed for \(Int(seconds)) s (loop.interval_s \(shown))"
+        var message =
+            "no tick has completed for \(Int(seconds)) s (loop.interval_s \(formattedSeconds(intervalSeconds)))"
         if let behind = wallClockBehind {
             message += "; the wall clock stepped back \(Int(behind.rounded())) s since the last tick, and the "
                 + "loop waits until it reaches the next tick's time again"
@@ -139,4 +137,9 @@ enum ServiceRoutes {
         }
         return HTTPResponse(status: .ok, headers: ["Content-Type": contentType], body: file.bytes)
     }
+}
+
+/// Seconds in messages: a whole number without decimals (`5`, not `5.0`), others as they are (`0.05`).
+func formattedSeconds(_ value: Double) -> String {
+    value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
 }
