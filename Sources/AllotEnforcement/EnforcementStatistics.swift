@@ -58,8 +58,14 @@ public struct EnforcementStatus: Sendable, Equatable {
     public var version: Int64?
     /// True once the lease expired: the `fallback` floors are enforced.
     public var inFallback: Bool
-    /// The lease end of the enforced snapshot.
+    /// The lease end of the enforced snapshot (its `expires_at`: Allot's instant).
     public var expiresAt: Double?
+    /// The same on the gateway's clock (nil in fallback): `expiresAt` less ``serverClockOffset`` when that is beyond a
+    /// second.
+    public var leaseEnd: Double?
+    /// Allot's clock minus the gateway's, seconds, as last measured on a poll's answer; nil before one, or from a
+    /// server that sends no `Allot-Server-Time`.
+    public var serverClockOffset: Double?
     public var policyVersion: String?
     /// Requests waiting in the admission queue.
     public var queueLength: Int

@@ -92,6 +92,16 @@ public final class Enforcer: @unchecked Sendable {
         mutate(now) { state, effects in state.apply(snapshot, now: now, effects: &effects) }
     }
 
+    /// Takes Allot's clock as read in an answer that arrived at `now` (`Allot-Server-Time`; nil when the server
+    /// sends none): the enforced lease, and the next, run until Allot's clock reaches their `expires_at`, whatever
+    /// the gateway's clock reads (clocks within a second of each other change nothing). A lease that ended by the
+    /// gateway's clock alone is enforced again; one that ends sooner by Allot's ends then.
+    public func observeServerClock(_ serverTime: Double?, now: Double) {
+        mutate(now) { state, effects in
+            state.observeServerClock(offset: serverTime.map { $0 - now }, now: now, effects: &effects)
+        }
+    }
+
     /// The enforced snapshot's version: what the snapshot client sends in `If-None-Match`.
     public var enforcedVersion: Int64? {
         lock.withLock { state.table.version }
@@ -109,7 +119,8 @@ public final class Enforcer: @unchecked Sendable {
             state.checkLease(now: now, effects: &effects)
             return EnforcementStatus(
                 version: state.table.version, inFallback: state.table.inFallback,
-                expiresAt: state.table.snapshot?.expiresAt, policyVersion: state.table.snapshot?.policyVersion,
+                expiresAt: state.table.snapshot?.expiresAt, leaseEnd: state.leaseEnd,
+                serverClockOffset: state.measuredServerOffset, policyVersion: state.table.snapshot?.policyVersion,
                 queueLength: state.queue.count, inFlight: state.tickets.count, trackedTenants: state.states.count,
                 trackedTasks: state.tasks.count,
                 brakes: state.brakes)
@@ -222,8 +233,8 @@ public final class Enforcer: @unchecked Sendable {
                 limits: policy.limits, listed: state.table.tenants[key] != nil, shadow: policy.shadow,
                 rpm: tenantState.rpm, tpm: tenantState.tpm, inFlight: tenantState.inFlight,
                 queued: state.queueAccounts[key]?.waiting.total ?? 0,
-                creditCalls: tenantState.credit?.calls(at: now) ?? 0,
-                creditTokens: tenantState.credit?.tokens(at: now) ?? 0)
+                creditCalls: tenantState.credit?.calls(at: state.serverNow(now)) ?? 0,
+                creditTokens: tenantState.credit?.tokens(at: state.serverNow(now)) ?? 0)
         }
     }
 }

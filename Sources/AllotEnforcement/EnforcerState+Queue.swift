@@ -548,7 +548,7 @@ extension EnforcerState {
     /// The earliest instant at which the queue or the lease needs attention: a waiter's refill time or
     /// deadline, or the lease end. nil when nothing is pending.
     func nextWakeTime() -> Double? {
-        let next = min(table.leaseEnd ?? .infinity, queue.isEmpty ? .infinity : queueWake)
+        let next = min(leaseEnd ?? .infinity, queue.isEmpty ? .infinity : queueWake)
         return next.isFinite ? next : nil
     }
 }

@@ -601,6 +601,14 @@ struct EnforcerState {
     /// The latest instant seen (``noticeClock(_:monotonic:)``), and the steady clock's reading with it.
     var latestNow = -Double.infinity
     var latestMonotonic: Double?
+    /// Allot's clock minus the gateway's, seconds, as last measured (``observeServerClock(offset:now:effects:)``); nil
+    /// before a measure, or when the server sends no time.
+    var measuredServerOffset: Double?
+    /// The offset Allot's instants are read with (leases, burst credits): ``measuredServerOffset`` when it is beyond
+    /// ``serverClockTolerance``, else 0, so that clocks in step (and transports that send no time) change nothing.
+    var serverOffset = 0.0
+    /// The offset last reported as a ``GatewayEvent/serverClock(offset:)`` event.
+    var reportedServerOffset = 0.0
 
     /// False when nobody receives telemetry: the events are then not even built.
     let reportsTelemetry: Bool
@@ -616,6 +624,51 @@ struct EnforcerState {
     /// back (an hour: servers and gateways on NTP are within a second; a stray may be dated year 9999).
     static let futureTolerance = 3_600.0
 
+    /// How far Allot's clock may be from the gateway's before leases are judged on Allot's (seconds): a measure is
+    /// late by the answer's way back over the network, so clocks in step read a few milliseconds apart.
+    static let serverClockTolerance = 1.0
+
+    /// The offset leases are judged by for a measured one: 0 within the tolerance.
+    static func appliedServerOffset(_ measured: Double) -> Double {
+        abs(measured) > serverClockTolerance ? measured : 0
+    }
+
+    /// Allot's clock as the gateway reads it at `now`.
+    func serverNow(_ now: Double) -> Double { now + serverOffset }
+
+    /// The enforced lease's end on the gateway's clock: the instant Allot's clock reaches `expires_at`.
+    var leaseEnd: Double? { table.leaseEnd.map { $0 - serverOffset } }
+
+    /// Takes a measure of Allot's clock: `offset` is Allot's time in an answer (`Allot-Server-Time`) minus the
+    /// gateway's when the answer arrived (nil: the server sent none). A lease runs until Allot's clock reaches its
+    /// `expires_at` whatever the gateway's clock reads (round 40 F10: the server's clock stepped back 120 s, its
+    /// loop waited for it to come round, and gateways judging leases on their own clocks fell to their floors;
+    /// a gateway whose clock runs ahead of Allot's by more than a lease enforced every snapshot as expired). So
+    /// a lease judged over on the gateway's clock alone is live again, and one that runs out sooner by Allot's
+    /// ends sooner.
+    mutating func observeServerClock(offset: Double?, now: Double, effects: inout Effects) {
+        guard offset?.isFinite ?? true else { return }
+        measuredServerOffset = offset
+        let applied = offset.map(Self.appliedServerOffset) ?? 0
+        guard applied != serverOffset else { return }
+        serverOffset = applied
+        let moved = abs(applied - reportedServerOffset) > Self.serverClockTolerance
+        if moved || (applied == 0) != (reportedServerOffset == 0) {
+            reportedServerOffset = applied
+            effects.events.append(.serverClock(offset: applied))
+        }
+        if table.inFallback, let snapshot = table.snapshot, !snapshot.bornExpired, serverNow(now) < snapshot.expiresAt {
+            install(LimitTable.lease(snapshot, configuration), at: now)
+            statistics.snapshotsApplied += 1
+            effects.events.append(.snapshotApplied(version: snapshot.version, previous: snapshot.version))
+            collectIdle(now: now)
+            pump(now: now, effects: &effects)
+        } else {
+            checkLease(now: now, effects: &effects)
+        }
+        if let end = leaseEnd, armedWake.map({ end < $0 }) ?? true { effects.wakeEarlier = true }
+    }
+
     /// How far back the clock must step before the buckets are rebased: below it, instants out of order by a
     /// little (callers reading the clock before taking the lock) change nothing.
     static let clockStepTolerance = 1.0
@@ -626,9 +679,10 @@ struct EnforcerState {
     /// tenant for that hour). The queue's own instants move back by the step: a waiter's maximum wait, the wait
     /// report, the lanes' next looks (round 32: an interactive call that may wait 5 s was still queued 40 s
     /// after a step back of an hour, and would have been for the hour). Leases and task deadlines are the
-    /// server's and the caller's instants, and stay; so does a waiter's rank among its tenant's calls (its task's
-    /// start, or its arrival for a call without one): a call arriving after the step ranks ahead of the tenant's calls
-    /// without a task that waited through it, until they leave (their maximum wait at most).
+    /// server's and the caller's instants, and stay (a measured offset of Allot's clock grows by the step, so a
+    /// lease still ends when Allot's clock reaches its `expires_at`); so does a waiter's rank among its tenant's
+    /// calls (its task's start, or its arrival for a call without one): a call arriving after the step ranks ahead
+    /// of the tenant's calls without a task that waited through it, until they leave (their maximum wait at most).
     ///
     /// `monotonic`: seconds on a clock that is never stepped, read with `now`. The step is measured from where the
     /// wall clock should be, the latest instant plus the steady time since it; without it, from the latest instant,
@@ -644,7 +698,14 @@ struct EnforcerState {
         }
         var expected = latestNow
         if let monotonic, let before = latestMonotonic, monotonic > before { expected += monotonic - before }
-        shiftInstants(by: min(0, now - expected))
+        let step = min(0, now - expected)
+        shiftInstants(by: step)
+        // Allot's clock did not move with ours: it is now further ahead of it by the step (the next poll measures it
+        // again).
+        if let measured = measuredServerOffset {
+            measuredServerOffset = measured - step
+            serverOffset = Self.appliedServerOffset(measured - step)
+        }
         latestNow = now
         latestMonotonic = monotonic
         for index in states.indices { states.values[index].rebase(to: now) }
@@ -692,10 +753,10 @@ struct EnforcerState {
     /// Switches to `fallback` if the lease has ended by `now`. The buckets are retuned at the expiry instant,
     /// not at `now`, so the result does not depend on when the expiry is noticed.
     mutating func checkLease(now: Double, effects: inout Effects) {
-        guard let end = table.leaseEnd, now >= end, let snapshot = table.snapshot else { return }
+        guard let end = leaseEnd, now >= end, let snapshot = table.snapshot else { return }
         install(LimitTable.fallback(snapshot, configuration), at: end)
         statistics.leaseExpiries += 1
-        effects.events.append(.leaseExpired(version: snapshot.version, expiresAt: end))
+        effects.events.append(.leaseExpired(version: snapshot.version, expiresAt: snapshot.expiresAt))
     }
 
     /// Replaces the limits in force, retuning every known tenant's buckets at `instant` (no refill).
@@ -768,7 +829,8 @@ struct EnforcerState {
             // On its fallback (the enforced lease ended), a gateway takes a lower version whose lease is live: the
             // server's history went back (restored from a backup) and a live allocation beats the floors. Before,
             // a fleet stayed on its floors until the server's versions passed theirs again (round 14).
-            let serverWentBack = table.inFallback && now < snapshot.expiresAt
+            let serverNow = serverNow(now)
+            let serverWentBack = table.inFallback && serverNow < snapshot.expiresAt
             // Nor is a lower version the server generated after the one enforced (by its own clock) stale: its
             // history went back, or the enforced one was a stray (round 32: one response carrying version 2^62, from
             // a proxy or another deployment, had every real snapshot rejected until its lease ran out); a response
@@ -777,8 +839,8 @@ struct EnforcerState {
             // otherwise win, or, enforced, keep winning (``futureTolerance``).
             let enforcedAt = table.snapshot?.generatedAt ?? .infinity
             let generatedLater =
-                now < snapshot.expiresAt && snapshot.generatedAt <= now + Self.futureTolerance
-                && (snapshot.generatedAt > enforcedAt || enforcedAt > now + Self.futureTolerance)
+                serverNow < snapshot.expiresAt && snapshot.generatedAt <= serverNow + Self.futureTolerance
+                && (snapshot.generatedAt > enforcedAt || enforcedAt > serverNow + Self.futureTolerance)
             if snapshot.version < previous && !serverWentBack && !generatedLater {
                 statistics.snapshotsRejected += 1
                 let reason = "version \(snapshot.version) is below the enforced version \(previous)"
@@ -788,7 +850,7 @@ struct EnforcerState {
             }
             if snapshot.version == previous { return .unchanged }
         }
-        let expired = now >= snapshot.expiresAt
+        let expired = snapshot.bornExpired || serverNow(now) >= snapshot.expiresAt
         install(
             expired ? LimitTable.fallback(snapshot, configuration) : LimitTable.lease(snapshot, configuration),
             at: now)
@@ -800,7 +862,7 @@ struct EnforcerState {
         }
         collectIdle(now: now)
         pump(now: now, effects: &effects)
-        if let end = table.leaseEnd, armedWake.map({ end < $0 }) ?? true { effects.wakeEarlier = true }
+        if let end = leaseEnd, armedWake.map({ end < $0 }) ?? true { effects.wakeEarlier = true }
         return .applied
     }
 
@@ -971,8 +1033,9 @@ struct EnforcerState {
             let rpmFits = tenantState.rpm.admits(1, at: now)
             let tpmFits = tenantState.tpm.admits(amount, at: now)
             let credit = tenantState.credit
-            charge.rpmFromCredit = !rpmFits && (credit?.calls(at: now) ?? 0) >= 1
-            charge.tpmFromCredit = !tpmFits && (credit?.tokens(at: now) ?? 0) >= amount
+            // A credit's expiry is Allot's instant, like a lease's.
+            charge.rpmFromCredit = !rpmFits && (credit?.calls(at: serverNow(now)) ?? 0) >= 1
+            charge.tpmFromCredit = !tpmFits && (credit?.tokens(at: serverNow(now)) ?? 0) >= amount
             var rpmOK = rpmFits || charge.rpmFromCredit
             var tpmOK = tpmFits || charge.tpmFromCredit
             var lender: IdleCapacity?

@@ -41,6 +41,14 @@ public struct HTTPSnapshotTransport: SnapshotTransport {
     public func fetch(gateway: String, instance: String, knownVersion: Int64?, wait: Double)
         async throws(TransportError) -> SnapshotFetch
     {
+        try await exchange(gateway: gateway, instance: instance, knownVersion: knownVersion, wait: wait).fetch
+    }
+
+    /// The fetch, with Allot's time from the answer's `Allot-Server-Time` field (RFC 3339; nil when absent or
+    /// unreadable).
+    public func exchange(gateway: String, instance: String, knownVersion: Int64?, wait: Double)
+        async throws(TransportError) -> SnapshotExchange
+    {
         var url = baseURL + "/v1/snapshot?gateway=" + HTTPTransportSupport.percentEncoded(gateway)
         url += "&instance=" + HTTPTransportSupport.percentEncoded(instance)
         if wait > 0 { url += "&wait=" + HTTPTransportSupport.seconds(wait) }
@@ -54,15 +62,16 @@ public struct HTTPSnapshotTransport: SnapshotTransport {
             [url, headers] () async throws(HTTPClientError) -> HTTPClientResponse in
             try await client.get(url, headers: headers, timeout: timeout)
         }
+        let serverTime = response.headers[Snapshot.serverTimeField].flatMap { RFC3339.parse($0) }
         switch response.status.code {
         case 200:
             do {
-                return .snapshot(try Snapshot(decoding: response.body))
+                return SnapshotExchange(.snapshot(try Snapshot(decoding: response.body)), serverTime: serverTime)
             } catch {
                 throw TransportError(.invalidResponse, "the snapshot does not decode: \(error)", status: 200)
             }
         case 304:
-            return .notModified
+            return SnapshotExchange(.notModified, serverTime: serverTime)
         default:
             throw HTTPTransportSupport.statusError(response)
         }

@@ -187,3 +187,9 @@ struct LimitTable: Sendable {
         snapshot.refreshMs > 0 ? Double(snapshot.refreshMs) / 1_000 : configuration.defaultRetryAfter
     }
 }
+
+extension Snapshot {
+    /// Published with a lease that had already run out (`allot drain`: `expires_at` at `generated_at`): enforced as
+    /// its `fallback` whatever the clocks read, and never taken back as a lease (a clock stepped back after it).
+    var bornExpired: Bool { expiresAt <= generatedAt }
+}

@@ -8,6 +8,8 @@ import AllotTime
 /// - Admission never waits for it: the enforcer keeps enforcing the last good snapshot while a poll is
 ///   outstanding or failing, until that snapshot's `expires_at`, then its `fallback` (the enforcer switches by
 ///   itself; ``Gateway`` wakes it at the expiry instant and reports ``GatewayEvent/leaseExpired(version:expiresAt:)``).
+///   `expires_at` is Allot's instant: each answer's `Allot-Server-Time` tells the enforcer how far Allot's clock is
+///   from the gateway's (``Enforcer/observeServerClock(_:now:)``).
 /// - The version it sends is the one the enforcer enforces, which is what Allot records as the gateway's
 ///   version (lag and drift, `GET /v1/gateways`).
 /// - A snapshot with a lower version than the enforced one is refused (``SnapshotApplyResult/rejected(reason:)``).
@@ -153,9 +155,9 @@ public actor SnapshotClient {
     public func pollOnce() async -> PollResult {
         state.polls += 1
         let known = enforcer.enforcedVersion
-        let result: SnapshotFetch
+        let exchange: SnapshotExchange
         do {
-            result = try await transport.fetch(
+            exchange = try await transport.exchange(
                 gateway: gatewayID, instance: instanceID, knownVersion: known, wait: configuration.longPollWait)
         } catch {
             if Task.isCancelled { return .cancelled }
@@ -182,7 +184,9 @@ public actor SnapshotClient {
         state.lastContact = now
         state.consecutiveFailures = 0
         state.lastError = nil
-        switch result {
+        // Before the snapshot: its lease is judged on Allot's clock, as read in this answer.
+        enforcer.observeServerClock(exchange.serverTime, now: now)
+        switch exchange.fetch {
         case .notModified:
             state.notModified += 1
             return .notModified

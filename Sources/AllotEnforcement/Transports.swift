@@ -9,14 +9,40 @@ public protocol SnapshotTransport: Sendable {
     func fetch(gateway: String, instance: String, knownVersion: Int64?, wait: Double) async throws(TransportError)
         -> SnapshotFetch
 
+    /// The same fetch, with Allot's clock as its answer gives it (``SnapshotExchange/serverTime``): what
+    /// ``SnapshotClient`` calls. By default ``fetch(gateway:instance:knownVersion:wait:)``, with no time.
+    func exchange(gateway: String, instance: String, knownVersion: Int64?, wait: Double) async throws(TransportError)
+        -> SnapshotExchange
+
     /// Tells Allot that `gateway` (its run `instance`) is leaving (``Gateway/stop(timeout:)``), so its tenants' slices go to
     /// the other gateways at the next tick and it is not alerted on as silent (`DELETE /v1/gateways/{id}`).
     func leave(gateway: String, instance: String) async throws(TransportError)
 }
 
 extension SnapshotTransport {
+    public func exchange(
+        gateway: String, instance: String, knownVersion: Int64?, wait: Double
+    ) async throws(TransportError) -> SnapshotExchange {
+        SnapshotExchange(
+            try await fetch(gateway: gateway, instance: instance, knownVersion: knownVersion, wait: wait),
+            serverTime: nil)
+    }
+
     /// Nothing to tell (an in-process transport whose publisher sees the gateway stop some other way).
     public func leave(gateway: String, instance: String) async throws(TransportError) {}
+}
+
+/// A snapshot fetch's answer and when Allot gave it.
+public struct SnapshotExchange: Sendable, Equatable {
+    public var fetch: SnapshotFetch
+    /// Allot's clock when it answered, seconds since the epoch (the `Allot-Server-Time` response field); nil when
+    /// the server sends none (an in-process transport, a release before 2026-12).
+    public var serverTime: Double?
+
+    public init(_ fetch: SnapshotFetch, serverTime: Double?) {
+        self.fetch = fetch
+        self.serverTime = serverTime
+    }
 }
 
 /// The answer to a snapshot fetch.

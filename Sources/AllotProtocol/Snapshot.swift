@@ -7,6 +7,11 @@ import AllotTime
 /// `AllotEnforcement` (which decodes it), so both sides always agree on field names. Rates are
 /// per minute; `burst` is a token bucket's capacity. A snapshot is immutable once published.
 public struct Snapshot: Sendable, Equatable {
+    /// The response field of every `GET /v1/snapshot` answer (200 and 304) that carries Allot's clock as it answers, in
+    /// RFC 3339 with milliseconds: a gateway judges `expires_at` on Allot's clock rather than on its own (a clock
+    /// stepped on either side moves leases by nothing).
+    public static let serverTimeField = "Allot-Server-Time"
+
     /// Strictly increasing across publishes and restarts; also the HTTP `ETag`.
     public var version: Int64
     /// Seconds since the Unix epoch.

@@ -29,6 +29,7 @@ final class AllotStub: @unchecked Sendable {
     private var idempotencyKeys: [String?] = []
     private var leaveAnswers: [(status: Int, field: String?)] = []
     private var leaves: [String] = []
+    private var clockOffset: Double?
     let token: String
 
     init(token: String = "gw-secret") {
@@ -40,6 +41,15 @@ final class AllotStub: @unchecked Sendable {
             current = snapshot
             generation += 1
         }
+    }
+
+    /// With a value, every snapshot answer carries `Allot-Server-Time`: the system clock plus `offset` seconds (a
+    /// server whose clock is that far ahead of the gateway's); nil: no such field (a release before it).
+    func sendServerTime(offset: Double?) { lock.withLock { clockOffset = offset } }
+
+    private var serverTimeHeaders: HTTPHeaders {
+        guard let offset = lock.withLock({ clockOffset }) else { return [:] }
+        return [Snapshot.serverTimeField: RFC3339.format(SystemClock().now + offset)]
     }
 
     var snapshotRequests: [SnapshotRequest] { lock.withLock { seen } }
@@ -98,11 +108,15 @@ final class AllotStub: @unchecked Sendable {
             let snapshot = lock.withLock { current }
             if let snapshot, known == nil || snapshot.version > known! {
                 record.status = 200
-                return .json(bytes: snapshot.encoded(), headers: ["ETag": "\"\(snapshot.version)\""])
+                var headers = serverTimeHeaders
+                headers["ETag"] = "\"\(snapshot.version)\""
+                return .json(bytes: snapshot.encoded(), headers: headers)
             }
             if MonotonicClock.now() >= deadline || shutdown.isTriggered || Task.isCancelled {
                 record.status = 304
-                return HTTPResponse(status: .notModified, headers: ["ETag": "\"\(known ?? 0)\""])
+                var headers = serverTimeHeaders
+                headers["ETag"] = "\"\(known ?? 0)\""
+                return HTTPResponse(status: .notModified, headers: headers)
             }
             try? await Task.sleep(nanoseconds: 2_000_000)
         }

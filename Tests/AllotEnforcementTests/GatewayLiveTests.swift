@@ -65,6 +65,30 @@ import Testing
         await server.stop()
     }
 
+    /// Round 40 F10 over real sockets: Allot's clock runs 120 s behind the gateway's. A snapshot stamped on it with a
+    /// 60-s lease had run out by the gateway's clock before it arrived; read on Allot's clock, from the answers'
+    /// `Allot-Server-Time`, it is a lease.
+    @Test func leasesRunOnAllotsClockAsItsAnswersGiveIt() async throws {
+        let server = StubServer(stub: AllotStub())
+        try await server.start()
+        server.stub.sendServerTime(offset: -120)
+        var snapshot = Self.snapshot(version: 1, lease: 60)
+        snapshot.generatedAt -= 120
+        snapshot.expiresAt -= 120
+        server.stub.publish(snapshot)
+        let collector = EventCollector()
+        let gateway = try makeGateway(server, collector: collector)
+        gateway.start()
+        #expect(await eventually { gateway.enforcer.enforcedVersion == 1 })
+        let status = gateway.enforcer.status(now: SystemClock().now)
+        #expect(!status.inFallback)
+        let offset = try #require(status.serverClockOffset)
+        #expect(offset > -121 && offset < -119)
+        #expect(collector.events.first == .serverClock(offset: offset))
+        await gateway.stop()
+        await server.stop()
+    }
+
     @Test func serverStoppedKeepsTheLastGoodSnapshotUntilTheLeaseEndsThenFallback() async throws {
         let server = StubServer(stub: AllotStub())
         try await server.start()

@@ -1,7 +1,9 @@
 import AllotCore
 import AllotHTTP
 import AllotLoop
+import AllotProtocol
 import AllotStore
+import AllotTime
 
 /// `GET /v1/snapshot?gateway=ID&instance=RUN&wait=SECONDS` (SPEC sections 7 and 9): the gateway protocol.
 ///
@@ -24,7 +26,8 @@ import AllotStore
 /// reads the slice and registers nothing). `instance=` names one run of the gateway
 /// process (``AllotEnforcement/SnapshotClient`` sends a random one): a poll of an instance that has left since
 /// (`DELETE /v1/gateways/{id}?instance=`) does not register it again. Responses carry
-/// `Cache-Control: no-cache`: a cache in between must always revalidate.
+/// `Cache-Control: no-cache`: a cache in between must always revalidate. Every 200 and 304 carries
+/// `Allot-Server-Time`, the service's clock as it answers, by which gateways judge `expires_at`.
 ///
 /// The body is served from bytes encoded once per version (and once per gateway slice), and a
 /// held long-poll costs no thread: 5,000 of them are woken by one publish.
@@ -83,11 +86,19 @@ public struct SnapshotRoute: Sendable {
                 message: "no allocation snapshot has been published yet; retry shortly",
                 headers: ["Retry-After": "1"])
         case .notModified(let snapshot):
-            return HTTPResponse(
-                status: .notModified, headers: ["ETag": snapshot.etag, "Cache-Control": "no-cache"])
+            return HTTPResponse(status: .notModified, headers: headers(snapshot))
         case .modified(let snapshot, let body):
-            return .json(bytes: body, headers: ["ETag": snapshot.etag, "Cache-Control": "no-cache"])
+            return .json(bytes: body, headers: headers(snapshot))
         }
+    }
+
+    /// An answer's fields: the version, no caching, and Allot's clock as it answers (a held poll's at its end), by
+    /// which gateways judge the lease (``AllotProtocol/Snapshot/serverTimeField``).
+    private func headers(_ snapshot: PublishedSnapshot) -> HTTPHeaders {
+        [
+            "ETag": snapshot.etag, "Cache-Control": "no-cache",
+            Snapshot.serverTimeField: RFC3339.format(publisher.clock.now),
+        ]
     }
 
     /// Whether `request` asks to be held (`wait` above 0): its token is checked again before it is answered.

@@ -191,6 +191,8 @@ struct SnapshotFixture {
         #expect(woken.status == .ok)
         #expect(woken.headers["ETag"] == "\"2\"")
         #expect(try Snapshot(decoding: woken.body).tenants.first?.rpm.rate == 60)
+        // Allot's clock as it answers, by which gateways judge `expires_at`.
+        #expect(woken.headers["Allot-Server-Time"] == "2027-01-15T08:00:00.000Z")
 
         let timingOut = Task {
             await fixture.get("/v1/snapshot?gateway=gw-1&wait=2.5", headers: ["If-None-Match": "2"])
@@ -201,6 +203,7 @@ struct SnapshotFixture {
         let timedOut = await timingOut.value
         #expect(timedOut.status == .notModified)
         #expect(timedOut.headers["ETag"] == "\"2\"")
+        #expect(timedOut.headers["Allot-Server-Time"] == "2027-01-15T08:00:02.500Z")
     }
 
     @Test func shutdownAnswersHeldLongPollsWith304() async throws {

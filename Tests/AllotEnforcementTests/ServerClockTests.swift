@@ -1,0 +1,176 @@
+import AllotProtocol
+import AllotTime
+import Testing
+
+@testable import AllotEnforcement
+
+/// Leases judged on Allot's clock (`Allot-Server-Time`), not the gateway's: outside evaluation round 40, F10.
+@Suite struct ServerClockTests {
+    static let acme = TenantEntry.make(rpm: Bucket(rate: 60, burst: 2))
+    static let floor = FallbackEntry(
+        id: "acme", upstream: Snapshot.defaultUpstream, rpm: Bucket(rate: 6, burst: 1),
+        tpm: Bucket(rate: 600, burst: 150))
+
+    static func snapshot(version: Int64 = 1, generatedAt: Double, lease: Double) -> Snapshot {
+        .make(
+            version: version, generatedAt: generatedAt, expiresAt: generatedAt + lease, tenants: [acme],
+            fallbackTenants: [floor])
+    }
+
+    /// A gateway whose clock runs 600 s ahead of Allot's took every snapshot (lease 300 s) as expired on arrival
+    /// and enforced its floors for good. Judged on Allot's clock, the lease runs its 300 s.
+    @Test func aGatewayClockAheadOfAllotsByMoreThanALeaseEnforcesTheLease() {
+        let collector = EventCollector()
+        let enforcer = Enforcer.make(collector: collector)
+        enforcer.observeServerClock(1_000, now: 1_600)
+        #expect(enforcer.apply(Self.snapshot(generatedAt: 1_000, lease: 300), now: 1_600) == .applied)
+        let status = enforcer.status(now: 1_600)
+        #expect(!status.inFallback)
+        #expect(status.expiresAt == 1_300)
+        #expect(status.leaseEnd == 1_900)
+        #expect(status.serverClockOffset == -600)
+        #expect(!enforcer.status(now: 1_899.5).inFallback)
+        #expect(enforcer.status(now: 1_900).inFallback)
+        #expect(
+            collector.events == [
+                .serverClock(offset: -600), .snapshotApplied(version: 1, previous: nil),
+                .leaseExpired(version: 1, expiresAt: 1_300),
+            ])
+    }
+
+    /// Round 40 F10: Allot's clock stepped back 120 s; its loop waits for it to come round, and the gateway, on its
+    /// own clock, let the lease run out (20 s) and fell to its floors. The answer to its held poll carries Allot's
+    /// clock: the lease is enforced again until Allot's clock reaches `expires_at`, and the next snapshot, stamped
+    /// on Allot's stepped clock, is a lease too.
+    @Test func aLeaseEndedOnTheGatewaysClockAloneIsEnforcedAgain() throws {
+        let collector = EventCollector()
+        let enforcer = Enforcer.make(Self.snapshot(generatedAt: 1_000, lease: 20), now: 1_000, collector: collector)
+        enforcer.observeServerClock(1_000.02, now: 1_000)
+        #expect(enforcer.status(now: 1_000).leaseEnd == 1_020)
+        #expect(enforcer.status(now: 1_025).inFallback)
+        enforcer.observeServerClock(905, now: 1_025)
+        let status = enforcer.status(now: 1_025)
+        #expect(!status.inFallback)
+        #expect(status.leaseEnd == 1_140)
+        let tenant = try #require(enforcer.tenantStatus(tenant: "acme", upstream: Snapshot.defaultUpstream, now: 1_025))
+        #expect(tenant.limits.rpm == Bucket(rate: 60, burst: 2))
+        #expect(
+            collector.events.suffix(3) == [
+                .leaseExpired(version: 1, expiresAt: 1_020), .serverClock(offset: -120),
+                .snapshotApplied(version: 1, previous: 1),
+            ])
+        #expect(enforcer.apply(Self.snapshot(version: 2, generatedAt: 1_010, lease: 20), now: 1_130) == .applied)
+        #expect(!enforcer.status(now: 1_130).inFallback)
+        #expect(enforcer.status(now: 1_130).leaseEnd == 1_150)
+        // Allot's clock put right: leases end on the gateway's clock again, this one at once.
+        enforcer.observeServerClock(1_150.5, now: 1_151)
+        #expect(enforcer.status(now: 1_151).inFallback)
+        #expect(collector.events.suffix(2) == [.serverClock(offset: 0), .leaseExpired(version: 2, expiresAt: 1_030)])
+    }
+
+    /// A measure within a second is noise (the answer's way back): it moves nothing and says nothing.
+    @Test func clocksWithinASecondChangeNothing() {
+        let collector = EventCollector()
+        let enforcer = Enforcer.make(Self.snapshot(generatedAt: 1_000, lease: 20), now: 1_000, collector: collector)
+        enforcer.observeServerClock(1_000.5, now: 1_000)
+        enforcer.observeServerClock(999.25, now: 1_000)
+        #expect(enforcer.status(now: 1_000).leaseEnd == 1_020)
+        #expect(enforcer.status(now: 1_000).serverClockOffset == -0.75)
+        #expect(collector.events == [.snapshotApplied(version: 1, previous: nil)])
+        // A server that sends no time: the gateway's clock, as before.
+        enforcer.observeServerClock(900, now: 1_000)
+        enforcer.observeServerClock(nil, now: 1_000)
+        #expect(enforcer.status(now: 1_000).leaseEnd == 1_020)
+        #expect(enforcer.status(now: 1_000).serverClockOffset == nil)
+    }
+
+    /// A drain is published with its lease already run out: a clock stepped back after it does not bring it back,
+    /// and a gateway whose clock is behind Allot's does not enforce it as a lease for the difference.
+    @Test func aDrainStaysDrainedWhateverTheClocks() {
+        let enforcer = Enforcer.make(Self.snapshot(generatedAt: 1_000, lease: 20), now: 1_000)
+        #expect(enforcer.apply(Self.snapshot(version: 2, generatedAt: 1_010, lease: 0), now: 1_005) == .applied)
+        #expect(enforcer.status(now: 1_005).inFallback)
+        enforcer.observeServerClock(900, now: 1_006)
+        #expect(enforcer.status(now: 1_006).inFallback)
+    }
+
+    /// The gateway's own clock stepped back after a measure: Allot's is that much further ahead of it, so the
+    /// lease still ends when Allot's clock reaches `expires_at` (it ran 600 s ahead, and was put right).
+    @Test func aStepBackOfTheGatewaysClockMovesTheMeasuredOffsetWithIt() {
+        let steady = SteadyClock()
+        let enforcer = Enforcer.make(monotonic: { steady.now })
+        enforcer.observeServerClock(1_000, now: 1_600)
+        #expect(enforcer.apply(Self.snapshot(generatedAt: 1_000, lease: 300), now: 1_600) == .applied)
+        #expect(enforcer.status(now: 1_600).leaseEnd == 1_900)
+        steady.now = 1
+        let status = enforcer.status(now: 1_001)
+        #expect(status.serverClockOffset == 0)
+        #expect(status.leaseEnd == 1_300)
+        #expect(enforcer.statistics.clockStepsBack == 1)
+    }
+
+    /// A burst credit's `expires_at` is Allot's instant too: a gateway 600 s ahead still spends it.
+    @Test func aBurstCreditRunsOnAllotsClock() throws {
+        let credited = TenantEntry.make(
+            rpm: Bucket(rate: 6, burst: 1), tpm: Bucket(rate: 6_000, burst: 1_000),
+            burstCredit: BurstCredit(calls: 5, tokens: 500, expiresAt: 1_100))
+        let enforcer = Enforcer.make()
+        enforcer.observeServerClock(1_000, now: 1_600)
+        _ = enforcer.apply(.make(generatedAt: 1_000, expiresAt: 1_300, tenants: [credited]), now: 1_600)
+        _ = try enforcer.mustAdmit(now: 1_600)  // the bucket's one call
+        _ = try enforcer.mustAdmit(now: 1_600)  // the credit's first
+        let status = try #require(enforcer.tenantStatus(tenant: "acme", upstream: Snapshot.defaultUpstream, now: 1_600))
+        #expect(status.creditCalls == 4)
+        // Once Allot's clock passes 1,100 the credit is gone: the refilled bucket's call, then a denial.
+        _ = try enforcer.mustAdmit(now: 1_700.5)
+        #expect(try enforcer.mustDeny(now: 1_700.5).limit == .rpm)
+    }
+
+    /// Through the snapshot client: the answer's time reaches the enforcer before the snapshot in it, and a `304`
+    /// carries it too.
+    @Test func theSnapshotClientHandsEveryAnswersTimeToTheEnforcer() async {
+        let clock = ManualClock(now: 1_600)
+        let transport = ClockedTransport([
+            SnapshotExchange(.snapshot(Self.snapshot(generatedAt: 1_000, lease: 300)), serverTime: 1_000),
+            SnapshotExchange(.notModified, serverTime: 1_000),
+            SnapshotExchange(.notModified, serverTime: nil),
+        ])
+        let enforcer = Enforcer.make()
+        let client = SnapshotClient(gatewayID: "gw-1", transport: transport, enforcer: enforcer, clock: clock)
+        #expect(await client.pollOnce() == .received(version: 1, .applied))
+        #expect(!enforcer.status(now: 1_600).inFallback)
+        #expect(enforcer.status(now: 1_600).leaseEnd == 1_900)
+        clock.advance(by: 100)
+        // Allot answers 100 s later by the gateway's clock but at the same instant by its own: it stepped back.
+        #expect(await client.pollOnce() == .notModified)
+        #expect(enforcer.status(now: 1_700).leaseEnd == 2_000)
+        #expect(await client.pollOnce() == .notModified)
+        #expect(enforcer.status(now: 1_700).inFallback)
+    }
+}
+
+/// Seconds on a stand-in for the never-stepped clock.
+private final class SteadyClock: @unchecked Sendable {
+    // `@unchecked Sendable`: written and read by one test's task only.
+    var now = 0.0
+}
+
+/// Answers polls from a list of exchanges, in order.
+private actor ClockedTransport: SnapshotTransport {
+    private var answers: [SnapshotExchange]
+
+    init(_ answers: [SnapshotExchange]) { self.answers = answers }
+
+    nonisolated func fetch(gateway: String, instance: String, knownVersion: Int64?, wait: Double)
+        async throws(TransportError) -> SnapshotFetch
+    {
+        try await exchange(gateway: gateway, instance: instance, knownVersion: knownVersion, wait: wait).fetch
+    }
+
+    func exchange(gateway: String, instance: String, knownVersion: Int64?, wait: Double)
+        async throws(TransportError) -> SnapshotExchange
+    {
+        guard !answers.isEmpty else { throw TransportError(.unreachable, "no more answers") }
+        return answers.removeFirst()
+    }
+}
