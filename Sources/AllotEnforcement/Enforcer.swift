@@ -66,6 +66,7 @@ public final class Enforcer: @unchecked Sendable {
         let steady = monotonic()
         let result = lock.withLock {
             state.noticeClock(now, monotonic: steady)
+            defer { effects.serverOffset = state.serverOffset }
             return body(&state, &effects)
         }
         deliver(effects)
@@ -74,7 +75,13 @@ public final class Enforcer: @unchecked Sendable {
 
     private func deliver(_ effects: Effects) {
         if let telemetry {
-            for event in effects.telemetry { telemetry.record(event) }
+            // Stamped on Allot's clock, as the snapshot client last measured it against ours (beyond a second; else
+            // as read): a gateway whose clock ran more than 300 s ahead had every batch refused, and one behind put
+            // its events in windows the loop had already read (round 40 F10's other side).
+            for var event in effects.telemetry {
+                event.ts += effects.serverOffset
+                telemetry.record(event)
+            }
         }
         if let onEvent = configuration.onEvent {
             for event in effects.events { onEvent(event) }

@@ -533,6 +533,8 @@ struct Effects {
     var events: [GatewayEvent] = []
     /// The earliest instant the queue or the lease needs attention moved earlier than the waker's alarm.
     var wakeEarlier = false
+    /// ``EnforcerState/serverOffset`` as the change left it: added to the telemetry's instants.
+    var serverOffset = 0.0
 }
 
 /// Everything an ``Enforcer`` knows, mutated only under its lock. Every method takes `now` (common rules: no

@@ -14,7 +14,9 @@ import AllotTime
 /// `retry` one higher; one whose caller gives up (is cancelled) before that is reported `queued` then.
 public struct TelemetryRecord: Sendable, Equatable {
     /// When the attempt was dispatched (or the request denied), seconds since the epoch; sent as integer
-    /// epoch milliseconds.
+    /// epoch milliseconds. An ``Enforcer`` reports it on Allot's clock: its own instant plus Allot's clock's offset
+    /// from it, as the snapshot client last measured it, when that is beyond a second
+    /// (``Enforcer/observeServerClock(_:now:)``).
     public var ts: Double
     public var gateway: String
     public var tenant: String

@@ -126,6 +126,26 @@ import Testing
         #expect(try enforcer.mustDeny(now: 1_700.5).limit == .rpm)
     }
 
+    /// Telemetry goes out on Allot's clock too: a gateway 600 s ahead had every batch refused (`ts` more than 300 s
+    /// in the future), and one behind put its events in windows the loop had already read.
+    @Test func telemetryIsStampedOnAllotsClock() throws {
+        let collector = EventCollector()
+        let enforcer = Enforcer.make(collector: collector)
+        enforcer.observeServerClock(1_000, now: 1_600)
+        var snapshot = Self.snapshot(generatedAt: 1_000, lease: 300)
+        snapshot.tenants.append(TenantEntry.make("broke", deny: "budget_exhausted"))
+        _ = enforcer.apply(snapshot, now: 1_600)
+        let ticket = try enforcer.mustAdmit(now: 1_610)
+        #expect(enforcer.complete(ticket, AttemptResult(status: 200, latency: 1), now: 1_611))
+        _ = try enforcer.mustDeny(.make("broke"), now: 1_611)
+        #expect(collector.telemetry.map(\.ts) == [1_010, 1_011])
+        #expect(collector.telemetry.map(\.outcome) == [.ok, .deniedLocal])
+        // In step within a second: stamped as read.
+        enforcer.observeServerClock(1_620.5, now: 1_620)
+        _ = try enforcer.mustDeny(.make("broke"), now: 1_620)
+        #expect(collector.telemetry.last?.ts == 1_620)
+    }
+
     /// Through the snapshot client: the answer's time reaches the enforcer before the snapshot in it, and a `304`
     /// carries it too.
     @Test func theSnapshotClientHandsEveryAnswersTimeToTheEnforcer() async {
