@@ -21,6 +21,9 @@ public struct HTTPSnapshotTransport: SnapshotTransport {
     /// The leave's request timeout, seconds (at most ``timeoutMargin``): short, so that a stop is not held by an
     /// Allot that does not answer. Default 2.
     public let leaveTimeout: Double
+    /// The gateway's clock, sent with every poll as `Allot-Gateway-Time` (Allot shows and alerts on how far it is from
+    /// its own).
+    public let clock: any AllotClock
 
     /// - Parameters:
     ///   - baseURL: Allot's address, e.g. `http://127.0.0.1:8080`.
@@ -28,14 +31,17 @@ public struct HTTPSnapshotTransport: SnapshotTransport {
     ///   - client: the HTTP client (its connection pool is shared with the telemetry transport).
     ///   - timeoutMargin: seconds added to the wait for the request timeout.
     ///   - leaveTimeout: the leave's request timeout.
+    ///   - clock: the gateway's clock, sent with each poll.
     public init(
-        baseURL: String, token: String?, client: HTTPClient, timeoutMargin: Double = 10, leaveTimeout: Double = 2
+        baseURL: String, token: String?, client: HTTPClient, timeoutMargin: Double = 10, leaveTimeout: Double = 2,
+        clock: any AllotClock = SystemClock()
     ) {
         self.baseURL = HTTPTransportSupport.trimmed(baseURL)
         self.token = token
         self.client = client
         self.timeoutMargin = timeoutMargin
         self.leaveTimeout = leaveTimeout
+        self.clock = clock
     }
 
     public func fetch(gateway: String, instance: String, knownVersion: Int64?, wait: Double)
@@ -56,6 +62,7 @@ public struct HTTPSnapshotTransport: SnapshotTransport {
         // A quoted entity tag, as the ETag is sent (RFC 9110); Allot reads a bare number too, a strict proxy may not.
         if let knownVersion { headers.add(name: "If-None-Match", value: "\"\(knownVersion)\"") }
         if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
+        headers.add(name: Snapshot.gatewayTimeField, value: RFC3339.format(clock.now))
         let client = self.client
         let timeout = Duration.seconds(max(0, wait) + timeoutMargin)
         let response = try await HTTPTransportSupport.abandonOnCancel {
@@ -289,7 +296,7 @@ extension Gateway {
             configuration: configuration, clock: clock,
             snapshotTransport: HTTPSnapshotTransport(
                 baseURL: baseURL, token: token, client: client,
-                timeoutMargin: snapshotTimeoutMargin.isFinite ? max(0, snapshotTimeoutMargin) : 10),
+                timeoutMargin: snapshotTimeoutMargin.isFinite ? max(0, snapshotTimeoutMargin) : 10, clock: clock),
             telemetryTransport: HTTPTelemetryTransport(
                 baseURL: baseURL, token: token, client: client,
                 timeout: telemetryTimeout.isFinite && telemetryTimeout > 0 ? telemetryTimeout : 30),

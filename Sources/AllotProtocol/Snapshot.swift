@@ -11,6 +11,9 @@ public struct Snapshot: Sendable, Equatable {
     /// RFC 3339 with milliseconds: a gateway judges `expires_at` on Allot's clock rather than on its own (a clock
     /// stepped on either side moves leases by nothing).
     public static let serverTimeField = "Allot-Server-Time"
+    /// The request field of a gateway's poll that carries its clock as it sends the poll (RFC 3339, milliseconds):
+    /// Allot shows how far it is from its own (`GET /v1/gateways` `clock_offset_s`) and alerts beyond 30 s.
+    public static let gatewayTimeField = "Allot-Gateway-Time"
 
     /// Strictly increasing across publishes and restarts; also the HTTP `ETag`.
     public var version: Int64

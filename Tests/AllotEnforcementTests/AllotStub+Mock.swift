@@ -17,6 +17,8 @@ final class AllotStub: @unchecked Sendable {
         var ifNoneMatch: String?
         var authorization: String?
         var status: Int
+        /// The poll's `Allot-Gateway-Time`.
+        var gatewayTime: String? = nil
     }
 
     // `@unchecked Sendable`: all mutable fields are only touched under `lock`.
@@ -92,7 +94,8 @@ final class AllotStub: @unchecked Sendable {
             seen.append(
                 SnapshotRequest(
                     gateway: request.queryValue("gateway"), wait: request.queryValue("wait"), ifNoneMatch: inm,
-                    authorization: request.headers["Authorization"], status: 0))
+                    authorization: request.headers["Authorization"], status: 0,
+                    gatewayTime: request.headers[Snapshot.gatewayTimeField]))
             return seen.count - 1
         }
         var record = (status: 0, ())

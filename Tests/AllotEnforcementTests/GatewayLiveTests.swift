@@ -85,6 +85,9 @@ import Testing
         let offset = try #require(status.serverClockOffset)
         #expect(offset > -121 && offset < -119)
         #expect(collector.events.first == .serverClock(offset: offset))
+        // Each poll says the gateway's clock as it sent it (Allot shows how far it is from its own).
+        let sent = server.stub.snapshotRequests.map { $0.gatewayTime.flatMap { RFC3339.parse($0) } }
+        #expect(!sent.isEmpty && sent.allSatisfy { $0.map { abs($0 - SystemClock().now) < 60 } == true })
         await gateway.stop()
         await server.stop()
     }

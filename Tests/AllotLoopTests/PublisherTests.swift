@@ -261,6 +261,35 @@ import Testing
         await harness.close()
     }
 
+    /// A gateway's poll says what its clock reads (`Allot-Gateway-Time`): shown as its clock minus ours, alerted
+    /// beyond 30 s (`gateway_clock`), forgotten by a poll that says nothing.
+    @Test func aGatewaysClockFarFromOursIsShownAndAlerted() async throws {
+        let harness = try LoopHarness()
+        try await harness.open()
+        await harness.tick()
+        let publisher = harness.publisher
+        let policy = loopPolicy()
+        let now = harness.clock.now
+        _ = await publisher.poll(gateway: "gw-1", condition: .none, wait: 0, gatewayClock: now + 612.5)
+        _ = await publisher.poll(gateway: "gw-2", condition: .none, wait: 0, gatewayClock: now - 29.5)
+        _ = await publisher.poll(gateway: "gw-3", condition: .none, wait: 0)
+        let offsets = publisher.gatewayStatuses(now: now, policy: policy).map(\.clockOffsetSeconds)
+        #expect(offsets == [612.5, -29.5, nil])
+        await harness.tick()
+        let alerts = harness.runner.view.alerts.filter { $0.kind == "gateway_clock" }
+        #expect(alerts.map(\.gateway) == ["gw-1"])
+        #expect(
+            alerts.first?.message
+                == "gateway gw-1's clock is 612.5 s ahead of Allot's (its last poll's Allot-Gateway-Time); "
+                + "AllotEnforcement runs leases and telemetry on Allot's clock, a gateway that judges expires_at on "
+                + "its own does not: put it on NTP")
+        _ = await publisher.poll(gateway: "gw-1", condition: .none, wait: 0)
+        #expect(publisher.gatewayStatuses(now: now, policy: policy).first?.clockOffsetSeconds == nil)
+        await harness.tick()
+        #expect(!harness.runner.view.alerts.contains { $0.kind == "gateway_clock" })
+        await harness.close()
+    }
+
     @Test func longPollTimesOutWithNotModified() async throws {
         let harness = try LoopHarness()
         try await harness.open()

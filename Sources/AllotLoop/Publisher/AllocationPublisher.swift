@@ -482,7 +482,8 @@ public actor AllocationPublisher {
     ///     no contact (outside evaluation round 22: an operator's look brought back a gateway an SRE had removed and
     ///     moved slices to it).
     public nonisolated func poll(
-        gateway: String?, instance: String? = nil, condition: SnapshotCondition, wait: Double, registers: Bool = true
+        gateway: String?, instance: String? = nil, condition: SnapshotCondition, wait: Double, registers: Bool = true,
+        gatewayClock: Double? = nil
     ) async -> SnapshotPollResult {
         let now = clock.now
         let arrived = board.current
@@ -502,7 +503,8 @@ public actor AllocationPublisher {
         }
         var recorded = false
         if registers, let gateway {
-            let outcome = registry.record(gateway, instance: instance, enforcing: enforcing, now: now)
+            let outcome = registry.record(
+                gateway, instance: instance, enforcing: enforcing, clockOffset: gatewayClock.map { $0 - now }, now: now)
             recorded = outcome.recorded
             if outcome.clearedBarrier { Task { await self.barrierCleared() } }
         }
@@ -540,6 +542,10 @@ public actor AllocationPublisher {
     /// How far above the newest stored version a version a gateway holds is taken for versions this service lost
     /// (100,000: almost six days of ticks at the default 5-s interval); beyond, for no history of this service.
     static let maxLostVersions: Int64 = 100_000
+
+    /// How far a gateway's clock may be from Allot's, as its poll says, before `gateway_clock` is alerted (seconds):
+    /// well above a slow request's way there, well below a lease.
+    public static let gatewayClockAlertSeconds = 30.0
 
     /// Makes the next version issued come after `version`, which a gateway holds but the store does not.
     private func continueAbove(_ version: Int64, gateway: String?) {
@@ -600,6 +606,7 @@ public actor AllocationPublisher {
         let current = board.current
         let refresh = policy.loop.intervalSeconds
         let waiting = registry.waitingGateways
+        let clockOffsets = registry.clockOffsets
         return registry.contacts.map { contact in
             var lagVersions: Int64?
             var lagSeconds: Double?
@@ -640,7 +647,8 @@ public actor AllocationPublisher {
             return GatewayStatus(
                 id: contact.id, state: state, enforcedVersion: contact.enforcedVersion, lagVersions: lagVersions,
                 lagSeconds: lagSeconds, firstContact: contact.firstContact, lastContact: contact.lastContact,
-                sinceContactSeconds: silence, polls: contact.polls, tenants: tenants, instance: contact.instance)
+                sinceContactSeconds: silence, polls: contact.polls, tenants: tenants, instance: contact.instance,
+                clockOffsetSeconds: clockOffsets[contact.id])
         }
     }
 
@@ -672,6 +680,16 @@ public actor AllocationPublisher {
                         since: since))
             case .current, .behind, .unknown:
                 break
+            }
+            if let offset = status.clockOffsetSeconds, abs(offset) > Self.gatewayClockAlertSeconds {
+                alerts.append(
+                    LoopAlert(
+                        kind: "gateway_clock", severity: .warning, gateway: status.id,
+                        message: "gateway \(status.id)'s clock is \(formatted(abs(offset))) s "
+                            + (offset > 0 ? "ahead of" : "behind") + " Allot's (its last poll's Allot-Gateway-Time); "
+                            + "AllotEnforcement runs leases and telemetry on Allot's clock, a gateway that judges "
+                            + "expires_at on its own does not: put it on NTP",
+                        since: status.lastContact))
             }
         }
         alerts += drift.review(

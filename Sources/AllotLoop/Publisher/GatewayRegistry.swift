@@ -78,6 +78,9 @@ final class GatewayRegistry: Sendable {
         /// long ago its poll began (outside evaluation round 40: after the service was stopped for 45 s, a gateway
         /// held in a long-poll across the stop was alerted as silent). The split goes by the last contact alone.
         var waiting: [String: Int] = [:]
+        /// Per gateway, its clock minus ours as its last poll said (`Allot-Gateway-Time`); absent when it said nothing.
+        /// Not saved: the next poll says it again.
+        var clockOffsets: [String: Double] = [:]
     }
 
     private let state = Locked(State())
@@ -108,7 +111,9 @@ final class GatewayRegistry: Sendable {
     }
 
     /// - Returns: Whether the poll was recorded, and whether it cleared the make-before-break barrier.
-    func record(_ gateway: String, instance: String? = nil, enforcing version: Int64?, now: Double) -> Recorded {
+    func record(
+        _ gateway: String, instance: String? = nil, enforcing version: Int64?, clockOffset: Double? = nil, now: Double
+    ) -> Recorded {
         state.withLock { state in
             if let instance, let at = state.retired[gateway]?[instance], now - at < Self.latePollSeconds {
                 return Recorded(recorded: false, clearedBarrier: false)
@@ -131,6 +136,7 @@ final class GatewayRegistry: Sendable {
                     instance: instance)
             }
             if let instance { Self.notePoll(instance, at: now, in: &state.instances[gateway, default: [:]]) }
+            state.clockOffsets[gateway] = clockOffset
             state.dirty.insert(gateway)
             state.left[gateway] = nil
             state.unsaved.remove(gateway)
@@ -185,6 +191,11 @@ final class GatewayRegistry: Sendable {
         state.withLock { state in
             if let count = state.waiting[gateway] { state.waiting[gateway] = count > 1 ? count - 1 : nil }
         }
+    }
+
+    /// Per gateway, its clock minus ours as its last poll said (nil entries are absent).
+    var clockOffsets: [String: Double] {
+        state.withLock { $0.clockOffsets }
     }
 
     /// Gateways with a long-poll waiting now.
@@ -244,6 +255,7 @@ final class GatewayRegistry: Sendable {
             }
             state.contacts[gateway] = nil
             state.instances[gateway] = nil
+            state.clockOffsets[gateway] = nil
             // Bounded like the contacts: a client polling with made-up ids and leaving with each cannot grow it.
             if state.left.count >= capacity, let oldest = state.left.min(by: { $0.value < $1.value })?.key {
                 state.left[oldest] = nil
@@ -327,6 +339,7 @@ final class GatewayRegistry: Sendable {
             for id in old {
                 state.contacts[id] = nil
                 state.instances[id] = nil
+                state.clockOffsets[id] = nil
             }
             state.left = state.left.filter { $0.value >= before }
             Self.pruneRetired(&state, before: now - Self.latePollSeconds)

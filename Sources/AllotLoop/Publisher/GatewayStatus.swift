@@ -27,13 +27,17 @@ public struct GatewayStatus: Sendable, Hashable {
     public var tenants: [String]
     /// The instance its last poll named (one run of the gateway process), nil when it named none.
     public var instance: String?
+    /// Its clock minus Allot's, seconds, as its last poll said (`Allot-Gateway-Time`, read on arrival: low by the
+    /// request's way there); nil when it said nothing.
+    public var clockOffsetSeconds: Double?
 
     public init(
         id: String, state: State, enforcedVersion: Int64?, lagVersions: Int64?, lagSeconds: Double?,
         firstContact: Double, lastContact: Double, sinceContactSeconds: Double, polls: Int64, tenants: [String],
-        instance: String? = nil
+        instance: String? = nil, clockOffsetSeconds: Double? = nil
     ) {
         self.instance = instance
+        self.clockOffsetSeconds = clockOffsetSeconds
         self.id = id
         self.state = state
         self.enforcedVersion = enforcedVersion

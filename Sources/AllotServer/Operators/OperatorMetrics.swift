@@ -90,6 +90,10 @@ enum OperatorMetrics {
             ["gateway"]
         ),
         (
+            "allot_gateway_clock_offset_seconds",
+            "A gateway's clock minus Allot's, as its last poll said (Allot-Gateway-Time).", .gauge, ["gateway"]
+        ),
+        (
             "allot_alerts", "Alerts in force by kind and severity (starved, drift, gateway_lag, degraded_mode, ...).",
             .gauge, ["kind", "severity"]
         ),
@@ -197,6 +201,7 @@ enum OperatorMetrics {
             for gateway in gateways.prefix(gatewaySeriesLimit) {
                 add("allot_gateway_lag_versions", [gateway.id], gateway.lagVersions.map(Double.init))
                 add("allot_gateway_lag_seconds", [gateway.id], gateway.lagSeconds)
+                add("allot_gateway_clock_offset_seconds", [gateway.id], gateway.clockOffsetSeconds)
             }
         }
         var alerts: [[String]: Int] = [:]

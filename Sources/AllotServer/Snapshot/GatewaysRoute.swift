@@ -60,6 +60,7 @@ public struct GatewaysRoute: Sendable {
             writer.field("polls", status.polls)
             writer.key("instance")
             if let instance = status.instance { writer.value(instance) } else { writer.valueNull() }
+            writer.field("clock_offset_s", status.clockOffsetSeconds)
             writer.field("tenant_count", status.tenants.count)
             writer.key("tenants")
             writer.beginArray()

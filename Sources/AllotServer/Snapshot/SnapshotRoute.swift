@@ -77,8 +77,12 @@ public struct SnapshotRoute: Sendable {
         // SRE reading `?gateway=` sees the slice without bringing back a gateway an SRE removed, or moving slices
         // to one that enforces nothing (outside evaluation round 22).
         let registers = principal.map { $0.role == .gateway || $0.role == .admin } ?? true
+        // The gateway's clock as it sent the poll (``AllotProtocol/Snapshot/gatewayTimeField``): shown, and alerted
+        // on far from ours; an unreadable one is ignored, like an unknown parameter.
+        let gatewayClock = request.headers[Snapshot.gatewayTimeField].flatMap { RFC3339.parse($0) }
         switch await publisher.poll(
-            gateway: gateway, instance: instance, condition: condition, wait: wait, registers: registers)
+            gateway: gateway, instance: instance, condition: condition, wait: wait, registers: registers,
+            gatewayClock: gatewayClock)
         {
         case .unavailable:
             throw HTTPError(

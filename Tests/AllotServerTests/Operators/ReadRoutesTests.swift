@@ -315,6 +315,28 @@ import Testing
         await harness.close()
     }
 
+    /// A poll's `Allot-Gateway-Time` (the gateway's clock as it sent it) shows in `GET /v1/gateways` as the gateway's
+    /// clock minus ours, and in the metrics; a poll without it, or with one that does not read as a time, clears it.
+    @Test func aGatewaysClockIsShownFromItsPolls() async throws {
+        let harness = try await OperatorHarness.make()
+        await harness.tick()
+        let route = SnapshotRoute(publisher: harness.loop.publisher)
+        func poll(_ clock: String) async throws -> HTTPResponse {
+            try await route.respond(
+                to: HTTPRequest(method: .get, target: "/v1/snapshot?gateway=gw-1", headers: ["Allot-Gateway-Time": clock]))
+        }
+        let answer = try await poll(RFC3339.format(harness.clock.now + 45.25))
+        #expect(answer.status == .ok)
+        #expect(answer.headers["Allot-Server-Time"] == RFC3339.format(harness.clock.now))
+        var listed = await harness.send(.get, "/v1/gateways", as: .operator)
+        #expect(listed.jsonBody["gateways"]?[0]?["clock_offset_s"] == 45.25)
+        #expect(harness.metrics.render().contains(#"allot_gateway_clock_offset_seconds{gateway="gw-1"} 45.25"# + "\n"))
+        _ = try await poll("soon")
+        listed = await harness.send(.get, "/v1/gateways", as: .operator)
+        #expect(listed.jsonBody["gateways"]?[0]?["clock_offset_s"] == .null)
+        await harness.close()
+    }
+
     /// `?instance=`: a gateway's polls name the run of its process; its leave names it too. An old instance leaving
     /// after a replacement polled under the same id is `409 gateway_replaced` and removes nothing; a malformed
     /// instance is `400` naming the field; `GET /v1/gateways` shows the instance.
@@ -432,7 +454,7 @@ import Testing
             }
             return cells[1].trimmingCharacters(in: CharacterSet(charactersIn: "`"))
         }
-        #expect(documented.count == 29)
+        #expect(documented.count == 30)
         #expect(documented.sorted() == LoopAlert.kinds.sorted())
     }
 
