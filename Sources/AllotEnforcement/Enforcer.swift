@@ -66,7 +66,6 @@ public final class Enforcer: @unchecked Sendable {
         let steady = monotonic()
         let result = lock.withLock {
             state.noticeClock(now, monotonic: steady)
-            defer { effects.serverOffset = state.serverOffset }
             return body(&state, &effects)
         }
         deliver(effects)
@@ -75,13 +74,7 @@ public final class Enforcer: @unchecked Sendable {
 
     private func deliver(_ effects: Effects) {
         if let telemetry {
-            // Stamped on Allot's clock, as the snapshot client last measured it against ours (beyond a second; else
-            // as read): a gateway whose clock ran more than 300 s ahead had every batch refused, and one behind put
-            // its events in windows the loop had already read (round 40 F10's other side).
-            for var event in effects.telemetry {
-                event.ts += effects.serverOffset
-                telemetry.record(event)
-            }
+            for event in effects.telemetry { telemetry.record(event) }
         }
         if let onEvent = configuration.onEvent {
             for event in effects.events { onEvent(event) }
@@ -99,10 +92,22 @@ public final class Enforcer: @unchecked Sendable {
         mutate(now) { state, effects in state.apply(snapshot, now: now, effects: &effects) }
     }
 
-    /// Takes Allot's clock as read in an answer that arrived at `now` (`Allot-Server-Time`; nil when the server
-    /// sends none): the enforced lease, and the next, run until Allot's clock reaches their `expires_at`, whatever
-    /// the gateway's clock reads (clocks within a second of each other change nothing). A lease that ended by the
-    /// gateway's clock alone is enforced again; one that ends sooner by Allot's ends then.
+    /// The same, for a snapshot that arrived at `now` in an answer carrying Allot's clock (`serverTime`:
+    /// `Allot-Server-Time`; nil when the server sends none): the clock is taken with the snapshot, unless it is
+    /// rejected, and its lease is judged on it (``observeServerClock(_:now:)``).
+    @discardableResult
+    public func apply(_ snapshot: Snapshot, now: Double, serverTime: Double?) -> SnapshotApplyResult {
+        mutate(now) { state, effects in
+            state.apply(snapshot, now: now, measure: .some(serverTime.map { $0 - now }), effects: &effects)
+        }
+    }
+
+    /// Takes Allot's clock as read in a `304` that arrived at `now` (`Allot-Server-Time`; nil when the server sends
+    /// none): the enforced lease, and the next, run until Allot's clock reaches their `expires_at`, whatever the
+    /// gateway's clock reads, and telemetry is stamped on Allot's clock (``ServerClock``: clocks within a second of
+    /// each other change nothing; a measure beyond an hour is not believed; a lease runs at most its length past the
+    /// last answer). A lease that ended by the gateway's clock alone is enforced again
+    /// (``GatewayEvent/leaseResumed(version:)``); one that ends sooner by Allot's ends then.
     public func observeServerClock(_ serverTime: Double?, now: Double) {
         mutate(now) { state, effects in
             state.observeServerClock(offset: serverTime.map { $0 - now }, now: now, effects: &effects)
@@ -127,7 +132,7 @@ public final class Enforcer: @unchecked Sendable {
             return EnforcementStatus(
                 version: state.table.version, inFallback: state.table.inFallback,
                 expiresAt: state.table.snapshot?.expiresAt, leaseEnd: state.leaseEnd,
-                serverClockOffset: state.measuredServerOffset, policyVersion: state.table.snapshot?.policyVersion,
+                serverClockOffset: state.serverClock.measured, policyVersion: state.table.snapshot?.policyVersion,
                 queueLength: state.queue.count, inFlight: state.tickets.count, trackedTenants: state.states.count,
                 trackedTasks: state.tasks.count,
                 brakes: state.brakes)

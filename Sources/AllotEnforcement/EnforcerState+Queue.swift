@@ -318,7 +318,7 @@ extension EnforcerState {
             statistics.reportedWhileQueued += 1
             effects.telemetry.append(
                 TelemetryRecord(
-                    ts: waiter.enqueuedAt, gateway: configuration.gatewayID, tenant: waiter.request.tenant,
+                    ts: serverNow(waiter.enqueuedAt), gateway: configuration.gatewayID, tenant: waiter.request.tenant,
                     upstream: waiter.request.upstream, outcome: .queued, queueWait: now - waiter.enqueuedAt,
                     estimatedTokens: waiter.estimate, taskClass: waiter.request.taskClass,
                     taskID: waiter.request.taskID, retry: waiter.request.retry,
@@ -515,7 +515,7 @@ extension EnforcerState {
         if reportsTelemetry, !waiter.reported {
             effects.telemetry.append(
                 TelemetryRecord(
-                    ts: now, gateway: configuration.gatewayID, tenant: waiter.request.tenant,
+                    ts: serverNow(now), gateway: configuration.gatewayID, tenant: waiter.request.tenant,
                     upstream: waiter.request.upstream, outcome: .queued, queueWait: waited,
                     estimatedTokens: waiter.estimate, taskClass: waiter.request.taskClass,
                     taskID: waiter.request.taskID, retry: waiter.request.retry))

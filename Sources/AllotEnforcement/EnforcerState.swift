@@ -319,6 +319,9 @@ struct TicketRecord: Sendable {
     var capTPM = false
     /// The credit grant drawn from (its expiry identifies it), so a refund goes back to the same grant.
     var creditExpiry: Double?
+    /// Allot's clock's offset at admission: its telemetry is stamped on Allot's clock as it was read then (a step of
+    /// the gateway's clock during the call moves the offset, not `admittedAt`).
+    var serverOffset = 0.0
 }
 
 /// Why a request cannot be admitted now.
@@ -533,8 +536,6 @@ struct Effects {
     var events: [GatewayEvent] = []
     /// The earliest instant the queue or the lease needs attention moved earlier than the waker's alarm.
     var wakeEarlier = false
-    /// ``EnforcerState/serverOffset`` as the change left it: added to the telemetry's instants.
-    var serverOffset = 0.0
 }
 
 /// Everything an ``Enforcer`` knows, mutated only under its lock. Every method takes `now` (common rules: no
@@ -603,14 +604,8 @@ struct EnforcerState {
     /// The latest instant seen (``noticeClock(_:monotonic:)``), and the steady clock's reading with it.
     var latestNow = -Double.infinity
     var latestMonotonic: Double?
-    /// Allot's clock minus the gateway's, seconds, as last measured (``observeServerClock(offset:now:effects:)``); nil
-    /// before a measure, or when the server sends no time.
-    var measuredServerOffset: Double?
-    /// The offset Allot's instants are read with (leases, burst credits): ``measuredServerOffset`` when it is beyond
-    /// ``serverClockTolerance``, else 0, so that clocks in step (and transports that send no time) change nothing.
-    var serverOffset = 0.0
-    /// The offset last reported as a ``GatewayEvent/serverClock(offset:)`` event.
-    var reportedServerOffset = 0.0
+    /// Allot's clock as measured on the answers to the gateway's polls.
+    var serverClock = ServerClock()
 
     /// False when nobody receives telemetry: the events are then not even built.
     let reportsTelemetry: Bool
@@ -626,43 +621,38 @@ struct EnforcerState {
     /// back (an hour: servers and gateways on NTP are within a second; a stray may be dated year 9999).
     static let futureTolerance = 3_600.0
 
-    /// How far Allot's clock may be from the gateway's before leases are judged on Allot's (seconds): a measure is
-    /// late by the answer's way back over the network, so clocks in step read a few milliseconds apart.
-    static let serverClockTolerance = 1.0
+    /// Allot's clock as the gateway reads it at `now`.
+    func serverNow(_ now: Double) -> Double { serverClock.serverNow(now) }
 
-    /// The offset leases are judged by for a measured one: 0 within the tolerance.
-    static func appliedServerOffset(_ measured: Double) -> Double {
-        abs(measured) > serverClockTolerance ? measured : 0
+    /// The enforced lease's end on the gateway's clock (``ServerClock/leaseEnd(_:)``); nil without a lease.
+    var leaseEnd: Double? {
+        guard let snapshot = table.snapshot, table.leaseEnd != nil else { return nil }
+        return serverClock.leaseEnd(snapshot)
     }
 
-    /// Allot's clock as the gateway reads it at `now`.
-    func serverNow(_ now: Double) -> Double { now + serverOffset }
+    /// Takes a `304`'s measure of Allot's clock: `measure` is Allot's time in the answer (`Allot-Server-Time`) minus
+    /// the gateway's when it arrived (nil: the server sent none). A lease judged over on the gateway's clock alone is
+    /// enforced again; one that runs out sooner by Allot's ends sooner.
+    mutating func observeServerClock(offset measure: Double?, now: Double, effects: inout Effects) {
+        guard let clock = serverClock.measuring(measure, at: now) else { return }
+        adopt(clock, now: now, effects: &effects)
+        resumeLeaseOrCheck(now: now, effects: &effects)
+    }
 
-    /// The enforced lease's end on the gateway's clock: the instant Allot's clock reaches `expires_at`.
-    var leaseEnd: Double? { table.leaseEnd.map { $0 - serverOffset } }
+    /// Puts `clock` in force, and says so when its offset moved.
+    private mutating func adopt(_ clock: ServerClock, now: Double, effects: inout Effects) {
+        serverClock = clock
+        if let offset = serverClock.report() { effects.events.append(.serverClock(offset: offset)) }
+    }
 
-    /// Takes a measure of Allot's clock: `offset` is Allot's time in an answer (`Allot-Server-Time`) minus the
-    /// gateway's when the answer arrived (nil: the server sent none). A lease runs until Allot's clock reaches its
-    /// `expires_at` whatever the gateway's clock reads (round 40 F10: the server's clock stepped back 120 s, its
-    /// loop waited for it to come round, and gateways judging leases on their own clocks fell to their floors;
-    /// a gateway whose clock runs ahead of Allot's by more than a lease enforced every snapshot as expired). So
-    /// a lease judged over on the gateway's clock alone is live again, and one that runs out sooner by Allot's
-    /// ends sooner.
-    mutating func observeServerClock(offset: Double?, now: Double, effects: inout Effects) {
-        guard offset?.isFinite ?? true else { return }
-        measuredServerOffset = offset
-        let applied = offset.map(Self.appliedServerOffset) ?? 0
-        guard applied != serverOffset else { return }
-        serverOffset = applied
-        let moved = abs(applied - reportedServerOffset) > Self.serverClockTolerance
-        if moved || (applied == 0) != (reportedServerOffset == 0) {
-            reportedServerOffset = applied
-            effects.events.append(.serverClock(offset: applied))
-        }
-        if table.inFallback, let snapshot = table.snapshot, !snapshot.bornExpired, serverNow(now) < snapshot.expiresAt {
+    /// After Allot's clock was measured again: the enforced snapshot, on its floors by the gateway's clock alone, is a
+    /// lease again if it is live by Allot's (never a drain); otherwise the lease is checked. The waker is rung when the
+    /// lease now ends sooner than it is set for.
+    private mutating func resumeLeaseOrCheck(now: Double, effects: inout Effects) {
+        if table.inFallback, let snapshot = table.snapshot, !snapshot.bornExpired, now < serverClock.leaseEnd(snapshot)
+        {
             install(LimitTable.lease(snapshot, configuration), at: now)
-            statistics.snapshotsApplied += 1
-            effects.events.append(.snapshotApplied(version: snapshot.version, previous: snapshot.version))
+            effects.events.append(.leaseResumed(version: snapshot.version))
             collectIdle(now: now)
             pump(now: now, effects: &effects)
         } else {
@@ -704,10 +694,7 @@ struct EnforcerState {
         shiftInstants(by: step)
         // Allot's clock did not move with ours: it is now further ahead of it by the step (the next poll measures it
         // again).
-        if let measured = measuredServerOffset {
-            measuredServerOffset = measured - step
-            serverOffset = Self.appliedServerOffset(measured - step)
-        }
+        serverClock.gatewayStepped(by: step)
         latestNow = now
         latestMonotonic = monotonic
         for index in states.indices { states.values[index].rebase(to: now) }
@@ -824,13 +811,21 @@ struct EnforcerState {
         return buckets
     }
 
-    mutating func apply(_ snapshot: Snapshot, now: Double, effects: inout Effects) -> SnapshotApplyResult {
-        checkLease(now: now, effects: &effects)
+    /// Enforces `snapshot` from `now` on, unless its version is below the enforced one (rejected) or equal (unchanged).
+    /// `measure`: the answer's measure of Allot's clock (``observeServerClock(offset:now:effects:)``; `.some(nil)`: the
+    /// answer carried no time; `nil`: no measure, the clock stays), taken only with a snapshot that is not rejected,
+    /// and before its lease is judged. The rules for a lower version read Allot's clock as it stood before the answer:
+    /// an answer does not vouch for its own snapshot.
+    mutating func apply(
+        _ snapshot: Snapshot, now: Double, measure: Double?? = nil, effects: inout Effects
+    ) -> SnapshotApplyResult {
+        let clock = measure.flatMap { serverClock.measuring($0, at: now) } ?? serverClock
         let previous = table.version
         if let previous {
             // On its fallback (the enforced lease ended), a gateway takes a lower version whose lease is live: the
             // server's history went back (restored from a backup) and a live allocation beats the floors. Before,
             // a fleet stayed on its floors until the server's versions passed theirs again (round 14).
+            checkLease(now: now, effects: &effects)
             let serverNow = serverNow(now)
             let serverWentBack = table.inFallback && serverNow < snapshot.expiresAt
             // Nor is a lower version the server generated after the one enforced (by its own clock) stale: its
@@ -850,9 +845,14 @@ struct EnforcerState {
                     .snapshotRejected(version: snapshot.version, enforced: previous, reason: reason))
                 return .rejected(reason: reason)
             }
-            if snapshot.version == previous { return .unchanged }
         }
-        let expired = snapshot.bornExpired || serverNow(now) >= snapshot.expiresAt
+        adopt(clock, now: now, effects: &effects)
+        if snapshot.version == previous {
+            resumeLeaseOrCheck(now: now, effects: &effects)
+            return .unchanged
+        }
+        checkLease(now: now, effects: &effects)
+        let expired = snapshot.bornExpired || now >= serverClock.leaseEnd(snapshot)
         install(
             expired ? LimitTable.fallback(snapshot, configuration) : LimitTable.lease(snapshot, configuration),
             at: now)
@@ -1349,7 +1349,7 @@ struct EnforcerState {
             ticket: ticket, key: key, estimate: Double(estimate), charged: charged,
             rpmFromCredit: charge.rpmFromCredit, tpmFromCredit: charge.tpmFromCredit,
             rpmBorrowed: charge.rpmBorrowed, tpmBorrowed: charge.tpmBorrowed, capRPM: capRPM, capTPM: capTPM,
-            creditExpiry: creditExpiry)
+            creditExpiry: creditExpiry, serverOffset: serverClock.offset)
         return ticket
     }
 
@@ -1362,7 +1362,8 @@ struct EnforcerState {
         if report && reportsTelemetry {
             effects.telemetry.append(
                 TelemetryRecord(
-                    ts: now, gateway: configuration.gatewayID, tenant: request.tenant, upstream: request.upstream,
+                    ts: serverNow(now), gateway: configuration.gatewayID, tenant: request.tenant,
+                    upstream: request.upstream,
                     outcome: .deniedLocal, queueWait: waited, estimatedTokens: estimate,
                     taskClass: request.taskClass, taskID: request.taskID, retry: request.retry,
                     errorType: failure.limit == .budget ? failure.code : failure.limit.rawValue))
@@ -1426,8 +1427,8 @@ struct EnforcerState {
         if reportsTelemetry {
             effects.telemetry.append(
                 TelemetryRecord(
-                    ts: ticket.admittedAt, gateway: configuration.gatewayID, tenant: ticket.tenant,
-                    upstream: ticket.upstream, outcome: outcome, status: result.status, latency: result.latency,
+                    ts: ticket.admittedAt + record.serverOffset, gateway: configuration.gatewayID,
+                    tenant: ticket.tenant, upstream: ticket.upstream, outcome: outcome, status: result.status, latency: result.latency,
                     queueWait: ticket.waited, promptTokens: result.promptTokens,
                     completionTokens: result.completionTokens,
                     estimatedTokens: ticket.reservedTokens, taskClass: ticket.taskClass, taskID: ticket.taskID,

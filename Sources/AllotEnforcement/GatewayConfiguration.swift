@@ -210,10 +210,13 @@ public enum GatewayEvent: Sendable, Equatable {
     /// The enforced snapshot's lease expired at `expiresAt` (Allot's instant: see ``serverClock(offset:)``): the
     /// gateway now enforces its `fallback` floors.
     case leaseExpired(version: Int64, expiresAt: Double)
-    /// Allot's clock is `offset` seconds ahead of the gateway's (behind when negative; 0: within a second, in step),
-    /// as measured on a poll's answer: leases and burst credits run until Allot's clock reaches their `expires_at`.
-    /// Reported when it moves by more than a second.
+    /// Allot's clock is `offset` seconds ahead of the gateway's (behind when negative; 0: in step, within a second),
+    /// as measured on a poll's answer: leases and burst credits run until Allot's clock reaches their `expires_at`,
+    /// and telemetry is stamped on it. Reported when it moves by more than a second, or comes into or out of use.
     case serverClock(offset: Double)
+    /// The enforced snapshot's lease, taken as ended on the gateway's clock, is live by Allot's (measured since): the
+    /// gateway enforces it again instead of its `fallback` floors.
+    case leaseResumed(version: Int64)
     /// A snapshot poll failed; the next attempt is in `retryIn` seconds.
     case pollFailed(message: String, consecutiveFailures: Int, retryIn: Double)
     /// The limits an upstream's responses state moved the brake on its listed tenants' limits

@@ -184,14 +184,15 @@ public actor SnapshotClient {
         state.lastContact = now
         state.consecutiveFailures = 0
         state.lastError = nil
-        // Before the snapshot: its lease is judged on Allot's clock, as read in this answer.
-        enforcer.observeServerClock(exchange.serverTime, now: now)
         switch exchange.fetch {
         case .notModified:
+            enforcer.observeServerClock(exchange.serverTime, now: now)
             state.notModified += 1
             return .notModified
         case .snapshot(let snapshot):
-            let applied = enforcer.apply(snapshot, now: now)
+            // Allot's clock as read in this answer, taken with its snapshot (unless rejected): its lease is judged on
+            // it.
+            let applied = enforcer.apply(snapshot, now: now, serverTime: exchange.serverTime)
             switch applied {
             case .applied: state.received += 1
             case .rejected(let reason):

@@ -51,19 +51,23 @@ import Testing
         enforcer.observeServerClock(905, now: 1_025)
         let status = enforcer.status(now: 1_025)
         #expect(!status.inFallback)
-        #expect(status.leaseEnd == 1_140)
+        // Until Allot's clock reaches 1,020 (1,140 here), but at most the lease (20 s) and the longest long-poll
+        // (60 s) past this answer: 1,105; the next answer renews it.
+        #expect(status.leaseEnd == 1_105)
         let tenant = try #require(enforcer.tenantStatus(tenant: "acme", upstream: Snapshot.defaultUpstream, now: 1_025))
         #expect(tenant.limits.rpm == Bucket(rate: 60, burst: 2))
         #expect(
             collector.events.suffix(3) == [
-                .leaseExpired(version: 1, expiresAt: 1_020), .serverClock(offset: -120),
-                .snapshotApplied(version: 1, previous: 1),
+                .leaseExpired(version: 1, expiresAt: 1_020), .serverClock(offset: -120), .leaseResumed(version: 1),
             ])
-        #expect(enforcer.apply(Self.snapshot(version: 2, generatedAt: 1_010, lease: 20), now: 1_130) == .applied)
+        #expect(enforcer.nextWakeTime == 1_105)
+        #expect(
+            enforcer.apply(Self.snapshot(version: 2, generatedAt: 1_010, lease: 20), now: 1_130, serverTime: 1_010)
+                == .applied)
         #expect(!enforcer.status(now: 1_130).inFallback)
         #expect(enforcer.status(now: 1_130).leaseEnd == 1_150)
         // Allot's clock put right: leases end on the gateway's clock again, this one at once.
-        enforcer.observeServerClock(1_150.5, now: 1_151)
+        enforcer.observeServerClock(1_150.75, now: 1_151)
         #expect(enforcer.status(now: 1_151).inFallback)
         #expect(collector.events.suffix(2) == [.serverClock(offset: 0), .leaseExpired(version: 2, expiresAt: 1_030)])
     }
@@ -77,11 +81,75 @@ import Testing
         #expect(enforcer.status(now: 1_000).leaseEnd == 1_020)
         #expect(enforcer.status(now: 1_000).serverClockOffset == -0.75)
         #expect(collector.events == [.snapshotApplied(version: 1, previous: nil)])
-        // A server that sends no time: the gateway's clock, as before.
         enforcer.observeServerClock(900, now: 1_000)
+        #expect(enforcer.status(now: 1_000).leaseEnd == 1_080)
+        // A server that sends no time: the gateway's clock, as before.
         enforcer.observeServerClock(nil, now: 1_000)
         #expect(enforcer.status(now: 1_000).leaseEnd == 1_020)
         #expect(enforcer.status(now: 1_000).serverClockOffset == nil)
+    }
+
+    /// Trust in a measure is bounded (review H1): a time more than an hour off is not believed; a snapshot that is
+    /// rejected brings no time with it; and an answer dated in the past keeps a lease at most its length and the
+    /// longest long-poll past that answer, so that a silent Allot still lets it end.
+    @Test func aMeasureIsBelievedWithinBounds() {
+        let collector = EventCollector()
+        let enforcer = Enforcer.make(Self.snapshot(version: 5, generatedAt: 1_000, lease: 300), collector: collector)
+        enforcer.observeServerClock(1_000 - 7_200, now: 1_000)
+        #expect(enforcer.status(now: 1_000).serverClockOffset == nil)
+        #expect(enforcer.status(now: 1_000).leaseEnd == 1_300)
+        let stray = Self.snapshot(version: 4, generatedAt: 900, lease: 300)
+        #expect(
+            enforcer.apply(stray, now: 1_001, serverTime: 500)
+                == .rejected(reason: "version 4 is below the enforced version 5"))
+        #expect(enforcer.status(now: 1_001).serverClockOffset == nil)
+        // Dated 3,000 s back (within the hour): believed, but Allot must answer again within 360 s.
+        enforcer.observeServerClock(1_002 - 3_000, now: 1_002)
+        #expect(enforcer.status(now: 1_002).leaseEnd == 1_362)
+        #expect(!enforcer.status(now: 1_361).inFallback)
+        #expect(enforcer.status(now: 1_362).inFallback)
+        #expect(collector.events.last == .leaseExpired(version: 5, expiresAt: 1_300))
+    }
+
+    /// A gateway about a second off does not flip in and out of reading Allot's clock on every answer: it starts
+    /// beyond a second and stops within half of one.
+    @Test func aClockAboutASecondOffDoesNotFlap() {
+        let collector = EventCollector()
+        let enforcer = Enforcer.make(Self.snapshot(generatedAt: 1_000, lease: 300), collector: collector)
+        var leaseEnds: [Double?] = []
+        for measure in [1.25, 0.75, 1.125, 0.625, 0.25, 0.875] {
+            enforcer.observeServerClock(1_000 + measure, now: 1_000)
+            leaseEnds.append(enforcer.status(now: 1_000).leaseEnd)
+        }
+        #expect(leaseEnds == [1_298.75, 1_299.25, 1_298.875, 1_299.375, 1_300, 1_300])
+        #expect(collector.events.suffix(2) == [.serverClock(offset: 1.25), .serverClock(offset: 0)])
+    }
+
+    /// The answer's time comes with its snapshot: a snapshot dated by Allot's clock 600 s behind the gateway's is a
+    /// lease from the moment it arrives (measured after it, it would have been applied expired and then resumed).
+    @Test func aSnapshotIsJudgedOnTheClockItsAnswerCarries() {
+        let collector = EventCollector()
+        let enforcer = Enforcer.make(collector: collector)
+        let snapshot = Self.snapshot(generatedAt: 1_000, lease: 300)
+        #expect(enforcer.apply(snapshot, now: 1_600, serverTime: 1_000) == .applied)
+        #expect(!enforcer.status(now: 1_600).inFallback)
+        #expect(collector.events == [.serverClock(offset: -600), .snapshotApplied(version: 1, previous: nil)])
+    }
+
+    /// A call admitted before the gateway's clock stepped back is reported at its admission on Allot's clock, not
+    /// shifted by the step (Allot refuses a `ts` more than 300 s in the future, and the whole batch with it).
+    @Test func aCallAcrossAStepOfTheGatewaysClockIsStampedAtItsAdmission() throws {
+        let steady = SteadyClock()
+        let collector = EventCollector()
+        let enforcer = Enforcer.make(collector: collector, monotonic: { steady.now })
+        enforcer.observeServerClock(1_000, now: 1_600)
+        _ = enforcer.apply(Self.snapshot(generatedAt: 1_000, lease: 300), now: 1_600)
+        let ticket = try enforcer.mustAdmit(now: 1_600)
+        steady.now = 2
+        #expect(enforcer.complete(ticket, AttemptResult(status: 200, latency: 2), now: 1_002))
+        // The gateway's clock put right by 600 s: in step with Allot's now.
+        #expect(enforcer.status(now: 1_002).serverClockOffset == 0)
+        #expect(collector.telemetry.map(\.ts) == [1_000])
     }
 
     /// A drain is published with its lease already run out: a clock stepped back after it does not bring it back,
@@ -158,6 +226,7 @@ import Testing
         let enforcer = Enforcer.make()
         let client = SnapshotClient(gatewayID: "gw-1", transport: transport, enforcer: enforcer, clock: clock)
         #expect(await client.pollOnce() == .received(version: 1, .applied))
+        #expect(enforcer.statistics.leaseExpiries == 0)
         #expect(!enforcer.status(now: 1_600).inFallback)
         #expect(enforcer.status(now: 1_600).leaseEnd == 1_900)
         clock.advance(by: 100)
