@@ -73,3 +73,22 @@ public enum MonotonicClock {
         return end >= start ? Double(end - start) / 1e9 : 0
     }
 }
+
+/// `CLOCK_MONOTONIC` seconds (an arbitrary origin) as an ``AllotClock``, and sleeps measured on it: for waits that
+/// must last their length whatever the wall clock does — a long-poll's `wait=` (outside evaluation round 41: a poll
+/// held until an instant of the wall clock was held for the whole of a step back, so the gateway learned of the step
+/// only a minute and more later, its lease run out meanwhile). Its instants never leave the process.
+public struct SteadyClock: AllotClock {
+    public init() {}
+
+    public var now: Double { Double(MonotonicClock.now()) / 1e9 }
+
+    public func sleep(until deadline: Double) async throws {
+        while true {
+            try Task.checkCancellation()
+            let remaining = deadline - now
+            guard remaining > 0 else { return }
+            try await Task.sleep(nanoseconds: UInt64(min(remaining, 3_600) * 1e9) + 1)
+        }
+    }
+}

@@ -74,6 +74,8 @@ public actor AllocationPublisher {
 
     public nonisolated let store: any SnapshotPersistence
     public nonisolated let clock: any AllotClock
+    /// What long-poll waits are measured on (see ``init(store:clock:configuration:logger:waitClock:)``).
+    private nonisolated let waitClock: any AllotClock
     public nonisolated let configuration: Configuration
     nonisolated let board = SnapshotBoard()
     nonisolated let registry: GatewayRegistry
@@ -90,13 +92,17 @@ public actor AllocationPublisher {
 
     /// - Parameters:
     ///   - store: Where snapshots are persisted (``AllotStore/SnapshotStore`` on the service's database).
-    ///   - clock: Long-poll deadlines and the make-before-break wait.
+    ///   - clock: Versions' times and the make-before-break wait.
+    ///   - waitClock: What a long-poll's `wait` is measured on: by default, for the ``AllotTime/SystemClock``, the
+    ///     monotonic clock (``AllotTime/SteadyClock``), so that a step of the wall clock neither holds a poll for the
+    ///     step nor ends it early; any other clock (a test's, the simulator's) is its own.
     public init(
         store: any SnapshotPersistence, clock: any AllotClock, configuration: Configuration = Configuration(),
-        logger: Logger = .disabled
+        logger: Logger = .disabled, waitClock: (any AllotClock)? = nil
     ) {
         self.store = store
         self.clock = clock
+        self.waitClock = waitClock ?? (clock is SystemClock ? SteadyClock() : clock)
         self.configuration = configuration
         self.logger = logger
         self.registry = GatewayRegistry(capacity: configuration.maxGateways)
@@ -525,7 +531,8 @@ public actor AllocationPublisher {
                 guard wait > 0, !board.isShutDown else { return .notModified(current) }
                 guard
                     let newer = await next(
-                        after: current.version, until: now + wait, for: gateway, holding: holding, recorded: recorded)
+                        after: current.version, until: waitClock.now + wait, for: gateway, holding: holding,
+                        recorded: recorded)
                 else { return .notModified(board.current ?? current) }
                 return .modified(newer, body: newer.body(forGateway: gateway))
             }
@@ -534,7 +541,8 @@ public actor AllocationPublisher {
         guard wait > 0, !board.isShutDown else { return .notModified(current) }
         guard
             let newer = await next(
-                after: current.version, until: now + wait, for: gateway, holding: holding, recorded: recorded)
+                after: current.version, until: waitClock.now + wait, for: gateway, holding: holding,
+                recorded: recorded)
         else { return .notModified(board.current ?? current) }
         return .modified(newer, body: newer.body(forGateway: gateway))
     }
@@ -560,7 +568,7 @@ public actor AllocationPublisher {
         nextVersion = version + 1
     }
 
-    /// The first version after `version`, until `deadline`, a long-poll is answered with. A gateway holding a version
+    /// The first version after `version`, until `deadline` (on the wait clock), a long-poll is answered with. A gateway holding a version
     /// skips those whose split does not list it yet (the version that answers right after it returns, from a leave,
     /// a silence, or on a restart — the growth half of a make-before-break pair, or a tick whose gateway set was
     /// taken before its poll registered it): they would hold every tenant of its to `default` until the next one
@@ -574,7 +582,7 @@ public actor AllocationPublisher {
         if let waiting { registry.beginWaiting(waiting) }
         defer { if let waiting { registry.endWaiting(waiting) } }
         var after = version
-        while let newer = await board.wait(after: after, until: deadline, clock: clock) {
+        while let newer = await board.wait(after: after, until: deadline, clock: waitClock) {
             guard holding, let gateway, !newer.plans(gateway), newer.expiresAt > clock.now, !board.isShutDown else {
                 return newer
             }

@@ -179,6 +179,30 @@ struct SnapshotFixture {
         #expect(await fixture.get("/v1/snapshot?wait=\(wait)&gateway=gw-1").status == .ok)
     }
 
+    /// A long-poll's wait is measured on the wait clock (monotonic in the service), not on the wall clock: a step back
+    /// of the wall clock does not hold it for the step (outside evaluation round 41: a poll held until an instant of
+    /// the wall clock was held for the whole step, and the gateway learned of the step a minute and more later), and
+    /// its answer carries the stepped clock.
+    @Test(.timeLimit(.minutes(1))) func aStepBackOfTheWallClockDoesNotStretchALongPoll() async throws {
+        let wall = ManualClock(now: SnapshotFixture.start)
+        let steady = ManualClock(now: 0)
+        let publisher = AllocationPublisher(
+            store: SnapshotStore(pool: try await StoreDatabase.temporary()), clock: wall, waitClock: steady)
+        try await publisher.publish(SnapshotFixture.content(), now: wall.now)
+        let route = SnapshotRoute(publisher: publisher)
+        let held = Task {
+            try await route.respond(
+                to: HTTPRequest(target: "/v1/snapshot?gateway=gw-1&wait=10", headers: ["If-None-Match": "\"1\""]))
+        }
+        while publisher.watcherCount < 1 { await Task.yield() }
+        await steady.waitForSleepers(1)
+        wall.stepBack(by: 3_600)
+        steady.advance(by: 10)
+        let answer = try await held.value
+        #expect(answer.status == .notModified)
+        #expect(answer.headers["Allot-Server-Time"] == "2027-01-15T07:00:00.000Z")
+    }
+
     @Test func longPollIsAnsweredByTheNextVersionOrTimesOutWith304() async throws {
         let fixture = try await SnapshotFixture()
         try await fixture.publish()
