@@ -21,6 +21,7 @@ public actor SnapshotClient {
     /// Settings of a snapshot client.
     public struct Configuration: Sendable {
         /// Seconds the server may hold a poll (`wait=`, at most 60); 0 polls without holding. Default 30.
+        /// (At most half the lease of the snapshot enforced, whatever this says: ``SnapshotClient/longPollWait``.)
         public var longPollWait: Double
         /// Delays after failed polls.
         public var backoff: Backoff
@@ -110,6 +111,7 @@ public actor SnapshotClient {
     public func run() async {
         while !Task.isCancelled {
             let started = clock.now
+            let wait = longPollWait
             let result = await pollOnce()
             let delay: Double
             switch result {
@@ -117,11 +119,11 @@ public actor SnapshotClient {
                 return
             case .failed(_, let retryIn):
                 delay = retryIn
-            case .received(_, .applied) where configuration.longPollWait > 0:
+            case .received(_, .applied) where wait > 0:
                 delay = 0
             case .received, .notModified:
                 let held = clock.now - started
-                delay = configuration.longPollWait > 0 && held >= configuration.longPollWait / 2 ? 0 : refreshInterval
+                delay = wait > 0 && held >= wait / 2 ? 0 : refreshInterval
             }
             if delay > 0 {
                 do {
@@ -131,6 +133,16 @@ public actor SnapshotClient {
                 }
             }
         }
+    }
+
+    /// The `wait` a poll asks for: ``Configuration/longPollWait``, but at most half the lease of the snapshot enforced
+    /// (`expires_at − generated_at`), so that Allot answers at least twice a lease even when it publishes nothing: an
+    /// answer carries Allot's clock, and after a step of it the lease is judged anew (outside evaluation round 41: a
+    /// 20-s lease ran out while a 30-s poll was held). A drain's (no lease) does not shorten it.
+    var longPollWait: Double {
+        let configured = configuration.longPollWait
+        guard let snapshot = enforcer.snapshot, snapshot.expiresAt > snapshot.generatedAt else { return configured }
+        return min(configured, (snapshot.expiresAt - snapshot.generatedAt) / 2)
     }
 
     private var refreshInterval: Double {
@@ -158,7 +170,7 @@ public actor SnapshotClient {
         let exchange: SnapshotExchange
         do {
             exchange = try await transport.exchange(
-                gateway: gatewayID, instance: instanceID, knownVersion: known, wait: configuration.longPollWait)
+                gateway: gatewayID, instance: instanceID, knownVersion: known, wait: longPollWait)
         } catch {
             if Task.isCancelled { return .cancelled }
             state.consecutiveFailures += 1

@@ -238,6 +238,26 @@ import Testing
     }
 }
 
+extension ServerClockTests {
+    /// A poll asks Allot to hold it at most half the lease of the snapshot enforced: an answer (with Allot's clock)
+    /// then comes at least twice a lease even when nothing is published (round 41: a 20-s lease ran out while a 30-s
+    /// poll was held through a step back of Allot's clock). A drain, which has no lease, does not shorten it.
+    @Test func aPollIsHeldAtMostHalfALease() async {
+        let clock = ManualClock(now: 1_000)
+        let transport = ScriptedSnapshotTransport(
+            clock: clock,
+            [
+                .success(.snapshot(Self.snapshot(generatedAt: 1_000, lease: 20))), .success(.notModified),
+                .success(.snapshot(Self.snapshot(version: 2, generatedAt: 1_000, lease: 0))), .success(.notModified),
+            ])
+        let client = SnapshotClient(
+            gatewayID: "gw-1", transport: transport, enforcer: Enforcer.make(), clock: clock,
+            configuration: .init(longPollWait: 30))
+        for _ in 0..<4 { _ = await client.pollOnce() }
+        #expect(transport.requests.map(\.wait) == [30, 10, 10, 30])
+    }
+}
+
 /// Seconds on a stand-in for the never-stepped clock.
 private final class SteadyClock: @unchecked Sendable {
     // `@unchecked Sendable`: written and read by one test's task only.
