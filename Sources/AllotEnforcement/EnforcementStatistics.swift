@@ -60,8 +60,8 @@ public struct EnforcementStatus: Sendable, Equatable {
     public var inFallback: Bool
     /// The lease end of the enforced snapshot (its `expires_at`: Allot's instant).
     public var expiresAt: Double?
-    /// The same on the gateway's clock (nil in fallback): `expiresAt` less ``serverClockOffset`` when that is beyond a
-    /// second.
+    /// When the lease ends on the gateway's clock (nil in fallback): when Allot's clock reaches `expiresAt` (the
+    /// measured offset read in beyond a second), and at most the lease's length and 60 s past the last answer.
     public var leaseEnd: Double?
     /// Allot's clock minus the gateway's, seconds, as last measured on a poll's answer; nil before one, or from a
     /// server that sends no `Allot-Server-Time`.

@@ -634,8 +634,7 @@ struct EnforcerState {
     /// the gateway's when it arrived (nil: the server sent none). A lease judged over on the gateway's clock alone is
     /// enforced again; one that runs out sooner by Allot's ends sooner.
     mutating func observeServerClock(offset measure: Double?, now: Double, effects: inout Effects) {
-        guard let clock = serverClock.measuring(measure, at: now) else { return }
-        adopt(clock, now: now, effects: &effects)
+        adopt(serverClock.measuring(measure, at: now), now: now, effects: &effects)
         resumeLeaseOrCheck(now: now, effects: &effects)
     }
 
@@ -819,7 +818,7 @@ struct EnforcerState {
     mutating func apply(
         _ snapshot: Snapshot, now: Double, measure: Double?? = nil, effects: inout Effects
     ) -> SnapshotApplyResult {
-        let clock = measure.flatMap { serverClock.measuring($0, at: now) } ?? serverClock
+        let clock = measure.map { serverClock.measuring($0, at: now) } ?? serverClock
         let previous = table.version
         if let previous {
             // On its fallback (the enforced lease ended), a gateway takes a lower version whose lease is live: the
@@ -1428,7 +1427,8 @@ struct EnforcerState {
             effects.telemetry.append(
                 TelemetryRecord(
                     ts: ticket.admittedAt + record.serverOffset, gateway: configuration.gatewayID,
-                    tenant: ticket.tenant, upstream: ticket.upstream, outcome: outcome, status: result.status, latency: result.latency,
+                    tenant: ticket.tenant, upstream: ticket.upstream, outcome: outcome, status: result.status,
+                    latency: result.latency,
                     queueWait: ticket.waited, promptTokens: result.promptTokens,
                     completionTokens: result.completionTokens,
                     estimatedTokens: ticket.reservedTokens, taskClass: ticket.taskClass, taskID: ticket.taskID,

@@ -9,10 +9,12 @@ import AllotProtocol
 /// every snapshot as expired). Trust in a measure is bounded (review of the change, H1):
 /// - clocks within a second of each other are taken as in step (a measure is late by the answer's way back), with a
 ///   margin so that a gateway about a second off does not flip between the two;
-/// - a measure beyond an hour is not believed (a stray answer, a server booted with a dead clock battery);
-/// - a lease read on Allot's clock runs at most its length (`expires_at − generated_at`) and the longest long-poll
-///   (60 s, in which a live Allot answers again) beyond the last answer believed, by the gateway's clock: an answer
-///   dated in the past cannot keep a lease alive while Allot is silent.
+/// - a measure beyond an hour is not believed (a stray answer, a server booted with a dead clock battery), unless it
+///   agrees with the offset already measured, as a step of the gateway's own clock moved it (second review, H-1: a
+///   gateway whose clock stepped back two hours refused every later measure and sat on its floors);
+/// - a lease runs at most its length (`expires_at − generated_at`) and the longest long-poll (60 s, in which a live
+///   Allot answers again) beyond the last answer believed, by the gateway's clock: an answer dated in the past cannot
+///   keep a lease alive while Allot is silent, nor can a gateway clock behind Allot's by more than an hour.
 struct ServerClock: Sendable, Equatable {
     /// Allot's clock minus the gateway's, seconds, as last measured; nil before a measure, or from a server that sends
     /// no time.
@@ -33,10 +35,13 @@ struct ServerClock: Sendable, Equatable {
     static let believable = 3_600.0
     /// The longest a live Allot takes to answer a poll again (seconds): the longest long-poll, SPEC 7.
     static let longestPoll = 60.0
+    /// How close to the offset already measured a measure beyond ``believable`` must be to be believed (seconds).
+    static let agreement = 60.0
 
-    /// The clock after a measure taken at `now` (nil: the answer carried no time, and Allot's instants are read on
-    /// the gateway's clock again); nil when the measure is not believed.
-    func measuring(_ measure: Double?, at now: Double) -> ServerClock? {
+    /// The clock after an answer that arrived at `now` with a measure (nil: the answer carried no time, and Allot's
+    /// instants are read on the gateway's clock again). A measure not believed changes nothing but the time of the last
+    /// answer, which bounds the lease.
+    func measuring(_ measure: Double?, at now: Double) -> ServerClock {
         var next = self
         next.answeredAt = now
         guard let measure else {
@@ -44,7 +49,9 @@ struct ServerClock: Sendable, Equatable {
             next.offset = 0
             return next
         }
-        guard measure.isFinite, abs(measure) <= Self.believable else { return nil }
+        guard measure.isFinite,
+            abs(measure) <= Self.believable || measured.map({ abs(measure - $0) <= Self.agreement }) == true
+        else { return next }
         next.measured = measure
         next.offset = Self.offset(for: measure, applying: offset != 0)
         return next
@@ -58,15 +65,17 @@ struct ServerClock: Sendable, Equatable {
     /// Allot's clock at the gateway's `now`.
     func serverNow(_ now: Double) -> Double { now + offset }
 
-    /// When `snapshot`'s lease ends, on the gateway's clock.
+    /// When `snapshot`'s lease ends, on the gateway's clock: when Allot's clock reaches `expires_at`, and at most its
+    /// length and ``longestPoll`` past the last answer believed (none before a first answer: an in-process transport).
     func leaseEnd(_ snapshot: Snapshot) -> Double {
-        guard offset != 0 else { return snapshot.expiresAt }
-        let length = max(0, snapshot.expiresAt - snapshot.generatedAt)
-        return min(snapshot.expiresAt - offset, (answeredAt ?? -.infinity) + length + Self.longestPoll)
+        let end = snapshot.expiresAt - offset
+        guard let answeredAt else { return end }
+        return min(end, answeredAt + max(0, snapshot.expiresAt - snapshot.generatedAt) + Self.longestPoll)
     }
 
     /// The gateway's clock stepped back by `-step` (``EnforcerState/noticeClock(_:monotonic:)``): Allot's is that much
-    /// further ahead of it (until the next answer measures it again), and the last answer came that much later by it.
+    /// further ahead of it (until the next answer measures it again), and the last answer came that much earlier by it.
+    /// (A step forward is not seen: until the next answer, a lease ends early by it.)
     mutating func gatewayStepped(by step: Double) {
         answeredAt = answeredAt.map { $0 + step }
         guard let measured else { return }

@@ -139,7 +139,7 @@ public actor SnapshotClient {
     /// (`expires_at − generated_at`), so that Allot answers at least twice a lease even when it publishes nothing: an
     /// answer carries Allot's clock, and after a step of it the lease is judged anew (outside evaluation round 41: a
     /// 20-s lease ran out while a 30-s poll was held). A drain's (no lease) does not shorten it.
-    var longPollWait: Double {
+    public var longPollWait: Double {
         let configured = configuration.longPollWait
         guard let snapshot = enforcer.snapshot, snapshot.expiresAt > snapshot.generatedAt else { return configured }
         return min(configured, (snapshot.expiresAt - snapshot.generatedAt) / 2)

@@ -111,6 +111,35 @@ import Testing
         #expect(collector.events.last == .leaseExpired(version: 5, expiresAt: 1_300))
     }
 
+    /// Second review H-1: after a measure, the gateway's own clock steps back two hours. Allot's clock is then two
+    /// hours ahead of it, and later measures saying so agree with what the step made of the offset: believed (refused
+    /// as beyond an hour, the lease of every later snapshot ended 60 s past the last believed answer, for good).
+    @Test func aMeasureBeyondAnHourThatAgreesWithAStepOfTheGatewaysClockIsBelieved() {
+        let steady = SteadyReading()
+        let enforcer = Enforcer.make(monotonic: { steady.now })
+        _ = enforcer.apply(Self.snapshot(generatedAt: 1_000, lease: 300), now: 1_000, serverTime: 1_000)
+        steady.now = 10
+        #expect(enforcer.status(now: -6_190).serverClockOffset == 7_200)
+        // Allot answers with its clock 20 s on from where the step put it: believed, and the lease read with it.
+        let next = Self.snapshot(version: 2, generatedAt: 1_310, lease: 300)
+        #expect(enforcer.apply(next, now: -5_910, serverTime: 1_310) == .applied)
+        #expect(enforcer.status(now: -5_700).serverClockOffset == 7_220)
+        #expect(enforcer.status(now: -5_700).leaseEnd == -5_610)
+        #expect(!enforcer.status(now: -5_611).inFallback)
+    }
+
+    /// Second review M-1: a gateway two hours behind Allot (beyond what is believed) reads leases on its own clock, two
+    /// hours long; but each runs at most its length and 60 s past the last answer, so a silent Allot still lets it end.
+    @Test func aLeaseEndsWithinItsLengthOfTheLastAnswerWhateverTheClocks() {
+        let enforcer = Enforcer.make()
+        let snapshot = Self.snapshot(generatedAt: 8_200, lease: 300)
+        #expect(enforcer.apply(snapshot, now: 1_000, serverTime: 8_200) == .applied)
+        let status = enforcer.status(now: 1_000)
+        #expect(status.serverClockOffset == nil)
+        #expect(status.leaseEnd == 1_360)
+        #expect(enforcer.status(now: 1_360).inFallback)
+    }
+
     /// A gateway about a second off does not flip in and out of reading Allot's clock on every answer: it starts
     /// beyond a second and stops within half of one.
     @Test func aClockAboutASecondOffDoesNotFlap() {
@@ -139,7 +168,7 @@ import Testing
     /// A call admitted before the gateway's clock stepped back is reported at its admission on Allot's clock, not
     /// shifted by the step (Allot refuses a `ts` more than 300 s in the future, and the whole batch with it).
     @Test func aCallAcrossAStepOfTheGatewaysClockIsStampedAtItsAdmission() throws {
-        let steady = SteadyClock()
+        let steady = SteadyReading()
         let collector = EventCollector()
         let enforcer = Enforcer.make(collector: collector, monotonic: { steady.now })
         enforcer.observeServerClock(1_000, now: 1_600)
@@ -165,7 +194,7 @@ import Testing
     /// The gateway's own clock stepped back after a measure: Allot's is that much further ahead of it, so the
     /// lease still ends when Allot's clock reaches `expires_at` (it ran 600 s ahead, and was put right).
     @Test func aStepBackOfTheGatewaysClockMovesTheMeasuredOffsetWithIt() {
-        let steady = SteadyClock()
+        let steady = SteadyReading()
         let enforcer = Enforcer.make(monotonic: { steady.now })
         enforcer.observeServerClock(1_000, now: 1_600)
         #expect(enforcer.apply(Self.snapshot(generatedAt: 1_000, lease: 300), now: 1_600) == .applied)
@@ -259,7 +288,7 @@ extension ServerClockTests {
 }
 
 /// Seconds on a stand-in for the never-stepped clock.
-private final class SteadyClock: @unchecked Sendable {
+private final class SteadyReading: @unchecked Sendable {
     // `@unchecked Sendable`: written and read by one test's task only.
     var now = 0.0
 }

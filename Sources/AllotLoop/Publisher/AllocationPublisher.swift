@@ -554,6 +554,8 @@ public actor AllocationPublisher {
     /// How far a gateway's clock may be from Allot's, as its poll says, before `gateway_clock` is alerted (seconds):
     /// well above a slow request's way there, well below a lease.
     public static let gatewayClockAlertSeconds = 30.0
+    /// How far a gateway's clock may be from Allot's and still be compensated by `AllotEnforcement` (an hour).
+    static let compensatedClockSeconds = 3_600.0
 
     /// Makes the next version issued come after `version`, which a gateway holds but the store does not.
     private func continueAbove(_ version: Int64, gateway: String?) {
@@ -568,9 +570,9 @@ public actor AllocationPublisher {
         nextVersion = version + 1
     }
 
-    /// The first version after `version`, until `deadline` (on the wait clock), a long-poll is answered with. A gateway holding a version
-    /// skips those whose split does not list it yet (the version that answers right after it returns, from a leave,
-    /// a silence, or on a restart — the growth half of a make-before-break pair, or a tick whose gateway set was
+    /// The first version after `version`, until `deadline` (on the wait clock), a long-poll is answered with. A gateway
+    /// holding a version skips those whose split does not list it yet (the version that answers right after it
+    /// returns, from a leave, a silence, or on a restart — the growth half of a make-before-break pair, or a tick whose gateway set was
     /// taken before its poll registered it): they would hold every tenant of its to `default` until the next one
     /// (outside evaluation round 22: 901 rpm → 2 rpm for a version, 9 runs of 9). A version whose lease has run out
     /// (a drain) is for every gateway.
@@ -695,8 +697,10 @@ public actor AllocationPublisher {
                         kind: "gateway_clock", severity: .warning, gateway: status.id,
                         message: "gateway \(status.id)'s clock is \(formatted(abs(offset))) s "
                             + (offset > 0 ? "ahead of" : "behind") + " Allot's (its last poll's Allot-Gateway-Time); "
-                            + "AllotEnforcement runs leases and telemetry on Allot's clock, a gateway that judges "
-                            + "expires_at on its own does not: put it on NTP",
+                            + (abs(offset) > Self.compensatedClockSeconds
+                                ? "beyond an hour, AllotEnforcement does not run leases on Allot's clock either"
+                                : "AllotEnforcement runs leases and telemetry on Allot's clock, a gateway that judges "
+                                    + "expires_at on its own does not") + ": put it on NTP",
                         since: status.lastContact))
             }
         }

@@ -323,7 +323,8 @@ import Testing
         let route = SnapshotRoute(publisher: harness.loop.publisher)
         func poll(_ clock: String) async throws -> HTTPResponse {
             try await route.respond(
-                to: HTTPRequest(method: .get, target: "/v1/snapshot?gateway=gw-1", headers: ["Allot-Gateway-Time": clock]))
+                to: HTTPRequest(
+                    method: .get, target: "/v1/snapshot?gateway=gw-1", headers: ["Allot-Gateway-Time": clock]))
         }
         let answer = try await poll(RFC3339.format(harness.clock.now + 45.25))
         #expect(answer.status == .ok)
