@@ -1,5 +1,6 @@
 import AllotProtocol
 import AllotTime
+import Foundation
 import Testing
 
 @testable import AllotEnforcement
@@ -268,6 +269,21 @@ import Testing
 }
 
 extension ServerClockTests {
+    /// A lease taken up again rings the owner's waker (``Gateway`` sleeps until the lease end it last read, and on its
+    /// floors it had none): it must wake at the resumed lease's end to switch to the floors then.
+    @Test func aResumedLeaseRingsTheWaker() {
+        let rings = Rings()
+        let enforcer = Enforcer(
+            configuration: GatewayConfiguration(gatewayID: "gw-1"), telemetry: nil, wakeHandler: { rings.ring() })
+        _ = enforcer.apply(Self.snapshot(generatedAt: 1_000, lease: 20), now: 1_000, serverTime: 1_000)
+        #expect(enforcer.status(now: 1_025).inFallback)
+        #expect(enforcer.nextWakeTime == nil)
+        let before = rings.count
+        enforcer.observeServerClock(905, now: 1_025)
+        #expect(rings.count == before + 1)
+        #expect(enforcer.nextWakeTime == 1_105)
+    }
+
     /// A poll asks Allot to hold it at most half the lease of the snapshot enforced: an answer (with Allot's clock)
     /// then comes at least twice a lease even when nothing is published (round 41: a 20-s lease ran out while a 30-s
     /// poll was held through a step back of Allot's clock). A drain, which has no lease, does not shorten it.
@@ -285,6 +301,15 @@ extension ServerClockTests {
         for _ in 0..<4 { _ = await client.pollOnce() }
         #expect(transport.requests.map(\.wait) == [30, 10, 10, 30])
     }
+}
+
+/// Counts the waker's rings.
+private final class Rings: @unchecked Sendable {
+    // `@unchecked Sendable`: `rung` is only touched under `lock`.
+    private let lock = NSLock()
+    private var rung = 0
+    func ring() { lock.withLock { rung += 1 } }
+    var count: Int { lock.withLock { rung } }
 }
 
 /// Seconds on a stand-in for the never-stepped clock.
