@@ -282,7 +282,13 @@ import Testing
             alerts.first?.message
                 == "gateway gw-1's clock is 612.5 s ahead of Allot's (its last poll's Allot-Gateway-Time); "
                 + "AllotEnforcement runs leases and telemetry on Allot's clock, a gateway that judges expires_at on "
-                + "its own does not: put it on NTP")
+                + "its own does not: one of the two clocks is wrong (all gateways at once: Allot's); put both on NTP")
+        #expect(alerts.first?.since == now)
+        // Still so at the next poll: the alert is as old as the first poll that said so.
+        harness.clock.advance(by: 5)
+        _ = await publisher.poll(gateway: "gw-1", condition: .none, wait: 0, gatewayClock: harness.clock.now + 612.5)
+        await harness.tick()
+        #expect(harness.runner.view.alerts.first { $0.kind == "gateway_clock" }?.since == now)
         _ = await publisher.poll(gateway: "gw-1", condition: .none, wait: 0)
         #expect(publisher.gatewayStatuses(now: now, policy: policy).first?.clockOffsetSeconds == nil)
         await harness.tick()

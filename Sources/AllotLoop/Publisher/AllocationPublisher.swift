@@ -672,6 +672,7 @@ public actor AllocationPublisher {
         registry.forget(before: now - policy.loop.forgetAfterSeconds, now: now)
         registry.noteSuperseded { [board] in board.supersededAtExactly($0) }
         var alerts: [LoopAlert] = []
+        let clockFarSince = registry.clockFarSince
         for status in gatewayStatuses(now: now, policy: policy, tenants: false) {
             switch status.state {
             case .silent:
@@ -700,8 +701,9 @@ public actor AllocationPublisher {
                             + (abs(offset) > Self.compensatedClockSeconds
                                 ? "beyond an hour, AllotEnforcement does not run leases on Allot's clock either"
                                 : "AllotEnforcement runs leases and telemetry on Allot's clock, a gateway that judges "
-                                    + "expires_at on its own does not") + ": put it on NTP",
-                        since: status.lastContact))
+                                    + "expires_at on its own does not")
+                            + ": one of the two clocks is wrong (all gateways at once: Allot's); put both on NTP",
+                        since: clockFarSince[status.id] ?? status.lastContact))
             }
         }
         alerts += drift.review(

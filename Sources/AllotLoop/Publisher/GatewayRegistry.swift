@@ -81,6 +81,8 @@ final class GatewayRegistry: Sendable {
         /// Per gateway, its clock minus ours as its last poll said (`Allot-Gateway-Time`); absent when it said nothing.
         /// Not saved: the next poll says it again.
         var clockOffsets: [String: Double] = [:]
+        /// Per gateway, since when its polls have said a clock beyond the `gateway_clock` alert's threshold.
+        var clockFarSince: [String: Double] = [:]
     }
 
     private let state = Locked(State())
@@ -137,6 +139,11 @@ final class GatewayRegistry: Sendable {
             }
             if let instance { Self.notePoll(instance, at: now, in: &state.instances[gateway, default: [:]]) }
             state.clockOffsets[gateway] = clockOffset
+            if let clockOffset, abs(clockOffset) > AllocationPublisher.gatewayClockAlertSeconds {
+                if state.clockFarSince[gateway] == nil { state.clockFarSince[gateway] = now }
+            } else {
+                state.clockFarSince[gateway] = nil
+            }
             state.dirty.insert(gateway)
             state.left[gateway] = nil
             state.unsaved.remove(gateway)
@@ -198,6 +205,11 @@ final class GatewayRegistry: Sendable {
         state.withLock { $0.clockOffsets }
     }
 
+    /// Per gateway, since when its polls have said a clock beyond the `gateway_clock` alert's threshold.
+    var clockFarSince: [String: Double] {
+        state.withLock { $0.clockFarSince }
+    }
+
     /// Gateways with a long-poll waiting now.
     var waitingGateways: Set<String> {
         state.withLock { Set($0.waiting.keys) }
@@ -256,6 +268,7 @@ final class GatewayRegistry: Sendable {
             state.contacts[gateway] = nil
             state.instances[gateway] = nil
             state.clockOffsets[gateway] = nil
+            state.clockFarSince[gateway] = nil
             // Bounded like the contacts: a client polling with made-up ids and leaving with each cannot grow it.
             if state.left.count >= capacity, let oldest = state.left.min(by: { $0.value < $1.value })?.key {
                 state.left[oldest] = nil
@@ -340,6 +353,7 @@ final class GatewayRegistry: Sendable {
                 state.contacts[id] = nil
                 state.instances[id] = nil
                 state.clockOffsets[id] = nil
+                state.clockFarSince[id] = nil
             }
             state.left = state.left.filter { $0.value >= before }
             Self.pruneRetired(&state, before: now - Self.latePollSeconds)
