@@ -105,8 +105,8 @@ public final class Enforcer: @unchecked Sendable {
     /// Takes Allot's clock as read in a `304` that arrived at `now` (`Allot-Server-Time`; nil when the server sends
     /// none): the enforced lease, and the next, run until Allot's clock reaches their `expires_at`, whatever the
     /// gateway's clock reads, and telemetry is stamped on Allot's clock (``ServerClock``: clocks within a second of
-    /// each other change nothing; a measure beyond an hour is not believed; a lease runs at most its length past the
-    /// last answer). A lease that ended by the gateway's clock alone is enforced again
+    /// each other change nothing; a measure beyond an hour is not believed; a lease runs at most its length and 60 s
+    /// past the last answer). A lease that ended by the gateway's clock alone is enforced again
     /// (``GatewayEvent/leaseResumed(version:)``); one that ends sooner by Allot's ends then.
     public func observeServerClock(_ serverTime: Double?, now: Double) {
         mutate(now) { state, effects in

@@ -626,7 +626,7 @@ struct EnforcerState {
 
     /// The enforced lease's end on the gateway's clock (``ServerClock/leaseEnd(_:)``); nil without a lease.
     var leaseEnd: Double? {
-        guard let snapshot = table.snapshot, table.leaseEnd != nil else { return nil }
+        guard let snapshot = table.snapshot, !table.inFallback else { return nil }
         return serverClock.leaseEnd(snapshot)
     }
 

@@ -64,13 +64,6 @@ struct LimitTable: Sendable {
 
     var version: Int64? { snapshot?.version }
 
-    /// The instant the lease ends; nil when there is no lease to expire (before the first snapshot, or already
-    /// in fallback).
-    var leaseEnd: Double? {
-        guard let snapshot, !inFallback else { return nil }
-        return snapshot.expiresAt
-    }
-
     func policy(for key: TenantKey) -> TenantPolicy? {
         tenants[key] ?? defaultPolicy
     }
@@ -189,7 +182,10 @@ struct LimitTable: Sendable {
 }
 
 extension Snapshot {
+    /// How long its lease lasts from its publication, seconds (`expires_at − generated_at`, at least 0).
+    var leaseSeconds: Double { max(0, expiresAt - generatedAt) }
+
     /// Published with a lease that had already run out (`allot drain`: `expires_at` at `generated_at`): enforced as
     /// its `fallback` whatever the clocks read, and never taken back as a lease (a clock stepped back after it).
-    var bornExpired: Bool { expiresAt <= generatedAt }
+    var bornExpired: Bool { leaseSeconds == 0 }
 }

@@ -70,7 +70,7 @@ struct ServerClock: Sendable, Equatable {
     func leaseEnd(_ snapshot: Snapshot) -> Double {
         let end = snapshot.expiresAt - offset
         guard let answeredAt else { return end }
-        return min(end, answeredAt + max(0, snapshot.expiresAt - snapshot.generatedAt) + Self.longestPoll)
+        return min(end, answeredAt + snapshot.leaseSeconds + Self.longestPoll)
     }
 
     /// The gateway's clock stepped back by `-step` (``EnforcerState/noticeClock(_:monotonic:)``): Allot's is that much

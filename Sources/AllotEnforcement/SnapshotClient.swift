@@ -141,8 +141,8 @@ public actor SnapshotClient {
     /// 20-s lease ran out while a 30-s poll was held). A drain's (no lease) does not shorten it.
     public var longPollWait: Double {
         let configured = configuration.longPollWait
-        guard let snapshot = enforcer.snapshot, snapshot.expiresAt > snapshot.generatedAt else { return configured }
-        return min(configured, (snapshot.expiresAt - snapshot.generatedAt) / 2)
+        guard let snapshot = enforcer.snapshot, !snapshot.bornExpired else { return configured }
+        return min(configured, snapshot.leaseSeconds / 2)
     }
 
     private var refreshInterval: Double {

@@ -572,10 +572,10 @@ public actor AllocationPublisher {
 
     /// The first version after `version`, until `deadline` (on the wait clock), a long-poll is answered with. A gateway
     /// holding a version skips those whose split does not list it yet (the version that answers right after it
-    /// returns, from a leave, a silence, or on a restart — the growth half of a make-before-break pair, or a tick whose gateway set was
-    /// taken before its poll registered it): they would hold every tenant of its to `default` until the next one
-    /// (outside evaluation round 22: 901 rpm → 2 rpm for a version, 9 runs of 9). A version whose lease has run out
-    /// (a drain) is for every gateway.
+    /// returns, from a leave, a silence, or on a restart — the growth half of a make-before-break pair, or a tick whose
+    /// gateway set was taken before its poll registered it): they would hold every tenant of its to `default` until
+    /// the next one (outside evaluation round 22: 901 rpm → 2 rpm for a version, 9 runs of 9). A version whose lease
+    /// has run out (a drain) is for every gateway.
     private nonisolated func next(
         after version: Int64, until deadline: Double, for gateway: String?, holding: Bool, recorded: Bool
     ) async -> PublishedSnapshot? {
@@ -616,7 +616,7 @@ public actor AllocationPublisher {
         let current = board.current
         let refresh = policy.loop.intervalSeconds
         let waiting = registry.waitingGateways
-        let clockOffsets = registry.clockOffsets
+        let clocks = registry.clocks
         return registry.contacts.map { contact in
             var lagVersions: Int64?
             var lagSeconds: Double?
@@ -658,7 +658,7 @@ public actor AllocationPublisher {
                 id: contact.id, state: state, enforcedVersion: contact.enforcedVersion, lagVersions: lagVersions,
                 lagSeconds: lagSeconds, firstContact: contact.firstContact, lastContact: contact.lastContact,
                 sinceContactSeconds: silence, polls: contact.polls, tenants: tenants, instance: contact.instance,
-                clockOffsetSeconds: clockOffsets[contact.id])
+                clockOffsetSeconds: clocks[contact.id]?.offset)
         }
     }
 
@@ -672,7 +672,7 @@ public actor AllocationPublisher {
         registry.forget(before: now - policy.loop.forgetAfterSeconds, now: now)
         registry.noteSuperseded { [board] in board.supersededAtExactly($0) }
         var alerts: [LoopAlert] = []
-        let clockFarSince = registry.clockFarSince
+        let clocks = registry.clocks
         for status in gatewayStatuses(now: now, policy: policy, tenants: false) {
             switch status.state {
             case .silent:
@@ -703,7 +703,7 @@ public actor AllocationPublisher {
                                 : "AllotEnforcement runs leases and telemetry on Allot's clock, a gateway that judges "
                                     + "expires_at on its own does not")
                             + ": one of the two clocks is wrong (all gateways at once: Allot's); put both on NTP",
-                        since: clockFarSince[status.id] ?? status.lastContact))
+                        since: clocks[status.id]?.farSince ?? status.lastContact))
             }
         }
         alerts += drift.review(

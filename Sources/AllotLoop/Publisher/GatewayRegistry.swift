@@ -29,6 +29,14 @@ public struct GatewayContact: Sendable, Hashable {
     }
 }
 
+/// A gateway's clock as its polls said (`Allot-Gateway-Time`).
+struct GatewayClock: Sendable, Equatable {
+    /// Its clock minus Allot's, seconds, at its last poll (low by the request's way there).
+    var offset: Double
+    /// Since when its polls have said a clock beyond the `gateway_clock` alert's threshold; nil within it.
+    var farSince: Double?
+}
+
 /// What came of a gateway's leaving (``AllocationPublisher/leave(gateway:instance:now:)``).
 public enum GatewayLeave: Sendable, Equatable {
     /// It left: its contact as it was.
@@ -78,11 +86,9 @@ final class GatewayRegistry: Sendable {
         /// long ago its poll began (outside evaluation round 40: after the service was stopped for 45 s, a gateway
         /// held in a long-poll across the stop was alerted as silent). The split goes by the last contact alone.
         var waiting: [String: Int] = [:]
-        /// Per gateway, its clock minus ours as its last poll said (`Allot-Gateway-Time`); absent when it said nothing.
-        /// Not saved: the next poll says it again.
-        var clockOffsets: [String: Double] = [:]
-        /// Per gateway, since when its polls have said a clock beyond the `gateway_clock` alert's threshold.
-        var clockFarSince: [String: Double] = [:]
+        /// Per gateway, its clock as its last poll said (`Allot-Gateway-Time`); absent when it said nothing. Not saved:
+        /// the next poll says it again.
+        var clocks: [String: GatewayClock] = [:]
     }
 
     private let state = Locked(State())
@@ -138,11 +144,9 @@ final class GatewayRegistry: Sendable {
                     instance: instance)
             }
             if let instance { Self.notePoll(instance, at: now, in: &state.instances[gateway, default: [:]]) }
-            state.clockOffsets[gateway] = clockOffset
-            if let clockOffset, abs(clockOffset) > AllocationPublisher.gatewayClockAlertSeconds {
-                if state.clockFarSince[gateway] == nil { state.clockFarSince[gateway] = now }
-            } else {
-                state.clockFarSince[gateway] = nil
+            state.clocks[gateway] = clockOffset.map { offset in
+                let far = abs(offset) > AllocationPublisher.gatewayClockAlertSeconds
+                return GatewayClock(offset: offset, farSince: far ? state.clocks[gateway]?.farSince ?? now : nil)
             }
             state.dirty.insert(gateway)
             state.left[gateway] = nil
@@ -200,14 +204,9 @@ final class GatewayRegistry: Sendable {
         }
     }
 
-    /// Per gateway, its clock minus ours as its last poll said (nil entries are absent).
-    var clockOffsets: [String: Double] {
-        state.withLock { $0.clockOffsets }
-    }
-
-    /// Per gateway, since when its polls have said a clock beyond the `gateway_clock` alert's threshold.
-    var clockFarSince: [String: Double] {
-        state.withLock { $0.clockFarSince }
+    /// Per gateway, its clock as its last poll said (absent when it said nothing).
+    var clocks: [String: GatewayClock] {
+        state.withLock { $0.clocks }
     }
 
     /// Gateways with a long-poll waiting now.
@@ -267,8 +266,7 @@ final class GatewayRegistry: Sendable {
             }
             state.contacts[gateway] = nil
             state.instances[gateway] = nil
-            state.clockOffsets[gateway] = nil
-            state.clockFarSince[gateway] = nil
+            state.clocks[gateway] = nil
             // Bounded like the contacts: a client polling with made-up ids and leaving with each cannot grow it.
             if state.left.count >= capacity, let oldest = state.left.min(by: { $0.value < $1.value })?.key {
                 state.left[oldest] = nil
@@ -352,8 +350,7 @@ final class GatewayRegistry: Sendable {
             for id in old {
                 state.contacts[id] = nil
                 state.instances[id] = nil
-                state.clockOffsets[id] = nil
-                state.clockFarSince[id] = nil
+                state.clocks[id] = nil
             }
             state.left = state.left.filter { $0.value >= before }
             Self.pruneRetired(&state, before: now - Self.latePollSeconds)
