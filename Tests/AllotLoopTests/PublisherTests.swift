@@ -577,6 +577,45 @@ import Testing
         await harness.close()
     }
 
+    /// With a wait clock of its own (the monotonic clock in the service), a gateway's silence is measured on it: a step
+    /// of Allot's wall clock is no silence (outside evaluation round 42, F-B: after the clock stepped back two minutes
+    /// and forward again, gateways that had polled all along read as silent for the step, were left out of the next
+    /// versions' split and fell to their floors; a step forward left every gateway out until it polled again).
+    @Test func aStepOfTheWallClockIsNoSilenceOfAGateway() async throws {
+        let wall = ManualClock(now: 1_800_000_000)
+        let steady = ManualClock(now: 0)
+        let publisher = AllocationPublisher(
+            store: SnapshotStore(pool: try await StoreDatabase.temporary()), clock: wall, waitClock: steady)
+        let policy = loopPolicy()
+        _ = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0)
+        _ = await publisher.poll(gateway: "gw-b", condition: .none, wait: 0)
+        // Allot's clock steps back two minutes; gw-a polls every 10 s for 90 s, gw-b stops; the clock steps forward.
+        wall.stepBack(by: 120)
+        for _ in 0..<9 {
+            wall.advance(by: 10)
+            steady.advance(by: 10)
+            _ = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0)
+        }
+        wall.advance(by: 120)
+        let set = publisher.gatewaySet(now: wall.now, policy: policy)
+        #expect(set.active == ["gw-a"])
+        #expect(set.gone == ["gw-b"])
+        let statuses = publisher.gatewayStatuses(now: wall.now, policy: policy)
+        #expect(statuses.map(\.sinceContactSeconds) == [0, 90])
+        #expect(statuses.map(\.state) == [.unknown, .silent])
+        // A step forward of ten minutes: gw-a, which polled a moment ago, is no more silent than that.
+        steady.advance(by: 5)
+        wall.advance(by: 600)
+        #expect(publisher.gatewaySet(now: wall.now, policy: policy).active == ["gw-a"])
+        let alerts = await publisher.review(statuses: [], allowance: [:], policy: policy, now: wall.now)
+        #expect(alerts.map(\.gateway) == ["gw-b"])
+        #expect(alerts.first?.message == "gateway gw-b has not polled for 95 s")
+        // Nor is it forgotten for a step of more than `forget_after_s`.
+        wall.advance(by: policy.loop.forgetAfterSeconds)
+        _ = await publisher.review(statuses: [], allowance: [:], policy: policy, now: wall.now)
+        #expect(publisher.gatewayStatuses(now: wall.now, policy: policy).map(\.id) == ["gw-a", "gw-b"])
+    }
+
     /// A gateway back from a silence long enough to be left out of the split holds the version it last enforced:
     /// it is told nothing is newer for it (and its long-poll waits for the next version, which splits with it)
     /// rather than handed a slice with none of its tenants, which would hold them all to `default` for a tick

@@ -76,6 +76,9 @@ public actor AllocationPublisher {
     public nonisolated let clock: any AllotClock
     /// What long-poll waits are measured on (see ``init(store:clock:configuration:logger:waitClock:)``).
     private nonisolated let waitClock: any AllotClock
+    /// What a gateway's silence is measured on besides the wall clock: the wait clock when it is not `clock` (the
+    /// monotonic clock in the service), nil when it is (tests, the simulator).
+    private nonisolated let contactClock: (any AllotClock)?
     public nonisolated let configuration: Configuration
     nonisolated let board = SnapshotBoard()
     nonisolated let registry: GatewayRegistry
@@ -95,7 +98,9 @@ public actor AllocationPublisher {
     ///   - clock: Versions' times and the make-before-break wait.
     ///   - waitClock: What a long-poll's `wait` is measured on: by default, for the ``AllotTime/SystemClock``, the
     ///     monotonic clock (``AllotTime/SteadyClock``), so that a step of the wall clock neither holds a poll for the
-    ///     step nor ends it early; any other clock (a test's, the simulator's) is its own.
+    ///     step nor ends it early; any other clock (a test's, the simulator's) is its own. When there is one (given,
+    ///     or the default for the ``AllotTime/SystemClock``), a gateway's silence is measured on it too: the split, the
+    ///     `gateway_lag` alert and forgetting a gateway do not take a step of the wall clock for a silence.
     public init(
         store: any SnapshotPersistence, clock: any AllotClock, configuration: Configuration = Configuration(),
         logger: Logger = .disabled, waitClock: (any AllotClock)? = nil
@@ -103,6 +108,7 @@ public actor AllocationPublisher {
         self.store = store
         self.clock = clock
         self.waitClock = waitClock ?? (clock is SystemClock ? SteadyClock() : clock)
+        self.contactClock = waitClock != nil || clock is SystemClock ? self.waitClock : nil
         self.configuration = configuration
         self.logger = logger
         self.registry = GatewayRegistry(capacity: configuration.maxGateways)
@@ -510,7 +516,8 @@ public actor AllocationPublisher {
         var recorded = false
         if registers, let gateway {
             let outcome = registry.record(
-                gateway, instance: instance, enforcing: enforcing, clockOffset: gatewayClock.map { $0 - now }, now: now)
+                gateway, instance: instance, enforcing: enforcing, clockOffset: gatewayClock.map { $0 - now }, now: now,
+                steadyNow: contactClock?.now)
             recorded = outcome.recorded
             if outcome.clearedBarrier { Task { await self.barrierCleared() } }
         }
@@ -596,9 +603,11 @@ public actor AllocationPublisher {
     // MARK: Gateways
 
     /// The gateways a tick splits allocations between (SPEC 7): those that polled within
-    /// `max(3 × interval, gateway_lag_s)`; those that polled before but not since are gone.
+    /// `max(3 × interval, gateway_lag_s)`; those that polled before but not since are gone. With a wait clock of its own
+    /// (the monotonic clock in the service), a gateway's silence is measured on that.
     public nonisolated func gatewaySet(now: Double, policy: Policy) -> SnapshotAssembler.Gateways {
-        let (active, gone) = registry.partition(activeSince: now - Self.goneAfter(policy))
+        let (active, gone) = registry.partition(
+            activeWithin: Self.goneAfter(policy), now: now, steadyNow: contactClock?.now)
         return SnapshotAssembler.Gateways(active: active, gone: gone)
     }
 
@@ -632,7 +641,9 @@ public actor AllocationPublisher {
                     } ?? 0
             }
             // A gateway waiting in a long-poll is not silent.
-            let silence = waiting.contains(contact.id) ? 0 : max(0, now - contact.lastContact)
+            let silence =
+                waiting.contains(contact.id)
+                ? 0 : max(0, registry.silence(of: contact, now: now, steadyNow: contactClock?.now))
             let state: GatewayStatus.State
             if silence >= policy.alerts.gatewayLagSeconds {
                 state = .silent
@@ -669,7 +680,7 @@ public actor AllocationPublisher {
     public func review(
         statuses: [TenantStatus], allowance: [AllocationKey: PerDimension<Double?>], policy: Policy, now: Double
     ) -> [LoopAlert] {
-        registry.forget(before: now - policy.loop.forgetAfterSeconds, now: now)
+        registry.forget(after: policy.loop.forgetAfterSeconds, now: now, steadyNow: contactClock?.now)
         registry.noteSuperseded { [board] in board.supersededAtExactly($0) }
         var alerts: [LoopAlert] = []
         let clocks = registry.clocks
@@ -680,7 +691,7 @@ public actor AllocationPublisher {
                     LoopAlert(
                         kind: "gateway_lag", severity: .warning, gateway: status.id,
                         message: "gateway \(status.id) has not polled for \(formatted(status.sinceContactSeconds)) s",
-                        since: status.lastContact + policy.alerts.gatewayLagSeconds))
+                        since: now - status.sinceContactSeconds + policy.alerts.gatewayLagSeconds))
             case .lagging:
                 let since = now - (status.lagSeconds ?? 0)
                 alerts.append(

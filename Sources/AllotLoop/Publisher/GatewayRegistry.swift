@@ -89,6 +89,10 @@ final class GatewayRegistry: Sendable {
         /// Per gateway, its clock as its last poll said (`Allot-Gateway-Time`); absent when it said nothing. Not saved:
         /// the next poll says it again.
         var clocks: [String: GatewayClock] = [:]
+        /// Per gateway, its last poll on the Publisher's steady clock (the monotonic clock in the service), when the
+        /// Publisher has one; absent for a contact restored from disk until it polls. Not saved: another run's
+        /// monotonic clock means nothing.
+        var steady: [String: Double] = [:]
     }
 
     private let state = Locked(State())
@@ -120,7 +124,8 @@ final class GatewayRegistry: Sendable {
 
     /// - Returns: Whether the poll was recorded, and whether it cleared the make-before-break barrier.
     func record(
-        _ gateway: String, instance: String? = nil, enforcing version: Int64?, clockOffset: Double? = nil, now: Double
+        _ gateway: String, instance: String? = nil, enforcing version: Int64?, clockOffset: Double? = nil, now: Double,
+        steadyNow: Double? = nil
     ) -> Recorded {
         state.withLock { state in
             if let instance, let at = state.retired[gateway]?[instance], now - at < Self.latePollSeconds {
@@ -144,6 +149,7 @@ final class GatewayRegistry: Sendable {
                     instance: instance)
             }
             if let instance { Self.notePoll(instance, at: now, in: &state.instances[gateway, default: [:]]) }
+            if let steadyNow { state.steady[gateway] = steadyNow }
             state.clocks[gateway] = clockOffset.map { offset in
                 let far = abs(offset) > AllocationPublisher.gatewayClockAlertSeconds
                 return GatewayClock(offset: offset, farSince: far ? state.clocks[gateway]?.farSince ?? now : nil)
@@ -196,7 +202,7 @@ final class GatewayRegistry: Sendable {
     }
 
     /// A long-poll of `gateway` is answered (or ends). Its last contact stays when the poll began: a gateway that
-    /// crashed during the wait is no closer to being re-split than before (``partition(activeSince:)`` does not count
+    /// crashed during the wait is no closer to being re-split than before (``partition(activeWithin:now:steadyNow:)`` does not count
     /// waiting), and a live one polls again at once.
     func endWaiting(_ gateway: String) {
         state.withLock { state in
@@ -221,13 +227,42 @@ final class GatewayRegistry: Sendable {
 
     func contact(_ id: String) -> GatewayContact? { state.withLock { $0.contacts[id] } }
 
-    /// Gateways heard from since `since`, sorted; and those heard from before but not since, or that left.
-    func partition(activeSince since: Double) -> (active: [String], gone: Set<String>) {
+    /// How long ago `contact` last polled: on the steady clock when its poll was noted on it (`steadyNow` is that
+    /// clock's time now), else on the wall clock (`now`). A step of the wall clock does not move the first: after
+    /// Allot's clock stepped back and forward again, gateways that polled all along read as silent for the step on
+    /// the wall clock and were left out of the next versions' split (outside evaluation round 42, F-B).
+    func silence(of contact: GatewayContact, now: Double, steadyNow: Double?) -> Double {
+        state.withLock { Self.silence(of: contact, in: $0, now: now, steadyNow: steadyNow) }
+    }
+
+    private static func silence(of contact: GatewayContact, in state: State, now: Double, steadyNow: Double?) -> Double {
+        if let steadyNow, let polled = state.steady[contact.id] { return steadyNow - polled }
+        return now - contact.lastContact
+    }
+
+    /// Whether `contact` has been silent for more than `seconds` (on the wall clock as `lastContact < now − seconds`,
+    /// the comparison the simulator's figures were made with).
+    private static func silent(
+        _ contact: GatewayContact, beyond seconds: Double, in state: State, now: Double, steadyNow: Double?
+    ) -> Bool {
+        if let steadyNow, let polled = state.steady[contact.id] { return steadyNow - polled > seconds }
+        return contact.lastContact < now - seconds
+    }
+
+    /// Gateways heard from within `seconds` of `now` (``silence(of:now:steadyNow:)``), sorted; and those heard from
+    /// before but not since, or that left.
+    func partition(activeWithin seconds: Double, now: Double, steadyNow: Double?) -> (
+        active: [String], gone: Set<String>
+    ) {
         state.withLock { state in
             var active: [String] = []
             var gone = Set(state.left.keys)
             for contact in state.contacts.values {
-                if contact.lastContact >= since { active.append(contact.id) } else { gone.insert(contact.id) }
+                if Self.silent(contact, beyond: seconds, in: state, now: now, steadyNow: steadyNow) {
+                    gone.insert(contact.id)
+                } else {
+                    active.append(contact.id)
+                }
             }
             return (active.sorted(), gone)
         }
@@ -267,6 +302,7 @@ final class GatewayRegistry: Sendable {
             state.contacts[gateway] = nil
             state.instances[gateway] = nil
             state.clocks[gateway] = nil
+            state.steady[gateway] = nil
             // Bounded like the contacts: a client polling with made-up ids and leaving with each cannot grow it.
             if state.left.count >= capacity, let oldest = state.left.min(by: { $0.value < $1.value })?.key {
                 state.left[oldest] = nil
@@ -341,18 +377,22 @@ final class GatewayRegistry: Sendable {
         }
     }
 
-    /// Forgets gateways not heard from since `before` (and returns them), and those that left before it (their
-    /// demand shares have long faded); and the instances that left longer than ``latePollSeconds`` before `now`.
+    /// Forgets gateways not heard from for more than `seconds` (``silence(of:now:steadyNow:)``; and returns them),
+    /// and those that left before then (their demand shares have long faded); and the instances that left longer
+    /// than ``latePollSeconds`` before `now`.
     @discardableResult
-    func forget(before: Double, now: Double) -> [String] {
+    func forget(after seconds: Double, now: Double, steadyNow: Double? = nil) -> [String] {
         state.withLock { state in
-            let old = state.contacts.values.filter { $0.lastContact < before }.map(\.id)
+            let old = state.contacts.values.filter {
+                Self.silent($0, beyond: seconds, in: state, now: now, steadyNow: steadyNow)
+            }.map(\.id)
             for id in old {
                 state.contacts[id] = nil
                 state.instances[id] = nil
                 state.clocks[id] = nil
+                state.steady[id] = nil
             }
-            state.left = state.left.filter { $0.value >= before }
+            state.left = state.left.filter { $0.value >= now - seconds }
             Self.pruneRetired(&state, before: now - Self.latePollSeconds)
             return old.sorted()
         }
