@@ -94,11 +94,13 @@ public final class Enforcer: @unchecked Sendable {
 
     /// The same, for a snapshot that arrived at `now` in an answer carrying Allot's clock (`serverTime`:
     /// `Allot-Server-Time`; nil when the server sends none): the clock is taken with the snapshot, unless it is
-    /// rejected, and its lease is judged on it (``observeServerClock(_:now:)``).
+    /// rejected, and its lease is judged on it (``observeServerClock(_:now:)``). `serverTime: nil` puts leases back on
+    /// the gateway's clock; ``apply(_:now:)`` leaves the clock as it is.
     @discardableResult
     public func apply(_ snapshot: Snapshot, now: Double, serverTime: Double?) -> SnapshotApplyResult {
         mutate(now) { state, effects in
-            state.apply(snapshot, now: now, measure: .some(serverTime.map { $0 - now }), effects: &effects)
+            state.apply(
+                snapshot, now: now, reading: serverTime.map { .measured($0 - now) } ?? .noTime, effects: &effects)
         }
     }
 

@@ -810,23 +810,43 @@ struct EnforcerState {
         return buckets
     }
 
+    /// What an answer carrying a snapshot said of Allot's clock (review of round 42, L-3: a `Double??` whose `nil` and
+    /// `.some(nil)` meant opposite things).
+    enum ClockReading {
+        /// Nothing: the clock stays as it is (``Enforcer/apply(_:now:)``).
+        case unchanged
+        /// The answer carried no time (a server before `Allot-Server-Time`): leases go back on the gateway's clock.
+        case noTime
+        /// Allot's time in the answer minus the gateway's when it arrived
+        /// (``observeServerClock(offset:now:effects:)``).
+        case measured(Double)
+    }
+
     /// Enforces `snapshot` from `now` on, unless its version is below the enforced one (rejected) or equal (unchanged).
-    /// `measure`: the answer's measure of Allot's clock (``observeServerClock(offset:now:effects:)``; `.some(nil)`: the
-    /// answer carried no time; `nil`: no measure, the clock stays), taken only with a snapshot that is not rejected,
-    /// and before its lease is judged. The rules for a lower version read Allot's clock as it stood before the answer:
-    /// an answer does not vouch for its own snapshot.
+    /// `reading`: what the answer said of Allot's clock (``ClockReading``), taken only with a snapshot that is not
+    /// rejected, and before its lease is judged. The rules for a lower version read Allot's clock as it stood before
+    /// the answer: an answer does not vouch for its own snapshot.
     mutating func apply(
-        _ snapshot: Snapshot, now: Double, measure: Double?? = nil, effects: inout Effects
+        _ snapshot: Snapshot, now: Double, reading: ClockReading = .unchanged, effects: inout Effects
     ) -> SnapshotApplyResult {
-        let clock = measure.map { serverClock.measuring($0, at: now) } ?? serverClock
+        let clock: ServerClock
+        switch reading {
+        case .unchanged: clock = serverClock
+        case .noTime: clock = serverClock.measuring(nil, at: now)
+        case .measured(let measure): clock = serverClock.measuring(measure, at: now)
+        }
         let previous = table.version
         if let previous {
             // On its fallback (the enforced lease ended), a gateway takes a lower version whose lease is live: the
             // server's history went back (restored from a backup) and a live allocation beats the floors. Before,
             // a fleet stayed on its floors until the server's versions passed theirs again (round 14).
-            checkLease(now: now, effects: &effects)
+            // Whether the enforced lease is over, judged on the clock before this answer and not yet enforced: the
+            // answer's clock may keep it (review of round 42, L-2: putting the floors in force here lowered every
+            // bucket to the floors' bursts before the same version or its successor, live on the answer's clock,
+            // was enforced again).
+            let leaseOver = table.inFallback || leaseEnd.map { now >= $0 } == true
             let serverNow = serverNow(now)
-            let serverWentBack = table.inFallback && serverNow < snapshot.expiresAt
+            let serverWentBack = leaseOver && serverNow < snapshot.expiresAt
             // Nor is a lower version the server generated after the one enforced (by its own clock) stale: its
             // history went back, or the enforced one was a stray (round 32: one response carrying version 2^62, from
             // a proxy or another deployment, had every real snapshot rejected until its lease ran out); a response
@@ -838,6 +858,7 @@ struct EnforcerState {
                 serverNow < snapshot.expiresAt && snapshot.generatedAt <= serverNow + Self.futureTolerance
                 && (snapshot.generatedAt > enforcedAt || enforcedAt > serverNow + Self.futureTolerance)
             if snapshot.version < previous && !serverWentBack && !generatedLater {
+                checkLease(now: now, effects: &effects)
                 statistics.snapshotsRejected += 1
                 let reason = "version \(snapshot.version) is below the enforced version \(previous)"
                 effects.events.append(

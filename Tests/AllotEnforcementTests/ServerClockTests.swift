@@ -73,6 +73,26 @@ import Testing
         #expect(collector.events.suffix(2) == [.serverClock(offset: 0), .leaseExpired(version: 2, expiresAt: 1_030)])
     }
 
+    /// An answer whose clock keeps the enforced lease alive does not first end it on the gateway's clock (review of
+    /// round 42, L-2): the same version answered `200` (a proxy that strips `If-None-Match`) was put on its floors,
+    /// which lowered every bucket to the floors' bursts, and then enforced again; tenants lost the burst they had
+    /// saved, and `leaseExpired` and `leaseResumed` came in one answer.
+    @Test func anAnswerThatKeepsTheLeaseDoesNotFirstEndIt() throws {
+        let collector = EventCollector()
+        let enforcer = Enforcer.make(Self.snapshot(generatedAt: 1_000, lease: 20), now: 1_000, collector: collector)
+        enforcer.observeServerClock(1_000, now: 1_000)
+        _ = try enforcer.mustAdmit(now: 1_000)
+        // By the gateway's clock the lease ended at 1,020; Allot's clock stepped back 120 s, as the answer says.
+        #expect(enforcer.apply(Self.snapshot(generatedAt: 1_000, lease: 20), now: 1_025, serverTime: 905) == .unchanged)
+        #expect(!enforcer.status(now: 1_025).inFallback)
+        #expect(enforcer.statistics.leaseExpiries == 0)
+        #expect(!collector.events.contains(.leaseExpired(version: 1, expiresAt: 1_020)))
+        #expect(collector.events.last == .serverClock(offset: -120))
+        // The saved burst of two calls is still there (the floors' burst is one).
+        let tenant = try #require(enforcer.tenantStatus(tenant: "acme", upstream: Snapshot.defaultUpstream, now: 1_025))
+        #expect(tenant.rpm.level == 2)
+    }
+
     /// A measure within a second is noise (the answer's way back): it moves nothing and says nothing.
     @Test func clocksWithinASecondChangeNothing() {
         let collector = EventCollector()

@@ -603,8 +603,8 @@ public actor AllocationPublisher {
     // MARK: Gateways
 
     /// The gateways a tick splits allocations between (SPEC 7): those that polled within
-    /// `max(3 × interval, gateway_lag_s)`; those that polled before but not since are gone. With a wait clock of its own
-    /// (the monotonic clock in the service), a gateway's silence is measured on that.
+    /// `max(3 × interval, gateway_lag_s)`; those that polled before but not since are gone. With a wait clock of its
+    /// own (the monotonic clock in the service), a gateway's silence is measured on that.
     public nonisolated func gatewaySet(now: Double, policy: Policy) -> SnapshotAssembler.Gateways {
         let (active, gone) = registry.partition(
             activeWithin: Self.goneAfter(policy), now: now, steadyNow: contactClock?.now)

@@ -202,8 +202,8 @@ final class GatewayRegistry: Sendable {
     }
 
     /// A long-poll of `gateway` is answered (or ends). Its last contact stays when the poll began: a gateway that
-    /// crashed during the wait is no closer to being re-split than before (``partition(activeWithin:now:steadyNow:)`` does not count
-    /// waiting), and a live one polls again at once.
+    /// crashed during the wait is no closer to being re-split than before
+    /// (``partition(activeWithin:now:steadyNow:)`` does not count waiting), and a live one polls again at once.
     func endWaiting(_ gateway: String) {
         state.withLock { state in
             if let count = state.waiting[gateway] { state.waiting[gateway] = count > 1 ? count - 1 : nil }
@@ -235,7 +235,9 @@ final class GatewayRegistry: Sendable {
         state.withLock { Self.silence(of: contact, in: $0, now: now, steadyNow: steadyNow) }
     }
 
-    private static func silence(of contact: GatewayContact, in state: State, now: Double, steadyNow: Double?) -> Double {
+    private static func silence(of contact: GatewayContact, in state: State, now: Double, steadyNow: Double?)
+        -> Double
+    {
         if let steadyNow, let polled = state.steady[contact.id] { return steadyNow - polled }
         return now - contact.lastContact
     }
