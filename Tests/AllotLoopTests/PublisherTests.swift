@@ -616,6 +616,35 @@ import Testing
         #expect(publisher.gatewayStatuses(now: wall.now, policy: policy).map(\.id) == ["gw-a", "gw-b"])
     }
 
+    /// A gateway's clock offset is read less any step of Allot's own wall clock since it was measured (outside
+    /// evaluation round 42, F-C): a poll held across the correction of a step back of Allot's clock said the gateway
+    /// was 120 s ahead, and `gateway_clock` was raised after Allot's clock was right again. A step of Allot's clock
+    /// after a measure that agreed makes the gateway's clock as far from Allot's as the step.
+    @Test func aGatewayClockOffsetFollowsAStepOfAllotsOwnClock() async throws {
+        let wall = ManualClock(now: 1_800_000_000)
+        let steady = ManualClock(now: 0)
+        let publisher = AllocationPublisher(
+            store: SnapshotStore(pool: try await StoreDatabase.temporary()), clock: wall, waitClock: steady)
+        let policy = loopPolicy()
+        let gatewayTime = wall.now
+        // Allot's clock stepped back 120 s; the gateway's poll says its own (right) time.
+        wall.stepBack(by: 120)
+        _ = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0, gatewayClock: gatewayTime)
+        #expect(publisher.gatewayStatuses(now: wall.now, policy: policy).first?.clockOffsetSeconds == 120)
+        // Allot's clock is put right 5 s later, before the gateway polls again.
+        steady.advance(by: 5)
+        wall.advance(by: 125)
+        #expect(publisher.gatewayStatuses(now: wall.now, policy: policy).first?.clockOffsetSeconds == 0)
+        var alerts = await publisher.review(statuses: [], allowance: [:], policy: policy, now: wall.now)
+        #expect(alerts.filter { $0.kind == "gateway_clock" }.isEmpty)
+        // A poll that agrees, then a step back of Allot's clock: the gateway's clock is 300 s ahead of Allot's now.
+        _ = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0, gatewayClock: wall.now)
+        wall.stepBack(by: 300)
+        #expect(publisher.gatewayStatuses(now: wall.now, policy: policy).first?.clockOffsetSeconds == 300)
+        alerts = await publisher.review(statuses: [], allowance: [:], policy: policy, now: wall.now)
+        #expect(alerts.filter { $0.kind == "gateway_clock" }.map(\.gateway) == ["gw-a"])
+    }
+
     /// A gateway back from a silence long enough to be left out of the split holds the version it last enforced:
     /// it is told nothing is newer for it (and its long-poll waits for the next version, which splits with it)
     /// rather than handed a slice with none of its tenants, which would hold them all to `default` for a tick

@@ -669,7 +669,7 @@ public actor AllocationPublisher {
                 id: contact.id, state: state, enforcedVersion: contact.enforcedVersion, lagVersions: lagVersions,
                 lagSeconds: lagSeconds, firstContact: contact.firstContact, lastContact: contact.lastContact,
                 sinceContactSeconds: silence, polls: contact.polls, tenants: tenants, instance: contact.instance,
-                clockOffsetSeconds: clocks[contact.id]?.offset)
+                clockOffsetSeconds: clocks[contact.id]?.offset(now: now, steadyNow: contactClock?.now))
         }
     }
 

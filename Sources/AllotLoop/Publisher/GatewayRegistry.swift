@@ -35,6 +35,19 @@ struct GatewayClock: Sendable, Equatable {
     var offset: Double
     /// Since when its polls have said a clock beyond the `gateway_clock` alert's threshold; nil within it.
     var farSince: Double?
+    /// When it was measured, on Allot's wall clock and on the steady clock (nil without one).
+    var measuredAt: Double = 0
+    var measuredSteady: Double? = nil
+
+    /// The offset now: less any step of Allot's own wall clock since it was measured (what the wall clock moved
+    /// beyond the steady one, when that is more than a second), the gateway's clock taken to have run on. Outside
+    /// evaluation round 42, F-C: a poll held across the correction of a step back of Allot's clock said the gateway
+    /// was 120 s ahead, and the alert was raised after Allot's clock was already right again.
+    func offset(now: Double, steadyNow: Double?) -> Double {
+        guard let steadyNow, let measuredSteady else { return offset }
+        let step = (now - measuredAt) - (steadyNow - measuredSteady)
+        return abs(step) > 1 ? offset - step : offset
+    }
 }
 
 /// What came of a gateway's leaving (``AllocationPublisher/leave(gateway:instance:now:)``).
@@ -152,7 +165,9 @@ final class GatewayRegistry: Sendable {
             if let steadyNow { state.steady[gateway] = steadyNow }
             state.clocks[gateway] = clockOffset.map { offset in
                 let far = abs(offset) > AllocationPublisher.gatewayClockAlertSeconds
-                return GatewayClock(offset: offset, farSince: far ? state.clocks[gateway]?.farSince ?? now : nil)
+                return GatewayClock(
+                    offset: offset, farSince: far ? state.clocks[gateway]?.farSince ?? now : nil, measuredAt: now,
+                    measuredSteady: steadyNow)
             }
             state.dirty.insert(gateway)
             state.left[gateway] = nil
