@@ -74,14 +74,24 @@ public enum MonotonicClock {
     }
 }
 
-/// `CLOCK_MONOTONIC` seconds (an arbitrary origin) as an ``AllotClock``, and sleeps measured on it: for waits that
-/// must last their length whatever the wall clock does — a long-poll's `wait=` (outside evaluation round 41: a poll
-/// held until an instant of the wall clock was held for the whole of a step back, so the gateway learned of the step
-/// only a minute and more later, its lease run out meanwhile). Its instants never leave the process.
+/// `CLOCK_BOOTTIME` seconds (since boot: never stepped, and counting time suspended, as `CLOCK_MONOTONIC` does not) as
+/// an ``AllotClock``, and sleeps measured on it: for waits that must last their length whatever the wall clock does — a
+/// long-poll's `wait=` (outside evaluation round 41: a poll held until an instant of the wall clock was held for the
+/// whole of a step back, so the gateway learned of the step only a minute and more later, its lease run out
+/// meanwhile) — and for how long ago a gateway polled. Time suspended counts, so a suspended service (a paused VM)
+/// is not taken for a step of its wall clock. Its instants never leave the process.
 public struct SteadyClock: AllotClock {
     public init() {}
 
-    public var now: Double { Double(MonotonicClock.now()) / 1e9 }
+    public var now: Double {
+        var ts = timespec()
+        #if os(Linux)
+            clock_gettime(CLOCK_BOOTTIME, &ts)
+        #else
+            clock_gettime(CLOCK_MONOTONIC, &ts)  // Darwin: counts time asleep too
+        #endif
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
 
     public func sleep(until deadline: Double) async throws {
         while true {

@@ -88,7 +88,25 @@ import Testing
         #expect(enforcer.statistics.leaseExpiries == 0)
         #expect(!collector.events.contains(.leaseExpired(version: 1, expiresAt: 1_020)))
         #expect(collector.events.last == .serverClock(offset: -120))
-        // The saved burst of two calls is still there (the floors' burst is one).
+        // The bucket is still full at the lease's burst of two (the floors' burst is one).
+        let tenant = try #require(enforcer.tenantStatus(tenant: "acme", upstream: Snapshot.defaultUpstream, now: 1_025))
+        #expect(tenant.rpm.level == 2)
+    }
+
+    /// The same for a new version in an answer whose clock keeps the enforced one alive: the enforced lease is not
+    /// ended first (its floors would lower the buckets before the new version's lease is installed).
+    @Test func aSuccessorInAnAnswerThatKeepsTheLeaseDoesNotFirstEndIt() throws {
+        let collector = EventCollector()
+        let enforcer = Enforcer.make(Self.snapshot(generatedAt: 1_000, lease: 20), now: 1_000, collector: collector)
+        enforcer.observeServerClock(1_000, now: 1_000)
+        _ = try enforcer.mustAdmit(now: 1_000)
+        let next = Self.snapshot(version: 2, generatedAt: 905, lease: 20)
+        #expect(enforcer.apply(next, now: 1_025, serverTime: 905) == .applied)
+        #expect(enforcer.statistics.leaseExpiries == 0)
+        #expect(collector.events.suffix(2) == [.serverClock(offset: -120), .snapshotApplied(version: 2, previous: 1)])
+        let status = enforcer.status(now: 1_025)
+        #expect(!status.inFallback)
+        #expect(status.leaseEnd == 1_045)
         let tenant = try #require(enforcer.tenantStatus(tenant: "acme", upstream: Snapshot.defaultUpstream, now: 1_025))
         #expect(tenant.rpm.level == 2)
     }

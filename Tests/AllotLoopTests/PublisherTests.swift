@@ -610,10 +610,22 @@ import Testing
         let alerts = await publisher.review(statuses: [], allowance: [:], policy: policy, now: wall.now)
         #expect(alerts.map(\.gateway) == ["gw-b"])
         #expect(alerts.first?.message == "gateway gw-b has not polled for 95 s")
+        // Silent since 30 s after its last poll, read on Allot's clock as it is now.
+        #expect(alerts.first?.since == wall.now - 95 + 30)
         // Nor is it forgotten for a step of more than `forget_after_s`.
         wall.advance(by: policy.loop.forgetAfterSeconds)
         _ = await publisher.review(statuses: [], allowance: [:], policy: policy, now: wall.now)
         #expect(publisher.gatewayStatuses(now: wall.now, policy: policy).map(\.id) == ["gw-a", "gw-b"])
+        // It is once `forget_after_s` has passed on the steady clock (gw-a polled meanwhile).
+        steady.advance(by: policy.loop.forgetAfterSeconds - 96)
+        wall.advance(by: policy.loop.forgetAfterSeconds - 96)
+        _ = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0)
+        _ = await publisher.review(statuses: [], allowance: [:], policy: policy, now: wall.now)
+        #expect(publisher.gatewayStatuses(now: wall.now, policy: policy).map(\.id) == ["gw-a", "gw-b"])
+        steady.advance(by: 2)
+        wall.advance(by: 2)
+        _ = await publisher.review(statuses: [], allowance: [:], policy: policy, now: wall.now)
+        #expect(publisher.gatewayStatuses(now: wall.now, policy: policy).map(\.id) == ["gw-a"])
     }
 
     /// A gateway's clock offset is read less any step of Allot's own wall clock since it was measured (outside
@@ -637,8 +649,13 @@ import Testing
         #expect(publisher.gatewayStatuses(now: wall.now, policy: policy).first?.clockOffsetSeconds == 0)
         var alerts = await publisher.review(statuses: [], allowance: [:], policy: policy, now: wall.now)
         #expect(alerts.filter { $0.kind == "gateway_clock" }.isEmpty)
-        // A poll that agrees, then a step back of Allot's clock: the gateway's clock is 300 s ahead of Allot's now.
+        // A poll that agrees. Read at a tick's start 5 s ago (the tick's persist took that long), the offset is still 0
+        // (review M1: the steady clock read after the persist made it 5).
         _ = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0, gatewayClock: wall.now)
+        steady.advance(by: 5)
+        wall.advance(by: 5)
+        #expect(publisher.gatewayStatuses(now: wall.now - 5, policy: policy).first?.clockOffsetSeconds == 0)
+        // Then a step back of Allot's clock: the gateway's clock is 300 s ahead of Allot's now.
         wall.stepBack(by: 300)
         #expect(publisher.gatewayStatuses(now: wall.now, policy: policy).first?.clockOffsetSeconds == 300)
         alerts = await publisher.review(statuses: [], allowance: [:], policy: policy, now: wall.now)

@@ -76,8 +76,9 @@ public actor AllocationPublisher {
     public nonisolated let clock: any AllotClock
     /// What long-poll waits are measured on (see ``init(store:clock:configuration:logger:waitClock:)``).
     private nonisolated let waitClock: any AllotClock
-    /// What a gateway's silence is measured on besides the wall clock: the wait clock when it is not `clock` (the
-    /// monotonic clock in the service), nil when it is (tests, the simulator).
+    /// What a gateway's silence is measured on besides the wall clock: the wait clock when one was given or is the
+    /// default for the ``AllotTime/SystemClock`` (``AllotTime/SteadyClock`` in the service); nil otherwise (tests,
+    /// the simulator), and silence is measured on `clock` alone.
     private nonisolated let contactClock: (any AllotClock)?
     public nonisolated let configuration: Configuration
     nonisolated let board = SnapshotBoard()
@@ -498,6 +499,7 @@ public actor AllocationPublisher {
         gatewayClock: Double? = nil
     ) async -> SnapshotPollResult {
         let now = clock.now
+        let steadyNow = contactClock?.now
         let arrived = board.current
         // A gateway holding a version a little above the newest stored one (the database lost its newest versions:
         // a damaged write-ahead log's tail, a restore from a backup): versions continue above it, so that no number
@@ -517,7 +519,7 @@ public actor AllocationPublisher {
         if registers, let gateway {
             let outcome = registry.record(
                 gateway, instance: instance, enforcing: enforcing, clockOffset: gatewayClock.map { $0 - now }, now: now,
-                steadyNow: contactClock?.now)
+                steadyNow: steadyNow)
             recorded = outcome.recorded
             if outcome.clearedBarrier { Task { await self.barrierCleared() } }
         }
@@ -607,8 +609,18 @@ public actor AllocationPublisher {
     /// own (the monotonic clock in the service), a gateway's silence is measured on that.
     public nonisolated func gatewaySet(now: Double, policy: Policy) -> SnapshotAssembler.Gateways {
         let (active, gone) = registry.partition(
-            activeWithin: Self.goneAfter(policy), now: now, steadyNow: contactClock?.now)
+            activeWithin: Self.goneAfter(policy), now: now, steadyNow: steadyNow(at: now))
         return SnapshotAssembler.Gateways(active: active, gone: gone)
+    }
+
+    /// The steady clock's reading at the wall clock's `now` (a tick's start, read a while ago): its reading now, less
+    /// the wall time since `now`. Silence and clock offsets are then measured at `now` on both clocks (review of round
+    /// 43's change, M1: an offset read at a tick's start against the steady clock read after the tick's persist grew
+    /// by the persist's time, and a 35-s stall would have raised `gateway_clock` for every gateway).
+    private nonisolated func steadyNow(at now: Double) -> Double? {
+        guard let contactClock else { return nil }
+        let steady = contactClock.now
+        return steady - max(0, clock.now - now)
     }
 
     static func goneAfter(_ policy: Policy) -> Double {
@@ -625,8 +637,8 @@ public actor AllocationPublisher {
         let current = board.current
         let refresh = policy.loop.intervalSeconds
         let waiting = registry.waitingGateways
-        let clocks = registry.clocks
-        return registry.contacts.map { contact in
+        return registry.readings(now: now, steadyNow: steadyNow(at: now)).map { reading in
+            let contact = reading.contact
             var lagVersions: Int64?
             var lagSeconds: Double?
             if let enforced = contact.enforcedVersion, let current {
@@ -641,9 +653,7 @@ public actor AllocationPublisher {
                     } ?? 0
             }
             // A gateway waiting in a long-poll is not silent.
-            let silence =
-                waiting.contains(contact.id)
-                ? 0 : max(0, registry.silence(of: contact, now: now, steadyNow: contactClock?.now))
+            let silence = waiting.contains(contact.id) ? 0 : max(0, reading.silence)
             let state: GatewayStatus.State
             if silence >= policy.alerts.gatewayLagSeconds {
                 state = .silent
@@ -669,7 +679,7 @@ public actor AllocationPublisher {
                 id: contact.id, state: state, enforcedVersion: contact.enforcedVersion, lagVersions: lagVersions,
                 lagSeconds: lagSeconds, firstContact: contact.firstContact, lastContact: contact.lastContact,
                 sinceContactSeconds: silence, polls: contact.polls, tenants: tenants, instance: contact.instance,
-                clockOffsetSeconds: clocks[contact.id]?.offset(now: now, steadyNow: contactClock?.now))
+                clockOffsetSeconds: reading.clockOffset)
         }
     }
 
@@ -680,7 +690,7 @@ public actor AllocationPublisher {
     public func review(
         statuses: [TenantStatus], allowance: [AllocationKey: PerDimension<Double?>], policy: Policy, now: Double
     ) -> [LoopAlert] {
-        registry.forget(after: policy.loop.forgetAfterSeconds, now: now, steadyNow: contactClock?.now)
+        registry.forget(after: policy.loop.forgetAfterSeconds, now: now, steadyNow: steadyNow(at: now))
         registry.noteSuperseded { [board] in board.supersededAtExactly($0) }
         var alerts: [LoopAlert] = []
         let clocks = registry.clocks
@@ -691,7 +701,8 @@ public actor AllocationPublisher {
                     LoopAlert(
                         kind: "gateway_lag", severity: .warning, gateway: status.id,
                         message: "gateway \(status.id) has not polled for \(formatted(status.sinceContactSeconds)) s",
-                        since: now - status.sinceContactSeconds + policy.alerts.gatewayLagSeconds))
+                        since: (contactClock == nil ? status.lastContact : now - status.sinceContactSeconds)
+                            + policy.alerts.gatewayLagSeconds))
             case .lagging:
                 let since = now - (status.lagSeconds ?? 0)
                 alerts.append(
@@ -714,7 +725,7 @@ public actor AllocationPublisher {
                                 : "AllotEnforcement runs leases and telemetry on Allot's clock, a gateway that judges "
                                     + "expires_at on its own does not")
                             + ": one of the two clocks is wrong (all gateways at once: Allot's); put both on NTP",
-                        since: clocks[status.id]?.farSince ?? status.lastContact))
+                        since: clocks[status.id]?.farSince ?? now - status.sinceContactSeconds))
             }
         }
         alerts += drift.review(

@@ -162,12 +162,17 @@ final class GatewayRegistry: Sendable {
                     instance: instance)
             }
             if let instance { Self.notePoll(instance, at: now, in: &state.instances[gateway, default: [:]]) }
-            if let steadyNow { state.steady[gateway] = steadyNow }
+            // The latest: a poll that read the clock first may take the lock last.
+            if let steadyNow { state.steady[gateway] = max(state.steady[gateway] ?? steadyNow, steadyNow) }
             state.clocks[gateway] = clockOffset.map { offset in
-                let far = abs(offset) > AllocationPublisher.gatewayClockAlertSeconds
+                let threshold = AllocationPublisher.gatewayClockAlertSeconds
+                // Far since the first poll that said so, unless the last one, read now (less any step of Allot's
+                // clock since), was near.
+                let previous = state.clocks[gateway]
+                let wasFar = previous.map { abs($0.offset(now: now, steadyNow: steadyNow)) > threshold } ?? false
                 return GatewayClock(
-                    offset: offset, farSince: far ? state.clocks[gateway]?.farSince ?? now : nil, measuredAt: now,
-                    measuredSteady: steadyNow)
+                    offset: offset, farSince: abs(offset) > threshold ? (wasFar ? previous?.farSince : nil) ?? now : nil,
+                    measuredAt: now, measuredSteady: steadyNow)
             }
             state.dirty.insert(gateway)
             state.left[gateway] = nil
@@ -242,14 +247,29 @@ final class GatewayRegistry: Sendable {
 
     func contact(_ id: String) -> GatewayContact? { state.withLock { $0.contacts[id] } }
 
+    /// A contact as read at one instant: how long ago it polled (``silence(of:in:now:steadyNow:)``; below 0 for a
+    /// poll recorded after the instant), and its clock's offset then (``GatewayClock/offset(now:steadyNow:)``).
+    struct Reading {
+        var contact: GatewayContact
+        var silence: Double
+        var clockOffset: Double?
+    }
+
+    /// Every contact, sorted by id, read at `now` (`steadyNow`: the steady clock then), in one look.
+    func readings(now: Double, steadyNow: Double?) -> [Reading] {
+        state.withLock { state in
+            state.contacts.values.sorted { $0.id < $1.id }.map { contact in
+                Reading(
+                    contact: contact, silence: Self.silence(of: contact, in: state, now: now, steadyNow: steadyNow),
+                    clockOffset: state.clocks[contact.id]?.offset(now: now, steadyNow: steadyNow))
+            }
+        }
+    }
+
     /// How long ago `contact` last polled: on the steady clock when its poll was noted on it (`steadyNow` is that
     /// clock's time now), else on the wall clock (`now`). A step of the wall clock does not move the first: after
     /// Allot's clock stepped back and forward again, gateways that polled all along read as silent for the step on
     /// the wall clock and were left out of the next versions' split (outside evaluation round 42, F-B).
-    func silence(of contact: GatewayContact, now: Double, steadyNow: Double?) -> Double {
-        state.withLock { Self.silence(of: contact, in: $0, now: now, steadyNow: steadyNow) }
-    }
-
     private static func silence(of contact: GatewayContact, in state: State, now: Double, steadyNow: Double?)
         -> Double
     {

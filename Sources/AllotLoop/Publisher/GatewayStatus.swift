@@ -20,7 +20,8 @@ public struct GatewayStatus: Sendable, Hashable {
     public var lagSeconds: Double?
     public var firstContact: Double
     public var lastContact: Double
-    /// Seconds since its last poll.
+    /// Seconds since its last poll (0 while a long-poll of it waits), on the steady clock when the Publisher has one
+    /// (a step of Allot's wall clock does not move it: it may then differ from `now - lastContact`).
     public var sinceContactSeconds: Double
     public var polls: Int64
     /// Tenant ids (sorted, unique) it receives a slice of in the current version.
@@ -28,7 +29,7 @@ public struct GatewayStatus: Sendable, Hashable {
     /// The instance its last poll named (one run of the gateway process), nil when it named none.
     public var instance: String?
     /// Its clock minus Allot's, seconds, as its last poll said (`Allot-Gateway-Time`, read on arrival: low by the
-    /// request's way there); nil when it said nothing.
+    /// request's way there), less any step of Allot's own clock since; nil when it said nothing.
     public var clockOffsetSeconds: Double?
 
     public init(
