@@ -71,7 +71,8 @@ public struct LoopAlert: Sendable, Hashable, Codable {
     /// `GET /v1/tenants?alert=` accept.
     public static let kinds = [
         "budget_hard", "budget_soft", "budget_throttle", "burst_default", "checkpoint_failed", "circuit_open",
-        "concurrency_bound", "degraded_mode", "drain", "drift", "gateway_clock", "gateway_lag", "no_capacity",
+        "concurrency_bound", "degraded_mode", "drain", "drift", "gateway_clock", "gateway_lag", "loop_stalled",
+        "no_capacity",
         "operator_inputs", "override_proposal", "policy_error", "runaway_task", "spend_cap", "starved", "state_restore",
         "suspect_tenant", "tenant_flood", "tick_failed", "tick_slow", "unknown_price", "unpriced_upstream",
         "upstream_degrading",

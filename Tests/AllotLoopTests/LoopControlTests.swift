@@ -92,6 +92,7 @@ import Testing
         #expect(stall.seconds == 40)
         #expect(stall.intervalSeconds == 5)
         #expect(stall.wallClockBehind == 3_600)
+        #expect(stall.waitsForClock)
         // 20 s only: no stall yet, whichever clock.
         steady.value -= 20
         #expect(harness.runner.stall(now: ticked - 3_600 + 20) == nil)
@@ -101,6 +102,7 @@ import Testing
         let wallOnly = try #require(harness.runner.stall(now: again + 45))
         #expect(wallOnly.seconds == 45)
         #expect(wallOnly.wallClockBehind == nil)
+        #expect(!wallOnly.waitsForClock)
         await harness.close()
     }
 

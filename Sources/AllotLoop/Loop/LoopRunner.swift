@@ -333,17 +333,26 @@ public actor LoopRunner {
     /// Measured on the wall clock (`now`) and on the steady clock, whichever is longer: after a step back of an hour
     /// the loop's next tick is an hour away by the wall clock (its times never go back: windows, decays and leases
     /// are reckoned in them), while `now - lastTickAt` reads small or negative. `wallClockBehind` is how far the wall
-    /// clock has fallen behind the steady one since the last tick (nil within ``stepTolerance``).
+    /// clock has fallen behind the steady one since the last tick (nil within ``stepTolerance``); `waitsForClock`,
+    /// whether that is all that holds the loop: by the wall clock it is not stalled (its next tick's time has not
+    /// come round again), so it ticks as soon as it has.
     public nonisolated func stall(
         now: Double
-    ) -> (seconds: Double, intervalSeconds: Double, wallClockBehind: Double?)? {
+    ) -> (seconds: Double, intervalSeconds: Double, wallClockBehind: Double?, waitsForClock: Bool)? {
         let view = latest.current
         let interval = view.policy.loop.intervalSeconds
         let wall = now - (view.lastTickAt ?? openedAt)
         let steady = configuration.steadyClock() - lastTickSteady.current
         let since = max(wall, steady)
-        guard since > max(Self.stallIntervals * interval, Self.minimumStallSeconds) else { return nil }
-        return (since, interval, steady - wall > Self.stepTolerance ? steady - wall : nil)
+        let threshold = Self.stallThreshold(interval: interval)
+        guard since > threshold else { return nil }
+        let behind = steady - wall > Self.stepTolerance ? steady - wall : nil
+        return (since, interval, behind, behind != nil && wall <= threshold)
+    }
+
+    /// How long without a completed tick counts as a stall (``stall(now:)``).
+    public static func stallThreshold(interval: Double) -> Double {
+        max(stallIntervals * interval, minimumStallSeconds)
     }
 
     /// How far the wall clock may fall behind the steady clock before it counts as stepped back (seconds).

@@ -100,6 +100,15 @@ public final class OperatorConsole: Sendable {
                         + "(classifier.cold_start_share); check what the gateway sends as `tenant`",
                     since: flood.since))
         }
+        if let loop, let stall = loop.stall(now: now) {
+            let message = ServiceRoutes.stallMessage(
+                seconds: stall.seconds, intervalSeconds: stall.intervalSeconds, wallClockBehind: stall.wallClockBehind)
+            alerts.append(
+                LoopAlert(
+                    kind: "loop_stalled", severity: stall.waitsForClock ? .warning : .critical,
+                    message: message + "; allocations are frozen meanwhile, the snapshot in force is served",
+                    since: now - stall.seconds + LoopRunner.stallThreshold(interval: stall.intervalSeconds)))
+        }
         for stored in try await store.pendingOverrideProposals(now: now) {
             let proposal = stored.proposal
             alerts.append(

@@ -45,6 +45,7 @@ public final class AllotService: Sendable {
     ///   (the first admin token).
     public static func start(
         _ configuration: ServeConfiguration, clock: any AllotClock = SystemClock(), logger: Logger,
+        loopConfiguration: LoopConfiguration = LoopConfiguration(),
         announce: @escaping @Sendable (String) -> Void = { _ in }
     ) async throws(ServiceStartError) -> AllotService {
         if configuration.dev && !configuration.isLoopback {
@@ -125,7 +126,7 @@ public final class AllotService: Sendable {
         do {
             loop = try await LoopRunner.open(
                 store: telemetry, policy: initialPolicy.policy, policyVersion: initialPolicy.version, clock: clock,
-                estimators: .standard, operators: context.operators.inputs, configuration: LoopConfiguration(),
+                estimators: .standard, operators: context.operators.inputs, configuration: loopConfiguration,
                 metrics: metrics, logger: logger)
         } catch {
             await pool.close()

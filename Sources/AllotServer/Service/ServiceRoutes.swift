@@ -81,13 +81,20 @@ enum ServiceRoutes {
             checks["snapshot"] = ["ok": false, "error": "no snapshot published yet"]
         }
         // A loop that stopped ticking — stuck in a tick, or every tick failing — leaves the last snapshot served
-        // but the allocations frozen: not ready (round 11: a weight that overflowed froze the loop unseen).
+        // but the allocations frozen: not ready (round 11: a weight that overflowed froze the loop unseen). One that
+        // only waits for a wall clock stepped back to reach its next tick's time again is ready, said in the check
+        // and by the `loop_stalled` alert: it serves the snapshot in force, whose lease gateways run on Allot's clock,
+        // and a probe that took it out of service for the step would cut the gateways off instead.
         if let loop = context.operators.loop {
             if let stall = loop.stall(now: loop.clock.now) {
-                ready = false
                 let message = stallMessage(
                     seconds: stall.seconds, intervalSeconds: stall.intervalSeconds, wallClockBehind: stall.wallClockBehind)
-                checks["loop"] = ["ok": false, "error": .string(message)]
+                if stall.waitsForClock {
+                    checks["loop"] = ["ok": true, "tick": .int(loop.view.tick), "waiting": .string(message)]
+                } else {
+                    ready = false
+                    checks["loop"] = ["ok": false, "error": .string(message)]
+                }
             } else {
                 checks["loop"] = ["ok": true, "tick": .int(loop.view.tick)]
             }

@@ -455,7 +455,7 @@ import Testing
             }
             return cells[1].trimmingCharacters(in: CharacterSet(charactersIn: "`"))
         }
-        #expect(documented.count == 30)
+        #expect(documented.count == 31)
         #expect(documented.sorted() == LoopAlert.kinds.sorted())
     }
 

@@ -62,12 +62,13 @@ import Testing
 
     static func launch(
         directory: String, policies: PolicySource = .embedded, at time: Double = start,
-        readinessProbeSeconds: Double = 1
+        readinessProbeSeconds: Double = 1, loopConfiguration: LoopConfiguration = LoopConfiguration()
     ) async throws -> Running {
         let clock = ManualClock(now: time)
         var configuration = ServeConfiguration(port: 0, dataDirectory: directory, policies: policies, dev: true)
         configuration.readinessProbeSeconds = readinessProbeSeconds
-        let service = try await AllotService.start(configuration, clock: clock, logger: .disabled)
+        let service = try await AllotService.start(
+            configuration, clock: clock, logger: .disabled, loopConfiguration: loopConfiguration)
         return Running(service: service, client: try HTTPClient(), clock: clock)
     }
 
@@ -379,6 +380,47 @@ import Testing
         #expect(body["checks"]?["loop"]?["ok"] == false)
         #expect(body["checks"]?["loop"]?["error"] == "no tick has completed for 31 s (loop.interval_s 5)")
         #expect(try await running.json("/v1/snapshot")["version"] == .int(first))
+        await running.stop()
+    }
+
+    /// A loop that only waits for a wall clock stepped back to reach its next tick's time again is ready (the snapshot
+    /// in force is served; gateways run its lease on Allot's clock), said under the `loop` check and by a
+    /// `loop_stalled` warning; one stalled by the wall clock too is not, and the alert is critical. Until 2026-12-01
+    /// the wait failed readiness, and a probe taking the service out of its load balancer would have cut the
+    /// gateways off for the step.
+    @Test func aLoopWaitingForASteppedBackClockIsReadyAndAlerted() async throws {
+        final class Steady: @unchecked Sendable { var value = 1_000.0 }
+        let steady = Steady()
+        let running = try await Self.launch(
+            directory: Self.temporaryDirectory(), loopConfiguration: LoopConfiguration(steadyClock: { steady.value }))
+        _ = try await running.tick(after: nil)
+        let loop = try #require(running.service.context.operators.loop)
+        await loop.shutdown()
+        let ticked = try #require(loop.view.lastTickAt)
+        // Allot's clock stepped back an hour; 40 s have passed.
+        running.clock.stepBack(by: 3_600)
+        running.clock.advance(by: 40)
+        steady.value += 40
+        let waiting = try await running.send(.get, "/readyz")
+        #expect(waiting.status == .ok)
+        let check = try JSON.parse(waiting.body)["checks"]?["loop"]
+        #expect(check?["ok"] == true)
+        #expect(
+            check?["waiting"]
+                == .string(
+                    "no tick has completed for 40 s (loop.interval_s 5); the wall clock stepped back 3600 s since the "
+                        + "last tick, and the loop waits until it reaches the next tick's time again"))
+        var alerts = try await running.json("/v1/alerts?kind=loop_stalled")["alerts"]
+        #expect(alerts?[0]?["severity"] == "warning")
+        #expect(alerts?[0]?["since"] == .string(RFC3339.format(running.clock.now - 40 + 30)))
+        // The wall clock back where it was and 35 s on: stalled by both clocks.
+        running.clock.advance(to: ticked + 35)
+        steady.value += 35
+        let stalled = try await running.send(.get, "/readyz")
+        #expect(stalled.status == .serviceUnavailable)
+        #expect(try JSON.parse(stalled.body)["checks"]?["loop"]?["ok"] == false)
+        alerts = try await running.json("/v1/alerts?kind=loop_stalled")["alerts"]
+        #expect(alerts?[0]?["severity"] == "critical")
         await running.stop()
     }
 
