@@ -577,15 +577,23 @@ import Testing
         await harness.close()
     }
 
+    /// A publisher on a wall clock with a steady clock of its own beside it, as in the service.
+    static func publisherWithASteadyClock() async throws -> (
+        wall: ManualClock, steady: ManualClock, publisher: AllocationPublisher
+    ) {
+        let wall = ManualClock(now: 1_800_000_000)
+        let steady = ManualClock(now: 0)
+        let publisher = AllocationPublisher(
+            store: SnapshotStore(pool: try await StoreDatabase.temporary()), clock: wall, waitClock: steady)
+        return (wall, steady, publisher)
+    }
+
     /// With a wait clock of its own (the monotonic clock in the service), a gateway's silence is measured on it: a step
     /// of Allot's wall clock is no silence (outside evaluation round 42, F-B: after the clock stepped back two minutes
     /// and forward again, gateways that had polled all along read as silent for the step, were left out of the next
     /// versions' split and fell to their floors; a step forward left every gateway out until it polled again).
     @Test func aStepOfTheWallClockIsNoSilenceOfAGateway() async throws {
-        let wall = ManualClock(now: 1_800_000_000)
-        let steady = ManualClock(now: 0)
-        let publisher = AllocationPublisher(
-            store: SnapshotStore(pool: try await StoreDatabase.temporary()), clock: wall, waitClock: steady)
+        let (wall, steady, publisher) = try await Self.publisherWithASteadyClock()
         let policy = loopPolicy()
         _ = await publisher.poll(gateway: "gw-a", condition: .none, wait: 0)
         _ = await publisher.poll(gateway: "gw-b", condition: .none, wait: 0)
@@ -633,10 +641,7 @@ import Testing
     /// was 120 s ahead, and `gateway_clock` was raised after Allot's clock was right again. A step of Allot's clock
     /// after a measure that agreed makes the gateway's clock as far from Allot's as the step.
     @Test func aGatewayClockOffsetFollowsAStepOfAllotsOwnClock() async throws {
-        let wall = ManualClock(now: 1_800_000_000)
-        let steady = ManualClock(now: 0)
-        let publisher = AllocationPublisher(
-            store: SnapshotStore(pool: try await StoreDatabase.temporary()), clock: wall, waitClock: steady)
+        let (wall, steady, publisher) = try await Self.publisherWithASteadyClock()
         let policy = loopPolicy()
         let gatewayTime = wall.now
         // Allot's clock stepped back 120 s; the gateway's poll says its own (right) time.
