@@ -106,6 +106,29 @@ import Testing
         await harness.close()
     }
 
+    /// A loop stuck in a tick when the wall clock steps back does not only wait for its clock: `/readyz` must not read
+    /// it as ready.
+    @Test func aLoopStuckInATickDoesNotOnlyWaitForItsClock() async throws {
+        let steady = Box(1_000.0)
+        let harness = try LoopHarness()
+        let inputs = HeldOperatorInputs()
+        try await harness.openWith(
+            operators: inputs, policy: loopPolicy(interval: 5),
+            configuration: LoopConfiguration(steadyClock: { steady.value }))
+        await harness.tick()
+        inputs.holding.value = true
+        let stuck = Task { await harness.tick() }
+        while !inputs.isHolding { await Task.yield() }
+        harness.clock.stepBack(by: 3_600)
+        steady.value += 40
+        let stall = try #require(harness.runner.stall(now: harness.clock.now))
+        #expect(stall.wallClockBehind != nil)
+        #expect(!stall.waitsForClock)
+        inputs.release()
+        _ = await stuck.value
+        await harness.close()
+    }
+
     /// The timer waits in steps of at most an interval: a step back is noticed and logged once, and no tick runs
     /// until the wall clock reaches the next tick's time again.
     @Test func theTimerWaitsOutAWallClockSteppedBackAndSaysSoOnce() async throws {
@@ -284,6 +307,30 @@ import Testing
     }
 }
 
+/// Operator inputs that can be held: a tick reading them waits until released.
+final class HeldOperatorInputs: OperatorInputs, @unchecked Sendable {
+    let holding = Box(false)
+    private let lock = NSLock()
+    private var waiter: CheckedContinuation<Void, Never>?
+
+    func inputs(now: Double) async throws -> OperatorInputBatch {
+        if holding.value { await withCheckedContinuation { continuation in lock.withLock { waiter = continuation } } }
+        return OperatorInputBatch()
+    }
+
+    var isHolding: Bool { lock.withLock { waiter != nil } }
+
+    func release() {
+        holding.value = false
+        lock.withLock {
+            waiter?.resume()
+            waiter = nil
+        }
+    }
+
+    func record(_ decision: Decision, now: Double) async {}
+}
+
 /// Operator inputs that can be made to fail.
 final class FlakyOperatorInputs: OperatorInputs {
     struct Unavailable: Error, CustomStringConvertible {
@@ -303,13 +350,16 @@ final class FlakyOperatorInputs: OperatorInputs {
 
 extension LoopHarness {
     /// Opens the loop with other operator inputs.
-    func openWith(operators: any OperatorInputs, policy: Policy = loopPolicy()) async throws {
+    func openWith(
+        operators: any OperatorInputs, policy: Policy = loopPolicy(),
+        configuration: LoopConfiguration = LoopConfiguration()
+    ) async throws {
         let database = try await StoreDatabase.open(path: directory.databasePath)
         pool.value = database
         loop.value = try await LoopRunner.open(
             store: TelemetryStore(pool: database, clock: clock), policy: policy,
             policyVersion: LoopRunner.policyVersion(of: policy), clock: clock, estimators: estimators.factory,
-            operators: operators)
+            operators: operators, configuration: configuration)
     }
 }
 

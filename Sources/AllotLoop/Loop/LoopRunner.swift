@@ -42,6 +42,9 @@ public actor LoopRunner {
     /// The loop's ``LoopConfiguration/steadyClock`` when it opened or last completed a tick (a stall is measured on
     /// it too: a wall clock stepped back leaves the loop waiting while `now - lastTickAt` shrinks).
     private let lastTickSteady: Locked<Double>
+    /// Whether a tick was asked for and has not returned (waiting for the actor, or running): a loop stuck in a tick
+    /// is not one that only waits for its clock (``stall(now:)``).
+    private let ticking = Locked(false)
 
     private var policy: Policy
     private var policyVersion: String
@@ -335,7 +338,7 @@ public actor LoopRunner {
     /// are reckoned in them), while `now - lastTickAt` reads small or negative. `wallClockBehind` is how far the wall
     /// clock has fallen behind the steady one since the last tick (nil within ``stepTolerance``); `waitsForClock`,
     /// whether that is all that holds the loop: by the wall clock it is not stalled (its next tick's time has not
-    /// come round again), so it ticks as soon as it has.
+    /// come round again) and no tick is under way, so it ticks as soon as that time has come.
     public nonisolated func stall(
         now: Double
     ) -> (seconds: Double, intervalSeconds: Double, wallClockBehind: Double?, waitsForClock: Bool)? {
@@ -347,7 +350,7 @@ public actor LoopRunner {
         let threshold = Self.stallThreshold(interval: interval)
         guard since > threshold else { return nil }
         let behind = steady - wall > Self.stepTolerance ? steady - wall : nil
-        return (since, interval, behind, behind != nil && wall <= threshold)
+        return (since, interval, behind, behind != nil && wall <= threshold && !ticking.current)
     }
 
     /// How long without a completed tick counts as a stall (``stall(now:)``).
@@ -519,6 +522,8 @@ public actor LoopRunner {
     /// the log, the metrics and the alerts.
     @discardableResult
     public func tick(now: Double) async -> TickReport {
+        ticking.withLock { $0 = true }
+        defer { ticking.withLock { $0 = false } }
         await enter()
         defer { leave() }
         guard !isShutDown else {
