@@ -730,6 +730,15 @@ import Testing
             return
         }
         #expect(drained.expiresAt <= harness.clock.now)
+        // Also once Allot's clock has stepped back (second review of round 42, L-6: the drain read as live on the wall
+        // clock, and a gateway holding a version was told to keep it).
+        harness.clock.stepBack(by: 120)
+        guard case .modified(let still, _) = await publisher.poll(gateway: "gw-ghost", condition: ghost, wait: 0)
+        else {
+            Issue.record("expected the drained version after a step back")
+            return
+        }
+        #expect(still.version == drained.version)
         await harness.close()
     }
 

@@ -500,6 +500,8 @@ public actor AllocationPublisher {
     ) async -> SnapshotPollResult {
         let now = clock.now
         let steadyNow = contactClock?.now
+        // A long-poll's wait counts from its arrival, not from after the hop to the Publisher below.
+        let arrivedAt = waitClock.now
         let arrived = board.current
         // A gateway holding a version a little above the newest stored one (the database lost its newest versions:
         // a damaged write-ahead log's tail, a restore from a backup): versions continue above it, so that no number
@@ -536,11 +538,13 @@ public actor AllocationPublisher {
             // long-poll waits for the next version, which splits with it (this poll registered it). A gateway
             // holding nothing still gets the version, `default` and all: it has no better limits to keep. Nor does
             // this hold for a version whose lease has run out (a drain): that one is for every gateway to take.
-            if registers, enforcing != nil, let gateway, !current.plans(gateway), current.expiresAt > now {
+            if registers, enforcing != nil, let gateway, !current.plans(gateway), !current.isDrain,
+                current.expiresAt > now
+            {
                 guard wait > 0, !board.isShutDown else { return .notModified(current) }
                 guard
                     let newer = await next(
-                        after: current.version, until: waitClock.now + wait, for: gateway, holding: holding,
+                        after: current.version, until: arrivedAt + wait, for: gateway, holding: holding,
                         recorded: recorded)
                 else { return .notModified(board.current ?? current) }
                 return .modified(newer, body: newer.body(forGateway: gateway))
@@ -550,7 +554,7 @@ public actor AllocationPublisher {
         guard wait > 0, !board.isShutDown else { return .notModified(current) }
         guard
             let newer = await next(
-                after: current.version, until: waitClock.now + wait, for: gateway, holding: holding,
+                after: current.version, until: arrivedAt + wait, for: gateway, holding: holding,
                 recorded: recorded)
         else { return .notModified(board.current ?? current) }
         return .modified(newer, body: newer.body(forGateway: gateway))
@@ -594,7 +598,9 @@ public actor AllocationPublisher {
         defer { if let waiting { registry.endWaiting(waiting) } }
         var after = version
         while let newer = await board.wait(after: after, until: deadline, clock: waitClock) {
-            guard holding, let gateway, !newer.plans(gateway), newer.expiresAt > clock.now, !board.isShutDown else {
+            guard holding, let gateway, !newer.plans(gateway), !newer.isDrain, newer.expiresAt > clock.now,
+                !board.isShutDown
+            else {
                 return newer
             }
             after = newer.version
