@@ -65,7 +65,7 @@ public final class Enforcer: @unchecked Sendable {
         var effects = Effects()
         let steady = monotonic()
         let result = lock.withLock {
-            state.noticeClock(now, monotonic: steady)
+            state.noticeClock(now, monotonic: steady, effects: &effects)
             return body(&state, &effects)
         }
         deliver(effects)

@@ -678,7 +678,7 @@ struct EnforcerState {
     /// `monotonic`: seconds on a clock that is never stepped, read with `now`. The step is measured from where the
     /// wall clock should be, the latest instant plus the steady time since it; without it, from the latest instant,
     /// and an idle gateway whose sleep noticed the step late would shift its waits by its idle time too.
-    mutating func noticeClock(_ now: Double, monotonic: Double? = nil) {
+    mutating func noticeClock(_ now: Double, monotonic: Double? = nil, effects: inout Effects) {
         // The latest instant, so that steps back each under the tolerance add up to one that is not.
         guard now < latestNow - Self.clockStepTolerance else {
             if now >= latestNow {
@@ -694,6 +694,8 @@ struct EnforcerState {
         // Allot's clock did not move with ours: it is now further ahead of it by the step (the next poll measures it
         // again).
         serverClock.gatewayStepped(by: step)
+        // Said now, not at the next answer (second review of round 42, L-1).
+        if let offset = serverClock.report() { effects.events.append(.serverClock(offset: offset)) }
         latestNow = now
         latestMonotonic = monotonic
         for index in states.indices { states.values[index].rebase(to: now) }

@@ -234,7 +234,8 @@ import Testing
     /// lease still ends when Allot's clock reaches `expires_at` (it ran 600 s ahead, and was put right).
     @Test func aStepBackOfTheGatewaysClockMovesTheMeasuredOffsetWithIt() {
         let steady = SteadyReading()
-        let enforcer = Enforcer.make(monotonic: { steady.now })
+        let collector = EventCollector()
+        let enforcer = Enforcer.make(collector: collector, monotonic: { steady.now })
         enforcer.observeServerClock(1_000, now: 1_600)
         #expect(enforcer.apply(Self.snapshot(generatedAt: 1_000, lease: 300), now: 1_600) == .applied)
         #expect(enforcer.status(now: 1_600).leaseEnd == 1_900)
@@ -243,6 +244,8 @@ import Testing
         #expect(status.serverClockOffset == 0)
         #expect(status.leaseEnd == 1_300)
         #expect(enforcer.statistics.clockStepsBack == 1)
+        // Said at the step, not at the next answer (second review of round 42, L-1).
+        #expect(collector.events.last == .serverClock(offset: 0))
     }
 
     /// A burst credit's `expires_at` is Allot's instant too: a gateway 600 s ahead still spends it.
