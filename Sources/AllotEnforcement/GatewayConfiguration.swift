@@ -207,8 +207,9 @@ public enum GatewayEvent: Sendable, Equatable {
     /// A snapshot was refused: a version below the enforced one (a server restored from an old backup, a
     /// misrouted response). The enforced snapshot stays.
     case snapshotRejected(version: Int64, enforced: Int64, reason: String)
-    /// The enforced snapshot's lease expired at `expiresAt` (Allot's instant: see ``serverClock(offset:)``): the
-    /// gateway now enforces its `fallback` floors.
+    /// The enforced snapshot's lease expired (its `expiresAt`, Allot's instant: see ``serverClock(offset:)``; or
+    /// sooner, its length and 60 s after the last answer, when Allot fell silent): the gateway now enforces its
+    /// `fallback` floors.
     case leaseExpired(version: Int64, expiresAt: Double)
     /// Allot's clock is `offset` seconds ahead of the gateway's (behind when negative; 0: in step, within a second),
     /// as measured on a poll's answer: leases and burst credits run until Allot's clock reaches their `expires_at`,
