@@ -59,7 +59,7 @@ public final class Enforcer: @unchecked Sendable {
     }
 
     /// Runs `body` on the state under the lock, having shown it `now` first (a wall clock stepped back rebases the
-    /// buckets: ``EnforcerState/noticeClock(_:monotonic:)``), and delivers what it produced after the lock is
+    /// buckets: ``EnforcerState/noticeClock(_:monotonic:effects:)``), and delivers what it produced after the lock is
     /// released.
     private func mutate<Result>(_ now: Double, _ body: (inout EnforcerState, inout Effects) -> Result) -> Result {
         var effects = Effects()

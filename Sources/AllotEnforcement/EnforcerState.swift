@@ -601,7 +601,7 @@ struct EnforcerState {
     /// The instant the waker sleeps until; enqueueing something due earlier rings it.
     var armedWake: Double? = nil
     var stateCollectionThreshold = 4_096
-    /// The latest instant seen (``noticeClock(_:monotonic:)``), and the steady clock's reading with it.
+    /// The latest instant seen (``noticeClock(_:monotonic:effects:)``), and the steady clock's reading with it.
     var latestNow = -Double.infinity
     var latestMonotonic: Double?
     /// Allot's clock as measured on the answers to the gateway's polls.
@@ -710,7 +710,7 @@ struct EnforcerState {
         statistics.clockStepsBack += 1
     }
 
-    /// Moves the gateway's own instants by `step` (≤ 0, the wall clock stepped back; ``noticeClock(_:monotonic:)``):
+    /// Moves the gateway's own instants by `step` (≤ 0, the wall clock stepped back; ``noticeClock(_:monotonic:effects:)``):
     /// the queue's (maximum waits, wait reports, the lanes' next looks, the waker's), the holds waiters placed on the
     /// idle and cap buckets, and what the gateway saw when (realtime calls for the cap's reserve, stated limits for
     /// the brake, tasks).

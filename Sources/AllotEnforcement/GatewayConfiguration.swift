@@ -212,8 +212,9 @@ public enum GatewayEvent: Sendable, Equatable {
     /// `fallback` floors.
     case leaseExpired(version: Int64, expiresAt: Double)
     /// Allot's clock is `offset` seconds ahead of the gateway's (behind when negative; 0: in step, within a second),
-    /// as measured on a poll's answer: leases and burst credits run until Allot's clock reaches their `expires_at`,
-    /// and telemetry is stamped on it. Reported when it moves by more than a second, or comes into or out of use.
+    /// as measured on a poll's answer (and moved by a step back of the gateway's own clock, reported at the step):
+    /// leases and burst credits run until Allot's clock reaches their `expires_at`, and telemetry is stamped on it.
+    /// Reported when it moves by more than a second, or comes into or out of use.
     case serverClock(offset: Double)
     /// The enforced snapshot's lease, taken as ended on the gateway's clock, is live by Allot's (measured since): the
     /// gateway enforces it again instead of its `fallback` floors.

@@ -73,7 +73,7 @@ struct ServerClock: Sendable, Equatable {
         return min(end, answeredAt + snapshot.leaseSeconds + Self.longestPoll)
     }
 
-    /// The gateway's clock stepped back by `-step` (``EnforcerState/noticeClock(_:monotonic:)``): Allot's is that much
+    /// The gateway's clock stepped back by `-step` (``EnforcerState/noticeClock(_:monotonic:effects:)``): Allot's is that much
     /// further ahead of it (until the next answer measures it again), and the last answer came that much earlier by it.
     /// (A step forward is not seen: until the next answer, a lease ends early by it.)
     mutating func gatewayStepped(by step: Double) {

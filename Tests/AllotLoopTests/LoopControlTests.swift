@@ -92,7 +92,8 @@ import Testing
         #expect(stall.seconds == 40)
         #expect(stall.intervalSeconds == 5)
         #expect(stall.wallClockBehind == 3_600)
-        #expect(stall.waitsForClock)
+        // No timer waits for the clock here (the loop is driven by hand): a loop nobody drives is not waiting.
+        #expect(!stall.waitsForClock)
         // 20 s only: no stall yet, whichever clock.
         steady.value -= 20
         #expect(harness.runner.stall(now: ticked - 3_600 + 20) == nil)
@@ -129,12 +130,45 @@ import Testing
         await harness.close()
     }
 
+    /// A loop whose ticks fail does not only wait for its clock when the wall clock then steps back, though its timer
+    /// waits for it (review of session 57, H1: judged from the clocks alone, a loop failing for ten minutes read as
+    /// ready for the hour of a step back).
+    @Test func aLoopWhoseTicksFailDoesNotOnlyWaitForItsClock() async throws {
+        let harness = try LoopHarness()
+        let steady = Box(1_000.0)
+        let crashing = Box<CrashingPersistence?>(nil)
+        try await harness.open(
+            configuration: LoopConfiguration(steadyClock: { steady.value }),
+            snapshots: { pool in
+                let persistence = CrashingPersistence(SnapshotStore(pool: pool))
+                crashing.value = persistence
+                return persistence
+            })
+        await harness.classifier.setDemand("acme", rpm: 30, tpm: 20_000)
+        await harness.runner.start()
+        await harness.clock.waitForSleepers(1)
+        #expect(harness.publisher.current?.version == 1)
+        crashing.value!.armed.value = true
+        harness.clock.advance(by: 5)
+        await harness.clock.waitForSleepers(1)
+        #expect(harness.runner.view.alerts.contains { $0.kind == "tick_failed" })
+        harness.clock.stepBack(by: 3_600)
+        await harness.clock.waitForSleepers(1)
+        steady.value += 40
+        let stall = try #require(harness.runner.stall(now: harness.clock.now))
+        #expect(!stall.waitsForClock)
+        await harness.close()
+    }
+
     /// The timer waits in steps of at most an interval: a step back is noticed and logged once, and no tick runs
     /// until the wall clock reaches the next tick's time again.
     @Test func theTimerWaitsOutAWallClockSteppedBackAndSaysSoOnce() async throws {
         let harness = try LoopHarness()
         let sink = CapturingLogSink()
-        try await harness.open(logger: Logger(label: "test", minimumLevel: .info, sink: sink, clock: harness.clock))
+        let steady = Box(1_000.0)
+        try await harness.open(
+            configuration: LoopConfiguration(steadyClock: { steady.value }),
+            logger: Logger(label: "test", minimumLevel: .info, sink: sink, clock: harness.clock))
         await harness.runner.start()
         await harness.clock.waitForSleepers(1)
         #expect(harness.publisher.current?.version == 1)
@@ -146,6 +180,9 @@ import Testing
             await harness.clock.waitForSleepers(1)
         }
         #expect(harness.publisher.current?.version == 1)
+        // Its timer waits for the clock: that is all that holds it (`/readyz` stays ready).
+        steady.value += 40
+        #expect(harness.runner.stall(now: harness.clock.now)?.waitsForClock == true)
         let warnings = sink.lines.filter { $0.contains("the wall clock stepped back") }
         #expect(warnings.count == 1)
         #expect(warnings.first?.contains("\"stepped_back_at_least_s\":3600") == true)
@@ -154,6 +191,7 @@ import Testing
         harness.clock.advance(to: next)
         await harness.clock.waitForSleepers(1)
         #expect(harness.publisher.current?.version == 2)
+        #expect(harness.runner.stall(now: harness.clock.now) == nil)
         await harness.close()
         #expect(harness.clock.sleeperCount == 0)
     }

@@ -42,9 +42,11 @@ public actor LoopRunner {
     /// The loop's ``LoopConfiguration/steadyClock`` when it opened or last completed a tick (a stall is measured on
     /// it too: a wall clock stepped back leaves the loop waiting while `now - lastTickAt` shrinks).
     private let lastTickSteady: Locked<Double>
-    /// Whether a tick was asked for and has not returned (waiting for the actor, or running): a loop stuck in a tick
-    /// is not one that only waits for its clock (``stall(now:)``).
-    private let ticking = Locked(false)
+    /// The wall-clock instant of the next tick, while the timer waits for a wall clock stepped back to reach it; kept
+    /// through that tick (at most a stall's length past it), cleared once the tick returns, and when the timer is
+    /// restarted or the loop shut down. Only the timer says the loop waits for its clock (``stall(now:)``): a loop
+    /// whose ticks fail, or that no timer drives, is not waiting whatever the clocks read (review of session 57, H1).
+    private let clockWait = Locked<Double?>(nil)
 
     private var policy: Policy
     private var policyVersion: String
@@ -337,8 +339,8 @@ public actor LoopRunner {
     /// the loop's next tick is an hour away by the wall clock (its times never go back: windows, decays and leases
     /// are reckoned in them), while `now - lastTickAt` reads small or negative. `wallClockBehind` is how far the wall
     /// clock has fallen behind the steady one since the last tick (nil within ``stepTolerance``); `waitsForClock`,
-    /// whether that is all that holds the loop: by the wall clock it is not stalled (its next tick's time has not
-    /// come round again) and no tick is under way, so it ticks as soon as that time has come.
+    /// whether that is all that holds the loop: its timer waits for a wall clock stepped back to reach the next
+    /// tick's time (or runs that tick, for at most a stall's length), and its last tick did not fail.
     public nonisolated func stall(
         now: Double
     ) -> (seconds: Double, intervalSeconds: Double, wallClockBehind: Double?, waitsForClock: Bool)? {
@@ -350,7 +352,9 @@ public actor LoopRunner {
         let threshold = Self.stallThreshold(interval: interval)
         guard since > threshold else { return nil }
         let behind = steady - wall > Self.stepTolerance ? steady - wall : nil
-        return (since, interval, behind, behind != nil && wall <= threshold && !ticking.current)
+        let waiting = clockWait.current.map { now <= $0 + threshold } ?? false
+        let failing = view.alerts.contains { $0.kind == "tick_failed" }
+        return (since, interval, behind, waiting && !failing)
     }
 
     /// How long without a completed tick counts as a stall (``stall(now:)``).
@@ -452,6 +456,7 @@ public actor LoopRunner {
 
     private func restartTimer(immediately: Bool = false) {
         timer?.cancel()
+        clockWait.withLock { $0 = nil }
         let clock = self.clock
         // The timer's own waits end at a step back of the wall clock (the service's clock otherwise sleeps to its
         // deadline by the wall clock, through the step), so that it notices the step; the loop's times still
@@ -467,12 +472,13 @@ public actor LoopRunner {
                 do {
                     // In waits of at most an interval, so that a wall clock stepped back is noticed: the next tick
                     // then lies further away than an interval, and the loop waits for its time to come round again
-                    // (its times never go back), said once in the log; `/readyz` reports the stall.
+                    // (its times never go back), said once in the log; `/readyz` and `loop_stalled` say so.
                     var warned = false
                     while clock.now < next {
                         let wall = clock.now
                         if !warned, next - wall > interval + Self.stepTolerance {
                             warned = true
+                            self?.clockWait.withLock { $0 = next }
                             await self?.noticeWallClockBehind(by: next - wall - interval, nextTick: next)
                         }
                         try await waits.sleep(until: min(next, wall + max(interval, 1)))
@@ -483,6 +489,7 @@ public actor LoopRunner {
                 guard let self else { return }
                 let started = clock.now
                 await self.tick(now: started)
+                self.clockWait.withLock { $0 = nil }
                 interval = await self.interval
                 next = max(started + interval, clock.now)
             }
@@ -507,6 +514,7 @@ public actor LoopRunner {
     public func shutdown() async {
         timer?.cancel()
         timer = nil
+        clockWait.withLock { $0 = nil }
         await enter()
         defer { leave() }
         guard !isShutDown else { return }
@@ -522,8 +530,6 @@ public actor LoopRunner {
     /// the log, the metrics and the alerts.
     @discardableResult
     public func tick(now: Double) async -> TickReport {
-        ticking.withLock { $0 = true }
-        defer { ticking.withLock { $0 = false } }
         await enter()
         defer { leave() }
         guard !isShutDown else {

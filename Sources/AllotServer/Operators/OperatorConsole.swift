@@ -79,6 +79,19 @@ public final class OperatorConsole: Sendable {
     /// loop's; `/metrics` counts them (outside evaluation round 21: `allot_alerts` left the proposals out).
     func serviceAlerts(now: Double) async throws -> [LoopAlert] {
         var alerts: [LoopAlert] = []
+        // A loop that stopped ticking: critical, or a warning while its timer only waits for a wall clock stepped back
+        // to reach the next tick's time, for at most a lease (allocations frozen longer than that are more than a
+        // warning).
+        if let loop, let stall = loop.stall(now: now) {
+            let message = ServiceRoutes.stallMessage(
+                seconds: stall.seconds, intervalSeconds: stall.intervalSeconds, wallClockBehind: stall.wallClockBehind)
+            let lease = loop.view.policy.loop.leaseSeconds
+            alerts.append(
+                LoopAlert(
+                    kind: "loop_stalled", severity: stall.waitsForClock && stall.seconds <= lease ? .warning : .critical,
+                    message: message + "; allocations are frozen meanwhile, the snapshot in force is served",
+                    since: now - stall.seconds + LoopRunner.stallThreshold(interval: stall.intervalSeconds)))
+        }
         if let error = await policyError(), !(view?.alerts ?? []).contains(where: { $0.kind == "policy_error" }) {
             alerts.append(
                 LoopAlert(
@@ -100,15 +113,9 @@ public final class OperatorConsole: Sendable {
                         + "(classifier.cold_start_share); check what the gateway sends as `tenant`",
                     since: flood.since))
         }
-        if let loop, let stall = loop.stall(now: now) {
-            let message = ServiceRoutes.stallMessage(
-                seconds: stall.seconds, intervalSeconds: stall.intervalSeconds, wallClockBehind: stall.wallClockBehind)
-            alerts.append(
-                LoopAlert(
-                    kind: "loop_stalled", severity: stall.waitsForClock ? .warning : .critical,
-                    message: message + "; allocations are frozen meanwhile, the snapshot in force is served",
-                    since: now - stall.seconds + LoopRunner.stallThreshold(interval: stall.intervalSeconds)))
-        }
+        // What is known without the database first (for `/metrics`, which keeps the last reading when this read
+        // fails: a loop stalled by the database is then still alerted), with the proposals known before.
+        lastServiceAlerts.value = alerts + lastServiceAlerts.value.filter { $0.kind == "override_proposal" }
         for stored in try await store.pendingOverrideProposals(now: now) {
             let proposal = stored.proposal
             alerts.append(

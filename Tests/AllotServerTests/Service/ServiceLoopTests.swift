@@ -383,24 +383,24 @@ import Testing
         await running.stop()
     }
 
-    /// A loop that only waits for a wall clock stepped back to reach its next tick's time again is ready (the snapshot
-    /// in force is served; gateways run its lease on Allot's clock), said under the `loop` check and by a
-    /// `loop_stalled` warning; one stalled by the wall clock too is not, and the alert is critical. Until 2026-12-01
-    /// the wait failed readiness, and a probe taking the service out of its load balancer would have cut the
-    /// gateways off for the step.
+    /// A loop whose timer only waits for a wall clock stepped back to reach its next tick's time again is ready (the
+    /// snapshot in force is served; gateways run its lease on Allot's clock), said under the `loop` check and by a
+    /// `loop_stalled` warning, until the tick comes. Until 2026-12-01 the wait failed readiness, and a probe taking the
+    /// service out of its load balancer would have cut the gateways off for the step. A loop nobody drives any more
+    /// (shut down here) is not waiting for its clock, whatever the clocks read: not ready, and the alert is critical.
     @Test func aLoopWaitingForASteppedBackClockIsReadyAndAlerted() async throws {
-        final class Steady: @unchecked Sendable { var value = 1_000.0 }
-        let steady = Steady()
+        let steady = SteadySeconds(1_000)
         let running = try await Self.launch(
             directory: Self.temporaryDirectory(), loopConfiguration: LoopConfiguration(steadyClock: { steady.value }))
-        _ = try await running.tick(after: nil)
+        let first = try await running.tick(after: nil)
         let loop = try #require(running.service.context.operators.loop)
-        await loop.shutdown()
-        let ticked = try #require(loop.view.lastTickAt)
-        // Allot's clock stepped back an hour; 40 s have passed.
+        let next = try #require(loop.view.lastTickAt) + 5
+        // Allot's clock steps back an hour; the timer notices it and waits. 40 s pass.
         running.clock.stepBack(by: 3_600)
+        await running.clock.waitForSleepers(1)
         running.clock.advance(by: 40)
         steady.value += 40
+        await running.clock.waitForSleepers(1)
         let waiting = try await running.send(.get, "/readyz")
         #expect(waiting.status == .ok)
         let check = try JSON.parse(waiting.body)["checks"]?["loop"]
@@ -413,12 +413,27 @@ import Testing
         var alerts = try await running.json("/v1/alerts?kind=loop_stalled")["alerts"]
         #expect(alerts?[0]?["severity"] == "warning")
         #expect(alerts?[0]?["since"] == .string(RFC3339.format(running.clock.now - 40 + 30)))
-        // The wall clock back where it was and 35 s on: stalled by both clocks.
-        running.clock.advance(to: ticked + 35)
-        steady.value += 35
-        let stalled = try await running.send(.get, "/readyz")
-        #expect(stalled.status == .serviceUnavailable)
-        #expect(try JSON.parse(stalled.body)["checks"]?["loop"]?["ok"] == false)
+        // Frozen for longer than a lease (300 s): still ready, but critical.
+        running.clock.advance(by: 300)
+        steady.value += 300
+        await running.clock.waitForSleepers(1)
+        #expect(try await running.send(.get, "/readyz").status == .ok)
+        alerts = try await running.json("/v1/alerts?kind=loop_stalled")["alerts"]
+        #expect(alerts?[0]?["severity"] == "critical")
+        // The wall clock reaches the next tick's time: the loop ticks, and all is as before.
+        running.clock.advance(to: next)
+        steady.value += 3_260
+        let second = try await running.tick(after: first)
+        #expect(second > first)
+        #expect(try await running.json("/readyz")["checks"]?["loop"] == ["ok": true, "tick": 2])
+        #expect(try await running.json("/v1/alerts?kind=loop_stalled")["alerts"] == [])
+        // Shut down, then a step back: nobody waits for the clock.
+        await loop.shutdown()
+        running.clock.stepBack(by: 3_600)
+        steady.value += 40
+        let stopped = try await running.send(.get, "/readyz")
+        #expect(stopped.status == .serviceUnavailable)
+        #expect(try JSON.parse(stopped.body)["checks"]?["loop"]?["ok"] == false)
         alerts = try await running.json("/v1/alerts?kind=loop_stalled")["alerts"]
         #expect(alerts?[0]?["severity"] == "critical")
         await running.stop()
@@ -590,5 +605,17 @@ import Testing
         #expect(announced.value.first?.hasPrefix("allot: created the first admin token (shown once): ") == true)
         #expect(FileManager.default.fileExists(atPath: directory + "/admin-token"))
         await running.shutdown(gracePeriod: .zero)
+    }
+}
+
+/// Seconds on a stand-in for the never-stepped clock, read from the service's threads.
+private final class SteadySeconds: @unchecked Sendable {
+    // `@unchecked Sendable`: `seconds` is only touched under `lock`.
+    private let lock = NSLock()
+    private var seconds: Double
+    init(_ seconds: Double) { self.seconds = seconds }
+    var value: Double {
+        get { lock.withLock { seconds } }
+        set { lock.withLock { seconds = newValue } }
     }
 }
