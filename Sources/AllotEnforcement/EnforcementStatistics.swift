@@ -44,6 +44,9 @@ public struct EnforcementStatistics: Sendable, Equatable {
     public var leaseExpiries = 0
     /// Times the clock stepped back by more than a second and the buckets were rebased (refill resumed from then).
     public var clockStepsBack = 0
+    /// Times the wall clock stepped forward by more than a second, seen against the steady clock (a ``Gateway`` on the
+    /// system clock only), and the buckets were rebased.
+    public var clockStepsForward = 0
 
     public init() {}
 

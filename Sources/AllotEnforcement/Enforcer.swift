@@ -27,9 +27,15 @@ public final class Enforcer: @unchecked Sendable {
     private let wakeHandler: (@Sendable () -> Void)?
     private let lock = NSLock()
     private var state: EnforcerState
-    /// Seconds on a clock that is never stepped (`CLOCK_MONOTONIC`): where the wall clock should be after a step,
-    /// so that the step is measured from then and not from the last instant the enforcer was shown.
+    /// Seconds on a clock that is never stepped (`CLOCK_BOOTTIME`, which counts time suspended): where the wall clock
+    /// should be after a step, so that the step is measured from then and not from the last instant the enforcer was
+    /// shown.
     private let monotonic: @Sendable () -> Double
+    /// Whether the instants the enforcer is given are the wall clock's (a ``Gateway`` on the
+    /// ``AllotTime/SystemClock``), so that one further ahead of the last than the steady clock moved is a step forward.
+    /// Off for instants a caller makes up (tests, the simulator's virtual time), which run ahead of the steady clock by
+    /// design.
+    let detectsStepsForward: Bool
 
     /// - Parameters:
     ///   - configuration: identity, queueing and defaults.
@@ -40,32 +46,43 @@ public final class Enforcer: @unchecked Sendable {
         configuration: GatewayConfiguration, telemetry: (any TelemetrySink)? = nil,
         wakeHandler: (@Sendable () -> Void)? = nil
     ) {
-        let origin = MonotonicClock.now()
+        self.init(
+            configuration: configuration, telemetry: telemetry, wakeHandler: wakeHandler, detectsStepsForward: false)
+    }
+
+    /// With the steady clock (`CLOCK_BOOTTIME`); `detectsStepsForward` for a ``Gateway`` on the system clock.
+    convenience init(
+        configuration: GatewayConfiguration, telemetry: (any TelemetrySink)?, wakeHandler: (@Sendable () -> Void)?,
+        detectsStepsForward: Bool
+    ) {
+        let steady = SteadyClock()
+        let origin = steady.now
         self.init(
             configuration: configuration, telemetry: telemetry, wakeHandler: wakeHandler,
-            monotonic: { MonotonicClock.seconds(since: origin) })
+            monotonic: { steady.now - origin }, detectsStepsForward: detectsStepsForward)
     }
 
     /// With `monotonic`, seconds on a clock that is never stepped (tests pass their own).
     init(
         configuration: GatewayConfiguration, telemetry: (any TelemetrySink)?, wakeHandler: (@Sendable () -> Void)?,
-        monotonic: @escaping @Sendable () -> Double
+        monotonic: @escaping @Sendable () -> Double, detectsStepsForward: Bool = false
     ) {
         self.configuration = configuration
         self.telemetry = telemetry
         self.wakeHandler = wakeHandler
         self.monotonic = monotonic
+        self.detectsStepsForward = detectsStepsForward
         self.state = EnforcerState(configuration: configuration, reportsTelemetry: telemetry != nil)
     }
 
-    /// Runs `body` on the state under the lock, having shown it `now` first (a wall clock stepped back rebases the
-    /// buckets: ``EnforcerState/noticeClock(_:monotonic:effects:)``), and delivers what it produced after the lock is
+    /// Runs `body` on the state under the lock, having shown it `now` first (a wall clock stepped rebases the buckets:
+    /// ``EnforcerState/noticeClock(_:monotonic:forward:effects:)``), and delivers what it produced after the lock is
     /// released.
     private func mutate<Result>(_ now: Double, _ body: (inout EnforcerState, inout Effects) -> Result) -> Result {
         var effects = Effects()
         let steady = monotonic()
         let result = lock.withLock {
-            state.noticeClock(now, monotonic: steady, effects: &effects)
+            state.noticeClock(now, monotonic: steady, forward: detectsStepsForward, effects: &effects)
             return body(&state, &effects)
         }
         deliver(effects)

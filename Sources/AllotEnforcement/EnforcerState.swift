@@ -154,14 +154,15 @@ struct TenantState: Sendable {
         return borrowable.rpm.isFull(at: now) && borrowable.tpm.isFull(at: now)
     }
 
-    /// The clock stepped back to `now`: every bucket's refill counts from `now` (``TokenBucket/rebase(to:)``).
-    mutating func rebase(to now: Double) {
-        rpm.rebase(to: now)
-        tpm.rebase(to: now)
-        borrowable?.rpm.rebase(to: now)
-        borrowable?.tpm.rebase(to: now)
-        ceilingRoom.rpm?.rebase(to: now)
-        ceilingRoom.tpm?.rebase(to: now)
+    /// The clock stepped by `step` to `now`: back, every bucket's refill counts from `now`; forward, the step refills
+    /// nothing (``TokenBucket/rebase(to:step:)``).
+    mutating func rebase(to now: Double, step: Double) {
+        rpm.rebase(to: now, step: step)
+        tpm.rebase(to: now, step: step)
+        borrowable?.rpm.rebase(to: now, step: step)
+        borrowable?.tpm.rebase(to: now, step: step)
+        ceilingRoom.rpm?.rebase(to: now, step: step)
+        ceilingRoom.tpm?.rebase(to: now, step: step)
     }
 
     /// Takes an admitted request's call and tokens from the buckets or the burst credit.
@@ -601,7 +602,7 @@ struct EnforcerState {
     /// The instant the waker sleeps until; enqueueing something due earlier rings it.
     var armedWake: Double? = nil
     var stateCollectionThreshold = 4_096
-    /// The latest instant seen (``noticeClock(_:monotonic:effects:)``), and the steady clock's reading with it.
+    /// The latest instant seen (``noticeClock(_:monotonic:forward:effects:)``), and the steady clock's reading with it.
     var latestNow = -Double.infinity
     var latestMonotonic: Double?
     /// Allot's clock as measured on the answers to the gateway's polls.
@@ -678,7 +679,22 @@ struct EnforcerState {
     /// `monotonic`: seconds on a clock that is never stepped, read with `now`. The step is measured from where the
     /// wall clock should be, the latest instant plus the steady time since it; without it, from the latest instant,
     /// and an idle gateway whose sleep noticed the step late would shift its waits by its idle time too.
-    mutating func noticeClock(_ now: Double, monotonic: Double? = nil, effects: inout Effects) {
+    ///
+    /// With `forward` (the instants are the wall clock's: ``Enforcer``'s `detectsStepsForward`), an instant further
+    /// ahead of where the wall clock should be than ``clockStepTolerance`` is a step forward, handled alike: the
+    /// gateway's own instants move with it, the buckets are rebased (the step refills nothing), and the measured offset
+    /// of Allot's clock shrinks by it, so that a lease still ends when Allot's clock reaches its `expires_at` (round
+    /// 41 F5: the lease ended early by the step until the next answer). `monotonic` must then count time suspended
+    /// (`CLOCK_BOOTTIME`): a gateway suspended for an hour has not stepped its clock, and its lease has run out.
+    mutating func noticeClock(_ now: Double, monotonic: Double? = nil, forward: Bool = false, effects: inout Effects) {
+        if forward, let monotonic, let before = latestMonotonic, now >= latestNow {
+            let step = now - (latestNow + max(0, monotonic - before))
+            if step > Self.clockStepTolerance {
+                stepped(by: step, now: now, monotonic: monotonic, effects: &effects)
+                statistics.clockStepsForward += 1
+                return
+            }
+        }
         // The latest instant, so that steps back each under the tolerance add up to one that is not.
         guard now < latestNow - Self.clockStepTolerance else {
             if now >= latestNow {
@@ -689,31 +705,35 @@ struct EnforcerState {
         }
         var expected = latestNow
         if let monotonic, let before = latestMonotonic, monotonic > before { expected += monotonic - before }
-        let step = min(0, now - expected)
+        stepped(by: min(0, now - expected), now: now, monotonic: monotonic, effects: &effects)
+        statistics.clockStepsBack += 1
+    }
+
+    /// The gateway's clock stepped by `step` (``noticeClock(_:monotonic:forward:effects:)``).
+    private mutating func stepped(by step: Double, now: Double, monotonic: Double?, effects: inout Effects) {
         shiftInstants(by: step)
-        // Allot's clock did not move with ours: it is now further ahead of it by the step (the next poll measures it
+        // Allot's clock did not move with ours: it is now further from it by the step (the next poll measures it
         // again).
         serverClock.gatewayStepped(by: step)
         // Said now, not at the next answer (second review of round 42, L-1).
         if let offset = serverClock.report() { effects.events.append(.serverClock(offset: offset)) }
         latestNow = now
         latestMonotonic = monotonic
-        for index in states.indices { states.values[index].rebase(to: now) }
+        for index in states.indices { states.values[index].rebase(to: now, step: step) }
         for upstream in idle.keys {
-            idle[upstream]?.rpm?.rebase(to: now)
-            idle[upstream]?.tpm?.rebase(to: now)
+            idle[upstream]?.rpm?.rebase(to: now, step: step)
+            idle[upstream]?.tpm?.rebase(to: now, step: step)
         }
         for upstream in caps.keys {
-            caps[upstream]?.rpm?.rebase(to: now)
-            caps[upstream]?.tpm?.rebase(to: now)
+            caps[upstream]?.rpm?.rebase(to: now, step: step)
+            caps[upstream]?.tpm?.rebase(to: now, step: step)
         }
-        statistics.clockStepsBack += 1
     }
 
-    /// Moves the gateway's own instants by `step` (≤ 0, the wall clock stepped back; ``noticeClock(_:monotonic:effects:)``):
-    /// the queue's (maximum waits, wait reports, the lanes' next looks, the waker's), the holds waiters placed on the
-    /// idle and cap buckets, and what the gateway saw when (realtime calls for the cap's reserve, stated limits for
-    /// the brake, tasks).
+    /// Moves the gateway's own instants by `step` (the wall clock stepped, back when negative;
+    /// ``noticeClock(_:monotonic:forward:effects:)``): the queue's (maximum waits, wait reports, the lanes' next
+    /// looks, the waker's), the holds waiters placed on the idle and cap buckets, and what the gateway saw when
+    /// (realtime calls for the cap's reserve, stated limits for the brake, tasks).
     private mutating func shiftInstants(by step: Double) {
         if !queue.isEmpty {
             queue.shiftInstants(by: step)

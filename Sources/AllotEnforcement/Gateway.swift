@@ -70,8 +70,11 @@ public final class Gateway: @unchecked Sendable {
                 onEvent: configuration.onEvent)
         }
         self.reporter = reporter
+        // On the system clock the instants are the wall clock's, and a step forward of it is seen (against the
+        // steady clock) as a step back is.
         let enforcer = Enforcer(
-            configuration: configuration, telemetry: reporter ?? telemetrySink, wakeHandler: { waker.ring() })
+            configuration: configuration, telemetry: reporter ?? telemetrySink, wakeHandler: { waker.ring() },
+            detectsStepsForward: clock is SystemClock)
         self.enforcer = enforcer
         self.snapshotClient = snapshotTransport.map {
             SnapshotClient(

@@ -73,9 +73,10 @@ struct ServerClock: Sendable, Equatable {
         return min(end, answeredAt + snapshot.leaseSeconds + Self.longestPoll)
     }
 
-    /// The gateway's clock stepped back by `-step` (``EnforcerState/noticeClock(_:monotonic:effects:)``): Allot's is that much
-    /// further ahead of it (until the next answer measures it again), and the last answer came that much earlier by it.
-    /// (A step forward is not seen: until the next answer, a lease ends early by it.)
+    /// The gateway's clock stepped by `step` (``EnforcerState/noticeClock(_:monotonic:forward:effects:)``; back when
+    /// negative): Allot's is that much further from it (until the next answer measures it again), and the last answer
+    /// came that much earlier or later by it. A step forward is seen only by a ``Gateway`` on the system clock;
+    /// otherwise, until the next answer, a lease ends early by it.
     mutating func gatewayStepped(by step: Double) {
         answeredAt = answeredAt.map { $0 + step }
         guard let measured else { return }

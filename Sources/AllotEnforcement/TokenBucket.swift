@@ -93,9 +93,14 @@ public struct TokenBucket: Sendable, Equatable {
         updatedAt = now
     }
 
-    /// The clock stepped back to `now`: keeps the level and lets refill run from `now` (no refill, no freeze).
-    public mutating func rebase(to now: Double) {
-        if now < updatedAt { updatedAt = now }
+    /// The clock stepped by `step` to `now`: back (`step` ≤ 0), keeps the level and lets refill run from `now` (no
+    /// refill, no freeze); forward, the step refills nothing (refill counts from `updatedAt` moved by the step).
+    public mutating func rebase(to now: Double, step: Double = 0) {
+        if step > 0 {
+            updatedAt = min(updatedAt + step, now)
+        } else if now < updatedAt {
+            updatedAt = now
+        }
     }
 
     /// Removes `amount` tokens at `now`, unconditionally: the level may go negative (debt), down to

@@ -281,8 +281,9 @@ struct WaitQueue {
     var isEmpty: Bool { count == 0 }
 
     /// Moves the queue's own instants — each waiter's arrival, maximum-wait deadline and last failure, and the heap of
-    /// deadlines — by `delta` seconds: the wall clock stepped (``EnforcerState/noticeClock(_:monotonic:effects:)``). Task
-    /// deadlines are the caller's instants and stay.
+    /// deadlines — by `delta` seconds: the wall clock stepped
+    /// (``EnforcerState/noticeClock(_:monotonic:forward:effects:)``). Task deadlines are the caller's instants and
+    /// stay.
     mutating func shiftInstants(by delta: Double) {
         for slot in slots.indices where slots[slot] != nil {
             slots[slot]!.enqueuedAt += delta

@@ -248,6 +248,57 @@ import Testing
         #expect(collector.events.last == .serverClock(offset: 0))
     }
 
+    /// A gateway on the system clock sees a step forward of its own clock against the steady clock as it sees a step
+    /// back: the measured offset shrinks by the step, so the lease still ends when Allot's clock reaches `expires_at`
+    /// (round 41 F5: a 600-s step forward put the gateway on its floors until the next answer), and the step refills
+    /// no bucket. Instants a caller makes up (tests, the simulator) are not read as steps.
+    @Test func aStepForwardOfTheGatewaysClockMovesTheMeasuredOffsetWithIt() throws {
+        let steady = SteadyReading()
+        let collector = EventCollector()
+        let configuration = GatewayConfiguration(gatewayID: "gw-1", onEvent: { collector.note($0) })
+        let enforcer = Enforcer(
+            configuration: configuration, telemetry: collector, wakeHandler: nil, monotonic: { steady.now },
+            detectsStepsForward: true)
+        enforcer.observeServerClock(1_000, now: 1_000)
+        #expect(enforcer.apply(Self.snapshot(generatedAt: 1_000, lease: 20), now: 1_000) == .applied)
+        _ = try enforcer.mustAdmit(now: 1_000)
+        _ = try enforcer.mustAdmit(now: 1_000)
+        // 1 s later by the steady clock, the gateway's clock reads 601 s later.
+        steady.now = 1
+        let status = enforcer.status(now: 1_601)
+        #expect(!status.inFallback)
+        #expect(status.serverClockOffset == -600)
+        #expect(status.leaseEnd == 1_620)
+        #expect(enforcer.statistics.clockStepsForward == 1)
+        #expect(collector.events.last == .serverClock(offset: -600))
+        // The step refilled nothing: 1 s of refill at 1 a second (the burst is two).
+        let tenant = try #require(enforcer.tenantStatus(tenant: "acme", upstream: Snapshot.defaultUpstream, now: 1_601))
+        #expect(tenant.rpm.level == 1)
+        steady.now = 19.5
+        #expect(enforcer.status(now: 1_619.5).inFallback == false)
+        steady.now = 20
+        #expect(enforcer.status(now: 1_620).inFallback)
+        // Without the detection (made-up instants), the same jump is no step.
+        let virtual = Enforcer.make(monotonic: { 0 })
+        virtual.observeServerClock(1_000, now: 1_000)
+        _ = virtual.apply(Self.snapshot(generatedAt: 1_000, lease: 20), now: 1_000)
+        #expect(virtual.status(now: 1_601).inFallback)
+        #expect(virtual.statistics.clockStepsForward == 0)
+    }
+
+    /// A gateway on the system clock reads its instants as the wall clock's and sees steps forward; on any other clock
+    /// (a test's, virtual time) it does not.
+    @Test func onlyAGatewayOnTheSystemClockSeesStepsForward() {
+        #expect(Gateway(configuration: GatewayConfiguration(gatewayID: "gw-1")).enforcer.detectsStepsForward)
+        #expect(
+            Gateway(configuration: GatewayConfiguration(gatewayID: "gw-1"), clock: SystemClock()).enforcer
+                .detectsStepsForward)
+        #expect(
+            !Gateway(configuration: GatewayConfiguration(gatewayID: "gw-1"), clock: ManualClock(now: 0)).enforcer
+                .detectsStepsForward)
+        #expect(!Enforcer(configuration: GatewayConfiguration(gatewayID: "gw-1")).detectsStepsForward)
+    }
+
     /// A burst credit's `expires_at` is Allot's instant too: a gateway 600 s ahead still spends it.
     @Test func aBurstCreditRunsOnAllotsClock() throws {
         let credited = TenantEntry.make(
