@@ -218,12 +218,16 @@ public final class Gateway: @unchecked Sendable {
         return admission
     }
 
-    /// Admits or denies at once, without queueing (`now` defaults to the clock's).
+    /// Admits or denies at once, without queueing (`now` defaults to the clock's; one you pass must be the clock's
+    /// current reading, not an earlier or later instant: the enforcer takes an instant more than a second off where its
+    /// clock should be for a step of the clock).
     public func tryAdmit(_ request: AdmissionRequest, now: Double? = nil) -> Admission {
         enforcer.tryAdmit(request, now: now ?? clock.now)
     }
 
-    /// Reports the result of a dispatched request: frees its permit, reconciles its tokens, records telemetry.
+    /// Reports the result of a dispatched request: frees its permit, reconciles its tokens, records telemetry. `now`,
+    /// when you pass it, is the clock's current reading (as for ``tryAdmit(_:now:)``): the result's time, not the
+    /// dispatch's.
     @discardableResult
     public func complete(_ ticket: Ticket, _ result: AttemptResult, now: Double? = nil) -> Bool {
         enforcer.complete(ticket, result, now: now ?? clock.now)
