@@ -740,7 +740,9 @@ struct EnforcerState {
             laneChecks.updateInOrder { $0.at += step }
             for index in waitReports.indices { waitReports[index].due += step }
         }
-        if queueWake.isFinite { queueWake += step }
+        // Not later with a step forward: it may be a caller's task deadline, which does not move, and waking early is
+        // harmless (the pump works it out again).
+        if queueWake.isFinite, step < 0 { queueWake += step }
         armedWake = armedWake.map { $0 + step }
         for upstream in idleHeld.keys {
             idleHeld[upstream]?.rpm?.until += step

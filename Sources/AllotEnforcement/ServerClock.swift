@@ -74,11 +74,14 @@ struct ServerClock: Sendable, Equatable {
     }
 
     /// The gateway's clock stepped by `step` (``EnforcerState/noticeClock(_:monotonic:forward:effects:)``; back when
-    /// negative): Allot's is that much further from it (until the next answer measures it again), and the last answer
-    /// came that much earlier or later by it. A step forward is seen only by a ``Gateway`` on the system clock;
-    /// otherwise, until the next answer, a lease ends early by it.
+    /// negative): Allot's is that much further from it (until the next answer measures it again). A step forward is
+    /// seen only by a ``Gateway`` on the system clock; otherwise, until the next answer, a lease ends early by it.
     mutating func gatewayStepped(by step: Double) {
-        answeredAt = answeredAt.map { $0 + step }
+        // The last answer moves back with a step back, not forward with a step forward: a lease still ends at most its
+        // length and 60 s of the gateway's own clock after the last answer, so a VM paused and restored, whose steady
+        // clock stood still while the wall clock was put right (a step forward to it), is not kept on a lease it held
+        // before the pause (review of session 57, M1).
+        if step < 0 { answeredAt = answeredAt.map { $0 + step } }
         guard let measured else { return }
         self.measured = measured - step
         offset = Self.offset(for: measured - step, applying: offset != 0)

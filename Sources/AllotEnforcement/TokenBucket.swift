@@ -93,14 +93,12 @@ public struct TokenBucket: Sendable, Equatable {
         updatedAt = now
     }
 
-    /// The clock stepped by `step` to `now`: back (`step` ≤ 0), keeps the level and lets refill run from `now` (no
-    /// refill, no freeze); forward, the step refills nothing (refill counts from `updatedAt` moved by the step).
+    /// The clock stepped by `step` to `now` (back when negative): the bucket's last update moves with the step, so
+    /// that its refill counts the time that really passed — a step back neither freezes it until the clock comes
+    /// round nor refills it, a step forward refills nothing, and a step back then forward (an instant out of order)
+    /// gives back what it took — and never lies after `now`.
     public mutating func rebase(to now: Double, step: Double = 0) {
-        if step > 0 {
-            updatedAt = min(updatedAt + step, now)
-        } else if now < updatedAt {
-            updatedAt = now
-        }
+        updatedAt = min(updatedAt + step, now)
     }
 
     /// Removes `amount` tokens at `now`, unconditionally: the level may go negative (debt), down to

@@ -78,8 +78,9 @@ public enum MonotonicClock {
 /// an ``AllotClock``, and sleeps measured on it: for waits that must last their length whatever the wall clock does — a
 /// long-poll's `wait=` (outside evaluation round 41: a poll held until an instant of the wall clock was held for the
 /// whole of a step back, so the gateway learned of the step only a minute and more later, its lease run out
-/// meanwhile) — and for how long ago a gateway polled. Time suspended counts, so a suspended service (a paused VM)
-/// is not taken for a step of its wall clock. Its instants never leave the process.
+/// meanwhile) — and for how long ago a gateway polled. Time the system spent suspended counts, so a suspend is not
+/// taken for a step of the wall clock (a VM paused by its hypervisor, or restored from a snapshot, may stop it too).
+/// Its instants never leave the process.
 public struct SteadyClock: AllotClock {
     public init() {}
 

@@ -250,8 +250,11 @@ import Testing
 
     /// A gateway on the system clock sees a step forward of its own clock against the steady clock as it sees a step
     /// back: the measured offset shrinks by the step, so the lease still ends when Allot's clock reaches `expires_at`
-    /// (round 41 F5: a 600-s step forward put the gateway on its floors until the next answer), and the step refills
-    /// no bucket. Instants a caller makes up (tests, the simulator) are not read as steps.
+    /// (round 41 F5: the lease ended early by the step until the next answer), within its length and 60 s of the
+    /// gateway's clock after the last answer, which does not move forward; and the step refills no bucket. A step
+    /// past that cap (a VM paused and restored, its steady clock stood still while the wall clock was put right) ends
+    /// the lease until the next answer (review of session 57, M1). Instants a caller makes up (tests, the simulator)
+    /// are not read as steps.
     @Test func aStepForwardOfTheGatewaysClockMovesTheMeasuredOffsetWithIt() throws {
         let steady = SteadyReading()
         let collector = EventCollector()
@@ -260,30 +263,69 @@ import Testing
             configuration: configuration, telemetry: collector, wakeHandler: nil, monotonic: { steady.now },
             detectsStepsForward: true)
         enforcer.observeServerClock(1_000, now: 1_000)
-        #expect(enforcer.apply(Self.snapshot(generatedAt: 1_000, lease: 20), now: 1_000) == .applied)
+        #expect(enforcer.apply(Self.snapshot(generatedAt: 1_000, lease: 300), now: 1_000) == .applied)
         _ = try enforcer.mustAdmit(now: 1_000)
         _ = try enforcer.mustAdmit(now: 1_000)
-        // 1 s later by the steady clock, the gateway's clock reads 601 s later.
+        // 1 s later by the steady clock, the gateway's clock reads 251 s later.
         steady.now = 1
-        let status = enforcer.status(now: 1_601)
+        let status = enforcer.status(now: 1_251)
         #expect(!status.inFallback)
-        #expect(status.serverClockOffset == -600)
-        #expect(status.leaseEnd == 1_620)
+        #expect(status.serverClockOffset == -250)
+        // Allot's clock reaches 1,300 at 1,550 here; the last answer came at 1,000 by the gateway's clock: 1,360.
+        #expect(status.leaseEnd == 1_360)
         #expect(enforcer.statistics.clockStepsForward == 1)
-        #expect(collector.events.last == .serverClock(offset: -600))
+        #expect(collector.events.last == .serverClock(offset: -250))
         // The step refilled nothing: 1 s of refill at 1 a second (the burst is two).
-        let tenant = try #require(enforcer.tenantStatus(tenant: "acme", upstream: Snapshot.defaultUpstream, now: 1_601))
+        let tenant = try #require(enforcer.tenantStatus(tenant: "acme", upstream: Snapshot.defaultUpstream, now: 1_251))
         #expect(tenant.rpm.level == 1)
-        steady.now = 19.5
-        #expect(enforcer.status(now: 1_619.5).inFallback == false)
-        steady.now = 20
-        #expect(enforcer.status(now: 1_620).inFallback)
-        // Without the detection (made-up instants), the same jump is no step.
+        // Past 1,300, where the gateway's clock alone ended it before.
+        steady.now = 60
+        #expect(!enforcer.status(now: 1_310).inFallback)
+        steady.now = 110
+        #expect(enforcer.status(now: 1_360).inFallback)
+
+        // A step past the cap: the lease taken before it is not kept.
+        let restored = Enforcer(
+            configuration: GatewayConfiguration(gatewayID: "gw-2"), telemetry: nil, wakeHandler: nil,
+            monotonic: { steady.now }, detectsStepsForward: true)
+        steady.now = 0
+        restored.observeServerClock(1_000, now: 1_000)
+        _ = restored.apply(Self.snapshot(generatedAt: 1_000, lease: 20), now: 1_000)
+        steady.now = 1
+        let after = restored.status(now: 1_601)
+        #expect(after.inFallback)
+        #expect(after.serverClockOffset == -600)
+        #expect(restored.statistics.clockStepsForward == 1)
+
+        // Without the detection (made-up instants), a jump is time passing, and the lease ends at 1,300.
         let virtual = Enforcer.make(monotonic: { 0 })
         virtual.observeServerClock(1_000, now: 1_000)
-        _ = virtual.apply(Self.snapshot(generatedAt: 1_000, lease: 20), now: 1_000)
-        #expect(virtual.status(now: 1_601).inFallback)
+        _ = virtual.apply(Self.snapshot(generatedAt: 1_000, lease: 300), now: 1_000)
+        #expect(virtual.status(now: 1_251).leaseEnd == 1_300)
+        #expect(virtual.status(now: 1_310).inFallback)
         #expect(virtual.statistics.clockStepsForward == 0)
+    }
+
+    /// An instant out of order (a caller's stale `now`) reads as a step back and the next as a step forward: the round
+    /// trip gives every bucket back the refill it took (review of session 57, M2: a refill frozen by each stale call).
+    @Test func aStaleInstantCostsNoRefill() throws {
+        let steady = SteadyReading()
+        let enforcer = Enforcer(
+            configuration: GatewayConfiguration(gatewayID: "gw-1"), telemetry: nil, wakeHandler: nil,
+            monotonic: { steady.now }, detectsStepsForward: true)
+        _ = enforcer.apply(Self.snapshot(generatedAt: 1_000, lease: 300), now: 1_000)
+        _ = try enforcer.mustAdmit(now: 1_000)
+        _ = try enforcer.mustAdmit(now: 1_000)
+        // 1.5 s on, an instant 3 s stale; a quarter second later, a fresh one.
+        steady.now = 1.5
+        _ = enforcer.status(now: 998.5)
+        steady.now = 1.75
+        _ = enforcer.status(now: 1_001.75)
+        let level = try #require(
+            enforcer.tenantStatus(tenant: "acme", upstream: Snapshot.defaultUpstream, now: 1_001.75)?.rpm.level)
+        #expect(abs(level - 1.75) < 1e-9)
+        #expect(enforcer.statistics.clockStepsBack == 1)
+        #expect(enforcer.statistics.clockStepsForward == 1)
     }
 
     /// A gateway on the system clock reads its instants as the wall clock's and sees steps forward; on any other clock
