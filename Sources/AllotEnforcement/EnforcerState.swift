@@ -687,11 +687,18 @@ struct EnforcerState {
     /// 41 F5: the lease ended early by the step until the next answer). `monotonic` must then count time suspended
     /// (`CLOCK_BOOTTIME`): a gateway suspended for an hour has not stepped its clock, and its lease has run out.
     mutating func noticeClock(_ now: Double, monotonic: Double? = nil, forward: Bool = false, effects: inout Effects) {
-        if forward, let monotonic, let before = latestMonotonic, now >= latestNow {
+        if forward, let monotonic, let before = latestMonotonic {
+            // Against where the wall clock should be, both ways: a step back shorter than the time since the latest
+            // instant is one too (review of session 57, L2: 10 s back, 20 s after the last call, went unseen).
             let step = now - (latestNow + max(0, monotonic - before))
             if step > Self.clockStepTolerance {
                 stepped(by: step, now: now, monotonic: monotonic, effects: &effects)
                 statistics.clockStepsForward += 1
+                return
+            }
+            if step < -Self.clockStepTolerance {
+                stepped(by: step, now: now, monotonic: monotonic, effects: &effects)
+                statistics.clockStepsBack += 1
                 return
             }
         }

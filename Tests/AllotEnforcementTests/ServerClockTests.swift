@@ -306,6 +306,23 @@ import Testing
         #expect(virtual.statistics.clockStepsForward == 0)
     }
 
+    /// On the system clock a step back is judged against where the wall clock should be too, not only against the
+    /// latest instant: 10 s back, 20 s after the gateway's last call, moves the measured offset (review of session 57,
+    /// L2: it went unseen, and the lease ran 10 s long until the next answer).
+    @Test func aShortStepBackAfterAQuietSpellIsSeen() {
+        let steady = SteadyReading()
+        let enforcer = Enforcer(
+            configuration: GatewayConfiguration(gatewayID: "gw-1"), telemetry: nil, wakeHandler: nil,
+            monotonic: { steady.now }, detectsStepsForward: true)
+        enforcer.observeServerClock(1_000, now: 1_000)
+        _ = enforcer.apply(Self.snapshot(generatedAt: 1_000, lease: 300), now: 1_000)
+        steady.now = 20
+        let status = enforcer.status(now: 1_010)
+        #expect(enforcer.statistics.clockStepsBack == 1)
+        #expect(status.serverClockOffset == 10)
+        #expect(status.leaseEnd == 1_290)
+    }
+
     /// An instant out of order (a caller's stale `now`) reads as a step back and the next as a step forward: the round
     /// trip gives every bucket back the refill it took (review of session 57, M2: a refill frozen by each stale call).
     @Test func aStaleInstantCostsNoRefill() throws {
