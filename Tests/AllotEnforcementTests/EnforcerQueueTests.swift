@@ -180,6 +180,35 @@ import Testing
         #expect(queued.queueWait == 5)
     }
 
+    /// The wall clock stepped forward an hour while a call waited, at a gateway on the system clock: its maximum wait
+    /// and its wait report move forward with it, so it still waits its 5 s (it was denied at once, "waited 3,601 s").
+    @Test func aClockSteppedForwardMovesTheQueuesInstantsWithIt() throws {
+        let collector = EventCollector()
+        let steady = SteadySeconds()
+        let enforcer = Enforcer(
+            configuration: GatewayConfiguration(gatewayID: "gw-1"), telemetry: collector, wakeHandler: nil,
+            monotonic: { steady.value }, detectsStepsForward: true)
+        enforcer.apply(.make(expiresAt: 1e10, tenants: [TenantEntry.make(maxConcurrency: 1)]), now: 5_000)
+        let log = DecisionLog()
+        _ = try enforcer.mustAdmit(now: 5_000)
+        #expect(submit(enforcer, .make(), now: 5_000, log: log, label: "interactive") == .queued(2))
+        #expect(submit(enforcer, .make(taskClass: .background), now: 5_000, log: log, label: "bg") == .queued(3))
+        // One second later the clock reads an hour ahead.
+        steady.value = 1
+        enforcer.pump(now: 8_601)
+        #expect(enforcer.statistics.clockStepsForward == 1)
+        #expect(log.labels.isEmpty)
+        #expect(enforcer.nextWakeTime == 8_605)
+        steady.value = 5
+        enforcer.pump(now: 8_605)
+        let denial = try #require(log.admission("interactive")?.denial)
+        #expect(denial.code == "max_wait_exceeded")
+        #expect(denial.waited == 5)
+        let queued = try #require(collector.telemetry.last { $0.outcome == .queued })
+        #expect(queued.ts == 8_600)
+        #expect(queued.queueWait == 5)
+    }
+
     /// A burst that arrived together and expires head after head in one pump is told staggered turns: the first its
     /// refill, each next one a call's refill later (round 32: fifteen calls were all told 0.99 s and came back
     /// together).
