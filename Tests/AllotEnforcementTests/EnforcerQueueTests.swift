@@ -155,10 +155,7 @@ import Testing
         let enforcer = Enforcer.make(
             .make(expiresAt: 1e10, tenants: [TenantEntry.make(maxConcurrency: 1)]), now: 5_000, collector: collector,
             configuration: GatewayConfiguration(gatewayID: "gw-1"), monotonic: { steady.value })
-        let log = DecisionLog()
-        _ = try enforcer.mustAdmit(now: 5_000)
-        #expect(submit(enforcer, .make(), now: 5_000, log: log, label: "interactive") == .queued(2))
-        #expect(submit(enforcer, .make(taskClass: .background), now: 5_000, log: log, label: "bg") == .queued(3))
+        let log = try queueTwoBehindAHeldPermit(enforcer)
         #expect(enforcer.nextWakeTime == 5_005)
         // One second later the clock is stepped back by an hour (5,001 reads 1,401), and nobody looks until 3 s later
         // (a `SystemClock` sleep notices a step only when it ends): the step is measured from where the wall clock
@@ -170,14 +167,9 @@ import Testing
         #expect(enforcer.nextWakeTime == 1_405)
         steady.value = 5
         enforcer.pump(now: 1_405)
-        let denial = try #require(log.admission("interactive")?.denial)
-        #expect(denial.code == "max_wait_exceeded")
-        #expect(denial.waited == 5)
         // The background call was reported waiting at its fifth second too, with its arrival moved back.
+        try expectFiveSecondsWaited(log: log, collector: collector, arrival: 1_400)
         #expect(enforcer.statistics.reportedWhileQueued == 1)
-        let queued = try #require(collector.telemetry.last { $0.outcome == .queued })
-        #expect(queued.ts == 1_400)
-        #expect(queued.queueWait == 5)
     }
 
     /// The wall clock stepped forward an hour while a call waited, at a gateway on the system clock: its maximum wait
@@ -189,10 +181,7 @@ import Testing
             configuration: GatewayConfiguration(gatewayID: "gw-1"), telemetry: collector, wakeHandler: nil,
             monotonic: { steady.value }, detectsStepsForward: true)
         enforcer.apply(.make(expiresAt: 1e10, tenants: [TenantEntry.make(maxConcurrency: 1)]), now: 5_000)
-        let log = DecisionLog()
-        _ = try enforcer.mustAdmit(now: 5_000)
-        #expect(submit(enforcer, .make(), now: 5_000, log: log, label: "interactive") == .queued(2))
-        #expect(submit(enforcer, .make(taskClass: .background), now: 5_000, log: log, label: "bg") == .queued(3))
+        let log = try queueTwoBehindAHeldPermit(enforcer)
         // One second later the clock reads an hour ahead.
         steady.value = 1
         enforcer.pump(now: 8_601)
@@ -201,12 +190,30 @@ import Testing
         #expect(enforcer.nextWakeTime == 8_605)
         steady.value = 5
         enforcer.pump(now: 8_605)
-        let denial = try #require(log.admission("interactive")?.denial)
-        #expect(denial.code == "max_wait_exceeded")
-        #expect(denial.waited == 5)
-        let queued = try #require(collector.telemetry.last { $0.outcome == .queued })
-        #expect(queued.ts == 8_600)
-        #expect(queued.queueWait == 5)
+        try expectFiveSecondsWaited(log: log, collector: collector, arrival: 8_600)
+    }
+
+    /// Takes the one permit (`max_concurrency` 1) at 5,000 and queues an interactive call (5 s maximum wait) and a
+    /// background one behind it.
+    func queueTwoBehindAHeldPermit(_ enforcer: Enforcer) throws -> DecisionLog {
+        let log = DecisionLog()
+        _ = try enforcer.mustAdmit(now: 5_000)
+        #expect(submit(enforcer, .make(), now: 5_000, log: log, label: "interactive") == .queued(2))
+        #expect(submit(enforcer, .make(taskClass: .background), now: 5_000, log: log, label: "bg") == .queued(3))
+        return log
+    }
+
+    /// The interactive call was denied having waited its 5 s, and the background one reported waiting 5 s since
+    /// `arrival` (its arrival as the step moved it).
+    func expectFiveSecondsWaited(
+        log: DecisionLog, collector: EventCollector, arrival: Double, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let denial = try #require(log.admission("interactive")?.denial, sourceLocation: sourceLocation)
+        #expect(denial.code == "max_wait_exceeded", sourceLocation: sourceLocation)
+        #expect(denial.waited == 5, sourceLocation: sourceLocation)
+        let queued = try #require(collector.telemetry.last { $0.outcome == .queued }, sourceLocation: sourceLocation)
+        #expect(queued.ts == arrival, sourceLocation: sourceLocation)
+        #expect(queued.queueWait == 5, sourceLocation: sourceLocation)
     }
 
     /// A burst that arrived together and expires head after head in one pump is told staggered turns: the first its
