@@ -154,8 +154,8 @@ struct TenantState: Sendable {
         return borrowable.rpm.isFull(at: now) && borrowable.tpm.isFull(at: now)
     }
 
-    /// The clock stepped by `step` to `now`: back, every bucket's refill counts from `now`; forward, the step refills
-    /// nothing (``TokenBucket/rebase(to:step:)``).
+    /// The clock stepped by `step` to `now` (back when negative): every bucket's last update moves with it
+    /// (``TokenBucket/rebase(to:step:)``).
     mutating func rebase(to now: Double, step: Double) {
         rpm.rebase(to: now, step: step)
         tpm.rebase(to: now, step: step)
@@ -691,14 +691,9 @@ struct EnforcerState {
             // Against where the wall clock should be, both ways: a step back shorter than the time since the latest
             // instant is one too (review of session 57, L2: 10 s back, 20 s after the last call, went unseen).
             let step = now - (latestNow + max(0, monotonic - before))
-            if step > Self.clockStepTolerance {
+            if abs(step) > Self.clockStepTolerance {
                 stepped(by: step, now: now, monotonic: monotonic, effects: &effects)
-                statistics.clockStepsForward += 1
-                return
-            }
-            if step < -Self.clockStepTolerance {
-                stepped(by: step, now: now, monotonic: monotonic, effects: &effects)
-                statistics.clockStepsBack += 1
+                if step > 0 { statistics.clockStepsForward += 1 } else { statistics.clockStepsBack += 1 }
                 return
             }
         }

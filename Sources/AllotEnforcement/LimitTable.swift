@@ -180,12 +180,3 @@ struct LimitTable: Sendable {
         snapshot.refreshMs > 0 ? Double(snapshot.refreshMs) / 1_000 : configuration.defaultRetryAfter
     }
 }
-
-extension Snapshot {
-    /// How long its lease lasts from its publication, seconds (`expires_at − generated_at`, at least 0).
-    var leaseSeconds: Double { max(0, expiresAt - generatedAt) }
-
-    /// Published with a lease that had already run out (`allot drain`: `expires_at` at `generated_at`): enforced as
-    /// its `fallback` whatever the clocks read, and never taken back as a lease (a clock stepped back after it).
-    var bornExpired: Bool { leaseSeconds == 0 }
-}

@@ -230,3 +230,13 @@ public struct FallbackEntry: Sendable, Equatable {
         self.tpm = tpm
     }
 }
+
+extension Snapshot {
+    /// How long its lease lasts from its publication, seconds (`expires_at − generated_at`, at least 0).
+    public var leaseSeconds: Double { max(0, expiresAt - generatedAt) }
+
+    /// Published with a lease that had already run out (`allot drain`, and the version that ends a drain, until the
+    /// next tick: `expires_at` at `generated_at`): enforced as its `fallback` whatever the clocks read, and never taken
+    /// back as a lease (a clock stepped back after it).
+    public var bornExpired: Bool { leaseSeconds == 0 }
+}

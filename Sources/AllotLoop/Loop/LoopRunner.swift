@@ -684,7 +684,7 @@ public actor LoopRunner {
     /// once, by the tick that publishes, not by every tick that fails meanwhile. A version published without a lease
     /// (a drain, its end) is not a lapse.
     private func noteLapsedLease(of current: Snapshot?, now: Double) {
-        guard let current, current.expiresAt > current.generatedAt, now > current.expiresAt else { return }
+        guard let current, !current.bornExpired, now > current.expiresAt else { return }
         metrics.leaseLapses.increment()
         logger.log(
             .warning, "the lease of the snapshot in force ran out before this tick: gateways enforced their fallback "

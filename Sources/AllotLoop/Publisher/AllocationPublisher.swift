@@ -373,7 +373,7 @@ public actor AllocationPublisher {
         lease: Double? = nil
     ) async throws -> PublishedSnapshot {
         var content = content
-        let leaseSeconds = lease ?? max(0, content.snapshot.expiresAt - content.snapshot.generatedAt)
+        let leaseSeconds = lease ?? content.snapshot.leaseSeconds
         content.snapshot.generatedAt = now
         content.snapshot.expiresAt = now + leaseSeconds
         var attempt = 0
@@ -538,7 +538,7 @@ public actor AllocationPublisher {
             // long-poll waits for the next version, which splits with it (this poll registered it). A gateway
             // holding nothing still gets the version, `default` and all: it has no better limits to keep. Nor does
             // this hold for a version whose lease has run out (a drain): that one is for every gateway to take.
-            if registers, enforcing != nil, let gateway, !current.plans(gateway), !current.isDrain,
+            if registers, enforcing != nil, let gateway, !current.plans(gateway), !current.snapshot.bornExpired,
                 current.expiresAt > now
             {
                 guard wait > 0, !board.isShutDown else { return .notModified(current) }
@@ -598,7 +598,7 @@ public actor AllocationPublisher {
         defer { if let waiting { registry.endWaiting(waiting) } }
         var after = version
         while let newer = await board.wait(after: after, until: deadline, clock: waitClock) {
-            guard holding, let gateway, !newer.plans(gateway), !newer.isDrain, newer.expiresAt > clock.now,
+            guard holding, let gateway, !newer.plans(gateway), !newer.snapshot.bornExpired, newer.expiresAt > clock.now,
                 !board.isShutDown
             else {
                 return newer

@@ -45,9 +45,6 @@ public final class PublishedSnapshot: Sendable {
     public var version: Int64 { content.snapshot.version }
     public var generatedAt: Double { content.snapshot.generatedAt }
     public var expiresAt: Double { content.snapshot.expiresAt }
-    /// Published with its lease already run out (`allot drain`, and the version that ends a drain, until the next
-    /// tick): every gateway is to enforce its floors, whatever the clocks read.
-    public var isDrain: Bool { expiresAt <= generatedAt }
 
     /// The bytes to serve to `gateway`: its slice, or the global view when nil.
     public func body(forGateway gateway: String?) -> [UInt8] {
