@@ -11,8 +11,12 @@ public struct AllocationExplanation: Sendable, Hashable, Codable {
     public var capacityEstimate: Double
     /// `C = C_est · (1 − safety_margin)`.
     public var capacity: Double
-    /// `w_i` = tier weight × tenant (or override) weight.
+    /// `w_i` = tier weight × tenant (or override) weight, ÷ ``groupMembers`` in a group.
     public var weight: Double
+    /// The tenant's `group` (policy `tenants`), if any.
+    public var group: String?
+    /// The group's active tenants on this pool, who share its weight; nil outside a group.
+    public var groupMembers: Int?
     /// `lo_i` as resolved against `C` (before guardrails and budget caps).
     public var floor: Double
     /// `ce_i` as resolved against `C`; nil when unbounded.
@@ -147,6 +151,7 @@ extension AllocationExplanation {
             "previous": number(previous), "published": number(published), "step": number(step),
             "damping": .string(damping.rawValue), "degraded": .bool(degraded),
             "base_reason": .string(baseReason.rawValue), "reason": .string(reason.rawValue),
+            "group": group.map { .string($0) } ?? .null, "group_members": groupMembers.map { .int(Int64($0)) } ?? .null,
         ]
     }
 }

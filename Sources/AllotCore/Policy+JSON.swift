@@ -137,6 +137,7 @@ extension TenantPolicy {
         if let floor = floor.partialJSON { object["floor"] = floor }
         if let ceiling = ceiling.partialJSON { object["ceiling"] = ceiling }
         if !budgets.isEmpty { object["budgets"] = .array(budgets.map(\.json)) }
+        if let group { object["group"] = .string(group) }
         return .object(object)
     }
 }

@@ -54,7 +54,7 @@ enum PolicyFields {
     static let upstream = ["description", "capacity", "header_window", "price"]
     static let headerWindow = ["requests", "tokens"]
     static let price = ["input_per_mtok", "output_per_mtok", "per_request"]
-    static let tenant = ["description", "tier", "weight", "floor", "ceiling", "budgets"]
+    static let tenant = ["description", "tier", "weight", "floor", "ceiling", "budgets", "group"]
     static let costs = ["currency", "default_price"]
     static let taskBudget = ["max_calls", "max_tokens"]
     static let alerts = [
@@ -735,6 +735,13 @@ struct PolicyLoader {
             tenant.ceiling = ceiling
         }
         tenant.budgets = readBudgets(object["budgets"], at: path.key("budgets"))
+        if let group = reader.string(object["group"], at: path.key("group")) {
+            if Self.isValidTenantID(group) {
+                tenant.group = group
+            } else {
+                reader.report(path.key("group"), .invalidValue, Self.groupRule)
+            }
+        }
 
         if let tier = policy.tier(named: tenant.tier) {
             for dimension in RateDimension.allCases {
@@ -792,6 +799,7 @@ struct PolicyLoader {
     /// A tenant id in `tenants.json` and in plan input: 1–128 characters of `[A-Za-z0-9._:-]`.
     static func isValidTenantID(_ id: String) -> Bool { isValidName(id, maxLength: 128, extra: [0x3A]) }
     static let tenantIDRule = "a tenant id must be 1-128 characters of [A-Za-z0-9._:-]"
+    static let groupRule = "a group must be 1-128 characters of [A-Za-z0-9._:-]"
 
     static func isValidName(_ name: String, maxLength: Int, extra: Set<UInt8> = []) -> Bool {
         let bytes = name.utf8

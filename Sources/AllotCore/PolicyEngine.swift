@@ -295,6 +295,7 @@ private struct PoolTick {
             records.append(record)
             stored.append(position)
         }
+        shareGroupWeights(terms: &distinctTerms, index: termsIndex)
 
         // Allocation per dimension.
         var claims = PerDimension<[AllocationClaim]>([])
@@ -419,6 +420,10 @@ private struct PoolTick {
                 explanation.previous = previous[dimension][index]
                 explanation.published = published
                 explanation.damping = actions[dimension][index]
+                if let group = terms.group {
+                    explanation.group = group
+                    explanation.groupMembers = terms.groupMembers
+                }
                 explanation.reason = reason(
                     base: allocation.reasons[index], credit: credit, terms: terms,
                     tenantClass: observation.tenantClass)
@@ -451,6 +456,29 @@ private struct PoolTick {
                 EngineAlert(
                     kind: "unknown_price", severity: .warning, upstream: upstream,
                     message: "\(upstream) has no price in the policy; usage is charged at the default price"))
+        }
+    }
+
+    /// The tenants of one group share one weight on this pool: each active member's (not idle) is divided by the
+    /// number of the group's active members here, so the group weighs what one of them would alone. Only tenants
+    /// with a policy entry have a group, and each of those has its own terms (`index` gives no two of them one
+    /// slot), so they are changed in place.
+    private func shareGroupWeights(terms: inout [TenantTerms], index: [Int]) {
+        var active: [String: Int] = [:]
+        for position in index.indices {
+            guard let group = terms[index[position]].group,
+                observations[members[position]].tenantClass != .idle
+            else { continue }
+            active[group, default: 0] += 1
+        }
+        guard active.values.contains(where: { $0 > 1 }) else { return }
+        for position in index.indices {
+            let slot = index[position]
+            guard let group = terms[slot].group, let count = active[group], count > 1,
+                observations[members[position]].tenantClass != .idle
+            else { continue }
+            terms[slot].groupMembers = count
+            terms[slot].weight = max(TenantTerms.weightBounds.lowerBound, terms[slot].weight / Double(count))
         }
     }
 

@@ -15,6 +15,11 @@ public struct TenantTerms: Sendable, Hashable {
     public var ceiling: PerDimension<Quantity>
     /// The override applied, if any.
     public var override: Override?
+    /// The policy entry's `group`, if any.
+    public var group: String?
+    /// How many active tenants of ``group`` share its weight on this pool, ``weight`` being already divided by it
+    /// (``PolicyEngine``); 1 outside a group, or alone in it.
+    public var groupMembers = 1
 
     /// Whether an approved override suspends the tier's guardrails.
     public var guardrailsSuspended: Bool { override?.approved ?? false }
@@ -63,7 +68,8 @@ extension Policy {
         let product = tier.weight * (chosen?.weight ?? entry?.weight ?? 1)
         let bounds = TenantTerms.weightBounds
         let weight = product.isNaN ? 1 : min(max(product, bounds.lowerBound), bounds.upperBound)
-        return TenantTerms(tier: tier, weight: weight, floor: floor, ceiling: ceiling, override: chosen)
+        return TenantTerms(
+            tier: tier, weight: weight, floor: floor, ceiling: ceiling, override: chosen, group: entry?.group)
     }
 
     /// The ceiling that limits `tenant` (with `terms`, from ``terms(ofTenant:upstream:overrides:now:)``) in a

@@ -78,10 +78,15 @@ public struct TenantPolicy: Sendable, Hashable {
     public var ceiling: PerDimension<Quantity?>
     /// The tenant's own budgets; they replace the tier's budget for the same window.
     public var budgets: [SpendBudget]
+    /// The customer the tenant belongs to (1–128 characters of `[A-Za-z0-9._:-]`), or nil. The active tenants of one
+    /// group on a pool share one weight there: each one's is divided by their number (``TenantTerms/groupMembers``),
+    /// so a customer sending through many keys weighs as one tenant of its tier, not as many (outside evaluation
+    /// round 37, M1: eight keys of one customer were served 22–38 % more than its entitlement as one tenant).
+    public var group: String?
 
     public init(
         id: String, tier: String, weight: Double? = nil, floor: PerDimension<Quantity?> = PerDimension(nil),
-        ceiling: PerDimension<Quantity?> = PerDimension(nil), budgets: [SpendBudget] = []
+        ceiling: PerDimension<Quantity?> = PerDimension(nil), budgets: [SpendBudget] = [], group: String? = nil
     ) {
         self.id = id
         self.tier = tier
@@ -89,6 +94,7 @@ public struct TenantPolicy: Sendable, Hashable {
         self.floor = floor
         self.ceiling = ceiling
         self.budgets = budgets
+        self.group = group
     }
 }
 

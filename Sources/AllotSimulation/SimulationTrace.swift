@@ -96,12 +96,16 @@ public struct TraceTenant: Sendable, Equatable {
     /// Simulated time at which the tenant first had its own allocation at its gateways
     /// (for baselines: when the strategy first gave it capacity). nil if never.
     public var firstAllocationAt: Double?
+    /// Its group (``ScenarioTenant/group``, or the policy's): in each interval ``weight`` is shared with the group's
+    /// other tenants on the pool that have arrived demand then, as the engine shares it among the active ones.
+    public var group: String?
 
     public init(
         id: String, tier: String, pool: String, weight: Double, floorRPM: Double, floorTPM: Double,
         ceilingRPM: Double?, ceilingTPM: Double?, ceilingShareRPM: Double? = nil, ceilingShareTPM: Double? = nil,
-        firstRequestAt: Double?, firstAllocationAt: Double?
+        firstRequestAt: Double?, firstAllocationAt: Double?, group: String? = nil
     ) {
+        self.group = group
         self.id = id
         self.tier = tier
         self.pool = pool

@@ -866,4 +866,44 @@ struct PolicyEngineTests {
         #expect(decision.alerts[0].upstream == "p/m")
         #expect(decision.alerts[0].dimension == .rpm)
     }
+
+    /// `k1` and `k2` are one customer's keys (group `acme`, standard, weight 2), `b` a standard tenant of its own.
+    private static func groupTimeline() -> Timeline {
+        var policy = Timeline.makePolicy()
+        policy.setTenant(TenantPolicy(id: "k1", tier: "standard", group: "acme"))
+        policy.setTenant(TenantPolicy(id: "k2", tier: "standard", group: "acme"))
+        return Timeline(policy: policy)
+    }
+
+    @Test func theActiveTenantsOfAGroupShareOneWeight() throws {
+        var timeline = Self.groupTimeline()
+        let decision = timeline.tick([Timeline.observe("k1"), Timeline.observe("k2"), Timeline.observe("b")])
+        // Weights 1, 1 and 2: the group weighs what `b` does.
+        #expect(close(decision.rate("k1"), 250))
+        #expect(close(decision.rate("k2"), 250))
+        #expect(close(decision.rate("b"), 500))
+        let explanation = try #require(decision.allocation(tenant: "k1", upstream: "p/m")?.rpm?.explanation)
+        #expect(explanation.weight == 1)
+        #expect(explanation.group == "acme")
+        #expect(explanation.groupMembers == 2)
+        #expect(explanation.json["group"] == "acme")
+        #expect(explanation.json["group_members"] == 2)
+        let alone = try #require(decision.allocation(tenant: "b", upstream: "p/m")?.rpm?.explanation)
+        #expect(alone.weight == 2)
+        #expect(alone.json["group"] == .null)
+        #expect(alone.json["group_members"] == .null)
+    }
+
+    @Test func anIdleMemberOfAGroupLeavesTheWholeWeightToTheOthers() throws {
+        var timeline = Self.groupTimeline()
+        let decision = timeline.tick([
+            Timeline.observe("k1"), Timeline.observe("k2", rpm: 0, tpm: 0, class: .idle), Timeline.observe("b"),
+        ])
+        #expect(decision.rate("k2") == 2)  // the standard tier's idle allocation
+        #expect(close(decision.rate("k1"), 499))
+        #expect(close(decision.rate("b"), 499))
+        let explanation = try #require(decision.allocation(tenant: "k1", upstream: "p/m")?.rpm?.explanation)
+        #expect(explanation.weight == 2)
+        #expect(explanation.groupMembers == 1)
+    }
 }

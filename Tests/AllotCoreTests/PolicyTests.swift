@@ -163,6 +163,31 @@ struct PolicyTests {
         #expect(policy.tierName(ofTenant: "acme") == "premium")
     }
 
+    @Test func aTenantsGroupIsReadWrittenAndChecked() throws {
+        let policy = try PolicyFixtures.load([
+            ("tiers.json", PolicyFixtures.tiers),
+            (
+                "tenants.json",
+                #"{"tenants": {"acme-key-1": {"tier": "premium", "group": "acme"}, "b": {"tier": "premium"}}}"#
+            ),
+        ])
+        #expect(policy.tenant("acme-key-1")?.group == "acme")
+        #expect(policy.tenant("b")?.group == nil)
+        #expect(policy.tenant("acme-key-1")?.json["group"] == "acme")
+        #expect(policy.tenant("b")?.json["group"] == nil)
+        #expect(policy.terms(ofTenant: "acme-key-1", upstream: "p/m", overrides: [], now: 0).group == "acme")
+
+        let invalid = try Self.only(
+            PolicyFixtures.issues(with: #"{"tenants": {"k": {"tier": "premium", "group": "a b"}}}"#))
+        #expect(invalid.path == "$.tenants.k.group")
+        #expect(invalid.code == .invalidValue)
+        #expect(invalid.message == "a group must be 1-128 characters of [A-Za-z0-9._:-]")
+        let wrongType = try Self.only(
+            PolicyFixtures.issues(with: #"{"tenants": {"k": {"tier": "premium", "group": 7}}}"#))
+        #expect(wrongType.path == "$.tenants.k.group")
+        #expect(wrongType.code == .wrongType)
+    }
+
     // MARK: One test per error kind
 
     private static func only(_ issues: [PolicyIssue]) throws -> PolicyIssue {

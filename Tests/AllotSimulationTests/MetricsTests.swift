@@ -222,6 +222,34 @@ import Testing
         #expect(abs(RunMetrics(trace: trace).starvationTenantMinutes - 55.0 / 6) < 1e-9)
     }
 
+    /// The tenants of a group with arrived demand in an interval share their weight in the entitlement, as the engine
+    /// shares it among its active ones: `g1` and `g2` one customer, `b` another, all standard, on a 900-rpm pool.
+    @Test func aGroupsTenantsWithDemandShareItsWeightInTheEntitlement() {
+        func tenant(_ id: String, group: String?) -> TraceTenant {
+            TraceTenant(
+                id: id, tier: "standard", pool: "p", weight: 2, floorRPM: 0, floorTPM: 0, ceilingRPM: nil,
+                ceilingTPM: nil, firstRequestAt: 0, firstAllocationAt: nil, group: group)
+        }
+        let pool = PoolSample(
+            trueRPM: 900, trueTPM: 900_000, demandRPM: 3000, demandTPM: 3_000_000, servedRPM: 900, servedTPM: 900_000,
+            upstreamAttempts: 10, upstream429s: 0, upstreamOverloaded: 0, estimatedRPM: nil, estimatedTPM: nil)
+        let sample = TenantSample(
+            demandRPM: 1000, demandTPM: 1_000_000, servedRPM: 300, servedTPM: 300_000, allocationRPM: nil,
+            allocationTPM: nil, denials: 0, upstream429s: 0)
+        let trace = SimulationTrace(
+            scenario: "t", strategy: "s", seed: 1, durationSeconds: 20, sampleIntervalSeconds: 10,
+            pools: [TracePool(id: "p", declaredRPM: 900, declaredTPM: 900_000)],
+            tenants: [tenant("g1", group: "g"), tenant("g2", group: "g"), tenant("b", group: nil)],
+            samples: [0, 10].map { TraceSample(start: $0, pools: [pool], tenants: [sample, sample, sample]) },
+            tasks: [], capacityChangeTimes: [])
+        // Interval 0: all three want 1,000; interval 1: `g2` wants nothing.
+        let arrived = [[1000.0, 1000, 1000], [1000, 0, 1000]]
+        let entitled = RunMetrics.entitlements(trace: trace, arrived: (arrived, arrived.map { $0.map { $0 * 1000 } }))
+        #expect(entitled.rpm[0] == [225, 225, 450])
+        #expect(entitled.rpm[1] == [450, 0, 450])
+        #expect(entitled.tpm[0] == [225_000, 225_000, 450_000])
+    }
+
     /// One tenant of a 100-rpm pool wanting 80 and throttled throughout, served `served[k]` in 10-s
     /// intervals; the other idle.
     static func starvationTrace(served: [Double]) -> SimulationTrace {

@@ -531,6 +531,52 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         }
     }
 
+    /// `group`: given to every tenant of the entry and to the policy's entry for it; one per tenant across pools.
+    @Test func aGroupIsReadIntoThePolicyAndIsOnePerTenant() throws {
+        let grouped = scenarioJSON().replacingOccurrences(
+            of: #""tier": "premium","#, with: #""tier": "premium", "group": "acme:Inc","#)
+        let scenario = try decode(grouped)
+        #expect(scenario.tenants.map(\.group) == ["acme:Inc", "acme:Inc"])
+        let policy = try SimulationPolicy.policy(for: scenario)
+        #expect(policy.tenant("acme-01")?.group == "acme:Inc")
+        #expect(policy.tenant("acme-02")?.group == "acme:Inc")
+        #expect(try decode(scenarioJSON()).tenants.map(\.group) == [nil, nil])
+
+        func withGroup(_ group: String) -> String {
+            scenarioJSON().replacingOccurrences(
+                of: #""tier": "premium","#, with: #""tier": "premium", "group": \#(group),"#)
+        }
+        rejectsWithThePathAndReason(
+            text: withGroup(#""a b""#), path: "tenants[0].group",
+            reason: #"must be 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':', '-', not "a b""#)
+        rejectsWithThePathAndReason(
+            text: withGroup("3"), path: "tenants[0].group", reason: "must be a string, not number")
+
+        let pools = """
+            [{"id": "a", "provider": "openai", "declared_rpm": 60, "declared_tpm": 1000,
+              "capacity": [{"at_s": 0, "rpm": 60, "tpm": 1000}]},
+             {"id": "b", "provider": "openai", "declared_rpm": 60, "declared_tpm": 1000,
+              "capacity": [{"at_s": 0, "rpm": 60, "tpm": 1000}]}]
+            """
+        func tenant(pool: String, group: String) -> String {
+            """
+            {"id": "omni", "tier": "free", "pool": "\(pool)", \(group)"arrivals": [{"at_s": 0, "tasks_per_min": 6}],
+             "task": {"class": "batch", "calls": {"min": 2, "max": 2}, "parallelism": 1,
+                      "prompt_tokens": {"mean": 100}, "completion_tokens": {"mean": 10}, "deadline_s": 60}}
+            """
+        }
+        #expect(
+            throws: ScenarioError(
+                source: "test.json", path: "tenants",
+                reason: #"tenant "omni" has group "x" on pool "a" and no group on pool "b": a tenant has one group"#)
+        ) {
+            try decode(
+                scenarioJSON(
+                    tenants: "[\(tenant(pool: "a", group: #""group": "x", "#)), \(tenant(pool: "b", group: ""))]",
+                    pools: pools))
+        }
+    }
+
     /// `static_quota`: both dimensions, a pool's declared ranges, nothing else.
     @Test(arguments: [
         (#"{"rpm": 0, "tpm": 1000}"#, "tenants[0].static_quota.rpm", "must be between 1 and 10000000, not 0"),

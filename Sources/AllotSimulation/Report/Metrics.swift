@@ -226,7 +226,19 @@ extension RunMetrics {
             var tpm = Array(repeating: 0.0, count: tenantCount)
             for (p, pool) in sample.pools.enumerated() {
                 let members = (0..<tenantCount).filter { tenantPool[$0] == p }
-                let weights = members.map { trace.tenants[$0].weight }
+                var weights = members.map { trace.tenants[$0].weight }
+                // A group's tenants with demand in the interval share its weight, as the engine's active ones do.
+                var groupSize: [String: Int] = [:]
+                for m in members where arrivedRPM[k][m] > 0 || arrivedTPM[k][m] > 0 {
+                    if let group = trace.tenants[m].group { groupSize[group, default: 0] += 1 }
+                }
+                if !groupSize.isEmpty {
+                    for (i, m) in members.enumerated() {
+                        if let group = trace.tenants[m].group, let size = groupSize[group], size > 1 {
+                            weights[i] /= Double(size)
+                        }
+                    }
+                }
                 // A ceiling given as a share of the pool is resolved against the capacity of the interval.
                 let ceilings = members.map { trace.tenants[$0].ceiling(rpm: pool.trueRPM, tpm: pool.trueTPM) }
                 let r = WaterFill.shares(

@@ -1026,7 +1026,7 @@ private struct ScenarioReader {
         // Past the limit the ids are not judged (up to a million of them, and the file is refused anyway).
         // A tenant may call several pools (one entry per pool, as Allot keys a tenant per upstream), with one tier.
         var seenTenants: [String: Int] = [:]
-        var tierOf: [String: (tier: String, pool: String, position: Int)] = [:]
+        var tierOf: [String: (tier: String, pool: String, position: Int, group: String?)] = [:]
         var duplicated = Set<[Int]>()  // pairs of entries already reported (two of `count` overlap in many ids)
         var conflicting = Set<[Int]>()  // pairs of entries whose tiers are already reported (once, not per id)
         for (position, tenant) in tenants.enumerated() where tenants.count <= 1000 {
@@ -1052,7 +1052,17 @@ private struct ScenarioReader {
                         "tenant \"\(tenant.id)\" has tier \"\(first.tier)\" on pool \"\(first.pool)\" and tier "
                             + "\"\(tenant.tier)\" on pool \"\(tenant.pool)\": a tenant has one tier"))
             }
-            if tierOf[tenant.id] == nil { tierOf[tenant.id] = (tenant.tier, tenant.pool, position) }
+            if let first = tierOf[tenant.id], first.group != tenant.group,
+                conflicting.insert([entries[first.position].index, entries[position].index, -1]).inserted
+            {
+                func name(_ group: String?) -> String { group.map { "group \"\($0)\"" } ?? "no group" }
+                problems.append(
+                    fail(
+                        "tenants",
+                        "tenant \"\(tenant.id)\" has \(name(first.group)) on pool \"\(first.pool)\" and "
+                            + "\(name(tenant.group)) on pool \"\(tenant.pool)\": a tenant has one group"))
+            }
+            if tierOf[tenant.id] == nil { tierOf[tenant.id] = (tenant.tier, tenant.pool, position, tenant.group) }
         }
         let headline = field("headline") { json throws(ScenarioError) in
             try self.headline(json, "headline", tiers: tiers)
@@ -1236,7 +1246,7 @@ private struct ScenarioReader {
             json, path,
             keys: [
                 "id", "count", "tier", "pool", "arrivals", "task", "task_changes", "behaviour", "max_retries",
-                "static_quota",
+                "static_quota", "group",
             ],
             required: ["id", "tier", "pool", "arrivals", "task"])
         let id = try identifier(object["id"], path + ".id", extra: "._")
@@ -1287,6 +1297,18 @@ private struct ScenarioReader {
             behaviour = value
         }
         let retries = try integer(object["max_retries"], path + ".max_retries", 0...100, default: 6)
+        // The policy's rule for a group (and a tenant id): letters of both cases, digits and `._:-`.
+        var group: String?
+        if let json = object["group"] {
+            let name = try string(json, path + ".group")
+            let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-")
+            guard (1...128).contains(name.count), name.allSatisfy({ allowed.contains($0) }) else {
+                throw fail(
+                    path + ".group",
+                    "must be 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':', '-', not \"\(name)\"")
+            }
+            group = name
+        }
         var quota: StaticQuota?
         if let json = object["static_quota"] {
             let qp = path + ".static_quota"
@@ -1300,7 +1322,7 @@ private struct ScenarioReader {
             let suffix = String(repeating: "0", count: digits - String(n).count) + String(n)
             return ScenarioTenant(
                 id: count == 1 ? id : "\(id)-\(suffix)", tier: tier, pool: pool, arrivals: arrivals, task: task,
-                taskChanges: changes, behaviour: behaviour, maxRetries: retries, staticQuota: quota)
+                taskChanges: changes, behaviour: behaviour, maxRetries: retries, staticQuota: quota, group: group)
         }
     }
 

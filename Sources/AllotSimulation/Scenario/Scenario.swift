@@ -238,12 +238,16 @@ public struct ScenarioTenant: Sendable, Equatable {
     /// The quota the `static` baseline provisioned for this tenant (per minute); nil: the weight rule's. Other
     /// strategies ignore it.
     public var staticQuota: StaticQuota?
+    /// The customer it belongs to (`group`): the policy's `tenants` entry for it gets this group, whose active
+    /// tenants on a pool share one weight (policies/README.md, *Groups*). nil: none, or the policy's own.
+    public var group: String?
 
     public init(
         id: String, tier: String, pool: String, arrivals: [ArrivalStep], task: TaskShape,
         taskChanges: [TaskChange] = [], behaviour: TenantBehaviour = .honest, maxRetries: Int = 6,
-        staticQuota: StaticQuota? = nil
+        staticQuota: StaticQuota? = nil, group: String? = nil
     ) {
+        self.group = group
         self.id = id
         self.tier = tier
         self.pool = pool

@@ -31,9 +31,12 @@ public enum SimulationPolicy {
             },
             // A tenant on several pools has one entry per pool and one tier: `Policy` keeps one per id.
             tenants: scenario.tenants.map { tenant -> TenantPolicy in
-                guard let known = base.tenant(tenant.id) else { return TenantPolicy(id: tenant.id, tier: tenant.tier) }
+                guard let known = base.tenant(tenant.id) else {
+                    return TenantPolicy(id: tenant.id, tier: tenant.tier, group: tenant.group)
+                }
                 return TenantPolicy(
-                    id: tenant.id, tier: tenant.tier, weight: known.weight, floor: known.floor, ceiling: known.ceiling)
+                    id: tenant.id, tier: tenant.tier, weight: known.weight, floor: known.floor, ceiling: known.ceiling,
+                    group: tenant.group ?? known.group)
             }, costs: base.costs,
             taskBudgets: base.taskBudgets, alerts: base.alerts, proposals: base.proposals,
             classifier: base.classifier, observer: base.observer)

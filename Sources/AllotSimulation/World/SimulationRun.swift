@@ -537,12 +537,16 @@ final class SimulationRun {
 
     /// Each tenant's `static_quota`, else `declared × weight / Σweights` of its pool. The sum is over every tenant of
     /// the pool, those with a quota of their own included, so that giving one tenant a quota changes no other's:
-    /// like quotas set by hand over time, they need not add up to the declared capacity.
+    /// like quotas set by hand over time, they need not add up to the declared capacity. The tenants of a group on
+    /// the pool share their weight, as provisioning one customer's keys would.
     private func staticLimits() -> [Limits] {
         var limits: [Limits] = []
         for (poolIndex, pool) in scenario.pools.enumerated() {
             let members = tenants.filter { $0.pool == poolIndex }
-            let weights = members.map { terms(of: $0).weight }
+            let memberTerms = members.map { terms(of: $0) }
+            var groupSize: [String: Int] = [:]
+            for terms in memberTerms { if let group = terms.group { groupSize[group, default: 0] += 1 } }
+            let weights = memberTerms.map { terms in terms.weight / Double(terms.group.flatMap { groupSize[$0] } ?? 1) }
             let total = weights.reduce(0, +)
             for (member, weight) in zip(members, weights) {
                 let share = weight / total
@@ -764,7 +768,8 @@ final class SimulationRun {
                     floorTPM: terms.floor.tpm.resolved(capacity: pool.declaredTPM),
                     ceilingRPM: absolute(terms.ceiling.rpm), ceilingTPM: absolute(terms.ceiling.tpm),
                     ceilingShareRPM: share(terms.ceiling.rpm), ceilingShareTPM: share(terms.ceiling.tpm),
-                    firstRequestAt: tenant.firstRequestAt, firstAllocationAt: tenant.firstAllocationAt)
+                    firstRequestAt: tenant.firstRequestAt, firstAllocationAt: tenant.firstAllocationAt,
+                    group: terms.group)
             },
             samples: samples,
             tasks: tasks.map {
