@@ -34,6 +34,30 @@ import Testing
         #expect(upstream.attempt(at: 1, promptTokens: 100, completionTokens: 10).kind == .quota)
     }
 
+    /// Below 6 rpm ten seconds of capacity are less than one request: a full bucket admits one anyway, then refills
+    /// from its debt, so a 5-rpm pool serves 5 a minute (outside evaluation round 44, F1: it answered every attempt
+    /// 429).
+    @Test func aPoolOfFewerThanSixRequestsAMinuteServesItsRate() throws {
+        let pool = ScenarioPool(
+            id: "p", provider: .openai, declaredRPM: 5, declaredTPM: 60_000,
+            capacity: [CapacityStep(at: 0, rpm: 5, tpm: 60_000)],
+            latency: LatencyModel(baseMs: 1000, perThousandOutputTokensMs: 0, knee: 0.5, maxFactor: 3),
+            latencyWarningSeconds: 0, overload: [])
+        var upstream = SimUpstream(pool: pool, epoch: 1_800_000_000, seed: 1, stream: 0)
+        #expect(upstream.attempt(at: 0, promptTokens: 100, completionTokens: 10).kind == .success)
+        let rejected = upstream.attempt(at: 0, promptTokens: 100, completionTokens: 10)
+        #expect(rejected.kind == .quota)
+        // 12 s a request: full again (5/6 of a request) 12 s later, with the advice to wait that long.
+        #expect(rejected.headers.contains { $0 == ("retry-after-ms", "12000") })
+        #expect(upstream.attempt(at: 11.9, promptTokens: 100, completionTokens: 10).kind == .quota)
+        var served = 1
+        for second in stride(from: 12.0, to: 60, by: 0.5)
+        where upstream.attempt(at: second, promptTokens: 100, completionTokens: 10).kind == .success {
+            served += 1
+        }
+        #expect(served == 5)  // at 0, 12, 24, 36 and 48 s
+    }
+
     @Test func anthropicHeadersCarryRFC3339ResetsAndRetryAfterSeconds() throws {
         var upstream = SimUpstream(pool: Self.pool(.anthropic), epoch: 1_800_000_000, seed: 1, stream: 0)
         let ok = upstream.attempt(at: 0, promptTokens: 900, completionTokens: 100)

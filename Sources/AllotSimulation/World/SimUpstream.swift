@@ -89,8 +89,13 @@ public struct SimUpstream: Sendable {
                 errorType: pool.provider == .anthropic ? "overloaded_error" : "server_error")
         }
         let utilisation = max(1 - requests / requestBurst, 1 - tokens / tokenBurst)
-        if requests < 1 || tokens < min(cost, tokenBurst) {
-            let wait = max((1 - requests) / (step.rpm / 60), (min(cost, tokenBurst) - tokens) / (step.tpm / 60), 0.001)
+        // A full bucket admits a request however small it is, as it admits a call larger than its tokens: below 6 rpm
+        // ten seconds of capacity are less than one request, and a pool of 5 rpm answered every attempt 429 (outside
+        // evaluation round 44, F1). The bucket then runs into debt and refills from it, one request per 60 ÷ rpm s.
+        let oneRequest = min(1, requestBurst)
+        if requests < oneRequest || tokens < min(cost, tokenBurst) {
+            let wait = max(
+                (oneRequest - requests) / (step.rpm / 60), (min(cost, tokenBurst) - tokens) / (step.tpm / 60), 0.001)
             var headers = rateLimitHeaders(at: time)
             if pool.provider == .anthropic {
                 headers.append(("retry-after", String(Int(wait.rounded(.up)))))
