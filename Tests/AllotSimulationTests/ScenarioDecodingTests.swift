@@ -27,6 +27,14 @@ func scenarioJSON(
         """
 }
 
+/// Two pools of 60 rpm, `a` and `b`.
+let twoSmallPools = """
+    [{"id": "a", "provider": "openai", "declared_rpm": 60, "declared_tpm": 1000,
+      "capacity": [{"at_s": 0, "rpm": 60, "tpm": 1000}]},
+     {"id": "b", "provider": "openai", "declared_rpm": 60, "declared_tpm": 1000,
+      "capacity": [{"at_s": 0, "rpm": 60, "tpm": 1000}]}]
+    """
+
 func decode(_ text: String) throws(ScenarioError) -> Scenario {
     try Scenario.decode(Array(text.utf8), source: "test.json")
 }
@@ -463,6 +471,25 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         }
     }
 
+    /// Two entries of one id on one pool with different tiers (or groups) are one duplicate, not also a tenant with two
+    /// tiers "on pool x and on pool x" (outside evaluation round 44, L10).
+    @Test func aDuplicateWithAnotherTierOrGroupIsOnlyADuplicate() throws {
+        let first = #"{"id": "acme", "tier": "premium", "group": "g", "pool": "openai/gpt-4o","#
+        let second = #"{"id": "acme", "tier": "standard", "pool": "openai/gpt-4o","#
+        let rest = #""arrivals": [{"at_s": 0, "tasks_per_min": 1}], "task": {"class": "batch", "#
+            + #""calls": {"min": 1, "max": 1}, "parallelism": 1, "prompt_tokens": {"mean": 10}, "#
+            + #""completion_tokens": {"mean": 10}, "deadline_s": 60}}"#
+        let error = try #require(
+            #expect(throws: ScenarioError.self) {
+                try decode(scenarioJSON(tenants: "[\(first) \(rest), \(second) \(rest)]"))
+            })
+        #expect(
+            error.all.map(\.line) == [
+                #"test.json: tenants[1].id: duplicate tenant id "acme" on pool "openai/gpt-4o", from tenants[0] "#
+                    + #"("acme") and tenants[1] ("acme"): a tenant id is unique per pool after expanding count"#
+            ])
+    }
+
     /// Two entries whose ids collide once `count` is expanded: the error names both entries, and what each was.
     @Test func duplicateTenantsAfterExpansionNameBothEntries() {
         func tenant(_ id: String, count: Int) -> String {
@@ -552,12 +579,7 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         rejectsWithThePathAndReason(
             text: withGroup("3"), path: "tenants[0].group", reason: "must be a string, not number")
 
-        let pools = """
-            [{"id": "a", "provider": "openai", "declared_rpm": 60, "declared_tpm": 1000,
-              "capacity": [{"at_s": 0, "rpm": 60, "tpm": 1000}]},
-             {"id": "b", "provider": "openai", "declared_rpm": 60, "declared_tpm": 1000,
-              "capacity": [{"at_s": 0, "rpm": 60, "tpm": 1000}]}]
-            """
+        let pools = twoSmallPools
         func tenant(pool: String, group: String) -> String {
             """
             {"id": "omni", "tier": "free", "pool": "\(pool)", \(group)"arrivals": [{"at_s": 0, "tasks_per_min": 6}],
@@ -720,12 +742,7 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
 
         // Two entries of `count` 50 with one id stem and different tiers on two pools: one fault for the pair, not
         // fifty that would crowd every other fault out of the list.
-        let twoPools = """
-            [{"id": "a", "provider": "openai", "declared_rpm": 60, "declared_tpm": 1000,
-              "capacity": [{"at_s": 0, "rpm": 60, "tpm": 1000}]},
-             {"id": "b", "provider": "openai", "declared_rpm": 60, "declared_tpm": 1000,
-              "capacity": [{"at_s": 0, "rpm": 60, "tpm": 1000}]}]
-            """
+        let twoPools = twoSmallPools
         let counted = [("a", "free"), ("b", "standard")].map { pool, tier in
             tenant("x", pool: pool, tier: tier).replacingOccurrences(
                 of: #""id": "x","#, with: #""id": "x", "count": 50,"#)

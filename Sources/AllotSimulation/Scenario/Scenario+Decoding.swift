@@ -1043,7 +1043,9 @@ private struct ScenarioReader {
             } else {
                 seenTenants[key] = position
             }
-            if let first = tierOf[tenant.id], first.tier != tenant.tier,
+            // On one pool the two are duplicates, reported above (outside evaluation round 44, L10: "tier … on pool
+            // "x" and tier … on pool "x"" followed the duplicate).
+            if let first = tierOf[tenant.id], first.pool != tenant.pool, first.tier != tenant.tier,
                 conflicting.insert([entries[first.position].index, entries[position].index]).inserted
             {
                 problems.append(
@@ -1052,7 +1054,7 @@ private struct ScenarioReader {
                         "tenant \"\(tenant.id)\" has tier \"\(first.tier)\" on pool \"\(first.pool)\" and tier "
                             + "\"\(tenant.tier)\" on pool \"\(tenant.pool)\": a tenant has one tier"))
             }
-            if let first = tierOf[tenant.id], first.group != tenant.group,
+            if let first = tierOf[tenant.id], first.pool != tenant.pool, first.group != tenant.group,
                 conflicting.insert([entries[first.position].index, entries[position].index, -1]).inserted
             {
                 func name(_ group: String?) -> String { group.map { "group \"\($0)\"" } ?? "no group" }
