@@ -736,7 +736,7 @@ struct PolicyLoader {
         }
         tenant.budgets = readBudgets(object["budgets"], at: path.key("budgets"))
         if let group = reader.string(object["group"], at: path.key("group")) {
-            if Self.isValidTenantID(group) {
+            if TenantPolicy.isValidGroup(group) {
                 tenant.group = group
             } else {
                 reader.report(path.key("group"), .invalidValue, Self.groupRule)

@@ -96,6 +96,10 @@ public struct TenantPolicy: Sendable, Hashable {
         self.budgets = budgets
         self.group = group
     }
+
+    /// Whether `name` may be a ``group``: a tenant id's rule, which the policy loader and the simulator's scenarios
+    /// both apply.
+    public static func isValidGroup(_ name: String) -> Bool { PolicyLoader.isValidTenantID(name) }
 }
 
 /// A task class (SPEC 3 telemetry `task_class`).

@@ -1026,7 +1026,7 @@ private struct ScenarioReader {
         // Past the limit the ids are not judged (up to a million of them, and the file is refused anyway).
         // A tenant may call several pools (one entry per pool, as Allot keys a tenant per upstream), with one tier.
         var seenTenants: [String: Int] = [:]
-        var tierOf: [String: (tier: String, pool: String, position: Int, group: String?)] = [:]
+        var firstEntry: [String: (tier: String, pool: String, position: Int, group: String?)] = [:]
         var duplicated = Set<[Int]>()  // pairs of entries already reported (two of `count` overlap in many ids)
         var conflicting = Set<[Int]>()  // pairs of entries whose tiers are already reported (once, not per id)
         for (position, tenant) in tenants.enumerated() where tenants.count <= 1000 {
@@ -1045,7 +1045,7 @@ private struct ScenarioReader {
             }
             // On one pool the two are duplicates, reported above (outside evaluation round 44, L10: "tier … on pool
             // "x" and tier … on pool "x"" followed the duplicate).
-            if let first = tierOf[tenant.id], first.pool != tenant.pool, first.tier != tenant.tier,
+            if let first = firstEntry[tenant.id], first.pool != tenant.pool, first.tier != tenant.tier,
                 conflicting.insert([entries[first.position].index, entries[position].index]).inserted
             {
                 problems.append(
@@ -1054,7 +1054,7 @@ private struct ScenarioReader {
                         "tenant \"\(tenant.id)\" has tier \"\(first.tier)\" on pool \"\(first.pool)\" and tier "
                             + "\"\(tenant.tier)\" on pool \"\(tenant.pool)\": a tenant has one tier"))
             }
-            if let first = tierOf[tenant.id], first.pool != tenant.pool, first.group != tenant.group,
+            if let first = firstEntry[tenant.id], first.pool != tenant.pool, first.group != tenant.group,
                 conflicting.insert([entries[first.position].index, entries[position].index, -1]).inserted
             {
                 func name(_ group: String?) -> String { group.map { "group \"\($0)\"" } ?? "no group" }
@@ -1064,7 +1064,7 @@ private struct ScenarioReader {
                         "tenant \"\(tenant.id)\" has \(name(first.group)) on pool \"\(first.pool)\" and "
                             + "\(name(tenant.group)) on pool \"\(tenant.pool)\": a tenant has one group"))
             }
-            if tierOf[tenant.id] == nil { tierOf[tenant.id] = (tenant.tier, tenant.pool, position, tenant.group) }
+            if firstEntry[tenant.id] == nil { firstEntry[tenant.id] = (tenant.tier, tenant.pool, position, tenant.group) }
         }
         let headline = field("headline") { json throws(ScenarioError) in
             try self.headline(json, "headline", tiers: tiers)
@@ -1299,12 +1299,11 @@ private struct ScenarioReader {
             behaviour = value
         }
         let retries = try integer(object["max_retries"], path + ".max_retries", 0...100, default: 6)
-        // The policy's rule for a group (and a tenant id): letters of both cases, digits and `._:-`.
+        // The policy's rule for a group.
         var group: String?
         if let json = object["group"] {
             let name = try string(json, path + ".group")
-            let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-")
-            guard (1...128).contains(name.count), name.allSatisfy({ allowed.contains($0) }) else {
+            guard TenantPolicy.isValidGroup(name) else {
                 throw fail(
                     path + ".group",
                     "must be 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':', '-', not \"\(name)\"")
