@@ -1064,7 +1064,9 @@ private struct ScenarioReader {
                         "tenant \"\(tenant.id)\" has \(name(first.group)) on pool \"\(first.pool)\" and "
                             + "\(name(tenant.group)) on pool \"\(tenant.pool)\": a tenant has one group"))
             }
-            if firstEntry[tenant.id] == nil { firstEntry[tenant.id] = (tenant.tier, tenant.pool, position, tenant.group) }
+            if firstEntry[tenant.id] == nil {
+                firstEntry[tenant.id] = (tenant.tier, tenant.pool, position, tenant.group)
+            }
         }
         let headline = field("headline") { json throws(ScenarioError) in
             try self.headline(json, "headline", tiers: tiers)
