@@ -332,7 +332,7 @@ import Testing
             .replacingOccurrences(of: #""deadline_s": 30}}]}"#, with: #""deadline_s": 30}}, "# + whale + "]}")
             .replacingOccurrences(of: #""id": "w", "tier""#, with: #""id": "w", "count": 2, "tier""#)
         let contended = try await Self.check(twoPools, headline: #""metric": "utilisation", "better": "higher""#)
-        Self.expectNoWarning(contended)
+        Self.expectOnlyShortRunWarning(contended)
         let standardJain = try await Self.check(
             twoPools, headline: #""metric": "jain", "tier": "standard", "better": "higher""#)
         #expect(standardJain.out.contains("warning: headline jain[standard]: on the pools tier standard uses"))
@@ -346,7 +346,7 @@ import Testing
                 .replacingOccurrences(
                     of: #"[{"at_s": 0, "tasks_per_min": 6.0}]"#,
                     with: #"[{"at_s": 0, "tasks_per_min": 6}, {"at_s": 30, "tasks_per_min": 60}]"#))
-        Self.expectNoWarning(busy)
+        Self.expectOnlyShortRunWarning(busy)
         // Convergence with a capacity step that repeats the one before it (no change), and with one past the run.
         let steps =
             #"[{"at_s": 0, "rpm": 120, "tpm": 200000}, {"at_s": 20, "rpm": 120, "tpm": 200000}, "#
@@ -373,6 +373,70 @@ import Testing
         let atLastStart = try await Self.check(
             convergence.replacingOccurrences(of: #""at_s": 60"#, with: #""at_s": 50"#))
         Self.expectNoWarning(atLastStart)
+    }
+
+    /// The utilisation headline's warning on a 60-s run (``Scenario/shortRunWarnings``).
+    static let shortRun60: String =
+        "headline utilisation: the run is 60 s long, and the simulated provider's buckets start full (10 s of "
+        + "capacity, and again after any lull): a strategy that sends above the capacity from the start is served up "
+        + "to about 16.7 % of it on top from that alone, which can decide the headline; a duration_s of 500 or more "
+        + "keeps it at 2 % or less"
+
+    /// Expects `--check` to have passed with one warning, ``shortRun60``.
+    static func expectOnlyShortRunWarning(
+        _ result: (code: Int32, out: String), sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let out = result.out
+        #expect(result.code == 0, "\(out)", sourceLocation: sourceLocation)
+        #expect(out.contains("\n  warning: " + shortRun60 + "\n"), "\(out)", sourceLocation: sourceLocation)
+        #expect(out.components(separatedBy: "warning").count == 2, "\(out)", sourceLocation: sourceLocation)
+    }
+
+    @Test func aUtilisationHeadlineOnAShortRunIsWarnedAbout() async throws {
+        // Outside evaluation round 44, L7: over 60 s the provider's full buckets made over-sending win utilisation
+        // (`fifo-backoff` 114–116 %). 60 tasks a minute × 2.5 calls = 150 rpm on 120: contended, so only this warns.
+        let utilisation = #""metric": "utilisation", "better": "higher""#
+        let busy = Self.oneTenantScenario(name: "short", duration: 60, tier: "standard", tasksPerMinute: 60)
+        Self.expectOnlyShortRunWarning(try await Self.check(busy, headline: utilisation))
+        let almost = try await Self.check(
+            busy.replacingOccurrences(of: #""duration_s": 60"#, with: #""duration_s": 499"#), headline: utilisation)
+        #expect(
+            almost.out.contains(
+                "\n  warning: headline utilisation: the run is 499 s long, and the simulated provider's buckets "
+                    + "start full (10 s of capacity, and again after any lull): a strategy that sends above the "
+                    + "capacity from the start is served up to about 2 % of it on top from that alone, which can "
+                    + "decide the headline; a duration_s of 500 or more keeps it at 2 % or less\n"), "\(almost.out)")
+        let long = busy.replacingOccurrences(of: #""duration_s": 60"#, with: #""duration_s": 500"#)
+        Self.expectNoWarning(try await Self.check(long, headline: utilisation))
+        // Another headline on the same short run: not warned of.
+        Self.expectNoWarning(try await Self.check(busy))
+    }
+
+    @Test func aConvergenceHeadlineReadAtCoarseSamplesIsWarnedAbout() async throws {
+        // Outside evaluation round 44, L8: at 300-s samples every strategy's convergence_s was 300 s.
+        let steps = #"[{"at_s": 0, "rpm": 120, "tpm": 200000}, {"at_s": 300, "rpm": 60, "tpm": 200000}]"#
+        let scenario = Self.oneTenantScenario(name: "coarse", duration: 1_200, tier: "standard", tasksPerMinute: 6)
+            .replacingOccurrences(of: #"[{"at_s": 0, "rpm": 120, "tpm": 200000}]"#, with: steps)
+            .replacingOccurrences(of: #""duration_s": 1200,"#, with: #""duration_s": 1200, "sample_interval_s": 300,"#)
+        let headline = #""metric": "convergence_s", "better": "lower""#
+        let coarse = try await Self.check(scenario, headline: headline)
+        #expect(coarse.code == 0, "\(coarse.out)")
+        let warning =
+            "headline convergence_s: it is read at the end of a sample interval, and sample_interval_s is 300 s: "
+            + "every strategy that settles within the first interval after a change scores the same (up to 300 s), "
+            + "so only a slower one can lose; a sample_interval_s of 60 or less tells them apart"
+        #expect(coarse.out.contains("\n  warning: " + warning + "\n"), "\(coarse.out)")
+        #expect(coarse.out.components(separatedBy: "warning").count == 2, "\(coarse.out)")
+        let sixtyOne = try await Self.check(
+            scenario.replacingOccurrences(of: #""sample_interval_s": 300"#, with: #""sample_interval_s": 61"#),
+            headline: headline)
+        #expect(sixtyOne.out.contains("sample_interval_s is 61 s: every strategy"), "\(sixtyOne.out)")
+        Self.expectNoWarning(
+            try await Self.check(
+                scenario.replacingOccurrences(of: #""sample_interval_s": 300"#, with: #""sample_interval_s": 60"#),
+                headline: headline))
+        // The same samples under another headline: nothing to warn of.
+        Self.expectNoWarning(try await Self.check(scenario))
     }
 
     @Test func aHeadlineStaticWinsByConstructionIsWarnedAbout() async throws {

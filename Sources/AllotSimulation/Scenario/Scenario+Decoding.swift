@@ -77,12 +77,38 @@ extension Scenario {
     /// bucket (``tokenBucketWarnings``), more than half of it (``halfBucketWarnings``) or larger than one gateway's
     /// cap under `allot` (``gatewayCapWarnings``), a latency warning on a pool whose capacity never drops, a latency
     /// warning that would start before the run, a declaration far from the truth (``declaredWarnings``), a
-    /// parallelism that never binds.
+    /// parallelism that never binds, a run too large to be quick (``runSizeWarnings``), a `utilisation` headline on
+    /// a short run (``shortRunWarnings``).
     public var warnings: [String] {
         headlineWarnings + unwinnableHeadlineWarnings + tokenBucketWarnings + halfBucketWarnings + gatewayCapWarnings
             + latencyWarningWarnings + fewTasksWarnings + staticQuotaWarnings + declaredWarnings + parallelismWarnings
-            + runSizeWarnings
+            + runSizeWarnings + shortRunWarnings
     }
+
+    /// A run shorter than this (seconds) with a `utilisation` headline is warned about (``shortRunWarnings``): the
+    /// provider's full buckets are then worth 2 % of the run's capacity or more.
+    static let shortUtilisationRun = 500.0
+
+    /// A `utilisation` headline on a run under ``shortUtilisationRun``: the simulated provider's buckets start full
+    /// (``SimUpstream/burstSeconds`` of capacity), and a strategy that sends above the capacity from the start is
+    /// served that on top of the capacity, so over a short run over-sending wins the headline (outside evaluation
+    /// round 44, L7: in a 60-s run `fifo-backoff` 114–116 %, `allot` 97–102 %).
+    var shortRunWarnings: [String] {
+        guard headline.metric == "utilisation", durationSeconds < Self.shortUtilisationRun else { return [] }
+        let number = ScenarioReader.format
+        let share = SimUpstream.burstSeconds / durationSeconds * 100
+        return [
+            "headline utilisation: the run is \(number(durationSeconds)) s long, and the simulated provider's "
+                + "buckets start full (\(number(SimUpstream.burstSeconds)) s of capacity, and again after any lull): "
+                + "a strategy that sends above the capacity from the start is served up to about "
+                + "\(number((share * 10).rounded() / 10)) % of it on top from that alone, which can decide the "
+                + "headline; a duration_s of \(number(Self.shortUtilisationRun)) or more keeps it at 2 % or less"
+        ]
+    }
+
+    /// A `convergence_s` headline read at samples longer than this (seconds) is warned about: see
+    /// ``unwinnableHeadlineWarnings``.
+    static let convergenceResolution = 60.0
 
     /// How far a pool's declared capacity may be from its true one at t = 0 (a factor either way) before `--check`
     /// says so: a stale declaration is a story (`blind-capacity-drop` declares what the pool later loses), a
@@ -222,7 +248,8 @@ extension Scenario {
     /// `convergence_s` with no capacity change to judge (``capacityChangeTimes``), and `utilisation` or a
     /// tier's `jain` when no pool (of the tier's tenants, for `jain`) has demand above its true capacity. Demand
     /// is what the metrics count it by: each tenant's scheduled arrival rate × its mean calls per task (× mean
-    /// tokens per call for tpm), summed over the pool's tenants, against the capacity step in force.
+    /// tokens per call for tpm), summed over the pool's tenants, against the capacity step in force. Also
+    /// `convergence_s` read at samples longer than ``convergenceResolution``: ties are likely.
     var unwinnableHeadlineWarnings: [String] {
         let number = ScenarioReader.format
         let never = "no strategy can win on it"
@@ -262,6 +289,16 @@ extension Scenario {
             return [
                 "headline time_to_first_allocation_s: `static` provisions every tenant before its first call "
                     + "(0 s): no strategy can do better than tie it"
+            ]
+        case "convergence_s" where !capacityChangeTimes.isEmpty && sampleIntervalSeconds > Self.convergenceResolution:
+            // Read at the end of an interval: whoever settles within the first one after a change scores the same
+            // (outside evaluation round 44, L8: 300-s samples, all four strategies 300 s).
+            let interval = number(sampleIntervalSeconds)
+            return [
+                "headline convergence_s: it is read at the end of a sample interval, and sample_interval_s is "
+                    + "\(interval) s: every strategy that settles within the first interval after a change scores "
+                    + "the same (up to \(interval) s), so only a slower one can lose; a sample_interval_s of "
+                    + "\(number(Self.convergenceResolution)) or less tells them apart"
             ]
         case "convergence_s" where capacityChangeTimes.isEmpty:
             return [
