@@ -894,6 +894,26 @@ struct PolicyEngineTests {
         #expect(alone.json["group_members"] == .null)
     }
 
+    @Test func aGroupMemberWantingLittleLeavesItsPartToTheGroup() throws {
+        // A review of 2026-12-01: `k2` wants 50 of a 1,000-rpm pool (its upper bound; this policy has no demand
+        // headroom). Divided evenly, it kept half the group's weight and the group got 316.7 + 50 against `b`'s 633.3.
+        // Max-min within the group: `k2` is held at its bound and `k1` takes the rest of the group's share, so the
+        // group and `b` share the pool evenly: 450 + 50 and 500.
+        var timeline = Self.groupTimeline()
+        let decision = timeline.tick([
+            Timeline.observe("k1"), Timeline.observe("k2", rpm: 50, tpm: 5_000), Timeline.observe("b"),
+        ])
+        #expect(close(decision.rate("k2"), 50))
+        #expect(abs((decision.rate("k1") ?? 0) - 450) < 0.01, "\(decision.rate("k1") ?? -1)")
+        #expect(abs((decision.rate("b") ?? 0) - 500) < 0.01, "\(decision.rate("b") ?? -1)")
+        // Each member's weight in the explanation is its part of the group's 2: its 50 ÷ the level 250, and the rest.
+        let small = try #require(decision.allocation(tenant: "k2", upstream: "p/m")?.rpm?.explanation)
+        let large = try #require(decision.allocation(tenant: "k1", upstream: "p/m")?.rpm?.explanation)
+        #expect(abs(small.weight + large.weight - 2) < 1e-6, "\(small.weight) \(large.weight)")
+        #expect(abs(small.weight - 50.0 / 250) < 1e-4, "\(small.weight)")
+        #expect(small.groupMembers == 2)
+    }
+
     @Test func anIdleMemberOfAGroupLeavesTheWholeWeightToTheOthers() throws {
         var timeline = Self.groupTimeline()
         let decision = timeline.tick([

@@ -118,6 +118,22 @@ import Testing
         #expect(RunMetrics(trace: lull).starvationTenantMinutes == 0.25)
     }
 
+    @Test func aTenantIsChargedFromItsFirstRequest() {
+        // Outside evaluation round 44, L6: a tenant first asking 1 s before the run's end was charged a whole
+        // interval. b is starved in the last interval (45–60 s); first asking at 50 s, it is charged 10 s of it.
+        var late = Self.trace(
+            served: Array(repeating: (90, 10), count: 4), allocations: Array(repeating: (90, 10), count: 4))
+        late.tenants[1].firstRequestAt = 50
+        let metrics = RunMetrics(trace: late)
+        #expect(metrics.starvationTenantMinutes == 10.0 / 60)
+        #expect(metrics.starvedTenants == ["b": 10.0 / 60])
+        // First asking before the interval, or at its start: the whole interval.
+        for first in [40.0, 45] {
+            late.tenants[1].firstRequestAt = first
+            #expect(RunMetrics(trace: late).starvationTenantMinutes == 0.25, "\(first)")
+        }
+    }
+
     @Test func jainJudgesTheDimensionThatBinds() {
         // Both want 80 rpm of 100 and 100k tpm each of 100k (tokens bind: 2× against requests' 1.6×); each
         // is served 50 rpm, a 60k tpm and b 40k: a over its due in the tokens that bind, b under, while the
@@ -223,7 +239,8 @@ import Testing
     }
 
     /// The tenants of a group with arrived demand in an interval share their weight in the entitlement, as the engine
-    /// shares it among its active ones: `g1` and `g2` one customer, `b` another, all standard, on a 900-rpm pool.
+    /// shares it among its active ones, max-min among themselves: `g1` and `g2` one customer, `b` another, all
+    /// standard, on a 900-rpm pool.
     @Test func aGroupsTenantsWithDemandShareItsWeightInTheEntitlement() {
         func tenant(_ id: String, group: String?) -> TraceTenant {
             TraceTenant(
@@ -237,16 +254,19 @@ import Testing
             demandRPM: 1000, demandTPM: 1_000_000, servedRPM: 300, servedTPM: 300_000, allocationRPM: nil,
             allocationTPM: nil, denials: 0, upstream429s: 0)
         let trace = SimulationTrace(
-            scenario: "t", strategy: "s", seed: 1, durationSeconds: 20, sampleIntervalSeconds: 10,
+            scenario: "t", strategy: "s", seed: 1, durationSeconds: 30, sampleIntervalSeconds: 10,
             pools: [TracePool(id: "p", declaredRPM: 900, declaredTPM: 900_000)],
             tenants: [tenant("g1", group: "g"), tenant("g2", group: "g"), tenant("b", group: nil)],
-            samples: [0, 10].map { TraceSample(start: $0, pools: [pool], tenants: [sample, sample, sample]) },
+            samples: [0, 10, 20].map { TraceSample(start: $0, pools: [pool], tenants: [sample, sample, sample]) },
             tasks: [], capacityChangeTimes: [])
-        // Interval 0: all three want 1,000; interval 1: `g2` wants nothing.
-        let arrived = [[1000.0, 1000, 1000], [1000, 0, 1000]]
+        // Interval 0: all three want 1,000; interval 1: `g2` wants nothing; interval 2: `g2` wants 50, and leaves the
+        // rest of the group's half to `g1` (divided evenly, `g1` was entitled to 283.3 and `b` to 566.7: a review of
+        // 2026-12-01).
+        let arrived = [[1000.0, 1000, 1000], [1000, 0, 1000], [1000, 50, 1000]]
         let entitled = RunMetrics.entitlements(trace: trace, arrived: (arrived, arrived.map { $0.map { $0 * 1000 } }))
         #expect(entitled.rpm[0] == [225, 225, 450])
         #expect(entitled.rpm[1] == [450, 0, 450])
+        #expect(entitled.rpm[2] == [400, 50, 450])
         #expect(entitled.tpm[0] == [225_000, 225_000, 450_000])
     }
 

@@ -226,27 +226,20 @@ extension RunMetrics {
             var tpm = Array(repeating: 0.0, count: tenantCount)
             for (p, pool) in sample.pools.enumerated() {
                 let members = (0..<tenantCount).filter { tenantPool[$0] == p }
-                var weights = members.map { trace.tenants[$0].weight }
-                // A group's tenants with demand in the interval share its weight, as the engine's active ones do.
-                var groupSize: [String: Int] = [:]
-                for m in members where arrivedRPM[k][m] > 0 || arrivedTPM[k][m] > 0 {
-                    if let group = trace.tenants[m].group { groupSize[group, default: 0] += 1 }
-                }
-                if !groupSize.isEmpty {
-                    for (i, m) in members.enumerated() {
-                        if let group = trace.tenants[m].group, let size = groupSize[group], size > 1 {
-                            weights[i] /= Double(size)
-                        }
-                    }
+                let weights = members.map { trace.tenants[$0].weight }
+                // A group's tenants with demand in the interval weigh together what one of them would, and share
+                // what that brings by max-min among themselves, as the engine's active ones do.
+                let groups = members.map { m in
+                    arrivedRPM[k][m] > 0 || arrivedTPM[k][m] > 0 ? trace.tenants[m].group : nil
                 }
                 // A ceiling given as a share of the pool is resolved against the capacity of the interval.
                 let ceilings = members.map { trace.tenants[$0].ceiling(rpm: pool.trueRPM, tpm: pool.trueTPM) }
-                let r = WaterFill.shares(
+                let r = WaterFill.groupedShares(
                     capacity: pool.trueRPM, weights: weights,
-                    limits: members.indices.map { min(arrivedRPM[k][members[$0]], ceilings[$0].rpm) })
-                let t = WaterFill.shares(
+                    limits: members.indices.map { min(arrivedRPM[k][members[$0]], ceilings[$0].rpm) }, groups: groups)
+                let t = WaterFill.groupedShares(
                     capacity: pool.trueTPM, weights: weights,
-                    limits: members.indices.map { min(arrivedTPM[k][members[$0]], ceilings[$0].tpm) })
+                    limits: members.indices.map { min(arrivedTPM[k][members[$0]], ceilings[$0].tpm) }, groups: groups)
                 for (i, m) in members.enumerated() {
                     rpm[m] = r[i]
                     tpm[m] = t[i]
@@ -314,8 +307,14 @@ extension RunMetrics {
         var sustainedSeconds = 0.0
         var starvedByTenant: [String: Double] = [:]
         let sustained = max(1, Int((Self.sustainedStarvationSeconds / interval).rounded()))
-        func length(_ k: Int) -> Double { max(0, min(interval, trace.durationSeconds - samples[k].start)) }
+        // From the tenant's first request when that falls inside the interval: a tenant that first asked 1 s before
+        // the end of a run was charged the whole 10-s interval (outside evaluation round 44, L6).
+        func length(_ k: Int, from first: Double?) -> Double {
+            let end = min(samples[k].start + interval, trace.durationSeconds)
+            return max(0, end - max(samples[k].start, first ?? -Double.infinity))
+        }
         for tenant in 0..<tenantCount {
+            let first = trace.tenants[tenant].firstRequestAt
             var stretch = (intervals: 0, seconds: 0.0)
             func endStretch() {
                 if stretch.intervals >= sustained { sustainedSeconds += stretch.seconds }
@@ -356,10 +355,11 @@ extension RunMetrics {
                 let starvedRPM = entitled.rpm <= 1e-9 || served.rpm < Self.starvationRatio * entitled.rpm
                 let starvedTPM = entitled.tpm <= 1e-9 || served.tpm < Self.starvationRatio * entitled.tpm
                 if starvedRPM && starvedTPM && (entitled.rpm > 1e-9 || entitled.tpm > 1e-9) {
-                    starvedSeconds += length(k)
-                    starvedByTenant[trace.tenants[tenant].id, default: 0] += length(k)
+                    let seconds = length(k, from: first)
+                    starvedSeconds += seconds
+                    starvedByTenant[trace.tenants[tenant].id, default: 0] += seconds
                     stretch.intervals += 1
-                    stretch.seconds += length(k)
+                    stretch.seconds += seconds
                 } else {
                     endStretch()
                 }
@@ -595,5 +595,39 @@ public enum WaterFill {
             open.removeAll { cappedSet.contains($0) }
         }
         return shares
+    }
+
+    /// ``shares(capacity:weights:limits:)`` in two levels: the members of a group (`groups[i]`, nil for none) are one
+    /// claimant, of the mean of their weights and the sum of their limits, and what it gets is shared among them by
+    /// the same water-filling with their own weights. A group of one is its member.
+    public static func groupedShares(
+        capacity: Double, weights: [Double], limits: [Double], groups: [String?]
+    ) -> [Double] {
+        guard groups.contains(where: { $0 != nil }) else {
+            return shares(capacity: capacity, weights: weights, limits: limits)
+        }
+        var claimants: [[Int]] = []
+        var position: [String: Int] = [:]
+        for i in weights.indices {
+            if let group = groups[i] {
+                if let at = position[group] {
+                    claimants[at].append(i)
+                    continue
+                }
+                position[group] = claimants.count
+            }
+            claimants.append([i])
+        }
+        let outer = shares(
+            capacity: capacity,
+            weights: claimants.map { members in members.reduce(0) { $0 + weights[$1] } / Double(members.count) },
+            limits: claimants.map { members in members.reduce(0) { $0 + limits[$1] } })
+        var result = Array(repeating: 0.0, count: weights.count)
+        for (c, members) in claimants.enumerated() {
+            let inner = shares(
+                capacity: outer[c], weights: members.map { weights[$0] }, limits: members.map { limits[$0] })
+            for (k, i) in members.enumerated() { result[i] = inner[k] }
+        }
+        return result
     }
 }
