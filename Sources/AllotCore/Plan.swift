@@ -26,7 +26,8 @@ import AllotJSON
 /// - Extensions (documented, optional): `"idle": true` marks a tenant idle (it receives only its
 ///   tier's `idle_allocation`); `starvation_guard` sets the degraded-mode guard of a tenant
 ///   (default: its tier's, or 0 without a tier). Tenants without a tier are ranked after every
-///   tier in degraded mode.
+///   tier in degraded mode. `group` names the customer a tenant belongs to (default: the policy entry's):
+///   a group's tenants that are not idle share one weight, max-min among themselves, as `allot serve` does.
 ///
 /// Output: `allocations` in input order (`id`, one number per computed dimension, `reason` per
 /// dimension), `unallocated` (`C` after the safety margin minus the sum allocated) and `degraded`,
@@ -72,9 +73,22 @@ public enum Plan {
             guard let capacity = request.capacity[dimension] else { continue }
             let settings = request.settings
             let effective = max(0, capacity * (1 - settings.safetyMargin))
-            let claims = request.tenants.map { $0.claim(dimension, capacity: effective) }
-            result.dimensions[dimension] = PoolAllocation.compute(
-                capacityEstimate: capacity, settings: settings, claims: claims)
+            var claims = request.tenants.map { $0.claim(dimension, capacity: effective) }
+            // A group's members that are not idle weigh together what one of them would, shared max-min among
+            // themselves, as `allot serve` does (``PolicyEngine/balanceGroups``).
+            let groups = request.tenants.map { $0.idle ? nil : $0.group }
+            var members: [String: Int] = [:]
+            for group in groups.compactMap({ $0 }) { members[group, default: 0] += 1 }
+            let counts = groups.map { $0.flatMap { members[$0] } ?? 1 }
+            for index in claims.indices where counts[index] > 1 {
+                claims[index].weight = max(TenantTerms.weightBounds.lowerBound, claims[index].weight / Double(counts[index]))
+            }
+            let first = PoolAllocation.compute(capacityEstimate: capacity, settings: settings, claims: claims)
+            result.dimensions[dimension] =
+                counts.contains { $0 > 1 }
+                ? PolicyEngine.balanceGroups(
+                    &claims, first, groups: groups, members: counts, capacityEstimate: capacity, settings: settings)
+                : first
         }
         return result
     }
@@ -82,7 +96,7 @@ public enum Plan {
     private static let fields = ["capacity", "settings", "tenants"]
     private static let settingsFields = ["surplus", "safety_margin", "demand_headroom", "idle_share"]
     private static let tenantFields = [
-        "id", "tier", "weight", "floor", "ceiling", "demand", "idle", "starvation_guard",
+        "id", "tier", "weight", "floor", "ceiling", "demand", "idle", "starvation_guard", "group",
     ]
 
     private static func read(_ input: JSON, policy: Policy, reader: inout FieldReader) -> PlanRequest {
@@ -165,6 +179,13 @@ public enum Plan {
                 }
             }
             if let value = reader.number(fields["weight"], at: path.key("weight"), .weight) { tenant.weight = value }
+            if let group = reader.string(fields["group"], at: path.key("group")) {
+                if TenantPolicy.isValidGroup(group) {
+                    tenant.group = group
+                } else {
+                    reader.report(path.key("group"), .invalidValue, PolicyLoader.groupRule)
+                }
+            }
             if let value = reader.dimensions(fields["floor"], at: path.key("floor")) { tenant.floor = value }
             if let value = reader.dimensions(fields["ceiling"], at: path.key("ceiling"), allowUnbounded: true) {
                 tenant.ceiling = value
@@ -181,6 +202,7 @@ public enum Plan {
                     tenant.rank = ranks[tier.name] ?? Int.max
                 }
                 if fields["weight"] == nil { tenant.weight = entry.weight }
+                if fields["group"] == nil { tenant.group = entry.group }
                 for dimension in RateDimension.allCases {
                     if tenant.floor[dimension] == nil { tenant.floor[dimension] = entry.floor[dimension] }
                     if tenant.ceiling[dimension] == nil { tenant.ceiling[dimension] = entry.ceiling[dimension] }
@@ -254,6 +276,8 @@ public struct PlanTenant: Sendable, Hashable {
     /// Degraded-mode rank: the tier's position in priority order; tenants without a tier come last.
     public var rank: Int = Int.max
     public var weight: Double?
+    /// The customer it belongs to (the plan's `group`, else the policy entry's): see *Groups* in policies/README.md.
+    public var group: String?
     public var floor = PerDimension<Quantity?>(nil)
     public var ceiling = PerDimension<Quantity?>(nil)
     public var demand = PerDimension<Double?>(nil)

@@ -320,8 +320,9 @@ private struct PoolTick {
             var allocation = PoolAllocation.compute(
                 capacityEstimate: estimated, settings: policy.allocation, claims: claims[dimension])
             if grouped {
-                allocation = Self.balanceGroups(
-                    &claims[dimension], allocation, groups: (0..<count).map { distinctTerms[termsIndex[$0]] },
+                let terms = (0..<count).map { distinctTerms[termsIndex[$0]] }
+                allocation = PolicyEngine.balanceGroups(
+                    &claims[dimension], allocation, groups: terms.map(\.group), members: terms.map(\.groupMembers),
                     capacityEstimate: estimated, settings: policy.allocation)
             }
             pools[dimension] = allocation
@@ -488,52 +489,6 @@ private struct PoolTick {
             terms[slot].weight = max(TenantTerms.weightBounds.lowerBound, terms[slot].weight / Double(count))
         }
         return true
-    }
-
-    /// Most fills ``balanceGroups`` runs after the first.
-    static let groupBalanceRounds = 8
-
-    /// Max-min within each group, one level down: a group weighs what one tenant of it would (the mean of its
-    /// active members' own weights, as ``shareGroupWeights`` divided them), and what that share of the pool comes to
-    /// is water-filled among its members by their own weights and bounds, so that a member wanting less than an even
-    /// part leaves the rest to the others in the group, not to the whole pool. Divided evenly alone, a key wanting
-    /// 50 rpm kept half the group's weight beside one wanting 1,000, and the customer got 367 of a 1,000-rpm pool
-    /// against a single tenant's 633 (a review of 2026-12-01). Each round fills each group's share at the pool's
-    /// level `f` among its members, gives each member the weight that yields its part at that level (`x ÷ f`), and
-    /// fills the pool again; the level moves less each round, and the rounds stop when it holds (a millionth) or after
-    /// ``groupBalanceRounds``. Degraded mode (level 0) is left as it is.
-    static func balanceGroups(
-        _ claims: inout [AllocationClaim], _ first: PoolAllocation, groups terms: [TenantTerms],
-        capacityEstimate: Double, settings: AllocationSettings
-    ) -> PoolAllocation {
-        var members: [String: [Int]] = [:]
-        for index in claims.indices where !claims[index].isIdle && terms[index].groupMembers > 1 {
-            if let group = terms[index].group { members[group, default: []].append(index) }
-        }
-        guard !members.isEmpty else { return first }
-        // Each member's own weight, before the division.
-        let own = claims.indices.map { claims[$0].weight * Double(terms[$0].groupMembers) }
-        var allocation = first
-        for _ in 0..<Self.groupBalanceRounds {
-            let level = allocation.level
-            guard level > 0 else { break }
-            for indices in members.values {
-                let weights = indices.map { own[$0] }
-                let share = level * weights.reduce(0, +) / Double(indices.count)
-                let parts = WaterFilling.fill(
-                    capacity: share, weights: weights, lower: indices.map { allocation.lowerBounds[$0] },
-                    upper: indices.map { allocation.upperBounds[$0] }
-                ).allocations
-                for (k, index) in indices.enumerated() {
-                    claims[index].weight = max(TenantTerms.weightBounds.lowerBound, parts[k] / level)
-                }
-            }
-            let next = PoolAllocation.compute(capacityEstimate: capacityEstimate, settings: settings, claims: claims)
-            let settled = abs(next.level - level) <= 1e-6 * level
-            allocation = next
-            if settled { break }
-        }
-        return allocation
     }
 
     /// The cap a spend budget puts on a tenant in `dimension`: the lower of a `hard` budget's cut (zero or its
@@ -807,5 +762,55 @@ extension TenantAllocation {
             case .tpm: tpm = newValue
             }
         }
+    }
+}
+
+extension PolicyEngine {
+    /// Most fills ``balanceGroups`` runs after the first.
+    static let groupBalanceRounds = 8
+
+    /// Max-min within each group, one level down: a group weighs what one tenant of it would (the mean of its
+    /// active members' own weights, as ``shareGroupWeights`` divided them), and what that share of the pool comes to
+    /// is water-filled among its members by their own weights and bounds, so that a member wanting less than an even
+    /// part leaves the rest to the others in the group, not to the whole pool. Divided evenly alone, a key wanting
+    /// 50 rpm kept half the group's weight beside one wanting 1,000, and the customer got 367 of a 1,000-rpm pool
+    /// against a single tenant's 633 (a review of 2026-12-01). Each round fills each group's share at the pool's
+    /// level `f` among its members, gives each member the weight that yields its part at that level (`x ÷ f`), and
+    /// fills the pool again; the level moves less each round, and the rounds stop when it holds (a millionth) or after
+    /// ``groupBalanceRounds``. Degraded mode (level 0) is left as it is.
+    /// `groups[i]` is claim `i`'s group and `counts[i]` the number of active members its weight was divided by (1
+    /// outside a group, or alone in it).
+    static func balanceGroups(
+        _ claims: inout [AllocationClaim], _ first: PoolAllocation, groups: [String?], members counts: [Int],
+        capacityEstimate: Double, settings: AllocationSettings
+    ) -> PoolAllocation {
+        var members: [String: [Int]] = [:]
+        for index in claims.indices where !claims[index].isIdle && counts[index] > 1 {
+            if let group = groups[index] { members[group, default: []].append(index) }
+        }
+        guard !members.isEmpty else { return first }
+        // Each member's own weight, before the division.
+        let own = claims.indices.map { claims[$0].weight * Double(counts[$0]) }
+        var allocation = first
+        for _ in 0..<Self.groupBalanceRounds {
+            let level = allocation.level
+            guard level > 0 else { break }
+            for indices in members.values {
+                let weights = indices.map { own[$0] }
+                let share = level * weights.reduce(0, +) / Double(indices.count)
+                let parts = WaterFilling.fill(
+                    capacity: share, weights: weights, lower: indices.map { allocation.lowerBounds[$0] },
+                    upper: indices.map { allocation.upperBounds[$0] }
+                ).allocations
+                for (k, index) in indices.enumerated() {
+                    claims[index].weight = max(TenantTerms.weightBounds.lowerBound, parts[k] / level)
+                }
+            }
+            let next = PoolAllocation.compute(capacityEstimate: capacityEstimate, settings: settings, claims: claims)
+            let settled = abs(next.level - level) <= 1e-6 * level
+            allocation = next
+            if settled { break }
+        }
+        return allocation
     }
 }

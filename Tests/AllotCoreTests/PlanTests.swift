@@ -119,6 +119,36 @@ struct PlanTests {
                 + [PolicyFile(name: "tenants.json", bytes: Array(tenants.utf8))])
     }
 
+    /// A group's tenants that are not idle share one weight, max-min among themselves, as `allot serve` shares it (a
+    /// review of 2026-12-01: plans ignored `group`). The policy's group applies unless the plan gives one.
+    @Test func aGroupsTenantsShareOneWeightInAPlan() throws {
+        let policy = try Self.policy(
+            tenants: #"{"tenants": {"k1": {"tier": "standard", "group": "acme"}, "k2": {"tier": "standard", "group": "acme"}}}"#
+        )
+        let settings = #""settings": {"safety_margin": 0, "demand_headroom": 0, "surplus": "hold"}"#
+        let output = try Self.run(
+            #"{"capacity": {"rpm": 1000}, "# + settings + #", "tenants": [{"id": "k1"}, "#
+                + #"{"id": "k2", "demand": {"rpm": 50}}, {"id": "b", "tier": "standard"}]}"#, policy: policy)
+        // The group weighs what `b` does; `k2` wants 50 and leaves the rest of the group's 500 to `k1`.
+        #expect(
+            output
+                == #"{"allocations":[{"id":"k1","rpm":450.0,"reason":{"rpm":"fair_share"}},{"id":"k2","rpm":50.0,"reason":{"rpm":"demand"}},{"id":"b","rpm":500.0,"reason":{"rpm":"fair_share"}}],"unallocated":{"rpm":0.0},"degraded":{"rpm":false}}"#
+        )
+        // An idle member (1 rpm, the standard idle allocation) leaves the whole weight to the others, and a plan's
+        // own group groups tenants the policy does not name.
+        let planned = try Self.run(
+            #"{"capacity": {"rpm": 1000}, "# + settings + #", "tenants": ["#
+                + #"{"id": "x", "tier": "standard", "group": "g"}, {"id": "y", "tier": "standard", "group": "g"}, "#
+                + #"{"id": "z", "tier": "standard", "group": "g", "idle": true}, {"id": "b", "tier": "standard"}]}"#,
+            policy: policy)
+        #expect(planned.contains(#"{"id":"x","rpm":249.75,"#), "\(planned)")
+        #expect(planned.contains(#"{"id":"y","rpm":249.75,"#), "\(planned)")
+        #expect(planned.contains(#"{"id":"b","rpm":499.5,"#), "\(planned)")
+        let bad = try #require(
+            Self.error(#"{"capacity": {"rpm": 1000}, "tenants": [{"id": "x", "group": "a b"}]}"#, policy: policy))
+        #expect(bad.field == "tenants[0].group")
+    }
+
     /// A tenant the policy's tenants.json names has its terms there, as `allot serve` gives them: acme its own 4 %
     /// floor (not premium's 0.5 %), vip-01 its tier and weight 2 though the plan names neither, legacy-01 its
     /// 80-rpm ceiling. What the plan gives wins (solo's weight 1 over the policy's 3); a tenant the policy does not
