@@ -344,12 +344,18 @@ private struct PoolTick {
                 let claim = claims[dimension][index]
                 let raw = allocation.unclamped[index]
                 let raise = raw > allocation.allocations[index]
+                var evidence = allocation.explanation(of: index, claim: claim)
+                let terms = distinctTerms[termsIndex[index]]
+                if let group = terms.group {
+                    evidence.group = group
+                    evidence.groupMembers = terms.groupMembers
+                }
                 state.proposals.file(
                     kind: raise ? .raiseAboveGuardMax : .lowerBelowGuardMin,
                     tenant: observations[members[index]].tenant,
                     upstream: upstream, dimension: dimension, value: raw,
                     guardrail: raise ? claim.guardMax : claim.guardMin,
-                    evidence: allocation.explanation(of: index, claim: claim), now: now, settings: policy.proposals)
+                    evidence: evidence, now: now, settings: policy.proposals)
             }
         }
 
@@ -548,7 +554,10 @@ private struct PoolTick {
         let tier = terms.tier
         let guardValue = tier.starvationGuard[dimension].resolved(capacity: capacity)
         let budgetCap = budgetCap(of: observation.tenant, dimension: dimension, guardValue: guardValue)
-        var guardMin = tier.guardMin[dimension].resolved(capacity: capacity)
+        // A tier's guard minimum is the customer's, shared by a group's active members like its weight: held per
+        // key, sixteen premium keys with a 5 % guard held 80 % of a pool against one premium tenant's 20 (a review of
+        // 2026-12-01), and a proposal was filed for each key.
+        var guardMin = tier.guardMin[dimension].resolved(capacity: capacity) / Double(max(1, terms.groupMembers))
         var guardMax = tier.guardMax[dimension].resolved(capacity: capacity)
         func approved(_ kind: Proposal.Kind) -> Bool {
             !approvals.isEmpty
@@ -791,7 +800,18 @@ extension PolicyEngine {
         guard !members.isEmpty else { return first }
         // Each member's own weight, before the division.
         let own = claims.indices.map { claims[$0].weight * Double(counts[$0]) }
-        var allocation = first
+        // Balanced without guardrails, as the water-filling they clamp: a guard's bound taken for the member's own
+        // would move it into the weights, and its clamp (and proposal) would vanish.
+        let guarded = claims.contains { $0.guardMin > 0 || $0.guardMax < .infinity }
+        var free = claims
+        if guarded {
+            for index in free.indices {
+                free[index].guardMin = 0
+                free[index].guardMax = .infinity
+            }
+        }
+        var allocation =
+            guarded ? PoolAllocation.compute(capacityEstimate: capacityEstimate, settings: settings, claims: free) : first
         for _ in 0..<Self.groupBalanceRounds {
             let level = allocation.level
             guard level > 0 else { break }
@@ -803,14 +823,16 @@ extension PolicyEngine {
                     upper: indices.map { allocation.upperBounds[$0] }
                 ).allocations
                 for (k, index) in indices.enumerated() {
-                    claims[index].weight = max(TenantTerms.weightBounds.lowerBound, parts[k] / level)
+                    free[index].weight = max(TenantTerms.weightBounds.lowerBound, parts[k] / level)
                 }
             }
-            let next = PoolAllocation.compute(capacityEstimate: capacityEstimate, settings: settings, claims: claims)
+            let next = PoolAllocation.compute(capacityEstimate: capacityEstimate, settings: settings, claims: free)
             let settled = abs(next.level - level) <= 1e-6 * level
             allocation = next
             if settled { break }
         }
-        return allocation
+        for index in claims.indices { claims[index].weight = free[index].weight }
+        return guarded
+            ? PoolAllocation.compute(capacityEstimate: capacityEstimate, settings: settings, claims: claims) : allocation
     }
 }

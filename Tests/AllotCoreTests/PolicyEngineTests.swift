@@ -914,6 +914,43 @@ struct PolicyEngineTests {
         #expect(small.groupMembers == 2)
     }
 
+    @Test func aGroupSharesItsTiersGuardMinimum() throws {
+        // A review of 2026-12-01: sixteen premium keys of one customer, each held at a 5 % `guard_min`, took 800 of
+        // a 1,000-rpm pool against one premium tenant's 200, and a proposal was filed for every key. Shared like the
+        // weight, each key's guard is 5 % ÷ 16: the customer and `solo` share the pool evenly, and nothing is clamped.
+        var policy = Timeline.makePolicy()
+        var premium = try #require(policy.tier(named: "premium"))
+        premium.guardMin = PerDimension(rpm: .percent(5), tpm: .percent(5))
+        policy.setTier(premium)
+        for key in 1...16 { policy.setTenant(TenantPolicy(id: "k\(key)", tier: "premium", group: "acme")) }
+        policy.setTenant(TenantPolicy(id: "solo", tier: "premium"))
+        var timeline = Timeline(policy: policy)
+        let decision = timeline.tick((1...16).map { Timeline.observe("k\($0)") } + [Timeline.observe("solo")])
+        let keys = (1...16).reduce(0.0) { $0 + (decision.rate("k\($1)") ?? 0) }
+        #expect(abs(keys - 500) < 1e-6, "\(keys)")
+        #expect(abs((decision.rate("solo") ?? 0) - 500) < 1e-6, "\(decision.rate("solo") ?? -1)")
+        #expect(timeline.state.proposals.all.isEmpty, "\(timeline.state.proposals.all.map(\.kind))")
+        let explanation = try #require(decision.allocation(tenant: "k1", upstream: "p/m")?.rpm?.explanation)
+        #expect(abs(explanation.guardMin - 50.0 / 16) < 1e-9, "\(explanation.guardMin)")
+    }
+
+    @Test func aProposalsEvidenceNamesTheGroup() throws {
+        // A review of 2026-12-01: the evidence showed the shared weight without `group` and `group_members`.
+        var policy = Timeline.makePolicy()
+        var premium = try #require(policy.tier(named: "premium"))
+        premium.guardMax = PerDimension(rpm: .absolute(100), tpm: .unbounded)
+        policy.setTier(premium)
+        policy.setTenant(TenantPolicy(id: "k1", tier: "premium", group: "acme"))
+        policy.setTenant(TenantPolicy(id: "k2", tier: "premium", group: "acme"))
+        var timeline = Timeline(policy: policy)
+        let decision = timeline.tick([Timeline.observe("k1"), Timeline.observe("k2"), Timeline.observe("b")])
+        let proposal = try #require(decision.proposals.first { $0.tenant == "k1" })
+        #expect(proposal.kind == .raiseAboveGuardMax)
+        #expect(proposal.evidence?.group == "acme")
+        #expect(proposal.evidence?.groupMembers == 2)
+        #expect(proposal.evidence?.json["group_members"] == 2)
+    }
+
     @Test func anIdleMemberOfAGroupLeavesTheWholeWeightToTheOthers() throws {
         var timeline = Self.groupTimeline()
         let decision = timeline.tick([
