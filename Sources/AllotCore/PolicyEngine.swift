@@ -488,9 +488,12 @@ private struct PoolTick {
         guard active.values.contains(where: { $0 > 1 }) else { return false }
         for position in index.indices {
             let slot = index[position]
-            guard let group = terms[slot].group, let count = active[group], count > 1,
-                observations[members[position]].tenantClass != .idle
-            else { continue }
+            guard let group = terms[slot].group, let count = active[group], count > 1 else { continue }
+            // An idle member shows how many share the group's weight there, and keeps its own (it is not one of them).
+            guard observations[members[position]].tenantClass != .idle else {
+                terms[slot].groupMembers = count
+                continue
+            }
             terms[slot].groupMembers = count
             terms[slot].weight = max(TenantTerms.weightBounds.lowerBound, terms[slot].weight / Double(count))
         }

@@ -951,6 +951,23 @@ struct PolicyEngineTests {
         #expect(proposal.evidence?.json["group_members"] == 2)
     }
 
+    @Test func anIdleMemberShowsHowManyShareItsGroupsWeight() throws {
+        // A review of 2026-12-01: an idle key showed `group_members` 1 beside two active ones.
+        var policy = Timeline.makePolicy()
+        for key in ["k1", "k2", "k3"] { policy.setTenant(TenantPolicy(id: key, tier: "standard", group: "acme")) }
+        var timeline = Timeline(policy: policy)
+        let decision = timeline.tick([
+            Timeline.observe("k1"), Timeline.observe("k2"), Timeline.observe("k3", rpm: 0, tpm: 0, class: .idle),
+            Timeline.observe("b"),
+        ])
+        let idle = try #require(decision.allocation(tenant: "k3", upstream: "p/m")?.rpm?.explanation)
+        #expect(idle.groupMembers == 2)
+        #expect(idle.weight == 2)  // its own: it is not one of those sharing
+        #expect(decision.rate("k3") == 2)
+        #expect(close(decision.rate("k1"), 249.5))
+        #expect(close(decision.rate("b"), 499))
+    }
+
     @Test func anIdleMemberOfAGroupLeavesTheWholeWeightToTheOthers() throws {
         var timeline = Self.groupTimeline()
         let decision = timeline.tick([
