@@ -815,6 +815,12 @@ extension PolicyEngine {
         }
         var allocation =
             guarded ? PoolAllocation.compute(capacityEstimate: capacityEstimate, settings: settings, claims: free) : first
+        // Uncontended (everyone at its upper bound): nothing to share, and the surplus is handed out by the divided
+        // weights, a group as one tenant (weights of `hi ÷ f` would give the group a sliver of it).
+        let contended = claims.indices.contains {
+            !claims[$0].isIdle && allocation.unclamped[$0] < allocation.upperBounds[$0] * (1 - 1e-9)
+        }
+        guard contended else { return first }
         for _ in 0..<Self.groupBalanceRounds {
             let level = allocation.level
             guard level > 0 else { break }

@@ -968,6 +968,23 @@ struct PolicyEngineTests {
         #expect(close(decision.rate("b"), 499))
     }
 
+    @Test func anUncontendedGroupTakesTheSurplusAsOneTenant() throws {
+        // Everyone wants less than the pool (110 + 100 of 1,000): nothing to balance, and the surplus is handed out by
+        // the divided weights, so the group as a whole grows as much as `b` (weights of `hi ÷ f` gave it a sliver).
+        var policy = Timeline.makePolicy()
+        policy.allocation.surplus = .distribute
+        policy.setTenant(TenantPolicy(id: "k1", tier: "standard", group: "acme"))
+        policy.setTenant(TenantPolicy(id: "k2", tier: "standard", group: "acme"))
+        var timeline = Timeline(policy: policy)
+        let decision = timeline.tick([
+            Timeline.observe("k1", rpm: 100, tpm: 10_000), Timeline.observe("k2", rpm: 10, tpm: 1_000),
+            Timeline.observe("b", rpm: 100, tpm: 10_000),
+        ])
+        let group = (decision.rate("k1") ?? 0) + (decision.rate("k2") ?? 0)
+        #expect(group > 300, "\(group)")
+        #expect(abs(group - (decision.rate("b") ?? 0)) < 1e-6, "\(group) \(decision.rate("b") ?? -1)")
+    }
+
     @Test func anIdleMemberOfAGroupLeavesTheWholeWeightToTheOthers() throws {
         var timeline = Self.groupTimeline()
         let decision = timeline.tick([
