@@ -81,7 +81,8 @@ public enum Plan {
             for group in groups.compactMap({ $0 }) { members[group, default: 0] += 1 }
             let counts = groups.map { $0.flatMap { members[$0] } ?? 1 }
             for index in claims.indices where counts[index] > 1 {
-                claims[index].weight = max(TenantTerms.weightBounds.lowerBound, claims[index].weight / Double(counts[index]))
+                let divided = claims[index].weight / Double(counts[index])
+                claims[index].weight = max(TenantTerms.weightBounds.lowerBound, divided)
             }
             let first = PoolAllocation.compute(capacityEstimate: capacity, settings: settings, claims: claims)
             result.dimensions[dimension] =

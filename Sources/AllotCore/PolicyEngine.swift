@@ -813,8 +813,10 @@ extension PolicyEngine {
                 free[index].guardMax = .infinity
             }
         }
-        var allocation =
-            guarded ? PoolAllocation.compute(capacityEstimate: capacityEstimate, settings: settings, claims: free) : first
+        func fill(_ claims: [AllocationClaim]) -> PoolAllocation {
+            PoolAllocation.compute(capacityEstimate: capacityEstimate, settings: settings, claims: claims)
+        }
+        var allocation = guarded ? fill(free) : first
         // Uncontended (everyone at its upper bound): nothing to share, and the surplus is handed out by the divided
         // weights, a group as one tenant (weights of `hi ÷ f` would give the group a sliver of it).
         let contended = claims.indices.contains {
@@ -835,13 +837,12 @@ extension PolicyEngine {
                     free[index].weight = max(TenantTerms.weightBounds.lowerBound, parts[k] / level)
                 }
             }
-            let next = PoolAllocation.compute(capacityEstimate: capacityEstimate, settings: settings, claims: free)
+            let next = fill(free)
             let settled = abs(next.level - level) <= 1e-6 * level
             allocation = next
             if settled { break }
         }
         for index in claims.indices { claims[index].weight = free[index].weight }
-        return guarded
-            ? PoolAllocation.compute(capacityEstimate: capacityEstimate, settings: settings, claims: claims) : allocation
+        return guarded ? fill(claims) : allocation
     }
 }
