@@ -778,18 +778,21 @@ extension TenantAllocation {
 }
 
 extension PolicyEngine {
-    /// Most fills ``balanceGroups`` runs after the first.
-    static let groupBalanceRounds = 8
-
     /// Max-min within each group, one level down: a group weighs what one tenant of it would (the mean of its
     /// active members' own weights, as ``shareGroupWeights`` divided them), and what that share of the pool comes to
     /// is water-filled among its members by their own weights and bounds, so that a member wanting less than an even
     /// part leaves the rest to the others in the group, not to the whole pool. Divided evenly alone, a key wanting
     /// 50 rpm kept half the group's weight beside one wanting 1,000, and the customer got 367 of a 1,000-rpm pool
-    /// against a single tenant's 633 (a review of 2026-12-01). Each round fills each group's share at the pool's
-    /// level `f` among its members, gives each member the weight that yields its part at that level (`x ÷ f`), and
-    /// fills the pool again; the level moves less each round, and the rounds stop when it holds (a millionth) or after
-    /// ``groupBalanceRounds``. Degraded mode (level 0) is left as it is.
+    /// against a single tenant's 633 (a review of 2026-12-01).
+    ///
+    /// Computed directly, in two levels, on the bounds the pool's own fill uses (its first fill, without
+    /// guardrails): the pool is water-filled among the tenants outside groups and one claimant per group (the mean
+    /// weight, the sums of the members' lower and upper bounds), then each group's part among its members. Each
+    /// member then gets the weight that yields its part at the pool's level (`x ÷ f`), and the pool is filled again
+    /// with them and its guardrails, which gives every tenant the two-level result (a second review found an
+    /// iteration toward it stopping short: a key at 1,000 beside three at 40, alone on a pool, got 892.9 and 35.7
+    /// instead of 880 and 40). An uncontended pool (everyone at its upper bound) is left as it is, so the surplus is
+    /// handed out by the divided weights, a group as one tenant; so is degraded mode.
     /// `groups[i]` is claim `i`'s group and `counts[i]` the number of active members its weight was divided by (1
     /// outside a group, or alone in it).
     static func balanceGroups(
@@ -801,9 +804,10 @@ extension PolicyEngine {
             if let group = groups[index] { members[group, default: []].append(index) }
         }
         guard !members.isEmpty else { return first }
-        // Each member's own weight, before the division.
-        let own = claims.indices.map { claims[$0].weight * Double(counts[$0]) }
-        // Balanced without guardrails, as the water-filling they clamp: a guard's bound taken for the member's own
+        func fill(_ claims: [AllocationClaim]) -> PoolAllocation {
+            PoolAllocation.compute(capacityEstimate: capacityEstimate, settings: settings, claims: claims)
+        }
+        // The bounds without guardrails, as the water-filling they clamp: a guard's bound taken for the member's own
         // would move it into the weights, and its clamp (and proposal) would vanish.
         let guarded = claims.contains { $0.guardMin > 0 || $0.guardMax < .infinity }
         var free = claims
@@ -813,36 +817,51 @@ extension PolicyEngine {
                 free[index].guardMax = .infinity
             }
         }
-        func fill(_ claims: [AllocationClaim]) -> PoolAllocation {
-            PoolAllocation.compute(capacityEstimate: capacityEstimate, settings: settings, claims: claims)
-        }
-        var allocation = guarded ? fill(free) : first
-        // Uncontended (everyone at its upper bound): nothing to share, and the surplus is handed out by the divided
-        // weights, a group as one tenant (weights of `hi ÷ f` would give the group a sliver of it).
-        let contended = claims.indices.contains {
-            !claims[$0].isIdle && allocation.unclamped[$0] < allocation.upperBounds[$0] * (1 - 1e-9)
-        }
+        let unguarded = guarded ? fill(free) : first
+        guard !unguarded.degraded else { return first }
+        let active = claims.indices.filter { !claims[$0].isIdle }
+        let contended = active.contains { unguarded.unclamped[$0] < unguarded.upperBounds[$0] * (1 - 1e-9) }
         guard contended else { return first }
-        for _ in 0..<Self.groupBalanceRounds {
-            let level = allocation.level
-            guard level > 0 else { break }
-            for indices in members.values {
-                let weights = indices.map { own[$0] }
-                let share = level * weights.reduce(0, +) / Double(indices.count)
-                let parts = WaterFilling.fill(
-                    capacity: share, weights: weights, lower: indices.map { allocation.lowerBounds[$0] },
-                    upper: indices.map { allocation.upperBounds[$0] }
-                ).allocations
-                for (k, index) in indices.enumerated() {
-                    free[index].weight = max(TenantTerms.weightBounds.lowerBound, parts[k] / level)
-                }
+
+        // Level 1: the tenants outside groups, and one claimant per group.
+        var grouped = Set<Int>()
+        for indices in members.values { grouped.formUnion(indices) }
+        let groupList = members.keys.sorted()
+        var entities: [[Int]] = active.filter { !grouped.contains($0) }.map { [$0] }
+        let singles = entities.count
+        entities += groupList.map { members[$0]! }
+        let own = claims.indices.map { claims[$0].weight * Double(counts[$0]) }
+        let outer = WaterFilling.fill(
+            capacity: max(0, capacityEstimate * (1 - settings.safetyMargin) - unguarded.idleTotal),
+            weights: entities.enumerated().map { k, indices in
+                k < singles ? claims[indices[0]].weight : indices.reduce(0) { $0 + own[$1] } / Double(indices.count)
+            },
+            lower: entities.map { $0.reduce(0) { $0 + unguarded.lowerBounds[$1] } },
+            upper: entities.map { $0.reduce(0) { $0 + unguarded.upperBounds[$1] } })
+        let level = outer.level
+        guard level > 0, level.isFinite else { return first }
+        // Level 2: each group's part among its members.
+        for k in singles..<entities.count {
+            let indices = entities[k]
+            let parts = WaterFilling.fill(
+                capacity: outer.allocations[k], weights: indices.map { own[$0] },
+                lower: indices.map { unguarded.lowerBounds[$0] }, upper: indices.map { unguarded.upperBounds[$0] }
+            ).allocations
+            for (m, index) in indices.enumerated() {
+                claims[index].weight = max(TenantTerms.weightBounds.lowerBound, parts[m] / level)
             }
-            let next = fill(free)
-            let settled = abs(next.level - level) <= 1e-6 * level
-            allocation = next
-            if settled { break }
+            // The tier's guard minimum is the customer's too, shared the same way: a member that wants less holds
+            // only what it wants, the others the rest (divided by head count, one busy key beside two light ones was
+            // guarded to 67 of a premium tenant's 200).
+            let guards = indices.map { claims[$0].guardMin * Double(counts[$0]) }
+            if guards.contains(where: { $0 > 0 }) {
+                let shared = WaterFilling.fill(
+                    capacity: guards.reduce(0, +) / Double(indices.count), weights: indices.map { own[$0] },
+                    lower: indices.map { _ in 0 }, upper: indices.map { unguarded.upperBounds[$0] }
+                ).allocations
+                for (m, index) in indices.enumerated() { claims[index].guardMin = shared[m] }
+            }
         }
-        for index in claims.indices { claims[index].weight = free[index].weight }
-        return guarded ? fill(claims) : allocation
+        return fill(claims)
     }
 }

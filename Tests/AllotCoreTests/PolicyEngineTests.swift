@@ -985,6 +985,40 @@ struct PolicyEngineTests {
         #expect(abs(group - (decision.rate("b") ?? 0)) < 1e-6, "\(group) \(decision.rate("b") ?? -1)")
     }
 
+    @Test func aGroupAloneOnAPoolIsSharedMaxMin() throws {
+        // A second review of 2026-12-01: an iteration toward the two-level result stopped short when the group was the
+        // only claimant with room, and gave the key at 1,000 892.9 and the keys at 40 35.7. Max-min: 880 and 40 each.
+        var policy = Timeline.makePolicy()
+        for key in ["k1", "k2", "k3", "k4"] { policy.setTenant(TenantPolicy(id: key, tier: "standard", group: "acme")) }
+        var timeline = Timeline(policy: policy)
+        let decision = timeline.tick(
+            [Timeline.observe("k1")] + ["k2", "k3", "k4"].map { Timeline.observe($0, rpm: 40, tpm: 4_000) })
+        #expect(abs((decision.rate("k1") ?? 0) - 880) < 1e-6, "\(decision.rate("k1") ?? -1)")
+        for key in ["k2", "k3", "k4"] { #expect(abs((decision.rate(key) ?? 0) - 40) < 1e-6, "\(key)") }
+    }
+
+    @Test func aGroupsGuardMinimumIsSharedMaxMin() throws {
+        // A second review of 2026-12-01: divided by head count, a premium guard of 200 left a busy key beside two light
+        // ones (10 each) guarded to 66.7, so the customer held 86.7 where one premium tenant holds 200. Shared max-min:
+        // the light keys hold what they want and the busy key the rest, 180.
+        var policy = Timeline.makePolicy()
+        var premium = try #require(policy.tier(named: "premium"))
+        premium.guardMin = PerDimension(rpm: .percent(20), tpm: .percent(20))
+        policy.setTier(premium)
+        for key in ["k1", "k2", "k3"] { policy.setTenant(TenantPolicy(id: key, tier: "premium", group: "acme")) }
+        policy.setTenant(TenantPolicy(id: "solo", tier: "premium"))
+        for index in 0..<40 { policy.setTenant(TenantPolicy(id: "f\(index)", tier: "free")) }
+        var timeline = Timeline(policy: policy)
+        let decision = timeline.tick(
+            [Timeline.observe("k1"), Timeline.observe("k2", rpm: 10, tpm: 1_000),
+             Timeline.observe("k3", rpm: 10, tpm: 1_000), Timeline.observe("solo")]
+                + (0..<40).map { Timeline.observe("f\($0)") })
+        let group = ["k1", "k2", "k3"].reduce(0.0) { $0 + (decision.rate($1) ?? 0) }
+        #expect(abs(group - 200) < 1e-6, "\(group)")
+        #expect(abs((decision.rate("k1") ?? 0) - 180) < 1e-6, "\(decision.rate("k1") ?? -1)")
+        #expect(abs((decision.rate("solo") ?? 0) - 200) < 1e-6, "\(decision.rate("solo") ?? -1)")
+    }
+
     @Test func anIdleMemberOfAGroupLeavesTheWholeWeightToTheOthers() throws {
         var timeline = Self.groupTimeline()
         let decision = timeline.tick([
