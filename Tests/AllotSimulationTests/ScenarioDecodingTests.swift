@@ -53,6 +53,20 @@ func decode(_ text: String) throws(ScenarioError) -> Scenario {
         #expect(scenario.headline == ScenarioHeadline(metric: "utilisation", higherIsBetter: true))
     }
 
+    /// The scenario's `policy` reports its first fault in file order (outside evaluation round 44, L10a: an unknown
+    /// field after a tick out of range hid the range).
+    @Test func aPolicysFirstFaultInTheFileIsReported() {
+        for (policy, path, reason) in [
+            (#"{"tick_interval_s": 61, "extra": 1}"#, "policy.tick_interval_s", "must be between 1 and 60, not 61"),
+            (#"{"extra": 1, "tick_interval_s": 61}"#, "policy.extra", "unknown field (allowed: tick_interval_s)"),
+            ("[]", "policy", "must be an object, not array"),
+        ] {
+            #expect(throws: ScenarioError(source: "test.json", path: path, reason: reason)) {
+                try decode(scenarioJSON(extra: #", "policy": "# + policy))
+            }
+        }
+    }
+
     /// A file saved with a UTF-8 byte order mark (Windows editors write one) decodes like one without; a tenant count
     /// over the limit says how many there were (outside evaluation round 18).
     @Test func aByteOrderMarkIsSkippedAndTooManyTenantsAreCounted() throws {
