@@ -12,7 +12,7 @@ public struct AllocationExplanation: Sendable, Hashable, Codable {
     /// `C = C_est · (1 − safety_margin)`.
     public var capacity: Double
     /// `w_i` = tier weight × tenant (or override) weight; in a group, its part of the group's weight (the weight that
-    /// gives it its share of the group's part at the pool's level, `PolicyEngine.balanceGroups`).
+    /// gives it its share of the group's part at the pool's level, `PolicyEngine.allocate`).
     public var weight: Double
     /// The tenant's `group` (policy `tenants`), if any.
     public var group: String?

@@ -74,22 +74,9 @@ public enum Plan {
             let settings = request.settings
             let effective = max(0, capacity * (1 - settings.safetyMargin))
             var claims = request.tenants.map { $0.claim(dimension, capacity: effective) }
-            // A group's members that are not idle weigh together what one of them would, shared max-min among
-            // themselves, as `allot serve` does (``PolicyEngine/balanceGroups``).
-            let groups = request.tenants.map { $0.idle ? nil : $0.group }
-            var members: [String: Int] = [:]
-            for group in groups.compactMap({ $0 }) { members[group, default: 0] += 1 }
-            let counts = groups.map { $0.flatMap { members[$0] } ?? 1 }
-            for index in claims.indices where counts[index] > 1 {
-                let divided = claims[index].weight / Double(counts[index])
-                claims[index].weight = max(TenantTerms.weightBounds.lowerBound, divided)
-            }
-            let first = PoolAllocation.compute(capacityEstimate: capacity, settings: settings, claims: claims)
-            result.dimensions[dimension] =
-                counts.contains { $0 > 1 }
-                ? PolicyEngine.balanceGroups(
-                    &claims, first, groups: groups, members: counts, capacityEstimate: capacity, settings: settings)
-                : first
+            // A group's members that are not idle share one weight, as `allot serve` shares it.
+            result.dimensions[dimension] = PolicyEngine.allocate(
+                &claims, groups: request.tenants.map(\.group), capacityEstimate: capacity, settings: settings)
         }
         return result
     }

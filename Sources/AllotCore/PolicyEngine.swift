@@ -295,7 +295,7 @@ private struct PoolTick {
             records.append(record)
             stored.append(position)
         }
-        let grouped = shareGroupWeights(terms: &distinctTerms, index: termsIndex)
+        let grouped = countGroupMembers(terms: &distinctTerms, index: termsIndex)
 
         // Allocation per dimension.
         var claims = PerDimension<[AllocationClaim]>([])
@@ -317,14 +317,9 @@ private struct PoolTick {
                     index: $0, dimension: dimension, capacity: limit,
                     terms: distinctTerms[termsIndex[$0]], record: records[$0])
             }
-            var allocation = PoolAllocation.compute(
-                capacityEstimate: estimated, settings: policy.allocation, claims: claims[dimension])
-            if grouped {
-                let terms = (0..<count).map { distinctTerms[termsIndex[$0]] }
-                allocation = PolicyEngine.balanceGroups(
-                    &claims[dimension], allocation, groups: terms.map(\.group), members: terms.map(\.groupMembers),
-                    capacityEstimate: estimated, settings: policy.allocation)
-            }
+            let allocation = PolicyEngine.allocate(
+                &claims[dimension], groups: grouped ? (0..<count).map { distinctTerms[termsIndex[$0]].group } : nil,
+                capacityEstimate: estimated, settings: policy.allocation)
             pools[dimension] = allocation
             summary.degraded[dimension] = allocation.degraded
             summary.level[dimension] = allocation.level
@@ -345,11 +340,7 @@ private struct PoolTick {
                 let raw = allocation.unclamped[index]
                 let raise = raw > allocation.allocations[index]
                 var evidence = allocation.explanation(of: index, claim: claim)
-                let terms = distinctTerms[termsIndex[index]]
-                if let group = terms.group {
-                    evidence.group = group
-                    evidence.groupMembers = terms.groupMembers
-                }
+                evidence.noteGroup(of: distinctTerms[termsIndex[index]])
                 state.proposals.file(
                     kind: raise ? .raiseAboveGuardMax : .lowerBelowGuardMin,
                     tenant: observations[members[index]].tenant,
@@ -432,10 +423,7 @@ private struct PoolTick {
                 explanation.previous = previous[dimension][index]
                 explanation.published = published
                 explanation.damping = actions[dimension][index]
-                if let group = terms.group {
-                    explanation.group = group
-                    explanation.groupMembers = terms.groupMembers
-                }
+                explanation.noteGroup(of: terms)
                 explanation.reason = reason(
                     base: allocation.reasons[index], credit: credit, terms: terms,
                     tenantClass: observation.tenantClass)
@@ -471,13 +459,11 @@ private struct PoolTick {
         }
     }
 
-    /// The tenants of one group share one weight on this pool: each active member's (not idle) is divided by the
-    /// number of the group's active members here, so the group weighs what one of them would alone. Only tenants
-    /// with a policy entry have a group, and each of those has its own terms (`index` gives no two of them one
-    /// slot), so they are changed in place.
-    /// Returns whether a group has more than one active member here (``balanceGroups`` then has work).
-    @discardableResult
-    private func shareGroupWeights(terms: inout [TenantTerms], index: [Int]) -> Bool {
+    /// Notes in each member's terms how many of its group's members are active (not idle) on this pool, who share its
+    /// weight there (``PolicyEngine/allocate(_:groups:capacityEstimate:settings:)``), for the explanation. Only
+    /// tenants with a policy entry have a group, and each of those has its own terms (`index` gives no two of them
+    /// one slot), so they are changed in place. Returns whether a group has more than one active member here.
+    private func countGroupMembers(terms: inout [TenantTerms], index: [Int]) -> Bool {
         var active: [String: Int] = [:]
         for position in index.indices {
             guard let group = terms[index[position]].group,
@@ -488,14 +474,8 @@ private struct PoolTick {
         guard active.values.contains(where: { $0 > 1 }) else { return false }
         for position in index.indices {
             let slot = index[position]
-            guard let group = terms[slot].group, let count = active[group], count > 1 else { continue }
-            // An idle member shows how many share the group's weight there, and keeps its own (it is not one of them).
-            guard observations[members[position]].tenantClass != .idle else {
-                terms[slot].groupMembers = count
-                continue
-            }
-            terms[slot].groupMembers = count
-            terms[slot].weight = max(TenantTerms.weightBounds.lowerBound, terms[slot].weight / Double(count))
+            // An idle member shows how many share the group's weight there too (it is not one of them).
+            if let group = terms[slot].group, let count = active[group], count > 1 { terms[slot].groupMembers = count }
         }
         return true
     }
@@ -557,10 +537,7 @@ private struct PoolTick {
         let tier = terms.tier
         let guardValue = tier.starvationGuard[dimension].resolved(capacity: capacity)
         let budgetCap = budgetCap(of: observation.tenant, dimension: dimension, guardValue: guardValue)
-        // A tier's guard minimum is the customer's, shared by a group's active members like its weight: held per
-        // key, sixteen premium keys with a 5 % guard held 80 % of a pool against one premium tenant's 20 (a review of
-        // 2026-12-01), and a proposal was filed for each key.
-        var guardMin = tier.guardMin[dimension].resolved(capacity: capacity) / Double(max(1, terms.groupMembers))
+        var guardMin = tier.guardMin[dimension].resolved(capacity: capacity)
         var guardMax = tier.guardMax[dimension].resolved(capacity: capacity)
         func approved(_ kind: Proposal.Kind) -> Bool {
             !approvals.isEmpty
@@ -777,13 +754,48 @@ extension TenantAllocation {
     }
 }
 
+extension AllocationExplanation {
+    /// Names the tenant's group, if it has one, and how many share its weight on the pool.
+    fileprivate mutating func noteGroup(of terms: TenantTerms) {
+        guard let group = terms.group else { return }
+        self.group = group
+        groupMembers = terms.groupMembers
+    }
+}
+
 extension PolicyEngine {
+    /// One pool's allocation in one dimension (``PoolAllocation/compute(capacityEstimate:settings:claims:)``), with
+    /// the tenants of one group (`groups[i]`, nil for none; nil: no groups) sharing one weight: the service's and the
+    /// plans'. The weights of a group's active (not idle) members are divided by their number, and then, on a
+    /// contended pool, shared max-min among them (``balanceGroups(_:_:members:capacityEstimate:settings:)``); the
+    /// claims keep the weights used, which the explanation shows.
+    static func allocate(
+        _ claims: inout [AllocationClaim], groups: [String?]?, capacityEstimate: Double, settings: AllocationSettings
+    ) -> PoolAllocation {
+        var members: [String: [Int]] = [:]
+        if let groups {
+            for index in claims.indices where !claims[index].isIdle {
+                if let group = groups[index] { members[group, default: []].append(index) }
+            }
+            members = members.filter { $0.value.count > 1 }
+        }
+        for indices in members.values {
+            for index in indices {
+                claims[index].weight = max(
+                    TenantTerms.weightBounds.lowerBound, claims[index].weight / Double(indices.count))
+            }
+        }
+        let first = PoolAllocation.compute(capacityEstimate: capacityEstimate, settings: settings, claims: claims)
+        guard !members.isEmpty else { return first }
+        return balanceGroups(&claims, first, members: members, capacityEstimate: capacityEstimate, settings: settings)
+    }
+
     /// Max-min within each group, one level down: a group weighs what one tenant of it would (the mean of its
-    /// active members' own weights, as ``shareGroupWeights`` divided them), and what that share of the pool comes to
-    /// is water-filled among its members by their own weights and bounds, so that a member wanting less than an even
-    /// part leaves the rest to the others in the group, not to the whole pool. Divided evenly alone, a key wanting
-    /// 50 rpm kept half the group's weight beside one wanting 1,000, and the customer got 367 of a 1,000-rpm pool
-    /// against a single tenant's 633 (a review of 2026-12-01).
+    /// active members' own weights, as ``allocate(_:groups:capacityEstimate:settings:)`` divided them), and what
+    /// that share of the pool comes to is water-filled among its members by their own weights and bounds, so that a
+    /// member wanting less than an even part leaves the rest to the others in the group, not to the whole pool.
+    /// Divided evenly alone, a key wanting 50 rpm kept half the group's weight beside one wanting 1,000, and the
+    /// customer got 367 of a 1,000-rpm pool against a single tenant's 633 (a review of 2026-12-01).
     ///
     /// Computed directly, in two levels, on the bounds the pool's own fill uses (its first fill, without
     /// guardrails): the pool is water-filled among the tenants outside groups and one claimant per group (the mean
@@ -793,17 +805,16 @@ extension PolicyEngine {
     /// iteration toward it stopping short: a key at 1,000 beside three at 40, alone on a pool, got 892.9 and 35.7
     /// instead of 880 and 40). An uncontended pool (everyone at its upper bound) is left as it is, so the surplus is
     /// handed out by the divided weights, a group as one tenant; so is degraded mode.
-    /// `groups[i]` is claim `i`'s group and `counts[i]` the number of active members its weight was divided by (1
-    /// outside a group, or alone in it).
-    static func balanceGroups(
-        _ claims: inout [AllocationClaim], _ first: PoolAllocation, groups: [String?], members counts: [Int],
+    /// The tier's guard minimum is the customer's too, and is shared the same way (held per key, sixteen premium keys
+    /// with a 5 % guard held 80 % of a pool against one premium tenant's 20, a proposal filed for each key; divided
+    /// by head count, one busy key beside two light ones was guarded to 67 of a premium tenant's 200).
+    /// `members`: each group's active members (two or more), by claim index, their weights divided by their number.
+    private static func balanceGroups(
+        _ claims: inout [AllocationClaim], _ first: PoolAllocation, members: [String: [Int]],
         capacityEstimate: Double, settings: AllocationSettings
     ) -> PoolAllocation {
-        var members: [String: [Int]] = [:]
-        for index in claims.indices where !claims[index].isIdle && counts[index] > 1 {
-            if let group = groups[index] { members[group, default: []].append(index) }
-        }
-        guard !members.isEmpty else { return first }
+        var counts = [Int](repeating: 1, count: claims.count)
+        for indices in members.values { for index in indices { counts[index] = indices.count } }
         func fill(_ claims: [AllocationClaim]) -> PoolAllocation {
             PoolAllocation.compute(capacityEstimate: capacityEstimate, settings: settings, claims: claims)
         }
@@ -826,10 +837,9 @@ extension PolicyEngine {
         // Level 1: the tenants outside groups, and one claimant per group.
         var grouped = Set<Int>()
         for indices in members.values { grouped.formUnion(indices) }
-        let groupList = members.keys.sorted()
         var entities: [[Int]] = active.filter { !grouped.contains($0) }.map { [$0] }
         let singles = entities.count
-        entities += groupList.map { members[$0]! }
+        entities += members.sorted { $0.key < $1.key }.map(\.value)
         let own = claims.indices.map { claims[$0].weight * Double(counts[$0]) }
         let outer = WaterFilling.fill(
             capacity: max(0, capacityEstimate * (1 - settings.safetyMargin) - unguarded.idleTotal),
@@ -850,10 +860,8 @@ extension PolicyEngine {
             for (m, index) in indices.enumerated() {
                 claims[index].weight = max(TenantTerms.weightBounds.lowerBound, parts[m] / level)
             }
-            // The tier's guard minimum is the customer's too, shared the same way: a member that wants less holds
-            // only what it wants, the others the rest (divided by head count, one busy key beside two light ones was
-            // guarded to 67 of a premium tenant's 200).
-            let guards = indices.map { claims[$0].guardMin * Double(counts[$0]) }
+            // The guard minimum: a member that wants less holds only what it wants, the others the rest.
+            let guards = indices.map { claims[$0].guardMin }
             if guards.contains(where: { $0 > 0 }) {
                 let shared = WaterFilling.fill(
                     capacity: guards.reduce(0, +) / Double(indices.count), weights: indices.map { own[$0] },

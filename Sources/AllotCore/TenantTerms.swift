@@ -17,8 +17,9 @@ public struct TenantTerms: Sendable, Hashable {
     public var override: Override?
     /// The policy entry's `group`, if any.
     public var group: String?
-    /// How many active tenants of ``group`` share its weight on this pool, ``weight`` being already divided by it
-    /// (``PolicyEngine``, which then shares the group's part max-min among them); 1 outside a group, or alone in it.
+    /// How many active tenants of ``group`` share its weight on this pool (``PolicyEngine``, which divides their
+    /// weights by it and shares the group's part max-min among them; ``weight`` is the undivided one); 1 outside a
+    /// group, or alone in it.
     public var groupMembers = 1
 
     /// Whether an approved override suspends the tier's guardrails.

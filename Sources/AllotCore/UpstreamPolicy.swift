@@ -79,9 +79,9 @@ public struct TenantPolicy: Sendable, Hashable {
     /// The tenant's own budgets; they replace the tier's budget for the same window.
     public var budgets: [SpendBudget]
     /// The customer the tenant belongs to (1–128 characters of `[A-Za-z0-9._:-]`), or nil. The active tenants of one
-    /// group on a pool share one weight there: each one's is divided by their number (``TenantTerms/groupMembers``),
-    /// so a customer sending through many keys weighs as one tenant of its tier, not as many (outside evaluation
-    /// round 37, M1: eight keys of one customer were served 22–38 % more than its entitlement as one tenant).
+    /// group on a pool share one weight there, max-min among themselves (``PolicyEngine``), so a customer sending
+    /// through many keys weighs as one tenant of its tier, not as many (outside evaluation round 37, M1: eight keys
+    /// of one customer were served 22–38 % more than its entitlement as one tenant).
     public var group: String?
 
     public init(
