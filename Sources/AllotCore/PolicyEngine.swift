@@ -766,9 +766,9 @@ extension AllocationExplanation {
 extension PolicyEngine {
     /// One pool's allocation in one dimension (``PoolAllocation/compute(capacityEstimate:settings:claims:)``), with
     /// the tenants of one group (`groups[i]`, nil for none; nil: no groups) sharing one weight: the service's and the
-    /// plans'. The weights of a group's active (not idle) members are divided by their number, and then, on a
-    /// contended pool, shared max-min among them (``balanceGroups(_:_:members:capacityEstimate:settings:)``); the
-    /// claims keep the weights used, which the explanation shows.
+    /// plans'. The weights of a group's active (not idle) members are divided by their number, and then shared
+    /// max-min among them (``balanceGroups(_:members:capacityEstimate:settings:)``); the claims keep the weights
+    /// used, which the explanation shows. Without a group of two active members, the pool's own computation.
     static func allocate(
         _ claims: inout [AllocationClaim], groups: [String?]?, capacityEstimate: Double, settings: AllocationSettings
     ) -> PoolAllocation {
@@ -779,15 +779,16 @@ extension PolicyEngine {
             }
             members = members.filter { $0.value.count > 1 }
         }
+        guard !members.isEmpty else {
+            return PoolAllocation.compute(capacityEstimate: capacityEstimate, settings: settings, claims: claims)
+        }
         for indices in members.values {
             for index in indices {
                 claims[index].weight = max(
                     TenantTerms.weightBounds.lowerBound, claims[index].weight / Double(indices.count))
             }
         }
-        let first = PoolAllocation.compute(capacityEstimate: capacityEstimate, settings: settings, claims: claims)
-        guard !members.isEmpty else { return first }
-        return balanceGroups(&claims, first, members: members, capacityEstimate: capacityEstimate, settings: settings)
+        return balanceGroups(&claims, members: members, capacityEstimate: capacityEstimate, settings: settings)
     }
 
     /// Max-min within each group, one level down: a group weighs what one tenant of it would (the mean of its
@@ -797,27 +798,79 @@ extension PolicyEngine {
     /// Divided evenly alone, a key wanting 50 rpm kept half the group's weight beside one wanting 1,000, and the
     /// customer got 367 of a 1,000-rpm pool against a single tenant's 633 (a review of 2026-12-01).
     ///
-    /// Computed directly, in two levels, on the bounds the pool's own fill uses (its first fill, without
-    /// guardrails): the pool is water-filled among the tenants outside groups and one claimant per group (the mean
-    /// weight, the sums of the members' lower and upper bounds), then each group's part among its members. Each
-    /// member then gets the weight that yields its part at the pool's level (`x ÷ f`), and the pool is filled again
-    /// with them and its guardrails, which gives every tenant the two-level result (a second review found an
-    /// iteration toward it stopping short: a key at 1,000 beside three at 40, alone on a pool, got 892.9 and 35.7
-    /// instead of 880 and 40). An uncontended pool (everyone at its upper bound) is left as it is, so the surplus is
-    /// handed out by the divided weights, a group as one tenant; so is degraded mode.
+    /// Computed directly, in two levels (``twoLevelShares(entities:singles:own:lower:upper:capacity:)``), on the
+    /// bounds the pool's own fill uses (its first fill, without guardrails): the pool is water-filled among the
+    /// tenants outside groups and one claimant per group (the mean weight, the sums of the members' lower and upper
+    /// bounds), then each group's part among its members. Each member then gets the weight that yields its part at
+    /// the pool's level (`x ÷ f`), and the pool is filled again with them, which gives every tenant the two-level
+    /// result (a second review found an iteration toward it stopping short: a key at 1,000 beside three at 40, alone
+    /// on a pool, got 892.9 and 35.7 instead of 880 and 40). An uncontended pool (everyone at its upper bound) keeps
+    /// the divided weights there; so does degraded mode.
+    ///
+    /// The pool's later fills are shared in two levels too, on their own bounds (``PoolAllocation/Reweighing``),
+    /// wherever that differs from the weights they would use: the refill with the guardrails, so that a member
+    /// clamped at its `guard_max` leaves its excess to its group first, as a ceiling would (a third review: a
+    /// standard key clamped at 100 beside a free key of its customer and a premium tenant got 100, 100 and 800
+    /// instead of 100, 172.7 and 727.3), its weights becoming the claims'; and the surplus, so that a member that
+    /// cannot grow (a ceiling, `guard_max`, burst debt) leaves its part of the surplus to its group (120 of a
+    /// 1,000-rpm pool under a ceiling, its sibling got 293.3 and a single tenant 586.7 instead of 380 and 500). The
+    /// proposals' evidence stays the first fill's: its two-level value without guardrails.
     /// The tier's guard minimum is the customer's too, and is shared the same way (held per key, sixteen premium keys
     /// with a 5 % guard held 80 % of a pool against one premium tenant's 20, a proposal filed for each key; divided
     /// by head count, one busy key beside two light ones was guarded to 67 of a premium tenant's 200).
     /// `members`: each group's active members (two or more), by claim index, their weights divided by their number.
     private static func balanceGroups(
-        _ claims: inout [AllocationClaim], _ first: PoolAllocation, members: [String: [Int]],
-        capacityEstimate: Double, settings: AllocationSettings
+        _ claims: inout [AllocationClaim], members: [String: [Int]], capacityEstimate: Double,
+        settings: AllocationSettings
     ) -> PoolAllocation {
         var counts = [Int](repeating: 1, count: claims.count)
         for indices in members.values { for index in indices { counts[index] = indices.count } }
-        func fill(_ claims: [AllocationClaim]) -> PoolAllocation {
-            PoolAllocation.compute(capacityEstimate: capacityEstimate, settings: settings, claims: claims)
+        let own = claims.indices.map { claims[$0].weight * Double(counts[$0]) }
+        // Level 1's claimants: the tenants outside groups, and one per group.
+        var grouped = Set<Int>()
+        for indices in members.values { grouped.formUnion(indices) }
+        let active = claims.indices.filter { !claims[$0].isIdle }
+        var entities: [[Int]] = active.filter { !grouped.contains($0) }.map { [$0] }
+        let singles = entities.count
+        entities += members.sorted { $0.key < $1.key }.map(\.value)
+
+        // A refill's two-level weights, where its shares differ from what its own weights give; those of the guarded
+        // refill are kept (by claim index) for the claims.
+        let total = claims.count
+        var refilled: [Int: Double] = [:]
+        func reweigh(
+            _ refill: PoolAllocation.Refill, _ indices: [Int], _ weights: [Double], _ lower: [Double],
+            _ upper: [Double], _ capacity: Double
+        ) -> [Double]? {
+            var low = [Double](repeating: 0, count: total)
+            var high = [Double](repeating: 0, count: total)
+            for (k, index) in indices.enumerated() {
+                low[index] = lower[k]
+                high[index] = upper[k]
+            }
+            let (shares, level) = twoLevelShares(
+                entities: entities, singles: singles, own: own, lower: low, upper: high, capacity: capacity)
+            guard level > 0, level.isFinite else { return nil }
+            let flat = WaterFilling.fill(capacity: capacity, weights: weights, lower: lower, upper: upper).allocations
+            let dust = PoolAllocation.dust(capacity)
+            guard indices.indices.contains(where: { abs(shares[indices[$0]] - flat[$0]) > dust }) else { return nil }
+            var regrouped = weights
+            for (k, index) in indices.enumerated() where grouped.contains(index) {
+                regrouped[k] = max(TenantTerms.weightBounds.lowerBound, shares[index] / level)
+                if refill == .guarded { refilled[index] = regrouped[k] }
+            }
+            return regrouped
         }
+        func fill(_ claims: [AllocationClaim]) -> PoolAllocation {
+            refilled = [:]
+            return PoolAllocation.compute(
+                capacityEstimate: capacityEstimate, settings: settings, claims: claims, reweigh: reweigh)
+        }
+        func settle(_ allocation: PoolAllocation) -> PoolAllocation {
+            for (index, weight) in refilled { claims[index].weight = weight }
+            return allocation
+        }
+
         // The bounds without guardrails, as the water-filling they clamp: a guard's bound taken for the member's own
         // would move it into the weights, and its clamp (and proposal) would vanish.
         let guarded = claims.contains { $0.guardMin > 0 || $0.guardMax < .infinity }
@@ -828,37 +881,24 @@ extension PolicyEngine {
                 free[index].guardMax = .infinity
             }
         }
-        let unguarded = guarded ? fill(free) : first
-        guard !unguarded.degraded else { return first }
-        let active = claims.indices.filter { !claims[$0].isIdle }
+        let unguarded =
+            guarded
+            ? PoolAllocation.compute(capacityEstimate: capacityEstimate, settings: settings, claims: free)
+            : fill(claims)
+        // The pool's fill with the divided weights (already made as `unguarded` when there are no guardrails).
+        func first() -> PoolAllocation { settle(guarded ? fill(claims) : unguarded) }
+        guard !unguarded.degraded else { return first() }
         let contended = active.contains { unguarded.unclamped[$0] < unguarded.upperBounds[$0] * (1 - 1e-9) }
-        guard contended else { return first }
+        guard contended else { return first() }
 
-        // Level 1: the tenants outside groups, and one claimant per group.
-        var grouped = Set<Int>()
-        for indices in members.values { grouped.formUnion(indices) }
-        var entities: [[Int]] = active.filter { !grouped.contains($0) }.map { [$0] }
-        let singles = entities.count
-        entities += members.sorted { $0.key < $1.key }.map(\.value)
-        let own = claims.indices.map { claims[$0].weight * Double(counts[$0]) }
-        let outer = WaterFilling.fill(
-            capacity: max(0, capacityEstimate * (1 - settings.safetyMargin) - unguarded.idleTotal),
-            weights: entities.enumerated().map { k, indices in
-                k < singles ? claims[indices[0]].weight : indices.reduce(0) { $0 + own[$1] } / Double(indices.count)
-            },
-            lower: entities.map { $0.reduce(0) { $0 + unguarded.lowerBounds[$1] } },
-            upper: entities.map { $0.reduce(0) { $0 + unguarded.upperBounds[$1] } })
-        let level = outer.level
-        guard level > 0, level.isFinite else { return first }
-        // Level 2: each group's part among its members.
-        for k in singles..<entities.count {
-            let indices = entities[k]
-            let parts = WaterFilling.fill(
-                capacity: outer.allocations[k], weights: indices.map { own[$0] },
-                lower: indices.map { unguarded.lowerBounds[$0] }, upper: indices.map { unguarded.upperBounds[$0] }
-            ).allocations
-            for (m, index) in indices.enumerated() {
-                claims[index].weight = max(TenantTerms.weightBounds.lowerBound, parts[m] / level)
+        let (parts, level) = twoLevelShares(
+            entities: entities, singles: singles, own: own, lower: unguarded.lowerBounds,
+            upper: unguarded.upperBounds,
+            capacity: max(0, capacityEstimate * (1 - settings.safetyMargin) - unguarded.idleTotal))
+        guard level > 0, level.isFinite else { return first() }
+        for indices in entities[singles...] {
+            for index in indices {
+                claims[index].weight = max(TenantTerms.weightBounds.lowerBound, parts[index] / level)
             }
             // The guard minimum: a member that wants less holds only what it wants, the others the rest.
             let guards = indices.map { claims[$0].guardMin }
@@ -870,6 +910,35 @@ extension PolicyEngine {
                 for (m, index) in indices.enumerated() { claims[index].guardMin = shared[m] }
             }
         }
-        return fill(claims)
+        return settle(fill(claims))
+    }
+
+    /// Two-level max-min of `capacity`: water-filled among `entities` (the first `singles` one tenant each, then
+    /// each group's members), a group by the mean of its members' `own` weights and the sums of their bounds, then
+    /// each group's part among its members by their own weights and bounds. `own`, `lower`, `upper` and the shares
+    /// returned are by claim index (0 for a claim in no entity); `level` is level 1's.
+    private static func twoLevelShares(
+        entities: [[Int]], singles: Int, own: [Double], lower: [Double], upper: [Double], capacity: Double
+    ) -> (shares: [Double], level: Double) {
+        let outer = WaterFilling.fill(
+            capacity: capacity,
+            weights: entities.enumerated().map { k, indices in
+                k < singles ? own[indices[0]] : indices.reduce(0) { $0 + own[$1] } / Double(indices.count)
+            },
+            lower: entities.map { $0.reduce(0) { $0 + lower[$1] } },
+            upper: entities.map { $0.reduce(0) { $0 + upper[$1] } })
+        var shares = [Double](repeating: 0, count: own.count)
+        for (k, indices) in entities.enumerated() {
+            guard k >= singles else {
+                shares[indices[0]] = outer.allocations[k]
+                continue
+            }
+            let parts = WaterFilling.fill(
+                capacity: outer.allocations[k], weights: indices.map { own[$0] },
+                lower: indices.map { lower[$0] }, upper: indices.map { upper[$0] }
+            ).allocations
+            for (m, index) in indices.enumerated() { shares[index] = parts[m] }
+        }
+        return (shares, outer.level)
     }
 }

@@ -211,6 +211,26 @@ public struct PoolAllocation: Sendable {
     public static func compute(
         capacityEstimate: Double, settings: AllocationSettings, claims: [AllocationClaim]
     ) -> PoolAllocation {
+        compute(capacityEstimate: capacityEstimate, settings: settings, claims: claims, reweigh: nil)
+    }
+
+    /// One of `compute`'s fills after the first: the refill with the guardrails as bounds (step 3), the surplus
+    /// (step 4).
+    enum Refill { case guarded, surplus }
+
+    /// Weights for a refill in place of those it would use: given the refill, the active claims (indices into
+    /// `claims`) and the weights, lower and upper bounds (parallel to them) and capacity it is about to fill with,
+    /// the weights to use instead, or nil to keep them. Weights given for the guarded refill are also the surplus'.
+    /// `PolicyEngine.allocate` shares a group's part in two levels through it.
+    typealias Reweighing = (
+        _ refill: Refill, _ active: [Int], _ weights: [Double], _ lower: [Double], _ upper: [Double],
+        _ capacity: Double
+    ) -> [Double]?
+
+    /// ``compute(capacityEstimate:settings:claims:)``, the refills weighted by `reweigh` (nil: the claims' weights).
+    static func compute(
+        capacityEstimate: Double, settings: AllocationSettings, claims: [AllocationClaim], reweigh: Reweighing?
+    ) -> PoolAllocation {
         let capacity = max(0, capacityEstimate * (1 - settings.safetyMargin))
         let count = claims.count
         let headroom = 1 + settings.demandHeadroom
@@ -339,6 +359,11 @@ public struct PoolAllocation: Sendable {
                     let raw = values[k]
                     guardClamped[active[k]] = raw > claim.guardMax || (minFits && raw < min(claim.guardMin, upper[k]))
                 }
+                if let reweigh,
+                    let regrouped = reweigh(.guarded, active, weights, guardedLower, guardedUpper, remaining)
+                {
+                    weights = regrouped
+                }
                 let guarded = WaterFilling.fill(
                     capacity: remaining, weights: weights, lower: guardedLower, upper: guardedUpper)
                 values = guarded.allocations
@@ -373,8 +398,11 @@ public struct PoolAllocation: Sendable {
                     surplusUpper[k] =
                         claim.receivesSurplus ? max(values[k], min(ceilings[k], claim.guardMax)) : values[k]
                 }
+                let grownCapacity = used + surplus - burstReserve
                 let grown = WaterFilling.fill(
-                    capacity: used + surplus - burstReserve, weights: weights, lower: values, upper: surplusUpper)
+                    capacity: grownCapacity,
+                    weights: reweigh?(.surplus, active, weights, values, surplusUpper, grownCapacity) ?? weights,
+                    lower: values, upper: surplusUpper)
                 surplusLevel = grown.level
                 var grownUsed = 0.0
                 for k in 0..<activeCount {

@@ -985,6 +985,55 @@ struct PolicyEngineTests {
         #expect(abs(group - (decision.rate("b") ?? 0)) < 1e-6, "\(group) \(decision.rate("b") ?? -1)")
     }
 
+    @Test func anUncontendedGroupsMemberAtItsCeilingLeavesItsSurplusToTheGroup() throws {
+        // A third review of 2026-12-01 (N3): on an uncontended pool the surplus went by the divided weights, so `k1`,
+        // held at its 120 ceiling, gave its half of the group's part to the whole pool: 120 + 293.3 against `b`'s
+        // 586.7. Shared two-level, the group grows as one tenant (500 against 500) and `k2` takes what `k1` cannot.
+        var policy = Timeline.makePolicy()
+        policy.allocation.surplus = .distribute
+        policy.allocation.burstReserve = 0
+        policy.setTenant(
+            TenantPolicy(
+                id: "k1", tier: "standard", ceiling: PerDimension(rpm: .absolute(120), tpm: nil), group: "acme"))
+        policy.setTenant(TenantPolicy(id: "k2", tier: "standard", group: "acme"))
+        var timeline = Timeline(policy: policy)
+        let decision = timeline.tick([
+            Timeline.observe("k1", rpm: 100, tpm: 10_000), Timeline.observe("k2", rpm: 50, tpm: 5_000),
+            Timeline.observe("b", rpm: 100, tpm: 10_000),
+        ])
+        #expect(close(decision.target("k1"), 120), "\(decision.target("k1") ?? -1)")
+        #expect(close(decision.target("k2"), 380), "\(decision.target("k2") ?? -1)")
+        #expect(close(decision.target("b"), 500), "\(decision.target("b") ?? -1)")
+        #expect(decision.reason("k1") == .surplus)
+        #expect(decision.reason("k2") == .surplus)
+    }
+
+    @Test func aGroupMemberClampedAtGuardMaxLeavesTheExcessToTheGroup() throws {
+        // A third review of 2026-12-01 (N4): `k1` (standard, `guard_max` 100) and `k2` (free) are one customer beside
+        // `d` (premium); all want the pool. The guarded refill spread `k1`'s excess over everyone by weight: 100, 100
+        // and 800. It stays with the group, as a ceiling of 100 would keep it: the group weighs 1.5 against `d`'s 4,
+        // 3,000/11 = 272.7, of which `k2` takes what `k1` cannot, 1,900/11 = 172.7; `d` 8,000/11 = 727.3.
+        var policy = Timeline.makePolicy()
+        var standard = try #require(policy.tier(named: "standard"))
+        standard.guardMax = PerDimension(rpm: .absolute(100), tpm: .unbounded)
+        policy.setTier(standard)
+        policy.setTenant(TenantPolicy(id: "k1", tier: "standard", group: "acme"))
+        policy.setTenant(TenantPolicy(id: "k2", tier: "free", group: "acme"))
+        policy.setTenant(TenantPolicy(id: "d", tier: "premium"))
+        var timeline = Timeline(policy: policy)
+        let decision = timeline.tick([Timeline.observe("k1"), Timeline.observe("k2"), Timeline.observe("d")])
+        #expect(close(decision.target("k1"), 100), "\(decision.target("k1") ?? -1)")
+        #expect(close(decision.target("k2"), 1_900.0 / 11), "\(decision.target("k2") ?? -1)")
+        #expect(close(decision.target("d"), 8_000.0 / 11), "\(decision.target("d") ?? -1)")
+        #expect(decision.reason("k1") == .guardrailClamped)
+        // The proposal's evidence is the two-level value without the clamp: 2/3 of the group's 3,000/11.
+        let proposal = try #require(decision.proposals.first { $0.tenant == "k1" })
+        #expect(proposal.kind == .raiseAboveGuardMax)
+        #expect(close(proposal.value, 2_000.0 / 11), "\(proposal.value ?? -1)")
+        #expect(proposal.evidence?.group == "acme")
+        #expect(decision.proposals.count == 1)
+    }
+
     @Test func aGroupAloneOnAPoolIsSharedMaxMin() throws {
         // A second review of 2026-12-01: an iteration toward the two-level result stopped short when the group was the
         // only claimant with room, and gave the key at 1,000 892.9 and the keys at 40 35.7. Max-min: 880 and 40 each.
