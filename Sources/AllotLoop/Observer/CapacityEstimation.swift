@@ -252,7 +252,10 @@ extension PoolTrack {
             }
         }
 
-        if pointer.pointee.signals.family != nil { readLimits(pointer, at: at, windows: windows) }
+        if pointer.pointee.signals.family != nil {
+            readLimits(pointer, at: at, windows: windows)
+            if let position { fine.slots[position].statedAnswers &+= 1 }
+        }
         let signals = UnsafePointer<EventSignals>(pointer.pointer(to: \.signals)!)
 
         // Quota evidence: a 429 with quota semantics, or `remaining = 0` with a reset still ahead.

@@ -79,6 +79,9 @@ struct PoolEvaluation {
             return score >= PoolEvaluation.largeCallScore ? (refused.mean, attempts.mean) : nil
         }
 
+        /// Answers that carried a provider's rate-limit headers.
+        var statedAnswers: Double { slices.reduce(0) { $0 + Double($1.slice.statedAnswers) } }
+
         /// Attempts that reached the upstream.
         var attempts: Int {
             Outcome.allCases.reduce(0) { $0 + ($1.reachedUpstream ? outcomes[$1.ordinal] : 0) }
@@ -275,6 +278,10 @@ struct PoolEvaluation {
     static let largeCallRefusals: Int32 = 5
     static let largeCallSpread = 0.25
 
+    /// The share of the short window's answers with rate-limit headers from which a pool counts as stating its limit
+    /// for the heavy-refusal measurement (``ShortWindow/throttledRate``), unless a refusal said which limit it met.
+    static let statedShare = 0.5
+
     /// The share of the probe step above the last measured limit (``PoolTrack/measuredLimit``). At 0.2 the
     /// step above a measurement that under-read the limit took five minutes (blind-capacity-drop, seeds 1–16:
     /// utilisation 96.8 %, five seeds below 95 %); at 0.35 it takes three (97.7 %, two seeds below 95 %) for
@@ -456,13 +463,21 @@ struct PoolEvaluation {
             let tokensPerCall = window.served.rpm > 0 ? window.served.tpm / window.served.rpm : 0
             let requestEstimate =
                 dimension == .rpm ? estimate : tokensPerCall > 0 ? estimate / tokensPerCall : .infinity
+            // A heavy share of refusals settles a measurement at once where the provider states no limit — or states
+            // it on less than half of the window's answers (``statedShare``) while none of the window's refusals said
+            // which limit they met: headers on one answer in twenty (round 44's `s24`) left every cut after a halving
+            // to wait for three settled slices, and 1.05–1.09 % of the attempts were refused (seeds 1–8; now
+            // 0.80–0.84 %).
+            let statesLimit =
+                (pool.headerLimitAt[dimension] ?? -Double.infinity) >= now - short
+                && ((pool.lastQuotaAt[dimension] ?? -Double.infinity) >= now - short
+                    || window.statedAnswers >= Self.statedShare * Double(window.attempts))
             let served =
                 evidence.map { $0 >= now - short } ?? false
                 ? window.throttledRate(
                     dimension, unattributed: binding[dimension], settledBefore: settledBefore, width: width,
                     minimumSlices: Self.minimumThrottledSlices,
-                    heavyShare: (pool.headerLimitAt[dimension] ?? -Double.infinity) >= now - short
-                        ? .infinity : Self.heavyRefusalShare,
+                    heavyShare: statesLimit ? .infinity : Self.heavyRefusalShare,
                     heavyAttemptRate: Self.heavyAttemptShare * requestEstimate) : nil
             if let evidence, pool.lastDecreaseAt[dimension] != nil,
                 evidence <= pool.holdUntil[dimension] ?? -Double.infinity, let served, max(floor, served) < estimate

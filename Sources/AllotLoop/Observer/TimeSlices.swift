@@ -88,6 +88,8 @@ struct CountSlice: TimeSlice {
     /// whether refusals fall on the large calls (``PoolEvaluation/ShortWindow/refusalsFallOnLargeCalls()``).
     var attemptSizes = CallSizes()
     var bareRefusalSizes = CallSizes()
+    /// Answers that carried a provider's rate-limit headers.
+    var statedAnswers: Int32 = 0
 
     init() {}
 
@@ -103,14 +105,15 @@ struct CountSlice: TimeSlice {
         latency.clear()
         attemptSizes = CallSizes()
         bareRefusalSizes = CallSizes()
+        statedAnswers = 0
     }
 
     private enum CodingKeys: String, CodingKey {
         case index, outcomes, servedRequests, servedTokens, quotaRPM, quotaTPM, quotaUnattributed
-        case unparseableHeaders, latency, attemptSizes, bareRefusalSizes
+        case unparseableHeaders, latency, attemptSizes, bareRefusalSizes, statedAnswers
     }
 
-    /// Checkpoints written before the call sizes existed decode with none.
+    /// Checkpoints written before the call sizes and the stated answers existed decode with none.
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         index = try container.decode(Int64.self, forKey: .index)
@@ -124,6 +127,7 @@ struct CountSlice: TimeSlice {
         latency = try container.decode(LatencyCounts.self, forKey: .latency)
         attemptSizes = try container.decodeIfPresent(CallSizes.self, forKey: .attemptSizes) ?? CallSizes()
         bareRefusalSizes = try container.decodeIfPresent(CallSizes.self, forKey: .bareRefusalSizes) ?? CallSizes()
+        statedAnswers = try container.decodeIfPresent(Int32.self, forKey: .statedAnswers) ?? 0
     }
 
     func quota(_ dimension: RateDimension) -> Int32 { dimension == .rpm ? quotaRPM : quotaTPM }

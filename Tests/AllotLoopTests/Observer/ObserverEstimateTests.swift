@@ -408,7 +408,7 @@ struct ObserverEstimateTests {
         }
     }
 
-    /// The call sizes join the observer's checkpoint; a checkpoint written before them restores its slices without.
+    /// The call sizes and stated answers join the observer's checkpoint; one written before them restores without.
     @Test func callSizesRoundTripAndOlderCheckpointsDecodeWithout() throws {
         var slice = CountSlice()
         slice.reset(index: 42)
@@ -416,6 +416,7 @@ struct ObserverEstimateTests {
         slice.attemptSizes.add(900)
         slice.attemptSizes.add(2_900)
         slice.bareRefusalSizes.add(2_900)
+        slice.statedAnswers = 2
         let restored = try StateCodec.decode(CountSlice.self, from: StateCodec.encode(slice), component: "observer")
         #expect(restored == slice)
         #expect(restored.attemptSizes.mean == 1_900)
@@ -439,6 +440,7 @@ struct ObserverEstimateTests {
         #expect(old.quotaUnattributed == 2)
         #expect(old.attemptSizes == CallSizes())
         #expect(old.bareRefusalSizes == CallSizes())
+        #expect(old.statedAnswers == 0)
     }
 
     @Test func aFreshSliceIsNotReadAsACollapse() throws {
@@ -470,19 +472,22 @@ struct ObserverEstimateTests {
     }
 
     /// 60 served per 5 s for 50 s, then a slice where the provider refuses `refused` of 40 attempts: 40 − refused
-    /// served. Without headers unless `limit` is given.
+    /// served. Without headers unless `limit` is given, then on one served answer in `statedEvery`.
     static func heavyRefusals(
-        _ script: inout TelemetryScript, t0: Double, refused: Int, limit: Int64? = nil
+        _ script: inout TelemetryScript, t0: Double, refused: Int, limit: Int64? = nil, statedEvery: Int = 1
     ) -> [StoredEvent] {
         let signals = limit.map { F.openAI(limitRequests: $0) } ?? EventSignals()
-        var events = script.spread(600, from: t0 - 60, to: t0 - 10) { script, at in
-            script.event(at: at, latencyMs: 300, signals: signals)
+        var served = 0
+        func answer(_ script: inout TelemetryScript, _ at: Double) -> StoredEvent {
+            served += 1
+            return script.event(at: at, latencyMs: 300, signals: served % statedEvery == 0 ? signals : EventSignals())
         }
+        var events = script.spread(600, from: t0 - 60, to: t0 - 10) { script, at in answer(&script, at) }
         events += script.spread(40, from: t0 - 10, to: t0 - 5) { script, at in
             let index = Int(((at - (t0 - 10)) * 8).rounded())
             return index < refused
                 ? script.event(at: at, outcome: .quotaExhausted, status: 429, errorType: "rate_limit_exceeded")
-                : script.event(at: at, latencyMs: 300, signals: signals)
+                : answer(&script, at)
         }
         return events
     }
@@ -506,6 +511,14 @@ struct ObserverEstimateTests {
         report = estimation.observe(
             script.delta { Self.heavyRefusals(&$0, t0: t0, refused: 20, limit: 1000) }, now: t0)
         #expect(F.status(report)?.estimate.rpm == 950)
+        // One that states it on one answer in twenty, the refusals bare, is all but blind (round 44's `s24`): the
+        // heavy slice measures the limit at once.
+        script = TelemetryScript()
+        estimation = CapacityEstimation(policy: F.policy(rpm: 1000))
+        report = estimation.observe(
+            script.delta { Self.heavyRefusals(&$0, t0: t0, refused: 20, limit: 1000, statedEvery: 20) }, now: t0)
+        #expect(F.status(report)?.headerLimit.rpm == 1000)
+        #expect(F.status(report)?.estimate.rpm == 240)
     }
 
     @Test func oneRefusalOfAQuietPoolIsNotAMeasurement() throws {
