@@ -13,6 +13,8 @@ struct TenantSummary: Sendable {
     var id: String
     var tier: String
     var priority: Int
+    /// The policy's `group` for the tenant (one customer's keys), nil for none.
+    var group: String?
     /// The most pressing class across its upstreams (sustained_over, bursting, cold_start, steady,
     /// idle), nil when the Classifier has not seen it.
     var tenantClass: TenantClass?
@@ -74,6 +76,7 @@ struct TenantDirectory: Sendable {
             let allocated = allocations[id] ?? []
             let tier = allocated.first?.tier ?? overrideTiers[id] ?? policy.tierName(ofTenant: id)
             var summary = TenantSummary(id: id, tier: tier, priority: policy.tier(named: tier)?.priority ?? Int.max)
+            summary.group = policy.tenant(id)?.group
             if let record = seen[id] {
                 summary.firstSeen = Double(record.firstSeenMs) / 1000
                 summary.lastSeen = Double(record.lastSeenMs) / 1000

@@ -18,16 +18,16 @@ struct TenantRoutes: Sendable {
 
     // MARK: List
 
-    /// Filters: `tier`, `class`, `upstream`, `alert` (a kind, or `any`), `starved`, `override`,
-    /// `suspect`, `search` (case-insensitive substring of the id). Sorting: `sort` (a key of
-    /// ``sortKeys``, `-` prefix for descending) and `order` (`asc`, `desc`). Paging: `limit`
+    /// Filters: `tier`, `group` (a policy group: one customer's keys), `class`, `upstream`, `alert` (a kind,
+    /// or `any`), `starved`, `override`, `suspect`, `search` (case-insensitive substring of the id). Sorting:
+    /// `sort` (a key of ``sortKeys``, `-` prefix for descending) and `order` (`asc`, `desc`). Paging: `limit`
     /// (1-1000, default 100) and `offset`.
     func list(_ request: HTTPRequest) async throws -> HTTPResponse {
         let query = try OperatorQuery(
             request,
             allowed: [
-                "tier", "class", "upstream", "alert", "starved", "override", "suspect", "search", "sort", "order",
-                "limit", "offset",
+                "tier", "group", "class", "upstream", "alert", "starved", "override", "suspect", "search", "sort",
+                "order", "limit", "offset",
             ])
         let now = console.clock.now
         let directory = try await directory(now: now)
@@ -37,6 +37,11 @@ struct TenantRoutes: Sendable {
         // A tier no policy defines and no tenant has is a typo: an empty list hid it (round 14).
         if let tier = try query.known("tier", among: tiers, what: "tier") {
             rows.removeAll { $0.tier != tier }
+        }
+        // Groups are the policy's: a name none of its tenants has is a typo, refused with the nearest.
+        let groups = Set(console.policy().policy.tenants.compactMap(\.group)).sorted()
+        if let group = try query.known("group", among: groups, what: "group") {
+            rows.removeAll { $0.group != group }
         }
         if let wanted = try query.choice("class", TenantClass.allCases.map(\.rawValue)) {
             rows.removeAll { id in
@@ -119,7 +124,7 @@ struct TenantRoutes: Sendable {
 
     static func row(_ summary: TenantSummary) -> JSON {
         [
-            "id": .string(summary.id), "tier": .string(summary.tier),
+            "id": .string(summary.id), "tier": .string(summary.tier), "group": summary.group.map(JSON.string) ?? .null,
             "class": summary.tenantClass.map { .string($0.rawValue) } ?? .null, "suspect": .bool(summary.suspect),
             "upstreams": .array(summary.upstreams.map(JSON.string)),
             "demand": OperatorJSON.dimensions(summary.demand), "usage": OperatorJSON.dimensions(summary.usage),
@@ -208,6 +213,7 @@ struct TenantRoutes: Sendable {
                 overrides.contains { $0.override.tier != nil }
                     ? "override" : (policy.tenant(id) != nil ? "policy" : "default")),
             "priority": policy.tier(named: tierName).map { .int(Int64($0.priority)) } ?? .null,
+            "group": summary.group.map(JSON.string) ?? .null,
             "class": summary.tenantClass.map { .string($0.rawValue) } ?? .null, "suspect": .bool(summary.suspect),
             "demand": OperatorJSON.dimensions(summary.demand), "usage": OperatorJSON.dimensions(summary.usage),
             "allocation": OperatorJSON.dimensions(summary.allocation), "starved": .bool(summary.starved),

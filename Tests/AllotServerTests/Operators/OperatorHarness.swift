@@ -113,12 +113,18 @@ struct OperatorHarness {
         return policy
     }
 
-    /// - Parameter tenants: Tenant observations on ``upstream`` (standard tier by default).
-    static func make(tenants: [TenantObservation] = defaultTenants) async throws -> OperatorHarness {
+    /// - Parameters:
+    ///   - tenants: Tenant observations on ``upstream`` (standard tier by default).
+    ///   - adjust: Changes to ``policy()`` for the test.
+    static func make(
+        tenants: [TenantObservation] = defaultTenants, adjust: (inout Policy) -> Void = { _ in }
+    ) async throws -> OperatorHarness {
         let pool = try await StoreDatabase.temporary()
         let clock = ManualClock(now: start)
         let telemetry = TelemetryStore(pool: pool, clock: clock)
-        let policy = try policy()
+        var adjusted = try policy()
+        adjust(&adjusted)
+        let policy = adjusted
         let version = LoopRunner.policyVersion(of: policy)
         let metrics = MetricsRegistry()
         let console = OperatorConsole(

@@ -85,6 +85,29 @@ import Testing
         await harness.close()
     }
 
+    /// One customer's keys (a policy `group`) are listed, filtered and shown with their group; a group no policy
+    /// tenant has is refused with the nearest, as a tier is.
+    @Test func tenantListAndDetailShowThePolicyGroup() async throws {
+        let harness = try await OperatorHarness.make { policy in
+            policy.setTenant(TenantPolicy(id: "acme", tier: "standard", group: "globex-co"))
+            policy.setTenant(TenantPolicy(id: "beta", tier: "standard", group: "globex-co"))
+        }
+        await harness.tick()
+        let all = await harness.send(.get, "/v1/tenants", as: .operator)
+        let groups = all.jsonBody["tenants"]?.arrayValue?.map { $0["group"] }
+        #expect(groups == ["globex-co", "globex-co", .null, .null, .null])
+        #expect(ids(await harness.send(.get, "/v1/tenants?group=globex-co", as: .operator)) == ["acme", "beta"])
+        #expect(
+            ids(await harness.send(.get, "/v1/tenants?group=globex-co&starved=true", as: .operator)) == [])
+        let typo = await harness.send(.get, "/v1/tenants?group=globex-cp", as: .operator)
+        #expect(
+            typo.badRequest
+                == Refusal(field: "group", message: #"unknown group "globex-cp"; did you mean "globex-co"?"#))
+        #expect(await harness.send(.get, "/v1/tenants/acme", as: .operator).jsonBody["group"] == "globex-co")
+        #expect(await harness.send(.get, "/v1/tenants/example-premium", as: .operator).jsonBody["group"] == .null)
+        await harness.close()
+    }
+
     @Test func tenantDetailExplainsTheAllocation() async throws {
         let harness = try await OperatorHarness.make()
         await harness.tick()
