@@ -34,10 +34,7 @@ import AllotStore
 ///   cutting it: the refusals are traffic beyond the allocation (outside evaluation round 28).
 ///   A 429 whose headers leave a tenth of the requests' limit (and at least six) is a token refusal (a
 ///   call larger than the tokens left). A bare 429 that names no dimension counts against the binding one
-///   (the higher utilisation; both when within 0.1 of each other), and against tokens too when the short
-///   window's bare 429s fall on the large calls (``PoolEvaluation/ShortWindow/refusalsFallOnLargeCalls()``): a
-///   provider's token bucket refuses a call larger than the tokens it holds while a smaller one still passes,
-///   and a request limit refuses whatever the size.
+///   (the higher utilisation; both when within 0.1 of each other).
 /// - **Slow up**: with no quota evidence in the short window, the circuit closed and latency not
 ///   degrading, utilisation (served / `C_est`) at or above `probe_utilisation` raises the estimate by
 ///   `probe_step × reference` per minute — and at least `probe_recover` of the gap to a limit the
@@ -288,15 +285,9 @@ extension PoolTrack {
         }
         if outcome == .quotaExhausted, !requestsHit, !tokensHit {
             if let position { fine.slots[position].quotaUnattributed &+= 1 }
-            if let position, let size = pointer.pointee.estimatedTokens {
-                fine.slots[position].bareRefusalSizes.add(Double(max(0, size)))
-            }
             if lastUnattributedQuotaAt == nil || at > lastUnattributedQuotaAt! { lastUnattributedQuotaAt = at }
         }
 
-        if outcome.reachedUpstream, let position, let size = pointer.pointee.estimatedTokens {
-            fine.slots[position].attemptSizes.add(Double(max(0, size)))
-        }
         switch outcome {
         case .overloaded:
             if lastOverloadAt == nil || at > lastOverloadAt! { lastOverloadAt = at }

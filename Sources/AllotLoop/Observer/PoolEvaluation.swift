@@ -56,29 +56,6 @@ struct PoolEvaluation {
         /// Served per minute over the window.
         func rate(_ dimension: RateDimension) -> Double { coverage > 0 ? served[dimension] / coverage * 60 : 0 }
 
-        /// The window's bare 429s and its attempts by the gateways' token estimates, when the refused calls are
-        /// larger than the attempts by at least ``largeCallScore`` standard errors (at least ``largeCallRefusals``
-        /// of them, among attempts whose sizes spread by ``largeCallSpread`` of their mean or more); nil otherwise.
-        /// A provider's token bucket refuses a call larger than the tokens it holds while a smaller one still passes,
-        /// so refusals by tokens fall on the large calls; a request limit refuses whatever the size. Blind pools
-        /// read the busier dimension from the utilisation of the estimates, and a stale estimate of the other (a
-        /// declared token capacity far above the truth) hid a token limit: each refusal cut the requests' estimate
-        /// instead (outside evaluation round 44's `s11`).
-        func refusalsFallOnLargeCalls() -> (refused: Double, attempted: Double)? {
-            var attempts = CallSizes()
-            var refused = CallSizes()
-            for (slice, _) in slices {
-                attempts.add(slice.attemptSizes)
-                refused.add(slice.bareRefusalSizes)
-            }
-            let spread = attempts.deviation
-            guard refused.count >= PoolEvaluation.largeCallRefusals, attempts.count > 1,
-                spread > 0, spread >= PoolEvaluation.largeCallSpread * attempts.mean
-            else { return nil }
-            let score = (refused.mean - attempts.mean) / (spread / Double(refused.count).squareRoot())
-            return score >= PoolEvaluation.largeCallScore ? (refused.mean, attempts.mean) : nil
-        }
-
         /// Answers that carried a provider's rate-limit headers.
         var statedAnswers: Double { slices.reduce(0) { $0 + Double($1.slice.statedAnswers) } }
 
@@ -268,16 +245,6 @@ struct PoolEvaluation {
     /// A quarter: a pool's limit halved under a rate at half its estimate still reads as one.
     static let heavyAttemptShare = 0.25
 
-    /// Bare 429s read as falling on the large calls (``ShortWindow/refusalsFallOnLargeCalls()``): their mean size
-    /// this many standard errors above the attempts', with at least `largeCallRefusals` of them, among attempts
-    /// whose sizes spread by at least `largeCallSpread` of their mean (calls of one size tell nothing). Measured on
-    /// blind pools of calls of about 900 and 2,900 tokens (seed 1): a token limit's refusals scored 4–7 once five
-    /// had come; a request limit's (`blind-capacity-drop`) −2.8 to 2.3; both limits cut at once (round 44's `s11`)
-    /// −1.6 to 0.2, and 2.5 later under the token limit alone.
-    static let largeCallScore = 3.0
-    static let largeCallRefusals: Int32 = 5
-    static let largeCallSpread = 0.25
-
     /// The share of the short window's answers with rate-limit headers from which a pool counts as stating its limit
     /// for the heavy-refusal measurement (``ShortWindow/throttledRate``), unless a refusal said which limit it met.
     static let statedShare = 0.5
@@ -327,17 +294,10 @@ struct PoolEvaluation {
         let utilisation = PerDimension<Double?> { dimension in
             pool.estimate[dimension].flatMap { $0 > 0 ? window.rate(dimension) / $0 : nil }
         }
-        var binding = PerDimension<Bool> { dimension in
+        let binding = PerDimension<Bool> { dimension in
             guard let mine = utilisation[dimension] else { return utilisation.rpm == nil && utilisation.tpm == nil }
             let other = utilisation[dimension == .rpm ? .tpm : .rpm] ?? -Double.infinity
             return mine >= other - 0.1
-        }
-        // …and against tokens too when they fall on the large calls.
-        if !binding.tpm, pool.estimate.tpm != nil, let sizes = window.refusalsFallOnLargeCalls() {
-            binding.tpm = true
-            signals.append(
-                "bare 429s fall on the large calls (\(Self.format(sizes.refused)) tokens on average against "
-                    + "\(Self.format(sizes.attempted)) attempted): counted against tpm too")
         }
         let unattributedAt = pool.lastUnattributedQuotaAt
         for dimension in RateDimension.allCases {

@@ -84,10 +84,6 @@ struct CountSlice: TimeSlice {
     var unparseableHeaders: Int32 = 0
     /// Latency of served attempts, on `LogLinearScale.latency`; empty until the first sample.
     var latency: LatencyCounts = LatencyCounts()
-    /// The gateways' token estimates of the attempts that reached the upstream, and of the bare 429s among them:
-    /// whether refusals fall on the large calls (``PoolEvaluation/ShortWindow/refusalsFallOnLargeCalls()``).
-    var attemptSizes = CallSizes()
-    var bareRefusalSizes = CallSizes()
     /// Answers that carried a provider's rate-limit headers.
     var statedAnswers: Int32 = 0
 
@@ -103,17 +99,15 @@ struct CountSlice: TimeSlice {
         quotaUnattributed = 0
         unparseableHeaders = 0
         latency.clear()
-        attemptSizes = CallSizes()
-        bareRefusalSizes = CallSizes()
         statedAnswers = 0
     }
 
     private enum CodingKeys: String, CodingKey {
         case index, outcomes, servedRequests, servedTokens, quotaRPM, quotaTPM, quotaUnattributed
-        case unparseableHeaders, latency, attemptSizes, bareRefusalSizes, statedAnswers
+        case unparseableHeaders, latency, statedAnswers
     }
 
-    /// Checkpoints written before the call sizes and the stated answers existed decode with none.
+    /// Checkpoints written before the stated answers were counted decode with none.
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         index = try container.decode(Int64.self, forKey: .index)
@@ -125,35 +119,10 @@ struct CountSlice: TimeSlice {
         quotaUnattributed = try container.decode(Int32.self, forKey: .quotaUnattributed)
         unparseableHeaders = try container.decode(Int32.self, forKey: .unparseableHeaders)
         latency = try container.decode(LatencyCounts.self, forKey: .latency)
-        attemptSizes = try container.decodeIfPresent(CallSizes.self, forKey: .attemptSizes) ?? CallSizes()
-        bareRefusalSizes = try container.decodeIfPresent(CallSizes.self, forKey: .bareRefusalSizes) ?? CallSizes()
         statedAnswers = try container.decodeIfPresent(Int32.self, forKey: .statedAnswers) ?? 0
     }
 
     func quota(_ dimension: RateDimension) -> Int32 { dimension == .rpm ? quotaRPM : quotaTPM }
-}
-
-/// Sizes of calls, in tokens: how many, their sum and the sum of their squares (for a mean and a spread).
-struct CallSizes: Sendable, Hashable, Codable {
-    var count: Int32 = 0
-    var sum: Double = 0
-    var squares: Double = 0
-
-    mutating func add(_ tokens: Double) {
-        count &+= 1
-        sum += tokens
-        squares += tokens * tokens
-    }
-
-    mutating func add(_ other: CallSizes) {
-        count &+= other.count
-        sum += other.sum
-        squares += other.squares
-    }
-
-    var mean: Double { count > 0 ? sum / Double(count) : 0 }
-    /// The population standard deviation.
-    var deviation: Double { count > 0 ? max(0, squares / Double(count) - mean * mean).squareRoot() : 0 }
 }
 
 /// Per-slice latency and served tokens (the coarse ring, covering the long window's baseline).

@@ -352,75 +352,15 @@ struct ObserverEstimateTests {
         #expect(status.estimate.rpm == 285)
     }
 
-    /// A minute of a blind pool's traffic ending at `t0`, calls of 900 and 2,900 tokens in turn (by the gateways'
-    /// estimates): 60 served per 5-s slice for 40 s, then four slices of 25 served and 10 bare 429s, which fall on
-    /// the 2,900-token calls when `onLarge`, on both sizes in turn otherwise.
-    static func bareRefusals(_ script: inout TelemetryScript, t0: Double, onLarge: Bool) -> [StoredEvent] {
-        var events: [StoredEvent] = []
-        var turn = 0
-        for slice in 0..<12 {
-            let start = t0 - 60 + Double(slice) * 5
-            let throttled = slice >= 8
-            events += script.spread(throttled ? 35 : 60, from: start, to: start + 5) { script, at in
-                let index = Int(((at - start) * 7).rounded())
-                turn += 1
-                if throttled, index % 7 >= 5 {
-                    let size: Int64 = onLarge || turn % 2 == 0 ? 2_900 : 900
-                    return script.event(at: at, outcome: .quotaExhausted, status: 429, estimated: size)
-                }
-                let size: Int64 = turn % 2 == 0 ? 2_900 : 900
-                return script.event(
-                    at: at, latencyMs: 300, prompt: size - 300, completion: 300, estimated: size)
-            }
-        }
-        return events
-    }
-
-    /// A bare 429 counts against the busier dimension by the estimates' utilisation, and against tokens too when the
-    /// refused calls are the large ones: a token bucket refuses a call larger than what it holds while a smaller one
-    /// passes. The declared token capacity, far above what is used, read as the idle dimension (round 44, `s11`).
-    @Test func bareRefusalsOfLargeCallsCountAgainstTokens() throws {
-        for onLarge in [true, false] {
-            var script = TelemetryScript()
-            var estimation = CapacityEstimation(policy: F.policy(rpm: 1000, tpm: 4_000_000))
-            // A tick before the traffic sets the estimates (with none, a bare 429 counts against both dimensions).
-            _ = estimation.observe(script.delta([]), now: t0 - 60)
-            let events = Self.bareRefusals(&script, t0: t0, onLarge: onLarge)
-            #expect(events.filter { $0.outcome == .quotaExhausted }.count == 40)
-            let report = estimation.observe(script.delta(events), now: t0)
-            let status = try #require(F.status(report))
-            // Requests: 580 of 1,000 used against tokens' 1.1M of 4M; 75 served in the settled throttled slices.
-            #expect(status.estimate.rpm == 300)
-            let signal = status.signals.first { $0.hasPrefix("bare 429s fall on the large calls") }
-            if onLarge {
-                // The tokens served in those slices (15 s), per minute.
-                let served = events.filter { $0.outcome == .ok && $0.timestampMs >= Int64((t0 - 20) * 1000) }
-                    .filter { $0.timestampMs < Int64((t0 - 5) * 1000) }
-                    .reduce(0.0) { $0 + Double(($1.promptTokens ?? 0) + ($1.completionTokens ?? 0)) }
-                #expect(status.estimate.tpm == served * 4)
-                #expect(status.estimate.tpm == 566_000)
-                #expect(signal == "bare 429s fall on the large calls (2900 tokens on average against 1965 "
-                    + "attempted): counted against tpm too")
-            } else {
-                #expect(status.estimate.tpm == 4_000_000)
-                #expect(signal == nil)
-            }
-        }
-    }
-
-    /// The call sizes and stated answers join the observer's checkpoint; one written before them restores without.
-    @Test func callSizesRoundTripAndOlderCheckpointsDecodeWithout() throws {
+    /// The count of answers with headers joins the observer's checkpoint; one written before it restores without.
+    @Test func statedAnswersRoundTripAndOlderCheckpointsDecodeWithout() throws {
         var slice = CountSlice()
         slice.reset(index: 42)
         slice.quotaUnattributed = 3
-        slice.attemptSizes.add(900)
-        slice.attemptSizes.add(2_900)
-        slice.bareRefusalSizes.add(2_900)
         slice.statedAnswers = 2
         let restored = try StateCodec.decode(CountSlice.self, from: StateCodec.encode(slice), component: "observer")
         #expect(restored == slice)
-        #expect(restored.attemptSizes.mean == 1_900)
-        #expect(restored.attemptSizes.deviation == 1_000)
+        #expect(restored.statedAnswers == 2)
 
         struct Before: Codable {
             var index: Int64 = 42
@@ -438,8 +378,6 @@ struct ObserverEstimateTests {
         #expect(old.outcomes == SIMD8<Int32>(1, 2, 0, 0, 0, 0, 0, 0))
         #expect(old.servedTokens == 1_900)
         #expect(old.quotaUnattributed == 2)
-        #expect(old.attemptSizes == CallSizes())
-        #expect(old.bareRefusalSizes == CallSizes())
         #expect(old.statedAnswers == 0)
     }
 
