@@ -37,6 +37,8 @@ struct PoolEvaluation {
         var served = PerDimension<Double>(0)
         var coverage = 0.0
         var unparseable = 0
+        /// Answers that carried a provider's rate-limit headers.
+        var statedAnswers = 0.0
         var latency = [Double](repeating: 0, count: LogLinearScale.latency.count)
         var latencySamples = 0.0
 
@@ -48,6 +50,7 @@ struct PoolEvaluation {
                 served.rpm += slice.servedRequests
                 served.tpm += slice.servedTokens
                 unparseable += Int(slice.unparseableHeaders)
+                statedAnswers += Double(slice.statedAnswers)
                 slice.latency.merge(into: &latency)
                 latencySamples += Double(slice.latency.total)
             }
@@ -55,9 +58,6 @@ struct PoolEvaluation {
 
         /// Served per minute over the window.
         func rate(_ dimension: RateDimension) -> Double { coverage > 0 ? served[dimension] / coverage * 60 : 0 }
-
-        /// Answers that carried a provider's rate-limit headers.
-        var statedAnswers: Double { slices.reduce(0) { $0 + Double($1.slice.statedAnswers) } }
 
         /// Attempts that reached the upstream.
         var attempts: Int {
